@@ -1,0 +1,467 @@
+//! The servers file and the host's own settings.
+//!
+//! The file is the `mcpServers` JSON that `.mcp.json` and Claude Desktop use
+//! (`command`, `args`, `env`, `cwd`), so people can bring the file they have. Gatehouse's
+//! own settings (allow-list, bounds, model) live in the same file under `"gatehouse"`.
+//! One broken server entry never takes the others down: it is reported and skipped.
+
+use std::{
+    collections::BTreeMap,
+    path::{Path, PathBuf},
+    time::Duration,
+};
+
+use serde_json::{Map, Value};
+
+/// Longest a proposed call's arguments may be, in characters of JSON text.
+pub const MAX_ARGUMENT_CHARS: usize = 2_000;
+/// Most characters of a tool's result that go back into the model's context.
+pub const MAX_RESULT_CHARS: usize = 4_000;
+/// Most model calls in one turn.
+pub const MAX_STEPS: usize = 6;
+/// How long one server round of a tool call may take.
+pub const HOST_TOOL_TIMEOUT: Duration = Duration::from_secs(10);
+/// Environment variable overriding [`HOST_TOOL_TIMEOUT`], in seconds (fractions allowed).
+pub const HOST_TOOL_TIMEOUT_ENV: &str = "HOST_TOOL_TIMEOUT";
+/// How long a server may take from spawn to a ready catalog.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
+/// Most `input_required` rounds one call may take before the host gives up.
+pub const MAX_INPUT_ROUNDS: usize = 10;
+/// Most pages of `tools/list` the host follows for one server.
+pub const MAX_LIST_PAGES: usize = 100;
+
+/// The substitution variables carrying the caller's identity into the servers file.
+pub const USER_VAR: &str = "GATEHOUSE_USER";
+pub const TENANT_VAR: &str = "GATEHOUSE_TENANT";
+/// Server-side variables the reference servers read the caller from.
+pub const SERVER_USER_ENV: &str = "MCP_USER";
+pub const SERVER_TENANT_ENV: &str = "MCP_TENANT";
+
+/// Who the person at the host is, as given by `--user` and `--tenant`.
+#[derive(Debug, Clone)]
+pub struct Identity {
+    pub user: String,
+    pub tenant: String,
+}
+
+impl Default for Identity {
+    fn default() -> Self {
+        Identity {
+            user: "usr-sam".into(),
+            tenant: "larkfield".into(),
+        }
+    }
+}
+
+/// How to start one stdio server, after variables were substituted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerSpec {
+    pub name: String,
+    pub command: String,
+    pub args: Vec<String>,
+    pub env: BTreeMap<String, String>,
+    pub cwd: Option<PathBuf>,
+}
+
+/// The host's own limits and lists. Every bound has a named default above.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Tools the host runs without asking, by their namespaced name (`server__tool`).
+    pub allow: Vec<String>,
+    pub max_argument_chars: usize,
+    pub max_result_chars: usize,
+    pub max_steps: usize,
+    pub tool_timeout: Duration,
+    pub connect_timeout: Duration,
+    pub max_input_rounds: usize,
+    /// The model to use when `--model` is not given.
+    pub model: Option<String>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            allow: Vec::new(),
+            max_argument_chars: MAX_ARGUMENT_CHARS,
+            max_result_chars: MAX_RESULT_CHARS,
+            max_steps: MAX_STEPS,
+            tool_timeout: HOST_TOOL_TIMEOUT,
+            connect_timeout: CONNECT_TIMEOUT,
+            max_input_rounds: MAX_INPUT_ROUNDS,
+            model: None,
+        }
+    }
+}
+
+/// A loaded configuration: the servers that parsed, the ones that did not, and settings.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub servers: Vec<ServerSpec>,
+    /// Entries that could not be used, as (server name, reason). The host reports them.
+    pub broken: Vec<(String, String)>,
+    pub settings: Settings,
+    /// Things worth telling the person that do not stop the host (unknown keys, ...).
+    pub warnings: Vec<String>,
+    /// Where the configuration came from, for messages.
+    pub source: String,
+}
+
+/// A configuration that cannot be used at all.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path} is not valid JSON: {message} (line {line}, column {column})")]
+    Syntax {
+        path: String,
+        message: String,
+        line: usize,
+        column: usize,
+    },
+    #[error("{path}: {message}")]
+    Invalid { path: String, message: String },
+}
+
+/// The reference servers built into the host's own binary, started as `EXE serve NAME`.
+pub const BUILT_IN_SERVERS: &[&str] = &["support"];
+
+/// The read-only tools of the built-in servers: the default allow-list.
+pub const BUILT_IN_ALLOW: &[&str] = &["support__search_knowledge", "support__get_ticket"];
+
+impl Config {
+    /// The embedded default: the built-in servers, started from `exe`.
+    pub fn built_in(exe: &Path, identity: &Identity) -> Config {
+        let mut doc = Map::new();
+        let mut servers = Map::new();
+        for name in BUILT_IN_SERVERS {
+            servers.insert(
+                (*name).into(),
+                serde_json::json!({
+                    "command": exe.to_string_lossy(),
+                    "args": ["serve", name],
+                    "env": {
+                        SERVER_USER_ENV: format!("${{{USER_VAR}}}"),
+                        SERVER_TENANT_ENV: format!("${{{TENANT_VAR}}}"),
+                    }
+                }),
+            );
+        }
+        doc.insert("mcpServers".into(), Value::Object(servers));
+        doc.insert(
+            "gatehouse".into(),
+            serde_json::json!({ "allow": BUILT_IN_ALLOW }),
+        );
+        Config::from_value(Value::Object(doc), "built-in servers", identity)
+            .expect("the built-in configuration is valid")
+    }
+
+    /// Load a servers file.
+    pub fn load(path: &Path, identity: &Identity) -> Result<Config, ConfigError> {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: shown.clone(),
+            source,
+        })?;
+        Config::parse(&text, &shown, identity)
+    }
+
+    /// Parse the text of a servers file; `source` names it in messages.
+    pub fn parse(text: &str, source: &str, identity: &Identity) -> Result<Config, ConfigError> {
+        let value: Value = serde_json::from_str(text).map_err(|e| ConfigError::Syntax {
+            path: source.into(),
+            message: e.to_string(),
+            line: e.line(),
+            column: e.column(),
+        })?;
+        Config::from_value(value, source, identity)
+    }
+
+    fn from_value(value: Value, source: &str, identity: &Identity) -> Result<Config, ConfigError> {
+        let invalid = |message: String| ConfigError::Invalid {
+            path: source.into(),
+            message,
+        };
+        let Value::Object(doc) = value else {
+            return Err(invalid("the file must hold a JSON object".into()));
+        };
+        let mut warnings = Vec::new();
+        for key in doc.keys() {
+            if !["mcpServers", "gatehouse", "$schema"].contains(&key.as_str()) {
+                warnings.push(format!("{source}: unknown key \"{key}\" is ignored"));
+            }
+        }
+        let servers_value = doc
+            .get("mcpServers")
+            .ok_or_else(|| invalid("no \"mcpServers\" object".into()))?;
+        let Value::Object(entries) = servers_value else {
+            return Err(invalid(
+                "\"mcpServers\" must be an object of servers".into(),
+            ));
+        };
+        let vars = Variables::new(identity);
+        let mut servers = Vec::new();
+        let mut broken = Vec::new();
+        for (name, entry) in entries {
+            match server_spec(name, entry, &vars, &mut warnings) {
+                Ok(spec) => servers.push(spec),
+                Err(reason) => broken.push((name.clone(), reason)),
+            }
+        }
+        let settings = match doc.get("gatehouse") {
+            None => Settings::default(),
+            Some(v) => {
+                settings(v, &mut warnings).map_err(|m| invalid(format!("\"gatehouse\": {m}")))?
+            }
+        };
+        Ok(Config {
+            servers,
+            broken,
+            settings,
+            warnings,
+            source: source.into(),
+        })
+    }
+}
+
+/// Resolves `${VAR}` and `${VAR:-default}`: identity first, then the host's environment.
+struct Variables {
+    identity: Identity,
+}
+
+impl Variables {
+    fn new(identity: &Identity) -> Self {
+        Variables {
+            identity: identity.clone(),
+        }
+    }
+
+    fn lookup(&self, name: &str) -> Option<String> {
+        match name {
+            USER_VAR => Some(self.identity.user.clone()),
+            TENANT_VAR => Some(self.identity.tenant.clone()),
+            _ => std::env::var(name).ok(),
+        }
+    }
+
+    /// Substitute every `${…}` in `text`. A missing variable without a default is an error
+    /// naming it.
+    fn expand(&self, text: &str) -> Result<String, String> {
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text;
+        while let Some(start) = rest.find("${") {
+            out.push_str(&rest[..start]);
+            let after = &rest[start + 2..];
+            let end = after
+                .find('}')
+                .ok_or_else(|| format!("unclosed \"${{\" in {text:?}"))?;
+            let inner = &after[..end];
+            let (name, default) = match inner.split_once(":-") {
+                Some((n, d)) => (n, Some(d)),
+                None => (inner, None),
+            };
+            let valid =
+                !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !valid {
+                return Err(format!("\"${{{inner}}}\" is not a variable name"));
+            }
+            match (self.lookup(name), default) {
+                (Some(v), _) if !v.is_empty() || default.is_none() => out.push_str(&v),
+                (_, Some(d)) => out.push_str(d),
+                (None, None) => {
+                    return Err(format!(
+                        "variable {name} is not set and has no default (write ${{{name}:-value}})"
+                    ));
+                }
+                (Some(v), None) => out.push_str(&v),
+            }
+            rest = &after[end + 1..];
+        }
+        out.push_str(rest);
+        Ok(out)
+    }
+}
+
+fn server_spec(
+    name: &str,
+    entry: &Value,
+    vars: &Variables,
+    warnings: &mut Vec<String>,
+) -> Result<ServerSpec, String> {
+    let Value::Object(entry) = entry else {
+        return Err("the entry must be an object".into());
+    };
+    for key in entry.keys() {
+        if !["command", "args", "env", "cwd", "type", "disabled"].contains(&key.as_str()) {
+            warnings.push(format!("server {name}: unknown key \"{key}\" is ignored"));
+        }
+    }
+    if let Some(kind) = entry.get("type").and_then(Value::as_str)
+        && kind != "stdio"
+    {
+        return Err(format!(
+            "transport type \"{kind}\" is not supported by this host yet (only stdio)"
+        ));
+    }
+    let command = match entry.get("command") {
+        Some(Value::String(c)) if !c.trim().is_empty() => vars.expand(c)?,
+        Some(_) => return Err("\"command\" must be a non-empty string".into()),
+        None => return Err("no \"command\" to start the server with".into()),
+    };
+    let args = match entry.get("args") {
+        None => Vec::new(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|a| match a {
+                Value::String(s) => vars.expand(s),
+                other => Err(format!("\"args\" must hold strings, found {other}")),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err("\"args\" must be an array of strings".into()),
+    };
+    let mut env = BTreeMap::new();
+    match entry.get("env") {
+        None => {}
+        Some(Value::Object(map)) => {
+            for (k, v) in map {
+                let Value::String(v) = v else {
+                    return Err(format!("env {k} must be a string"));
+                };
+                env.insert(k.clone(), vars.expand(v)?);
+            }
+        }
+        Some(_) => return Err("\"env\" must be an object of strings".into()),
+    }
+    let cwd = match entry.get("cwd") {
+        None => None,
+        Some(Value::String(c)) => Some(PathBuf::from(vars.expand(c)?)),
+        Some(_) => return Err("\"cwd\" must be a string".into()),
+    };
+    Ok(ServerSpec {
+        name: name.into(),
+        command,
+        args,
+        env,
+        cwd,
+    })
+}
+
+fn settings(value: &Value, warnings: &mut Vec<String>) -> Result<Settings, String> {
+    let Value::Object(map) = value else {
+        return Err("must be an object".into());
+    };
+    let mut s = Settings::default();
+    for (key, v) in map {
+        let count = |v: &Value| {
+            v.as_u64()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| format!("\"{key}\" must be a positive whole number"))
+        };
+        match key.as_str() {
+            "allow" => {
+                let Value::Array(items) = v else {
+                    return Err("\"allow\" must be an array of tool names".into());
+                };
+                s.allow = items
+                    .iter()
+                    .map(|i| {
+                        i.as_str()
+                            .map(str::to_owned)
+                            .ok_or_else(|| "\"allow\" must hold strings".to_string())
+                    })
+                    .collect::<Result<_, _>>()?;
+            }
+            "maxArgumentChars" => s.max_argument_chars = count(v)? as usize,
+            "maxResultChars" => s.max_result_chars = count(v)? as usize,
+            "maxSteps" => s.max_steps = count(v)? as usize,
+            "toolTimeoutMs" => s.tool_timeout = Duration::from_millis(count(v)?),
+            "connectTimeoutMs" => s.connect_timeout = Duration::from_millis(count(v)?),
+            "maxInputRounds" => s.max_input_rounds = count(v)? as usize,
+            "model" => {
+                s.model = Some(
+                    v.as_str()
+                        .ok_or_else(|| "\"model\" must be a string".to_string())?
+                        .into(),
+                )
+            }
+            other => warnings.push(format!("gatehouse: unknown setting \"{other}\" is ignored")),
+        }
+    }
+    Ok(s)
+}
+
+/// The tool time limit from [`HOST_TOOL_TIMEOUT_ENV`], if set; a bad value is an error.
+pub fn tool_timeout_from_env() -> Result<Option<Duration>, String> {
+    match std::env::var(HOST_TOOL_TIMEOUT_ENV) {
+        Err(_) => Ok(None),
+        Ok(v) => v
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|s| s.is_finite() && *s > 0.0 && *s < 86_400.0)
+            .map(|s| Some(Duration::from_secs_f64(s)))
+            .ok_or_else(|| {
+                format!("{HOST_TOOL_TIMEOUT_ENV}={v:?} is not a number of seconds (e.g. 10 or 0.5)")
+            }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id() -> Identity {
+        Identity {
+            user: "usr-omar".into(),
+            tenant: "larkfield".into(),
+        }
+    }
+
+    #[test]
+    fn built_in_config_carries_identity_into_env() {
+        let c = Config::built_in(Path::new("/bin/gatehouse"), &id());
+        assert_eq!(c.servers[0].args, vec!["serve", "support"]);
+        assert_eq!(c.servers[0].env["MCP_USER"], "usr-omar");
+        assert_eq!(c.servers[0].env["MCP_TENANT"], "larkfield");
+        assert_eq!(c.settings.allow, BUILT_IN_ALLOW);
+    }
+
+    #[test]
+    fn syntax_errors_name_line_and_column() {
+        let err = Config::parse("{\n  \"mcpServers\": {,}\n}", "x.json", &id()).unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("line 2"), "{text}");
+        assert!(text.contains("column"), "{text}");
+    }
+
+    #[test]
+    fn one_broken_entry_keeps_the_others() {
+        let c = Config::parse(
+            r#"{"mcpServers": {"good": {"command": "x"}, "bad": {"args": []}},
+                "gatehouse": {"maxSteps": 3, "colour": "blue"}}"#,
+            "f",
+            &id(),
+        )
+        .unwrap();
+        assert_eq!(c.servers.len(), 1);
+        assert_eq!(c.broken[0].0, "bad");
+        assert!(c.broken[0].1.contains("command"));
+        assert_eq!(c.settings.max_steps, 3);
+        assert!(c.warnings.iter().any(|w| w.contains("colour")));
+    }
+
+    #[test]
+    fn variables_expand_with_defaults_and_fail_by_name() {
+        let v = Variables::new(&id());
+        assert_eq!(v.expand("${GATEHOUSE_USER}@x").unwrap(), "usr-omar@x");
+        assert_eq!(
+            v.expand("${GATEHOUSE_SURELY_UNSET_VAR:-fallback}").unwrap(),
+            "fallback"
+        );
+        let err = v.expand("${GATEHOUSE_SURELY_UNSET_VAR}").unwrap_err();
+        assert!(err.contains("GATEHOUSE_SURELY_UNSET_VAR"));
+        assert!(v.expand("${bad name}").is_err());
+    }
+}

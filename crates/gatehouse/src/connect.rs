@@ -1,0 +1,257 @@
+//! One MCP client per configured server: spawn it, agree on a protocol revision, and keep
+//! the connection and what the server said about itself.
+//!
+//! The host prefers revision 2026-07-28 (`server/discover`, then self-contained requests)
+//! and falls back to the `initialize` handshake of 2025-11-25 for older servers, including
+//! the ones rmcp's own probe gives up on (a -32022 that lists only old revisions).
+
+use std::{
+    collections::VecDeque,
+    process::Stdio,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use rmcp::{
+    ClientHandler, ClientLifecycleMode, ClientServiceExt, ErrorData, RoleClient,
+    model::{
+        ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationCapability,
+        FormElicitationCapability, Implementation, ProtocolVersion, UrlElicitationCapability,
+    },
+    service::{ClientInitializeError, RequestContext, RunningService},
+    transport::TokioChildProcess,
+};
+use tokio::io::AsyncBufReadExt;
+
+use crate::{config::ServerSpec, person::Person, trace::Observer};
+
+/// How many of a server's last stderr lines are kept to explain a failed start.
+pub const STDERR_TAIL_LINES: usize = 8;
+
+/// The client side of one connection: what the host tells the server about itself, and
+/// where a server's questions go (to the person, named with the asking server).
+pub struct HostHandler {
+    server: String,
+    person: Arc<dyn Person>,
+}
+
+impl HostHandler {
+    pub fn new(server: &str, person: Arc<dyn Person>) -> Self {
+        HostHandler {
+            server: server.into(),
+            person,
+        }
+    }
+}
+
+/// The name and version this host gives in every request's `_meta`.
+pub fn client_info() -> Implementation {
+    Implementation::new("gatehouse", env!("CARGO_PKG_VERSION"))
+}
+
+impl ClientHandler for HostHandler {
+    fn get_info(&self) -> ClientConfig {
+        let mut elicitation = ElicitationCapability::new();
+        elicitation.form = Some(FormElicitationCapability::default());
+        elicitation.url = Some(UrlElicitationCapability::default());
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.elicitation = Some(elicitation);
+        ClientConfig::new(capabilities, client_info())
+    }
+
+    /// A server on an older revision asks mid-call with `elicitation/create`; the person
+    /// answers it exactly as they answer an `input_required` form.
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        Ok(self.person.elicit(&self.server, &request).await.0)
+    }
+}
+
+/// A live connection to one server.
+pub struct Connection {
+    /// The server's name in the servers file (the namespace of its tools).
+    pub name: String,
+    pub client: RunningService<RoleClient, HostHandler>,
+    pub protocol: ProtocolVersion,
+    pub implementation: Option<Implementation>,
+    pub instructions: Option<String>,
+    /// The server process id, when it is a child process.
+    pub pid: Option<u32>,
+}
+
+/// Why a server could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    #[error("server {server}: cannot start `{command}`: {reason}")]
+    Spawn {
+        server: String,
+        command: String,
+        reason: String,
+    },
+    #[error("server {server}: {reason}{}", tail_text(.stderr))]
+    Handshake {
+        server: String,
+        reason: String,
+        stderr: Vec<String>,
+    },
+    #[error("server {server}: no answer within {seconds:.1} s of starting{}", tail_text(.stderr))]
+    Timeout {
+        server: String,
+        seconds: f64,
+        stderr: Vec<String>,
+    },
+}
+
+fn tail_text(lines: &[String]) -> String {
+    if lines.is_empty() {
+        String::new()
+    } else {
+        format!("; its last words on stderr: {}", lines.join(" | "))
+    }
+}
+
+type Tail = Arc<Mutex<VecDeque<String>>>;
+
+fn spawn(
+    spec: &ServerSpec,
+    observer: &Arc<dyn Observer>,
+    tail: &Tail,
+) -> Result<TokioChildProcess, ConnectError> {
+    let mut cmd = tokio::process::Command::new(&spec.command);
+    cmd.args(&spec.args).envs(&spec.env).kill_on_drop(true);
+    if let Some(cwd) = &spec.cwd {
+        cmd.current_dir(cwd);
+    }
+    let (transport, stderr) = TokioChildProcess::builder(cmd)
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| ConnectError::Spawn {
+            server: spec.name.clone(),
+            command: spec.command.clone(),
+            reason: match e.kind() {
+                std::io::ErrorKind::NotFound => "no such command".into(),
+                std::io::ErrorKind::PermissionDenied => "permission denied".into(),
+                _ => e.to_string(),
+            },
+        })?;
+    if let Some(stderr) = stderr {
+        let (server, observer, tail) = (spec.name.clone(), observer.clone(), tail.clone());
+        tokio::spawn(async move {
+            let mut lines = tokio::io::BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                observer.server_stderr(&server, &line);
+                let mut t = tail.lock().unwrap_or_else(|e| e.into_inner());
+                if t.len() == STDERR_TAIL_LINES {
+                    t.pop_front();
+                }
+                t.push_back(line);
+            }
+        });
+    }
+    Ok(transport)
+}
+
+/// Start one server and agree on a revision, within `timeout`.
+pub async fn connect(
+    spec: &ServerSpec,
+    person: Arc<dyn Person>,
+    observer: Arc<dyn Observer>,
+    timeout: Duration,
+) -> Result<Connection, ConnectError> {
+    let tail: Tail = Arc::new(Mutex::new(VecDeque::new()));
+    let stderr_tail = |tail: &Tail| -> Vec<String> {
+        tail.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .cloned()
+            .collect()
+    };
+    let attempt = async {
+        let transport = spawn(spec, &observer, &tail)?;
+        let pid = transport.id();
+        let auto = ClientLifecycleMode::Auto {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            legacy_version: Some(ProtocolVersion::V_2025_11_25),
+        };
+        let handler = HostHandler::new(&spec.name, person.clone());
+        match handler.serve_with_lifecycle(transport, auto).await {
+            Ok(client) => Ok((client, pid)),
+            // The server answered the probe with only handshake-era revisions. rmcp stops
+            // there; a host connects anyway, with a fresh process and `initialize`.
+            Err(ClientInitializeError::NoCompatibleProtocolVersion { .. }) => {
+                // Let the first process's stderr drain before it is replaced.
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                let transport = spawn(spec, &observer, &tail)?;
+                let pid = transport.id();
+                HostHandler::new(&spec.name, person.clone())
+                    .serve_with_lifecycle(transport, ClientLifecycleMode::Initialize)
+                    .await
+                    .map(|c| (c, pid))
+                    .map_err(|e| handshake_error(spec, e, &tail))
+            }
+            Err(e) => Err(handshake_error(spec, e, &tail)),
+        }
+    };
+    let (client, pid) = match tokio::time::timeout(timeout, attempt).await {
+        Ok(result) => result?,
+        Err(_) => {
+            return Err(ConnectError::Timeout {
+                server: spec.name.clone(),
+                seconds: timeout.as_secs_f64(),
+                stderr: stderr_tail(&tail),
+            });
+        }
+    };
+    let info = client.peer_info();
+    Ok(Connection {
+        name: spec.name.clone(),
+        protocol: info
+            .as_ref()
+            .map(|i| i.protocol_version.clone())
+            .unwrap_or(ProtocolVersion::V_2025_11_25),
+        implementation: info.as_ref().and_then(|i| i.server_info.clone()),
+        instructions: info.as_ref().and_then(|i| i.instructions.clone()),
+        client,
+        pid,
+    })
+}
+
+fn handshake_error(spec: &ServerSpec, e: ClientInitializeError, tail: &Tail) -> ConnectError {
+    // Give the stderr reader a moment: a server that exits usually says why first.
+    std::thread::sleep(Duration::from_millis(50));
+    let reason = match e {
+        ClientInitializeError::ConnectionClosed(_) => {
+            "the server exited (or closed its stdout) before it answered".to_string()
+        }
+        ClientInitializeError::JsonRpcError(err) => {
+            format!(
+                "the server refused to start a session: {} {}",
+                err.code.0, err.message
+            )
+        }
+        ClientInitializeError::NoCompatibleProtocolVersion {
+            server_supported, ..
+        } => format!(
+            "no protocol revision in common (the server speaks {})",
+            server_supported
+                .iter()
+                .map(|v| v.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        other => format!("the start-up exchange failed: {other}"),
+    };
+    ConnectError::Handshake {
+        server: spec.name.clone(),
+        reason,
+        stderr: tail
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .cloned()
+            .collect(),
+    }
+}

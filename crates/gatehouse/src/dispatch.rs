@@ -1,0 +1,181 @@
+//! The call itself: `tools/call` with a time limit per server round, and the
+//! `input_required` rounds of revision 2026-07-28 driven by the host.
+//!
+//! The host drives the rounds itself (rather than rmcp's automatic loop) so that the time
+//! limit covers each server round and never the person's thinking, the rounds are capped,
+//! and every question reaches the person with the name of the server that asks. When a
+//! round runs out of time, dropping its request makes rmcp send `notifications/cancelled`.
+
+use std::time::{Duration, Instant};
+
+use rmcp::{
+    ServiceError,
+    model::{
+        CallToolRequestParams, CallToolResponse, CallToolResult, ErrorData, InputRequest,
+        InputResponses, JsonObject, RequestMetaObject,
+    },
+};
+use serde_json::json;
+
+use crate::{
+    connect::Connection,
+    person::{AnsweredBy, Person},
+    trace::{Trace, Who},
+};
+
+/// How a call ended, before it is shaped for the model.
+#[derive(Debug)]
+pub enum CallEnd {
+    /// The server answered with a result (which may be `isError: true`).
+    Result(CallToolResult),
+    /// The server answered with a JSON-RPC error.
+    ProtocolError(ErrorData),
+    /// A server round took longer than the limit; the request was cancelled.
+    TimedOut(Duration),
+    /// The connection failed or the server broke the protocol.
+    Failed(String),
+}
+
+/// A finished call: how it ended, and what it took.
+#[derive(Debug)]
+pub struct Dispatched {
+    pub end: CallEnd,
+    /// Did the server ask the person anything during this call?
+    pub asked_user: bool,
+    /// Server rounds sent (1 without `input_required`).
+    pub rounds: usize,
+    pub elapsed: Duration,
+}
+
+/// Limits for one call.
+#[derive(Debug, Clone, Copy)]
+pub struct CallLimits {
+    pub round_timeout: Duration,
+    pub max_input_rounds: usize,
+}
+
+/// Send one call and see it through to its end.
+pub async fn call_tool(
+    conn: &Connection,
+    wire_name: &str,
+    arguments: JsonObject,
+    meta: Option<RequestMetaObject>,
+    limits: CallLimits,
+    person: &dyn Person,
+    trace: &Trace,
+) -> Dispatched {
+    let start = Instant::now();
+    let mut params = CallToolRequestParams::new(wire_name.to_owned()).with_arguments(arguments);
+    params.meta = meta;
+    let mut asked_user = false;
+    let mut rounds = 0;
+    let end = loop {
+        rounds += 1;
+        let reply = tokio::time::timeout(
+            limits.round_timeout,
+            conn.client.call_tool_once(params.clone()),
+        )
+        .await;
+        let response = match reply {
+            Err(_) => break CallEnd::TimedOut(limits.round_timeout),
+            Ok(Err(ServiceError::McpError(e))) => break CallEnd::ProtocolError(e),
+            Ok(Err(ServiceError::TransportClosed)) => {
+                break CallEnd::Failed(format!(
+                    "the connection to {} closed during the call",
+                    conn.name
+                ));
+            }
+            Ok(Err(e)) => break CallEnd::Failed(e.to_string()),
+            Ok(Ok(response)) => response,
+        };
+        let asked = match response {
+            CallToolResponse::Complete(result) => break CallEnd::Result(result),
+            CallToolResponse::InputRequired(asked) => asked,
+            _ => {
+                break CallEnd::Failed(
+                    "the server answered with a task, which this host did not ask for".into(),
+                );
+            }
+        };
+        if rounds > limits.max_input_rounds {
+            break CallEnd::Failed(format!(
+                "the server asked for input more than {} times in one call; the host stopped",
+                limits.max_input_rounds
+            ));
+        }
+        let mut responses = InputResponses::new();
+        let mut refused = None;
+        for (key, request) in asked.input_requests.iter().flatten() {
+            match request {
+                InputRequest::Elicitation(req) => {
+                    asked_user = true;
+                    let (message, mode) = match &req.params {
+                        rmcp::model::ElicitRequestParams::FormElicitationParams {
+                            message, ..
+                        } => (message.clone(), "form"),
+                        rmcp::model::ElicitRequestParams::UrlElicitationParams {
+                            message, ..
+                        } => (message.clone(), "url"),
+                        _ => (String::new(), "unknown"),
+                    };
+                    trace.add(
+                        Who::Server,
+                        format!("{} asks: {message}", conn.name),
+                        json!({"server": conn.name, "key": key, "mode": mode}),
+                    );
+                    let (answer, by) = person.elicit(&conn.name, &req.params).await;
+                    let action = serde_json::to_value(&answer.action).unwrap_or_default();
+                    let how = match by {
+                        AnsweredBy::Option => "by option",
+                        AnsweredBy::Terminal => "at the terminal",
+                        AnsweredBy::Nobody => "by default: nobody could answer",
+                    };
+                    let mut data = json!({"action": action, "answered": how});
+                    if let Some(content) = &answer.content {
+                        data["content"] = content.clone();
+                    }
+                    trace.add(
+                        Who::Person,
+                        format!("answered {}", action.as_str().unwrap_or("?")),
+                        data,
+                    );
+                    responses.insert(
+                        key.clone(),
+                        serde_json::to_value(&answer).unwrap_or_default(),
+                    );
+                }
+                InputRequest::ListRoots(_) => {
+                    // The host shares no filesystem roots with servers.
+                    responses.insert(key.clone(), json!({"roots": []}));
+                }
+                InputRequest::CreateMessage(_) => {
+                    refused = Some(format!(
+                        "{} asked to use the host's model (sampling), which this host does not offer",
+                        conn.name
+                    ));
+                }
+                _ => {
+                    refused = Some(format!(
+                        "{} asked for a kind of input this host does not know",
+                        conn.name
+                    ));
+                }
+            }
+        }
+        if let Some(reason) = refused {
+            break CallEnd::Failed(reason);
+        }
+        params = params.with_input_responses(responses);
+        if let Some(state) = asked.request_state {
+            params = params.with_request_state(state);
+        } else {
+            params.request_state = None;
+        }
+    };
+    Dispatched {
+        end,
+        asked_user,
+        rounds,
+        elapsed: start.elapsed(),
+    }
+}

@@ -1,0 +1,23 @@
+//! Gatehouse, an MCP host. The modules follow one request:
+//!
+//! - [`config`]: the servers file and the host's settings (allow-list, bounds).
+//! - [`connect`]: one client per server, on the revision both speak.
+//! - [`catalog`]: discovery, namespacing, and the tools as the model sees them.
+//! - [`model`]: what proposes ([`model::Decision`]): scripted, playback.
+//! - [`policy`]: where a proposal is refused, run, or put to the person.
+//! - [`person`]: approvals and answers to servers' questions; always the person.
+//! - [`dispatch`]: the call, with its time limit and `input_required` rounds.
+//! - [`result`]: what goes back into the model's context, bounded.
+//! - [`turn`]: the loop that ties them together.
+//! - [`trace`]: the steps of a run, for people and scripts.
+
+pub mod catalog;
+pub mod config;
+pub mod connect;
+pub mod dispatch;
+pub mod model;
+pub mod person;
+pub mod policy;
+pub mod result;
+pub mod trace;
+pub mod turn;

@@ -1,0 +1,121 @@
+//! The model's side: it reads the conversation and the catalog, and proposes. A
+//! [`Decision`] is text — tool calls the host may or may not run, or a final answer —
+//! never an action.
+
+pub mod playback;
+pub mod scripted;
+
+use futures::future::BoxFuture;
+use serde::Serialize;
+
+use crate::catalog::ToolSpec;
+
+/// One proposed call, as the model wrote it. `arguments` is the model's raw text: it may
+/// not even be JSON, and the host checks it before anything else.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: String,
+}
+
+/// The conversation, in the shape chat-completion APIs use.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    System(String),
+    User(String),
+    /// What the model said: optional text beside its tool calls.
+    Assistant {
+        text: Option<String>,
+        tool_calls: Vec<ToolCall>,
+    },
+    /// The host's answer to one tool call, matched by the call's id.
+    Tool {
+        call_id: String,
+        name: String,
+        content: String,
+    },
+}
+
+/// Tokens a model reported, added up over a run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub total_tokens: u64,
+    pub model_calls: u64,
+}
+
+impl Usage {
+    pub fn add(&mut self, other: &Usage) {
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+        self.total_tokens += other.total_tokens;
+        self.model_calls += other.model_calls;
+    }
+}
+
+/// What the model proposes: tool calls, or (with none) a final answer in `text`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Decision {
+    pub text: Option<String>,
+    pub tool_calls: Vec<ToolCall>,
+    /// Tokens this decision cost, when the model reports them.
+    pub usage: Option<Usage>,
+}
+
+impl Decision {
+    /// A final answer.
+    pub fn answer(text: impl Into<String>) -> Self {
+        Decision {
+            text: Some(text.into()),
+            ..Decision::default()
+        }
+    }
+
+    /// One tool call with JSON arguments.
+    pub fn call(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        arguments: &serde_json::Value,
+    ) -> Self {
+        Decision {
+            tool_calls: vec![ToolCall {
+                id: id.into(),
+                name: name.into(),
+                arguments: arguments.to_string(),
+            }],
+            ..Decision::default()
+        }
+    }
+}
+
+/// Why the model gave no decision. The turn ends with this reason.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ModelError(pub String);
+
+/// Anything that can propose.
+pub trait Model: Send {
+    /// How the model is named in the run.
+    fn name(&self) -> String;
+    /// Propose the next step of the conversation, given the tools on offer.
+    fn decide<'a>(
+        &'a mut self,
+        messages: &'a [Message],
+        tools: &'a [ToolSpec],
+    ) -> BoxFuture<'a, Result<Decision, ModelError>>;
+}
+
+/// Make a model from its name: `scripted` or `playback:FILE`.
+pub fn from_spec(spec: &str) -> Result<Box<dyn Model>, String> {
+    match spec.split_once(':') {
+        None if spec == "scripted" => Ok(Box::new(scripted::Scripted)),
+        Some(("playback", path)) => Ok(Box::new(playback::Playback::load(std::path::Path::new(
+            path,
+        ))?)),
+        _ => Err(format!(
+            "unknown model {spec:?}: use scripted or playback:FILE"
+        )),
+    }
+}

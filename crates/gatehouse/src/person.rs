@@ -1,0 +1,371 @@
+//! The person at the host: the only one who approves a call or answers a server's question.
+//! The model never answers here. Every way of asking defaults to "no".
+
+use std::{
+    collections::BTreeMap,
+    io::{BufRead, IsTerminal, Write},
+    sync::Mutex,
+};
+
+use futures::future::BoxFuture;
+use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
+use serde_json::{Map, Value, json};
+
+/// How an answer was given, so the run can say so.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AnsweredBy {
+    /// A command-line option (`--yes`, `--no`, `--answer`, `--decline`).
+    Option,
+    /// The person typed it.
+    Terminal,
+    /// Nobody could answer (no terminal, end of input): the default, no.
+    Nobody,
+}
+
+/// The person's answer to "run this call?".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Approval {
+    pub yes: bool,
+    pub by: AnsweredBy,
+}
+
+/// What the person is shown before a call that is not on the allow-list.
+#[derive(Debug, Clone)]
+pub struct ApprovalRequest {
+    pub server: String,
+    pub tool: String,
+    pub arguments: Value,
+    pub annotations: Value,
+}
+
+/// The person, however they are reached.
+pub trait Person: Send + Sync {
+    /// Ask whether to run one call.
+    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Approval>;
+    /// Answer a server's question (elicitation). `server` names who asks.
+    fn elicit<'a>(
+        &'a self,
+        server: &'a str,
+        request: &'a ElicitRequestParams,
+    ) -> BoxFuture<'a, (ElicitResult, AnsweredBy)>;
+}
+
+fn decline() -> ElicitResult {
+    ElicitResult::new(ElicitationAction::Decline)
+}
+
+/// Answers fixed in advance by options, for scripts and tests. Anything not given is "no".
+#[derive(Debug, Default)]
+pub struct FixedAnswers {
+    /// `Some(true)` for `--yes`, `Some(false)` for `--no`; `None` falls back to the terminal.
+    pub approve: Option<bool>,
+    /// `--answer key=value` pairs for forms.
+    pub fields: BTreeMap<String, String>,
+    /// `--decline`: decline every form.
+    pub decline_forms: bool,
+}
+
+/// The terminal: prompts on stderr, reads stdin. With no terminal and no options, no.
+pub struct Terminal {
+    pub fixed: FixedAnswers,
+    /// Serialises questions, so two never interleave on the screen.
+    lock: Mutex<()>,
+}
+
+impl Terminal {
+    pub fn new(fixed: FixedAnswers) -> Self {
+        Terminal {
+            fixed,
+            lock: Mutex::new(()),
+        }
+    }
+}
+
+/// Read one line from stdin; `None` at end of input or on error.
+fn read_line(prompt: &str) -> Option<String> {
+    let mut err = std::io::stderr().lock();
+    let _ = write!(err, "{prompt}");
+    let _ = err.flush();
+    drop(err);
+    let mut line = String::new();
+    match std::io::stdin().lock().read_line(&mut line) {
+        Ok(0) | Err(_) => None,
+        Ok(_) => Some(line.trim().to_owned()),
+    }
+}
+
+impl Person for Terminal {
+    fn approve<'a>(&'a self, _request: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
+        Box::pin(async move {
+            if let Some(yes) = self.fixed.approve {
+                return Approval {
+                    yes,
+                    by: AnsweredBy::Option,
+                };
+            }
+            let answer = tokio::task::block_in_place(|| {
+                let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+                read_line("[host] Run it? [y/N] ")
+            });
+            match answer {
+                None => Approval {
+                    yes: false,
+                    by: AnsweredBy::Nobody,
+                },
+                Some(a) => Approval {
+                    yes: matches!(a.to_lowercase().as_str(), "y" | "yes"),
+                    by: AnsweredBy::Terminal,
+                },
+            }
+        })
+    }
+
+    fn elicit<'a>(
+        &'a self,
+        server: &'a str,
+        request: &'a ElicitRequestParams,
+    ) -> BoxFuture<'a, (ElicitResult, AnsweredBy)> {
+        Box::pin(async move {
+            if self.fixed.decline_forms {
+                return (decline(), AnsweredBy::Option);
+            }
+            let schema = match request {
+                ElicitRequestParams::FormElicitationParams {
+                    requested_schema, ..
+                } => serde_json::to_value(requested_schema).unwrap_or(Value::Null),
+                ElicitRequestParams::UrlElicitationParams { message, url, .. } => {
+                    // Never opened automatically; without a person at a terminal, declined.
+                    if !std::io::stdin().is_terminal() {
+                        return (decline(), AnsweredBy::Nobody);
+                    }
+                    let answer = tokio::task::block_in_place(|| {
+                        let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+                        eprintln!("\n[{server} asks] {message}\n  It wants you to open: {url}");
+                        read_line("  Open it yourself and continue? [y/N] ")
+                    });
+                    let yes =
+                        answer.is_some_and(|a| matches!(a.to_lowercase().as_str(), "y" | "yes"));
+                    let action = if yes {
+                        ElicitationAction::Accept
+                    } else {
+                        ElicitationAction::Decline
+                    };
+                    return (ElicitResult::new(action), AnsweredBy::Terminal);
+                }
+                _ => return (decline(), AnsweredBy::Nobody),
+            };
+            let fields = form_fields(&schema);
+            // All required fields answered by options: no need for a terminal.
+            if !self.fixed.fields.is_empty() || !std::io::stdin().is_terminal() {
+                return match fill_from_options(&fields, &self.fixed.fields) {
+                    Ok(content) => (
+                        ElicitResult::new(ElicitationAction::Accept).with_content(content),
+                        AnsweredBy::Option,
+                    ),
+                    Err(_) => (decline(), AnsweredBy::Nobody),
+                };
+            }
+            let message = match request {
+                ElicitRequestParams::FormElicitationParams { message, .. } => message.as_str(),
+                _ => "",
+            };
+            tokio::task::block_in_place(|| {
+                let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+                eprintln!("\n[{server} asks] {message}");
+                let accept = read_line("  Accept? [y/N] ");
+                if !accept.is_some_and(|a| matches!(a.to_lowercase().as_str(), "y" | "yes")) {
+                    return (decline(), AnsweredBy::Terminal);
+                }
+                let mut content = Map::new();
+                for field in &fields {
+                    loop {
+                        let Some(raw) = read_line(&format!("  {} ", field.prompt())) else {
+                            return (
+                                ElicitResult::new(ElicitationAction::Cancel),
+                                AnsweredBy::Terminal,
+                            );
+                        };
+                        if raw.is_empty() && !field.required {
+                            break;
+                        }
+                        match field.parse(&raw) {
+                            Ok(v) => {
+                                content.insert(field.name.clone(), v);
+                                break;
+                            }
+                            Err(e) => eprintln!("  {e}"),
+                        }
+                    }
+                }
+                (
+                    ElicitResult::new(ElicitationAction::Accept)
+                        .with_content(Value::Object(content)),
+                    AnsweredBy::Terminal,
+                )
+            })
+        })
+    }
+}
+
+/// One field of a flat elicitation form.
+#[derive(Debug, Clone)]
+pub struct FormField {
+    pub name: String,
+    pub kind: String,
+    pub choices: Vec<String>,
+    pub required: bool,
+    pub description: Option<String>,
+}
+
+impl FormField {
+    fn prompt(&self) -> String {
+        let mut p = format!("{} ({})", self.name, self.kind);
+        if !self.choices.is_empty() {
+            p.push_str(&format!(" [{}]", self.choices.join("/")));
+        }
+        if let Some(d) = &self.description {
+            p.push_str(&format!(" {d}"));
+        }
+        if !self.required {
+            p.push_str(" (optional)");
+        }
+        p.push(':');
+        p
+    }
+
+    /// Parse one typed answer by the field's type and choices.
+    pub fn parse(&self, raw: &str) -> Result<Value, String> {
+        if !self.choices.is_empty() && !self.choices.iter().any(|c| c == raw) {
+            return Err(format!(
+                "{} must be one of {}, not {raw:?}",
+                self.name,
+                self.choices.join(", ")
+            ));
+        }
+        match self.kind.as_str() {
+            "integer" => raw
+                .parse::<i64>()
+                .map(Value::from)
+                .map_err(|_| format!("{} must be a whole number, not {raw:?}", self.name)),
+            "number" => raw
+                .parse::<f64>()
+                .ok()
+                .and_then(|n| serde_json::Number::from_f64(n).map(Value::Number))
+                .ok_or_else(|| format!("{} must be a number, not {raw:?}", self.name)),
+            "boolean" => match raw.to_lowercase().as_str() {
+                "true" | "yes" | "y" => Ok(Value::Bool(true)),
+                "false" | "no" | "n" => Ok(Value::Bool(false)),
+                _ => Err(format!("{} must be yes or no, not {raw:?}", self.name)),
+            },
+            _ => Ok(Value::String(raw.to_owned())),
+        }
+    }
+}
+
+/// The fields of a form schema, in the schema's order.
+pub fn form_fields(schema: &Value) -> Vec<FormField> {
+    let required: Vec<&str> = schema["required"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let Some(props) = schema["properties"].as_object() else {
+        return Vec::new();
+    };
+    props
+        .iter()
+        .map(|(name, p)| FormField {
+            name: name.clone(),
+            kind: p["type"].as_str().unwrap_or("string").to_owned(),
+            choices: p["enum"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|v| v.as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            required: required.contains(&name.as_str()),
+            description: p["description"].as_str().map(str::to_owned),
+        })
+        .collect()
+}
+
+/// Fill a form from `--answer` options; every required field must be given and valid.
+pub fn fill_from_options(
+    fields: &[FormField],
+    given: &BTreeMap<String, String>,
+) -> Result<Value, String> {
+    let mut content = Map::new();
+    for field in fields {
+        match given.get(&field.name) {
+            Some(raw) => {
+                content.insert(field.name.clone(), field.parse(raw)?);
+            }
+            None if field.required => {
+                return Err(format!("no --answer for the required field {}", field.name));
+            }
+            None => {}
+        }
+    }
+    Ok(Value::Object(content))
+}
+
+/// The annotations of a tool in the host's own words, for showing (never for trusting).
+pub fn annotations_for_display(annotations: Option<&rmcp::model::ToolAnnotations>) -> Value {
+    match annotations {
+        None => json!({}),
+        Some(a) => {
+            let mut m = Map::new();
+            for (k, v) in [
+                ("read_only_hint", a.read_only_hint),
+                ("destructive_hint", a.destructive_hint),
+                ("idempotent_hint", a.idempotent_hint),
+                ("open_world_hint", a.open_world_hint),
+            ] {
+                if let Some(v) = v {
+                    m.insert(k.into(), Value::Bool(v));
+                }
+            }
+            Value::Object(m)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn forms_are_filled_from_options_and_checked() {
+        let schema = json!({"type": "object",
+            "properties": {"priority": {"type": "string", "enum": ["P1", "P2", "P3"]},
+                           "count": {"type": "integer"}},
+            "required": ["priority"]});
+        let fields = form_fields(&schema);
+        let mut given = BTreeMap::new();
+        given.insert("priority".to_string(), "P1".to_string());
+        assert_eq!(
+            fill_from_options(&fields, &given).unwrap(),
+            json!({"priority": "P1"})
+        );
+        given.insert("priority".to_string(), "P9".to_string());
+        assert!(
+            fill_from_options(&fields, &given)
+                .unwrap_err()
+                .contains("one of P1, P2, P3")
+        );
+        given.clear();
+        assert!(
+            fill_from_options(&fields, &given)
+                .unwrap_err()
+                .contains("priority")
+        );
+        given.insert("priority".into(), "P2".into());
+        given.insert("count".into(), "x".into());
+        assert!(
+            fill_from_options(&fields, &given)
+                .unwrap_err()
+                .contains("whole number")
+        );
+    }
+}

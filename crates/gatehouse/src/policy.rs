@@ -1,0 +1,218 @@
+//! Where a proposal is refused, run at once, or put to the person.
+//!
+//! The checks run in this order, and the first three send nothing anywhere: is the tool in
+//! this host's catalog; are its arguments a JSON object of bounded size; is it on the
+//! host's allow-list. Annotations from a server are shown to the person, never trusted:
+//! a `readOnlyHint` is a hint for a user interface, not a permission.
+
+use rmcp::model::JsonObject;
+use serde_json::{Value, json};
+
+use crate::{
+    catalog::{Catalog, CatalogTool},
+    config::Settings,
+    model::ToolCall,
+};
+
+/// The host's decision on one proposed call.
+#[derive(Debug)]
+pub enum Verdict<'c> {
+    /// On the allow-list: run it without asking.
+    Run {
+        tool: &'c CatalogTool,
+        arguments: JsonObject,
+    },
+    /// Not on the allow-list: show the person the exact call and ask.
+    Ask {
+        tool: &'c CatalogTool,
+        arguments: JsonObject,
+    },
+    /// Refused: nothing is sent, and the model is told why.
+    Refuse(Refusal),
+}
+
+/// Why a proposal was refused before anything was sent.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Refusal {
+    UnknownTool { name: String },
+    TooLarge { chars: usize, max: usize },
+    NotJson { error: String },
+    NotAnObject { found: &'static str },
+}
+
+impl Refusal {
+    /// The short name of the decision, as the run records it.
+    pub fn decision(&self) -> &'static str {
+        match self {
+            Refusal::UnknownTool { .. } => "unknown_tool",
+            Refusal::TooLarge { .. } => "too_large",
+            Refusal::NotJson { .. } => "invalid_arguments",
+            Refusal::NotAnObject { .. } => "invalid_arguments",
+        }
+    }
+
+    /// What the model reads instead of a result.
+    pub fn for_model(&self) -> String {
+        match self {
+            Refusal::UnknownTool { name } => {
+                format!("unknown tool {name}: it is not among the tools offered to you")
+            }
+            Refusal::TooLarge { chars, max } => {
+                format!("arguments too large: {chars} characters, at most {max}; send less")
+            }
+            Refusal::NotJson { error } => {
+                format!("the arguments were not valid JSON ({error}); send a JSON object")
+            }
+            Refusal::NotAnObject { found } => {
+                format!("the arguments must be a JSON object, not {found}")
+            }
+        }
+    }
+
+    /// What the person reads in the run.
+    pub fn for_person(&self) -> String {
+        match self {
+            Refusal::UnknownTool { name } => format!("refused: {name} is not a tool of this host"),
+            Refusal::TooLarge { chars, max } => {
+                format!("refused: arguments too large ({chars} characters, at most {max})")
+            }
+            Refusal::NotJson { .. } => "refused: the arguments are not valid JSON".into(),
+            Refusal::NotAnObject { found } => {
+                format!("refused: the arguments are {found}, not a JSON object")
+            }
+        }
+    }
+
+    pub fn data(&self) -> Value {
+        match self {
+            Refusal::TooLarge { chars, max } => {
+                json!({"decision": self.decision(), "chars": chars, "max": max})
+            }
+            Refusal::NotJson { error } => json!({"decision": self.decision(), "error": error}),
+            _ => json!({"decision": self.decision()}),
+        }
+    }
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Decide on one proposed call. Pure: no I/O, so it is cheap and easy to test.
+pub fn decide<'c>(call: &ToolCall, catalog: &'c Catalog, settings: &Settings) -> Verdict<'c> {
+    let Some(tool) = catalog.get(&call.name) else {
+        return Verdict::Refuse(Refusal::UnknownTool {
+            name: call.name.clone(),
+        });
+    };
+    let raw = if call.arguments.trim().is_empty() {
+        "{}"
+    } else {
+        call.arguments.as_str()
+    };
+    let chars = raw.chars().count();
+    if chars > settings.max_argument_chars {
+        return Verdict::Refuse(Refusal::TooLarge {
+            chars,
+            max: settings.max_argument_chars,
+        });
+    }
+    let arguments = match serde_json::from_str::<Value>(raw) {
+        Err(e) => {
+            return Verdict::Refuse(Refusal::NotJson {
+                error: e.to_string(),
+            });
+        }
+        Ok(Value::Object(map)) => map,
+        Ok(other) => {
+            return Verdict::Refuse(Refusal::NotAnObject {
+                found: kind(&other),
+            });
+        }
+    };
+    if settings.allow.iter().any(|a| a == &tool.name) {
+        Verdict::Run { tool, arguments }
+    } else {
+        Verdict::Ask { tool, arguments }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::model::Tool;
+
+    fn catalog() -> Catalog {
+        let tool: Tool = serde_json::from_value(
+            json!({"name": "get_ticket", "inputSchema": {"type": "object"}}),
+        )
+        .unwrap();
+        let other: Tool = serde_json::from_value(
+            json!({"name": "open_ticket", "inputSchema": {"type": "object"}}),
+        )
+        .unwrap();
+        Catalog::build(vec![("support".into(), vec![tool, other])])
+    }
+
+    fn call(name: &str, args: &str) -> ToolCall {
+        ToolCall {
+            id: "c1".into(),
+            name: name.into(),
+            arguments: args.into(),
+        }
+    }
+
+    fn settings() -> Settings {
+        Settings {
+            allow: vec!["support__get_ticket".into()],
+            ..Settings::default()
+        }
+    }
+
+    #[test]
+    fn each_check_in_order() {
+        let (c, s) = (catalog(), settings());
+        assert!(matches!(
+            decide(&call("nope", "{}"), &c, &s),
+            Verdict::Refuse(Refusal::UnknownTool { .. })
+        ));
+        let big = format!("{{\"q\": \"{}\"}}", "x".repeat(50_000));
+        assert!(matches!(
+            decide(&call("support__get_ticket", &big), &c, &s),
+            Verdict::Refuse(Refusal::TooLarge { max: 2000, .. })
+        ));
+        assert!(matches!(
+            decide(&call("support__get_ticket", "{oops"), &c, &s),
+            Verdict::Refuse(Refusal::NotJson { .. })
+        ));
+        assert!(matches!(
+            decide(&call("support__get_ticket", "[1]"), &c, &s),
+            Verdict::Refuse(Refusal::NotAnObject { found: "an array" })
+        ));
+        assert!(matches!(
+            decide(&call("support__get_ticket", ""), &c, &s),
+            Verdict::Run { .. }
+        ));
+        assert!(matches!(
+            decide(&call("support__open_ticket", "{}"), &c, &s),
+            Verdict::Ask { .. }
+        ));
+    }
+
+    #[test]
+    fn the_size_bound_counts_characters_not_bytes() {
+        let (c, s) = (catalog(), settings());
+        let args = format!("{{\"q\": \"{}\"}}", "é".repeat(1_990));
+        assert!(matches!(
+            decide(&call("support__get_ticket", &args), &c, &s),
+            Verdict::Run { .. }
+        ));
+    }
+}

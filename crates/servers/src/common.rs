@@ -1,0 +1,248 @@
+//! What every reference server shares: who the caller is, how a server logs, and how a
+//! tool's answer is shaped on the wire.
+//!
+//! A reference server never trusts its client. The caller's identity comes from the
+//! server's own environment (set by whoever started it), never from request arguments,
+//! and every argument is checked again here even when the host already checked it.
+
+use std::{
+    io::Write,
+    time::{Instant, SystemTime, UNIX_EPOCH},
+};
+
+use rmcp::{
+    ErrorData,
+    model::{CallToolResult, ErrorCode, Implementation, JsonObject, MetaObject, Tool},
+};
+use serde_json::{Map, Value, json};
+
+/// Environment variable naming the calling user of a stdio server.
+pub const ENV_USER: &str = "MCP_USER";
+/// Environment variable naming the organization (tenant) the caller acts in.
+pub const ENV_TENANT: &str = "MCP_TENANT";
+/// Environment variable naming the client, for the logs (defaults to `local` on stdio).
+pub const ENV_CLIENT: &str = "MCP_CLIENT";
+
+/// The `_meta` key under which every result names the server (2026-07-28 SHOULD).
+pub const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
+/// The `_meta` key under which the Gatehouse host sends its step and session id.
+pub const HOST_TRACE_KEY: &str = "io.gatehouse/trace";
+
+/// Who is calling, as the server was told at start. Never taken from a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    pub user: String,
+    pub tenant: String,
+    pub client: String,
+}
+
+impl Caller {
+    /// Read the caller from the environment; a missing user or tenant means "nobody",
+    /// which every membership check then refuses.
+    pub fn from_env() -> Self {
+        let get = |k: &str| std::env::var(k).unwrap_or_default().trim().to_owned();
+        let client = get(ENV_CLIENT);
+        Caller {
+            user: get(ENV_USER),
+            tenant: get(ENV_TENANT),
+            client: if client.is_empty() {
+                "local".into()
+            } else {
+                client
+            },
+        }
+    }
+}
+
+/// A tool definition kept as the JSON it is sent as, so names, schemas and annotations
+/// are byte-for-byte what the documentation shows. Panics only on a bug in our own
+/// embedded JSON, which the tests catch.
+pub fn tool_from_json(text: &str) -> Tool {
+    serde_json::from_str(text).expect("embedded tool definition is valid")
+}
+
+/// `_meta` naming this server, for every result.
+pub fn server_meta(info: &Implementation) -> MetaObject {
+    let mut meta = MetaObject::new();
+    meta.insert(
+        SERVER_INFO_KEY.into(),
+        json!({"name": info.name, "version": info.version}),
+    );
+    meta
+}
+
+/// A successful structured result: `structuredContent` plus the same JSON as a text block.
+pub fn structured_result(value: Value, info: &Implementation) -> CallToolResult {
+    let text = serde_json::to_string_pretty(&value).unwrap_or_default();
+    let mut result: CallToolResult = serde_json::from_value(json!({
+        "content": [{"type": "text", "text": text}],
+        "isError": false,
+        "structuredContent": value,
+    }))
+    .expect("a structured result is a valid CallToolResult");
+    result.meta = Some(server_meta(info));
+    result
+}
+
+/// A tool execution error (`isError: true`): the model can read it and recover.
+pub fn tool_error(message: impl Into<String>, info: &Implementation) -> CallToolResult {
+    let mut result: CallToolResult = serde_json::from_value(json!({
+        "content": [{"type": "text", "text": message.into()}],
+        "isError": true,
+    }))
+    .expect("a tool error is a valid CallToolResult");
+    result.meta = Some(server_meta(info));
+    result
+}
+
+/// The application error for a caller with no access to the organization. The code is
+/// the one the support desk has always used; the same answer is given for an
+/// organization that does not exist, so the error reveals nothing.
+pub const FORBIDDEN_CODE: i32 = -32003;
+
+/// A JSON-RPC error refusing the caller before any tool runs.
+pub fn forbidden(message: impl Into<String>) -> ErrorData {
+    ErrorData::new(ErrorCode(FORBIDDEN_CODE), message.into(), None)
+}
+
+/// Arguments of a call as an object (absent means empty).
+pub fn arguments(args: Option<&JsonObject>) -> Map<String, Value> {
+    args.cloned().unwrap_or_default()
+}
+
+/// A string argument, checked for presence, type and length.
+pub fn string_arg(
+    args: &Map<String, Value>,
+    name: &str,
+    min: usize,
+    max: usize,
+) -> Result<String, String> {
+    match args.get(name) {
+        None | Some(Value::Null) => Err(format!("invalid arguments: \"{name}\" is required")),
+        Some(Value::String(s)) => {
+            let n = s.chars().count();
+            if n < min {
+                Err(format!(
+                    "invalid arguments: \"{name}\" must be at least {min} characters"
+                ))
+            } else if n > max {
+                Err(format!(
+                    "invalid arguments: \"{name}\" must be at most {max} characters"
+                ))
+            } else {
+                Ok(s.clone())
+            }
+        }
+        Some(_) => Err(format!("invalid arguments: \"{name}\" must be a string")),
+    }
+}
+
+/// An optional integer argument with bounds and a default.
+pub fn int_arg(
+    args: &Map<String, Value>,
+    name: &str,
+    default: i64,
+    min: i64,
+    max: i64,
+) -> Result<i64, String> {
+    match args.get(name) {
+        None | Some(Value::Null) => Ok(default),
+        Some(v) => match v.as_i64() {
+            Some(n) if (min..=max).contains(&n) => Ok(n),
+            Some(_) => Err(format!(
+                "invalid arguments: \"{name}\" must be between {min} and {max}"
+            )),
+            None => Err(format!("invalid arguments: \"{name}\" must be an integer")),
+        },
+    }
+}
+
+/// Reject arguments the tool does not declare: a server never guesses what a client meant.
+pub fn no_unknown_args(args: &Map<String, Value>, known: &[&str]) -> Result<(), String> {
+    match args.keys().find(|k| !known.contains(&k.as_str())) {
+        Some(k) => Err(format!("invalid arguments: unknown property \"{k}\"")),
+        None => Ok(()),
+    }
+}
+
+/// Writes one JSON object per line on stderr, the channel a stdio server may use freely.
+/// Each line is written with a single call so lines from concurrent requests never mix.
+pub fn log_line(record: Value) {
+    let mut line = serde_json::to_string(&record).unwrap_or_default();
+    line.push('\n');
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+}
+
+/// Seconds since the epoch as an RFC 3339 UTC timestamp, for log records.
+pub fn timestamp() -> String {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    let secs = now.as_secs() as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        now.subsec_millis()
+    )
+}
+
+/// Howard Hinnant's days-to-civil conversion, so logs need no date crate.
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+/// Milliseconds since `start`, rounded to two decimals as the logs show them.
+pub fn elapsed_ms(start: Instant) -> f64 {
+    (start.elapsed().as_secs_f64() * 100_000.0).round() / 100.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(20_723), (2026, 9, 27));
+    }
+
+    #[test]
+    fn argument_checks() {
+        let args: Map<String, Value> =
+            serde_json::from_value(json!({"q": "ab", "n": 9, "x": 1})).unwrap();
+        assert!(
+            string_arg(&args, "q", 3, 10)
+                .unwrap_err()
+                .contains("at least 3")
+        );
+        assert!(
+            string_arg(&args, "missing", 0, 10)
+                .unwrap_err()
+                .contains("required")
+        );
+        assert_eq!(int_arg(&args, "m", 3, 1, 5), Ok(3));
+        assert!(
+            int_arg(&args, "n", 3, 1, 5)
+                .unwrap_err()
+                .contains("between 1 and 5")
+        );
+        assert!(
+            no_unknown_args(&args, &["q", "n"])
+                .unwrap_err()
+                .contains("\"x\"")
+        );
+    }
+}
