@@ -150,7 +150,8 @@ mod tests {
         assert!(r.clipped);
         assert!(r.chars <= 4_000, "{}", r.chars);
         let v: Value = serde_json::from_str(&r.text).unwrap();
-        assert!(v["note"].as_str().unwrap().contains("15012 characters"));
+        let total = big.to_string().chars().count();
+        assert!(v["note"].as_str().unwrap().contains(&format!("had {total} characters")));
     }
 
     #[test]

@@ -45,6 +45,11 @@ impl Testbed {
                     "annotations": {"readOnlyHint": true}}"#,
             ),
             common::tool_from_json(
+                r#"{"name": "repeat", "description": "Return a text repeated a number of times (for large results).",
+                    "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}, "times": {"type": "integer", "minimum": 1, "maximum": 100000}},
+                                    "required": ["text", "times"]}}"#,
+            ),
+            common::tool_from_json(
                 r#"{"name": "crash", "description": "Exit the server process in the middle of the call.",
                     "inputSchema": {"type": "object", "properties": {}}}"#,
             ),
@@ -109,6 +114,18 @@ impl ServerHandler for Testbed {
                 Ok(text) => Ok(common::structured_result(json!({"text": text}), &self.info).into()),
                 Err(e) => Ok(common::tool_error(e, &self.info).into()),
             },
+            "repeat" => {
+                let text = common::string_arg(&args, "text", 1, 1_000);
+                let times = common::int_arg(&args, "times", 1, 1, 100_000);
+                match (text, times) {
+                    (Ok(text), Ok(times)) => Ok(common::structured_result(
+                        json!({"text": text.repeat(times as usize)}),
+                        &self.info,
+                    )
+                    .into()),
+                    (Err(e), _) | (_, Err(e)) => Ok(common::tool_error(e, &self.info).into()),
+                }
+            }
             "crash" => {
                 common::log_line(json!({"event": "crash", "tool": "crash"}));
                 std::process::exit(70);

@@ -1,0 +1,96 @@
+//! Helpers for the end-to-end tests: run the real `gatehouse` binary, which starts real
+//! server processes, and read what it printed.
+#![allow(dead_code)]
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Output, Stdio},
+};
+
+use serde_json::{Value, json};
+
+/// The binary under test.
+pub fn exe() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_gatehouse"))
+}
+
+/// What one run printed.
+pub struct Ran {
+    pub status: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Ran {
+    /// The `--json` object on stdout.
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!("stdout is not one JSON object ({e}):\n{}\nstderr:\n{}", self.stdout, self.stderr)
+        })
+    }
+
+    /// Every step as "who: text".
+    pub fn step_texts(&self) -> Vec<String> {
+        self.json()["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| format!("{}: {}", s["who"].as_str().unwrap(), s["text"].as_str().unwrap()))
+            .collect()
+    }
+
+    /// The steps' data, in order.
+    pub fn step_data(&self) -> Vec<Value> {
+        self.json()["steps"].as_array().unwrap().iter().map(|s| s["data"].clone()).collect()
+    }
+
+    /// The servers' JSON log lines (their stderr, as the host marks it).
+    pub fn server_logs(&self, server: &str) -> Vec<Value> {
+        let prefix = format!("[{server} stderr] ");
+        self.stderr
+            .lines()
+            .filter_map(|l| l.strip_prefix(&prefix))
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    pub fn answer(&self) -> String {
+        self.json()["answer"].as_str().unwrap().to_owned()
+    }
+}
+
+/// Run `gatehouse ARGS` with extra environment, no stdin.
+pub fn run(args: &[&str], env: &[(&str, &str)]) -> Ran {
+    let mut cmd = Command::new(exe());
+    cmd.args(args).stdin(Stdio::null()).env_remove("HOST_TOOL_TIMEOUT");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let Output { status, stdout, stderr } = cmd.output().expect("the gatehouse binary runs");
+    Ran {
+        status: status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&stderr).into_owned(),
+    }
+}
+
+/// A servers entry that starts one of the binary's own servers.
+pub fn builtin_server(name: &str, env: Value) -> Value {
+    let mut e = json!({"MCP_USER": "${GATEHOUSE_USER}", "MCP_TENANT": "${GATEHOUSE_TENANT}"});
+    if let (Some(m), Value::Object(more)) = (e.as_object_mut(), env) {
+        m.extend(more);
+    }
+    json!({"command": exe().to_string_lossy(), "args": ["serve", name], "env": e})
+}
+
+/// Write a file in `dir` and return its path as a string.
+pub fn write(dir: &Path, name: &str, value: &Value) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, serde_json::to_string_pretty(value).unwrap()).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+/// A playback model file from a list of decisions.
+pub fn playback(dir: &Path, decisions: Value) -> String {
+    format!("playback:{}", write(dir, "playback.json", &json!({"decisions": decisions})))
+}
