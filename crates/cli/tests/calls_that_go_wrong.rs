@@ -28,21 +28,49 @@ fn a_call_past_the_time_limit_is_cancelled_on_the_server_and_the_loop_goes_on() 
         ]),
     );
     let started = std::time::Instant::now();
-    let ran = run(&["ask", "x", "--config", &config, "--model", &model, "--json"], &[("HOST_TOOL_TIMEOUT", "0.5")]);
-    assert!(started.elapsed().as_secs() < 20, "the host did not wait for the sleeping tool");
+    let ran = run(
+        &["ask", "x", "--config", &config, "--model", &model, "--json"],
+        &[("HOST_TOOL_TIMEOUT", "0.5")],
+    );
+    assert!(
+        started.elapsed().as_secs() < 20,
+        "the host did not wait for the sleeping tool"
+    );
     let steps = ran.step_texts();
-    assert!(steps.contains(&"host: timed out after 0.5 s: the call was cancelled on the server".to_string()), "{steps:?}");
+    assert!(
+        steps.contains(
+            &"host: timed out after 0.5 s: the call was cancelled on the server".to_string()
+        ),
+        "{steps:?}"
+    );
     assert_eq!(ran.answer(), "went on");
     let logs = ran.server_logs("testbed");
-    assert!(logs.iter().any(|l| l["event"] == "cancelled" && l["tool"] == "sleep"), "the server saw the cancellation: {}", ran.stderr);
-    assert!(steps.iter().filter(|s| s.starts_with("server: result")).count() == 1, "echo ran after the timeout");
+    assert!(
+        logs.iter()
+            .any(|l| l["event"] == "cancelled" && l["tool"] == "sleep"),
+        "the server saw the cancellation: {}",
+        ran.stderr
+    );
+    assert!(
+        steps
+            .iter()
+            .filter(|s| s.starts_with("server: result"))
+            .count()
+            == 1,
+        "echo ran after the timeout"
+    );
 }
 
 #[test]
 fn a_bad_time_limit_in_the_environment_is_a_clear_error() {
     let ran = run(&["ask", "x"], &[("HOST_TOOL_TIMEOUT", "soon")]);
     assert_eq!(ran.status, 2);
-    assert!(ran.stderr.contains("HOST_TOOL_TIMEOUT=\"soon\" is not a number of seconds"), "{}", ran.stderr);
+    assert!(
+        ran.stderr
+            .contains("HOST_TOOL_TIMEOUT=\"soon\" is not a number of seconds"),
+        "{}",
+        ran.stderr
+    );
 }
 
 #[test]
@@ -53,10 +81,15 @@ fn a_server_that_crashes_mid_call_is_reported_and_the_turn_goes_on() {
         dir.path(),
         json!([{"tool_calls": [{"name": "testbed__crash", "arguments": {}}]}, {"answer": "after the crash"}]),
     );
-    let ran = run(&["ask", "x", "--config", &config, "--model", &model, "--json"], &[]);
+    let ran = run(
+        &["ask", "x", "--config", &config, "--model", &model, "--json"],
+        &[],
+    );
     assert_eq!(ran.status, 0, "{}", ran.stderr);
     assert!(
-        ran.step_texts().iter().any(|s| s.starts_with("host: the call failed:")),
+        ran.step_texts()
+            .iter()
+            .any(|s| s.starts_with("host: the call failed:")),
         "{:?}",
         ran.step_texts()
     );
@@ -71,16 +104,32 @@ fn a_server_of_an_older_revision_is_reached_through_initialize() {
         dir.path(),
         json!([{"tool_calls": [{"name": "testbed__echo", "arguments": {"text": "old"}}]}, {"answer": "ok"}]),
     );
-    let ran = run(&["ask", "x", "--config", &config, "--model", &model, "--json"], &[]);
-    assert_eq!(ran.step_data()[0]["protocol"], "2025-11-25", "{}", ran.stdout);
-    assert!(ran.step_texts()[3].starts_with("server: result: "), "{:?}", ran.step_texts());
+    let ran = run(
+        &["ask", "x", "--config", &config, "--model", &model, "--json"],
+        &[],
+    );
+    assert_eq!(
+        ran.step_data()[0]["protocol"],
+        "2025-11-25",
+        "{}",
+        ran.stdout
+    );
+    assert!(
+        ran.step_texts()[3].starts_with("server: result: "),
+        "{:?}",
+        ran.step_texts()
+    );
 }
 
 #[test]
 fn a_config_that_is_not_json_names_the_line_and_column() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bad.json");
-    std::fs::write(&path, "{\n  \"mcpServers\": {\n    \"x\": {\"command\": \"a\",}\n  }\n}\n").unwrap();
+    std::fs::write(
+        &path,
+        "{\n  \"mcpServers\": {\n    \"x\": {\"command\": \"a\",}\n  }\n}\n",
+    )
+    .unwrap();
     let ran = run(&["ask", "x", "--config", path.to_str().unwrap()], &[]);
     assert_eq!(ran.status, 2);
     assert!(ran.stderr.contains("is not valid JSON"), "{}", ran.stderr);
@@ -101,14 +150,35 @@ fn broken_servers_are_named_with_their_cause_and_the_others_keep_working() {
             "support": builtin_server("support", json!({}))
         }, "gatehouse": {"allow": ["support__search_knowledge"]}}),
     );
-    let ran = run(&["ask", "What is the return window?", "--config", &config, "--json"], &[]);
+    let ran = run(
+        &[
+            "ask",
+            "What is the return window?",
+            "--config",
+            &config,
+            "--json",
+        ],
+        &[],
+    );
     assert_eq!(ran.status, 0, "{}", ran.stderr);
     let steps = ran.step_texts().join("\n");
-    assert!(steps.contains("server nocommand is not used: no \"command\" to start the server with"), "{steps}");
+    assert!(
+        steps.contains("server nocommand is not used: no \"command\" to start the server with"),
+        "{steps}"
+    );
     assert!(steps.contains("server unavailable: server ghost: cannot start `/nonexistent/mcp-server`: no such command"), "{steps}");
-    assert!(steps.contains("server unavailable: server quitter: the server exited"), "{steps}");
-    assert!(steps.contains("refusing to start"), "the server's own words are kept: {steps}");
-    assert!(steps.contains("server unavailable: server babbler: the server exited"), "{steps}");
+    assert!(
+        steps.contains("server unavailable: server quitter: the server exited"),
+        "{steps}"
+    );
+    assert!(
+        steps.contains("refusing to start"),
+        "the server's own words are kept: {steps}"
+    );
+    assert!(
+        steps.contains("server unavailable: server babbler: the server exited"),
+        "{steps}"
+    );
     assert!(steps.contains("discovered 2 tools on support"), "{steps}");
     assert!(ran.answer().contains("policy://larkfield/returns-policy"));
 }
@@ -124,10 +194,22 @@ fn a_server_that_never_answers_times_out_at_start() {
                 "gatehouse": {"connectTimeoutMs": 700, "allow": ["support__search_knowledge"]}}),
     );
     let started = std::time::Instant::now();
-    let ran = run(&["ask", "What is the return window?", "--config", &config, "--json"], &[]);
+    let ran = run(
+        &[
+            "ask",
+            "What is the return window?",
+            "--config",
+            &config,
+            "--json",
+        ],
+        &[],
+    );
     assert!(started.elapsed().as_secs() < 15);
     let steps = ran.step_texts().join("\n");
-    assert!(steps.contains("server unavailable: server mute: no answer within 0.7 s of starting"), "{steps}");
+    assert!(
+        steps.contains("server unavailable: server mute: no answer within 0.7 s of starting"),
+        "{steps}"
+    );
     assert!(ran.answer().contains("Returns policy"));
 }
 
@@ -139,13 +221,24 @@ fn garbage_lines_before_real_messages_are_skipped() {
         dir.path(),
         json!([{"tool_calls": [{"name": "testbed__echo", "arguments": {"text": "fine"}}]}, {"answer": "ok"}]),
     );
-    let ran = run(&["ask", "x", "--config", &config, "--model", &model, "--json"], &[]);
-    assert!(ran.step_texts()[0].starts_with("host: discovered 4 tools on testbed"), "{:?}", ran.step_texts());
+    let ran = run(
+        &["ask", "x", "--config", &config, "--model", &model, "--json"],
+        &[],
+    );
+    assert!(
+        ran.step_texts()[0].starts_with("host: discovered 4 tools on testbed"),
+        "{:?}",
+        ran.step_texts()
+    );
 }
 
 #[test]
 fn an_unknown_model_is_a_clear_error() {
     let ran = run(&["ask", "x", "--model", "oracle"], &[]);
     assert_eq!(ran.status, 2);
-    assert!(ran.stderr.contains("unknown model \"oracle\""), "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("unknown model \"oracle\""),
+        "{}",
+        ran.stderr
+    );
 }

@@ -12,7 +12,10 @@ fn sam_drafts_a_reply_to_t30002_citing_the_refunds_policy() {
     assert_eq!(ran.status, 0, "{}", ran.stderr);
     let answer = ran.answer();
     assert!(answer.contains("Hi Hugo"), "{answer}");
-    assert!(answer.contains("policy://larkfield/refunds-and-payments"), "{answer}");
+    assert!(
+        answer.contains("policy://larkfield/refunds-and-payments"),
+        "{answer}"
+    );
     assert!(answer.contains("Double charges"), "{answer}");
     let steps = ran.step_texts();
     assert_eq!(
@@ -33,7 +36,10 @@ fn sam_drafts_a_reply_to_t30002_citing_the_refunds_policy() {
     assert_eq!(data[0]["protocol"], "2026-07-28");
     assert_eq!(data[0]["server"], "support-mcp");
     assert_eq!(data[1]["arguments"], json!({"ticket_id": "T-30002"}));
-    assert_eq!(data[4]["arguments"], json!({"query": "Charged twice for order LK-182074"}));
+    assert_eq!(
+        data[4]["arguments"],
+        json!({"query": "Charged twice for order LK-182074"})
+    );
     assert_eq!(ran.json()["usage"], json!({}));
     let logs = ran.server_logs("support");
     assert_eq!(logs.len(), 2, "{}", ran.stderr);
@@ -46,11 +52,29 @@ fn sam_drafts_a_reply_to_t30002_citing_the_refunds_policy() {
 
 #[test]
 fn omar_finds_the_return_window() {
-    let ran = run(&["ask", "What is the return window?", "--user", "usr-omar", "--json"], &[]);
+    let ran = run(
+        &[
+            "ask",
+            "What is the return window?",
+            "--user",
+            "usr-omar",
+            "--json",
+        ],
+        &[],
+    );
     let answer = ran.answer();
-    assert!(answer.starts_with("From \"Returns policy\" (policy://larkfield/returns-policy):"), "{answer}");
-    assert!(answer.contains("## Return window You can return an unused item"), "{answer}");
-    assert!(answer.contains("the one in force on the date your order was delivered"), "{answer}");
+    assert!(
+        answer.starts_with("From \"Returns policy\" (policy://larkfield/returns-policy):"),
+        "{answer}"
+    );
+    assert!(
+        answer.contains("## Return window You can return an unused item"),
+        "{answer}"
+    );
+    assert!(
+        answer.contains("the one in force on the date your order was delivered"),
+        "{answer}"
+    );
     let logs = ran.server_logs("support");
     assert_eq!(logs.len(), 1);
     assert_eq!(logs[0]["user"], "usr-omar");
@@ -60,14 +84,32 @@ fn omar_finds_the_return_window() {
 
 #[test]
 fn omar_may_search_but_not_read_tickets() {
-    let ran = run(&["ask", "Draft a reply to ticket T-30002", "--user", "usr-omar", "--json"], &[]);
+    let ran = run(
+        &[
+            "ask",
+            "Draft a reply to ticket T-30002",
+            "--user",
+            "usr-omar",
+            "--json",
+        ],
+        &[],
+    );
     assert!(ran.answer().contains("I could not use get_ticket: forbidden: your role (read_only) does not allow tickets:read"), "{}", ran.answer());
     assert_eq!(ran.server_logs("support")[0]["outcome"], "forbidden");
 }
 
 #[test]
 fn tomas_sees_the_tools_but_every_call_is_refused_by_the_server() {
-    let ran = run(&["ask", "What is the return window?", "--user", "usr-tomas", "--json"], &[]);
+    let ran = run(
+        &[
+            "ask",
+            "What is the return window?",
+            "--user",
+            "usr-tomas",
+            "--json",
+        ],
+        &[],
+    );
     assert_eq!(
         ran.step_texts(),
         vec![
@@ -79,38 +121,88 @@ fn tomas_sees_the_tools_but_every_call_is_refused_by_the_server() {
         ]
     );
     assert_eq!(ran.step_data()[3], json!({"code": -32003}));
-    assert_eq!(ran.answer(), "I could not use search_knowledge: forbidden: you have no access to this organization");
-    assert!(ran.server_logs("support").is_empty(), "no tool ran, so no log line: {}", ran.stderr);
+    assert_eq!(
+        ran.answer(),
+        "I could not use search_knowledge: forbidden: you have no access to this organization"
+    );
+    assert!(
+        ran.server_logs("support").is_empty(),
+        "no tool ran, so no log line: {}",
+        ran.stderr
+    );
 }
 
 #[test]
 fn an_organization_that_does_not_exist_gets_the_same_answer() {
-    let ran = run(&["ask", "What is the return window?", "--tenant", "lark", "--json"], &[]);
-    assert_eq!(ran.answer(), "I could not use search_knowledge: forbidden: you have no access to this organization");
+    let ran = run(
+        &[
+            "ask",
+            "What is the return window?",
+            "--tenant",
+            "lark",
+            "--json",
+        ],
+        &[],
+    );
+    assert_eq!(
+        ran.answer(),
+        "I could not use search_knowledge: forbidden: you have no access to this organization"
+    );
 }
 
 #[test]
 fn another_organizations_ticket_is_not_found_here() {
     let ran = run(&["ask", "Draft a reply to ticket T-40003", "--json"], &[]);
     let answer = ran.answer();
-    assert!(answer.contains("I could not use get_ticket: not_found: there is no ticket T-40003 in this organization"), "{answer}");
-    assert!(answer.ends_with("I found no policy about this."), "{answer}");
+    assert!(
+        answer.contains(
+            "I could not use get_ticket: not_found: there is no ticket T-40003 in this organization"
+        ),
+        "{answer}"
+    );
+    assert!(
+        answer.ends_with("I found no policy about this."),
+        "{answer}"
+    );
     assert_eq!(ran.server_logs("support")[0]["outcome"], "not_found");
     // Camille, a member of Bramble Books, reads the same ticket.
-    let ran = run(&["ask", "Draft a reply to ticket T-40003", "--user", "usr-camille", "--tenant", "bramble", "--json"], &[]);
+    let ran = run(
+        &[
+            "ask",
+            "Draft a reply to ticket T-40003",
+            "--user",
+            "usr-camille",
+            "--tenant",
+            "bramble",
+            "--json",
+        ],
+        &[],
+    );
     assert!(ran.answer().contains("Hi Ingrid"), "{}", ran.answer());
 }
 
 #[test]
 fn human_output_shows_the_seed_lines_and_the_answer() {
-    let ran = run(&["ask", "What is the return window?", "--user", "usr-omar"], &[]);
+    let ran = run(
+        &["ask", "What is the return window?", "--user", "usr-omar"],
+        &[],
+    );
     assert_eq!(ran.status, 0);
     let lines: Vec<&str> = ran.stdout.lines().collect();
     assert!(lines[0].starts_with("[host] discovered 2 tools on support: search_knowledge, get_ticket {\"protocol\": \"2026-07-28\""), "{}", ran.stdout);
-    assert_eq!(lines[1], r#"[model] wants support__search_knowledge {"arguments": {"query": "What is the return window?"}}"#);
-    assert_eq!(lines[2], r#"[host] on the allow-list: run it {"decision": "auto"}"#);
+    assert_eq!(
+        lines[1],
+        r#"[model] wants support__search_knowledge {"arguments": {"query": "What is the return window?"}}"#
+    );
+    assert_eq!(
+        lines[2],
+        r#"[host] on the allow-list: run it {"decision": "auto"}"#
+    );
     assert!(lines[3].starts_with("[server] result: ") && lines[3].contains("\"clipped\": false"));
     assert_eq!(lines[4], "[model] final answer");
     assert!(ran.stdout.contains("From \"Returns policy\""));
-    assert!(ran.stderr.contains("[support stderr] {"), "server lines are marked as theirs");
+    assert!(
+        ran.stderr.contains("[support stderr] {"),
+        "server lines are marked as theirs"
+    );
 }

@@ -151,7 +151,12 @@ mod tests {
         assert!(r.chars <= 4_000, "{}", r.chars);
         let v: Value = serde_json::from_str(&r.text).unwrap();
         let total = big.to_string().chars().count();
-        assert!(v["note"].as_str().unwrap().contains(&format!("had {total} characters")));
+        assert!(
+            v["note"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("had {total} characters"))
+        );
     }
 
     #[test]

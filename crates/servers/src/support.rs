@@ -577,3 +577,95 @@ mod tests {
         assert_eq!(bound_snippet("…The version…"), "… The version …");
     }
 }
+
+#[cfg(test)]
+mod data_tests {
+    use super::*;
+
+    #[test]
+    fn tool_definitions_are_sent_exactly_as_documented() {
+        for name in ["search_knowledge", "get_ticket"] {
+            let text = data::file(&format!("tools/support.{name}.json")).unwrap();
+            let documented: Value = serde_json::from_str(text).unwrap();
+            let sent = serde_json::to_value(common::tool_from_json(text)).unwrap();
+            assert_eq!(sent, documented, "{name}");
+        }
+    }
+
+    #[test]
+    fn the_data_holds_what_the_documentation_relies_on() {
+        let db = build_database().unwrap();
+        let count = |sql: &str| db.query_row(sql, [], |r| r.get::<_, i64>(0)).unwrap();
+        assert!(count("SELECT count(*) FROM policies WHERE tenant = 'larkfield'") >= 8);
+        assert!(count("SELECT count(*) FROM policies WHERE tenant = 'bramble'") >= 8);
+        assert!(
+            count(
+                "SELECT count(*) FROM tickets WHERE tenant = 'larkfield' AND ticket_id LIKE 'T-3%'"
+            ) >= 25
+        );
+        assert!(
+            count(
+                "SELECT count(*) FROM tickets WHERE tenant = 'bramble' AND ticket_id LIKE 'T-4%'"
+            ) >= 25
+        );
+        assert_eq!(
+            count("SELECT count(*) FROM memberships WHERE user = 'usr-tomas'"),
+            0
+        );
+        assert!(count("SELECT count(*) FROM memberships") >= 6);
+        let (subject, body, messages): (String, String, String) = db
+            .query_row(
+                "SELECT subject, body, messages FROM tickets WHERE ticket_id = 'T-30002' AND tenant = 'larkfield'",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .unwrap();
+        assert_eq!(subject, "Charged twice for order LK-182074");
+        assert!(body.starts_with("My card was charged two times"));
+        assert!(messages.contains("Could you send the receipt"));
+        let (role,): (String,) = db
+            .query_row(
+                "SELECT role FROM memberships WHERE user = 'usr-omar' AND tenant = 'larkfield'",
+                [],
+                |r| Ok((r.get(0)?,)),
+            )
+            .unwrap();
+        assert_eq!(role, "read_only");
+    }
+
+    #[test]
+    fn search_ranks_the_double_charges_section_first() {
+        let server = SupportServer::new(Caller {
+            user: "usr-sam".into(),
+            tenant: "larkfield".into(),
+            client: "local".into(),
+        })
+        .unwrap();
+        let args =
+            serde_json::from_value(json!({"query": "Charged twice for order LK-182074"})).unwrap();
+        let (result, n) = server.search_knowledge(&args).unwrap();
+        assert_eq!(n, 3);
+        assert_eq!(
+            result["results"][0]["uri"],
+            "policy://larkfield/refunds-and-payments"
+        );
+        assert!(
+            result["results"][0]["snippet"]
+                .as_str()
+                .unwrap()
+                .contains("## Double charges If you were charged twice")
+        );
+        for hit in result["results"].as_array().unwrap() {
+            assert!(hit["snippet"].as_str().unwrap().chars().count() <= MAX_SNIPPET_CHARS);
+        }
+        let bad = serde_json::from_value(json!({"query": "ab"})).unwrap();
+        assert!(
+            server
+                .search_knowledge(&bad)
+                .unwrap_err()
+                .contains("at least 3")
+        );
+        let bad = serde_json::from_value(json!({"query": "returns", "limit": 9})).unwrap();
+        assert!(server.search_knowledge(&bad).is_err());
+    }
+}

@@ -25,7 +25,10 @@ impl Ran {
     /// The `--json` object on stdout.
     pub fn json(&self) -> Value {
         serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
-            panic!("stdout is not one JSON object ({e}):\n{}\nstderr:\n{}", self.stdout, self.stderr)
+            panic!(
+                "stdout is not one JSON object ({e}):\n{}\nstderr:\n{}",
+                self.stdout, self.stderr
+            )
         })
     }
 
@@ -35,13 +38,24 @@ impl Ran {
             .as_array()
             .unwrap()
             .iter()
-            .map(|s| format!("{}: {}", s["who"].as_str().unwrap(), s["text"].as_str().unwrap()))
+            .map(|s| {
+                format!(
+                    "{}: {}",
+                    s["who"].as_str().unwrap(),
+                    s["text"].as_str().unwrap()
+                )
+            })
             .collect()
     }
 
     /// The steps' data, in order.
     pub fn step_data(&self) -> Vec<Value> {
-        self.json()["steps"].as_array().unwrap().iter().map(|s| s["data"].clone()).collect()
+        self.json()["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["data"].clone())
+            .collect()
     }
 
     /// The servers' JSON log lines (their stderr, as the host marks it).
@@ -62,11 +76,17 @@ impl Ran {
 /// Run `gatehouse ARGS` with extra environment, no stdin.
 pub fn run(args: &[&str], env: &[(&str, &str)]) -> Ran {
     let mut cmd = Command::new(exe());
-    cmd.args(args).stdin(Stdio::null()).env_remove("HOST_TOOL_TIMEOUT");
+    cmd.args(args)
+        .stdin(Stdio::null())
+        .env_remove("HOST_TOOL_TIMEOUT");
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let Output { status, stdout, stderr } = cmd.output().expect("the gatehouse binary runs");
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = cmd.output().expect("the gatehouse binary runs");
     Ran {
         status: status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&stdout).into_owned(),
@@ -92,5 +112,8 @@ pub fn write(dir: &Path, name: &str, value: &Value) -> String {
 
 /// A playback model file from a list of decisions.
 pub fn playback(dir: &Path, decisions: Value) -> String {
-    format!("playback:{}", write(dir, "playback.json", &json!({"decisions": decisions})))
+    format!(
+        "playback:{}",
+        write(dir, "playback.json", &json!({"decisions": decisions}))
+    )
 }
