@@ -186,13 +186,16 @@ pub async fn connect(
                 tokio::time::sleep(Duration::from_millis(20)).await;
                 let transport = spawn(spec, &observer, &tail)?;
                 let pid = transport.id();
-                HostHandler::new(&spec.name, person.clone())
+                let result = HostHandler::new(&spec.name, person.clone())
                     .serve_with_lifecycle(transport, ClientLifecycleMode::Initialize)
                     .await
-                    .map(|c| (c, pid))
-                    .map_err(|e| handshake_error(spec, e, &tail))
+                    .map(|c| (c, pid));
+                match result {
+                    Ok(ok) => Ok(ok),
+                    Err(e) => Err(handshake_error(spec, e, &tail).await),
+                }
             }
-            Err(e) => Err(handshake_error(spec, e, &tail)),
+            Err(e) => Err(handshake_error(spec, e, &tail).await),
         }
     };
     let (client, pid) = match tokio::time::timeout(timeout, attempt).await {
@@ -219,12 +222,14 @@ pub async fn connect(
     })
 }
 
-fn handshake_error(spec: &ServerSpec, e: ClientInitializeError, tail: &Tail) -> ConnectError {
+async fn handshake_error(spec: &ServerSpec, e: ClientInitializeError, tail: &Tail) -> ConnectError {
     // Give the stderr reader a moment: a server that exits usually says why first.
-    std::thread::sleep(Duration::from_millis(50));
+    tokio::time::sleep(Duration::from_millis(50)).await;
     let reason = match e {
-        ClientInitializeError::ConnectionClosed(_) => {
-            "the server exited (or closed its stdout) before it answered".to_string()
+        // Either way the process is gone: it closed its stdout, or its stdin broke first.
+        ClientInitializeError::ConnectionClosed(_)
+        | ClientInitializeError::TransportError { .. } => {
+            "the server exited (or closed its stdio) before it answered".to_string()
         }
         ClientInitializeError::JsonRpcError(err) => {
             format!(
