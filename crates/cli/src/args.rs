@@ -20,6 +20,10 @@ pub struct Cli {
 pub enum Command {
     /// Ask one question and print the run: every step, then the answer.
     Ask(AskArgs),
+    /// A conversation: questions from the terminal, the history kept across turns.
+    Chat(ChatArgs),
+    /// Print the tools the model would be offered, as the host names them. Needs no model.
+    Tools(ToolsArgs),
     /// Run one of the built-in reference servers on stdio.
     Serve(ServeArgs),
 }
@@ -43,6 +47,9 @@ pub struct HostArgs {
     /// Most model calls in one question.
     #[arg(long, value_name = "N")]
     pub max_steps: Option<usize>,
+    /// Offer the model only these tools (comma-separated names as `gatehouse tools` shows).
+    #[arg(long, value_name = "A,B", value_delimiter = ',')]
+    pub tools: Option<Vec<String>>,
 }
 
 /// How the person answers when the host must ask.
@@ -54,6 +61,36 @@ pub struct AnswerArgs {
     /// Answer no to every "Run it?".
     #[arg(long)]
     pub no: bool,
+    /// Answer a server's form field (repeatable): `--answer priority=P1`.
+    #[arg(long = "answer", value_name = "KEY=VALUE", value_parser = parse_answer)]
+    pub answers: Vec<(String, String)>,
+    /// Decline every form a server sends.
+    #[arg(long, conflicts_with = "answers")]
+    pub decline: bool,
+}
+
+fn parse_answer(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_owned(), v.to_owned())),
+        _ => Err(format!("expected KEY=VALUE, got {s:?}")),
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct ChatArgs {
+    #[command(flatten)]
+    pub host: HostArgs,
+    #[command(flatten)]
+    pub answers: AnswerArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct ToolsArgs {
+    #[command(flatten)]
+    pub host: HostArgs,
+    /// Print the catalog as JSON (name, server, description, annotations).
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args, Debug)]
@@ -71,6 +108,10 @@ pub struct AskArgs {
 
 #[derive(Args, Debug)]
 pub struct ServeArgs {
-    /// Which server: support, or testbed (for tests).
+    /// Which server: support, cmdb, tickets, or testbed (for tests).
     pub name: String,
+    /// The tickets server's store (default: $GATEHOUSE_TICKETS_DB, else
+    /// ~/.local/share/gatehouse/tickets.db).
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
 }

@@ -15,7 +15,8 @@ use gatehouse::{
 };
 use serde_json::json;
 
-use args::{AskArgs, Cli, Command, HostArgs};
+use args::{AnswerArgs, AskArgs, ChatArgs, Cli, Command, HostArgs, ToolsArgs};
+use output::{Printer, StepsTo};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -32,7 +33,15 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Ask(a) => ask(a).await,
-            Command::Serve(s) => gatehouse_servers::serve_stdio(&s.name).await,
+            Command::Chat(c) => chat(c).await,
+            Command::Tools(t) => tools(t).await,
+            Command::Serve(s) => {
+                gatehouse_servers::serve_stdio(
+                    &s.name,
+                    gatehouse_servers::ServeOptions { db: s.db },
+                )
+                .await
+            }
         }
     });
     // Servers and the host end with their work; nothing must linger in the background.
@@ -66,38 +75,61 @@ fn load_config(host: &HostArgs) -> anyhow::Result<Config> {
     Ok(config)
 }
 
-async fn ask(args: AskArgs) -> anyhow::Result<()> {
-    let config = load_config(&args.host)?;
-    let model_spec = args
-        .host
+/// The model named by `--model`, the servers file, or the default.
+fn load_model(host: &HostArgs, config: &Config) -> anyhow::Result<Box<dyn model::Model>> {
+    let spec = host
         .model
         .clone()
         .or(config.settings.model.clone())
         .unwrap_or_else(|| "scripted".into());
-    let mut model = model::from_spec(&model_spec).map_err(anyhow::Error::msg)?;
-    let approve = match (args.answers.yes, args.answers.no) {
+    model::from_spec(&spec).map_err(anyhow::Error::msg)
+}
+
+/// The person, answering from options where given and the terminal otherwise.
+fn person(answers: &AnswerArgs) -> Arc<Terminal> {
+    let approve = match (answers.yes, answers.no) {
         (true, _) => Some(true),
         (_, true) => Some(false),
         _ => None,
     };
-    let person = Arc::new(Terminal::new(FixedAnswers {
+    Arc::new(Terminal::new(FixedAnswers {
         approve,
-        ..FixedAnswers::default()
+        fields: answers.answers.iter().cloned().collect(),
+        decline_forms: answers.decline,
+    }))
+}
+
+/// Start the host on every configured server, offering only `--tools` if given.
+async fn start_host(
+    host_args: &HostArgs,
+    config: &Config,
+    person: Arc<Terminal>,
+    trace: Trace,
+) -> Host {
+    let mut host = Host::start(config, person, trace).await;
+    if let Some(only) = &host_args.tools {
+        host.offer_only(only);
+    }
+    host
+}
+
+async fn ask(args: AskArgs) -> anyhow::Result<()> {
+    let config = load_config(&args.host)?;
+    let mut model = load_model(&args.host, &config)?;
+    let trace = Trace::new(Arc::new(Printer {
+        steps: if args.json {
+            StepsTo::Nowhere
+        } else {
+            StepsTo::Stdout
+        },
     }));
-    let trace = Trace::new(Arc::new(output::Printer {
-        steps_on_stdout: !args.json,
-    }));
-    let host = Host::start(&config, person, trace.clone()).await;
+    let host = start_host(&args.host, &config, person(&args.answers), trace.clone()).await;
     let mut conversation = Vec::new();
     let (answer, usage) = host
         .ask(model.as_mut(), &mut conversation, &args.question)
         .await;
     host.shutdown().await;
-    let usage = if usage.model_calls == 0 && usage.total_tokens == 0 {
-        json!({})
-    } else {
-        serde_json::to_value(&usage)?
-    };
+    let usage = usage_json(&usage)?;
     if args.json {
         let run = Run {
             question: args.question,
@@ -109,5 +141,76 @@ async fn ask(args: AskArgs) -> anyhow::Result<()> {
     } else {
         println!("\n{answer}");
     }
+    Ok(())
+}
+
+/// Usage as `--json` shows it: empty when the model used no tokens.
+fn usage_json(usage: &gatehouse::model::Usage) -> anyhow::Result<serde_json::Value> {
+    Ok(if usage.model_calls == 0 && usage.total_tokens == 0 {
+        json!({})
+    } else {
+        serde_json::to_value(usage)?
+    })
+}
+
+async fn chat(args: ChatArgs) -> anyhow::Result<()> {
+    use tokio::io::AsyncBufReadExt;
+    let config = load_config(&args.host)?;
+    let mut model = load_model(&args.host, &config)?;
+    // Steps go to stderr, beside the host's records; stdout is the conversation.
+    let trace = Trace::new(Arc::new(Printer {
+        steps: StepsTo::Stderr,
+    }));
+    let host = start_host(&args.host, &config, person(&args.answers), trace.clone()).await;
+    let mut conversation = Vec::new();
+    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    loop {
+        print!("\nyou> ");
+        std::io::Write::flush(&mut std::io::stdout())?;
+        let Some(line) = lines.next_line().await? else {
+            break;
+        };
+        let question = line.trim();
+        if question.is_empty() {
+            continue;
+        }
+        if matches!(question, "/quit" | "/exit") {
+            break;
+        }
+        let (answer, _usage) = host.ask(model.as_mut(), &mut conversation, question).await;
+        trace.take();
+        println!("\nassistant> {answer}");
+    }
+    println!();
+    host.shutdown().await;
+    Ok(())
+}
+
+async fn tools(args: ToolsArgs) -> anyhow::Result<()> {
+    let config = load_config(&args.host)?;
+    let trace = Trace::new(Arc::new(Printer {
+        steps: StepsTo::Stderr,
+    }));
+    let terminal = Arc::new(Terminal::new(FixedAnswers::default()));
+    let host = start_host(&args.host, &config, terminal, trace).await;
+    let rows: Vec<serde_json::Value> = host
+        .catalog()
+        .tools()
+        .iter()
+        .map(|t| {
+            json!({
+                "name": t.name,
+                "server": t.server,
+                "description": t.tool.description.as_deref().unwrap_or("").lines().next().unwrap_or(""),
+                "annotations": gatehouse::person::annotations_for_display(t.tool.annotations.as_ref()),
+            })
+        })
+        .collect();
+    host.shutdown().await;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(());
+    }
+    println!("{}", output::tool_table(&rows));
     Ok(())
 }

@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use gatehouse::trace::{Observer, Step};
+use gatehouse::trace::{Observer, Step, ToolEvent};
 use serde_json::Value;
 
 /// JSON with a space after `,` and `:`, as the run's data is shown to people.
@@ -39,25 +39,102 @@ pub fn step_line(step: &Step) -> String {
     }
 }
 
-/// Prints steps on stdout as they happen (human mode), or nothing (JSON mode). Server
-/// stderr always goes to stderr, so `--json` keeps stdout for the one object.
+/// Where a run's steps are shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepsTo {
+    Stdout,
+    Stderr,
+    Nowhere,
+}
+
+/// Prints steps as they happen. Server stderr and `host.tool_call` records always go to
+/// stderr, so `--json` keeps stdout for the one object.
 pub struct Printer {
-    pub steps_on_stdout: bool,
+    pub steps: StepsTo,
 }
 
 impl Observer for Printer {
     fn step(&self, step: &Step) {
-        if self.steps_on_stdout {
-            let mut out = std::io::stdout().lock();
-            let _ = writeln!(out, "{}", step_line(step));
-            let _ = out.flush();
+        match self.steps {
+            StepsTo::Stdout => {
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "{}", step_line(step));
+                let _ = out.flush();
+            }
+            StepsTo::Stderr => {
+                let _ = writeln!(std::io::stderr().lock(), "{}", step_line(step));
+            }
+            StepsTo::Nowhere => {}
         }
+    }
+
+    fn tool_event(&self, event: &ToolEvent) {
+        let _ = writeln!(std::io::stderr().lock(), "{}", event.record());
     }
 
     fn server_stderr(&self, server: &str, line: &str) {
         let mut err = std::io::stderr().lock();
         let _ = writeln!(err, "[{server} stderr] {line}");
     }
+}
+
+/// The hints a tool's annotations give, in words ("read-only, idempotent").
+fn hints(annotations: &Value) -> String {
+    let mut words = Vec::new();
+    for (key, yes, no) in [
+        ("read_only_hint", "read-only", "writes"),
+        ("destructive_hint", "destructive", ""),
+        ("idempotent_hint", "idempotent", ""),
+        ("open_world_hint", "open world", ""),
+    ] {
+        match annotations[key].as_bool() {
+            Some(true) => words.push(yes),
+            Some(false) if !no.is_empty() => words.push(no),
+            _ => {}
+        }
+    }
+    if words.is_empty() {
+        "-".into()
+    } else {
+        words.join(", ")
+    }
+}
+
+/// The catalog as an aligned table: name, server, first line of the description, hints.
+pub fn tool_table(rows: &[Value]) -> String {
+    const DESCRIPTION_CHARS: usize = 70;
+    let width = |key: &str, min: usize| {
+        rows.iter()
+            .map(|r| r[key].as_str().unwrap_or("").chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(min)
+    };
+    let (wn, ws) = (width("name", 4), width("server", 6));
+    let mut out = format!(
+        "{:<wn$}  {:<ws$}  {:<DESCRIPTION_CHARS$}  {}",
+        "TOOL", "SERVER", "DESCRIPTION", "HINTS"
+    );
+    for r in rows {
+        let mut d: String = r["description"]
+            .as_str()
+            .unwrap_or("")
+            .chars()
+            .take(DESCRIPTION_CHARS)
+            .collect();
+        if r["description"].as_str().unwrap_or("").chars().count() > DESCRIPTION_CHARS {
+            d.pop();
+            d.push('…');
+        }
+        out.push_str(&format!(
+            "\n{:<wn$}  {:<ws$}  {:<DESCRIPTION_CHARS$}  {}",
+            r["name"].as_str().unwrap_or(""),
+            r["server"].as_str().unwrap_or(""),
+            d,
+            hints(&r["annotations"])
+        ));
+    }
+    out
 }
 
 #[cfg(test)]

@@ -17,27 +17,30 @@ fn sam_drafts_a_reply_to_t30002_citing_the_refunds_policy() {
         "{answer}"
     );
     assert!(answer.contains("Double charges"), "{answer}");
-    let steps = ran.step_texts();
+    assert!(ran.step_texts().contains(
+        &"host: discovered 2 tools on support: search_knowledge, get_ticket".to_string()
+    ));
+    let steps = ran.steps_after_discovery();
     assert_eq!(
         steps,
         vec![
-            "host: discovered 2 tools on support: search_knowledge, get_ticket",
             "model: wants support__get_ticket",
             "host: on the allow-list: run it",
-            steps[3].as_str(),
+            steps[2].as_str(),
             "model: wants support__search_knowledge",
             "host: on the allow-list: run it",
-            steps[6].as_str(),
+            steps[5].as_str(),
             "model: final answer",
         ]
     );
-    assert!(steps[3].starts_with("server: result: ") && steps[6].starts_with("server: result: "));
+    assert!(steps[2].starts_with("server: result: ") && steps[5].starts_with("server: result: "));
     let data = ran.step_data();
     assert_eq!(data[0]["protocol"], "2026-07-28");
     assert_eq!(data[0]["server"], "support-mcp");
-    assert_eq!(data[1]["arguments"], json!({"ticket_id": "T-30002"}));
+    let n = ran.step_texts().len() - steps.len();
+    assert_eq!(data[n]["arguments"], json!({"ticket_id": "T-30002"}));
     assert_eq!(
-        data[4]["arguments"],
+        data[n + 3]["arguments"],
         json!({"query": "Charged twice for order LK-182074"})
     );
     assert_eq!(ran.json()["usage"], json!({}));
@@ -111,16 +114,16 @@ fn tomas_sees_the_tools_but_every_call_is_refused_by_the_server() {
         &[],
     );
     assert_eq!(
-        ran.step_texts(),
+        ran.steps_after_discovery(),
         vec![
-            "host: discovered 2 tools on support: search_knowledge, get_ticket",
             "model: wants support__search_knowledge",
             "host: on the allow-list: run it",
             "server: protocol error -32003: forbidden: you have no access to this organization",
             "model: final answer",
         ]
     );
-    assert_eq!(ran.step_data()[3], json!({"code": -32003}));
+    let n = ran.step_texts().len() - 4;
+    assert_eq!(ran.step_data()[n + 2], json!({"code": -32003}));
     assert_eq!(
         ran.answer(),
         "I could not use search_knowledge: forbidden: you have no access to this organization"
@@ -188,18 +191,22 @@ fn human_output_shows_the_seed_lines_and_the_answer() {
         &[],
     );
     assert_eq!(ran.status, 0);
-    let lines: Vec<&str> = ran.stdout.lines().collect();
-    assert!(lines[0].starts_with("[host] discovered 2 tools on support: search_knowledge, get_ticket {\"protocol\": \"2026-07-28\""), "{}", ran.stdout);
+    assert!(ran.stdout.starts_with("[host] discovered 2 tools on support: search_knowledge, get_ticket {\"protocol\": \"2026-07-28\""), "{}", ran.stdout);
+    let lines: Vec<&str> = ran
+        .stdout
+        .lines()
+        .filter(|l| !l.starts_with("[host] discovered"))
+        .collect();
     assert_eq!(
-        lines[1],
+        lines[0],
         r#"[model] wants support__search_knowledge {"arguments": {"query": "What is the return window?"}}"#
     );
     assert_eq!(
-        lines[2],
+        lines[1],
         r#"[host] on the allow-list: run it {"decision": "auto"}"#
     );
-    assert!(lines[3].starts_with("[server] result: ") && lines[3].contains("\"clipped\": false"));
-    assert_eq!(lines[4], "[model] final answer");
+    assert!(lines[2].starts_with("[server] result: ") && lines[2].contains("\"clipped\": false"));
+    assert_eq!(lines[3], "[model] final answer");
     assert!(ran.stdout.contains("From \"Returns policy\""));
     assert!(
         ran.stderr.contains("[support stderr] {"),

@@ -126,10 +126,17 @@ pub enum ConfigError {
 }
 
 /// The reference servers built into the host's own binary, started as `EXE serve NAME`.
-pub const BUILT_IN_SERVERS: &[&str] = &["support"];
+pub const BUILT_IN_SERVERS: &[&str] = &["support", "cmdb", "tickets"];
 
-/// The read-only tools of the built-in servers: the default allow-list.
-pub const BUILT_IN_ALLOW: &[&str] = &["support__search_knowledge", "support__get_ticket"];
+/// The read-only tools of the built-in servers: the default allow-list. `open_ticket`
+/// is not on it: the person approves the call before the server asks its own question.
+pub const BUILT_IN_ALLOW: &[&str] = &[
+    "support__search_knowledge",
+    "support__get_ticket",
+    "cmdb__get_asset",
+    "cmdb__find_assets",
+    "tickets__list_tickets",
+];
 
 impl Config {
     /// The embedded default: the built-in servers, started from `exe`.

@@ -42,6 +42,50 @@ pub trait Observer: Send + Sync {
     fn step(&self, step: &Step);
     /// A server wrote a line on its stderr. It is the server's, not the host's.
     fn server_stderr(&self, server: &str, line: &str);
+    /// One `host.tool_call` record: the host's view of one call, joinable with the
+    /// servers' `mcp.request` records on `trace_id` and `step`.
+    fn tool_event(&self, event: &ToolEvent) {
+        let _ = event;
+    }
+}
+
+/// The host's record of one proposed call, whatever became of it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolEvent {
+    pub session_id: String,
+    pub trace_id: String,
+    pub step: u64,
+    /// The server's name, or `-` when the tool is not in the catalog.
+    pub server: String,
+    pub tool: String,
+    /// The argument names only: values may be personal or large.
+    pub arg_keys: Vec<String>,
+    /// ok, tool_error, error, unknown_tool, refused, declined or timeout.
+    pub outcome: &'static str,
+    /// Did the server ask the person anything during the call?
+    pub asked_user: bool,
+    pub ms: f64,
+    /// Bytes of what went back into the model's context.
+    pub result_bytes: usize,
+}
+
+impl ToolEvent {
+    /// The record as one JSON object, `operation` first.
+    pub fn record(&self) -> Value {
+        let mut v = serde_json::json!({"operation": "host.tool_call"});
+        if let (Some(m), Ok(Value::Object(more))) = (v.as_object_mut(), serde_json::to_value(self))
+        {
+            m.extend(more);
+        }
+        v
+    }
+}
+
+/// A fresh random id of `bytes` bytes, as lowercase hex (trace ids, span ids, sessions).
+pub fn random_hex(bytes: usize) -> String {
+    (0..bytes)
+        .map(|_| format!("{:02x}", rand::random::<u8>()))
+        .collect()
 }
 
 /// An observer that shows nothing; the steps are still recorded.
@@ -79,6 +123,11 @@ impl Trace {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(step);
+    }
+
+    /// Report one tool call's record to the observer.
+    pub fn tool_event(&self, event: &ToolEvent) {
+        self.observer.tool_event(event);
     }
 
     /// The observer, for stages that report more than steps (server stderr).

@@ -209,6 +209,82 @@ pub fn elapsed_ms(start: Instant) -> f64 {
     (start.elapsed().as_secs_f64() * 100_000.0).round() / 100.0
 }
 
+/// One `mcp.request` record per request, joinable with the host's `host.tool_call`
+/// records on `trace_id` and `step`. Both come from the request's `_meta`: the W3C
+/// `traceparent`, and the host's own key with its step and session id.
+pub struct RequestLog {
+    server: &'static str,
+    method: &'static str,
+    name: Option<String>,
+    trace_id: Option<String>,
+    step: Option<u64>,
+    session_id: Option<String>,
+    start: Instant,
+}
+
+/// The trace id inside a W3C `traceparent` (`00-<32 hex>-<16 hex>-<2 hex>`), if well formed.
+pub fn trace_id_of(traceparent: &str) -> Option<String> {
+    let parts: Vec<&str> = traceparent.split('-').collect();
+    let hex = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_hexdigit());
+    (parts.len() == 4
+        && hex(parts[0], 2)
+        && hex(parts[1], 32)
+        && hex(parts[2], 16)
+        && hex(parts[3], 2))
+    .then(|| parts[1].to_ascii_lowercase())
+}
+
+impl RequestLog {
+    /// Start timing a request; nothing is written until [`RequestLog::finish`].
+    pub fn start(
+        server: &'static str,
+        method: &'static str,
+        name: Option<&str>,
+        meta: &rmcp::model::RequestMetaObject,
+    ) -> Self {
+        let host = meta.get(HOST_TRACE_KEY);
+        RequestLog {
+            server,
+            method,
+            name: name.map(str::to_owned),
+            trace_id: meta.get_traceparent().and_then(trace_id_of),
+            step: host.and_then(|h| h.get("step")).and_then(Value::as_u64),
+            session_id: host
+                .and_then(|h| h.get("session_id"))
+                .and_then(Value::as_str)
+                .filter(|s| s.len() <= 64)
+                .map(str::to_owned),
+            start: Instant::now(),
+        }
+    }
+
+    /// Write the record with how the request ended.
+    pub fn finish(self, outcome: &str) {
+        log_line(json!({
+            "ts": timestamp(),
+            "operation": "mcp.request",
+            "server": self.server,
+            "method": self.method,
+            "name": self.name,
+            "trace_id": self.trace_id,
+            "step": self.step,
+            "session_id": self.session_id,
+            "outcome": outcome,
+            "ms": elapsed_ms(self.start),
+        }));
+    }
+}
+
+/// The outcome word for a finished `tools/call`, as `mcp.request` records it.
+pub fn call_outcome(result: &Result<rmcp::model::CallToolResponse, ErrorData>) -> &'static str {
+    match result {
+        Err(_) => "error",
+        Ok(rmcp::model::CallToolResponse::InputRequired(_)) => "input_required",
+        Ok(rmcp::model::CallToolResponse::Complete(r)) if r.is_error == Some(true) => "tool_error",
+        Ok(_) => "ok",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

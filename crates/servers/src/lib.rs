@@ -1,25 +1,43 @@
 //! The reference MCP servers Gatehouse is shown and tested with. Each module is one server;
 //! `common` holds what they share (identity, logging, result shapes).
 
+pub mod cmdb;
 pub mod common;
 pub mod data;
 pub mod support;
 pub mod testbed;
+pub mod tickets;
+
+use std::path::PathBuf;
 
 use rmcp::ServiceExt;
 
 /// The servers `gatehouse serve NAME` can start.
-pub const SERVER_NAMES: &[&str] = &["support", "testbed"];
+pub const SERVER_NAMES: &[&str] = &["support", "cmdb", "tickets", "testbed"];
+
+/// Options some servers take.
+#[derive(Debug, Default, Clone)]
+pub struct ServeOptions {
+    /// The tickets server's store (default: [`tickets::default_db_path`]).
+    pub db: Option<PathBuf>,
+}
+
+/// Run a server on stdio until the client goes away.
+async fn run<S: rmcp::ServerHandler>(server: S) -> anyhow::Result<()> {
+    let service = server.serve(rmcp::transport::stdio()).await?;
+    service.waiting().await?;
+    Ok(())
+}
 
 /// Run one reference server on stdio until the client goes away.
-pub async fn serve_stdio(name: &str) -> anyhow::Result<()> {
+pub async fn serve_stdio(name: &str, options: ServeOptions) -> anyhow::Result<()> {
     let caller = common::Caller::from_env();
     match name {
-        "support" => {
-            let service = support::SupportServer::new(caller)?
-                .serve(rmcp::transport::stdio())
-                .await?;
-            service.waiting().await?;
+        "support" => run(support::SupportServer::new(caller)?).await,
+        "cmdb" => run(cmdb::CmdbServer::new(caller)?).await,
+        "tickets" => {
+            let db = options.db.unwrap_or_else(tickets::default_db_path);
+            run(tickets::TicketsServer::new(caller, &db)?).await
         }
         "testbed" => {
             if !testbed::misbehave_at_start() {
@@ -33,15 +51,11 @@ pub async fn serve_stdio(name: &str) -> anyhow::Result<()> {
                 ),
                 Err(_) => None,
             };
-            let service = testbed::Testbed::new(max_version)
-                .serve(rmcp::transport::stdio())
-                .await?;
-            service.waiting().await?;
+            run(testbed::Testbed::new(max_version)).await
         }
         other => anyhow::bail!(
             "there is no reference server named {other:?} (known: {})",
             SERVER_NAMES.join(", ")
         ),
     }
-    Ok(())
 }

@@ -25,7 +25,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::{
-    common::{self, Caller},
+    common::{self, Caller, RequestLog},
     data,
 };
 
@@ -409,13 +409,15 @@ impl ServerHandler for SupportServer {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        let log = RequestLog::start("support", "tools/list", None, &context.meta);
         let mut result = ListToolsResult::with_all_items(self.tools.as_ref().clone());
         result.meta = Some(common::server_meta(&self.info));
         // Private: what a caller may do with the list depends on who they are.
         result.cache_scope = Some(rmcp::model::CacheScope::Private);
         result.ttl_ms = Some(0);
+        log.finish("ok");
         Ok(result)
     }
 
@@ -426,7 +428,46 @@ impl ServerHandler for SupportServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let log = RequestLog::start("support", "tools/call", Some(&request.name), &context.meta);
+        let response = self.run_tool(request).await;
+        log.finish(common::call_outcome(&response));
+        response
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let log = RequestLog::start("support", "resources/list", None, &context.meta);
+        let response = self.policies(request);
+        log.finish(if response.is_ok() { "ok" } else { "error" });
+        response
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let log = RequestLog::start(
+            "support",
+            "resources/read",
+            Some(&request.uri),
+            &context.meta,
+        );
+        let response = self.policy(request);
+        log.finish(if response.is_ok() { "ok" } else { "error" });
+        response
+    }
+}
+
+impl SupportServer {
+    async fn run_tool(
+        &self,
+        request: CallToolRequestParams,
     ) -> Result<CallToolResponse, ErrorData> {
         let start = Instant::now();
         let name = request.name.to_string();
@@ -480,10 +521,9 @@ impl ServerHandler for SupportServer {
         Ok(result.into())
     }
 
-    async fn list_resources(
+    fn policies(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let Ok(_role) = self.role() else {
             return Err(common::forbidden(
@@ -513,10 +553,9 @@ impl ServerHandler for SupportServer {
         Ok(result)
     }
 
-    async fn read_resource(
+    fn policy(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         if self.role().is_err() {
             return Err(common::forbidden(

@@ -48,6 +48,24 @@ impl Ran {
             .collect()
     }
 
+    /// Every step but the discovery lines ("host: discovered …"), which depend on how
+    /// many servers are configured.
+    pub fn steps_after_discovery(&self) -> Vec<String> {
+        self.step_texts()
+            .into_iter()
+            .filter(|s| !s.starts_with("host: discovered"))
+            .collect()
+    }
+
+    /// The host's `host.tool_call` records from stderr.
+    pub fn tool_events(&self) -> Vec<Value> {
+        self.stderr
+            .lines()
+            .filter(|l| l.starts_with("{\"operation\":\"host.tool_call\""))
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
     /// The steps' data, in order.
     pub fn step_data(&self) -> Vec<Value> {
         self.json()["steps"]
@@ -58,13 +76,30 @@ impl Ran {
             .collect()
     }
 
-    /// The servers' JSON log lines (their stderr, as the host marks it).
-    pub fn server_logs(&self, server: &str) -> Vec<Value> {
+    /// Every JSON line a server wrote on its stderr (as the host marks it).
+    pub fn server_records(&self, server: &str) -> Vec<Value> {
         let prefix = format!("[{server} stderr] ");
         self.stderr
             .lines()
             .filter_map(|l| l.strip_prefix(&prefix))
             .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    /// A server's log lines about tools that ran (and the testbed's own events): every
+    /// record but the per-request `mcp.request` ones.
+    pub fn server_logs(&self, server: &str) -> Vec<Value> {
+        self.server_records(server)
+            .into_iter()
+            .filter(|r| r["operation"] != "mcp.request")
+            .collect()
+    }
+
+    /// A server's `mcp.request` records.
+    pub fn mcp_requests(&self, server: &str) -> Vec<Value> {
+        self.server_records(server)
+            .into_iter()
+            .filter(|r| r["operation"] == "mcp.request")
             .collect()
     }
 

@@ -82,7 +82,163 @@ fn parse_outcome(name: &str, content: &str) -> Outcome {
     }
 }
 
+/// The first hostname-like word: lowercase, with a hyphen and a digit (jump-prod-02).
+pub fn hostname(text: &str) -> Option<String> {
+    text.split_whitespace()
+        .map(|w| w.trim_matches(|c: char| !c.is_ascii_alphanumeric()))
+        .map(|w| w.strip_suffix("'s").unwrap_or(w))
+        .find(|w| {
+            w.contains('-')
+                && w.chars().any(|c| c.is_ascii_digit())
+                && w.starts_with(|c: char| c.is_ascii_lowercase())
+                && w.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+                && !w.contains("--")
+                && !w.ends_with('-')
+        })
+        .map(str::to_owned)
+}
+
+/// Does the question ask for a ticket to be opened?
+fn wants_new_ticket(q: &str) -> bool {
+    let q = q.to_lowercase();
+    [
+        "open a ticket",
+        "open an incident",
+        "open a new ticket",
+        "open ticket",
+        "file a ticket",
+        "create a ticket",
+        "raise a ticket",
+    ]
+    .iter()
+    .any(|p| q.contains(p))
+}
+
+/// Does the question ask for the list of tickets?
+fn wants_ticket_list(q: &str) -> bool {
+    let q = q.to_lowercase();
+    [
+        "list tickets",
+        "list the tickets",
+        "list incident tickets",
+        "list all tickets",
+        "which tickets",
+        "show tickets",
+        "show the tickets",
+    ]
+    .iter()
+    .any(|p| q.contains(p))
+}
+
+/// The ticket's summary: the text after the colon that follows the request, else the question.
+fn summary_of(q: &str) -> String {
+    let lower = q.to_lowercase();
+    let from = ["ticket", "incident"]
+        .iter()
+        .filter_map(|w| lower.find(w))
+        .min()
+        .unwrap_or(0);
+    match q[from..].split_once(':') {
+        Some((_, rest)) if !rest.trim().is_empty() => rest.trim().to_owned(),
+        _ => q.trim().to_owned(),
+    }
+}
+
+/// A call the scripted model means to make.
+struct Planned {
+    tool: String,
+    arguments: Value,
+}
+
 impl Scripted {
+    /// Every call this question needs, given what came back so far.
+    fn calls(
+        question: &str,
+        tools: &[ToolSpec],
+        outcomes: &[Outcome],
+    ) -> (Vec<Planned>, Vec<String>) {
+        let mut calls = Vec::new();
+        let mut cannot = Vec::new();
+        let plan = |calls: &mut Vec<Planned>, tool: Option<&str>, arguments: Value| {
+            if let Some(tool) = tool {
+                calls.push(Planned {
+                    tool: tool.to_owned(),
+                    arguments,
+                });
+            }
+        };
+        let search = find_tool(tools, "search_knowledge");
+        let searchable = |text: &str| {
+            let q = clip(text, MAX_QUERY_CHARS);
+            (search.is_some() && q.chars().count() >= MIN_QUERY_CHARS).then_some(q)
+        };
+        if let (Some(tid), Some(get_ticket)) = (ticket_id(question), find_tool(tools, "get_ticket"))
+        {
+            plan(&mut calls, Some(get_ticket), json!({ "ticket_id": tid }));
+            let query = match outcomes.first() {
+                Some(Outcome {
+                    result: Some(ticket),
+                    error: None,
+                    ..
+                }) => ticket["subject"].as_str().and_then(searchable),
+                Some(_) => {
+                    let rest = question.replace(&tid, " ");
+                    searchable(&rest.split_whitespace().collect::<Vec<_>>().join(" "))
+                }
+                None => None,
+            };
+            if let Some(q) = query {
+                plan(&mut calls, search, json!({ "query": q }));
+            }
+            return (calls, cannot);
+        }
+        let host = hostname(question);
+        let (new_ticket, listing) = (wants_new_ticket(question), wants_ticket_list(question));
+        if host.is_some() || new_ticket || listing {
+            if let Some(h) = &host {
+                plan(
+                    &mut calls,
+                    find_tool(tools, "get_asset"),
+                    json!({ "hostname": h }),
+                );
+            }
+            if new_ticket {
+                match (find_tool(tools, "open_ticket"), &host) {
+                    (Some(t), Some(h)) => plan(
+                        &mut calls,
+                        Some(t),
+                        json!({"host": h, "summary": summary_of(question)}),
+                    ),
+                    (None, _) => cannot.push(
+                        "I cannot open a ticket: none of the tools offered to me does that.".into(),
+                    ),
+                    (_, None) => cannot
+                        .push("To open a ticket I need the exact hostname it is about.".into()),
+                }
+            }
+            if listing {
+                match find_tool(tools, "list_tickets") {
+                    Some(t) => plan(
+                        &mut calls,
+                        Some(t),
+                        host.as_ref().map_or(json!({}), |h| json!({ "host": h })),
+                    ),
+                    None => cannot.push(
+                        "I cannot list tickets: none of the tools offered to me does that.".into(),
+                    ),
+                }
+            }
+            if !calls.is_empty() || !cannot.is_empty() {
+                return (calls, cannot);
+            }
+        }
+        if let Some(q) = searchable(question) {
+            plan(&mut calls, search, json!({ "query": q }));
+        }
+        (calls, cannot)
+    }
+
     fn plan(messages: &[Message], tools: &[ToolSpec]) -> Decision {
         let start = messages
             .iter()
@@ -99,65 +255,66 @@ impl Scripted {
                 _ => None,
             })
             .collect();
-        let n = outcomes.len();
-        let id = format!("call_{}", messages.len());
-        let search = find_tool(tools, "search_knowledge");
-        let search_for = |text: &str| -> Option<Decision> {
-            let q = clip(text, MAX_QUERY_CHARS);
-            match search {
-                Some(tool) if q.chars().count() >= MIN_QUERY_CHARS => {
-                    Some(Decision::call(id.clone(), tool, &json!({ "query": q })))
-                }
-                _ => None,
-            }
-        };
-
-        if n == 0 {
-            if let (Some(tid), Some(tool)) = (ticket_id(&question), find_tool(tools, "get_ticket"))
-            {
-                return Decision::call(id, tool, &json!({ "ticket_id": tid }));
-            }
-            return search_for(&question).unwrap_or_else(|| {
-                Decision::answer(if search.is_none() {
+        let (calls, cannot) = Self::calls(&question, tools, &outcomes);
+        if calls.is_empty() && outcomes.is_empty() {
+            let mut lines = cannot;
+            if lines.is_empty() {
+                lines.push(if find_tool(tools, "search_knowledge").is_none() {
                     "None of my tools fits this question, so I cannot answer it from your data."
+                        .into()
                 } else {
-                    "The question is too short to search for."
-                })
-            });
+                    "The question is too short to search for.".into()
+                });
+            }
+            return Decision::answer(lines.join("\n\n"));
         }
-        let last = &outcomes[n - 1];
-        if n < MAX_CALLS_PER_TURN && last.tool == "get_ticket" {
-            let next = match (&last.result, &last.error) {
-                (Some(ticket), None) => ticket["subject"].as_str().and_then(search_for),
-                _ => {
-                    let rest = ticket_id(&question)
-                        .map(|t| question.replace(&t, " "))
-                        .unwrap_or(question.clone());
-                    search_for(
-                        rest.split_whitespace()
-                            .collect::<Vec<_>>()
-                            .join(" ")
-                            .as_str(),
-                    )
+        match calls.get(outcomes.len()) {
+            Some(next) if outcomes.len() < MAX_CALLS_PER_TURN => Decision::call(
+                format!("call_{}", messages.len()),
+                next.tool.clone(),
+                &next.arguments,
+            ),
+            _ => {
+                let mut answer = Self::compose(&outcomes);
+                for line in cannot {
+                    answer.push_str("\n\n");
+                    answer.push_str(&line);
                 }
-            };
-            if let Some(next) = next {
-                return next;
+                Decision::answer(answer)
             }
         }
-        Decision::answer(Self::compose(&outcomes))
     }
 
     /// The final answer from everything this turn returned.
     fn compose(outcomes: &[Outcome]) -> String {
-        let mut lines: Vec<String> = outcomes
-            .iter()
-            .filter_map(|o| {
-                o.error
-                    .as_ref()
-                    .map(|e| format!("I could not use {}: {e}", o.tool))
-            })
-            .collect();
+        let mut lines: Vec<String> = Vec::new();
+        for o in outcomes {
+            if let Some(e) = &o.error {
+                lines.push(format!("I could not use {}: {e}", o.tool));
+                continue;
+            }
+            let Some(r) = &o.result else { continue };
+            let s = |k: &str| r[k].as_str().unwrap_or("?").to_owned();
+            match o.tool.as_str() {
+                "get_asset" => lines.push(format!(
+                    "{} ({}, {}) is owned by {} ({}).",
+                    s("hostname"),
+                    s("service"),
+                    s("env"),
+                    s("owner_name"),
+                    s("owner_email")
+                )),
+                "open_ticket" => lines.push(format!(
+                    "I opened {} ({}) for {}: {}",
+                    s("id"),
+                    s("priority"),
+                    s("host"),
+                    s("summary")
+                )),
+                "list_tickets" => lines.push(Self::ticket_list(r)),
+                _ => {}
+            }
+        }
         let ticket = outcomes
             .iter()
             .find(|o| o.tool == "get_ticket" && o.error.is_none())
@@ -190,6 +347,32 @@ impl Scripted {
             lines.push("I have nothing to go on for this question.".into());
         }
         lines.join("\n\n")
+    }
+
+    fn ticket_list(r: &Value) -> String {
+        let tickets = r["tickets"].as_array().cloned().unwrap_or_default();
+        if tickets.is_empty() {
+            return "There are no incident tickets for that yet.".into();
+        }
+        let field = |t: &Value, k: &str| t[k].as_str().unwrap_or("?").to_owned();
+        let list: Vec<String> = tickets
+            .iter()
+            .map(|t| {
+                format!(
+                    "{} ({}, {}): {}",
+                    field(t, "id"),
+                    field(t, "priority"),
+                    field(t, "host"),
+                    field(t, "summary")
+                )
+            })
+            .collect();
+        let plural = if tickets.len() == 1 { "" } else { "s" };
+        format!(
+            "{} incident ticket{plural}:\n{}",
+            tickets.len(),
+            list.join("\n")
+        )
     }
 
     fn draft_reply(ticket: &Value, hit: &Value) -> String {
@@ -264,6 +447,64 @@ mod tests {
         });
         let d = Scripted::plan(&msgs, &tools);
         assert_eq!(d.tool_calls[0].arguments, r#"{"query":"Charged twice"}"#);
+    }
+
+    #[test]
+    fn hostnames_and_ticket_requests_are_recognised() {
+        assert_eq!(
+            hostname("who owns jump-prod-02? Open").as_deref(),
+            Some("jump-prod-02")
+        );
+        assert_eq!(hostname("T-30002 and LK-182074"), None);
+        assert_eq!(
+            hostname("customer-db-prod-01's disk"),
+            Some("customer-db-prod-01".into())
+        );
+        assert_eq!(
+            summary_of("who owns x? Open a ticket for it: brute force then a login"),
+            "brute force then a login"
+        );
+        assert!(wants_new_ticket("Open a ticket for it"));
+        assert!(wants_ticket_list("please list tickets for jump-prod-02"));
+    }
+
+    #[test]
+    fn the_seed_question_looks_up_the_host_then_opens_a_ticket() {
+        let tools = [spec("cmdb__get_asset"), spec("tickets__open_ticket")];
+        let q = "who owns jump-prod-02? Open a ticket for it: brute force then a login from 203.0.113.77";
+        let mut msgs = vec![Message::User(q.into())];
+        let d = Scripted::plan(&msgs, &tools);
+        assert_eq!(d.tool_calls[0].name, "cmdb__get_asset");
+        msgs.push(Message::Tool {
+            call_id: "c".into(),
+            name: "cmdb__get_asset".into(),
+            content: json!({"tool": "cmdb__get_asset", "result": {"hostname": "jump-prod-02", "owner_name": "Camille Michel"}}).to_string(),
+        });
+        let d = Scripted::plan(&msgs, &tools);
+        assert_eq!(d.tool_calls[0].name, "tickets__open_ticket");
+        assert_eq!(
+            serde_json::from_str::<Value>(&d.tool_calls[0].arguments).unwrap(),
+            json!({"host": "jump-prod-02", "summary": "brute force then a login from 203.0.113.77"})
+        );
+    }
+
+    #[test]
+    fn a_missing_tool_is_said_not_invented() {
+        let tools = [spec("cmdb__get_asset")];
+        let q = "Open a ticket for jump-prod-02: disk full";
+        let mut msgs = vec![Message::User(q.into())];
+        assert_eq!(
+            Scripted::plan(&msgs, &tools).tool_calls[0].name,
+            "cmdb__get_asset"
+        );
+        msgs.push(Message::Tool {
+            call_id: "c".into(),
+            name: "cmdb__get_asset".into(),
+            content: json!({"tool": "cmdb__get_asset", "result": {"hostname": "jump-prod-02"}})
+                .to_string(),
+        });
+        let d = Scripted::plan(&msgs, &tools);
+        assert!(d.text.unwrap().contains("I cannot open a ticket"));
     }
 
     #[test]

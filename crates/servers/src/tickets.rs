@@ -1,0 +1,508 @@
+//! `tickets`: the incident-ticket desk. Its one write, `open_ticket`, asks the person first.
+//!
+//! On revision 2026-07-28 the server never sends requests to the client, so the question
+//! travels as a multi-round-trip call: round 1 answers `input_required` with a form and a
+//! sealed `requestState`; the client asks the person and sends the same call again with
+//! the answer and the state. Only a genuine second round opens a ticket:
+//!
+//! - the state is sealed (HMAC-SHA256, rmcp's `RequestStateCodec`) and bound to the method,
+//!   the tool, a digest of the arguments and the caller, with a 10-minute expiry, so it
+//!   cannot be minted, edited, moved to other arguments or used by someone else;
+//! - it carries a random nonce recorded when used, in the same database transaction that
+//!   stores the ticket, so a confirmation opens at most one ticket, across restarts and
+//!   across instances sharing the store;
+//! - the sealing key comes from configuration, so a restart or another instance between
+//!   the rounds still accepts an honest answer.
+//!
+//! Clients on older revisions get the same question as a server-sent `elicitation/create`.
+
+use std::{
+    path::{Path, PathBuf},
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use rmcp::{
+    ErrorData, RoleServer, ServerHandler,
+    model::{
+        CallToolRequestParams, CallToolResponse, ElicitRequest, ElicitRequestParams, ElicitResult,
+        ElicitationAction, ElicitationSchema, Implementation, InputRequest, InputRequiredResult,
+        ListToolsResult, PaginatedRequestParams, ProtocolVersion, RequestStateCodec, SealOptions,
+        ServerCapabilities, ServerConfig, Tool,
+    },
+    service::RequestContext,
+};
+use rusqlite::{Connection, OptionalExtension, params};
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::{
+    common::{self, Caller, RequestLog},
+    data,
+};
+
+pub const INSTRUCTIONS: &str = "Incident tickets. Opening a ticket always asks the user to confirm it and choose its priority first.";
+/// How long a confirmation stays valid between round 1 and round 2.
+pub const CONFIRMATION_TTL: Duration = Duration::from_secs(600);
+/// Environment variable overriding [`CONFIRMATION_TTL`] in milliseconds (for tests).
+pub const ENV_CONFIRMATION_TTL_MS: &str = "GATEHOUSE_TICKETS_CONFIRM_TTL_MS";
+/// Environment variable holding the sealing key (at least 32 bytes), shared by instances.
+pub const ENV_KEY: &str = "GATEHOUSE_TICKETS_KEY";
+/// Environment variable naming the ticket store when `--db` is not given.
+pub const ENV_DB: &str = "GATEHOUSE_TICKETS_DB";
+/// The first ticket number.
+pub const FIRST_TICKET: i64 = 4100;
+/// The key of the one question in `inputRequests`.
+pub const CONFIRM_KEY: &str = "confirm";
+/// Longest summary a ticket may have.
+pub const MAX_SUMMARY_CHARS: usize = 2_000;
+/// The refusal for any state that does not verify, whatever the reason (the reason goes
+/// to the server's log only).
+pub const INVALID_STATE: &str = "Invalid or expired requestState";
+
+/// Where tickets are kept when nothing says otherwise: `$XDG_DATA_HOME/gatehouse/tickets.db`,
+/// else `~/.local/share/gatehouse/tickets.db`.
+pub fn default_db_path() -> PathBuf {
+    if let Ok(p) = std::env::var(ENV_DB)
+        && !p.is_empty()
+    {
+        return PathBuf::from(p);
+    }
+    let base = std::env::var_os("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("gatehouse").join("tickets.db")
+}
+
+/// The sealing key: from [`ENV_KEY`], else a key file beside the store, created with mode
+/// 0600 on first start.
+pub fn load_key(db_path: &Path) -> anyhow::Result<Vec<u8>> {
+    if let Ok(k) = std::env::var(ENV_KEY) {
+        anyhow::ensure!(k.len() >= 32, "{ENV_KEY} must be at least 32 bytes long");
+        return Ok(k.into_bytes());
+    }
+    let path = db_path.with_extension("key");
+    match std::fs::read_to_string(&path) {
+        Ok(k) => {
+            let k = k.trim().to_owned();
+            anyhow::ensure!(
+                k.len() >= 32,
+                "the key file {} is too short",
+                path.display()
+            );
+            Ok(k.into_bytes())
+        }
+        Err(_) => {
+            let mut bytes = [0u8; 32];
+            rand::fill(&mut bytes);
+            let key: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+            write_private(&path, &key)?;
+            // Another instance may have won the race to create it; use what is there.
+            Ok(std::fs::read_to_string(&path)?.trim().as_bytes().to_vec())
+        }
+    }
+}
+
+fn write_private(path: &Path, text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    match options.open(path) {
+        Ok(mut f) => Ok(f.write_all(text.as_bytes())?),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(anyhow::anyhow!(
+            "cannot create the key file {}: {e}",
+            path.display()
+        )),
+    }
+}
+
+/// Open (or create) the ticket store: WAL, so several instances can share it.
+pub fn open_store(path: &Path) -> anyhow::Result<Connection> {
+    if let Some(dir) = path.parent()
+        && !dir.as_os_str().is_empty()
+    {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
+    }
+    let db = Connection::open(path)
+        .map_err(|e| anyhow::anyhow!("cannot open {}: {e}", path.display()))?;
+    db.busy_timeout(Duration::from_secs(5))?;
+    db.pragma_update(None, "journal_mode", "WAL")?;
+    db.execute_batch(
+        "CREATE TABLE IF NOT EXISTS tickets (
+             number INTEGER PRIMARY KEY, host TEXT NOT NULL, summary TEXT NOT NULL,
+             priority TEXT NOT NULL, status TEXT NOT NULL, opened_by TEXT NOT NULL,
+             opened_at TEXT NOT NULL);
+         CREATE TABLE IF NOT EXISTS used_confirmations (
+             nonce TEXT PRIMARY KEY, used_at TEXT NOT NULL, outcome TEXT NOT NULL);",
+    )?;
+    Ok(db)
+}
+
+#[derive(Clone)]
+pub struct TicketsServer {
+    db: Arc<Mutex<Connection>>,
+    codec: Arc<RequestStateCodec>,
+    ttl: Duration,
+    caller: Caller,
+    info: Implementation,
+    tools: Arc<Vec<Tool>>,
+}
+
+/// What a second round may carry.
+enum Round2 {
+    /// No usable answer: ask (again).
+    Ask,
+    /// A verified state with this nonce, and the person's answer.
+    Answered { nonce: String, answer: ElicitResult },
+}
+
+impl TicketsServer {
+    pub fn new(caller: Caller, db_path: &Path) -> anyhow::Result<Self> {
+        // The store first: it creates the folder the key file lives in.
+        let db = open_store(db_path)?;
+        let key = load_key(db_path)?;
+        let codec = RequestStateCodec::try_new(key).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let ttl = std::env::var(ENV_CONFIRMATION_TTL_MS)
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+            .map(Duration::from_millis)
+            .unwrap_or(CONFIRMATION_TTL);
+        let tools = ["open_ticket", "list_tickets"]
+            .iter()
+            .map(|n| {
+                common::tool_from_json(
+                    data::file(&format!("tools/tickets.{n}.json")).expect("tool file embedded"),
+                )
+            })
+            .collect();
+        Ok(TicketsServer {
+            db: Arc::new(Mutex::new(db)),
+            codec: Arc::new(codec),
+            ttl,
+            caller,
+            info: Implementation::new("tickets", "1.0.0"),
+            tools: Arc::new(tools),
+        })
+    }
+
+    /// What a sealed state is bound to: method, tool, a digest of the arguments, and who
+    /// asked. Built from the validated values in a fixed order, so it is canonical.
+    fn binding(&self, host: &str, summary: &str) -> Vec<u8> {
+        let args = json!({"host": host, "summary": summary}).to_string();
+        let mut ad = b"tools/call|open_ticket|".to_vec();
+        ad.extend_from_slice(&Sha256::digest(args.as_bytes()));
+        ad.extend_from_slice(format!("|{}|{}", self.caller.user, self.caller.tenant).as_bytes());
+        ad
+    }
+
+    fn question(host: &str, summary: &str) -> ElicitRequestParams {
+        let schema: ElicitationSchema = serde_json::from_value(json!({
+            "type": "object",
+            "properties": {"priority": {
+                "type": "string", "enum": ["P1", "P2", "P3"],
+                "description": "P1 = drop everything, P3 = next business day"}},
+            "required": ["priority"]
+        }))
+        .expect("the form schema is valid");
+        ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message: format!("Open an incident ticket for {host}?\n\n{summary}"),
+            requested_schema: schema,
+        }
+    }
+
+    fn ask(&self, host: &str, summary: &str) -> CallToolResponse {
+        let mut nonce = [0u8; 16];
+        rand::fill(&mut nonce);
+        let nonce: String = nonce.iter().map(|b| format!("{b:02x}")).collect();
+        let ad = self.binding(host, summary);
+        let sealed = self.codec.seal_with(
+            nonce.as_bytes(),
+            &SealOptions::new().associated_data(&ad).ttl(self.ttl),
+        );
+        let mut requests = rmcp::model::InputRequests::new();
+        requests.insert(
+            CONFIRM_KEY.into(),
+            InputRequest::Elicitation(ElicitRequest::new(Self::question(host, summary))),
+        );
+        InputRequiredResult::new(Some(requests), Some(sealed)).into()
+    }
+
+    /// Read round 2, if this is one. A state that does not verify is refused outright.
+    fn round2(
+        &self,
+        host: &str,
+        summary: &str,
+        request: &CallToolRequestParams,
+    ) -> Result<Round2, ErrorData> {
+        let Some(state) = request.request_state.as_deref() else {
+            // Answers without our state prove nothing: ask.
+            return Ok(Round2::Ask);
+        };
+        let nonce = match self.codec.open_with(state, &self.binding(host, summary)) {
+            Ok(n) => String::from_utf8(n).unwrap_or_default(),
+            Err(e) => {
+                common::log_line(
+                    json!({"ts": common::timestamp(), "event": "request_state_rejected",
+                    "user": self.caller.user, "reason": e.to_string()}),
+                );
+                return Err(ErrorData::invalid_params(
+                    INVALID_STATE,
+                    Some(json!({"reason": "invalid_request_state"})),
+                ));
+            }
+        };
+        let answer = request
+            .input_responses
+            .as_ref()
+            .and_then(|r| r.get(CONFIRM_KEY))
+            .and_then(|v| serde_json::from_value::<ElicitResult>(v.clone()).ok());
+        Ok(match answer {
+            Some(answer) => Round2::Answered { nonce, answer },
+            None => Round2::Ask,
+        })
+    }
+
+    /// Record the confirmation as used and, if `priority` is given, open the ticket, in one
+    /// transaction. `Ok(None)` when the confirmation was already used.
+    fn consume(
+        &self,
+        nonce: &str,
+        ticket: Option<(&str, &str, &str)>,
+    ) -> Result<Option<Value>, String> {
+        let mut db = self.db.lock().unwrap_or_else(|e| e.into_inner());
+        let tx = db
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(|e| format!("the ticket store is unavailable: {e}"))?;
+        let outcome = if ticket.is_some() {
+            "opened"
+        } else {
+            "declined"
+        };
+        let fresh = tx
+            .execute(
+                "INSERT OR IGNORE INTO used_confirmations VALUES (?1, ?2, ?3)",
+                params![nonce, common::timestamp(), outcome],
+            )
+            .map_err(|e| format!("the ticket store is unavailable: {e}"))?;
+        if fresh == 0 {
+            return Ok(None);
+        }
+        let mut opened = json!(null);
+        if let Some((host, summary, priority)) = ticket {
+            let number: i64 = tx
+                .query_row("SELECT max(number) FROM tickets", [], |r| {
+                    r.get::<_, Option<i64>>(0)
+                })
+                .optional()
+                .map_err(|e| format!("the ticket store is unavailable: {e}"))?
+                .flatten()
+                .map_or(FIRST_TICKET, |n| n + 1);
+            tx.execute(
+                "INSERT INTO tickets VALUES (?1, ?2, ?3, ?4, 'open', ?5, ?6)",
+                params![
+                    number,
+                    host,
+                    summary,
+                    priority,
+                    self.caller.user,
+                    common::timestamp()
+                ],
+            )
+            .map_err(|e| format!("the ticket store is unavailable: {e}"))?;
+            opened = json!({"id": format!("INC-{number}"), "host": host, "summary": summary,
+                            "priority": priority, "status": "open"});
+        }
+        tx.commit()
+            .map_err(|e| format!("the ticket store is unavailable: {e}"))?;
+        Ok(Some(opened))
+    }
+
+    /// The person's answer, as the ticket to open or the tool error to return.
+    fn decide(
+        &self,
+        host: &str,
+        summary: &str,
+        nonce: &str,
+        answer: &ElicitResult,
+    ) -> CallToolResponse {
+        let error = |m: String| common::tool_error(m, &self.info).into();
+        if answer.action != ElicitationAction::Accept {
+            let said = if answer.action == ElicitationAction::Decline {
+                "declined"
+            } else {
+                "closed the form"
+            };
+            return match self.consume(nonce, None) {
+                Err(e) => error(e),
+                Ok(_) => error(format!(
+                    "the user {said}: no ticket was opened. Don't retry unless they ask again."
+                )),
+            };
+        }
+        let priority = answer
+            .content
+            .as_ref()
+            .and_then(|c| c.get("priority"))
+            .and_then(Value::as_str)
+            .filter(|p| ["P1", "P2", "P3"].contains(p));
+        let Some(priority) = priority else {
+            return error("the confirmation came back without a valid priority (P1, P2 or P3); no ticket was opened.".into());
+        };
+        match self.consume(nonce, Some((host, summary, priority))) {
+            Err(e) => error(e),
+            Ok(None) => error("this confirmation was already used: no ticket was opened. Ask the user again if they want another ticket.".into()),
+            Ok(Some(ticket)) => common::structured_result(ticket, &self.info).into(),
+        }
+    }
+
+    async fn open_ticket(
+        &self,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let args = common::arguments(request.arguments.as_ref());
+        let checked = common::no_unknown_args(&args, &["host", "summary"])
+            .and_then(|_| common::string_arg(&args, "host", 1, 253))
+            .and_then(|h| {
+                common::string_arg(&args, "summary", 1, MAX_SUMMARY_CHARS).map(|s| (h, s))
+            });
+        let (host, summary) = match checked {
+            Ok(v) => v,
+            Err(e) => return Ok(common::tool_error(e, &self.info).into()),
+        };
+        let can_ask = context
+            .client_capabilities()
+            .and_then(|c| c.elicitation)
+            .is_some_and(|e| e.form.is_some() || e.url.is_none());
+        if !can_ask {
+            return Ok(common::tool_error(
+                "opening a ticket needs a host that can ask the user to confirm it, and this one can't. \
+                 No ticket was opened; tell the user to open it by hand.",
+                &self.info,
+            )
+            .into());
+        }
+        let modern = context
+            .protocol_version()
+            .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+        if !modern {
+            return Ok(self.open_ticket_legacy(&host, &summary, context).await);
+        }
+        match self.round2(&host, &summary, request)? {
+            Round2::Ask => Ok(self.ask(&host, &summary)),
+            Round2::Answered { nonce, answer } => Ok(self.decide(&host, &summary, &nonce, &answer)),
+        }
+    }
+
+    /// Older revisions: ask with a server-sent `elicitation/create` inside the call.
+    async fn open_ticket_legacy(
+        &self,
+        host: &str,
+        summary: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> CallToolResponse {
+        let answer = context
+            .peer
+            .create_elicitation(Self::question(host, summary))
+            .await;
+        match answer {
+            Ok(answer) => {
+                let mut nonce = [0u8; 16];
+                rand::fill(&mut nonce);
+                let nonce: String = nonce.iter().map(|b| format!("{b:02x}")).collect();
+                self.decide(host, summary, &nonce, &answer)
+            }
+            Err(e) => common::tool_error(
+                format!("the user could not be asked ({e}); no ticket was opened."),
+                &self.info,
+            )
+            .into(),
+        }
+    }
+
+    fn list_tickets(&self, args: &Map<String, Value>) -> Result<Value, String> {
+        common::no_unknown_args(args, &["host"])?;
+        let host = match args.get("host") {
+            None | Some(Value::Null) => None,
+            Some(_) => Some(common::string_arg(args, "host", 1, 253)?),
+        };
+        let db = self.db.lock().unwrap_or_else(|e| e.into_inner());
+        let mut stmt = db
+            .prepare_cached(
+                "SELECT number, host, summary, priority, status FROM tickets
+                 WHERE ?1 IS NULL OR host = ?1 ORDER BY number",
+            )
+            .map_err(|e| format!("the ticket store is unavailable: {e}"))?;
+        let tickets: Vec<Value> = stmt
+            .query_map(params![host], |r| {
+                Ok(json!({"id": format!("INC-{}", r.get::<_, i64>(0)?), "host": r.get::<_, String>(1)?,
+                          "summary": r.get::<_, String>(2)?, "priority": r.get::<_, String>(3)?,
+                          "status": r.get::<_, String>(4)?}))
+            })
+            .map_err(|e| format!("the ticket store is unavailable: {e}"))?
+            .collect::<Result<_, _>>()
+            .map_err(|e| format!("the ticket store is unavailable: {e}"))?;
+        Ok(json!({"total": tickets.len(), "tickets": tickets}))
+    }
+}
+
+impl ServerHandler for TicketsServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(self.info.clone())
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        std::borrow::Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let log = RequestLog::start("tickets", "tools/list", None, &context.meta);
+        let mut result = ListToolsResult::with_all_items(self.tools.as_ref().clone());
+        result.meta = Some(common::server_meta(&self.info));
+        log.finish("ok");
+        Ok(result)
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.tools.iter().find(|t| t.name == name).cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let log = RequestLog::start("tickets", "tools/call", Some(&request.name), &context.meta);
+        let response = match request.name.as_ref() {
+            "open_ticket" => self.open_ticket(&request, &context).await,
+            "list_tickets" => {
+                let args = common::arguments(request.arguments.as_ref());
+                Ok(match self.list_tickets(&args) {
+                    Ok(v) => common::structured_result(v, &self.info).into(),
+                    Err(e) => common::tool_error(e, &self.info).into(),
+                })
+            }
+            other => Err(ErrorData::invalid_params(
+                format!("unknown tool: {other}"),
+                None,
+            )),
+        };
+        log.finish(common::call_outcome(&response));
+        response
+    }
+}
