@@ -41,7 +41,8 @@ pub struct HostArgs {
     /// The organization the user acts in (GATEHOUSE_TENANT in a servers file).
     #[arg(long, default_value = "larkfield")]
     pub tenant: String,
-    /// The model: `scripted` (built in, deterministic) or `playback:FILE`.
+    /// The model: `scripted` (built in, deterministic), `playback:FILE`, or `openai:MODEL`
+    /// (any OpenAI-compatible endpoint: OPENAI_BASE_URL, OPENAI_API_KEY).
     #[arg(long, value_name = "MODEL")]
     pub model: Option<String>,
     /// Most model calls in one question.

@@ -116,6 +116,8 @@ async fn start_host(
 async fn ask(args: AskArgs) -> anyhow::Result<()> {
     let config = load_config(&args.host)?;
     let mut model = load_model(&args.host, &config)?;
+    // An unusable model endpoint is reported before any server starts.
+    model.preflight().await?;
     let trace = Trace::new(Arc::new(Printer {
         steps: if args.json {
             StepsTo::Nowhere
@@ -140,6 +142,7 @@ async fn ask(args: AskArgs) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&run)?);
     } else {
         println!("\n{answer}");
+        println!("\n{}", output::usage_line(&usage));
     }
     Ok(())
 }
@@ -157,6 +160,7 @@ async fn chat(args: ChatArgs) -> anyhow::Result<()> {
     use tokio::io::AsyncBufReadExt;
     let config = load_config(&args.host)?;
     let mut model = load_model(&args.host, &config)?;
+    model.preflight().await?;
     // Steps go to stderr, beside the host's records; stdout is the conversation.
     let trace = Trace::new(Arc::new(Printer {
         steps: StepsTo::Stderr,

@@ -78,6 +78,22 @@ impl Observer for Printer {
     }
 }
 
+/// The run's cost in one line, the last of the human output.
+pub fn usage_line(usage: &Value) -> String {
+    let n = |k: &str| usage[k].as_u64().unwrap_or(0);
+    if n("model_calls") == 0 {
+        return "[usage] the model reported no token use".into();
+    }
+    format!(
+        "[usage] {} model call{}, {} tokens ({} prompt, {} completion)",
+        n("model_calls"),
+        if n("model_calls") == 1 { "" } else { "s" },
+        n("total_tokens"),
+        n("prompt_tokens"),
+        n("completion_tokens")
+    )
+}
+
 /// The hints a tool's annotations give, in words ("read-only, idempotent").
 fn hints(annotations: &Value) -> String {
     let mut words = Vec::new();
@@ -142,6 +158,19 @@ mod tests {
     use super::*;
     use gatehouse::trace::Who;
     use serde_json::json;
+
+    #[test]
+    fn usage_is_one_line() {
+        assert_eq!(
+            usage_line(&json!({})),
+            "[usage] the model reported no token use"
+        );
+        let u = json!({"model_calls": 3, "total_tokens": 4600, "prompt_tokens": 4000, "completion_tokens": 600});
+        assert_eq!(
+            usage_line(&u),
+            "[usage] 3 model calls, 4600 tokens (4000 prompt, 600 completion)"
+        );
+    }
 
     #[test]
     fn steps_print_as_the_seed_shows_them() {

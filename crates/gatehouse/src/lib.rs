@@ -3,7 +3,7 @@
 //! - [`config`]: the servers file and the host's settings (allow-list, bounds).
 //! - [`connect`]: one client per server, on the revision both speak.
 //! - [`catalog`]: discovery, namespacing, and the tools as the model sees them.
-//! - [`model`]: what proposes ([`model::Decision`]): scripted, playback.
+//! - [`model`]: what proposes ([`model::Decision`]): scripted, playback, OpenAI-compatible.
 //! - [`policy`]: where a proposal is refused, run, or put to the person.
 //! - [`person`]: approvals and answers to servers' questions; always the person.
 //! - [`dispatch`]: the call, with its time limit and `input_required` rounds.

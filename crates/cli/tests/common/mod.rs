@@ -108,20 +108,58 @@ impl Ran {
     }
 }
 
-/// Run `gatehouse ARGS` with extra environment, no stdin.
+/// A fresh folder for one run's ticket store, so tests never share or touch a real one.
+pub fn scratch_dir() -> PathBuf {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "gatehouse-test-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Run `gatehouse ARGS` with extra environment, no stdin. The tickets server gets a store
+/// of its own unless the environment names one.
 pub fn run(args: &[&str], env: &[(&str, &str)]) -> Ran {
+    run_with_stdin(args, env, None)
+}
+
+/// As [`run`], with text on stdin.
+pub fn run_with_stdin(args: &[&str], env: &[(&str, &str)], stdin: Option<&str>) -> Ran {
+    use std::io::Write;
     let mut cmd = Command::new(exe());
     cmd.args(args)
-        .stdin(Stdio::null())
-        .env_remove("HOST_TOOL_TIMEOUT");
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .env_remove("HOST_TOOL_TIMEOUT")
+        .env_remove("GATEHOUSE_TICKETS_KEY")
+        .env("GATEHOUSE_TICKETS_DB", scratch_dir().join("tickets.db"));
     for (k, v) in env {
         cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("the gatehouse binary runs");
+    if let Some(text) = stdin {
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
     }
     let Output {
         status,
         stdout,
         stderr,
-    } = cmd.output().expect("the gatehouse binary runs");
+    } = child.wait_with_output().expect("the gatehouse binary runs");
     Ran {
         status: status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&stdout).into_owned(),

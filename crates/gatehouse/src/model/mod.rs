@@ -2,6 +2,7 @@
 //! [`Decision`] is text — tool calls the host may or may not run, or a final answer —
 //! never an action.
 
+pub mod openai;
 pub mod playback;
 pub mod scripted;
 
@@ -105,17 +106,27 @@ pub trait Model: Send {
         messages: &'a [Message],
         tools: &'a [ToolSpec],
     ) -> BoxFuture<'a, Result<Decision, ModelError>>;
+    /// Check, before the first question, that the model can be used at all (endpoint
+    /// reachable, key accepted), so a person learns it at once, not after a question.
+    /// Models with nothing to check keep this default.
+    fn preflight<'a>(&'a mut self) -> BoxFuture<'a, Result<(), ModelError>> {
+        Box::pin(async { Ok(()) })
+    }
 }
 
-/// Make a model from its name: `scripted` or `playback:FILE`.
+/// Make a model from its name: `scripted`, `playback:FILE`, or `openai:MODEL` (an
+/// OpenAI-compatible endpoint from `OPENAI_BASE_URL`, key from `OPENAI_API_KEY`).
 pub fn from_spec(spec: &str) -> Result<Box<dyn Model>, String> {
     match spec.split_once(':') {
         None if spec == "scripted" => Ok(Box::new(scripted::Scripted)),
         Some(("playback", path)) => Ok(Box::new(playback::Playback::load(std::path::Path::new(
             path,
         ))?)),
+        Some(("openai", name)) => Ok(Box::new(
+            openai::OpenAi::from_env(name).map_err(|e| format!("model {spec:?}: {e}"))?,
+        )),
         _ => Err(format!(
-            "unknown model {spec:?}: use scripted or playback:FILE"
+            "unknown model {spec:?}: use scripted, playback:FILE or openai:MODEL"
         )),
     }
 }

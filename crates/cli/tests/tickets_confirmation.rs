@@ -1,0 +1,435 @@
+//! The tickets server's confirmation, driven round by round with rmcp's client, so every
+//! way a second round can be forged, replayed, moved or late is tried against the real
+//! `gatehouse serve tickets` process.
+
+mod common;
+
+use std::{path::Path, time::Duration};
+
+use rmcp::{
+    ClientHandler, ClientLifecycleMode, ClientServiceExt, ErrorData, RoleClient, ServiceError,
+    model::*,
+    service::{RequestContext, RunningService},
+    transport::TokioChildProcess,
+};
+use serde_json::{Value, json};
+
+/// A client that declares `caps` and answers every elicitation/create with `answer`.
+struct Client {
+    caps: ClientCapabilities,
+    answer: ElicitResult,
+}
+
+impl ClientHandler for Client {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            self.caps.clone(),
+            Implementation::new("confirmation-test", "0.1.0"),
+        )
+    }
+
+    async fn create_elicitation(
+        &self,
+        _request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        Ok(self.answer.clone())
+    }
+}
+
+fn can_ask() -> ClientCapabilities {
+    ClientCapabilities::builder().enable_elicitation().build()
+}
+
+fn accept(priority: &str) -> ElicitResult {
+    ElicitResult::new(ElicitationAction::Accept).with_content(json!({"priority": priority}))
+}
+
+async fn start(
+    db: &Path,
+    user: &str,
+    env: &[(&str, &str)],
+    mode: ClientLifecycleMode,
+    client: Client,
+) -> RunningService<RoleClient, Client> {
+    let mut cmd = tokio::process::Command::new(common::exe());
+    cmd.args(["serve", "tickets", "--db"])
+        .arg(db)
+        .env("MCP_USER", user)
+        .env("MCP_TENANT", "larkfield")
+        .env_remove("GATEHOUSE_TICKETS_KEY")
+        .env_remove("GATEHOUSE_TICKETS_CONFIRM_TTL_MS");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let (transport, _stderr) = TokioChildProcess::builder(cmd)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the tickets server starts");
+    client
+        .serve_with_lifecycle(transport, mode)
+        .await
+        .expect("the tickets server answers")
+}
+
+fn modern() -> ClientLifecycleMode {
+    ClientLifecycleMode::Discover {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+    }
+}
+
+async fn modern_client(db: &Path, user: &str) -> RunningService<RoleClient, Client> {
+    start(
+        db,
+        user,
+        &[],
+        modern(),
+        Client {
+            caps: can_ask(),
+            answer: accept("P1"),
+        },
+    )
+    .await
+}
+
+fn open_ticket(host: &str, summary: &str) -> CallToolRequestParams {
+    CallToolRequestParams::new("open_ticket").with_arguments(
+        json!({"host": host, "summary": summary})
+            .as_object()
+            .unwrap()
+            .clone(),
+    )
+}
+
+fn answered(
+    params: CallToolRequestParams,
+    answer: &ElicitResult,
+    state: &str,
+) -> CallToolRequestParams {
+    let mut responses = InputResponses::new();
+    responses.insert("confirm".into(), serde_json::to_value(answer).unwrap());
+    params
+        .with_input_responses(responses)
+        .with_request_state(state.to_owned())
+}
+
+/// Round 1: the question and the sealed state.
+async fn round1(
+    client: &RunningService<RoleClient, Client>,
+    params: CallToolRequestParams,
+) -> (InputRequiredResult, String) {
+    match client
+        .call_tool_once(params)
+        .await
+        .expect("round 1 answers")
+    {
+        CallToolResponse::InputRequired(asked) => {
+            let state = asked.request_state.clone().expect("a sealed state");
+            (asked, state)
+        }
+        other => panic!("round 1 must ask first, got {other:?}"),
+    }
+}
+
+fn complete(r: Result<CallToolResponse, ServiceError>) -> CallToolResult {
+    match r.expect("the call answers") {
+        CallToolResponse::Complete(result) => result,
+        other => panic!("expected a complete result, got {other:?}"),
+    }
+}
+
+fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn invalid_state(r: Result<CallToolResponse, ServiceError>) {
+    match r {
+        Err(ServiceError::McpError(e)) => {
+            assert_eq!(e.code.0, -32602);
+            assert_eq!(e.message, "Invalid or expired requestState");
+        }
+        other => panic!("expected -32602 Invalid or expired requestState, got {other:?}"),
+    }
+}
+
+async fn ticket_count(client: &RunningService<RoleClient, Client>) -> i64 {
+    let r = complete(
+        client
+            .call_tool_once(CallToolRequestParams::new("list_tickets"))
+            .await,
+    );
+    r.structured_content.unwrap()["total"].as_i64().unwrap()
+}
+
+#[tokio::test]
+async fn an_honest_confirmation_opens_one_ticket_and_its_replay_opens_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("tickets.db");
+    let client = modern_client(&db, "usr-sam").await;
+    let params = open_ticket("jump-prod-02", "brute force then a login from 203.0.113.77");
+    let (asked, state) = round1(&client, params.clone()).await;
+    let form = serde_json::to_value(&asked.input_requests.unwrap()["confirm"]).unwrap();
+    assert_eq!(form["method"], "elicitation/create");
+    assert_eq!(
+        form["params"]["requestedSchema"]["properties"]["priority"]["enum"],
+        json!(["P1", "P2", "P3"])
+    );
+    assert!(
+        form["params"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Open an incident ticket for jump-prod-02?")
+    );
+
+    let round2 = answered(params, &accept("P1"), &state);
+    let opened = complete(client.call_tool_once(round2.clone()).await);
+    assert_eq!(opened.is_error, Some(false));
+    let ticket = opened.structured_content.unwrap();
+    assert_eq!(ticket["id"], "INC-4100");
+    assert_eq!(ticket["priority"], "P1");
+
+    let replay = complete(client.call_tool_once(round2).await);
+    assert_eq!(replay.is_error, Some(true));
+    assert!(text(&replay).contains("already used"), "{}", text(&replay));
+    assert_eq!(ticket_count(&client).await, 1);
+
+    // The next honest confirmation gets the next number.
+    let params = open_ticket("customer-db-prod-01", "disk at 95%");
+    let (_, state) = round1(&client, params.clone()).await;
+    let next = complete(
+        client
+            .call_tool_once(answered(params, &accept("P3"), &state))
+            .await,
+    );
+    assert_eq!(next.structured_content.unwrap()["id"], "INC-4101");
+}
+
+#[tokio::test]
+async fn a_tampered_or_rebound_state_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = modern_client(&dir.path().join("tickets.db"), "usr-sam").await;
+    let params = open_ticket("jump-prod-02", "brute force");
+    let (_, state) = round1(&client, params.clone()).await;
+
+    let mut tampered = state.clone().into_bytes();
+    let i = tampered.len() - 5;
+    tampered[i] = if tampered[i] == b'A' { b'B' } else { b'A' };
+    let tampered = String::from_utf8(tampered).unwrap();
+    invalid_state(
+        client
+            .call_tool_once(answered(params.clone(), &accept("P1"), &tampered))
+            .await,
+    );
+
+    // The same state for another host, or another summary.
+    let other_host = open_ticket("jump-prod-01", "brute force");
+    invalid_state(
+        client
+            .call_tool_once(answered(other_host, &accept("P1"), &state))
+            .await,
+    );
+    let other_summary = open_ticket("jump-prod-02", "something else");
+    invalid_state(
+        client
+            .call_tool_once(answered(other_summary, &accept("P1"), &state))
+            .await,
+    );
+    // A state that is not even sealed.
+    invalid_state(
+        client
+            .call_tool_once(answered(params.clone(), &accept("P1"), "asked-the-user"))
+            .await,
+    );
+    assert_eq!(ticket_count(&client).await, 0);
+
+    // The honest round still works afterwards.
+    let ok = complete(
+        client
+            .call_tool_once(answered(params, &accept("P2"), &state))
+            .await,
+    );
+    assert_eq!(ok.structured_content.unwrap()["id"], "INC-4100");
+}
+
+#[tokio::test]
+async fn an_expired_state_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = start(
+        &dir.path().join("tickets.db"),
+        "usr-sam",
+        &[("GATEHOUSE_TICKETS_CONFIRM_TTL_MS", "150")],
+        modern(),
+        Client {
+            caps: can_ask(),
+            answer: accept("P1"),
+        },
+    )
+    .await;
+    let params = open_ticket("jump-prod-02", "brute force");
+    let (_, state) = round1(&client, params.clone()).await;
+    tokio::time::sleep(Duration::from_millis(1_200)).await;
+    invalid_state(
+        client
+            .call_tool_once(answered(params, &accept("P1"), &state))
+            .await,
+    );
+    assert_eq!(ticket_count(&client).await, 0);
+}
+
+#[tokio::test]
+async fn a_restart_between_the_rounds_still_accepts_the_honest_answer_and_keeps_refusing_replays() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("tickets.db");
+    let params = open_ticket("jump-prod-02", "brute force");
+    let first = modern_client(&db, "usr-sam").await;
+    let (_, state) = round1(&first, params.clone()).await;
+    first.cancel().await.unwrap();
+
+    let key = dir.path().join("tickets.key");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            std::fs::metadata(&key).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+    }
+    let second = modern_client(&db, "usr-sam").await;
+    let round2 = answered(params, &accept("P1"), &state);
+    let ok = complete(second.call_tool_once(round2.clone()).await);
+    assert_eq!(ok.structured_content.unwrap()["id"], "INC-4100");
+    second.cancel().await.unwrap();
+
+    // Single use holds across a restart too.
+    let third = modern_client(&db, "usr-sam").await;
+    let replay = complete(third.call_tool_once(round2).await);
+    assert!(text(&replay).contains("already used"));
+    assert_eq!(ticket_count(&third).await, 1);
+}
+
+#[tokio::test]
+async fn one_users_confirmation_cannot_be_used_by_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("tickets.db");
+    let params = open_ticket("jump-prod-02", "brute force");
+    let sam = modern_client(&db, "usr-sam").await;
+    let (_, state) = round1(&sam, params.clone()).await;
+    let omar = modern_client(&db, "usr-omar").await;
+    invalid_state(
+        omar.call_tool_once(answered(params, &accept("P1"), &state))
+            .await,
+    );
+}
+
+#[tokio::test]
+async fn decline_and_cancel_open_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = modern_client(&dir.path().join("tickets.db"), "usr-sam").await;
+    for (action, said) in [
+        (ElicitationAction::Decline, "declined"),
+        (ElicitationAction::Cancel, "closed the form"),
+    ] {
+        let params = open_ticket("jump-prod-02", "brute force");
+        let (_, state) = round1(&client, params.clone()).await;
+        let r = complete(
+            client
+                .call_tool_once(answered(params, &ElicitResult::new(action), &state))
+                .await,
+        );
+        assert_eq!(r.is_error, Some(true));
+        let t = text(&r);
+        assert!(
+            t.contains(said) && t.contains("no ticket was opened") && t.contains("Don't retry"),
+            "{t}"
+        );
+    }
+    // Accepting without a valid priority opens nothing either.
+    let params = open_ticket("jump-prod-02", "brute force");
+    let (_, state) = round1(&client, params.clone()).await;
+    let r = complete(
+        client
+            .call_tool_once(answered(params, &accept("P9"), &state))
+            .await,
+    );
+    assert!(text(&r).contains("without a valid priority"));
+    assert_eq!(ticket_count(&client).await, 0);
+}
+
+#[tokio::test]
+async fn answers_without_the_state_are_asked_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = modern_client(&dir.path().join("tickets.db"), "usr-sam").await;
+    let mut responses = InputResponses::new();
+    responses.insert(
+        "confirm".into(),
+        serde_json::to_value(accept("P1")).unwrap(),
+    );
+    let skipped = open_ticket("jump-prod-02", "brute force").with_input_responses(responses);
+    assert!(matches!(
+        client.call_tool_once(skipped).await.unwrap(),
+        CallToolResponse::InputRequired(_)
+    ));
+    assert_eq!(ticket_count(&client).await, 0);
+}
+
+#[tokio::test]
+async fn a_client_that_cannot_ask_is_refused_and_nothing_opens() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = start(
+        &dir.path().join("tickets.db"),
+        "usr-sam",
+        &[],
+        modern(),
+        Client {
+            caps: ClientCapabilities::default(),
+            answer: accept("P1"),
+        },
+    )
+    .await;
+    let r = complete(
+        client
+            .call_tool_once(open_ticket("jump-prod-02", "brute force"))
+            .await,
+    );
+    assert_eq!(r.is_error, Some(true));
+    assert!(
+        text(&r).contains("needs a host that can ask the user"),
+        "{}",
+        text(&r)
+    );
+    assert_eq!(ticket_count(&client).await, 0);
+}
+
+#[tokio::test]
+async fn an_older_client_is_asked_with_elicitation_create() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = start(
+        &dir.path().join("tickets.db"),
+        "usr-sam",
+        &[],
+        ClientLifecycleMode::Initialize,
+        Client {
+            caps: can_ask(),
+            answer: accept("P2"),
+        },
+    )
+    .await;
+    assert_eq!(
+        client.peer_info().unwrap().protocol_version,
+        ProtocolVersion::V_2025_11_25
+    );
+    let r = complete(
+        client
+            .call_tool_once(open_ticket("jump-prod-02", "brute force"))
+            .await,
+    );
+    assert_eq!(r.is_error, Some(false), "{}", text(&r));
+    let ticket: Value = r.structured_content.unwrap();
+    assert_eq!(ticket["id"], "INC-4100");
+    assert_eq!(ticket["priority"], "P2");
+}

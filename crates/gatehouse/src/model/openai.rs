@@ -1,0 +1,692 @@
+//! A real model behind any OpenAI-compatible `POST {base}/chat/completions` endpoint:
+//! vLLM, llama.cpp, Ollama, LM Studio, or a hosted provider.
+//!
+//! The model only proposes: its tool calls come back as [`Decision`]s with the raw
+//! arguments text, which the host checks like any other proposal. What the endpoint sends
+//! is peer input: every odd shape becomes a [`ModelError`] with a plain reason, never a
+//! panic. Busy or failing endpoints (429, 5xx, broken connections) are retried with
+//! bounded backoff; the API key is sent only as a bearer header and never shown.
+
+use std::{
+    collections::HashSet,
+    time::{Duration, Instant},
+};
+
+use futures::future::BoxFuture;
+use reqwest::{StatusCode, Url, header};
+use serde_json::{Value, json};
+
+use super::{Decision, Message, Model, ModelError, ToolCall, Usage};
+use crate::catalog::ToolSpec;
+
+/// Where requests go when `OPENAI_BASE_URL` is not set.
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+/// Environment variable naming the endpoint, e.g. `http://127.0.0.1:8000/v1`.
+pub const BASE_URL_ENV: &str = "OPENAI_BASE_URL";
+/// Environment variable holding the API key; local servers usually need none.
+pub const API_KEY_ENV: &str = "OPENAI_API_KEY";
+/// Most requests for one decision, the first included, so a failing endpoint ends the turn.
+pub const MAX_MODEL_ATTEMPTS: u32 = 4;
+/// Longest the retries of one decision may go on: no retry starts after it, and waits
+/// (including a server's `Retry-After`) are cut to what is left of it.
+pub const MODEL_RETRY_BUDGET: Duration = Duration::from_secs(60);
+/// How long one request may take, answer included; big models on small GPUs are slow.
+pub const MODEL_REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
+/// The first wait before a retry; each later wait doubles, up to [`MODEL_MAX_BACKOFF`].
+pub const MODEL_FIRST_BACKOFF: Duration = Duration::from_millis(500);
+/// The longest wait between two attempts when the server does not say how long.
+pub const MODEL_MAX_BACKOFF: Duration = Duration::from_secs(8);
+/// How long the preflight `GET {base}/models` may take: it only proves the endpoint is there.
+pub const PREFLIGHT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Most characters of a server's own error text quoted in an error.
+const MAX_QUOTED_CHARS: usize = 300;
+/// The `finish_reason` values chat-completion servers send (absent or null is fine too).
+const KNOWN_FINISH_REASONS: [&str; 5] = [
+    "stop",
+    "tool_calls",
+    "length",
+    "content_filter",
+    "function_call",
+];
+
+/// The bounds of one model's requests, so tests and callers can shrink them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Most requests for one decision ([`MAX_MODEL_ATTEMPTS`]); at least one is made.
+    pub max_attempts: u32,
+    /// Time after which no retry starts ([`MODEL_RETRY_BUDGET`]).
+    pub retry_budget: Duration,
+    /// Time limit of one chat-completions request ([`MODEL_REQUEST_TIMEOUT`]).
+    pub request_timeout: Duration,
+    /// First backoff wait ([`MODEL_FIRST_BACKOFF`]).
+    pub first_backoff: Duration,
+    /// Cap of the backoff wait ([`MODEL_MAX_BACKOFF`]).
+    pub max_backoff: Duration,
+    /// Time limit of the preflight request ([`PREFLIGHT_TIMEOUT`]).
+    pub preflight_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_attempts: MAX_MODEL_ATTEMPTS,
+            retry_budget: MODEL_RETRY_BUDGET,
+            request_timeout: MODEL_REQUEST_TIMEOUT,
+            first_backoff: MODEL_FIRST_BACKOFF,
+            max_backoff: MODEL_MAX_BACKOFF,
+            preflight_timeout: PREFLIGHT_TIMEOUT,
+        }
+    }
+}
+
+/// A model served by an OpenAI-compatible chat-completions endpoint (`--model openai:NAME`).
+pub struct OpenAi {
+    client: reqwest::Client,
+    model: String,
+    /// The base URL as given, without a trailing slash: requests go to `{base}/...`.
+    base: String,
+    /// The base URL as shown in messages: without any user name or password in it.
+    shown_base: String,
+    key: Option<String>,
+    limits: Limits,
+    /// Ids made up so far for tool calls that came without one (`call_N`).
+    generated_ids: u64,
+}
+
+impl std::fmt::Debug for OpenAi {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The key is a secret: say whether there is one, never what it is.
+        f.debug_struct("OpenAi")
+            .field("model", &self.model)
+            .field("base", &self.shown_base)
+            .field("key", &self.key.as_ref().map(|_| "(set)"))
+            .field("limits", &self.limits)
+            .finish()
+    }
+}
+
+/// Why one attempt gave no decision: worth another attempt, or final.
+enum Failure {
+    Retry {
+        what: String,
+        retry_after: Option<Duration>,
+    },
+    Fatal(ModelError),
+}
+
+impl OpenAi {
+    /// A model at an explicit endpoint and key (`None`: no `Authorization` header), as tests
+    /// and embedders want it without touching the process environment.
+    pub fn new(
+        model: impl Into<String>,
+        base_url: &str,
+        api_key: Option<String>,
+    ) -> Result<Self, ModelError> {
+        let model = model.into();
+        if model.trim().is_empty() {
+            return Err(ModelError(
+                "the model needs a name, as in openai:gpt-4o-mini".into(),
+            ));
+        }
+        let base = base_url.trim().trim_end_matches('/').to_owned();
+        let mut url = Url::parse(&base).map_err(|e| {
+            ModelError(format!(
+                "the model endpoint {base:?} is not a valid URL: {e}"
+            ))
+        })?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(ModelError(format!(
+                "the model endpoint {base:?} must start with http:// or https://"
+            )));
+        }
+        let _ = url.set_password(None);
+        let _ = url.set_username("");
+        let shown_base = url.as_str().trim_end_matches('/').to_owned();
+        let client = reqwest::Client::builder()
+            .user_agent(concat!("gatehouse/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| ModelError(format!("cannot set up the HTTP client: {e}")))?;
+        Ok(OpenAi {
+            client,
+            model,
+            base,
+            shown_base,
+            key: api_key.filter(|k| !k.trim().is_empty()),
+            limits: Limits::default(),
+            generated_ids: 0,
+        })
+    }
+
+    /// The model `--model openai:NAME` means: endpoint from `OPENAI_BASE_URL` (default
+    /// [`DEFAULT_BASE_URL`]), key from `OPENAI_API_KEY` (none when unset or empty).
+    pub fn from_env(model: &str) -> Result<Self, ModelError> {
+        let base = std::env::var(BASE_URL_ENV)
+            .ok()
+            .filter(|b| !b.trim().is_empty())
+            .unwrap_or_else(|| DEFAULT_BASE_URL.into());
+        let key = std::env::var(API_KEY_ENV).ok().map(|k| k.trim().to_owned());
+        Self::new(model, &base, key)
+    }
+
+    /// The same model with other bounds (tests use milliseconds instead of seconds).
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The bounds in force.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// The endpoint as shown in messages (no credentials in it).
+    pub fn base_url(&self) -> &str {
+        &self.shown_base
+    }
+
+    fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        let builder = self
+            .client
+            .request(method, format!("{}/{path}", self.base))
+            .header(header::ACCEPT, "application/json");
+        match &self.key {
+            Some(key) => builder.bearer_auth(key),
+            None => builder,
+        }
+    }
+
+    /// The chat-completions request for a conversation and the tools on offer.
+    fn request_body(&self, messages: &[Message], tools: &[ToolSpec]) -> Value {
+        let mut body = json!({
+            "model": self.model,
+            "messages": messages.iter().map(message_json).collect::<Vec<_>>(),
+        });
+        if !tools.is_empty() {
+            body["tools"] = tools
+                .iter()
+                .map(|t| {
+                    json!({"type": "function", "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": t.parameters,
+                    }})
+                })
+                .collect();
+            body["tool_choice"] = json!("auto");
+        }
+        body
+    }
+
+    /// One request and what came of it.
+    async fn attempt(
+        &mut self,
+        body: &Value,
+        ids_in_use: &HashSet<&str>,
+    ) -> Result<Decision, Failure> {
+        let sent = self
+            .request(reqwest::Method::POST, "chat/completions")
+            .timeout(self.limits.request_timeout)
+            .json(body)
+            .send()
+            .await;
+        let response = match sent {
+            Ok(r) => r,
+            // A request that cannot even be built (say, a key that is no valid header)
+            // will not build the next time either.
+            Err(e) if e.is_builder() => {
+                return Err(Failure::Fatal(ModelError(format!(
+                    "cannot make a request to the model endpoint {}: {}",
+                    self.shown_base,
+                    cause(&e)
+                ))));
+            }
+            Err(e) => {
+                return Err(Failure::Retry {
+                    what: self.describe_send_error(&e, self.limits.request_timeout),
+                    retry_after: None,
+                });
+            }
+        };
+        let status = response.status();
+        let retry_after = retry_after(response.headers());
+        let text = match response.text().await {
+            Ok(t) => t,
+            Err(e) => {
+                let what = if e.is_timeout() {
+                    self.describe_send_error(&e, self.limits.request_timeout)
+                } else {
+                    format!(
+                        "the answer from the model endpoint {} broke off: {}",
+                        self.shown_base,
+                        cause(&e)
+                    )
+                };
+                return Err(Failure::Retry {
+                    what,
+                    retry_after: None,
+                });
+            }
+        };
+        if status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
+            return Err(Failure::Retry {
+                what: format!(
+                    "the model endpoint answered {status}{}",
+                    self.quoted(&server_message(&text))
+                ),
+                retry_after,
+            });
+        }
+        if !status.is_success() {
+            return Err(Failure::Fatal(self.refusal(status, &text)));
+        }
+        let value: Value = serde_json::from_str(&text).map_err(|_| {
+            Failure::Fatal(ModelError(format!(
+                "the model endpoint's answer is not JSON (is {} the API's base URL? it \
+                 usually ends in /v1){}",
+                self.shown_base,
+                self.quoted(&text)
+            )))
+        })?;
+        self.parse_decision(&value, ids_in_use)
+            .map_err(Failure::Fatal)
+    }
+
+    /// Read `choices[0].message` into a decision. A call without an id gets a `call_N`
+    /// that no other call of the conversation or of this answer has.
+    fn parse_decision(
+        &mut self,
+        value: &Value,
+        ids_in_use: &HashSet<&str>,
+    ) -> Result<Decision, ModelError> {
+        let fail = |why: String| Err(ModelError(why));
+        let Some(object) = value.as_object() else {
+            return fail("the model endpoint's answer is not a JSON object".into());
+        };
+        let choice = match object.get("choices").and_then(Value::as_array) {
+            Some(choices) if !choices.is_empty() => &choices[0],
+            _ => {
+                if let Some(error) = object.get("error").filter(|e| !e.is_null()) {
+                    return fail(format!(
+                        "the model endpoint reported an error{}",
+                        self.quoted(&error_text(error))
+                    ));
+                }
+                return fail("the model endpoint's answer has no choices".into());
+            }
+        };
+        let finish = match choice.get("finish_reason") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) if KNOWN_FINISH_REASONS.contains(&s.as_str()) => {
+                Some(s.as_str())
+            }
+            Some(other) => {
+                return fail(format!(
+                    "the model stopped for an unknown reason (finish_reason {})",
+                    clip(&other.to_string(), 60)
+                ));
+            }
+        };
+        let Some(message) = choice.get("message").and_then(Value::as_object) else {
+            return fail("the model endpoint's answer has no message in its first choice".into());
+        };
+        let text = content_text(message.get("content"))?;
+        let mut tool_calls = Vec::new();
+        match message.get("tool_calls") {
+            None | Some(Value::Null) => {}
+            Some(Value::Array(calls)) => {
+                for (i, call) in calls.iter().enumerate() {
+                    tool_calls.push(tool_call(i + 1, call)?);
+                }
+            }
+            Some(_) => return fail("the model's tool_calls is not a list".into()),
+        }
+        // The legacy single `function_call`, which some servers still send.
+        if tool_calls.is_empty()
+            && let Some(call) = message.get("function_call").filter(|c| !c.is_null())
+        {
+            tool_calls.push(tool_call(1, &json!({ "function": call }))?);
+        }
+        let taken: HashSet<String> = tool_calls
+            .iter()
+            .map(|c| c.id.clone())
+            .filter(|id| !id.is_empty())
+            .collect();
+        for call in tool_calls.iter_mut().filter(|c| c.id.is_empty()) {
+            call.id = loop {
+                self.generated_ids += 1;
+                let id = format!("call_{}", self.generated_ids);
+                if !taken.contains(&id) && !ids_in_use.contains(id.as_str()) {
+                    break id;
+                }
+            };
+        }
+        if text.is_none() && tool_calls.is_empty() {
+            // Reasoning fields are never the answer; only say that they were there.
+            let reasoned = ["reasoning_content", "reasoning"]
+                .iter()
+                .any(|k| message.get(*k).is_some_and(|r| !r.is_null()));
+            return fail(match finish {
+                Some("length") => {
+                    "the model ran out of output tokens before it answered (finish_reason length)"
+                        .into()
+                }
+                Some("content_filter") => {
+                    "the provider's content filter withheld the model's answer".into()
+                }
+                _ if reasoned => "the model only reasoned, and gave neither an answer nor a \
+                                  tool call"
+                    .into(),
+                _ => "the model gave neither an answer nor a tool call".into(),
+            });
+        }
+        Ok(Decision {
+            text,
+            tool_calls,
+            usage: Some(usage(object.get("usage"))),
+        })
+    }
+
+    /// A 4xx other than 429: the request will not get better by sending it again.
+    fn refusal(&self, status: StatusCode, body: &str) -> ModelError {
+        let message = self.quoted(&server_message(body));
+        let code = status.as_u16();
+        ModelError(match status {
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN if self.key.is_none() => format!(
+                "the model endpoint wants a key ({code}), and {API_KEY_ENV} is not set{message}"
+            ),
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => {
+                format!("the model endpoint refused the key ({code}){message}")
+            }
+            _ => format!("the model endpoint refused the request ({status}){message}"),
+        })
+    }
+
+    /// `: "text"` for a server's own words, clipped and with the key blanked out, or
+    /// nothing when there are none.
+    fn quoted(&self, text: &str) -> String {
+        let mut text = text.trim().to_owned();
+        if let Some(key) = self.key.as_deref().filter(|k| k.len() >= 4) {
+            text = text.replace(key, "***");
+        }
+        if text.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", clip(&text, MAX_QUOTED_CHARS))
+        }
+    }
+
+    /// A request that got no HTTP answer, said plainly.
+    fn describe_send_error(&self, e: &reqwest::Error, limit: Duration) -> String {
+        let base = &self.shown_base;
+        if e.is_timeout() {
+            format!(
+                "the model endpoint {base} gave no answer within {}",
+                seconds(limit)
+            )
+        } else if e.is_connect() {
+            format!("cannot reach the model endpoint {base}: {}", cause(e))
+        } else {
+            format!(
+                "the request to the model endpoint {base} failed: {}",
+                cause(e)
+            )
+        }
+    }
+}
+
+impl Model for OpenAi {
+    fn name(&self) -> String {
+        format!("openai:{}", self.model)
+    }
+
+    fn decide<'a>(
+        &'a mut self,
+        messages: &'a [Message],
+        tools: &'a [ToolSpec],
+    ) -> BoxFuture<'a, Result<Decision, ModelError>> {
+        Box::pin(async move {
+            let body = self.request_body(messages, tools);
+            let ids_in_use: HashSet<&str> = messages
+                .iter()
+                .flat_map(|m| match m {
+                    Message::Assistant { tool_calls, .. } => {
+                        tool_calls.iter().map(|c| c.id.as_str()).collect()
+                    }
+                    Message::Tool { call_id, .. } => vec![call_id.as_str()],
+                    _ => vec![],
+                })
+                .collect();
+            let limits = self.limits;
+            let started = Instant::now();
+            let mut backoff = limits.first_backoff;
+            let mut attempts = 0;
+            let (last, out_of_time) = loop {
+                attempts += 1;
+                let (what, retry_after) = match self.attempt(&body, &ids_in_use).await {
+                    Ok(decision) => return Ok(decision),
+                    Err(Failure::Fatal(e)) => return Err(e),
+                    Err(Failure::Retry { what, retry_after }) => (what, retry_after),
+                };
+                if attempts >= limits.max_attempts.max(1) {
+                    break (what, false);
+                }
+                let left = limits.retry_budget.saturating_sub(started.elapsed());
+                if left.is_zero() {
+                    break (what, true);
+                }
+                tokio::time::sleep(retry_after.unwrap_or(backoff).min(left)).await;
+                backoff = backoff.saturating_mul(2).min(limits.max_backoff);
+            };
+            Err(ModelError(format!(
+                "gave up after {attempts} attempt{}{}: {last}",
+                if attempts == 1 { "" } else { "s" },
+                if out_of_time {
+                    format!(
+                        " (the retry budget of {} is spent)",
+                        seconds(limits.retry_budget)
+                    )
+                } else {
+                    String::new()
+                }
+            )))
+        })
+    }
+
+    fn preflight<'a>(&'a mut self) -> BoxFuture<'a, Result<(), ModelError>> {
+        Box::pin(async move {
+            let limit = self.limits.preflight_timeout;
+            let response = self
+                .request(reqwest::Method::GET, "models")
+                .timeout(limit)
+                .send()
+                .await
+                .map_err(|e| ModelError(self.describe_send_error(&e, limit)))?;
+            let status = response.status();
+            // Some servers have no /models; answering at all shows the endpoint is there.
+            if status.is_success() || status == StatusCode::NOT_FOUND {
+                return Ok(());
+            }
+            let body = response.text().await.unwrap_or_default();
+            if matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN) {
+                return Err(self.refusal(status, &body));
+            }
+            Err(ModelError(format!(
+                "the model endpoint {} answered GET /models with {status}{}",
+                self.shown_base,
+                self.quoted(&server_message(&body))
+            )))
+        })
+    }
+}
+
+/// One entry of `tool_calls` (`n` counts from 1, for the error message).
+fn tool_call(n: usize, call: &Value) -> Result<ToolCall, ModelError> {
+    let function = call.get("function");
+    let name = function
+        .and_then(|f| f.get("name"))
+        .and_then(Value::as_str)
+        .filter(|s| !s.trim().is_empty())
+        .ok_or_else(|| ModelError(format!("the model's tool call {n} has no function name")))?;
+    let arguments = match function.and_then(|f| f.get("arguments")) {
+        None | Some(Value::Null) => "{}".to_owned(),
+        // The model's own text, exactly: the host checks it, not this adapter.
+        Some(Value::String(raw)) => raw.clone(),
+        Some(other) => other.to_string(),
+    };
+    // A missing id is left empty here and made up by the caller.
+    let id = call
+        .get("id")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    Ok(ToolCall {
+        id,
+        name: name.to_owned(),
+        arguments,
+    })
+}
+
+/// One message as chat-completion APIs take it.
+fn message_json(message: &Message) -> Value {
+    match message {
+        Message::System(text) => json!({"role": "system", "content": text}),
+        Message::User(text) => json!({"role": "user", "content": text}),
+        Message::Assistant { text, tool_calls } => {
+            let mut m = json!({"role": "assistant", "content": text});
+            if !tool_calls.is_empty() {
+                m["tool_calls"] = tool_calls
+                    .iter()
+                    .map(|c| {
+                        json!({"id": c.id, "type": "function", "function": {
+                            "name": c.name,
+                            "arguments": c.arguments,
+                        }})
+                    })
+                    .collect();
+            }
+            m
+        }
+        Message::Tool {
+            call_id, content, ..
+        } => json!({"role": "tool", "tool_call_id": call_id, "content": content}),
+    }
+}
+
+/// The message's text: a string, null, or (from some servers) a list of text parts. Blank
+/// text counts as none.
+fn content_text(content: Option<&Value>) -> Result<Option<String>, ModelError> {
+    let text = match content {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| match p {
+                Value::String(s) => Some(s.as_str()),
+                Value::Object(o) if o.get("type").and_then(Value::as_str) == Some("text") => {
+                    o.get("text").and_then(Value::as_str)
+                }
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join(""),
+        Some(_) => {
+            return Err(ModelError(
+                "the model's message content is neither text nor null".into(),
+            ));
+        }
+    };
+    Ok((!text.trim().is_empty()).then_some(text))
+}
+
+/// `usage` as reported, one model call whether or not tokens were reported.
+fn usage(value: Option<&Value>) -> Usage {
+    let count = |k: &str| value.and_then(|u| u.get(k)).and_then(Value::as_u64);
+    let prompt_tokens = count("prompt_tokens").unwrap_or(0);
+    let completion_tokens = count("completion_tokens").unwrap_or(0);
+    Usage {
+        prompt_tokens,
+        completion_tokens,
+        total_tokens: count("total_tokens").unwrap_or(prompt_tokens + completion_tokens),
+        model_calls: 1,
+    }
+}
+
+/// A `Retry-After` given in seconds; an HTTP date is ignored (the backoff applies).
+fn retry_after(headers: &header::HeaderMap) -> Option<Duration> {
+    let text = headers.get(header::RETRY_AFTER)?.to_str().ok()?.trim();
+    let secs: f64 = text.parse().ok()?;
+    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(86_400.0)))
+}
+
+/// The server's own message from an error body: `{"error": {"message"}}`, `{"error": "…"}`,
+/// `{"message"}` or `{"detail"}`, else the body's text.
+fn server_message(body: &str) -> String {
+    match serde_json::from_str::<Value>(body) {
+        Ok(Value::Object(o)) => {
+            let found = ["error", "message", "detail"]
+                .iter()
+                .find_map(|k| o.get(*k).filter(|v| !v.is_null()));
+            match found {
+                Some(v) => error_text(v),
+                None => body.to_owned(),
+            }
+        }
+        _ => body.to_owned(),
+    }
+}
+
+/// The text of an `error` value: its `message` when it has one.
+fn error_text(error: &Value) -> String {
+    match error {
+        Value::String(s) => s.clone(),
+        Value::Object(o) => match o.get("message") {
+            Some(Value::String(s)) => s.clone(),
+            _ => error.to_string(),
+        },
+        other => other.to_string(),
+    }
+}
+
+/// The first characters of a text, marked when cut.
+fn clip(text: &str, max: usize) -> String {
+    let mut chars = text.chars();
+    let head: String = chars.by_ref().take(max).collect();
+    if chars.next().is_some() {
+        format!("{head}…")
+    } else {
+        head
+    }
+}
+
+/// The root cause of a transport error, as short as a person would say it.
+fn cause(e: &reqwest::Error) -> String {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    let mut innermost = None;
+    while let Some(s) = source {
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind::*;
+            return match io.kind() {
+                ConnectionRefused => "connection refused".into(),
+                ConnectionReset => "connection reset".into(),
+                ConnectionAborted => "connection aborted".into(),
+                TimedOut => "timed out".into(),
+                _ => io.to_string(),
+            };
+        }
+        innermost = Some(s);
+        source = s.source();
+    }
+    innermost.map_or_else(|| e.to_string(), ToString::to_string)
+}
+
+fn seconds(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s < 1.0 {
+        format!("{} ms", d.as_millis())
+    } else if s.fract() == 0.0 {
+        format!("{s:.0} s")
+    } else {
+        format!("{s:.1} s")
+    }
+}
