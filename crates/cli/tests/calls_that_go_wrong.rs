@@ -226,7 +226,7 @@ fn garbage_lines_before_real_messages_are_skipped() {
         &[],
     );
     assert!(
-        ran.step_texts()[0].starts_with("host: discovered 4 tools on testbed"),
+        ran.step_texts()[0].starts_with("host: discovered 6 tools on testbed"),
         "{:?}",
         ran.step_texts()
     );
@@ -240,5 +240,81 @@ fn an_unknown_model_is_a_clear_error() {
         ran.stderr.contains("unknown model \"oracle\""),
         "{}",
         ran.stderr
+    );
+}
+
+#[test]
+fn a_server_that_keeps_asking_is_stopped_at_the_round_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write(
+        dir.path(),
+        "servers.json",
+        &json!({"mcpServers": {"testbed": builtin_server("testbed", json!({}))},
+                "gatehouse": {"allow": ["testbed__ask_forever"], "maxInputRounds": 3}}),
+    );
+    let model = playback(
+        dir.path(),
+        json!([{"tool_calls": [{"name": "testbed__ask_forever", "arguments": {}}]}, {"answer": "stopped"}]),
+    );
+    let ran = run(
+        &[
+            "ask",
+            "x",
+            "--config",
+            &config,
+            "--model",
+            &model,
+            "--answer",
+            "again=true",
+            "--json",
+        ],
+        &[],
+    );
+    let steps = ran.step_texts();
+    assert_eq!(
+        steps
+            .iter()
+            .filter(|s| s.starts_with("server: testbed asks: Round"))
+            .count(),
+        3,
+        "{steps:?}"
+    );
+    assert!(steps.contains(&"host: the call failed: the server asked for input more than 3 times in one call; the host stopped".to_string()), "{steps:?}");
+    assert_eq!(ran.answer(), "stopped");
+    assert_eq!(ran.tool_events()[0]["asked_user"], true);
+}
+
+#[test]
+fn a_url_question_shows_the_whole_url_and_without_a_person_is_declined() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write(
+        dir.path(),
+        "servers.json",
+        &json!({"mcpServers": {"testbed": builtin_server("testbed", json!({}))},
+                "gatehouse": {"allow": ["testbed__ask_url"]}}),
+    );
+    let model = playback(
+        dir.path(),
+        json!([{"tool_calls": [{"name": "testbed__ask_url", "arguments": {}}]}, {"answer": "ok"}]),
+    );
+    let ran = run(
+        &["ask", "x", "--config", &config, "--model", &model, "--json"],
+        &[],
+    );
+    let steps = ran.json()["steps"].as_array().unwrap().clone();
+    let asked = steps
+        .iter()
+        .find(|s| s["text"].as_str().unwrap().starts_with("testbed asks:"))
+        .unwrap();
+    assert_eq!(asked["data"]["mode"], "url");
+    assert_eq!(
+        asked["data"]["url"],
+        "https://changes.example.com/approve?change=CHG-2291"
+    );
+    let answered = steps.iter().find(|s| s["who"] == "person").unwrap();
+    assert_eq!(answered["text"], "answered decline");
+    assert_eq!(
+        answered["data"]["answered"],
+        "by default: nobody could answer"
     );
 }

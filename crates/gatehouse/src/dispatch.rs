@@ -109,20 +109,29 @@ pub async fn call_tool(
             match request {
                 InputRequest::Elicitation(req) => {
                     asked_user = true;
-                    let (message, mode) = match &req.params {
+                    // A URL is shown whole, so the person sees where it would take them; the
+                    // host never opens it.
+                    let (message, data) = match &req.params {
                         rmcp::model::ElicitRequestParams::FormElicitationParams {
                             message, ..
-                        } => (message.clone(), "form"),
+                        } => (
+                            message.clone(),
+                            json!({"server": conn.name, "key": key, "mode": "form"}),
+                        ),
                         rmcp::model::ElicitRequestParams::UrlElicitationParams {
-                            message, ..
-                        } => (message.clone(), "url"),
-                        _ => (String::new(), "unknown"),
+                            message,
+                            url,
+                            ..
+                        } => (
+                            message.clone(),
+                            json!({"server": conn.name, "key": key, "mode": "url", "url": url}),
+                        ),
+                        _ => (
+                            String::new(),
+                            json!({"server": conn.name, "key": key, "mode": "unknown"}),
+                        ),
                     };
-                    trace.add(
-                        Who::Server,
-                        format!("{} asks: {message}", conn.name),
-                        json!({"server": conn.name, "key": key, "mode": mode}),
-                    );
+                    trace.add(Who::Server, format!("{} asks: {message}", conn.name), data);
                     let (answer, by) = person.elicit(&conn.name, &req.params).await;
                     let action = serde_json::to_value(&answer.action).unwrap_or_default();
                     let how = match by {

@@ -16,7 +16,7 @@ use rmcp::{
     },
     service::RequestContext,
 };
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::common;
 
@@ -48,6 +48,14 @@ impl Testbed {
                 r#"{"name": "repeat", "description": "Return a text repeated a number of times (for large results).",
                     "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}, "times": {"type": "integer", "minimum": 1, "maximum": 100000}},
                                     "required": ["text", "times"]}}"#,
+            ),
+            common::tool_from_json(
+                r#"{"name": "ask_forever", "description": "Ask the person a question on every round, never finishing (tests the host's round cap).",
+                    "inputSchema": {"type": "object", "properties": {}}}"#,
+            ),
+            common::tool_from_json(
+                r#"{"name": "ask_url", "description": "Ask the person to open a web page (URL-mode elicitation), then report their answer.",
+                    "inputSchema": {"type": "object", "properties": {}}}"#,
             ),
             common::tool_from_json(
                 r#"{"name": "crash", "description": "Exit the server process in the middle of the call.",
@@ -126,6 +134,38 @@ impl ServerHandler for Testbed {
                     (Err(e), _) | (_, Err(e)) => Ok(common::tool_error(e, &self.info).into()),
                 }
             }
+            "ask_forever" => {
+                let round = request
+                    .request_state
+                    .as_deref()
+                    .and_then(|s| s.strip_prefix("round-"))
+                    .and_then(|n| n.parse::<u32>().ok())
+                    .unwrap_or(0)
+                    + 1;
+                Ok(Self::asking(
+                    "again",
+                    json!({"message": format!("Round {round}: go on?"),
+                    "requestedSchema": {"type": "object", "properties": {"again": {"type": "boolean"}}, "required": ["again"]}}),
+                    format!("round-{round}"),
+                ))
+            }
+            "ask_url" => match request
+                .input_responses
+                .as_ref()
+                .and_then(|r| r.get("consent"))
+            {
+                Some(answer) => Ok(common::structured_result(
+                    json!({"answer": answer.get("action").cloned().unwrap_or(Value::Null)}),
+                    &self.info,
+                )
+                .into()),
+                None => Ok(Self::asking(
+                    "consent",
+                    json!({"mode": "url", "message": "Approve the change in the change-management system",
+                    "url": "https://changes.example.com/approve?change=CHG-2291"}),
+                    "asked".into(),
+                )),
+            },
             "crash" => {
                 common::log_line(json!({"event": "crash", "tool": "crash"}));
                 std::process::exit(70);
@@ -135,6 +175,19 @@ impl ServerHandler for Testbed {
                 None,
             )),
         }
+    }
+}
+
+impl Testbed {
+    /// An `input_required` answer with one elicitation under `key`.
+    fn asking(key: &str, params: Value, state: String) -> CallToolResponse {
+        let result: rmcp::model::InputRequiredResult = serde_json::from_value(json!({
+            "resultType": "input_required",
+            "inputRequests": {key: {"method": "elicitation/create", "params": params}},
+            "requestState": state,
+        }))
+        .expect("a valid input_required result");
+        result.into()
     }
 }
 
