@@ -110,7 +110,25 @@ async fn start_host(
     if let Some(only) = &host_args.tools {
         host.offer_only(only);
     }
+    stop_on_ctrl_c(host.stopper());
     host
+}
+
+/// Ctrl-C stops the call in flight (the server gets `notifications/cancelled` and the model
+/// hears that the person stopped it); a second Ctrl-C, or one with no call running, quits.
+fn stop_on_ctrl_c(stopper: gatehouse::dispatch::Stopper) {
+    tokio::spawn(async move {
+        let mut stopped_one = false;
+        while tokio::signal::ctrl_c().await.is_ok() {
+            if !stopped_one && stopper.stop() {
+                stopped_one = true;
+                eprintln!("\n[host] stopping the call in flight; press Ctrl-C again to quit");
+                continue;
+            }
+            eprintln!("\n[host] quitting");
+            std::process::exit(130);
+        }
+    });
 }
 
 async fn ask(args: AskArgs) -> anyhow::Result<()> {

@@ -318,3 +318,54 @@ fn a_url_question_shows_the_whole_url_and_without_a_person_is_declined() {
         "by default: nobody could answer"
     );
 }
+
+#[test]
+fn ctrl_c_stops_the_call_in_flight_and_the_turn_goes_on() {
+    use std::process::{Command, Stdio};
+    let dir = tempfile::tempdir().unwrap();
+    let config = testbed_config(dir.path(), json!({}));
+    let model = playback(
+        dir.path(),
+        json!([
+            {"tool_calls": [{"name": "testbed__sleep", "arguments": {"seconds": 60}}]},
+            {"answer": "after the stop"}
+        ]),
+    );
+    let child = Command::new(exe())
+        .args(["ask", "x", "--config", &config, "--model", &model, "--json"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the call is in flight: the host writes nothing before the end in --json
+    // mode, so give the servers time to start and the call to be sent.
+    std::thread::sleep(std::time::Duration::from_millis(1_500));
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    let ran = Ran {
+        status: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    assert!(
+        ran.step_texts()
+            .contains(&"person: stopped the call: it was cancelled on the server".to_string()),
+        "{:?}",
+        ran.step_texts()
+    );
+    assert_eq!(ran.answer(), "after the stop");
+    assert_eq!(ran.tool_events()[0]["outcome"], "stopped");
+    assert!(
+        ran.server_logs("testbed")
+            .iter()
+            .any(|l| l["event"] == "cancelled"),
+        "{}",
+        ran.stderr
+    );
+}

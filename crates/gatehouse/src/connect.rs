@@ -19,11 +19,16 @@ use rmcp::{
         FormElicitationCapability, Implementation, ProtocolVersion, UrlElicitationCapability,
     },
     service::{ClientInitializeError, RequestContext, RunningService},
-    transport::TokioChildProcess,
+    service::{RxJsonRpcMessage, TxJsonRpcMessage},
+    transport::{TokioChildProcess, Transport},
 };
 use tokio::io::AsyncBufReadExt;
 
-use crate::{config::ServerSpec, person::Person, trace::Observer};
+use crate::{
+    config::ServerSpec,
+    person::Person,
+    trace::{Direction, Observer, WireEvent},
+};
 
 /// How many of a server's last stderr lines are kept to explain a failed start.
 pub const STDERR_TAIL_LINES: usize = 8;
@@ -115,6 +120,74 @@ fn tail_text(lines: &[String]) -> String {
 
 type Tail = Arc<Mutex<VecDeque<String>>>;
 
+/// A transport that shows every message to an observer on its way (`--record`, the lab).
+pub struct Tap<T> {
+    inner: T,
+    server: String,
+    observer: Arc<dyn Observer>,
+}
+
+impl<T> Tap<T> {
+    pub fn new(inner: T, server: &str, observer: Arc<dyn Observer>) -> Self {
+        Tap {
+            inner,
+            server: server.to_owned(),
+            observer,
+        }
+    }
+}
+
+impl<T: Transport<RoleClient>> Transport<RoleClient> for Tap<T> {
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let message = serde_json::to_value(&item).unwrap_or_default();
+        self.observer
+            .wire(&WireEvent::new(&self.server, Direction::ToServer, message));
+        self.inner.send(item)
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        let received = self.inner.receive().await;
+        if let Some(m) = &received {
+            let message = serde_json::to_value(m).unwrap_or_default();
+            self.observer.wire(&WireEvent::new(
+                &self.server,
+                Direction::FromServer,
+                message,
+            ));
+        }
+        received
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
+    }
+}
+
+/// Serve a client over `transport`, tapped when the observer wants every message.
+async fn serve<T>(
+    handler: HostHandler,
+    transport: T,
+    mode: ClientLifecycleMode,
+    server: &str,
+    observer: &Arc<dyn Observer>,
+) -> Result<RunningService<RoleClient, HostHandler>, ClientInitializeError>
+where
+    T: Transport<RoleClient> + 'static,
+{
+    if observer.wants_wire() {
+        handler
+            .serve_with_lifecycle(Tap::new(transport, server, observer.clone()), mode)
+            .await
+    } else {
+        handler.serve_with_lifecycle(transport, mode).await
+    }
+}
+
 fn spawn(
     spec: &ServerSpec,
     observer: &Arc<dyn Observer>,
@@ -177,7 +250,7 @@ pub async fn connect(
             legacy_version: Some(ProtocolVersion::V_2025_11_25),
         };
         let handler = HostHandler::new(&spec.name, person.clone());
-        match handler.serve_with_lifecycle(transport, auto).await {
+        match serve(handler, transport, auto, &spec.name, &observer).await {
             Ok(client) => Ok((client, pid)),
             // The server answered the probe with only handshake-era revisions. rmcp stops
             // there; a host connects anyway, with a fresh process and `initialize`.
@@ -186,10 +259,16 @@ pub async fn connect(
                 tokio::time::sleep(Duration::from_millis(20)).await;
                 let transport = spawn(spec, &observer, &tail)?;
                 let pid = transport.id();
-                let result = HostHandler::new(&spec.name, person.clone())
-                    .serve_with_lifecycle(transport, ClientLifecycleMode::Initialize)
-                    .await
-                    .map(|c| (c, pid));
+                let handler = HostHandler::new(&spec.name, person.clone());
+                let result = serve(
+                    handler,
+                    transport,
+                    ClientLifecycleMode::Initialize,
+                    &spec.name,
+                    &observer,
+                )
+                .await
+                .map(|c| (c, pid));
                 match result {
                     Ok(ok) => Ok(ok),
                     Err(e) => Err(handshake_error(spec, e, &tail).await),

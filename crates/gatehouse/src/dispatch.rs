@@ -6,7 +6,12 @@
 //! and every question reaches the person with the name of the server that asks. When a
 //! round runs out of time, dropping its request makes rmcp send `notifications/cancelled`.
 
-use std::time::{Duration, Instant};
+use std::{
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use tokio_util::sync::CancellationToken;
 
 use rmcp::{
     ServiceError,
@@ -34,6 +39,44 @@ pub enum CallEnd {
     TimedOut(Duration),
     /// The connection failed or the server broke the protocol.
     Failed(String),
+    /// The person stopped the call (Ctrl-C, the lab's Stop button); it was cancelled.
+    Stopped,
+}
+
+/// Stops the call in flight, if any: its request is dropped, which sends
+/// `notifications/cancelled` to the server. Cheap to clone and to hand to a signal handler.
+#[derive(Clone, Default)]
+pub struct Stopper {
+    current: Arc<Mutex<Option<CancellationToken>>>,
+}
+
+impl Stopper {
+    /// Stop the call in flight. Returns whether there was one.
+    pub fn stop(&self) -> bool {
+        match self
+            .current
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+        {
+            Some(token) => {
+                token.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// A token for a call that starts now; it is cleared by [`Stopper::finish`].
+    pub fn begin(&self) -> CancellationToken {
+        let token = CancellationToken::new();
+        *self.current.lock().unwrap_or_else(|e| e.into_inner()) = Some(token.clone());
+        token
+    }
+
+    pub fn finish(&self) {
+        *self.current.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
 }
 
 /// A finished call: how it ended, and what it took.
@@ -54,28 +97,40 @@ pub struct CallLimits {
     pub max_input_rounds: usize,
 }
 
+/// One call to send: to which server, which tool (its name on the wire), with what.
+pub struct Call<'a> {
+    pub conn: &'a Connection,
+    pub wire_name: &'a str,
+    pub arguments: JsonObject,
+    /// Request `_meta` beyond the protocol envelope (trace context).
+    pub meta: Option<RequestMetaObject>,
+}
+
 /// Send one call and see it through to its end.
 pub async fn call_tool(
-    conn: &Connection,
-    wire_name: &str,
-    arguments: JsonObject,
-    meta: Option<RequestMetaObject>,
+    call: Call<'_>,
     limits: CallLimits,
     person: &dyn Person,
     trace: &Trace,
+    stop: &CancellationToken,
 ) -> Dispatched {
     let start = Instant::now();
-    let mut params = CallToolRequestParams::new(wire_name.to_owned()).with_arguments(arguments);
-    params.meta = meta;
+    let conn = call.conn;
+    let mut params =
+        CallToolRequestParams::new(call.wire_name.to_owned()).with_arguments(call.arguments);
+    params.meta = call.meta;
     let mut asked_user = false;
     let mut rounds = 0;
     let end = loop {
         rounds += 1;
-        let reply = tokio::time::timeout(
+        let round = tokio::time::timeout(
             limits.round_timeout,
             conn.client.call_tool_once(params.clone()),
-        )
-        .await;
+        );
+        let reply = tokio::select! {
+            reply = round => reply,
+            _ = stop.cancelled() => break CallEnd::Stopped,
+        };
         let response = match reply {
             Err(_) => break CallEnd::TimedOut(limits.round_timeout),
             Ok(Err(ServiceError::McpError(e))) => break CallEnd::ProtocolError(e),

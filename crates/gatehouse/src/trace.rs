@@ -47,6 +47,67 @@ pub trait Observer: Send + Sync {
     fn tool_event(&self, event: &ToolEvent) {
         let _ = event;
     }
+    /// Does this observer want every JSON-RPC message ([`Observer::wire`])? Taps cost a
+    /// serialisation per message, so connections only install them when asked.
+    fn wants_wire(&self) -> bool {
+        false
+    }
+    /// One JSON-RPC message between the host and a server.
+    fn wire(&self, event: &WireEvent) {
+        let _ = event;
+    }
+}
+
+/// Which way a message went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    ToServer,
+    FromServer,
+}
+
+/// One JSON-RPC message as the host sent or received it, for recordings and the explorer.
+#[derive(Debug, Clone, Serialize)]
+pub struct WireEvent {
+    pub server: String,
+    pub direction: Direction,
+    /// request, result, error or notification.
+    pub kind: &'static str,
+    pub id: Option<Value>,
+    /// The method of a request or notification.
+    pub method: Option<String>,
+    /// Bytes of the message as compact JSON.
+    pub bytes: usize,
+    pub message: Value,
+}
+
+impl WireEvent {
+    /// Describe one message.
+    pub fn new(server: &str, direction: Direction, message: Value) -> Self {
+        let kind = if message.get("method").is_some() {
+            if message.get("id").is_some() {
+                "request"
+            } else {
+                "notification"
+            }
+        } else if message.get("error").is_some() {
+            "error"
+        } else {
+            "result"
+        };
+        WireEvent {
+            server: server.to_owned(),
+            direction,
+            kind,
+            id: message.get("id").cloned(),
+            method: message
+                .get("method")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            bytes: message.to_string().len(),
+            message,
+        }
+    }
 }
 
 /// The host's record of one proposed call, whatever became of it.

@@ -22,7 +22,7 @@ use crate::{
     catalog::{self, Catalog},
     config::{Config, MAX_LIST_PAGES, Settings},
     connect::{self, Connection},
-    dispatch::{self, CallEnd, CallLimits},
+    dispatch::{self, CallEnd, CallLimits, Stopper},
     model::{Message, Model, ToolCall, Usage},
     person::{self, AnsweredBy, ApprovalRequest, Person},
     policy::{self, Verdict},
@@ -62,6 +62,8 @@ pub struct Host {
     trace_id: Mutex<String>,
     /// Tool calls so far in this turn; each call is one step of the trace.
     step: AtomicU64,
+    /// Stops the call in flight (Ctrl-C, the lab's Stop button).
+    stopper: Stopper,
 }
 
 /// How one proposed call ended, for the `host.tool_call` record.
@@ -159,7 +161,13 @@ impl Host {
             session_id: random_hex(16),
             trace_id: Mutex::new(random_hex(16)),
             step: AtomicU64::new(0),
+            stopper: Stopper::default(),
         }
+    }
+
+    /// A handle that stops the call in flight, for signal handlers and user interfaces.
+    pub fn stopper(&self) -> Stopper {
+        self.stopper.clone()
     }
 
     /// Offer the model only these tools (`--tools`). Any other proposal, even one made
@@ -406,16 +414,22 @@ impl Host {
             max_input_rounds: self.settings.max_input_rounds,
         };
         let meta = Some(self.trace_meta(step));
-        let done = dispatch::call_tool(
+        let stop = self.stopper.begin();
+        let call_to_send = dispatch::Call {
             conn,
-            &tool.tool.name,
+            wire_name: &tool.tool.name,
             arguments,
             meta,
+        };
+        let done = dispatch::call_tool(
+            call_to_send,
             limits,
             self.person.as_ref(),
             &self.trace,
+            &stop,
         )
         .await;
+        self.stopper.finish();
         let ms = round_ms(done.elapsed);
         let (shown, outcome) = match done.end {
             CallEnd::Result(r) if r.is_error == Some(true) => {
@@ -456,6 +470,15 @@ impl Host {
                     seconds(limit)
                 );
                 (result::failure(&call.name, &text, max), "timeout")
+            }
+            CallEnd::Stopped => {
+                self.trace.add(
+                    Who::Person,
+                    "stopped the call: it was cancelled on the server",
+                    json!({"decision": "stopped"}),
+                );
+                let text = "the person stopped this call before it finished";
+                (result::failure(&call.name, text, max), "stopped")
             }
             CallEnd::Failed(reason) => {
                 self.trace.add(
