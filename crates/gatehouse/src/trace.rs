@@ -56,6 +56,21 @@ pub trait Observer: Send + Sync {
     fn wire(&self, event: &WireEvent) {
         let _ = event;
     }
+    /// A server reported progress on the call in flight.
+    fn progress(&self, event: &ProgressEvent) {
+        let _ = event;
+    }
+}
+
+/// Progress a server reported on one call (`notifications/progress`).
+#[derive(Debug, Clone, Serialize)]
+pub struct ProgressEvent {
+    pub server: String,
+    /// The tool as the model named it.
+    pub tool: String,
+    pub progress: f64,
+    pub total: Option<f64>,
+    pub message: Option<String>,
 }
 
 /// Which way a message went.
