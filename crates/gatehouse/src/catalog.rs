@@ -11,7 +11,10 @@ use rmcp::model::{PaginatedRequestParams, Tool};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::connect::Connection;
+use crate::{
+    connect::Connection,
+    schema::{self, Compiled},
+};
 
 /// Longest tool name model APIs accept.
 pub const MAX_MODEL_TOOL_NAME: usize = 64;
@@ -27,6 +30,10 @@ pub struct CatalogTool {
     pub server: String,
     /// The tool exactly as the server described it; `tool.name` is used on the wire.
     pub tool: Tool,
+    /// Its input schema, compiled once: every proposal is checked against it.
+    pub input: Compiled,
+    /// Its output schema, compiled once, when it declares one.
+    pub output: Option<Compiled>,
 }
 
 /// A tool in the shape chat-completion APIs take: a function with JSON Schema parameters.
@@ -44,6 +51,8 @@ pub struct Catalog {
     index: HashMap<String, usize>,
     /// What the host had to rename, in words, for the person.
     pub collisions: Vec<String>,
+    /// Tools left out because their schemas cannot be used, in words.
+    pub left_out: Vec<String>,
 }
 
 /// `server__tool`, with every character a model API refuses replaced by `_`, cut to 64.
@@ -75,6 +84,24 @@ impl Catalog {
     }
 
     fn insert(&mut self, server: &str, tool: Tool) {
+        let compiled = schema::compile_input(&tool.input_schema).and_then(|input| {
+            let output = tool
+                .output_schema
+                .as_ref()
+                .map(|s| schema::compile_output(s))
+                .transpose()?;
+            Ok((input, output))
+        });
+        let (input, output) = match compiled {
+            Ok(c) => c,
+            Err(reason) => {
+                self.left_out.push(format!(
+                    "{server}'s tool {:?} is left out: {reason}",
+                    tool.name
+                ));
+                return;
+            }
+        };
         let base = namespaced(server, &tool.name);
         let mut name = base.clone();
         let mut n = 2;
@@ -96,6 +123,8 @@ impl Catalog {
             name,
             server: server.into(),
             tool,
+            input,
+            output,
         });
     }
 
@@ -208,6 +237,23 @@ mod tests {
         assert_eq!(c.get("a__x_y_2").unwrap().tool.name, "x_y");
         assert_eq!(c.collisions.len(), 1);
         assert!(c.collisions[0].contains("a__x_y_2"));
+    }
+
+    #[test]
+    fn tools_with_unusable_schemas_are_left_out_with_the_reason() {
+        let broken: Tool = serde_json::from_value(json!({"name": "b", "inputSchema": {"type": "object", "properties": {"x": {"type": 7}}}})).unwrap();
+        let array: Tool =
+            serde_json::from_value(json!({"name": "c", "inputSchema": {"type": "array"}})).unwrap();
+        let c = Catalog::build(vec![("s".into(), vec![tool("ok"), broken, array])]);
+        assert_eq!(c.len(), 1);
+        assert_eq!(c.left_out.len(), 2);
+        assert!(
+            c.left_out[0]
+                .starts_with("s's tool \"b\" is left out: its input schema does not compile"),
+            "{:?}",
+            c.left_out
+        );
+        assert!(c.left_out[1].contains("not \"object\""));
     }
 
     #[test]

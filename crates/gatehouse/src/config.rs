@@ -23,6 +23,10 @@ pub const MAX_STEPS: usize = 6;
 pub const HOST_TOOL_TIMEOUT: Duration = Duration::from_secs(10);
 /// Environment variable overriding [`HOST_TOOL_TIMEOUT`], in seconds (fractions allowed).
 pub const HOST_TOOL_TIMEOUT_ENV: &str = "HOST_TOOL_TIMEOUT";
+/// Progress extends a call's time limit, up to this.
+pub const HOST_TOOL_MAX_TIMEOUT: Duration = Duration::from_secs(120);
+/// Environment variable overriding [`HOST_TOOL_MAX_TIMEOUT`], in seconds.
+pub const HOST_TOOL_MAX_TIMEOUT_ENV: &str = "HOST_TOOL_MAX_TIMEOUT";
 /// How long a server may take from spawn to a ready catalog.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
 /// Most `input_required` rounds one call may take before the host gives up.
@@ -72,6 +76,8 @@ pub struct Settings {
     pub max_result_chars: usize,
     pub max_steps: usize,
     pub tool_timeout: Duration,
+    /// Progress extends `tool_timeout` up to this.
+    pub tool_max_timeout: Duration,
     pub connect_timeout: Duration,
     pub max_input_rounds: usize,
     /// The model to use when `--model` is not given.
@@ -86,6 +92,7 @@ impl Default for Settings {
             max_result_chars: MAX_RESULT_CHARS,
             max_steps: MAX_STEPS,
             tool_timeout: HOST_TOOL_TIMEOUT,
+            tool_max_timeout: HOST_TOOL_MAX_TIMEOUT,
             connect_timeout: CONNECT_TIMEOUT,
             max_input_rounds: MAX_INPUT_ROUNDS,
             model: None,
@@ -384,6 +391,7 @@ fn settings(value: &Value, warnings: &mut Vec<String>) -> Result<Settings, Strin
             "maxResultChars" => s.max_result_chars = count(v)? as usize,
             "maxSteps" => s.max_steps = count(v)? as usize,
             "toolTimeoutMs" => s.tool_timeout = Duration::from_millis(count(v)?),
+            "toolMaxTimeoutMs" => s.tool_max_timeout = Duration::from_millis(count(v)?),
             "connectTimeoutMs" => s.connect_timeout = Duration::from_millis(count(v)?),
             "maxInputRounds" => s.max_input_rounds = count(v)? as usize,
             "model" => {
@@ -401,7 +409,16 @@ fn settings(value: &Value, warnings: &mut Vec<String>) -> Result<Settings, Strin
 
 /// The tool time limit from [`HOST_TOOL_TIMEOUT_ENV`], if set; a bad value is an error.
 pub fn tool_timeout_from_env() -> Result<Option<Duration>, String> {
-    match std::env::var(HOST_TOOL_TIMEOUT_ENV) {
+    seconds_from_env(HOST_TOOL_TIMEOUT_ENV)
+}
+
+/// The hard maximum from [`HOST_TOOL_MAX_TIMEOUT_ENV`], if set; a bad value is an error.
+pub fn tool_max_timeout_from_env() -> Result<Option<Duration>, String> {
+    seconds_from_env(HOST_TOOL_MAX_TIMEOUT_ENV)
+}
+
+fn seconds_from_env(name: &str) -> Result<Option<Duration>, String> {
+    match std::env::var(name) {
         Err(_) => Ok(None),
         Ok(v) => v
             .trim()
@@ -409,9 +426,7 @@ pub fn tool_timeout_from_env() -> Result<Option<Duration>, String> {
             .ok()
             .filter(|s| s.is_finite() && *s > 0.0 && *s < 86_400.0)
             .map(|s| Some(Duration::from_secs_f64(s)))
-            .ok_or_else(|| {
-                format!("{HOST_TOOL_TIMEOUT_ENV}={v:?} is not a number of seconds (e.g. 10 or 0.5)")
-            }),
+            .ok_or_else(|| format!("{name}={v:?} is not a number of seconds (e.g. 10 or 0.5)")),
     }
 }
 

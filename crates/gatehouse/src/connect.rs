@@ -16,13 +16,14 @@ use rmcp::{
     ClientHandler, ClientLifecycleMode, ClientServiceExt, ErrorData, RoleClient,
     model::{
         ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationCapability,
-        FormElicitationCapability, Implementation, ProtocolVersion, UrlElicitationCapability,
+        FormElicitationCapability, Implementation, ProgressNotificationParam, ProtocolVersion,
+        UrlElicitationCapability,
     },
     service::{ClientInitializeError, RequestContext, RunningService},
     service::{RxJsonRpcMessage, TxJsonRpcMessage},
     transport::{TokioChildProcess, Transport},
 };
-use tokio::io::AsyncBufReadExt;
+use tokio::{io::AsyncBufReadExt, sync::mpsc};
 
 use crate::{
     config::ServerSpec,
@@ -38,6 +39,12 @@ pub const STDERR_TAIL_LINES: usize = 8;
 pub struct HostHandler {
     server: String,
     person: Arc<dyn Person>,
+    /// Where progress notifications go while a call is in flight. The host runs one call
+    /// at a time per connection, so whatever arrives belongs to that call.
+    progress: Mutex<Option<mpsc::UnboundedSender<ProgressNotificationParam>>>,
+    /// Set when an older server says its tool list changed (the 2026-07-28 way is a
+    /// `subscriptions/listen` stream, handled by the catalog).
+    tools_changed: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl HostHandler {
@@ -45,7 +52,20 @@ impl HostHandler {
         HostHandler {
             server: server.into(),
             person,
+            progress: Mutex::new(None),
+            tools_changed: Arc::new(std::sync::atomic::AtomicBool::new(false)),
         }
+    }
+
+    /// Send progress notifications to `to` (a call starts), or drop them (`None`, it ended).
+    pub fn route_progress(&self, to: Option<mpsc::UnboundedSender<ProgressNotificationParam>>) {
+        *self.progress.lock().unwrap_or_else(|e| e.into_inner()) = to;
+    }
+
+    /// Did the server announce a changed tool list since the last look? Clears the flag.
+    pub fn take_tools_changed(&self) -> bool {
+        self.tools_changed
+            .swap(false, std::sync::atomic::Ordering::SeqCst)
     }
 }
 
@@ -72,6 +92,26 @@ impl ClientHandler for HostHandler {
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
         Ok(self.person.elicit(&self.server, &request).await.0)
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        if let Some(to) = self
+            .progress
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+        {
+            let _ = to.send(params);
+        }
+    }
+
+    async fn on_tool_list_changed(&self, _context: rmcp::service::NotificationContext<RoleClient>) {
+        self.tools_changed
+            .store(true, std::sync::atomic::Ordering::SeqCst);
     }
 }
 

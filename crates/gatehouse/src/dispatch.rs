@@ -11,6 +11,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use rmcp::{
@@ -25,7 +26,7 @@ use serde_json::json;
 use crate::{
     connect::Connection,
     person::{AnsweredBy, Person},
-    trace::{Trace, Who},
+    trace::{ProgressEvent, Trace, Who},
 };
 
 /// How a call ended, before it is shaped for the model.
@@ -93,8 +94,64 @@ pub struct Dispatched {
 /// Limits for one call.
 #[derive(Debug, Clone, Copy)]
 pub struct CallLimits {
+    /// How long a server round may go without finishing or reporting progress.
     pub round_timeout: Duration,
+    /// Progress extends a round's limit, but never past this.
+    pub max_round_timeout: Duration,
     pub max_input_rounds: usize,
+}
+
+/// Most progress notifications recorded as steps for one call; the rest are still shown
+/// live but not kept, so a chatty server cannot fill memory.
+pub const MAX_PROGRESS_STEPS: usize = 200;
+
+/// How one server round ended.
+enum Round {
+    Answered(Result<CallToolResponse, ServiceError>),
+    TimedOut(Duration),
+    Stopped,
+}
+
+/// Wait for one server round: its answer, the time limit (extended by progress up to the
+/// hard maximum), or the person's stop. Progress is reported as it comes.
+async fn one_round(
+    conn: &Connection,
+    params: CallToolRequestParams,
+    tool: &str,
+    limits: CallLimits,
+    trace: &Trace,
+    stop: &CancellationToken,
+    progress_steps: &mut usize,
+) -> Round {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let handler = conn.client.service();
+    handler.route_progress(Some(tx));
+    let started = tokio::time::Instant::now();
+    let hard_deadline = started + limits.max_round_timeout.max(limits.round_timeout);
+    let mut deadline = started + limits.round_timeout;
+    let request = conn.client.call_tool_once(params);
+    tokio::pin!(request);
+    let round = loop {
+        tokio::select! {
+            answer = &mut request => break Round::Answered(answer),
+            Some(p) = rx.recv() => {
+                deadline = (tokio::time::Instant::now() + limits.round_timeout).min(hard_deadline);
+                let event = ProgressEvent {
+                    server: conn.name.clone(),
+                    tool: tool.to_owned(),
+                    progress: p.progress,
+                    total: p.total,
+                    message: p.message,
+                };
+                *progress_steps += 1;
+                trace.progress(&event, *progress_steps <= MAX_PROGRESS_STEPS);
+            }
+            _ = tokio::time::sleep_until(deadline) => break Round::TimedOut(started.elapsed()),
+            _ = stop.cancelled() => break Round::Stopped,
+        }
+    };
+    handler.route_progress(None);
+    round
 }
 
 /// One call to send: to which server, which tool (its name on the wire), with what.
@@ -121,27 +178,34 @@ pub async fn call_tool(
     params.meta = call.meta;
     let mut asked_user = false;
     let mut rounds = 0;
+    let mut progress_steps = 0;
     let end = loop {
         rounds += 1;
-        let round = tokio::time::timeout(
-            limits.round_timeout,
-            conn.client.call_tool_once(params.clone()),
-        );
-        let reply = tokio::select! {
-            reply = round => reply,
-            _ = stop.cancelled() => break CallEnd::Stopped,
+        let round = one_round(
+            conn,
+            params.clone(),
+            call.wire_name,
+            limits,
+            trace,
+            stop,
+            &mut progress_steps,
+        )
+        .await;
+        let reply = match round {
+            Round::Answered(reply) => reply,
+            Round::TimedOut(after) => break CallEnd::TimedOut(after),
+            Round::Stopped => break CallEnd::Stopped,
         };
         let response = match reply {
-            Err(_) => break CallEnd::TimedOut(limits.round_timeout),
-            Ok(Err(ServiceError::McpError(e))) => break CallEnd::ProtocolError(e),
-            Ok(Err(ServiceError::TransportClosed)) => {
+            Err(ServiceError::McpError(e)) => break CallEnd::ProtocolError(e),
+            Err(ServiceError::TransportClosed) => {
                 break CallEnd::Failed(format!(
                     "the connection to {} closed during the call",
                     conn.name
                 ));
             }
-            Ok(Err(e)) => break CallEnd::Failed(e.to_string()),
-            Ok(Ok(response)) => response,
+            Err(e) => break CallEnd::Failed(e.to_string()),
+            Ok(response) => response,
         };
         let asked = match response {
             CallToolResponse::Complete(result) => break CallEnd::Result(result),

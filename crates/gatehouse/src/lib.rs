@@ -5,6 +5,7 @@
 //! - [`catalog`]: discovery, namespacing, and the tools as the model sees them.
 //! - [`model`]: what proposes ([`model::Decision`]): scripted, playback, OpenAI-compatible.
 //! - [`policy`]: where a proposal is refused, run, or put to the person.
+//! - [`schema`]: arguments and structured results checked against a tool's schemas.
 //! - [`person`]: approvals and answers to servers' questions; always the person.
 //! - [`dispatch`]: the call, with its time limit and `input_required` rounds.
 //! - [`result`]: what goes back into the model's context, bounded.
@@ -19,5 +20,6 @@ pub mod model;
 pub mod person;
 pub mod policy;
 pub mod result;
+pub mod schema;
 pub mod trace;
 pub mod turn;

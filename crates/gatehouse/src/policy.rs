@@ -12,6 +12,7 @@ use crate::{
     catalog::{Catalog, CatalogTool},
     config::Settings,
     model::ToolCall,
+    schema,
 };
 
 /// The host's decision on one proposed call.
@@ -34,10 +35,23 @@ pub enum Verdict<'c> {
 /// Why a proposal was refused before anything was sent.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Refusal {
-    UnknownTool { name: String },
-    TooLarge { chars: usize, max: usize },
-    NotJson { error: String },
-    NotAnObject { found: &'static str },
+    UnknownTool {
+        name: String,
+    },
+    TooLarge {
+        chars: usize,
+        max: usize,
+    },
+    NotJson {
+        error: String,
+    },
+    NotAnObject {
+        found: &'static str,
+    },
+    /// The arguments do not fit the tool's input schema.
+    InvalidArguments {
+        problems: Vec<String>,
+    },
 }
 
 impl Refusal {
@@ -48,6 +62,7 @@ impl Refusal {
             Refusal::TooLarge { .. } => "too_large",
             Refusal::NotJson { .. } => "invalid_arguments",
             Refusal::NotAnObject { .. } => "invalid_arguments",
+            Refusal::InvalidArguments { .. } => "invalid_arguments",
         }
     }
 
@@ -66,6 +81,10 @@ impl Refusal {
             Refusal::NotAnObject { found } => {
                 format!("the arguments must be a JSON object, not {found}")
             }
+            Refusal::InvalidArguments { problems } => format!(
+                "the arguments do not fit the tool's input schema: {}",
+                problems.join("; ")
+            ),
         }
     }
 
@@ -80,6 +99,10 @@ impl Refusal {
             Refusal::NotAnObject { found } => {
                 format!("refused: the arguments are {found}, not a JSON object")
             }
+            Refusal::InvalidArguments { problems } => format!(
+                "refused: the arguments do not fit the schema ({})",
+                problems.join("; ")
+            ),
         }
     }
 
@@ -89,6 +112,9 @@ impl Refusal {
                 json!({"decision": self.decision(), "chars": chars, "max": max})
             }
             Refusal::NotJson { error } => json!({"decision": self.decision(), "error": error}),
+            Refusal::InvalidArguments { problems } => {
+                json!({"decision": self.decision(), "problems": problems})
+            }
             _ => json!({"decision": self.decision()}),
         }
     }
@@ -137,6 +163,10 @@ pub fn decide<'c>(call: &ToolCall, catalog: &'c Catalog, settings: &Settings) ->
             });
         }
     };
+    let problems = schema::problems(&tool.input, &Value::Object(arguments.clone()));
+    if !problems.is_empty() {
+        return Verdict::Refuse(Refusal::InvalidArguments { problems });
+    }
     if settings.allow.iter().any(|a| a == &tool.name) {
         Verdict::Run { tool, arguments }
     } else {

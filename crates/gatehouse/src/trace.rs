@@ -201,6 +201,32 @@ impl Trace {
             .push(step);
     }
 
+    /// Report progress: shown live to the observer, and kept as a `[server] progress …`
+    /// step when `keep` (the run's record is bounded).
+    pub fn progress(&self, event: &ProgressEvent, keep: bool) {
+        self.observer.progress(event);
+        if keep {
+            let amount = match event.total {
+                Some(total) => format!("{}/{}", event.progress, total),
+                None => format!("{}", event.progress),
+            };
+            let text = match &event.message {
+                Some(m) => format!("progress {amount}: {m}"),
+                None => format!("progress {amount}"),
+            };
+            let step = Step {
+                who: Who::Server,
+                text,
+                data: serde_json::json!({"server": event.server, "tool": event.tool,
+                    "progress": event.progress, "total": event.total}),
+            };
+            self.steps
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(step);
+        }
+    }
+
     /// Report one tool call's record to the observer.
     pub fn tool_event(&self, event: &ToolEvent) {
         self.observer.tool_event(event);

@@ -149,6 +149,9 @@ impl Host {
             }
         }
         let catalog = Catalog::build(listings);
+        for reason in &catalog.left_out {
+            trace.add(Who::Host, reason.clone(), json!({}));
+        }
         for collision in &catalog.collisions {
             trace.add(Who::Host, format!("renamed a tool: {collision}"), json!({}));
         }
@@ -411,6 +414,7 @@ impl Host {
         };
         let limits = CallLimits {
             round_timeout: self.settings.tool_timeout,
+            max_round_timeout: self.settings.tool_max_timeout,
             max_input_rounds: self.settings.max_input_rounds,
         };
         let meta = Some(self.trace_meta(step));
@@ -438,6 +442,15 @@ impl Host {
                     Who::Server,
                     format!("tool error: {error}"),
                     json!({"ms": ms}),
+                );
+                (result::failure(&call.name, &error, max), "tool_error")
+            }
+            CallEnd::Result(r) if output_mismatch(tool, &r).is_some() => {
+                let error = output_mismatch(tool, &r).unwrap_or_default();
+                self.trace.add(
+                    Who::Server,
+                    format!("tool error: {error}"),
+                    json!({"ms": ms, "decision": "output_mismatch"}),
                 );
                 (result::failure(&call.name, &error, max), "tool_error")
             }
@@ -499,6 +512,27 @@ impl Host {
             let _ = client.close_with_timeout(Duration::from_secs(2)).await;
         }
     }
+}
+
+/// Why a result breaks the tool's own output schema, if it does. A tool that declares one
+/// promises `structuredContent` that matches it.
+fn output_mismatch(
+    tool: &crate::catalog::CatalogTool,
+    r: &rmcp::model::CallToolResult,
+) -> Option<String> {
+    let schema = tool.output.as_ref()?;
+    let Some(structured) = &r.structured_content else {
+        return Some(
+            "the result has no structuredContent, though the tool declares an output schema".into(),
+        );
+    };
+    let problems = crate::schema::problems(schema, structured);
+    (!problems.is_empty()).then(|| {
+        format!(
+            "the result does not match the tool's output schema: {}",
+            problems.join("; ")
+        )
+    })
 }
 
 fn round_ms(d: Duration) -> f64 {

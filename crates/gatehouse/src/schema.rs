@@ -1,0 +1,247 @@
+//! Checking JSON against a tool's schemas: arguments before anything is sent, and
+//! structured results when they come back. Problems are said in plain words, so a model
+//! (or a person) can fix the call: `missing required property "priority"`,
+//! `"rows" must be at least 1`.
+//!
+//! Work is bounded: schemas over [`MAX_SCHEMA_BYTES`] are refused, network `$ref`s cannot
+//! be fetched (the validator is built without any resolver), and at most
+//! [`MAX_PROBLEMS`] problems are listed.
+
+use std::sync::Arc;
+
+use jsonschema::{Validator, error::ValidationErrorKind};
+use serde_json::{Map, Value};
+
+/// Largest schema the host compiles, as JSON text.
+pub const MAX_SCHEMA_BYTES: usize = 64 * 1024;
+/// Most problems listed for one value.
+pub const MAX_PROBLEMS: usize = 10;
+
+/// A compiled schema, shared by every check against it.
+pub type Compiled = Arc<Validator>;
+
+/// Compile a tool's `inputSchema`. Its root must be an object schema (the spec says so,
+/// and model APIs take nothing else).
+pub fn compile_input(schema: &Map<String, Value>) -> Result<Compiled, String> {
+    match schema.get("type") {
+        Some(Value::String(t)) if t == "object" => {}
+        Some(other) => {
+            return Err(format!(
+                "its input schema's root type is {other}, not \"object\""
+            ));
+        }
+        None => return Err("its input schema does not say its root is an object".into()),
+    }
+    compile(schema).map_err(|e| format!("its input schema does not compile: {e}"))
+}
+
+/// Compile a tool's `outputSchema` (any JSON Schema).
+pub fn compile_output(schema: &Map<String, Value>) -> Result<Compiled, String> {
+    compile(schema).map_err(|e| format!("its output schema does not compile: {e}"))
+}
+
+fn compile(schema: &Map<String, Value>) -> Result<Compiled, String> {
+    let value = Value::Object(schema.clone());
+    let size = value.to_string().len();
+    if size > MAX_SCHEMA_BYTES {
+        return Err(format!(
+            "it is {size} bytes, more than the {MAX_SCHEMA_BYTES} the host accepts"
+        ));
+    }
+    jsonschema::validator_for(&value)
+        .map(Arc::new)
+        .map_err(|e| e.to_string())
+}
+
+/// Where in the value a problem is, as a person would write it: `"rows"`, `"items[0].sku"`.
+fn place(pointer: &str) -> Option<String> {
+    if pointer.is_empty() {
+        return None;
+    }
+    let mut out = String::new();
+    for part in pointer.trim_start_matches('/').split('/') {
+        let part = part.replace("~1", "/").replace("~0", "~");
+        if part.chars().all(|c| c.is_ascii_digit()) && !out.is_empty() {
+            out.push_str(&format!("[{part}]"));
+        } else {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(&part);
+        }
+    }
+    Some(format!("\"{out}\""))
+}
+
+fn list(values: &Value) -> String {
+    match values {
+        Value::Array(items) => items
+            .iter()
+            .map(Value::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+        other => other.to_string(),
+    }
+}
+
+/// Every problem of `instance` under `schema`, in plain words (at most [`MAX_PROBLEMS`]).
+pub fn problems(schema: &Validator, instance: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    for error in schema.iter_errors(instance).take(MAX_PROBLEMS) {
+        let at = place(error.instance_path().as_str());
+        let subject = at.clone().unwrap_or_else(|| "the value".into());
+        let text = match error.kind() {
+            ValidationErrorKind::Required { property } => match &at {
+                Some(at) => format!("{at} is missing the required property {property}"),
+                None => format!("missing required property {property}"),
+            },
+            ValidationErrorKind::Minimum { limit } => format!("{subject} must be at least {limit}"),
+            ValidationErrorKind::Maximum { limit } => format!("{subject} must be at most {limit}"),
+            ValidationErrorKind::ExclusiveMinimum { limit } => {
+                format!("{subject} must be greater than {limit}")
+            }
+            ValidationErrorKind::ExclusiveMaximum { limit } => {
+                format!("{subject} must be less than {limit}")
+            }
+            ValidationErrorKind::MinLength { limit } => {
+                format!("{subject} must be at least {limit} characters long")
+            }
+            ValidationErrorKind::MaxLength { limit } => {
+                format!("{subject} must be at most {limit} characters long")
+            }
+            ValidationErrorKind::MinItems { limit } => {
+                format!("{subject} must have at least {limit} items")
+            }
+            ValidationErrorKind::MaxItems { limit } => {
+                format!("{subject} must have at most {limit} items")
+            }
+            ValidationErrorKind::Enum { options } => {
+                format!("{subject} must be one of {}", list(options))
+            }
+            ValidationErrorKind::Constant { expected_value } => {
+                format!("{subject} must be {expected_value}")
+            }
+            ValidationErrorKind::Pattern { pattern } => {
+                format!("{subject} must match the pattern {pattern}")
+            }
+            ValidationErrorKind::Format { format } => format!("{subject} must be a valid {format}"),
+            ValidationErrorKind::Type { kind } => {
+                let kind = match kind {
+                    jsonschema::error::TypeKind::Single(t) => t.to_string(),
+                    jsonschema::error::TypeKind::Multiple(set) => format!("{set:?}"),
+                };
+                format!("{subject} must be of type {kind}")
+            }
+            ValidationErrorKind::AdditionalProperties { unexpected } => {
+                let names = unexpected
+                    .iter()
+                    .map(|u| format!("\"{u}\""))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                match &at {
+                    Some(at) => format!("{at} has properties the schema does not allow: {names}"),
+                    None => format!("properties the schema does not allow: {names}"),
+                }
+            }
+            ValidationErrorKind::UniqueItems => format!("{subject} must not repeat items"),
+            _ => match &at {
+                Some(at) => format!("{at}: {error}"),
+                None => error.to_string(),
+            },
+        };
+        out.push(text);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn obj(v: Value) -> Map<String, Value> {
+        v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn problems_are_said_in_plain_words() {
+        let schema = compile_input(&obj(json!({
+            "type": "object",
+            "properties": {
+                "summary": {"type": "string"},
+                "priority": {"type": "string", "enum": ["P1", "P2", "P3"]},
+                "rows": {"type": "integer", "minimum": 1},
+                "ticket_id": {"type": "string", "pattern": "^T-\\d{5}$"}
+            },
+            "required": ["summary", "priority"],
+            "additionalProperties": false
+        })))
+        .unwrap();
+        let found = problems(
+            &schema,
+            &json!({"summary": "x", "rows": 0, "ticket_id": "T-1", "colour": "red"}),
+        );
+        assert!(
+            found.contains(&"missing required property \"priority\"".to_string()),
+            "{found:?}"
+        );
+        assert!(
+            found.contains(&"\"rows\" must be at least 1".to_string()),
+            "{found:?}"
+        );
+        assert!(
+            found.contains(&"\"ticket_id\" must match the pattern ^T-\\d{5}$".to_string()),
+            "{found:?}"
+        );
+        assert!(
+            found.contains(&"properties the schema does not allow: \"colour\"".to_string()),
+            "{found:?}"
+        );
+        let found = problems(&schema, &json!({"summary": 3, "priority": "P9"}));
+        assert!(
+            found.contains(&"\"summary\" must be of type string".to_string()),
+            "{found:?}"
+        );
+        assert!(
+            found.contains(&"\"priority\" must be one of \"P1\", \"P2\", \"P3\"".to_string()),
+            "{found:?}"
+        );
+        assert!(problems(&schema, &json!({"summary": "x", "priority": "P1"})).is_empty());
+    }
+
+    #[test]
+    fn broken_or_unbounded_schemas_are_refused() {
+        assert!(
+            compile_input(&obj(json!({"type": "array"})))
+                .unwrap_err()
+                .contains("not \"object\"")
+        );
+        assert!(compile_input(&obj(json!({"properties": {}}))).is_err());
+        assert!(
+            compile_input(&obj(
+                json!({"type": "object", "properties": {"a": {"type": "nonsense"}}})
+            ))
+            .is_err()
+        );
+        let remote = compile_input(&obj(
+            json!({"type": "object", "properties": {"a": {"$ref": "https://example.com/s.json"}}}),
+        ));
+        assert!(remote.is_err(), "a network $ref is never fetched");
+        let huge: Map<String, Value> = (0..5_000)
+            .map(|i| {
+                (
+                    format!("p{i}"),
+                    json!({"type": "string", "description": "x".repeat(20)}),
+                )
+            })
+            .collect();
+        let err = compile_input(&obj(json!({"type": "object", "properties": huge}))).unwrap_err();
+        assert!(err.contains("more than"), "{err}");
+    }
+
+    #[test]
+    fn nested_places_read_naturally() {
+        assert_eq!(place("/items/0/sku").unwrap(), "\"items[0].sku\"");
+        assert_eq!(place(""), None);
+    }
+}
