@@ -105,7 +105,9 @@ pub struct CallLimits {
 /// live but not kept, so a chatty server cannot fill memory.
 pub const MAX_PROGRESS_STEPS: usize = 200;
 
-/// How one server round ended.
+/// How one server round ended. It lives for one match on the stack, so the large answer
+/// is not worth a heap allocation per call.
+#[allow(clippy::large_enum_variant)]
 enum Round {
     Answered(Result<CallToolResponse, ServiceError>),
     TimedOut(Duration),
