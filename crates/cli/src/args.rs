@@ -26,6 +26,9 @@ pub enum Command {
     Tools(ToolsArgs),
     /// Run one of the built-in reference servers on stdio.
     Serve(ServeArgs),
+    /// Serve the lab: a local web interface to the host (conversation, tool calls, forms,
+    /// a manual panel and a message explorer) on 127.0.0.1.
+    Lab(LabArgs),
 }
 
 /// Where the servers come from and who is asking.
@@ -105,6 +108,9 @@ pub struct AskArgs {
     /// Print the run as one JSON object on stdout, and nothing else there.
     #[arg(long)]
     pub json: bool,
+    /// Write every message of the run to FILE as JSON lines (for the lab's explorer).
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -115,4 +121,16 @@ pub struct ServeArgs {
     /// ~/.local/share/gatehouse/tickets.db).
     #[arg(long, value_name = "PATH")]
     pub db: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct LabArgs {
+    #[command(flatten)]
+    pub host: HostArgs,
+    /// Port on 127.0.0.1 (0 picks a free one).
+    #[arg(long, default_value_t = 8765)]
+    pub port: u16,
+    /// No model: tools are run by hand from the manual panel.
+    #[arg(long)]
+    pub manual: bool,
 }

@@ -1,6 +1,7 @@
 //! `gatehouse`: a thin command over the host library and the reference servers.
 
 mod args;
+mod lab;
 mod output;
 
 use std::{process::ExitCode, sync::Arc};
@@ -35,6 +36,7 @@ fn main() -> ExitCode {
             Command::Ask(a) => ask(a).await,
             Command::Chat(c) => chat(c).await,
             Command::Tools(t) => tools(t).await,
+            Command::Lab(l) => lab::run(l).await,
             Command::Serve(s) => {
                 gatehouse_servers::serve_stdio(
                     &s.name,
@@ -67,6 +69,9 @@ fn load_config(host: &HostArgs) -> anyhow::Result<Config> {
     };
     if let Some(timeout) = config::tool_timeout_from_env().map_err(anyhow::Error::msg)? {
         config.settings.tool_timeout = timeout;
+    }
+    if let Some(max) = config::tool_max_timeout_from_env().map_err(anyhow::Error::msg)? {
+        config.settings.tool_max_timeout = max;
     }
     if let Some(n) = host.max_steps {
         anyhow::ensure!(n > 0, "--max-steps must be at least 1");
@@ -136,13 +141,17 @@ async fn ask(args: AskArgs) -> anyhow::Result<()> {
     let mut model = load_model(&args.host, &config)?;
     // An unusable model endpoint is reported before any server starts.
     model.preflight().await?;
-    let trace = Trace::new(Arc::new(Printer {
-        steps: if args.json {
-            StepsTo::Nowhere
-        } else {
-            StepsTo::Stdout
-        },
+    let printer: Arc<dyn gatehouse::trace::Observer> = Arc::new(Printer::new(if args.json {
+        StepsTo::Nowhere
+    } else {
+        StepsTo::Stdout
     }));
+    // `--record FILE`: every message of the run, as JSON lines, beside the usual output.
+    let observer: Arc<dyn gatehouse::trace::Observer> = match &args.record {
+        Some(path) => Arc::new(lab::record::RecordingObserver::create(path, printer)?),
+        None => printer,
+    };
+    let trace = Trace::new(observer);
     let host = start_host(&args.host, &config, person(&args.answers), trace.clone()).await;
     let mut conversation = Vec::new();
     let (answer, usage) = host
@@ -180,9 +189,7 @@ async fn chat(args: ChatArgs) -> anyhow::Result<()> {
     let mut model = load_model(&args.host, &config)?;
     model.preflight().await?;
     // Steps go to stderr, beside the host's records; stdout is the conversation.
-    let trace = Trace::new(Arc::new(Printer {
-        steps: StepsTo::Stderr,
-    }));
+    let trace = Trace::new(Arc::new(Printer::new(StepsTo::Stderr)));
     let host = start_host(&args.host, &config, person(&args.answers), trace.clone()).await;
     let mut conversation = Vec::new();
     let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
@@ -210,9 +217,7 @@ async fn chat(args: ChatArgs) -> anyhow::Result<()> {
 
 async fn tools(args: ToolsArgs) -> anyhow::Result<()> {
     let config = load_config(&args.host)?;
-    let trace = Trace::new(Arc::new(Printer {
-        steps: StepsTo::Stderr,
-    }));
+    let trace = Trace::new(Arc::new(Printer::new(StepsTo::Stderr)));
     let terminal = Arc::new(Terminal::new(FixedAnswers::default()));
     let host = start_host(&args.host, &config, terminal, trace).await;
     let rows: Vec<serde_json::Value> = host

@@ -3,7 +3,12 @@
 
 use std::io::Write;
 
-use gatehouse::trace::{Observer, Step, ToolEvent};
+use std::{
+    io::IsTerminal,
+    sync::atomic::{AtomicBool, Ordering},
+};
+
+use gatehouse::trace::{Observer, ProgressEvent, Step, ToolEvent};
 use serde_json::Value;
 
 /// JSON with a space after `,` and `:`, as the run's data is shown to people.
@@ -51,10 +56,47 @@ pub enum StepsTo {
 /// stderr, so `--json` keeps stdout for the one object.
 pub struct Printer {
     pub steps: StepsTo,
+    /// A progress bar is drawn on stderr (a terminal) and must be cleared before the next line.
+    bar: AtomicBool,
+}
+
+impl Printer {
+    pub fn new(steps: StepsTo) -> Self {
+        Printer {
+            steps,
+            bar: AtomicBool::new(false),
+        }
+    }
+
+    /// Clear a progress bar left on the terminal.
+    fn clear_bar(&self) {
+        if self.bar.swap(false, Ordering::SeqCst) {
+            let _ = write!(std::io::stderr().lock(), "\r\x1b[2K");
+        }
+    }
+}
+
+/// A one-line bar: `[server] export_report ██████░░░░░░ 50% 50000 of 100000 rows`.
+pub fn progress_bar(event: &ProgressEvent) -> String {
+    const WIDTH: usize = 24;
+    let (bar, share) = match event.total.filter(|t| *t > 0.0) {
+        Some(total) => {
+            let frac = (event.progress / total).clamp(0.0, 1.0);
+            let full = (frac * WIDTH as f64).round() as usize;
+            (
+                format!("{}{}", "█".repeat(full), "░".repeat(WIDTH - full)),
+                format!("{:>3.0}%", frac * 100.0),
+            )
+        }
+        None => ("·".repeat(WIDTH), format!("{}", event.progress)),
+    };
+    let message = event.message.as_deref().unwrap_or("");
+    format!("[{}] {} {bar} {share} {message}", event.server, event.tool)
 }
 
 impl Observer for Printer {
     fn step(&self, step: &Step) {
+        self.clear_bar();
         match self.steps {
             StepsTo::Stdout => {
                 let mut out = std::io::stdout().lock();
@@ -68,7 +110,17 @@ impl Observer for Printer {
         }
     }
 
+    fn progress(&self, event: &ProgressEvent) {
+        let mut err = std::io::stderr().lock();
+        if err.is_terminal() {
+            let _ = write!(err, "\r\x1b[2K{}", progress_bar(event));
+            let _ = err.flush();
+            self.bar.store(true, Ordering::SeqCst);
+        }
+    }
+
     fn tool_event(&self, event: &ToolEvent) {
+        self.clear_bar();
         let _ = writeln!(std::io::stderr().lock(), "{}", event.record());
     }
 
@@ -158,6 +210,24 @@ mod tests {
     use super::*;
     use gatehouse::trace::Who;
     use serde_json::json;
+
+    #[test]
+    fn progress_bars_show_the_share_done() {
+        let e = ProgressEvent {
+            server: "orders".into(),
+            tool: "orders__export_report".into(),
+            progress: 50.0,
+            total: Some(100.0),
+            message: Some("50 of 100 rows".into()),
+        };
+        let bar = progress_bar(&e);
+        assert!(
+            bar.starts_with(
+                "[orders] orders__export_report ████████████░░░░░░░░░░░░  50% 50 of 100 rows"
+            ),
+            "{bar}"
+        );
+    }
 
     #[test]
     fn usage_is_one_line() {

@@ -22,7 +22,7 @@ fn a_call_past_the_time_limit_is_cancelled_on_the_server_and_the_loop_goes_on() 
     let model = playback(
         dir.path(),
         json!([
-            {"tool_calls": [{"name": "testbed__sleep", "arguments": {"seconds": 30}}]},
+            {"tool_calls": [{"name": "testbed__sleep", "arguments": {"seconds": 30, "quiet": true}}]},
             {"tool_calls": [{"name": "testbed__echo", "arguments": {"text": "still here"}}]},
             {"answer": "went on"}
         ]),
@@ -115,7 +115,9 @@ fn a_server_of_an_older_revision_is_reached_through_initialize() {
         ran.stdout
     );
     assert!(
-        ran.step_texts()[3].starts_with("server: result: "),
+        ran.step_texts()
+            .iter()
+            .any(|s| s.starts_with("server: result: ")),
         "{:?}",
         ran.step_texts()
     );
@@ -226,7 +228,7 @@ fn garbage_lines_before_real_messages_are_skipped() {
         &[],
     );
     assert!(
-        ran.step_texts()[0].starts_with("host: discovered 6 tools on testbed"),
+        ran.step_texts()[0].starts_with("host: discovered 13 tools on testbed"),
         "{:?}",
         ran.step_texts()
     );

@@ -34,6 +34,39 @@ pub struct CatalogTool {
     pub input: Compiled,
     /// Its output schema, compiled once, when it declares one.
     pub output: Option<Compiled>,
+    /// The tool changed (description, schemas or annotations) after the host decided to
+    /// run it without asking: the person is asked before its next call.
+    pub changed: bool,
+}
+
+/// The server name of the host's own tools.
+pub const HOST_SERVER: &str = "host";
+/// The host's tool that follows resource links from this turn's results.
+pub const READ_RESOURCE: &str = "read_resource";
+
+/// The definition of [`READ_RESOURCE`], offered when any server has resources.
+pub fn read_resource_tool() -> Tool {
+    serde_json::from_value(serde_json::json!({
+        "name": READ_RESOURCE,
+        "description": "Read a resource that a tool result in this turn linked to (a resource_link, an embedded resource, or a uri field), by its URI. Other URIs are refused.",
+        "inputSchema": {"type": "object", "properties": {
+            "uri": {"type": "string", "minLength": 1, "maxLength": 2048, "description": "A URI exactly as a result of this turn gave it."}
+        }, "required": ["uri"], "additionalProperties": false},
+        "annotations": {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false}
+    }))
+    .expect("the read_resource definition is valid")
+}
+
+/// What the host relies on in a tool's definition: if any of it changes, a decision made
+/// on the old definition no longer holds.
+pub fn fingerprint(tool: &Tool) -> String {
+    serde_json::json!([
+        tool.description,
+        tool.input_schema,
+        tool.output_schema,
+        tool.annotations
+    ])
+    .to_string()
 }
 
 /// A tool in the shape chat-completion APIs take: a function with JSON Schema parameters.
@@ -125,7 +158,53 @@ impl Catalog {
             tool,
             input,
             output,
+            changed: false,
         });
+    }
+
+    /// Add one of the host's own tools under its own name (no server prefix).
+    pub fn add_host_tool(&mut self, tool: Tool) {
+        let name = tool.name.to_string();
+        let Ok(input) = schema::compile_input(&tool.input_schema) else {
+            return;
+        };
+        if self.index.contains_key(&name) {
+            return;
+        }
+        self.index.insert(name.clone(), self.tools.len());
+        self.tools.push(CatalogTool {
+            name,
+            server: HOST_SERVER.into(),
+            tool,
+            input,
+            output: None,
+            changed: false,
+        });
+    }
+
+    /// Carry decisions over from the catalog this one replaces: a tool on `allow` whose
+    /// definition changed is flagged (and stays flagged until the person approves a call).
+    /// Returns the names newly flagged.
+    pub fn carry_over(&mut self, previous: &Catalog, allow: &[String]) -> Vec<String> {
+        let mut flagged = Vec::new();
+        for t in &mut self.tools {
+            let Some(old) = previous.get(&t.name).filter(|o| o.server == t.server) else {
+                continue;
+            };
+            let differs = fingerprint(&old.tool) != fingerprint(&t.tool);
+            if differs && allow.contains(&t.name) && !old.changed {
+                flagged.push(t.name.clone());
+            }
+            t.changed = old.changed || (differs && allow.contains(&t.name));
+        }
+        flagged
+    }
+
+    /// The person approved a call to a changed tool: its new definition is the one decided on.
+    pub fn mark_approved(&mut self, name: &str) {
+        if let Some(&i) = self.index.get(name) {
+            self.tools[i].changed = false;
+        }
     }
 
     /// A tool by the name the model uses.
@@ -192,10 +271,28 @@ pub enum ListError {
     TooManyPages(usize),
 }
 
+/// One server's tool list as the host last read it.
+#[derive(Debug, Clone)]
+pub struct Listing {
+    pub server: String,
+    pub tools: Vec<Tool>,
+    pub listed_at: std::time::Instant,
+    /// How long the server said the list stays fresh (`ttlMs`; absent means 0).
+    pub ttl: std::time::Duration,
+}
+
+impl Listing {
+    /// Is the list older than the server said it stays fresh?
+    pub fn stale(&self) -> bool {
+        self.listed_at.elapsed() >= self.ttl
+    }
+}
+
 /// Read every page of a server's tool list, at most `max_pages` of them. An empty-string
 /// cursor is a cursor like any other; only an absent one ends the list.
-pub async fn list_tools(conn: &Connection, max_pages: usize) -> Result<Vec<Tool>, ListError> {
+pub async fn list_tools(conn: &Connection, max_pages: usize) -> Result<Listing, ListError> {
     let mut tools = Vec::new();
+    let mut ttl_ms: Option<u64> = None;
     let mut cursor: Option<String> = None;
     for _ in 0..max_pages {
         let params = PaginatedRequestParams::default().with_cursor(cursor.take());
@@ -205,9 +302,18 @@ pub async fn list_tools(conn: &Connection, max_pages: usize) -> Result<Vec<Tool>
             .await
             .map_err(|e| ListError::Request(e.to_string()))?;
         tools.extend(page.tools);
+        // Pages cache on their own; the list is as fresh as its stalest page.
+        ttl_ms = Some(ttl_ms.unwrap_or(u64::MAX).min(page.ttl_ms.unwrap_or(0)));
         match page.next_cursor {
             Some(next) => cursor = Some(next),
-            None => return Ok(tools),
+            None => {
+                return Ok(Listing {
+                    server: conn.name.clone(),
+                    tools,
+                    listed_at: std::time::Instant::now(),
+                    ttl: std::time::Duration::from_millis(ttl_ms.unwrap_or(0)),
+                });
+            }
         }
     }
     Err(ListError::TooManyPages(max_pages))
@@ -254,6 +360,26 @@ mod tests {
             c.left_out
         );
         assert!(c.left_out[1].contains("not \"object\""));
+    }
+
+    #[test]
+    fn a_changed_allowed_tool_is_flagged_until_approved() {
+        let old = Catalog::build(vec![("s".into(), vec![tool("a"), tool("b")])]);
+        let mut changed_a: Tool = tool("a");
+        changed_a.description = Some("now it deletes things".into());
+        let mut new = Catalog::build(vec![("s".into(), vec![changed_a.clone(), tool("b")])]);
+        let allow = vec!["s__a".to_string()];
+        assert_eq!(new.carry_over(&old, &allow), vec!["s__a".to_string()]);
+        assert!(new.get("s__a").unwrap().changed);
+        assert!(!new.get("s__b").unwrap().changed);
+        let mut again = Catalog::build(vec![("s".into(), vec![changed_a, tool("b")])]);
+        assert!(again.carry_over(&new, &allow).is_empty(), "flagged once");
+        assert!(
+            again.get("s__a").unwrap().changed,
+            "and kept until approved"
+        );
+        again.mark_approved("s__a");
+        assert!(!again.get("s__a").unwrap().changed);
     }
 
     #[test]

@@ -82,6 +82,9 @@ pub struct Settings {
     pub max_input_rounds: usize,
     /// The model to use when `--model` is not given.
     pub model: Option<String>,
+    /// Where binary result blocks are saved for the person (default: a folder per
+    /// session under the system's temporary folder).
+    pub save_dir: Option<PathBuf>,
 }
 
 impl Default for Settings {
@@ -96,6 +99,7 @@ impl Default for Settings {
             connect_timeout: CONNECT_TIMEOUT,
             max_input_rounds: MAX_INPUT_ROUNDS,
             model: None,
+            save_dir: None,
         }
     }
 }
@@ -133,7 +137,7 @@ pub enum ConfigError {
 }
 
 /// The reference servers built into the host's own binary, started as `EXE serve NAME`.
-pub const BUILT_IN_SERVERS: &[&str] = &["support", "cmdb", "tickets"];
+pub const BUILT_IN_SERVERS: &[&str] = &["support", "cmdb", "tickets", "orders"];
 
 /// The read-only tools of the built-in servers: the default allow-list. `open_ticket`
 /// is not on it: the person approves the call before the server asks its own question.
@@ -143,6 +147,9 @@ pub const BUILT_IN_ALLOW: &[&str] = &[
     "cmdb__get_asset",
     "cmdb__find_assets",
     "tickets__list_tickets",
+    "orders__get_order_status",
+    "orders__export_report",
+    "read_resource",
 ];
 
 impl Config {
@@ -400,6 +407,12 @@ fn settings(value: &Value, warnings: &mut Vec<String>) -> Result<Settings, Strin
                         .ok_or_else(|| "\"model\" must be a string".to_string())?
                         .into(),
                 )
+            }
+            "saveDir" => {
+                s.save_dir = Some(PathBuf::from(
+                    v.as_str()
+                        .ok_or_else(|| "\"saveDir\" must be a path".to_string())?,
+                ))
             }
             other => warnings.push(format!("gatehouse: unknown setting \"{other}\" is ignored")),
         }

@@ -31,6 +31,9 @@ use crate::{
     trace::{Direction, Observer, WireEvent},
 };
 
+/// How long the host waits, at shutdown, for a server's last stderr lines.
+pub const STDERR_DRAIN: Duration = Duration::from_secs(1);
+
 /// How many of a server's last stderr lines are kept to explain a failed start.
 pub const STDERR_TAIL_LINES: usize = 8;
 
@@ -125,6 +128,8 @@ pub struct Connection {
     pub instructions: Option<String>,
     /// The server process id, when it is a child process.
     pub pid: Option<u32>,
+    /// Reads the server's stderr; awaited at shutdown so its last lines are not lost.
+    pub stderr_reader: Option<tokio::task::JoinHandle<()>>,
 }
 
 /// Why a server could not be used.
@@ -228,11 +233,17 @@ where
     }
 }
 
+/// A started server process: its transport, and the task that reads its stderr.
+struct Spawned {
+    transport: TokioChildProcess,
+    stderr_reader: Option<tokio::task::JoinHandle<()>>,
+}
+
 fn spawn(
     spec: &ServerSpec,
     observer: &Arc<dyn Observer>,
     tail: &Tail,
-) -> Result<TokioChildProcess, ConnectError> {
+) -> Result<Spawned, ConnectError> {
     let mut cmd = tokio::process::Command::new(&spec.command);
     cmd.args(&spec.args).envs(&spec.env).kill_on_drop(true);
     if let Some(cwd) = &spec.cwd {
@@ -250,7 +261,7 @@ fn spawn(
                 _ => e.to_string(),
             },
         })?;
-    if let Some(stderr) = stderr {
+    let stderr_reader = stderr.map(|stderr| {
         let (server, observer, tail) = (spec.name.clone(), observer.clone(), tail.clone());
         tokio::spawn(async move {
             let mut lines = tokio::io::BufReader::new(stderr).lines();
@@ -262,9 +273,12 @@ fn spawn(
                 }
                 t.push_back(line);
             }
-        });
-    }
-    Ok(transport)
+        })
+    });
+    Ok(Spawned {
+        transport,
+        stderr_reader,
+    })
 }
 
 /// Start one server and agree on a revision, within `timeout`.
@@ -283,7 +297,10 @@ pub async fn connect(
             .collect()
     };
     let attempt = async {
-        let transport = spawn(spec, &observer, &tail)?;
+        let Spawned {
+            transport,
+            stderr_reader,
+        } = spawn(spec, &observer, &tail)?;
         let pid = transport.id();
         let auto = ClientLifecycleMode::Auto {
             preferred_versions: vec![ProtocolVersion::V_2026_07_28],
@@ -291,13 +308,16 @@ pub async fn connect(
         };
         let handler = HostHandler::new(&spec.name, person.clone());
         match serve(handler, transport, auto, &spec.name, &observer).await {
-            Ok(client) => Ok((client, pid)),
+            Ok(client) => Ok((client, pid, stderr_reader)),
             // The server answered the probe with only handshake-era revisions. rmcp stops
             // there; a host connects anyway, with a fresh process and `initialize`.
             Err(ClientInitializeError::NoCompatibleProtocolVersion { .. }) => {
                 // Let the first process's stderr drain before it is replaced.
                 tokio::time::sleep(Duration::from_millis(20)).await;
-                let transport = spawn(spec, &observer, &tail)?;
+                let Spawned {
+                    transport,
+                    stderr_reader,
+                } = spawn(spec, &observer, &tail)?;
                 let pid = transport.id();
                 let handler = HostHandler::new(&spec.name, person.clone());
                 let result = serve(
@@ -308,7 +328,7 @@ pub async fn connect(
                     &observer,
                 )
                 .await
-                .map(|c| (c, pid));
+                .map(|c| (c, pid, stderr_reader));
                 match result {
                     Ok(ok) => Ok(ok),
                     Err(e) => Err(handshake_error(spec, e, &tail).await),
@@ -317,7 +337,7 @@ pub async fn connect(
             Err(e) => Err(handshake_error(spec, e, &tail).await),
         }
     };
-    let (client, pid) = match tokio::time::timeout(timeout, attempt).await {
+    let (client, pid, stderr_reader) = match tokio::time::timeout(timeout, attempt).await {
         Ok(result) => result?,
         Err(_) => {
             return Err(ConnectError::Timeout {
@@ -338,6 +358,7 @@ pub async fn connect(
         instructions: info.as_ref().and_then(|i| i.instructions.clone()),
         client,
         pid,
+        stderr_reader,
     })
 }
 

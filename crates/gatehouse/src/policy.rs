@@ -167,7 +167,7 @@ pub fn decide<'c>(call: &ToolCall, catalog: &'c Catalog, settings: &Settings) ->
     if !problems.is_empty() {
         return Verdict::Refuse(Refusal::InvalidArguments { problems });
     }
-    if settings.allow.iter().any(|a| a == &tool.name) {
+    if settings.allow.iter().any(|a| a == &tool.name) && !tool.changed {
         Verdict::Run { tool, arguments }
     } else {
         Verdict::Ask { tool, arguments }

@@ -18,12 +18,129 @@ pub struct ForModel {
 }
 
 /// The useful value of a result: `structuredContent` when the server sent it (compact and
-/// typed), else the text of its content blocks; other blocks are described, never dropped.
-pub fn result_value(result: &CallToolResult) -> Value {
+/// typed), else the text of its content blocks. Blocks that are not text are never
+/// dropped: beside structured content they come back as `attachments`, described.
+pub fn result_value(result: &CallToolResult) -> (Value, Vec<String>) {
     if let Some(structured) = &result.structured_content {
-        return structured.clone();
+        let attachments = result
+            .content
+            .iter()
+            .filter(|b| b.as_text().is_none())
+            .map(|b| content_text(std::slice::from_ref(b)))
+            .collect();
+        return (structured.clone(), attachments);
     }
-    Value::String(content_text(&result.content))
+    (Value::String(content_text(&result.content)), Vec::new())
+}
+
+/// Most URIs remembered from one turn's results for `read_resource`.
+pub const MAX_LINKED_URIS: usize = 1_000;
+
+/// Every resource URI a result mentions: links, embedded resources, and `uri` fields of
+/// its structured content (a search hit's policy URI, say).
+pub fn linked_uris(result: &CallToolResult) -> Vec<String> {
+    fn walk(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::Object(m) => {
+                for (k, v) in m {
+                    match (k.as_str(), v) {
+                        ("uri", Value::String(u)) if u.contains("://") => out.push(u.clone()),
+                        _ => walk(v, out),
+                    }
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|i| walk(i, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    for block in &result.content {
+        walk(&serde_json::to_value(block).unwrap_or_default(), &mut out);
+    }
+    if let Some(s) = &result.structured_content {
+        walk(s, &mut out);
+    }
+    out.dedup();
+    out
+}
+
+/// A binary block kept for the person.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SavedBlock {
+    pub kind: String,
+    pub mime: String,
+    pub bytes: usize,
+    pub path: std::path::PathBuf,
+}
+
+/// Largest binary block the host writes to disk.
+pub const MAX_SAVED_BLOCK_BYTES: usize = 16 * 1024 * 1024;
+
+fn extension(mime: &str) -> &str {
+    match mime {
+        "image/png" => "png",
+        "image/jpeg" => "jpg",
+        "image/gif" => "gif",
+        "image/webp" => "webp",
+        "audio/wav" | "audio/x-wav" => "wav",
+        "audio/mpeg" => "mp3",
+        "audio/ogg" => "ogg",
+        "application/pdf" => "pdf",
+        _ => "bin",
+    }
+}
+
+/// Save the binary blocks of a result (images, audio, blob resources) as files in `dir`,
+/// named `{stem}-{n}.{ext}`, so the person can open them. Blocks whose base64 does not
+/// decode, or that are too large, are reported in the error list instead.
+pub fn save_binaries(
+    blocks: &[ContentBlock],
+    dir: &std::path::Path,
+    stem: &str,
+) -> (Vec<SavedBlock>, Vec<String>) {
+    use base64::Engine;
+    let mut saved = Vec::new();
+    let mut problems = Vec::new();
+    for (n, block) in blocks.iter().enumerate() {
+        let v = serde_json::to_value(block).unwrap_or_default();
+        let (kind, mime, data) = match v["type"].as_str() {
+            Some(k @ ("image" | "audio")) => (k, v["mimeType"].as_str(), v["data"].as_str()),
+            Some("resource") if v["resource"]["blob"].is_string() => (
+                "resource",
+                v["resource"]["mimeType"].as_str(),
+                v["resource"]["blob"].as_str(),
+            ),
+            _ => continue,
+        };
+        let mime = mime.unwrap_or("application/octet-stream");
+        let bytes =
+            match base64::engine::general_purpose::STANDARD.decode(data.unwrap_or("").trim()) {
+                Ok(b) => b,
+                Err(e) => {
+                    problems.push(format!("a {kind} block ({mime}) is not valid base64: {e}"));
+                    continue;
+                }
+            };
+        if bytes.len() > MAX_SAVED_BLOCK_BYTES {
+            problems.push(format!("a {kind} block of {} bytes is larger than the {MAX_SAVED_BLOCK_BYTES} the host saves", bytes.len()));
+            continue;
+        }
+        let path = dir.join(format!("{stem}-{}.{}", n + 1, extension(mime)));
+        let written = std::fs::create_dir_all(dir).and_then(|_| std::fs::write(&path, &bytes));
+        match written {
+            Ok(()) => saved.push(SavedBlock {
+                kind: kind.into(),
+                mime: mime.into(),
+                bytes: bytes.len(),
+                path,
+            }),
+            Err(e) => problems.push(format!(
+                "could not save a {kind} block to {}: {e}",
+                path.display()
+            )),
+        }
+    }
+    (saved, problems)
 }
 
 /// The content blocks as text for the model.
@@ -78,7 +195,21 @@ pub fn error_text(result: &CallToolResult) -> String {
 
 /// A successful result for the model, bounded to `max_chars`.
 pub fn success(tool: &str, value: &Value, max_chars: usize) -> ForModel {
-    let whole = json!({"tool": tool, "result": value}).to_string();
+    success_with(tool, value, &[], max_chars)
+}
+
+/// A successful result with descriptions of its non-text blocks, bounded to `max_chars`.
+pub fn success_with(
+    tool: &str,
+    value: &Value,
+    attachments: &[String],
+    max_chars: usize,
+) -> ForModel {
+    let whole = if attachments.is_empty() {
+        json!({"tool": tool, "result": value}).to_string()
+    } else {
+        json!({"tool": tool, "result": value, "attachments": attachments}).to_string()
+    };
     let chars = whole.chars().count();
     if chars <= max_chars {
         return ForModel {
@@ -89,8 +220,10 @@ pub fn success(tool: &str, value: &Value, max_chars: usize) -> ForModel {
     }
     // Too long: send the start of the result as text, with a note that says so.
     let inner = match value {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
+        Value::String(s) if attachments.is_empty() => s.clone(),
+        Value::String(s) => format!("{s}\n{}", attachments.join("\n")),
+        other if attachments.is_empty() => other.to_string(),
+        other => format!("{other}\n{}", attachments.join("\n")),
     };
     let total = inner.chars().count();
     let note = |kept: usize| {
@@ -164,6 +297,48 @@ mod tests {
         let r = failure("t", &"e".repeat(10_000), 100);
         assert!(r.chars <= 100);
         assert!(r.text.ends_with("…\"}"));
+    }
+
+    #[test]
+    fn structured_results_keep_their_links_as_attachments() {
+        let r: CallToolResult = serde_json::from_value(json!({
+            "content": [{"type": "text", "text": "{}"},
+                        {"type": "resource_link", "uri": "orders://A-1002", "name": "Order A-1002", "mimeType": "application/json"}],
+            "structuredContent": {"order_id": "A-1002", "nested": [{"uri": "policy://larkfield/x"}]}
+        })).unwrap();
+        let (value, attachments) = result_value(&r);
+        assert_eq!(value["order_id"], "A-1002");
+        assert_eq!(
+            attachments,
+            vec!["[link orders://A-1002 \"Order A-1002\" application/json]"]
+        );
+        assert_eq!(
+            linked_uris(&r),
+            vec!["orders://A-1002", "policy://larkfield/x"]
+        );
+        let shown = success_with("t", &value, &attachments, 4_000);
+        assert!(shown.text.contains("\"attachments\""));
+    }
+
+    #[test]
+    fn binary_blocks_are_saved_and_bad_ones_reported() {
+        let dir = std::env::temp_dir().join(format!("gatehouse-blocks-{}", std::process::id()));
+        let blocks: Vec<ContentBlock> = serde_json::from_value(json!([
+            {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
+            {"type": "audio", "data": "not base64!!", "mimeType": "audio/wav"},
+            {"type": "text", "text": "x"}
+        ]))
+        .unwrap();
+        let (saved, problems) = save_binaries(&blocks, &dir, "step1");
+        assert_eq!(saved.len(), 1);
+        assert_eq!(saved[0].bytes, 8);
+        assert!(saved[0].path.ends_with("step1-1.png"));
+        assert_eq!(
+            std::fs::read(&saved[0].path).unwrap()[..4],
+            [0x89, b'P', b'N', b'G']
+        );
+        assert!(problems[0].contains("not valid base64"));
+        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]

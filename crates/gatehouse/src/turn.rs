@@ -6,20 +6,22 @@
 //! check on its own; each answer goes back with its call's id.
 
 use std::{
+    collections::HashMap,
+    path::PathBuf,
     sync::{
-        Arc, Mutex,
+        Arc, Mutex, RwLock, RwLockReadGuard,
         atomic::{AtomicU64, Ordering},
     },
     time::{Duration, Instant},
 };
 
-use rmcp::model::RequestMetaObject;
+use rmcp::model::{JsonObject, RequestMetaObject, SubscriptionFilter};
 
 use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::{
-    catalog::{self, Catalog},
+    catalog::{self, Catalog, CatalogTool, HOST_SERVER, Listing, READ_RESOURCE},
     config::{Config, MAX_LIST_PAGES, Settings},
     connect::{self, Connection},
     dispatch::{self, CallEnd, CallLimits, Stopper},
@@ -52,7 +54,21 @@ pub struct Run {
 /// The host: one connection per server, the catalog, the settings, the person.
 pub struct Host {
     connections: Vec<Connection>,
-    catalog: Catalog,
+    /// Rebuilt when a server's list changes; read for every decision.
+    catalog: RwLock<Catalog>,
+    /// Each server's tool list as last read, with its freshness.
+    listings: Mutex<Vec<Listing>>,
+    /// `--tools`: the only tools offered, kept so a re-read list is filtered the same way.
+    only: Mutex<Option<Vec<String>>>,
+    /// Resource URIs this turn's results mentioned, and the server each came from: the
+    /// only ones `read_resource` may read.
+    linked: Mutex<HashMap<String, String>>,
+    /// Questions asked so far; lists are re-read by age only after the first.
+    turns: AtomicU64,
+    /// Open `subscriptions/listen` streams, one per server that announces list changes.
+    listeners: Vec<Listener>,
+    /// Where binary blocks (images, audio, blobs) are saved for the person.
+    save_dir: PathBuf,
     settings: Settings,
     person: Arc<dyn Person>,
     trace: Trace,
@@ -117,7 +133,8 @@ impl Host {
             .zip(futures::future::join_all(attempts).await)
         {
             match outcome {
-                Ok((conn, tools)) => {
+                Ok((conn, listing)) => {
+                    let tools = &listing.tools;
                     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
                     let implementation = conn.implementation.as_ref();
                     trace.add(
@@ -135,7 +152,7 @@ impl Host {
                             "version": implementation.map(|i| i.version.clone()),
                         }),
                     );
-                    listings.push((conn.name.clone(), tools));
+                    listings.push(listing);
                     connections.push(conn);
                 }
                 Err(e) => {
@@ -148,20 +165,41 @@ impl Host {
                 }
             }
         }
-        let catalog = Catalog::build(listings);
+        let offers_resources = connections.iter().any(|c| {
+            c.client
+                .peer_info()
+                .is_some_and(|i| i.capabilities.resources.is_some())
+        });
+        let catalog = build_catalog(&listings, offers_resources, None);
         for reason in &catalog.left_out {
             trace.add(Who::Host, reason.clone(), json!({}));
         }
         for collision in &catalog.collisions {
             trace.add(Who::Host, format!("renamed a tool: {collision}"), json!({}));
         }
+        let listeners = futures::future::join_all(connections.iter().map(listen_for_list_changes))
+            .await
+            .into_iter()
+            .flatten()
+            .collect();
+        let session_id = random_hex(16);
         Host {
             connections,
-            catalog,
+            catalog: RwLock::new(catalog),
+            listings: Mutex::new(listings),
+            only: Mutex::new(None),
+            linked: Mutex::new(HashMap::new()),
+            turns: AtomicU64::new(0),
+            listeners,
+            save_dir: config
+                .settings
+                .save_dir
+                .clone()
+                .unwrap_or_else(|| std::env::temp_dir().join(format!("gatehouse-{session_id}"))),
             settings: config.settings.clone(),
             person,
             trace,
-            session_id: random_hex(16),
+            session_id,
             trace_id: Mutex::new(random_hex(16)),
             step: AtomicU64::new(0),
             stopper: Stopper::default(),
@@ -176,7 +214,9 @@ impl Host {
     /// Offer the model only these tools (`--tools`). Any other proposal, even one made
     /// directly through this library, is then refused as an unknown tool.
     pub fn offer_only(&mut self, names: &[String]) {
-        for name in self.catalog.retain_only(names) {
+        *lock(&self.only) = Some(names.to_vec());
+        let unknown = write(&self.catalog).retain_only(names);
+        for name in unknown {
             self.trace.add(
                 Who::Host,
                 format!("warning: --tools names {name}, which no server offers"),
@@ -209,12 +249,115 @@ impl Host {
         meta
     }
 
-    pub fn catalog(&self) -> &Catalog {
-        &self.catalog
+    /// The catalog as it is now. Do not hold the guard across an `.await`.
+    pub fn catalog(&self) -> RwLockReadGuard<'_, Catalog> {
+        read(&self.catalog)
     }
 
-    pub fn catalog_mut(&mut self) -> &mut Catalog {
-        &mut self.catalog
+    /// Where binary blocks of results are saved for the person.
+    pub fn save_dir(&self) -> &std::path::Path {
+        &self.save_dir
+    }
+
+    /// Re-read the tool lists that servers said changed, and (`by_age`) those older than
+    /// their `ttlMs`; rebuild the catalog if any was re-read. A tool on the allow-list
+    /// whose definition changed is flagged, so the person is asked before its next call.
+    /// Returns whether the catalog was rebuilt.
+    pub async fn refresh_catalog(&self, by_age: bool) -> bool {
+        let mut relisted = Vec::new();
+        let mut heard: Vec<&str> = Vec::new();
+        for listener in &self.listeners {
+            let mut subscription = listener.subscription.lock().await;
+            while let Some(Ok(Some(_))) = futures::FutureExt::now_or_never(subscription.next()) {
+                heard.push(&listener.server);
+            }
+        }
+        for conn in &self.connections {
+            let announced =
+                conn.client.service().take_tools_changed() || heard.contains(&conn.name.as_str());
+            let stale = by_age
+                && lock(&self.listings)
+                    .iter()
+                    .any(|l| l.server == conn.name && l.stale());
+            if !(announced || stale) {
+                continue;
+            }
+            let timeout = self.settings.connect_timeout;
+            match tokio::time::timeout(timeout, catalog::list_tools(conn, MAX_LIST_PAGES)).await {
+                Ok(Ok(listing)) => relisted.push((listing, announced)),
+                Ok(Err(e)) => self.trace.add(
+                    Who::Host,
+                    format!(
+                        "could not re-read the tools of {}: {e}; keeping the old list",
+                        conn.name
+                    ),
+                    json!({"server": conn.name}),
+                ),
+                Err(_) => self.trace.add(
+                    Who::Host,
+                    format!(
+                        "re-reading the tools of {} took too long; keeping the old list",
+                        conn.name
+                    ),
+                    json!({"server": conn.name}),
+                ),
+            }
+        }
+        if relisted.is_empty() {
+            return false;
+        }
+        let mut rebuilt = {
+            let mut listings = lock(&self.listings);
+            for (listing, announced) in relisted {
+                let Some(old) = listings.iter_mut().find(|l| l.server == listing.server) else {
+                    continue;
+                };
+                if announced {
+                    self.report_list_change(old, &listing);
+                }
+                *old = listing;
+            }
+            let offers_resources = read(&self.catalog).get(READ_RESOURCE).is_some();
+            build_catalog(&listings, offers_resources, lock(&self.only).as_deref())
+        };
+        let flagged = rebuilt.carry_over(&read(&self.catalog), &self.settings.allow);
+        for name in flagged {
+            self.trace.add(
+                Who::Host,
+                format!("{name} changed since it was put on the allow-list: the person will be asked before its next call"),
+                json!({"tool": name, "decision": "changed"}),
+            );
+        }
+        *write(&self.catalog) = rebuilt;
+        true
+    }
+
+    /// Say what a server's new tool list added, removed or changed.
+    fn report_list_change(&self, old: &Listing, new: &Listing) {
+        let names = |l: &Listing| {
+            l.tools
+                .iter()
+                .map(|t| t.name.to_string())
+                .collect::<Vec<_>>()
+        };
+        let (before, after) = (names(old), names(new));
+        let added: Vec<&String> = after.iter().filter(|n| !before.contains(n)).collect();
+        let removed: Vec<&String> = before.iter().filter(|n| !after.contains(n)).collect();
+        let changed: Vec<String> = new
+            .tools
+            .iter()
+            .filter(|t| {
+                old.tools
+                    .iter()
+                    .any(|o| o.name == t.name && catalog::fingerprint(o) != catalog::fingerprint(t))
+            })
+            .map(|t| t.name.to_string())
+            .collect();
+        self.trace.add(
+            Who::Host,
+            format!("the tool list of {} changed", new.server),
+            json!({"server": new.server, "added": added, "removed": removed, "changed": changed}),
+        );
     }
 
     pub fn settings(&self) -> &Settings {
@@ -239,9 +382,16 @@ impl Host {
         conversation.push(Message::User(question.into()));
         *self.trace_id.lock().unwrap_or_else(|e| e.into_inner()) = random_hex(16);
         self.step.store(0, Ordering::SeqCst);
-        let tools = self.catalog.model_tools();
+        lock(&self.linked).clear();
+        let first_turn = self.turns.fetch_add(1, Ordering::SeqCst) == 0;
+        self.refresh_catalog(!first_turn).await;
+        let mut tools = read(&self.catalog).model_tools();
         let mut usage = Usage::default();
         for _ in 0..self.settings.max_steps {
+            // A server may have announced a new list during the last call.
+            if self.refresh_catalog(false).await {
+                tools = read(&self.catalog).model_tools();
+            }
             let decision = match model.decide(conversation, &tools).await {
                 Ok(d) => d,
                 Err(e) => {
@@ -335,23 +485,29 @@ impl Host {
             format!("wants {}", call.name),
             json!({"arguments": arguments_shown}),
         );
-        let (tool, arguments) = match policy::decide(call, &self.catalog, &self.settings) {
-            Verdict::Refuse(refusal) => {
+        // The verdict is taken out of the catalog lock, which is never held across an await.
+        let verdict = {
+            let catalog = read(&self.catalog);
+            match policy::decide(call, &catalog, &self.settings) {
+                Verdict::Refuse(refusal) => {
+                    Err((refusal, catalog.get(&call.name).map(|t| t.server.clone())))
+                }
+                Verdict::Run { tool, arguments } => Ok((true, tool.clone(), arguments)),
+                Verdict::Ask { tool, arguments } => Ok((false, tool.clone(), arguments)),
+            }
+        };
+        let (tool, arguments): (CatalogTool, JsonObject) = match verdict {
+            Err((refusal, server)) => {
                 self.trace
                     .add(Who::Host, refusal.for_person(), refusal.data());
                 let (outcome, server) = match &refusal {
                     policy::Refusal::UnknownTool { .. } => ("unknown_tool", "-".to_string()),
-                    _ => (
-                        "refused",
-                        self.catalog
-                            .get(&call.name)
-                            .map_or("-".into(), |t| t.server.clone()),
-                    ),
+                    _ => ("refused", server.unwrap_or_else(|| "-".into())),
                 };
                 let shown = result::failure(&call.name, &refusal.for_model(), max);
                 return ended(shown, outcome, &server, false);
             }
-            Verdict::Run { tool, arguments } => {
+            Ok((true, tool, arguments)) => {
                 self.trace.add(
                     Who::Host,
                     "on the allow-list: run it",
@@ -359,11 +515,16 @@ impl Host {
                 );
                 (tool, arguments)
             }
-            Verdict::Ask { tool, arguments } => {
+            Ok((false, tool, arguments)) => {
                 let annotations = person::annotations_for_display(tool.tool.annotations.as_ref());
+                let why = if tool.changed {
+                    "changed since it was put on the allow-list: ask the person"
+                } else {
+                    "not on the allow-list: ask the person"
+                };
                 self.trace.add(
                     Who::Host,
-                    "not on the allow-list: ask the person",
+                    why,
                     json!({"decision": "ask", "server": tool.server, "annotations": annotations}),
                 );
                 let args_text = Value::Object(arguments.clone()).to_string();
@@ -404,9 +565,15 @@ impl Host {
                 }
                 self.trace
                     .add(Who::Person, "said yes", json!({"decision": "approved"}));
+                if tool.changed {
+                    write(&self.catalog).mark_approved(&tool.name);
+                }
                 (tool, arguments)
             }
         };
+        if tool.server == HOST_SERVER {
+            return self.run_host_tool(call, &arguments, step).await;
+        }
         let Some(conn) = self.connections.iter().find(|c| c.name == tool.server) else {
             let shown =
                 result::failure(&call.name, "the tool's server is no longer connected", max);
@@ -445,8 +612,8 @@ impl Host {
                 );
                 (result::failure(&call.name, &error, max), "tool_error")
             }
-            CallEnd::Result(r) if output_mismatch(tool, &r).is_some() => {
-                let error = output_mismatch(tool, &r).unwrap_or_default();
+            CallEnd::Result(r) if output_mismatch(&tool, &r).is_some() => {
+                let error = output_mismatch(&tool, &r).unwrap_or_default();
                 self.trace.add(
                     Who::Server,
                     format!("tool error: {error}"),
@@ -455,12 +622,15 @@ impl Host {
                 (result::failure(&call.name, &error, max), "tool_error")
             }
             CallEnd::Result(r) => {
-                let shown = result::success(&call.name, &result::result_value(&r), max);
+                let (value, attachments) = result::result_value(&r);
+                let shown = result::success_with(&call.name, &value, &attachments, max);
                 self.trace.add(
                     Who::Server,
                     format!("result: {} characters", shown.chars),
                     json!({"ms": ms, "clipped": shown.clipped}),
                 );
+                self.keep_for_person(&r.content, &tool.server, step);
+                self.remember_links(&r, &tool.server);
                 (shown, "ok")
             }
             CallEnd::ProtocolError(e) => {
@@ -505,13 +675,264 @@ impl Host {
         ended(shown, outcome, &tool.server, done.asked_user)
     }
 
-    /// Close every connection; servers get a moment to exit on their own.
-    pub async fn shutdown(self) {
-        for conn in self.connections {
-            let mut client = conn.client;
-            let _ = client.close_with_timeout(Duration::from_secs(2)).await;
+    /// Save the binary blocks of a result for the person, and say where they are.
+    fn keep_for_person(&self, blocks: &[rmcp::model::ContentBlock], server: &str, step: u64) {
+        let stem = format!("step{step}");
+        let (saved, problems) = result::save_binaries(blocks, &self.save_dir, &stem);
+        for s in saved {
+            self.trace.add(
+                Who::Server,
+                format!("{} {} ({} bytes) saved to {}", s.kind, s.mime, s.bytes, s.path.display()),
+                json!({"server": server, "kind": s.kind, "mime": s.mime, "bytes": s.bytes, "path": s.path}),
+            );
+        }
+        for p in problems {
+            self.trace.add(Who::Host, p, json!({"server": server}));
         }
     }
+
+    /// Remember the resource URIs a result mentioned, so `read_resource` may follow them.
+    fn remember_links(&self, r: &rmcp::model::CallToolResult, server: &str) {
+        let mut linked = lock(&self.linked);
+        for uri in result::linked_uris(r) {
+            if linked.len() >= result::MAX_LINKED_URIS {
+                break;
+            }
+            linked.entry(uri).or_insert_with(|| server.to_owned());
+        }
+    }
+
+    /// The host's own tools. `read_resource` reads only a URI that a result of this turn
+    /// mentioned, from the server that mentioned it, with the same time limit and bounds
+    /// as any call.
+    async fn run_host_tool(&self, call: &ToolCall, arguments: &JsonObject, step: u64) -> Ended {
+        let max = self.settings.max_result_chars;
+        let uri = arguments
+            .get("uri")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let server = lock(&self.linked).get(&uri).cloned();
+        let Some(server) = server else {
+            let why = format!(
+                "{uri} did not appear in this turn's results; only linked resources can be read"
+            );
+            self.trace.add(
+                Who::Host,
+                format!("refused: {why}"),
+                json!({"decision": "not_linked", "uri": uri}),
+            );
+            return Ended {
+                shown: result::failure(&call.name, &why, max),
+                outcome: "refused",
+                server: HOST_SERVER.into(),
+                asked_user: false,
+            };
+        };
+        let Some(conn) = self.connections.iter().find(|c| c.name == server) else {
+            let shown = result::failure(
+                &call.name,
+                "the resource's server is no longer connected",
+                max,
+            );
+            return Ended {
+                shown,
+                outcome: "error",
+                server,
+                asked_user: false,
+            };
+        };
+        let started = Instant::now();
+        let mut params: rmcp::model::ReadResourceRequestParams =
+            match serde_json::from_value(json!({"uri": uri})) {
+                Ok(p) => p,
+                Err(e) => {
+                    let shown = result::failure(&call.name, &format!("not a usable URI: {e}"), max);
+                    return Ended {
+                        shown,
+                        outcome: "refused",
+                        server,
+                        asked_user: false,
+                    };
+                }
+            };
+        params.meta = Some(self.trace_meta(step));
+        let stop = self.stopper.begin();
+        let read = tokio::select! {
+            r = tokio::time::timeout(self.settings.tool_timeout, conn.client.read_resource(params)) => Some(r),
+            _ = stop.cancelled() => None,
+        };
+        self.stopper.finish();
+        let ms = round_ms(started.elapsed());
+        let (shown, outcome) = match read {
+            None => {
+                self.trace.add(
+                    Who::Person,
+                    "stopped the call: it was cancelled on the server",
+                    json!({"decision": "stopped"}),
+                );
+                (
+                    result::failure(
+                        &call.name,
+                        "the person stopped this call before it finished",
+                        max,
+                    ),
+                    "stopped",
+                )
+            }
+            Some(Err(_)) => {
+                let limit = seconds(self.settings.tool_timeout);
+                self.trace.add(
+                    Who::Host,
+                    format!("timed out after {limit}: the call was cancelled on the server"),
+                    json!({"decision": "timeout"}),
+                );
+                (
+                    result::failure(
+                        &call.name,
+                        &format!("the read timed out after {limit} and was cancelled"),
+                        max,
+                    ),
+                    "timeout",
+                )
+            }
+            Some(Ok(Err(rmcp::ServiceError::McpError(e)))) => {
+                self.trace.add(
+                    Who::Server,
+                    format!("protocol error {}: {}", e.code.0, e.message),
+                    json!({"code": e.code.0}),
+                );
+                (result::failure(&call.name, &e.message, max), "error")
+            }
+            Some(Ok(Err(e))) => {
+                self.trace.add(
+                    Who::Host,
+                    format!("the call failed: {e}"),
+                    json!({"error": e.to_string()}),
+                );
+                (result::failure(&call.name, &e.to_string(), max), "error")
+            }
+            Some(Ok(Ok(read))) => {
+                let contents: Vec<Value> = read
+                    .contents
+                    .iter()
+                    .map(|c| serde_json::to_value(c).unwrap_or_default())
+                    .collect();
+                // Text is kept for the model; blobs are saved for the person and described.
+                let blocks: Vec<rmcp::model::ContentBlock> = contents
+                    .iter()
+                    .filter(|c| c.get("blob").is_some())
+                    .filter_map(|c| {
+                        serde_json::from_value(json!({"type": "resource", "resource": c})).ok()
+                    })
+                    .collect();
+                self.keep_for_person(&blocks, &server, step);
+                let value: Vec<Value> = contents
+                    .iter()
+                    .map(|c| match c.get("text") {
+                        Some(text) => json!({"uri": c["uri"], "mimeType": c["mimeType"], "text": text}),
+                        None => json!({"uri": c["uri"], "mimeType": c["mimeType"],
+                                       "binary": format!("{} bytes of base64, saved for the person", c["blob"].as_str().map_or(0, str::len))}),
+                    })
+                    .collect();
+                let shown = result::success(&call.name, &Value::Array(value), max);
+                self.trace.add(
+                    Who::Server,
+                    format!("result: {} characters", shown.chars),
+                    json!({"ms": ms, "clipped": shown.clipped, "uri": uri}),
+                );
+                (shown, "ok")
+            }
+        };
+        Ended {
+            shown,
+            outcome,
+            server,
+            asked_user: false,
+        }
+    }
+
+    /// Close every connection; servers get a moment to exit on their own.
+    pub async fn shutdown(self) {
+        // End each listen stream the way the revision says: notifications/cancelled.
+        let ending = self.listeners.iter().map(|l| async move {
+            let _ = tokio::time::timeout(
+                Duration::from_millis(500),
+                l.subscription.lock().await.cancel(),
+            )
+            .await;
+        });
+        futures::future::join_all(ending).await;
+        let closing = self.connections.into_iter().map(|conn| async move {
+            let mut client = conn.client;
+            let _ = client.close_with_timeout(Duration::from_secs(2)).await;
+            if let Some(reader) = conn.stderr_reader {
+                let _ = tokio::time::timeout(connect::STDERR_DRAIN, reader).await;
+            }
+        });
+        futures::future::join_all(closing).await;
+    }
+}
+
+/// Build the catalog from every server's listing, with the host's own tools, keeping only
+/// `only` when `--tools` named some.
+fn build_catalog(listings: &[Listing], offers_resources: bool, only: Option<&[String]>) -> Catalog {
+    let mut catalog = Catalog::build(
+        listings
+            .iter()
+            .map(|l| (l.server.clone(), l.tools.clone()))
+            .collect(),
+    );
+    if offers_resources {
+        catalog.add_host_tool(catalog::read_resource_tool());
+    }
+    if let Some(only) = only {
+        catalog.retain_only(only);
+    }
+    catalog
+}
+
+/// On 2026-07-28, a server that advertises `tools.listChanged` tells its listeners through
+/// a `subscriptions/listen` stream; older servers send a notification the handler catches.
+async fn listen_for_list_changes(conn: &Connection) -> Option<Listener> {
+    let advertises = conn.client.peer_info().is_some_and(|i| {
+        i.capabilities
+            .tools
+            .as_ref()
+            .and_then(|t| t.list_changed)
+            .unwrap_or(false)
+    });
+    let modern = conn.protocol.as_str() >= rmcp::model::ProtocolVersion::V_2026_07_28.as_str();
+    if !(advertises && modern) {
+        return None;
+    }
+    // Wait for the acknowledgment here, so no change made after start is missed.
+    let filter = SubscriptionFilter::builder().tools_list_changed().build();
+    let subscription = conn.client.peer().listen(filter).await.ok()?;
+    Some(Listener {
+        server: conn.name.clone(),
+        subscription: tokio::sync::Mutex::new(subscription),
+    })
+}
+
+/// A `subscriptions/listen` stream kept open for one server. It is read without waiting
+/// before each decision: rmcp delivers a notification before the answer that followed it
+/// on the wire, so a change announced during a call is seen before the next step.
+struct Listener {
+    server: String,
+    subscription: tokio::sync::Mutex<rmcp::service::Subscription>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn read<T>(l: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    l.read().unwrap_or_else(|e| e.into_inner())
+}
+
+fn write<T>(l: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    l.write().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Why a result breaks the tool's own output schema, if it does. A tool that declares one

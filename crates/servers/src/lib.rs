@@ -4,6 +4,7 @@
 pub mod cmdb;
 pub mod common;
 pub mod data;
+pub mod orders;
 pub mod support;
 pub mod testbed;
 pub mod tickets;
@@ -13,7 +14,7 @@ use std::path::PathBuf;
 use rmcp::ServiceExt;
 
 /// The servers `gatehouse serve NAME` can start.
-pub const SERVER_NAMES: &[&str] = &["support", "cmdb", "tickets", "testbed"];
+pub const SERVER_NAMES: &[&str] = &["support", "cmdb", "tickets", "orders", "testbed"];
 
 /// Options some servers take.
 #[derive(Debug, Default, Clone)]
@@ -26,6 +27,11 @@ pub struct ServeOptions {
 async fn run<S: rmcp::ServerHandler>(server: S) -> anyhow::Result<()> {
     let service = server.serve(rmcp::transport::stdio()).await?;
     service.waiting().await?;
+    // Handlers woken by a last cancellation get a moment to finish (and log) before the
+    // process ends; yielding costs microseconds, not a fixed delay.
+    for _ in 0..16 {
+        tokio::task::yield_now().await;
+    }
     Ok(())
 }
 
@@ -35,6 +41,7 @@ pub async fn serve_stdio(name: &str, options: ServeOptions) -> anyhow::Result<()
     match name {
         "support" => run(support::SupportServer::new(caller)?).await,
         "cmdb" => run(cmdb::CmdbServer::new(caller)?).await,
+        "orders" => run(orders::OrdersServer::new(caller)?).await,
         "tickets" => {
             let db = options.db.unwrap_or_else(tickets::default_db_path);
             run(tickets::TicketsServer::new(caller, &db)?).await
@@ -43,15 +50,7 @@ pub async fn serve_stdio(name: &str, options: ServeOptions) -> anyhow::Result<()
             if !testbed::misbehave_at_start() {
                 std::process::exit(1);
             }
-            let max_version = match std::env::var("TESTBED_MAX_VERSION") {
-                Ok(v) => Some(
-                    serde_json::from_value(serde_json::Value::String(v.clone())).map_err(|_| {
-                        anyhow::anyhow!("TESTBED_MAX_VERSION={v:?} is not a protocol revision")
-                    })?,
-                ),
-                Err(_) => None,
-            };
-            run(testbed::Testbed::new(max_version)).await
+            run(testbed::Testbed::new(testbed::TestbedOptions::from_env()?)).await
         }
         other => anyhow::bail!(
             "there is no reference server named {other:?} (known: {})",

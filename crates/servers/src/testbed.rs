@@ -1,92 +1,357 @@
 //! `testbed`: a server for the host's own tests, not in the default set. It does what the
-//! reference servers never do: sleeps past time limits, crashes mid-call, writes garbage
-//! on stdout, refuses to start, or speaks only older protocol revisions.
+//! reference servers never do: sleeps past time limits (with progress), crashes mid-call,
+//! returns every kind of content block, breaks its own output schema, offers a tool with
+//! a broken input schema, pages a long tool list, changes its list on request, answers
+//! "unknown tool" in both forms, writes garbage on stdout, refuses to start, or speaks only
+//! older protocol revisions.
 //!
-//! Behaviour at start is chosen by `TESTBED_START`: `garbage` (junk lines on stdout, then
-//! serve), `garbage-exit` (junk, then exit 1), `exit` (a message on stderr, exit 3).
-//! `TESTBED_MAX_VERSION=2025-11-25` makes it a server of that revision or older.
+//! Environment:
+//! - `TESTBED_START`: `garbage` (junk lines on stdout, then serve), `garbage-exit` (junk,
+//!   then exit 1), `exit` (a message on stderr, exit 3);
+//! - `TESTBED_MAX_VERSION=2025-11-25`: a server of that revision or older;
+//! - `TESTBED_TOOLS=N`: N generated tools (`gen_0001`…) after the fixed ones;
+//! - `TESTBED_PAGE_SIZE=P`: `tools/list` pages of P tools. The first page's `nextCursor`
+//!   is the empty string, which is a cursor like any other.
 
-use std::time::Duration;
+use std::{
+    sync::{Arc, RwLock},
+    time::Duration,
+};
 
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
-        CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
-        PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
+        CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
+        PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, ServerCapabilities,
+        ServerConfig, SubscriptionFilter, Tool,
     },
-    service::RequestContext,
+    service::{RequestContext, SubscriptionContext},
 };
 use serde_json::{Value, json};
+use tokio::sync::watch;
 
-use crate::common;
+use crate::{common, data};
 
 /// The longest a `sleep` call may ask for.
 pub const MAX_SLEEP_SECONDS: f64 = 600.0;
+/// How often `sleep` reports progress.
+pub const SLEEP_PROGRESS_EVERY: Duration = Duration::from_millis(100);
+/// Most generated tools.
+pub const MAX_GENERATED_TOOLS: usize = 10_000;
+
+const FIXED_TOOLS: &str = r#"[
+ {"name": "sleep", "description": "Wait the given number of seconds, reporting progress (unless quiet), then say so. Honours cancellation.",
+  "inputSchema": {"type": "object", "properties": {"seconds": {"type": "number", "minimum": 0, "maximum": 600}, "quiet": {"type": "boolean", "default": false}}, "required": ["seconds"]},
+  "annotations": {"readOnlyHint": true}},
+ {"name": "echo", "description": "Return the text it is given.",
+  "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+  "annotations": {"readOnlyHint": true}},
+ {"name": "repeat", "description": "Return a text repeated a number of times (for large results).",
+  "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}, "times": {"type": "integer", "minimum": 1, "maximum": 100000}}, "required": ["text", "times"]}},
+ {"name": "content", "description": "Return content blocks of one kind, or of every kind: text, image, audio, resource_link, resource, blob.",
+  "inputSchema": {"type": "object", "properties": {"kind": {"type": "string", "enum": ["text", "image", "audio", "resource_link", "resource", "blob", "all"]}}, "required": ["kind"]}},
+ {"name": "bad_output", "description": "Declares an output schema and returns a result that breaks it.",
+  "inputSchema": {"type": "object", "properties": {}},
+  "outputSchema": {"type": "object", "properties": {"count": {"type": "integer"}}, "required": ["count"]}},
+ {"name": "broken_schema", "description": "A tool whose input schema does not compile.",
+  "inputSchema": {"type": "object", "properties": {"x": {"type": 12}}}},
+ {"name": "add_tool", "description": "Add a tool to this server's list and announce that the list changed.",
+  "inputSchema": {"type": "object", "properties": {"name": {"type": "string", "pattern": "^[a-z_]{1,32}$"}}, "required": ["name"]}},
+ {"name": "change_echo", "description": "Change the description of the echo tool and announce that the list changed.",
+  "inputSchema": {"type": "object", "properties": {"description": {"type": "string"}}, "required": ["description"]}},
+ {"name": "ghost_rpc", "description": "Listed, but answers as if it did not exist, with a JSON-RPC error.",
+  "inputSchema": {"type": "object", "properties": {}}},
+ {"name": "ghost_result", "description": "Listed, but answers as if it did not exist, with an isError result.",
+  "inputSchema": {"type": "object", "properties": {}}},
+ {"name": "ask_forever", "description": "Ask the person a question on every round, never finishing (tests the host's round cap).",
+  "inputSchema": {"type": "object", "properties": {}}},
+ {"name": "ask_url", "description": "Ask the person to open a web page (URL-mode elicitation), then report their answer.",
+  "inputSchema": {"type": "object", "properties": {}}},
+ {"name": "crash", "description": "Exit the server process in the middle of the call.",
+  "inputSchema": {"type": "object", "properties": {}}}
+]"#;
 
 #[derive(Clone)]
 pub struct Testbed {
     info: Implementation,
-    tools: Vec<Tool>,
+    tools: Arc<RwLock<Vec<Tool>>>,
     max_version: ProtocolVersion,
+    page_size: Option<usize>,
+    /// Bumped on every change; each listen stream watches it, so no change is missed
+    /// between two notifications.
+    changed: Arc<watch::Sender<u64>>,
+    /// The last change some listen stream has sent, and how many streams are open: a
+    /// change is answered only after the streams told their clients, so a client sees
+    /// the notification before the answer.
+    announced: Arc<watch::Sender<u64>>,
+    listeners: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+/// Settings read from the environment at start.
+#[derive(Debug, Default, Clone)]
+pub struct TestbedOptions {
+    pub max_version: Option<ProtocolVersion>,
+    pub generated_tools: usize,
+    pub page_size: Option<usize>,
+}
+
+impl TestbedOptions {
+    pub fn from_env() -> anyhow::Result<Self> {
+        let number = |name: &str| -> anyhow::Result<Option<usize>> {
+            match std::env::var(name) {
+                Err(_) => Ok(None),
+                Ok(v) => v
+                    .parse::<usize>()
+                    .map(Some)
+                    .map_err(|_| anyhow::anyhow!("{name}={v:?} is not a whole number")),
+            }
+        };
+        let max_version = match std::env::var("TESTBED_MAX_VERSION") {
+            Ok(v) => Some(
+                serde_json::from_value(Value::String(v.clone())).map_err(|_| {
+                    anyhow::anyhow!("TESTBED_MAX_VERSION={v:?} is not a protocol revision")
+                })?,
+            ),
+            Err(_) => None,
+        };
+        Ok(TestbedOptions {
+            max_version,
+            generated_tools: number("TESTBED_TOOLS")?
+                .unwrap_or(0)
+                .min(MAX_GENERATED_TOOLS),
+            page_size: number("TESTBED_PAGE_SIZE")?.filter(|p| *p > 0),
+        })
+    }
+}
+
+fn generated_tool(i: usize) -> Tool {
+    common::tool_from_json(
+        &json!({
+            "name": format!("gen_{i:04}"),
+            "description": format!("Generated tool number {i}: returns its arguments. Used to measure large catalogs."),
+            "inputSchema": {"type": "object", "properties": {
+                "query": {"type": "string", "maxLength": 200, "description": "Any text."},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10}
+            }, "required": ["query"]},
+            "annotations": {"readOnlyHint": true}
+        })
+        .to_string(),
+    )
 }
 
 impl Testbed {
-    pub fn new(max_version: Option<ProtocolVersion>) -> Self {
-        let tools = vec![
-            common::tool_from_json(
-                r#"{"name": "sleep", "description": "Wait the given number of seconds, then say so. Honours cancellation.",
-                    "inputSchema": {"type": "object", "properties": {"seconds": {"type": "number", "minimum": 0, "maximum": 600}},
-                                    "required": ["seconds"]},
-                    "annotations": {"readOnlyHint": true}}"#,
-            ),
-            common::tool_from_json(
-                r#"{"name": "echo", "description": "Return the text it is given.",
-                    "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
-                    "annotations": {"readOnlyHint": true}}"#,
-            ),
-            common::tool_from_json(
-                r#"{"name": "repeat", "description": "Return a text repeated a number of times (for large results).",
-                    "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}, "times": {"type": "integer", "minimum": 1, "maximum": 100000}},
-                                    "required": ["text", "times"]}}"#,
-            ),
-            common::tool_from_json(
-                r#"{"name": "ask_forever", "description": "Ask the person a question on every round, never finishing (tests the host's round cap).",
-                    "inputSchema": {"type": "object", "properties": {}}}"#,
-            ),
-            common::tool_from_json(
-                r#"{"name": "ask_url", "description": "Ask the person to open a web page (URL-mode elicitation), then report their answer.",
-                    "inputSchema": {"type": "object", "properties": {}}}"#,
-            ),
-            common::tool_from_json(
-                r#"{"name": "crash", "description": "Exit the server process in the middle of the call.",
-                    "inputSchema": {"type": "object", "properties": {}}}"#,
-            ),
-        ];
+    pub fn new(options: TestbedOptions) -> Self {
+        let mut tools: Vec<Tool> =
+            serde_json::from_str(FIXED_TOOLS).expect("the fixed tools parse");
+        tools.extend((1..=options.generated_tools).map(generated_tool));
         Testbed {
             info: Implementation::new("testbed", "0.1.0"),
-            tools,
-            max_version: max_version.unwrap_or(ProtocolVersion::LATEST),
+            tools: Arc::new(RwLock::new(tools)),
+            max_version: options.max_version.unwrap_or(ProtocolVersion::LATEST),
+            page_size: options.page_size,
+            changed: Arc::new(watch::Sender::new(0)),
+            announced: Arc::new(watch::Sender::new(0)),
+            listeners: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
+        }
+    }
+
+    /// An `input_required` answer with one elicitation under `key`.
+    fn asking(key: &str, params: Value, state: String) -> CallToolResponse {
+        let result: rmcp::model::InputRequiredResult = serde_json::from_value(json!({
+            "resultType": "input_required",
+            "inputRequests": {key: {"method": "elicitation/create", "params": params}},
+            "requestState": state,
+        }))
+        .expect("a valid input_required result");
+        result.into()
+    }
+
+    fn blocks(kind: &str) -> Vec<Value> {
+        let png = data::file("data/testbed/tiny.png.b64").unwrap_or("").trim();
+        let wav = data::file("data/testbed/beep.wav.b64").unwrap_or("").trim();
+        let all = [
+            (
+                "text",
+                json!({"type": "text", "text": "Order A-1001 is shipped."}),
+            ),
+            (
+                "image",
+                json!({"type": "image", "data": png, "mimeType": "image/png"}),
+            ),
+            (
+                "audio",
+                json!({"type": "audio", "data": wav, "mimeType": "audio/wav"}),
+            ),
+            (
+                "resource_link",
+                json!({"type": "resource_link", "uri": "orders://A-1001", "name": "Order A-1001", "mimeType": "application/json"}),
+            ),
+            (
+                "resource",
+                json!({"type": "resource", "resource": {"uri": "kb://shipping", "mimeType": "text/plain", "text": "Standard shipping takes 3 to 6 days."}}),
+            ),
+            (
+                "blob",
+                json!({"type": "resource", "resource": {"uri": "kb://logo.png", "mimeType": "image/png", "blob": png}}),
+            ),
+        ];
+        all.into_iter()
+            .filter(|(k, _)| kind == "all" || *k == kind)
+            .map(|(_, v)| v)
+            .collect()
+    }
+
+    async fn sleep(
+        &self,
+        args: &serde_json::Map<String, Value>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let Some(seconds) = args
+            .get("seconds")
+            .and_then(Value::as_f64)
+            .filter(|s| (0.0..=MAX_SLEEP_SECONDS).contains(s))
+        else {
+            return Ok(common::tool_error(
+                "\"seconds\" must be a number from 0 to 600",
+                &self.info,
+            )
+            .into());
+        };
+        let quiet = args.get("quiet").and_then(Value::as_bool).unwrap_or(false);
+        let token = context.meta.get_progress_token().filter(|_| !quiet);
+        let total = Duration::from_secs_f64(seconds);
+        let start = tokio::time::Instant::now();
+        loop {
+            let left = total.saturating_sub(start.elapsed());
+            if left.is_zero() {
+                return Ok(common::structured_result(json!({"slept": seconds}), &self.info).into());
+            }
+            tokio::select! {
+                _ = context.ct.cancelled() => {
+                    common::log_line(json!({"event": "cancelled", "tool": "sleep", "seconds": seconds,
+                        "after_ms": start.elapsed().as_millis() as u64}));
+                    return Err(ErrorData::internal_error("cancelled", None));
+                }
+                _ = tokio::time::sleep(left.min(SLEEP_PROGRESS_EVERY)) => {}
+            }
+            if let Some(token) = &token {
+                let done = start.elapsed().as_secs_f64().min(seconds);
+                let _ = context
+                    .peer
+                    .notify_progress(
+                        ProgressNotificationParam::new(token.clone(), (done * 10.0).round() / 10.0)
+                            .with_total(seconds)
+                            .with_message(format!("slept {done:.1} of {seconds} s")),
+                    )
+                    .await;
+            }
+        }
+    }
+
+    /// Tell clients the list changed: old-revision peers by notification, 2026-07-28 ones
+    /// through their `subscriptions/listen` streams.
+    async fn announce_change(&self, context: &RequestContext<RoleServer>) {
+        self.changed.send_modify(|v| *v += 1);
+        let version = *self.changed.borrow();
+        if self.listeners.load(std::sync::atomic::Ordering::SeqCst) > 0 {
+            let mut announced = self.announced.subscribe();
+            let _ = tokio::time::timeout(
+                Duration::from_secs(2),
+                announced.wait_for(|v| *v >= version),
+            )
+            .await;
+        }
+        let modern = context
+            .protocol_version()
+            .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+        if !modern {
+            let _ = context.peer.notify_tool_list_changed().await;
         }
     }
 }
 
 impl ServerHandler for Testbed {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(self.info.clone())
-            .with_instructions("Test server: sleeps, echoes, crashes on request.")
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(self.info.clone())
+        .with_instructions(
+            "Test server: sleeps, echoes, crashes, changes its tool list on request.",
+        )
     }
 
     fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
         std::borrow::Cow::Borrowed(ProtocolVersion::known_up_to(&self.max_version))
     }
 
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        use std::sync::atomic::Ordering;
+        self.listeners.fetch_add(1, Ordering::SeqCst);
+        let mut changes = self.changed.subscribe();
+        // Start from "nothing sent", so a change made while this stream was opening is
+        // still announced.
+        let mut sent = 0;
+        let outcome = loop {
+            let current = *changes.borrow_and_update();
+            if current > sent {
+                let _ = context.sink().notify_tool_list_changed().await;
+                sent = current;
+                self.announced.send_modify(|v| *v = (*v).max(sent));
+                continue;
+            }
+            tokio::select! {
+                _ = context.cancelled() => break Ok(()),
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        break Ok(());
+                    }
+                }
+            }
+        };
+        self.listeners.fetch_sub(1, Ordering::SeqCst);
+        outcome
+    }
+
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.tools.clone()))
+        let tools = self.tools.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let Some(size) = self.page_size else {
+            return Ok(ListToolsResult::with_all_items(tools));
+        };
+        // Cursors: none = page 0, "" = page 1, "N" = page N.
+        let page =
+            match request.and_then(|r| r.cursor) {
+                None => 0,
+                Some(c) if c.is_empty() => 1,
+                Some(c) => c.parse::<usize>().ok().filter(|p| *p >= 2).ok_or_else(|| {
+                    ErrorData::invalid_params(format!("invalid cursor {c:?}"), None)
+                })?,
+            };
+        let start = (page * size).min(tools.len());
+        let end = (start + size).min(tools.len());
+        let mut result = ListToolsResult::with_all_items(tools[start..end].to_vec());
+        result.next_cursor = (end < tools.len()).then(|| {
+            if page == 0 {
+                String::new()
+            } else {
+                (page + 1).to_string()
+            }
+        });
+        Ok(result)
     }
 
     async fn call_tool(
@@ -96,28 +361,7 @@ impl ServerHandler for Testbed {
     ) -> Result<CallToolResponse, ErrorData> {
         let args = common::arguments(request.arguments.as_ref());
         match request.name.as_ref() {
-            "sleep" => {
-                let Some(seconds) = args
-                    .get("seconds")
-                    .and_then(|v| v.as_f64())
-                    .filter(|s| (0.0..=MAX_SLEEP_SECONDS).contains(s))
-                else {
-                    return Ok(common::tool_error(
-                        "\"seconds\" must be a number from 0 to 600",
-                        &self.info,
-                    )
-                    .into());
-                };
-                tokio::select! {
-                    _ = context.ct.cancelled() => {
-                        common::log_line(json!({"event": "cancelled", "tool": "sleep", "seconds": seconds}));
-                        Err(ErrorData::internal_error("cancelled", None))
-                    }
-                    _ = tokio::time::sleep(Duration::from_secs_f64(seconds)) => {
-                        Ok(common::structured_result(json!({"slept": seconds}), &self.info).into())
-                    }
-                }
-            }
+            "sleep" => self.sleep(&args, &context).await,
             "echo" => match common::string_arg(&args, "text", 0, 1_000_000) {
                 Ok(text) => Ok(common::structured_result(json!({"text": text}), &self.info).into()),
                 Err(e) => Ok(common::tool_error(e, &self.info).into()),
@@ -134,6 +378,63 @@ impl ServerHandler for Testbed {
                     (Err(e), _) | (_, Err(e)) => Ok(common::tool_error(e, &self.info).into()),
                 }
             }
+            "content" => {
+                let kind = args.get("kind").and_then(Value::as_str).unwrap_or("all");
+                let blocks = Self::blocks(kind);
+                if blocks.is_empty() {
+                    return Ok(
+                        common::tool_error(format!("unknown kind {kind:?}"), &self.info).into(),
+                    );
+                }
+                let result: CallToolResult =
+                    serde_json::from_value(json!({"content": blocks, "isError": false}))
+                        .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+                Ok(result.into())
+            }
+            "bad_output" => {
+                Ok(common::structured_result(json!({"count": "many"}), &self.info).into())
+            }
+            "add_tool" => {
+                let name = match common::string_arg(&args, "name", 1, 32) {
+                    Ok(n) if n.chars().all(|c| c.is_ascii_lowercase() || c == '_') => n,
+                    _ => {
+                        return Ok(common::tool_error(
+                            "\"name\" must be 1-32 lowercase letters or _",
+                            &self.info,
+                        )
+                        .into());
+                    }
+                };
+                let tool = common::tool_from_json(
+                    &json!({"name": name, "description": "A tool added while the host was running.",
+                            "inputSchema": {"type": "object", "properties": {}}}).to_string(),
+                );
+                self.tools
+                    .write()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(tool);
+                self.announce_change(&context).await;
+                Ok(common::structured_result(json!({"added": name}), &self.info).into())
+            }
+            "change_echo" => {
+                let description =
+                    common::string_arg(&args, "description", 1, 500).unwrap_or_default();
+                if let Some(echo) = self
+                    .tools
+                    .write()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .iter_mut()
+                    .find(|t| t.name == "echo")
+                {
+                    echo.description = Some(description.clone().into());
+                }
+                self.announce_change(&context).await;
+                Ok(common::structured_result(json!({"echo": description}), &self.info).into())
+            }
+            "ghost_rpc" => Err(ErrorData::invalid_params("tool not found: ghost_rpc", None)),
+            "ghost_result" => {
+                Ok(common::tool_error("Unknown tool: ghost_result", &self.info).into())
+            }
             "ask_forever" => {
                 let round = request
                     .request_state
@@ -145,7 +446,7 @@ impl ServerHandler for Testbed {
                 Ok(Self::asking(
                     "again",
                     json!({"message": format!("Round {round}: go on?"),
-                    "requestedSchema": {"type": "object", "properties": {"again": {"type": "boolean"}}, "required": ["again"]}}),
+                           "requestedSchema": {"type": "object", "properties": {"again": {"type": "boolean"}}, "required": ["again"]}}),
                     format!("round-{round}"),
                 ))
             }
@@ -162,7 +463,7 @@ impl ServerHandler for Testbed {
                 None => Ok(Self::asking(
                     "consent",
                     json!({"mode": "url", "message": "Approve the change in the change-management system",
-                    "url": "https://changes.example.com/approve?change=CHG-2291"}),
+                           "url": "https://changes.example.com/approve?change=CHG-2291"}),
                     "asked".into(),
                 )),
             },
@@ -170,24 +471,28 @@ impl ServerHandler for Testbed {
                 common::log_line(json!({"event": "crash", "tool": "crash"}));
                 std::process::exit(70);
             }
+            other
+                if other.starts_with("gen_")
+                    || self
+                        .tools
+                        .read()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .iter()
+                        .any(|t| t.name == other) =>
+            {
+                Ok(
+                    common::structured_result(
+                        json!({"tool": other, "arguments": args}),
+                        &self.info,
+                    )
+                    .into(),
+                )
+            }
             other => Err(ErrorData::invalid_params(
                 format!("unknown tool: {other}"),
                 None,
             )),
         }
-    }
-}
-
-impl Testbed {
-    /// An `input_required` answer with one elicitation under `key`.
-    fn asking(key: &str, params: Value, state: String) -> CallToolResponse {
-        let result: rmcp::model::InputRequiredResult = serde_json::from_value(json!({
-            "resultType": "input_required",
-            "inputRequests": {key: {"method": "elicitation/create", "params": params}},
-            "requestState": state,
-        }))
-        .expect("a valid input_required result");
-        result.into()
     }
 }
 

@@ -99,6 +99,45 @@ pub fn hostname(text: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// The first order id (`A-` and four digits) in a text.
+pub fn order_id(text: &str) -> Option<String> {
+    let b = text.as_bytes();
+    (0..b.len().saturating_sub(5)).find_map(|i| {
+        let ok = &b[i..i + 2] == b"A-"
+            && b[i + 2..i + 6].iter().all(u8::is_ascii_digit)
+            && (i == 0 || !b[i - 1].is_ascii_alphanumeric())
+            && b.get(i + 6).is_none_or(|c| !c.is_ascii_alphanumeric());
+        ok.then(|| text[i..i + 6].to_string())
+    })
+}
+
+/// `2026-10-18` as "18 October 2026".
+fn long_date(iso: &str) -> String {
+    const MONTHS: [&str; 12] = [
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December",
+    ];
+    let parts: Vec<&str> = iso.split('-').collect();
+    match (
+        parts.first(),
+        parts.get(1).and_then(|m| m.parse::<usize>().ok()),
+        parts.get(2).and_then(|d| d.parse::<u32>().ok()),
+    ) {
+        (Some(y), Some(m @ 1..=12), Some(d)) => format!("{d} {} {y}", MONTHS[m - 1]),
+        _ => iso.to_owned(),
+    }
+}
+
 /// Does the question ask for a ticket to be opened?
 fn wants_new_ticket(q: &str) -> bool {
     let q = q.to_lowercase();
@@ -191,6 +230,10 @@ impl Scripted {
             if let Some(q) = query {
                 plan(&mut calls, search, json!({ "query": q }));
             }
+            return (calls, cannot);
+        }
+        if let (Some(id), Some(tool)) = (order_id(question), find_tool(tools, "get_order_status")) {
+            plan(&mut calls, Some(tool), json!({ "order_id": id }));
             return (calls, cannot);
         }
         let host = hostname(question);
@@ -312,6 +355,35 @@ impl Scripted {
                     s("summary")
                 )),
                 "list_tickets" => lines.push(Self::ticket_list(r)),
+                "get_order_status" => {
+                    let items: Vec<&str> = r["items"]
+                        .as_array()
+                        .map(|i| i.iter().filter_map(|i| i["name"].as_str()).collect())
+                        .unwrap_or_default();
+                    let what = if items.is_empty() {
+                        "it".to_owned()
+                    } else {
+                        items.join(", ")
+                    };
+                    let when = long_date(&s("eta"));
+                    lines.push(match s("status").as_str() {
+                        "processing" => format!(
+                            "Order {} ({what}) is being prepared and should arrive on {when}.",
+                            s("order_id")
+                        ),
+                        "shipped" => format!(
+                            "Order {} ({what}) is on its way and should arrive on {when}.",
+                            s("order_id")
+                        ),
+                        "delivered" => {
+                            format!("Order {} ({what}) was delivered on {when}.", s("order_id"))
+                        }
+                        other => format!(
+                            "Order {} ({what}) is {other}; expected {when}.",
+                            s("order_id")
+                        ),
+                    });
+                }
                 _ => {}
             }
         }
@@ -486,6 +558,19 @@ mod tests {
             serde_json::from_str::<Value>(&d.tool_calls[0].arguments).unwrap(),
             json!({"host": "jump-prod-02", "summary": "brute force then a login from 203.0.113.77"})
         );
+    }
+
+    #[test]
+    fn an_order_question_asks_for_the_order_status() {
+        assert_eq!(
+            order_id("When will A-1002 arrive?").as_deref(),
+            Some("A-1002")
+        );
+        assert_eq!(order_id("BA-1002 or A-10021"), None);
+        assert_eq!(long_date("2026-10-18"), "18 October 2026");
+        let tools = [spec("orders__get_order_status")];
+        let d = Scripted::plan(&[Message::User("When will A-1002 arrive?".into())], &tools);
+        assert_eq!(d.tool_calls[0].arguments, r#"{"order_id":"A-1002"}"#);
     }
 
     #[test]

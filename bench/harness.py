@@ -1,0 +1,564 @@
+"""Gatehouse against the Python SDK reference, in one run on one machine. Run by bench/run.
+
+Every timed row runs the two sides interleaved (A, B, A, B, ...) so that the machine's
+noise falls on both, and reports the median, min and max of each side and the ratio of
+the medians. Nothing is timed until both sides are shown to do the same work: the same
+tool calls, the same results, the same answer (see `check_parity`).
+
+Rows are functions in ROWS; each returns table lines. Adding a row (the HTTP transport,
+when it lands) is one function and one entry there.
+"""
+
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "bench"
+REL = ROOT / "target" / "release"
+GATEHOUSE = REL / "gatehouse"
+PY = BENCH / ".venv" / "bin" / "python"
+REFERENCE = BENCH / "reference"
+ECHO = BENCH / ".build" / "echo"
+PEAKRSS = BENCH / ".build" / "peakrss"
+QUESTION = "Draft a reply to ticket T-30002"
+ALLOW = ["support__search_knowledge", "support__get_ticket"]
+IDENTITY_ENV = {"MCP_USER": "${GATEHOUSE_USER}", "MCP_TENANT": "${GATEHOUSE_TENANT}"}
+
+
+# ----------------------------------------------------------------------------- plumbing
+
+
+@dataclass
+class Settings:
+    quick: bool
+    work: Path
+    pairs: int = 0  # cold asks, interleaved pairs
+    mem_pairs: int = 0
+    record_pairs: int = 0
+    rate_rounds: int = 0
+    gh_calls: int = 0
+    py_calls: int = 0
+    floor_rounds: int = 0
+    scale_pairs: int = 0
+    servers: int = 20
+    tools_per_server: int = 50
+    results: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        q = self.quick
+        self.pairs = 5 if q else 15
+        self.mem_pairs = 2 if q else 4
+        self.record_pairs = 3 if q else 7
+        self.rate_rounds = 2 if q else 3
+        self.gh_calls = 1500 if q else 4000
+        self.py_calls = 300 if q else 800
+        self.floor_rounds = 10_000 if q else 30_000
+        self.scale_pairs = 2 if q else 4
+
+
+def say(text: str) -> None:
+    print(f"[bench] {text}", file=sys.stderr, flush=True)
+
+
+def env_with(**extra) -> dict:
+    env = dict(os.environ)
+    env.update(extra)
+    return env
+
+
+def run(cmd, *, env=None, check=True, timeout=600) -> subprocess.CompletedProcess:
+    p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, env=env, timeout=timeout)
+    if check and p.returncode != 0:
+        raise SystemExit(f"command failed ({p.returncode}): {' '.join(map(str, cmd))}\n{p.stderr[-3000:]}")
+    return p
+
+
+def timed(cmd, *, env=None) -> tuple[float, subprocess.CompletedProcess]:
+    start = time.perf_counter()
+    p = run(cmd, env=env)
+    return time.perf_counter() - start, p
+
+
+def watch_peak(cmd, *, env=None) -> dict:
+    """Run `cmd`, sampling the host's VmHWM every millisecond, and read the tree's peak RSS
+    from wait4 (the largest of the host and every child it reaped)."""
+    proc = subprocess.Popen([str(c) for c in cmd], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    sampled = 0
+    status_path = f"/proc/{proc.pid}/status"
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        try:
+            with open(status_path) as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        sampled = max(sampled, int(line.split()[1]))
+                        break
+        except OSError:
+            pass
+        time.sleep(0.001)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"command failed ({proc.returncode}): {' '.join(map(str, cmd))}")
+    return {"sampled_kb": sampled, "tree_kb": usage.ru_maxrss}
+
+
+def host_peak(watch: dict, servers_kb: list[int]) -> int:
+    """The host's own peak: exact when the tree's peak is above every server's (then it is
+    the host's), else the sampled high-water mark."""
+    tree = watch["tree_kb"]
+    return tree if tree > max(servers_kb, default=0) + 256 else max(watch["sampled_kb"], 1)
+
+
+def med(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+def summary(xs) -> dict:
+    return {"median": med(xs), "min": min(xs), "max": max(xs), "n": len(xs)}
+
+
+# ------------------------------------------------------------------------------- config
+
+
+def write_json(path: Path, value) -> Path:
+    path.write_text(json.dumps(value, indent=2))
+    return path
+
+
+def support_configs(work: Path, wrap_dir: Path | None = None) -> tuple[Path, Path]:
+    """Servers files with only the support server: Gatehouse's and the reference's. With
+    `wrap_dir`, each server runs under peakrss, which writes its peak RSS there."""
+
+    def entry(command, args, tag):
+        if wrap_dir is None:
+            return {"command": str(command), "args": [str(a) for a in args], "env": IDENTITY_ENV}
+        out = wrap_dir / f"{tag}.kb"
+        return {"command": str(PEAKRSS), "args": [str(out), str(command), *map(str, args)], "env": IDENTITY_ENV}
+
+    suffix = "-mem" if wrap_dir else ""
+    gh = {"mcpServers": {"support": entry(GATEHOUSE, ["serve", "support"], "gh-support")},
+          "gatehouse": {"allow": ALLOW}}  # fmt: skip
+    ref = {"mcpServers": {"support": entry(PY, [REFERENCE / "support_server.py"], "ref-support")},
+           "gatehouse": {"allow": ALLOW}}  # fmt: skip
+    return write_json(work / f"gh-support{suffix}.json", gh), write_json(work / f"ref-support{suffix}.json", ref)
+
+
+def scale_configs(s: Settings, wrap_dir: Path | None = None) -> tuple[Path, Path]:
+    tools_file = s.work / f"gen-{s.tools_per_server}.json"
+    if not tools_file.exists():
+        tools_file.write_text(run([REL / "gh-gen-server", "--dump", "--tools", s.tools_per_server]).stdout)
+
+    def entry(command, args, tag, env):
+        if wrap_dir is None:
+            return {"command": str(command), "args": [str(a) for a in args], "env": env}
+        return {"command": str(PEAKRSS), "args": [str(wrap_dir / f"{tag}.kb"), str(command), *map(str, args)],
+                "env": env}  # fmt: skip
+
+    n = s.servers
+    gh = {"mcpServers": {f"s{i:02}": entry(REL / "gh-gen-server", ["--tools", s.tools_per_server], f"gh-s{i:02}", {})
+                         for i in range(n)}}  # fmt: skip
+    ref = {"mcpServers": {f"s{i:02}": entry(PY, [REFERENCE / "gen_server.py"], f"ref-s{i:02}",
+                                            {"GEN_TOOLS_FILE": str(tools_file)}) for i in range(n)}}  # fmt: skip
+    suffix = "-mem" if wrap_dir else ""
+    return write_json(s.work / f"gh-scale{suffix}.json", gh), write_json(s.work / f"ref-scale{suffix}.json", ref)
+
+
+def gh_ask(config: Path, *extra) -> list:
+    return [GATEHOUSE, "ask", QUESTION, "--config", config, "--json", *extra]
+
+
+def ref_ask(config: Path, *extra) -> list:
+    return [PY, REFERENCE / "host.py", "ask", QUESTION, "--config", config, "--json", *extra]
+
+
+# ------------------------------------------------------------------------------- parity
+
+
+def essence(run_json: dict) -> dict:
+    """What must be the same on both sides: the calls, what came back, the answer."""
+    steps = run_json["steps"]
+    return {
+        "calls": [(s["text"], s["data"].get("arguments")) for s in steps if s["who"] == "model"],
+        "results": [s["text"] for s in steps if s["who"] == "server"],
+        "decisions": [s["text"] for s in steps if s["who"] == "host" and not s["text"].startswith("discovered")],
+        "discovered": [s["text"] for s in steps if s["text"].startswith("discovered")],
+        "answer": run_json["answer"],
+    }
+
+
+def check_parity(s: Settings) -> None:
+    gh_cfg, ref_cfg = support_configs(s.work)
+    gh = json.loads(run(gh_ask(gh_cfg)).stdout)
+    ref = json.loads(run(ref_ask(ref_cfg)).stdout)
+    a, b = essence(gh), essence(ref)
+    problems = [k for k in a if a[k] != b[k]]
+    # The reference server's tools must be the Rust server's definitions.
+    check = (
+        "import asyncio, json, os, sys\n"
+        "from mcp import Client, StdioServerParameters\n"
+        "async def main():\n"
+        f"    p = StdioServerParameters(command={str(PY)!r}, args=[{str(REFERENCE / 'support_server.py')!r}],"
+        " env=dict(os.environ, MCP_USER='usr-sam', MCP_TENANT='larkfield'))\n"
+        "    async with Client(p) as c:\n"
+        "        tools = (await c.list_tools()).tools\n"
+        "    out = {t.name: t.model_dump(by_alias=True, exclude_none=True, mode='json') for t in tools}\n"
+        "    print(json.dumps(out))\n"
+        "asyncio.run(main())\n"
+    )
+    listed = json.loads(run([PY, "-c", check]).stdout)
+    for name in ("search_knowledge", "get_ticket"):
+        want = json.loads((ROOT / "crates/servers/tools" / f"support.{name}.json").read_text())
+        if listed.get(name) != want:
+            problems.append(f"tool definition {name}")
+    s.results["parity"] = {"gatehouse": a, "reference": b, "problems": problems}
+    if problems:
+        say("the two sides do not do the same work; nothing is timed. Differences: " + ", ".join(problems))
+        for k in a:
+            if a[k] != b[k]:
+                say(f"  {k}:\n    gatehouse: {a[k]}\n    reference: {b[k]}")
+        raise SystemExit(3)
+    say(f"parity: same {len(a['calls'])} tool calls, same results ({', '.join(a['results'])}), same answer, "
+        "same tool definitions")  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------- rows
+
+
+@dataclass
+class Line:
+    row: str
+    metric: str
+    gh: str
+    ref: str
+    ratio: str
+    target: str = ""
+    met: str = ""
+
+
+def fmt_ms(x: float) -> str:
+    return f"{x:.1f} ms" if x < 100 else f"{x:.0f} ms"
+
+
+def fmt_spread(xs, fmt) -> str:
+    return f"{fmt(med(xs))} [{fmt(min(xs))}–{fmt(max(xs))}]"
+
+
+def fmt_kb(kb: float) -> str:
+    return f"{kb / 1024:.1f} MiB"
+
+
+def verdict(ok: bool | None) -> str:
+    return "" if ok is None else ("met" if ok else "MISSED")
+
+
+def row_cold_ask(s: Settings) -> list[Line]:
+    """Row 1: cold `ask`, end to end (spawn, discover, two calls, answer)."""
+    gh_cfg, ref_cfg = support_configs(s.work)
+    gh_t, ref_t = [], []
+    say(f"row 1: {s.pairs} interleaved pairs of cold asks")
+    for _ in range(s.pairs):
+        gh_t.append(timed(gh_ask(gh_cfg))[0] * 1000)
+        ref_t.append(timed(ref_ask(ref_cfg))[0] * 1000)
+    say(f"row 1: {s.mem_pairs} interleaved pairs for peak memory (servers under peakrss)")
+    mem_dir = s.work / "mem"
+    mem_dir.mkdir(exist_ok=True)
+    gh_mcfg, ref_mcfg = support_configs(s.work, mem_dir)
+    gh_host, gh_srv, ref_host, ref_srv = [], [], [], []
+    for _ in range(s.mem_pairs):
+        for cfg, cmd, tag, hosts, srvs in ((gh_mcfg, gh_ask, "gh", gh_host, gh_srv),
+                                           (ref_mcfg, ref_ask, "ref", ref_host, ref_srv)):  # fmt: skip
+            watch = watch_peak(cmd(cfg))
+            server_kb = int((mem_dir / f"{tag}-support.kb").read_text())
+            srvs.append(server_kb)
+            hosts.append(host_peak(watch, [server_kb]))
+    s.results["cold_ask"] = {"gh_ms": gh_t, "ref_ms": ref_t, "gh_host_kb": gh_host, "gh_server_kb": gh_srv,
+                             "ref_host_kb": ref_host, "ref_server_kb": ref_srv}  # fmt: skip
+    speed = med(ref_t) / med(gh_t)
+    host_r, srv_r = med(ref_host) / med(gh_host), med(ref_srv) / med(gh_srv)
+    return [
+        Line("1 cold ask", "wall time", fmt_spread(gh_t, fmt_ms), fmt_spread(ref_t, fmt_ms), f"{speed:.0f}× faster",
+             "≥50× faster", verdict(speed >= 50)),  # fmt: skip
+        Line("1 cold ask", "peak RSS, host", fmt_spread(gh_host, fmt_kb), fmt_spread(ref_host, fmt_kb),
+             f"1/{host_r:.1f}", "≤1/8", verdict(host_r >= 8)),  # fmt: skip
+        Line("1 cold ask", "peak RSS, server", fmt_spread(gh_srv, fmt_kb), fmt_spread(ref_srv, fmt_kb),
+             f"1/{srv_r:.1f}", "≤1/8", verdict(srv_r >= 8)),  # fmt: skip
+    ]
+
+
+def row_first_answer(s: Settings) -> list[Line]:
+    """Row 2: time to the first server answer, and the time for the rest of the question."""
+    help_text = run([GATEHOUSE, "ask", "--help"]).stdout
+    if "--record" not in help_text:
+        return [Line("2 first answer", "pending: `gatehouse ask --record` is not in this build", "–", "–", "–")]
+    gh_cfg, ref_cfg = support_configs(s.work)
+    rec, tim = s.work / "gh-record.jsonl", s.work / "ref-timings.json"
+    gh_first, gh_rest, ref_first, ref_rest = [], [], [], []
+    say(f"row 2: {s.record_pairs} interleaved pairs with timings (gatehouse --record, reference --timings)")
+    for _ in range(s.record_pairs):
+        run(gh_ask(gh_cfg, "--record", rec))
+        answers = [json.loads(ln)["t_ms"] for ln in rec.read_text().splitlines()
+                   if json.loads(ln).get("direction") == "from_server"]  # fmt: skip
+        gh_first.append(answers[0])
+        gh_rest.append(answers[-1] - answers[0])
+        run(ref_ask(ref_cfg, "--timings", tim))
+        t = json.loads(tim.read_text())
+        ref_first.append(t["spawn_to_first_answer_ms"])
+        ref_rest.append(t["first_to_last_answer_ms"])
+    s.results["first_answer"] = {"gh_first_ms": gh_first, "gh_rest_ms": gh_rest, "ref_first_ms": ref_first,
+                                 "ref_rest_ms": ref_rest}  # fmt: skip
+    r1, r2 = med(ref_first) / med(gh_first), med(ref_rest) / med(gh_rest)
+    return [
+        Line("2 first answer", "spawn → first server answer", fmt_spread(gh_first, fmt_ms),
+             fmt_spread(ref_first, fmt_ms), f"{r1:.0f}× faster"),  # fmt: skip
+        Line("2 first answer", "first → last answer (list, 2 calls)", fmt_spread(gh_rest, fmt_ms),
+             fmt_spread(ref_rest, fmt_ms), f"{r2:.0f}× faster"),  # fmt: skip
+    ]
+
+
+def callrate(cmd, env=None) -> dict:
+    return json.loads(run(cmd, env=env).stdout.strip().splitlines()[-1])
+
+
+def row_call_rate(s: Settings) -> list[Line]:
+    """Row 3: sequential tools/call through one stdio client; 8 concurrent callers; and
+    the whole host path per call."""
+    ident = env_with(MCP_USER="usr-sam", MCP_TENANT="larkfield")
+    gh_cfg, ref_cfg = support_configs(s.work)
+    gh_server = ["--", GATEHOUSE, "serve", "support"]
+    ref_server = ["--", PY, REFERENCE / "support_server.py"]
+    cases = {
+        "seq": ([REL / "gh-callrate", "--mode", "rmcp", "--calls", s.gh_calls, *gh_server],
+                [PY, REFERENCE / "callrate.py", "--calls", s.py_calls, *ref_server]),  # fmt: skip
+        "c8": ([REL / "gh-callrate", "--mode", "rmcp", "--concurrency", 8, "--calls", s.gh_calls, *gh_server],
+               [PY, REFERENCE / "callrate.py", "--concurrency", 8, "--calls", s.py_calls, *ref_server]),  # fmt: skip
+        "host": ([REL / "gh-callrate", "--mode", "host", "--calls", s.gh_calls, "--config", gh_cfg],
+                 [PY, REFERENCE / "callrate.py", "--host", "--calls", s.py_calls, "--config", ref_cfg]),  # fmt: skip
+    }
+    out = {k: {"gh": [], "ref": []} for k in cases}
+    say(f"row 3: {s.rate_rounds} interleaved rounds of {s.gh_calls} (Gatehouse) and {s.py_calls} (reference) calls")
+    for _ in range(s.rate_rounds):
+        for k, (gh_cmd, ref_cmd) in cases.items():
+            out[k]["gh"].append(callrate(gh_cmd, ident))
+            out[k]["ref"].append(callrate(ref_cmd, ident))
+    s.results["call_rate"] = out
+    lines = []
+    names = {"seq": "calls/s, 1 caller", "c8": "calls/s, 8 callers", "host": "calls/s, host path (propose)"}
+    for k, label in names.items():
+        g = [r["calls_per_s"] for r in out[k]["gh"]]
+        r = [r["calls_per_s"] for r in out[k]["ref"]]
+        ratio = med(g) / med(r)
+        target = "≥50×" if k in ("seq", "c8") else ""
+        lines.append(Line("3 call rate", label, fmt_spread(g, lambda x: f"{x:,.0f}"), fmt_spread(r, lambda x: f"{x:,.0f}"),
+                          f"{ratio:.1f}×", target, verdict(ratio >= 50) if target else ""))  # fmt: skip
+        for p in ("p50_us", "p99_us"):
+            g = [x[p] for x in out[k]["gh"]]
+            rr = [x[p] for x in out[k]["ref"]]
+            lines.append(Line("3 call rate", f"  {p[:3]} µs, {label.split(', ', 1)[1]}",
+                              fmt_spread(g, lambda x: f"{x:,.0f}"), fmt_spread(rr, lambda x: f"{x:,.0f}"),
+                              f"1/{med(rr) / med(g):.1f}"))  # fmt: skip
+    return lines
+
+
+def request_bytes(s: Settings) -> int:
+    """The size of the tools/call get_ticket request Gatehouse sends, from its recording."""
+    rec = s.work / "gh-record.jsonl"
+    if rec.exists():
+        for ln in rec.read_text().splitlines():
+            d = json.loads(ln)
+            if d.get("direction") == "to_server" and d.get("method") == "tools/call":
+                return int(d["bytes"])
+    return 300
+
+
+def row_floor(s: Settings) -> list[Line]:
+    """Row 4: the transport's floor (a JSON line echoed over a pipe) against Gatehouse's
+    per-call round trip, measured the same way: on one CPU, and across two."""
+    size = request_bytes(s)
+    ident = env_with(MCP_USER="usr-sam", MCP_TENANT="larkfield")
+    gh_cfg, _ = support_configs(s.work)
+    lines, results = [], {}
+    say(f"row 4: pipe floor ({size}-byte line) and per-call round trips, taskset -c 0 and -c 0,1")
+    for cpus, label in (("0", "1 CPU"), ("0,1", "2 CPUs")):
+        floor, raw, host = [], [], []
+        for _ in range(s.rate_rounds):
+            floor.append(callrate(["taskset", "-c", cpus, REL / "gh-pipe-floor", "--bytes", size, "--rounds",
+                                   s.floor_rounds, "--", ECHO]))  # fmt: skip
+            raw.append(callrate(["taskset", "-c", cpus, REL / "gh-callrate", "--mode", "rmcp", "--calls", s.gh_calls,
+                                 "--", GATEHOUSE, "serve", "support"], ident))  # fmt: skip
+            host.append(callrate(["taskset", "-c", cpus, REL / "gh-callrate", "--mode", "host", "--calls", s.gh_calls,
+                                  "--config", gh_cfg], ident))  # fmt: skip
+        results[cpus] = {"floor": floor, "rmcp": raw, "host": host}
+        for p in ("p50_us", "mean_us"):
+            f = [x[p] for x in floor]
+            for name, runs in (("rmcp client call", raw), ("host path call", host)):
+                g = [x[p] for x in runs]
+                ratio = med(g) / med(f)
+                lines.append(Line(f"4 floor, {label}", f"{p[:-3]} µs: {name} vs pipe floor",
+                                  fmt_spread(g, lambda x: f"{x:,.1f}"), fmt_spread(f, lambda x: f"{x:,.1f}"),
+                                  f"{ratio:.1f}× floor", "≤4× floor", verdict(ratio <= 4)))  # fmt: skip
+    s.results["floor"] = {"bytes": size, **results}
+    return lines
+
+
+def row_http(s: Settings) -> list[Line]:
+    """Row 5: the same calls over Streamable HTTP.
+
+    pending: HTTP transport. When `gatehouse serve support --http` and an HTTP entry in the
+    servers file land, this row is: start the server on 127.0.0.1:<free port>, run
+    gh-callrate against the URL (rmcp's StreamableHttpClientTransport) and callrate.py
+    against the Python reference's `mcp.run("streamable-http", stateless_http=True)`,
+    interleaved as in row_call_rate, and compare with row 3's stdio numbers.
+    """
+    return [Line("5 HTTP", "pending: HTTP transport", "–", "–", "–", "later", "")]
+
+
+def row_scale(s: Settings) -> list[Line]:
+    """Row 6: catalog scale, 20 servers of 50 tools: time to a ready catalog, memory, and
+    the bytes of tool definitions sent to the model with every model call."""
+    gh_cfg, ref_cfg = scale_configs(s)
+    n = s.servers
+    # The same tools on both sides, in the same order.
+    gh_names = [t["name"] for t in json.loads(run([GATEHOUSE, "tools", "--config", gh_cfg, "--json"]).stdout)]
+    stats_file = s.work / "ref-scale-stats.json"
+    ref_names = [t["name"] for t in json.loads(run([PY, REFERENCE / "host.py", "tools", "--config", ref_cfg, "--json",
+                                                    "--stats", stats_file]).stdout)]  # fmt: skip
+    if gh_names != ref_names or len(gh_names) != n * s.tools_per_server:
+        raise SystemExit(f"row 6: the catalogs differ ({len(gh_names)} and {len(ref_names)} tools); nothing is timed")
+    gh_t, ref_t = [], []
+    say(f"row 6: {s.scale_pairs} interleaved pairs of `tools` on {n} servers × {s.tools_per_server} tools")
+    for _ in range(s.scale_pairs):
+        gh_t.append(timed([GATEHOUSE, "tools", "--config", gh_cfg, "--json"])[0] * 1000)
+        ref_t.append(timed([PY, REFERENCE / "host.py", "tools", "--config", ref_cfg, "--json"])[0] * 1000)
+    mem_dir = s.work / "mem-scale"
+    mem_dir.mkdir(exist_ok=True)
+    gh_mcfg, ref_mcfg = scale_configs(s, mem_dir)
+    mem = {}
+    say("row 6: one run each for peak memory (servers under peakrss)")
+    for tag, cmd in (("gh", [GATEHOUSE, "tools", "--config", gh_mcfg, "--json"]),
+                     ("ref", [PY, REFERENCE / "host.py", "tools", "--config", ref_mcfg, "--json"])):  # fmt: skip
+        watch = watch_peak(cmd)
+        servers = [int((mem_dir / f"{tag}-s{i:02}.kb").read_text()) for i in range(n)]
+        mem[tag] = {"host_kb": host_peak(watch, servers), "servers_kb": servers}
+    ctx = json.loads(run([REL / "gh-context", "--config", gh_cfg]).stdout)
+    ref_stats = json.loads(stats_file.read_text())
+    s.results["scale"] = {"gh_ms": gh_t, "ref_ms": ref_t, "memory": mem, "gh_context": ctx, "ref_stats": ref_stats}
+    speed = med(ref_t) / med(gh_t)
+    host_r = mem["ref"]["host_kb"] / mem["gh"]["host_kb"]
+    srv_r = med(mem["ref"]["servers_kb"]) / med(mem["gh"]["servers_kb"])
+    worst = max(mem["gh"]["servers_kb"]) / 1024
+    gb, rb = ctx["model_bytes"], ref_stats["model_tools_bytes"]
+    return [
+        Line("6 catalog 20×50", "time to a ready catalog (`tools`)", fmt_spread(gh_t, fmt_ms),
+             fmt_spread(ref_t, fmt_ms), f"{speed:.0f}× faster"),  # fmt: skip
+        Line("6 catalog 20×50", "peak RSS, host", fmt_kb(mem["gh"]["host_kb"]), fmt_kb(mem["ref"]["host_kb"]),
+             f"1/{host_r:.1f}", "≤1/8", verdict(host_r >= 8)),  # fmt: skip
+        Line("6 catalog 20×50", f"peak RSS, each server (median; Gatehouse max {worst:.1f} MiB)",
+             fmt_kb(med(mem["gh"]["servers_kb"])), fmt_kb(med(mem["ref"]["servers_kb"])), f"1/{srv_r:.1f}", "≤1/8",
+             verdict(srv_r >= 8)),  # fmt: skip
+        Line("6 catalog 20×50", "tool definitions per model call", f"{gb:,} B (~{gb // 4:,} tok)",
+             f"{rb:,} B (~{rb // 4:,} tok)", f"{gb / rb:.2f}"),  # fmt: skip
+    ]
+
+
+def row_context(s: Settings) -> list[Line]:
+    """Row 7: context cost of the built-in servers: the raw MCP definitions (tools/list)
+    against what Gatehouse sends the model with every call."""
+    db = s.work / "tickets.db"
+    ctx = json.loads(run([REL / "gh-context", "--built-in", GATEHOUSE],
+                         env=env_with(GATEHOUSE_TICKETS_DB=str(db))).stdout)  # fmt: skip
+    s.results["context"] = ctx
+    raw, sent = ctx["raw_defs_bytes"], ctx["model_bytes"]
+    kept = "yes" if ctx["parameters_identical_to_input_schema"] else "NO"
+    per = ", ".join(f"{x['server']} {x['raw_defs_bytes']:,} B" for x in ctx["servers"])
+    extra = f" (+ host tool {', '.join(ctx['host_tools'])})" if ctx["host_tools"] else ""
+    return [
+        Line("7 context", f"tool definitions per model call, {ctx['tools']} tools{extra}",
+             f"{sent:,} B (~{ctx['model_tokens']:,} tok)", f"raw MCP: {raw:,} B (~{ctx['raw_defs_tokens']:,} tok)",
+             f"{sent / raw:.2f} of raw"),  # fmt: skip
+        Line("7 context", f"raw tools/list by server: {per}", "", "", ""),
+        Line("7 context", "every inputSchema constraint kept (parameters == inputSchema)", kept, "", ""),
+    ]
+
+
+ROWS = [row_cold_ask, row_first_answer, row_call_rate, row_floor, row_http, row_scale, row_context]
+
+
+# ---------------------------------------------------------------------------------- main
+
+
+def machine() -> dict:
+    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                if ln.startswith("model name")), platform.processor())  # fmt: skip
+    sqlite = run([PY, "-c", "import sqlite3; print(sqlite3.sqlite_version)"]).stdout.strip()
+    mcp = run([PY, "-c", "import importlib.metadata as m; print(m.version('mcp'))"]).stdout.strip()
+    return {
+        "nproc": os.cpu_count(), "cpu": cpu, "kernel": platform.release(),
+        "python": run([PY, "--version"]).stdout.strip(), "mcp": mcp, "python_sqlite": sqlite,
+        "gatehouse": run([GATEHOUSE, "--version"]).stdout.strip(),
+        "rustc": (run(["rustc", "--version"], check=False).stdout.strip() if shutil.which("rustc") else "?"),
+    }  # fmt: skip
+
+
+def table(lines: list[Line]) -> str:
+    head = Line("row", "metric", "Gatehouse", "reference", "ratio", "target", "")
+    cols = [head, *lines]
+    widths = [max(len(getattr(c, f)) for c in cols) for f in ("row", "metric", "gh", "ref", "ratio", "target", "met")]
+    out = []
+    for i, c in enumerate(cols):
+        cells = [getattr(c, f).ljust(w) for f, w in zip(("row", "metric", "gh", "ref", "ratio", "target", "met"), widths)]
+        out.append("| " + " | ".join(cells) + " |")
+        if i == 0:
+            out.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    return "\n".join(out)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--quick", action="store_true", help="fewer runs (about 2 minutes)")
+    p.add_argument("--rows", help="only these rows, e.g. 1,3,7")
+    p.add_argument("--out", default=str(BENCH / "results"), help="where to keep the results (JSON and table)")
+    args = p.parse_args()
+    with tempfile.TemporaryDirectory(prefix="gatehouse-bench-") as tmp:
+        s = Settings(quick=args.quick, work=Path(tmp))
+        start = time.perf_counter()
+        info = machine()
+        say(f"machine: {info['nproc']} × {info['cpu']}; {info['gatehouse']}; {info['python']}, mcp {info['mcp']}")
+        check_parity(s)
+        wanted = {int(x) for x in args.rows.split(",")} if args.rows else None
+        lines: list[Line] = []
+        for i, row in enumerate(ROWS, start=1):
+            if wanted is None or i in wanted:
+                lines.extend(row(s))
+        elapsed = time.perf_counter() - start
+        text = table(lines)
+        mode = "quick" if args.quick else "full"
+        header = (f"Gatehouse vs the Python SDK reference ({mode} run, {elapsed:.0f} s) on {info['nproc']} × "
+                  f"{info['cpu']}, {info['kernel']}; {info['gatehouse']}, {info['rustc']}; {info['python']}, "
+                  f"mcp {info['mcp']}. Median [min–max] over interleaved runs.")  # fmt: skip
+        print(header)
+        print()
+        print(text)
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "latest.md").write_text(header + "\n\n" + text + "\n")
+        s.results["machine"] = info
+        s.results["elapsed_s"] = elapsed
+        (out / "latest.json").write_text(json.dumps(s.results, indent=2, default=str))
+        say(f"kept in {out}/latest.md and latest.json")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,183 @@
+//! The lab in a real browser: starts `gatehouse lab --port 0` (the real binary, real
+//! servers), then runs `node tests/browser/lab.mjs <url>`, which drives Debian's Chromium
+//! with playwright-core as a person would (see that script for every check). Screenshots
+//! land in `target/lab-screenshots/`.
+//!
+//! Node, Chromium and playwright-core are required: without them this test fails and says
+//! how to install them (`scripts/install-test-peers.sh`). It never skips.
+
+mod common;
+
+use std::{
+    io::{BufRead, BufReader},
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+    sync::mpsc,
+    time::{Duration, Instant},
+};
+
+use serde_json::json;
+
+/// The longest the browser script may take.
+const SCRIPT_LIMIT: Duration = Duration::from_secs(240);
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn chromium() -> PathBuf {
+    std::env::var_os("CHROMIUM")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"))
+}
+
+/// Fail loudly, with the fix, when a peer the test drives is missing.
+fn require_peers(root: &Path) {
+    let fix = "run scripts/install-test-peers.sh (it installs Debian's chromium and runs npm ci in tests/browser)";
+    let node = Command::new("node").arg("--version").output();
+    assert!(
+        node.is_ok_and(|o| o.status.success()),
+        "node is missing: {fix}"
+    );
+    assert!(
+        chromium().exists(),
+        "Chromium is missing at {}: {fix}",
+        chromium().display()
+    );
+    assert!(
+        root.join("tests/browser/node_modules/playwright-core/package.json")
+            .exists(),
+        "playwright-core is missing in tests/browser/node_modules: {fix}"
+    );
+}
+
+/// A servers file: the three reference servers and the testbed (for a slow call).
+fn servers_file(dir: &Path) -> String {
+    let exe = common::exe().to_string_lossy().into_owned();
+    let config = json!({
+        "mcpServers": {
+            "support": common::builtin_server("support", json!({})),
+            "cmdb": common::builtin_server("cmdb", json!({})),
+            "tickets": common::builtin_server("tickets", json!({})),
+            "testbed": {"command": exe, "args": ["serve", "testbed"]},
+        },
+        "gatehouse": {
+            // open_ticket is never on the allow-list: the person approves it.
+            "allow": ["support__search_knowledge", "support__get_ticket", "cmdb__get_asset",
+                      "cmdb__find_assets", "tickets__list_tickets", "testbed__sleep"],
+            // Long enough that only the Stop button can end the 30 s sleep early.
+            "toolTimeoutMs": 60000
+        }
+    });
+    common::write(dir, "servers.json", &config)
+}
+
+#[test]
+fn the_lab_works_in_a_real_browser() {
+    let root = repo_root();
+    require_peers(&root);
+    let dir = common::scratch_dir();
+    let config = servers_file(&dir);
+
+    // A run recorded with --record, for the explorer to open.
+    let recording = dir.join("ticket-run.jsonl");
+    let ran = common::run(
+        &[
+            "ask",
+            "who owns jump-prod-02? Open a ticket for it: brute force then a login from 203.0.113.77",
+            "--config",
+            &config,
+            "--yes",
+            "--answer",
+            "priority=P1",
+            "--json",
+            "--record",
+            recording.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+
+    let mut lab = Command::new(common::exe())
+        .args(["lab", "--port", "0", "--config", &config])
+        .env("GATEHOUSE_TICKETS_DB", dir.join("tickets.db"))
+        .env_remove("HOST_TOOL_TIMEOUT")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the gatehouse binary runs");
+    let stdout = lab.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let url = loop {
+        match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(line) => {
+                if let Some(at) = line.find("http://") {
+                    break line[at..].trim().to_owned();
+                }
+            }
+            Err(e) => {
+                let _ = lab.kill();
+                panic!("the lab printed no URL: {e}");
+            }
+        }
+    };
+
+    let shots = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"))
+        .join("lab-screenshots");
+    let started = Instant::now();
+    let mut script = Command::new("node")
+        .arg(root.join("tests/browser/lab.mjs"))
+        .arg(&url)
+        .arg(&recording)
+        .arg(&shots)
+        .current_dir(&root)
+        .env("CHROMIUM", chromium())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("node runs");
+    let status = loop {
+        if let Some(status) = script.try_wait().unwrap() {
+            break Some(status);
+        }
+        if started.elapsed() > SCRIPT_LIMIT {
+            let _ = script.kill();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let output = script.wait_with_output().unwrap();
+    let _ = Command::new("kill")
+        .args(["-INT", &lab.id().to_string()])
+        .status();
+    std::thread::sleep(Duration::from_millis(500));
+    let _ = lab.kill();
+    let _ = lab.wait();
+
+    let out = String::from_utf8_lossy(&output.stdout);
+    let err = String::from_utf8_lossy(&output.stderr);
+    println!("{out}");
+    eprintln!("{err}");
+    let Some(status) = status else {
+        panic!("the browser script ran longer than {SCRIPT_LIMIT:?}");
+    };
+    assert!(
+        status.success(),
+        "the browser script failed ({status}); screenshots in {}",
+        shots.display()
+    );
+    assert!(out.contains("all checks passed"));
+    println!(
+        "browser checks took {:.1} s; screenshots in {}",
+        started.elapsed().as_secs_f64(),
+        shots.display()
+    );
+}

@@ -1,0 +1,369 @@
+//! `orders`: Larkfield's order desk. `get_order_status` answers with structured content, a
+//! text copy, and a `resource_link` to the full record (`orders://A-1002`), readable with
+//! `resources/read`. `export_report` is the long call: it reports progress at least every
+//! 5% and stops promptly when cancelled.
+
+use std::{sync::Arc, time::Duration};
+
+use rmcp::{
+    ErrorData, RoleServer, ServerHandler,
+    model::{
+        CallToolRequestParams, CallToolResponse, CallToolResult, Implementation,
+        ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+        ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+        ServerConfig, Tool,
+    },
+    service::RequestContext,
+};
+use serde_json::{Map, Value, json};
+
+use crate::{
+    common::{self, Caller, RequestLog},
+    data,
+};
+
+pub const INSTRUCTIONS: &str = "Larkfield's orders: status, delivery dates and items of each order, and reports over order lines.";
+/// Rows `export_report` builds between two looks at cancellation and progress.
+pub const EXPORT_CHUNK_ROWS: usize = 500;
+/// What one row costs to build, to make the report take a realistic while.
+pub const EXPORT_ROW_COST: Duration = Duration::from_micros(50);
+/// Progress is reported at least this often, as a share of the rows.
+pub const PROGRESS_EVERY_PERCENT: usize = 5;
+pub const MAX_EXPORT_ROWS: i64 = 100_000;
+
+#[derive(Clone)]
+pub struct OrdersServer {
+    orders: Arc<Vec<Map<String, Value>>>,
+    caller: Caller,
+    info: Implementation,
+    tools: Arc<Vec<Tool>>,
+}
+
+fn uri_of(order_id: &str) -> String {
+    format!("orders://{order_id}")
+}
+
+impl OrdersServer {
+    pub fn new(caller: Caller) -> anyhow::Result<Self> {
+        let orders: Vec<Map<String, Value>> = serde_json::from_str(
+            data::file("data/orders/orders.json")
+                .ok_or_else(|| anyhow::anyhow!("no orders file"))?,
+        )?;
+        let tools = ["get_order_status", "export_report"]
+            .iter()
+            .map(|n| {
+                common::tool_from_json(
+                    data::file(&format!("tools/orders.{n}.json")).expect("tool file embedded"),
+                )
+            })
+            .collect();
+        Ok(OrdersServer {
+            orders: Arc::new(orders),
+            caller,
+            info: Implementation::new("orders", "1.0.0"),
+            tools: Arc::new(tools),
+        })
+    }
+
+    fn find(&self, order_id: &str) -> Option<&Map<String, Value>> {
+        self.orders
+            .iter()
+            .find(|o| o.get("order_id").and_then(Value::as_str) == Some(order_id))
+    }
+
+    fn get_order_status(&self, args: &Map<String, Value>) -> Result<CallToolResult, String> {
+        common::no_unknown_args(args, &["order_id"])?;
+        let id = common::string_arg(args, "order_id", 6, 6)?;
+        let valid = id.starts_with("A-") && id[2..].bytes().all(|b| b.is_ascii_digit());
+        if !valid {
+            return Err(format!(
+                "invalid arguments: \"order_id\" must look like A-1002, not {id:?}"
+            ));
+        }
+        let order = self
+            .find(&id)
+            .ok_or_else(|| format!("not_found: there is no order {id}"))?;
+        let status = json!({
+            "order_id": id,
+            "status": order["status"],
+            "eta": order["eta"],
+            "items": order["items"],
+        });
+        let names: Vec<&str> = order["items"]
+            .as_array()
+            .map(|items| items.iter().filter_map(|i| i["name"].as_str()).collect())
+            .unwrap_or_default();
+        let summary = format!(
+            "{id}: {}, {}, {} {}",
+            names.join(", "),
+            order["status"].as_str().unwrap_or("?"),
+            if order["status"] == "delivered" {
+                "delivered on"
+            } else {
+                "arrives"
+            },
+            order["eta"].as_str().unwrap_or("?")
+        );
+        let mut result: CallToolResult = serde_json::from_value(json!({
+            "content": [
+                {"type": "text", "text": summary},
+                {"type": "text", "text": status.to_string()},
+                {"type": "resource_link", "uri": uri_of(&id), "name": format!("Order {id}"),
+                 "mimeType": "application/json", "description": "The full order record: customer, items, carrier and tracking."}
+            ],
+            "structuredContent": status,
+            "isError": false,
+        }))
+        .map_err(|e| format!("internal: {e}"))?;
+        result.meta = Some(common::server_meta(&self.info));
+        Ok(result)
+    }
+
+    async fn export_report(
+        &self,
+        args: &Map<String, Value>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Value, String> {
+        common::no_unknown_args(args, &["rows"])?;
+        let rows = common::int_arg(args, "rows", 0, 1, MAX_EXPORT_ROWS)?;
+        if rows == 0 {
+            return Err("invalid arguments: \"rows\" is required".into());
+        }
+        let rows = rows as usize;
+        let token = context.meta.get_progress_token();
+        let lines: Vec<(&str, &Value)> = self
+            .orders
+            .iter()
+            .flat_map(|o| {
+                let id = o["order_id"].as_str().unwrap_or("?");
+                o["items"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(move |i| (id, i))
+            })
+            .collect();
+        let step = (rows * PROGRESS_EVERY_PERCENT / 100).clamp(1, EXPORT_CHUNK_ROWS);
+        let mut total_value = 0.0;
+        let mut preview = Vec::new();
+        let mut done = 0;
+        while done < rows {
+            let n = step.min(rows - done);
+            for k in done..done + n {
+                let (id, item) = lines[k % lines.len()];
+                let value = item["unit_price"].as_f64().unwrap_or(0.0)
+                    * item["quantity"].as_f64().unwrap_or(1.0);
+                total_value += value;
+                if preview.len() < 5 {
+                    preview.push(format!(
+                        "{id},{},{},{value:.2}",
+                        item["sku"].as_str().unwrap_or(""),
+                        item["quantity"]
+                    ));
+                }
+            }
+            tokio::select! {
+                _ = context.ct.cancelled() => {
+                    common::log_line(json!({"ts": common::timestamp(), "event": "cancelled", "tool": "export_report", "rows_done": done, "rows": rows}));
+                    return Err("cancelled".into());
+                }
+                _ = tokio::time::sleep(EXPORT_ROW_COST * n as u32) => {}
+            }
+            done += n;
+            if let Some(token) = &token {
+                let _ = context
+                    .peer
+                    .notify_progress(
+                        ProgressNotificationParam::new(token.clone(), done as f64)
+                            .with_total(rows as f64)
+                            .with_message(format!("{done} of {rows} rows")),
+                    )
+                    .await;
+            }
+        }
+        Ok(json!({
+            "rows": rows,
+            "columns": ["order_id", "sku", "quantity", "value"],
+            "total_value": (total_value * 100.0).round() / 100.0,
+            "preview": preview,
+        }))
+    }
+
+    fn log(&self, tool: &str, outcome: &str) {
+        common::log_line(
+            json!({"ts": common::timestamp(), "event": "tool_call", "user": self.caller.user,
+            "client": self.caller.client, "tool": tool, "outcome": outcome}),
+        );
+    }
+}
+
+impl ServerHandler for OrdersServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .build(),
+        )
+        .with_server_info(self.info.clone())
+        .with_instructions(INSTRUCTIONS)
+    }
+
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        std::borrow::Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let log = RequestLog::start("orders", "tools/list", None, &context.meta);
+        let mut result = ListToolsResult::with_all_items(self.tools.as_ref().clone());
+        result.meta = Some(common::server_meta(&self.info));
+        log.finish("ok");
+        Ok(result)
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.tools.iter().find(|t| t.name == name).cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let log = RequestLog::start("orders", "tools/call", Some(&request.name), &context.meta);
+        let args = common::arguments(request.arguments.as_ref());
+        let response: Result<CallToolResponse, ErrorData> = match request.name.as_ref() {
+            "get_order_status" => Ok(match self.get_order_status(&args) {
+                Ok(r) => {
+                    self.log("get_order_status", "ok");
+                    r.into()
+                }
+                Err(e) => {
+                    self.log(
+                        "get_order_status",
+                        if e.starts_with("not_found") {
+                            "not_found"
+                        } else {
+                            "invalid_arguments"
+                        },
+                    );
+                    common::tool_error(e, &self.info).into()
+                }
+            }),
+            "export_report" => match self.export_report(&args, &context).await {
+                Ok(v) => {
+                    self.log("export_report", "ok");
+                    Ok(common::structured_result(v, &self.info).into())
+                }
+                Err(e) if e == "cancelled" => Err(ErrorData::internal_error("cancelled", None)),
+                Err(e) => {
+                    self.log("export_report", "invalid_arguments");
+                    Ok(common::tool_error(e, &self.info).into())
+                }
+            },
+            other => Err(ErrorData::invalid_params(
+                format!("unknown tool: {other}"),
+                None,
+            )),
+        };
+        log.finish(common::call_outcome(&response));
+        response
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let log = RequestLog::start("orders", "resources/list", None, &context.meta);
+        let resources: Vec<Value> = self
+            .orders
+            .iter()
+            .filter_map(|o| o["order_id"].as_str())
+            .map(|id| json!({"uri": uri_of(id), "name": format!("Order {id}"), "mimeType": "application/json"}))
+            .collect();
+        let mut result: ListResourcesResult =
+            serde_json::from_value(json!({"resources": resources}))
+                .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        result.meta = Some(common::server_meta(&self.info));
+        log.finish("ok");
+        Ok(result)
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let log = RequestLog::start(
+            "orders",
+            "resources/read",
+            Some(&request.uri),
+            &context.meta,
+        );
+        let order = request
+            .uri
+            .strip_prefix("orders://")
+            .and_then(|id| self.find(id));
+        let Some(order) = order else {
+            log.finish("error");
+            return Err(ErrorData::resource_not_found(
+                format!("no order at {}", request.uri),
+                Some(json!({"uri": request.uri})),
+            ));
+        };
+        let mut result: rmcp::model::ReadResourceResult = serde_json::from_value(json!({
+            "contents": [{"uri": request.uri, "mimeType": "application/json",
+                          "text": serde_json::to_string_pretty(order).unwrap_or_default()}]
+        }))
+        .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        result.meta = Some(common::server_meta(&self.info));
+        log.finish("ok");
+        Ok(result.into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server() -> OrdersServer {
+        OrdersServer::new(Caller {
+            user: "usr-sam".into(),
+            tenant: "larkfield".into(),
+            client: "local".into(),
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn maya_s_order_is_processing_with_a_link_to_its_record() {
+        let args = serde_json::from_value(json!({"order_id": "A-1002"})).unwrap();
+        let r = server().get_order_status(&args).unwrap();
+        let s = r.structured_content.unwrap();
+        assert_eq!(s["status"], "processing");
+        assert_eq!(s["eta"], "2026-10-18");
+        assert_eq!(s["items"][0]["name"], "Air purifier");
+        let link = serde_json::to_value(&r.content[2]).unwrap();
+        assert_eq!(link["type"], "resource_link");
+        assert_eq!(link["uri"], "orders://A-1002");
+        let bad = serde_json::from_value(json!({"order_id": "B-1002"})).unwrap();
+        assert!(server().get_order_status(&bad).is_err());
+        let missing = serde_json::from_value(json!({"order_id": "A-9999"})).unwrap();
+        assert!(
+            server()
+                .get_order_status(&missing)
+                .unwrap_err()
+                .starts_with("not_found")
+        );
+    }
+
+    #[test]
+    fn there_are_enough_orders() {
+        assert!(server().orders.len() >= 30);
+    }
+}
