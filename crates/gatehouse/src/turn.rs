@@ -125,7 +125,7 @@ impl Host {
                 Ok::<_, String>((conn, tools))
             }
         });
-        let mut connections = Vec::new();
+        let mut connections: Vec<Connection> = Vec::new();
         let mut listings = Vec::new();
         for (spec, outcome) in config
             .servers
@@ -152,6 +152,7 @@ impl Host {
                             "version": implementation.map(|i| i.version.clone()),
                         }),
                     );
+                    conn.client.service().attach_trace(trace.clone());
                     listings.push(listing);
                     connections.push(conn);
                 }
@@ -353,6 +354,9 @@ impl Host {
             })
             .map(|t| t.name.to_string())
             .collect();
+        if added.is_empty() && removed.is_empty() && changed.is_empty() {
+            return;
+        }
         self.trace.add(
             Who::Host,
             format!("the tool list of {} changed", new.server),
@@ -426,6 +430,7 @@ impl Host {
                     call_id: call.id.clone(),
                     name: call.name.clone(),
                     content: shown.text,
+                    media: shown.media,
                 });
             }
         }
@@ -623,7 +628,10 @@ impl Host {
             }
             CallEnd::Result(r) => {
                 let (value, attachments) = result::result_value(&r);
-                let shown = result::success_with(&call.name, &value, &attachments, max);
+                let mut shown = result::success_with(&call.name, &value, &attachments, max);
+                if self.settings.model_accepts_media {
+                    shown.media = result::media_for_model(&r.content);
+                }
                 self.trace.add(
                     Who::Server,
                     format!("result: {} characters", shown.chars),

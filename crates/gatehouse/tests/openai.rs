@@ -207,11 +207,13 @@ async fn the_conversation_goes_out_in_order_with_roles_tools_and_paired_results(
             call_id: "call_a".into(),
             name: "support__get_ticket".into(),
             content: r#"{"result":{"subject":"Charged twice"}}"#.into(),
+            media: vec![],
         },
         Message::Tool {
             call_id: "call_b".into(),
             name: "support__search_knowledge".into(),
             content: r#"{"error":"no results"}"#.into(),
+            media: vec![],
         },
         Message::Assistant {
             text: Some("Here is a draft.".into()),
@@ -332,6 +334,7 @@ async fn tool_calls_come_back_in_order_with_their_raw_arguments_and_the_text_bes
             call_id: "call_3".into(),
             name: "support__get_ticket".into(),
             content: "{}".into(),
+            media: vec![],
         },
     ];
     let d = fake
@@ -730,4 +733,32 @@ fn endpoints_and_specs_are_checked_when_the_model_is_made() {
     );
     assert!(from_spec("openai:").is_err());
     assert_eq!(Limits::default().max_attempts, MAX_MODEL_ATTEMPTS);
+}
+
+#[test]
+fn media_from_a_tool_result_goes_to_the_model_as_input_parts() {
+    let messages = vec![Message::Tool {
+        call_id: "call_img".into(),
+        name: "testbed__content".into(),
+        content: r#"{"result":"[image image/png]"}"#.into(),
+        media: vec![gatehouse::model::Media {
+            kind: "image".into(),
+            mime: "image/png".into(),
+            data: "iVBORw0KGgo=".into(),
+        }],
+    }];
+    let model = gatehouse::model::openai::OpenAi::new("m", "http://127.0.0.1:9/v1", None).unwrap();
+    let body = model.request_body(&messages, &[]);
+    let sent = body["messages"].as_array().unwrap();
+    assert_eq!(
+        sent.len(),
+        2,
+        "the tool message, then the media as a user message"
+    );
+    assert_eq!(sent[0]["role"], "tool");
+    assert_eq!(sent[1]["role"], "user");
+    assert_eq!(
+        sent[1]["content"][1]["image_url"]["url"],
+        "data:image/png;base64,iVBORw0KGgo="
+    );
 }

@@ -67,6 +67,7 @@ pub fn build_database() -> anyhow::Result<Connection> {
 #[derive(Clone)]
 pub struct CmdbServer {
     db: Arc<Mutex<Connection>>,
+    /// The caller when a request names none: the one this server was started for (stdio).
     caller: Caller,
     info: Implementation,
     tools: Arc<Vec<Tool>>,
@@ -155,10 +156,17 @@ impl CmdbServer {
         Ok(json!({"total": total, "assets": assets}))
     }
 
-    fn log(&self, tool: &str, outcome: &str, extra: Value, start: std::time::Instant) {
+    fn log(
+        &self,
+        caller: &Caller,
+        tool: &str,
+        outcome: &str,
+        extra: Value,
+        start: std::time::Instant,
+    ) {
         let mut record = json!({
-            "ts": common::timestamp(), "event": "tool_call", "user": self.caller.user,
-            "client": self.caller.client, "tool": tool, "outcome": outcome,
+            "ts": common::timestamp(), "event": "tool_call", "user": caller.user,
+            "client": caller.client, "tool": tool, "outcome": outcome,
         });
         if let (Some(obj), Value::Object(more)) = (record.as_object_mut(), extra) {
             obj.extend(more);
@@ -202,6 +210,7 @@ impl ServerHandler for CmdbServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let log = RequestLog::start("cmdb", "tools/call", Some(&request.name), &context.meta);
         let start = std::time::Instant::now();
+        let caller = Caller::of_request(&self.caller, &context);
         let args = common::arguments(request.arguments.as_ref());
         let name = request.name.to_string();
         let outcome = match name.as_str() {
@@ -221,7 +230,7 @@ impl ServerHandler for CmdbServer {
         };
         let response: Result<CallToolResponse, ErrorData> = Ok(match outcome {
             Ok((value, extra)) => {
-                self.log(&name, "ok", extra, start);
+                self.log(&caller, &name, "ok", extra, start);
                 common::structured_result(value, &self.info).into()
             }
             Err(e) => {
@@ -230,7 +239,7 @@ impl ServerHandler for CmdbServer {
                 } else {
                     "invalid_arguments"
                 };
-                self.log(&name, word, json!({}), start);
+                self.log(&caller, &name, word, json!({}), start);
                 common::tool_error(e, &self.info).into()
             }
         });

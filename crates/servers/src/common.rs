@@ -2,8 +2,9 @@
 //! tool's answer is shaped on the wire.
 //!
 //! A reference server never trusts its client. The caller's identity comes from the
-//! server's own environment (set by whoever started it), never from request arguments,
-//! and every argument is checked again here even when the host already checked it.
+//! server's own environment (set by whoever started it) on stdio, or from the bearer token
+//! the HTTP layer checked for this very request (`crate::http`), never from request
+//! arguments, and every argument is checked again here even when the host already checked it.
 
 use std::{
     io::Write,
@@ -11,8 +12,9 @@ use std::{
 };
 
 use rmcp::{
-    ErrorData,
+    ErrorData, RoleServer,
     model::{CallToolResult, ErrorCode, Implementation, JsonObject, MetaObject, Tool},
+    service::RequestContext,
 };
 use serde_json::{Map, Value, json};
 
@@ -28,7 +30,8 @@ pub const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
 /// The `_meta` key under which the Gatehouse host sends its step and session id.
 pub const HOST_TRACE_KEY: &str = "io.gatehouse/trace";
 
-/// Who is calling, as the server was told at start. Never taken from a request.
+/// Who is calling: on stdio as the server was told at start, over HTTP as the request's
+/// bearer token says. Never taken from a request's arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caller {
     pub user: String,
@@ -51,6 +54,28 @@ impl Caller {
                 client
             },
         }
+    }
+
+    /// Nobody: the caller a server falls back to when a request names none and the
+    /// server was started for no one. Every membership check refuses it.
+    pub fn nobody(client: &str) -> Self {
+        Caller {
+            user: String::new(),
+            tenant: String::new(),
+            client: client.into(),
+        }
+    }
+
+    /// The caller of one request: the one the HTTP layer authenticated and attached to
+    /// the request (an extension of its `http::request::Parts`, which rmcp hands to the
+    /// handler), else `default`, the caller the server was started for (stdio).
+    pub fn of_request(default: &Caller, context: &RequestContext<RoleServer>) -> Caller {
+        context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Caller>())
+            .cloned()
+            .unwrap_or_else(|| default.clone())
     }
 }
 
@@ -75,6 +100,7 @@ pub fn server_meta(info: &Implementation) -> MetaObject {
 pub fn structured_result(value: Value, info: &Implementation) -> CallToolResult {
     let text = serde_json::to_string_pretty(&value).unwrap_or_default();
     let mut result: CallToolResult = serde_json::from_value(json!({
+        "resultType": "complete",
         "content": [{"type": "text", "text": text}],
         "isError": false,
         "structuredContent": value,
@@ -87,6 +113,7 @@ pub fn structured_result(value: Value, info: &Implementation) -> CallToolResult 
 /// A tool execution error (`isError: true`): the model can read it and recover.
 pub fn tool_error(message: impl Into<String>, info: &Implementation) -> CallToolResult {
     let mut result: CallToolResult = serde_json::from_value(json!({
+        "resultType": "complete",
         "content": [{"type": "text", "text": message.into()}],
         "isError": true,
     }))

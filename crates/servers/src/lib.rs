@@ -1,9 +1,13 @@
 //! The reference MCP servers Gatehouse is shown and tested with. Each module is one server;
-//! `common` holds what they share (identity, logging, result shapes).
+//! `common` holds what they share (identity, logging, result shapes). Every server runs on
+//! stdio ([`serve_stdio`]) or over Streamable HTTP ([`serve_http`], `http`), where `auth`
+//! tells who is calling.
 
+pub mod auth;
 pub mod cmdb;
 pub mod common;
 pub mod data;
+pub mod http;
 pub mod orders;
 pub mod support;
 pub mod testbed;
@@ -56,5 +60,39 @@ pub async fn serve_stdio(name: &str, options: ServeOptions) -> anyhow::Result<()
             "there is no reference server named {other:?} (known: {})",
             SERVER_NAMES.join(", ")
         ),
+    }
+}
+
+/// Serve one reference server over Streamable HTTP until SIGTERM or Ctrl-C. Each request's
+/// caller comes from its bearer token (`--tokens`), or from the environment with
+/// `--no-auth` (local testing only).
+pub async fn serve_http(
+    name: &str,
+    options: ServeOptions,
+    http_options: http::HttpOptions,
+) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        SERVER_NAMES.contains(&name),
+        "there is no reference server named {name:?} (known: {})",
+        SERVER_NAMES.join(", ")
+    );
+    let auth = http::Auth::from_options(&http_options)?;
+    let caller = auth.default_caller();
+    let o = &http_options;
+    match name {
+        "support" => http::serve(support::SupportServer::new(caller)?, auth, o).await,
+        "cmdb" => http::serve(cmdb::CmdbServer::new(caller)?, auth, o).await,
+        "orders" => http::serve(orders::OrdersServer::new(caller)?, auth, o).await,
+        "tickets" => {
+            let db = options.db.unwrap_or_else(tickets::default_db_path);
+            http::serve(tickets::TicketsServer::new(caller, &db)?, auth, o).await
+        }
+        _ => {
+            if !testbed::misbehave_at_start() {
+                std::process::exit(1);
+            }
+            let server = testbed::Testbed::new(testbed::TestbedOptions::from_env()?);
+            http::serve(server, auth, o).await
+        }
     }
 }

@@ -34,6 +34,7 @@ pub const MAX_EXPORT_ROWS: i64 = 100_000;
 #[derive(Clone)]
 pub struct OrdersServer {
     orders: Arc<Vec<Map<String, Value>>>,
+    /// The caller when a request names none: the one this server was started for (stdio).
     caller: Caller,
     info: Implementation,
     tools: Arc<Vec<Tool>>,
@@ -105,6 +106,7 @@ impl OrdersServer {
             order["eta"].as_str().unwrap_or("?")
         );
         let mut result: CallToolResult = serde_json::from_value(json!({
+            "resultType": "complete",
             "content": [
                 {"type": "text", "text": summary},
                 {"type": "text", "text": status.to_string()},
@@ -189,10 +191,10 @@ impl OrdersServer {
         }))
     }
 
-    fn log(&self, tool: &str, outcome: &str) {
+    fn log(caller: &Caller, tool: &str, outcome: &str) {
         common::log_line(
-            json!({"ts": common::timestamp(), "event": "tool_call", "user": self.caller.user,
-            "client": self.caller.client, "tool": tool, "outcome": outcome}),
+            json!({"ts": common::timestamp(), "event": "tool_call", "user": caller.user,
+            "client": caller.client, "tool": tool, "outcome": outcome}),
         );
     }
 }
@@ -236,14 +238,16 @@ impl ServerHandler for OrdersServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let log = RequestLog::start("orders", "tools/call", Some(&request.name), &context.meta);
         let args = common::arguments(request.arguments.as_ref());
+        let caller = Caller::of_request(&self.caller, &context);
         let response: Result<CallToolResponse, ErrorData> = match request.name.as_ref() {
             "get_order_status" => Ok(match self.get_order_status(&args) {
                 Ok(r) => {
-                    self.log("get_order_status", "ok");
+                    Self::log(&caller, "get_order_status", "ok");
                     r.into()
                 }
                 Err(e) => {
-                    self.log(
+                    Self::log(
+                        &caller,
                         "get_order_status",
                         if e.starts_with("not_found") {
                             "not_found"
@@ -256,12 +260,12 @@ impl ServerHandler for OrdersServer {
             }),
             "export_report" => match self.export_report(&args, &context).await {
                 Ok(v) => {
-                    self.log("export_report", "ok");
+                    Self::log(&caller, "export_report", "ok");
                     Ok(common::structured_result(v, &self.info).into())
                 }
                 Err(e) if e == "cancelled" => Err(ErrorData::internal_error("cancelled", None)),
                 Err(e) => {
-                    self.log("export_report", "invalid_arguments");
+                    Self::log(&caller, "export_report", "invalid_arguments");
                     Ok(common::tool_error(e, &self.info).into())
                 }
             },
@@ -287,7 +291,7 @@ impl ServerHandler for OrdersServer {
             .map(|id| json!({"uri": uri_of(id), "name": format!("Order {id}"), "mimeType": "application/json"}))
             .collect();
         let mut result: ListResourcesResult =
-            serde_json::from_value(json!({"resources": resources}))
+            serde_json::from_value(json!({"resultType": "complete", "resources": resources}))
                 .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         result.meta = Some(common::server_meta(&self.info));
         log.finish("ok");
@@ -317,6 +321,7 @@ impl ServerHandler for OrdersServer {
             ));
         };
         let mut result: rmcp::model::ReadResourceResult = serde_json::from_value(json!({
+            "resultType": "complete",
             "contents": [{"uri": request.uri, "mimeType": "application/json",
                           "text": serde_json::to_string_pretty(order).unwrap_or_default()}]
         }))

@@ -217,10 +217,11 @@ fn bound_snippet(s: &str) -> String {
     out
 }
 
-/// The support desk server: one caller, one database.
+/// The support desk server: one database; the caller is checked on every request.
 #[derive(Clone)]
 pub struct SupportServer {
     db: Arc<Mutex<Connection>>,
+    /// The caller when a request names none: the one this server was started for (stdio).
     caller: Caller,
     info: Implementation,
     tools: Arc<Vec<Tool>>,
@@ -232,7 +233,8 @@ enum Refusal {
 }
 
 impl SupportServer {
-    /// A server for `caller`, with its database built from the embedded data.
+    /// A server whose requests act as `caller` unless the HTTP layer says who is calling,
+    /// with its database built from the embedded data.
     pub fn new(caller: Caller) -> anyhow::Result<Self> {
         let tools = ["search_knowledge", "get_ticket"]
             .iter()
@@ -252,11 +254,11 @@ impl SupportServer {
 
     /// The caller's role in their organization, or the forbidden error. The message is
     /// the same for a missing membership and for an organization that does not exist.
-    fn role(&self) -> Result<String, Refusal> {
+    fn role(&self, caller: &Caller) -> Result<String, Refusal> {
         let db = self.db.lock().unwrap_or_else(|e| e.into_inner());
         db.query_row(
             "SELECT role FROM memberships WHERE user = ?1 AND tenant = ?2",
-            params![self.caller.user, self.caller.tenant],
+            params![caller.user, caller.tenant],
             |r| r.get::<_, String>(0),
         )
         .map_err(|_| {
@@ -266,14 +268,22 @@ impl SupportServer {
         })
     }
 
-    fn log(&self, role: &str, tool: &str, outcome: &str, extra: Value, start: Instant) {
+    fn log(
+        &self,
+        caller: &Caller,
+        role: &str,
+        tool: &str,
+        outcome: &str,
+        extra: Value,
+        start: Instant,
+    ) {
         let mut record = json!({
             "ts": common::timestamp(),
             "event": "tool_call",
-            "user": self.caller.user,
-            "tenant": self.caller.tenant,
+            "user": caller.user,
+            "tenant": caller.tenant,
             "role": role,
-            "client": self.caller.client,
+            "client": caller.client,
             "tool": tool,
             "outcome": outcome,
         });
@@ -286,6 +296,7 @@ impl SupportServer {
 
     fn search_knowledge(
         &self,
+        caller: &Caller,
         args: &serde_json::Map<String, Value>,
     ) -> Result<(Value, usize), String> {
         common::no_unknown_args(args, &["query", "limit"])?;
@@ -302,7 +313,7 @@ impl SupportServer {
                 )
                 .map_err(|e| format!("search failed: {e}"))?;
             let rows = stmt
-                .query_map(params![SNIPPET_TOKENS, q, self.caller.tenant, limit], |r| {
+                .query_map(params![SNIPPET_TOKENS, q, caller.tenant, limit], |r| {
                     Ok((
                         r.get::<_, String>(0)?,
                         r.get::<_, String>(1)?,
@@ -319,7 +330,7 @@ impl SupportServer {
                 results.push(json!({
                     "doc_id": doc_id,
                     "title": title,
-                    "uri": format!("policy://{}/{}", self.caller.tenant, doc_id),
+                    "uri": format!("policy://{}/{}", caller.tenant, doc_id),
                     "snippet": bound_snippet(&snippet),
                     "score": if score == 0.0 { 0.0 } else { score },
                 }));
@@ -329,7 +340,11 @@ impl SupportServer {
         Ok((json!({"query": query, "results": results}), n))
     }
 
-    fn get_ticket(&self, args: &serde_json::Map<String, Value>) -> Result<Value, String> {
+    fn get_ticket(
+        &self,
+        caller: &Caller,
+        args: &serde_json::Map<String, Value>,
+    ) -> Result<Value, String> {
         common::no_unknown_args(args, &["ticket_id"])?;
         let id = common::string_arg(args, "ticket_id", 1, 32)?;
         let valid =
@@ -343,7 +358,7 @@ impl SupportServer {
         let row = db.query_row(
             "SELECT ticket_id, customer_name, subject, body, team, priority, status, created_at, messages
              FROM tickets WHERE ticket_id = ?1 AND tenant = ?2",
-            params![id, self.caller.tenant],
+            params![id, caller.tenant],
             |r| {
                 Ok((
                     r.get::<_, String>(0)?,
@@ -431,7 +446,8 @@ impl ServerHandler for SupportServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let log = RequestLog::start("support", "tools/call", Some(&request.name), &context.meta);
-        let response = self.run_tool(request).await;
+        let caller = Caller::of_request(&self.caller, &context);
+        let response = self.run_tool(&caller, request).await;
         log.finish(common::call_outcome(&response));
         response
     }
@@ -442,7 +458,7 @@ impl ServerHandler for SupportServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let log = RequestLog::start("support", "resources/list", None, &context.meta);
-        let response = self.policies(request);
+        let response = self.policies(&Caller::of_request(&self.caller, &context), request);
         log.finish(if response.is_ok() { "ok" } else { "error" });
         response
     }
@@ -458,7 +474,7 @@ impl ServerHandler for SupportServer {
             Some(&request.uri),
             &context.meta,
         );
-        let response = self.policy(request);
+        let response = self.policy(&Caller::of_request(&self.caller, &context), request);
         log.finish(if response.is_ok() { "ok" } else { "error" });
         response
     }
@@ -467,6 +483,7 @@ impl ServerHandler for SupportServer {
 impl SupportServer {
     async fn run_tool(
         &self,
+        caller: &Caller,
         request: CallToolRequestParams,
     ) -> Result<CallToolResponse, ErrorData> {
         let start = Instant::now();
@@ -477,13 +494,13 @@ impl SupportServer {
                 None,
             ));
         }
-        let role = match self.role() {
+        let role = match self.role(caller) {
             Ok(role) => role,
             Err(Refusal::Protocol(e)) => return Err(e),
         };
         let scope = scope_of(&name);
         if !scopes(&role).contains(&scope) {
-            self.log(&role, &name, "forbidden", json!({}), start);
+            self.log(caller, &role, &name, "forbidden", json!({}), start);
             return Ok(common::tool_error(
                 format!("forbidden: your role ({role}) does not allow {scope}"),
                 &self.info,
@@ -492,19 +509,19 @@ impl SupportServer {
         }
         let args = common::arguments(request.arguments.as_ref());
         let result: CallToolResult = match name.as_str() {
-            "search_knowledge" => match self.search_knowledge(&args) {
+            "search_knowledge" => match self.search_knowledge(caller, &args) {
                 Ok((value, n)) => {
-                    self.log(&role, &name, "ok", json!({"results": n}), start);
+                    self.log(caller, &role, &name, "ok", json!({"results": n}), start);
                     common::structured_result(value, &self.info)
                 }
                 Err(e) => {
-                    self.log(&role, &name, "invalid_arguments", json!({}), start);
+                    self.log(caller, &role, &name, "invalid_arguments", json!({}), start);
                     common::tool_error(e, &self.info)
                 }
             },
-            _ => match self.get_ticket(&args) {
+            _ => match self.get_ticket(caller, &args) {
                 Ok(value) => {
-                    self.log(&role, &name, "ok", json!({}), start);
+                    self.log(caller, &role, &name, "ok", json!({}), start);
                     common::structured_result(value, &self.info)
                 }
                 Err(e) => {
@@ -513,7 +530,7 @@ impl SupportServer {
                     } else {
                         "invalid_arguments"
                     };
-                    self.log(&role, &name, outcome, json!({}), start);
+                    self.log(caller, &role, &name, outcome, json!({}), start);
                     common::tool_error(e, &self.info)
                 }
             },
@@ -523,9 +540,10 @@ impl SupportServer {
 
     fn policies(
         &self,
+        caller: &Caller,
         _request: Option<PaginatedRequestParams>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let Ok(_role) = self.role() else {
+        let Ok(_role) = self.role(caller) else {
             return Err(common::forbidden(
                 "forbidden: you have no access to this organization",
             ));
@@ -535,18 +553,18 @@ impl SupportServer {
             .prepare_cached("SELECT doc_id, title FROM policies WHERE tenant = ?1 ORDER BY doc_id")
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         let resources: Vec<Value> = stmt
-            .query_map(params![self.caller.tenant], |r| {
+            .query_map(params![caller.tenant], |r| {
                 Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
             })
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?
             .flatten()
             .map(|(doc_id, title)| {
-                json!({"uri": format!("policy://{}/{doc_id}", self.caller.tenant),
+                json!({"uri": format!("policy://{}/{doc_id}", caller.tenant),
                        "name": doc_id, "title": title, "mimeType": "text/markdown"})
             })
             .collect();
         let mut result: ListResourcesResult = serde_json::from_value(
-            json!({"resources": resources, "ttlMs": 0, "cacheScope": "private"}),
+            json!({"resultType": "complete", "resources": resources, "ttlMs": 0, "cacheScope": "private"}),
         )
         .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         result.meta = Some(common::server_meta(&self.info));
@@ -555,9 +573,10 @@ impl SupportServer {
 
     fn policy(
         &self,
+        caller: &Caller,
         request: ReadResourceRequestParams,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        if self.role().is_err() {
+        if self.role(caller).is_err() {
             return Err(common::forbidden(
                 "forbidden: you have no access to this organization",
             ));
@@ -572,7 +591,7 @@ impl SupportServer {
         else {
             return Err(not_found());
         };
-        if tenant != self.caller.tenant {
+        if tenant != caller.tenant {
             return Err(not_found());
         }
         let db = self.db.lock().unwrap_or_else(|e| e.into_inner());
@@ -584,6 +603,7 @@ impl SupportServer {
             )
             .map_err(|_| not_found())?;
         let mut result: rmcp::model::ReadResourceResult = serde_json::from_value(json!({
+            "resultType": "complete",
             "contents": [{"uri": uri, "mimeType": "text/markdown", "text": body}],
             "ttlMs": 0, "cacheScope": "private"
         }))
@@ -682,7 +702,7 @@ mod data_tests {
         .unwrap();
         let args =
             serde_json::from_value(json!({"query": "Charged twice for order LK-182074"})).unwrap();
-        let (result, n) = server.search_knowledge(&args).unwrap();
+        let (result, n) = server.search_knowledge(&server.caller, &args).unwrap();
         assert_eq!(n, 3);
         assert_eq!(
             result["results"][0]["uri"],
@@ -700,11 +720,11 @@ mod data_tests {
         let bad = serde_json::from_value(json!({"query": "ab"})).unwrap();
         assert!(
             server
-                .search_knowledge(&bad)
+                .search_knowledge(&server.caller, &bad)
                 .unwrap_err()
                 .contains("at least 3")
         );
         let bad = serde_json::from_value(json!({"query": "returns", "limit": 9})).unwrap();
-        assert!(server.search_knowledge(&bad).is_err());
+        assert!(server.search_knowledge(&server.caller, &bad).is_err());
     }
 }

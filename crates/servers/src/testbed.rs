@@ -386,9 +386,10 @@ impl ServerHandler for Testbed {
                         common::tool_error(format!("unknown kind {kind:?}"), &self.info).into(),
                     );
                 }
-                let result: CallToolResult =
-                    serde_json::from_value(json!({"content": blocks, "isError": false}))
-                        .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+                let result: CallToolResult = serde_json::from_value(
+                    json!({"resultType": "complete", "content": blocks, "isError": false}),
+                )
+                .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
                 Ok(result.into())
             }
             "bad_output" => {

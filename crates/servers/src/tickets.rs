@@ -6,8 +6,9 @@
 //! the answer and the state. Only a genuine second round opens a ticket:
 //!
 //! - the state is sealed (HMAC-SHA256, rmcp's `RequestStateCodec`) and bound to the method,
-//!   the tool, a digest of the arguments and the caller, with a 10-minute expiry, so it
-//!   cannot be minted, edited, moved to other arguments or used by someone else;
+//!   the tool, a digest of the arguments and the caller of that request (over HTTP, the
+//!   user and tenant of its bearer token), with a 10-minute expiry, so it cannot be
+//!   minted, edited, moved to other arguments or used by someone else;
 //! - it carries a random nonce recorded when used, in the same database transaction that
 //!   stores the ticket, so a confirmation opens at most one ticket, across restarts and
 //!   across instances sharing the store;
@@ -151,6 +152,7 @@ pub struct TicketsServer {
     db: Arc<Mutex<Connection>>,
     codec: Arc<RequestStateCodec>,
     ttl: Duration,
+    /// The caller when a request names none: the one this server was started for (stdio).
     caller: Caller,
     info: Implementation,
     tools: Arc<Vec<Tool>>,
@@ -195,11 +197,14 @@ impl TicketsServer {
 
     /// What a sealed state is bound to: method, tool, a digest of the arguments, and who
     /// asked. Built from the validated values in a fixed order, so it is canonical.
-    fn binding(&self, host: &str, summary: &str) -> Vec<u8> {
+    fn binding(caller: &Caller, host: &str, summary: &str) -> Vec<u8> {
         let args = json!({"host": host, "summary": summary}).to_string();
         let mut ad = b"tools/call|open_ticket|".to_vec();
         ad.extend_from_slice(&Sha256::digest(args.as_bytes()));
-        ad.extend_from_slice(format!("|{}|{}", self.caller.user, self.caller.tenant).as_bytes());
+        // Each part is JSON-quoted, so no user or tenant name can imitate another pair.
+        ad.extend_from_slice(
+            format!("|{}|{}", json!(caller.user), json!(caller.tenant)).as_bytes(),
+        );
         ad
     }
 
@@ -219,11 +224,11 @@ impl TicketsServer {
         }
     }
 
-    fn ask(&self, host: &str, summary: &str) -> CallToolResponse {
+    fn ask(&self, caller: &Caller, host: &str, summary: &str) -> CallToolResponse {
         let mut nonce = [0u8; 16];
         rand::fill(&mut nonce);
         let nonce: String = nonce.iter().map(|b| format!("{b:02x}")).collect();
-        let ad = self.binding(host, summary);
+        let ad = Self::binding(caller, host, summary);
         let sealed = self.codec.seal_with(
             nonce.as_bytes(),
             &SealOptions::new().associated_data(&ad).ttl(self.ttl),
@@ -239,6 +244,7 @@ impl TicketsServer {
     /// Read round 2, if this is one. A state that does not verify is refused outright.
     fn round2(
         &self,
+        caller: &Caller,
         host: &str,
         summary: &str,
         request: &CallToolRequestParams,
@@ -247,12 +253,15 @@ impl TicketsServer {
             // Answers without our state prove nothing: ask.
             return Ok(Round2::Ask);
         };
-        let nonce = match self.codec.open_with(state, &self.binding(host, summary)) {
+        let nonce = match self
+            .codec
+            .open_with(state, &Self::binding(caller, host, summary))
+        {
             Ok(n) => String::from_utf8(n).unwrap_or_default(),
             Err(e) => {
                 common::log_line(
                     json!({"ts": common::timestamp(), "event": "request_state_rejected",
-                    "user": self.caller.user, "reason": e.to_string()}),
+                    "user": caller.user, "reason": e.to_string()}),
                 );
                 return Err(ErrorData::invalid_params(
                     INVALID_STATE,
@@ -275,6 +284,7 @@ impl TicketsServer {
     /// transaction. `Ok(None)` when the confirmation was already used.
     fn consume(
         &self,
+        caller: &Caller,
         nonce: &str,
         ticket: Option<(&str, &str, &str)>,
     ) -> Result<Option<Value>, String> {
@@ -313,7 +323,7 @@ impl TicketsServer {
                     host,
                     summary,
                     priority,
-                    self.caller.user,
+                    caller.user,
                     common::timestamp()
                 ],
             )
@@ -329,6 +339,7 @@ impl TicketsServer {
     /// The person's answer, as the ticket to open or the tool error to return.
     fn decide(
         &self,
+        caller: &Caller,
         host: &str,
         summary: &str,
         nonce: &str,
@@ -341,7 +352,7 @@ impl TicketsServer {
             } else {
                 "closed the form"
             };
-            return match self.consume(nonce, None) {
+            return match self.consume(caller, nonce, None) {
                 Err(e) => error(e),
                 Ok(_) => error(format!(
                     "the user {said}: no ticket was opened. Don't retry unless they ask again."
@@ -357,7 +368,7 @@ impl TicketsServer {
         let Some(priority) = priority else {
             return error("the confirmation came back without a valid priority (P1, P2 or P3); no ticket was opened.".into());
         };
-        match self.consume(nonce, Some((host, summary, priority))) {
+        match self.consume(caller, nonce, Some((host, summary, priority))) {
             Err(e) => error(e),
             Ok(None) => error("this confirmation was already used: no ticket was opened. Ask the user again if they want another ticket.".into()),
             Ok(Some(ticket)) => common::structured_result(ticket, &self.info).into(),
@@ -379,6 +390,7 @@ impl TicketsServer {
             Ok(v) => v,
             Err(e) => return Ok(common::tool_error(e, &self.info).into()),
         };
+        let caller = Caller::of_request(&self.caller, context);
         let can_ask = context
             .client_capabilities()
             .and_then(|c| c.elicitation)
@@ -395,17 +407,22 @@ impl TicketsServer {
             .protocol_version()
             .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
         if !modern {
-            return Ok(self.open_ticket_legacy(&host, &summary, context).await);
+            return Ok(self
+                .open_ticket_legacy(&caller, &host, &summary, context)
+                .await);
         }
-        match self.round2(&host, &summary, request)? {
-            Round2::Ask => Ok(self.ask(&host, &summary)),
-            Round2::Answered { nonce, answer } => Ok(self.decide(&host, &summary, &nonce, &answer)),
+        match self.round2(&caller, &host, &summary, request)? {
+            Round2::Ask => Ok(self.ask(&caller, &host, &summary)),
+            Round2::Answered { nonce, answer } => {
+                Ok(self.decide(&caller, &host, &summary, &nonce, &answer))
+            }
         }
     }
 
     /// Older revisions: ask with a server-sent `elicitation/create` inside the call.
     async fn open_ticket_legacy(
         &self,
+        caller: &Caller,
         host: &str,
         summary: &str,
         context: &RequestContext<RoleServer>,
@@ -419,7 +436,7 @@ impl TicketsServer {
                 let mut nonce = [0u8; 16];
                 rand::fill(&mut nonce);
                 let nonce: String = nonce.iter().map(|b| format!("{b:02x}")).collect();
-                self.decide(host, summary, &nonce, &answer)
+                self.decide(caller, host, summary, &nonce, &answer)
             }
             Err(e) => common::tool_error(
                 format!("the user could not be asked ({e}); no ticket was opened."),
@@ -504,5 +521,40 @@ impl ServerHandler for TicketsServer {
         };
         log.finish(common::call_outcome(&response));
         response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn caller(user: &str, tenant: &str) -> Caller {
+        Caller {
+            user: user.into(),
+            tenant: tenant.into(),
+            client: "http".into(),
+        }
+    }
+
+    #[test]
+    fn a_confirmation_is_bound_to_the_user_and_tenant_of_the_request() {
+        let sam = TicketsServer::binding(&caller("usr-sam", "larkfield"), "h", "s");
+        assert_eq!(
+            sam,
+            TicketsServer::binding(&caller("usr-sam", "larkfield"), "h", "s")
+        );
+        assert_ne!(
+            sam,
+            TicketsServer::binding(&caller("usr-omar", "larkfield"), "h", "s")
+        );
+        assert_ne!(
+            sam,
+            TicketsServer::binding(&caller("usr-sam", "bramble"), "h", "s")
+        );
+        // No name can imitate another user/tenant pair.
+        assert_ne!(
+            TicketsServer::binding(&caller("a|b", "c"), "h", "s"),
+            TicketsServer::binding(&caller("a", "b|c"), "h", "s")
+        );
     }
 }

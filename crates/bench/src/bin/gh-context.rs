@@ -9,6 +9,12 @@
 //! description,parameters}}`, exactly as the OpenAI-compatible model sends it). It also
 //! checks that every tool's parameters are its `inputSchema`, unchanged: no constraint the
 //! model needs is lost. Prints one JSON object.
+//!
+//!     gh-context --catalog-memory N
+//!
+//! Where a large catalog's memory goes: the process's anonymous RSS after parsing N
+//! generated tool definitions, after `Catalog::build` (which compiles every schema), and
+//! after `model_tools()`.
 
 use std::{
     collections::HashMap,
@@ -69,8 +75,49 @@ fn tokens(bytes: usize) -> usize {
     bytes.div_ceil(4)
 }
 
+/// This process's anonymous resident memory, in KiB.
+fn anon_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("RssAnon:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+fn catalog_memory(n: usize) -> anyhow::Result<Value> {
+    let start = anon_kb();
+    let listings: Vec<(String, Vec<rmcp::model::Tool>)> = (0..n.div_ceil(50))
+        .map(|s| {
+            let tools = (s * 50..((s + 1) * 50).min(n))
+                .map(|i| serde_json::from_value(gatehouse_bench::generated_tool(i)))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok::<_, serde_json::Error>((format!("s{s:02}"), tools))
+        })
+        .collect::<Result<_, _>>()?;
+    let parsed = anon_kb();
+    let catalog = gatehouse::catalog::Catalog::build(listings);
+    let built = anon_kb();
+    let specs = catalog.model_tools();
+    let offered = anon_kb();
+    Ok(json!({
+        "tools": catalog.len(),
+        "parsed_definitions_kb": parsed.saturating_sub(start),
+        "catalog_build_kb": built.saturating_sub(parsed),
+        "model_tools_kb": offered.saturating_sub(built),
+        "model_tools": specs.len(),
+    }))
+}
+
 fn main() -> anyhow::Result<()> {
     let flags = Flags::parse();
+    if flags.has("catalog-memory") {
+        println!(
+            "{}",
+            catalog_memory(flags.number("catalog-memory", 1_000)?)?
+        );
+        return Ok(());
+    }
     let identity = Identity::default();
     let config = match (flags.get("config"), flags.get("built-in")) {
         (Some(path), _) => Config::load(std::path::Path::new(path), &identity)?,

@@ -142,6 +142,9 @@ pub fn run_with_stdin(args: &[&str], env: &[(&str, &str)], stdin: Option<&str>) 
         .stderr(Stdio::piped())
         .env_remove("HOST_TOOL_TIMEOUT")
         .env_remove("GATEHOUSE_TICKETS_KEY")
+        .env_remove("GATEHOUSE_CONFIG")
+        // No servers file of the machine's user is found by accident.
+        .env("XDG_CONFIG_HOME", scratch_dir())
         .env("GATEHOUSE_TICKETS_DB", scratch_dir().join("tickets.db"));
     for (k, v) in env {
         cmd.env(k, v);

@@ -35,7 +35,20 @@ pub enum Message {
         call_id: String,
         name: String,
         content: String,
+        /// Images and audio from the result, for models that take them as input
+        /// (`modelAcceptsMedia` in the settings); otherwise `content` describes them.
+        media: Vec<Media>,
     },
+}
+
+/// An image or audio block passed to the model as input.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Media {
+    /// `image` or `audio`.
+    pub kind: String,
+    pub mime: String,
+    /// Base64, as the server sent it.
+    pub data: String,
 }
 
 /// Tokens a model reported, added up over a run.

@@ -196,11 +196,12 @@ impl OpenAi {
         }
     }
 
-    /// The chat-completions request for a conversation and the tools on offer.
-    fn request_body(&self, messages: &[Message], tools: &[ToolSpec]) -> Value {
+    /// The chat-completions request for a conversation and the tools on offer, exactly as
+    /// it would be sent (for inspection and tests).
+    pub fn request_body(&self, messages: &[Message], tools: &[ToolSpec]) -> Value {
         let mut body = json!({
             "model": self.model,
-            "messages": messages.iter().map(message_json).collect::<Vec<_>>(),
+            "messages": messages.iter().flat_map(message_json).collect::<Vec<_>>(),
         });
         if !tools.is_empty() {
             body["tools"] = tools
@@ -547,8 +548,37 @@ fn tool_call(n: usize, call: &Value) -> Result<ToolCall, ModelError> {
     })
 }
 
-/// One message as chat-completion APIs take it.
-fn message_json(message: &Message) -> Value {
+/// One message as chat-completion APIs take it: one entry, or for a tool result with media
+/// two — the tool message, then a user message carrying the images and audio as input
+/// parts, since tool messages take text only.
+fn message_json(message: &Message) -> Vec<Value> {
+    if let Message::Tool {
+        call_id,
+        name,
+        content,
+        media,
+    } = message
+        && !media.is_empty()
+    {
+        let mut parts = vec![
+            json!({"type": "text", "text": format!("Media returned by {name} (call {call_id}):")}),
+        ];
+        for m in media {
+            parts.push(match m.kind.as_str() {
+                "audio" => json!({"type": "input_audio", "input_audio": {
+                    "data": m.data, "format": m.mime.rsplit('/').next().unwrap_or("wav")}}),
+                _ => json!({"type": "image_url", "image_url": {"url": format!("data:{};base64,{}", m.mime, m.data)}}),
+            });
+        }
+        return vec![
+            json!({"role": "tool", "tool_call_id": call_id, "content": content}),
+            json!({"role": "user", "content": parts}),
+        ];
+    }
+    vec![message_one(message)]
+}
+
+fn message_one(message: &Message) -> Value {
     match message {
         Message::System(text) => json!({"role": "system", "content": text}),
         Message::User(text) => json!({"role": "user", "content": text}),

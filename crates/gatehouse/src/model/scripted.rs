@@ -516,6 +516,7 @@ mod tests {
             call_id: "c".into(),
             name: "support__get_ticket".into(),
             content: json!({"tool": "support__get_ticket", "result": {"subject": "Charged twice", "customer_name": "Hugo"}}).to_string(),
+            media: vec![],
         });
         let d = Scripted::plan(&msgs, &tools);
         assert_eq!(d.tool_calls[0].arguments, r#"{"query":"Charged twice"}"#);
@@ -551,6 +552,7 @@ mod tests {
             call_id: "c".into(),
             name: "cmdb__get_asset".into(),
             content: json!({"tool": "cmdb__get_asset", "result": {"hostname": "jump-prod-02", "owner_name": "Camille Michel"}}).to_string(),
+            media: vec![],
         });
         let d = Scripted::plan(&msgs, &tools);
         assert_eq!(d.tool_calls[0].name, "tickets__open_ticket");
@@ -587,6 +589,7 @@ mod tests {
             name: "cmdb__get_asset".into(),
             content: json!({"tool": "cmdb__get_asset", "result": {"hostname": "jump-prod-02"}})
                 .to_string(),
+            media: vec![],
         });
         let d = Scripted::plan(&msgs, &tools);
         assert!(d.text.unwrap().contains("I cannot open a ticket"));

@@ -1,0 +1,296 @@
+//! The host on Streamable HTTP: servers named by `url` and `headers` in a servers file (in
+//! the shape Claude Desktop and .mcp.json use, with `${VAR}` substitution), and every way
+//! reaching one can fail, named with the server and never showing the credentials.
+
+mod common;
+
+use std::{
+    io::{BufRead, BufReader},
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use common::*;
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+const SAM_TOKEN: &str = "tok-sam-larkfield-9f2c41d7e0";
+
+/// A reference server on HTTP, stopped when dropped.
+struct HttpServer {
+    child: Child,
+    url: String,
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn tokens_file(dir: &std::path::Path) -> String {
+    let hash = |t: &str| {
+        Sha256::digest(t.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    };
+    write(
+        dir,
+        "tokens.json",
+        &json!([{"user": "usr-sam", "tenant": "larkfield", "sha256": hash(SAM_TOKEN)}]),
+    )
+}
+
+/// Start `gatehouse serve NAME --http 127.0.0.1:0 --tokens FILE` and read its URL.
+fn serve_http(name: &str, dir: &std::path::Path, env: &[(&str, &str)]) -> HttpServer {
+    let tokens = tokens_file(dir);
+    let mut cmd = Command::new(exe());
+    cmd.args(["serve", name, "--http", "127.0.0.1:0", "--tokens", &tokens])
+        .env("GATEHOUSE_TICKETS_DB", dir.join("tickets.db"))
+        .env_remove("GATEHOUSE_TICKETS_KEY")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("the server starts");
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Some(at) = line.find("http://") {
+                let _ = tx.send(
+                    line[at..]
+                        .split_whitespace()
+                        .next()
+                        .unwrap_or("")
+                        .to_owned(),
+                );
+            }
+        }
+    });
+    let url = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the server prints its URL");
+    HttpServer { child, url }
+}
+
+fn remote_config(dir: &std::path::Path, servers: serde_json::Value, allow: &[&str]) -> String {
+    write(
+        dir,
+        "claude_desktop_config.json",
+        &json!({"mcpServers": servers, "gatehouse": {"allow": allow}}),
+    )
+}
+
+#[test]
+fn the_support_desk_over_http_with_a_token_from_the_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve_http("support", dir.path(), &[]);
+    let config = remote_config(
+        dir.path(),
+        json!({"support": {"type": "http", "url": "${SUPPORT_URL}", "headers": {"Authorization": "Bearer ${SUPPORT_TOKEN}"}}}),
+        &["support__search_knowledge", "support__get_ticket"],
+    );
+    let record = dir.path().join("run.jsonl");
+    let ran = run(
+        &[
+            "ask",
+            "Draft a reply to ticket T-30002",
+            "--config",
+            &config,
+            "--json",
+            "--record",
+            record.to_str().unwrap(),
+        ],
+        &[("SUPPORT_URL", &server.url), ("SUPPORT_TOKEN", SAM_TOKEN)],
+    );
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    assert!(
+        ran.answer()
+            .contains("policy://larkfield/refunds-and-payments"),
+        "{}",
+        ran.answer()
+    );
+    assert_eq!(ran.step_data()[0]["protocol"], "2026-07-28");
+    let recorded = std::fs::read_to_string(&record).unwrap();
+    assert!(recorded.contains("tools/call"));
+    for text in [&ran.stdout, &ran.stderr, &recorded] {
+        assert!(!text.contains(SAM_TOKEN), "the token never shows");
+    }
+}
+
+#[test]
+fn the_seed_run_over_http_confirms_through_input_required() {
+    let dir = tempfile::tempdir().unwrap();
+    let cmdb = serve_http("cmdb", dir.path(), &[]);
+    let tickets = serve_http("tickets", dir.path(), &[]);
+    let auth = json!({"Authorization": format!("Bearer {SAM_TOKEN}")});
+    let config = remote_config(
+        dir.path(),
+        json!({"cmdb": {"type": "http", "url": cmdb.url, "headers": auth},
+               "tickets": {"type": "http", "url": tickets.url, "headers": auth}}),
+        &["cmdb__get_asset"],
+    );
+    let q =
+        "who owns jump-prod-02? Open a ticket for it: brute force then a login from 203.0.113.77";
+    let ran = run(
+        &[
+            "ask",
+            q,
+            "--config",
+            &config,
+            "--yes",
+            "--answer",
+            "priority=P1",
+            "--json",
+        ],
+        &[],
+    );
+    let answer = ran.answer();
+    assert!(
+        answer.contains("Camille Michel") && answer.contains("I opened INC-4100 (P1)"),
+        "{answer}\n{}",
+        ran.stderr
+    );
+    assert_eq!(ran.tool_events()[1]["asked_user"], true);
+}
+
+#[test]
+fn a_missing_variable_is_named_and_the_other_servers_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve_http("support", dir.path(), &[]);
+    let config = remote_config(
+        dir.path(),
+        json!({"needs_token": {"type": "http", "url": server.url, "headers": {"Authorization": "Bearer ${GATEHOUSE_TEST_NOT_SET}"}},
+               "support": {"type": "http", "url": server.url, "headers": {"Authorization": format!("Bearer {SAM_TOKEN}")}}}),
+        &["support__search_knowledge"],
+    );
+    let ran = run(
+        &[
+            "ask",
+            "What is the return window?",
+            "--config",
+            &config,
+            "--json",
+        ],
+        &[],
+    );
+    let steps = ran.step_texts().join("\n");
+    assert!(steps.contains("server needs_token is not used: headers Authorization: variable GATEHOUSE_TEST_NOT_SET is not set"), "{steps}");
+    assert!(ran.answer().contains("Returns policy"));
+}
+
+#[test]
+fn unreachable_refused_and_wrong_endpoints_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve_http("support", dir.path(), &[]);
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let base = server.url.trim_end_matches("/mcp").to_owned();
+    let config = remote_config(
+        dir.path(),
+        json!({
+            "nobody": {"type": "http", "url": format!("http://127.0.0.1:{closed}/mcp")},
+            "badtoken": {"type": "http", "url": server.url, "headers": {"Authorization": "Bearer not-a-real-token"}},
+            "notoken": {"type": "http", "url": server.url},
+            "wrongpath": {"type": "http", "url": format!("{base}/nope"), "headers": {"Authorization": format!("Bearer {SAM_TOKEN}")}}
+        }),
+        &[],
+    );
+    let ran = run(&["ask", "x", "--config", &config, "--json"], &[]);
+    let steps = ran.step_texts().join("\n");
+    assert!(
+        steps.contains(&format!(
+            "server unavailable: server nobody at http://127.0.0.1:{closed}/mcp: cannot connect"
+        )),
+        "{steps}"
+    );
+    assert!(
+        steps.contains("server unavailable: server badtoken at") && steps.contains("(401)"),
+        "{steps}"
+    );
+    assert!(
+        steps.contains("server unavailable: server notoken at"),
+        "{steps}"
+    );
+    assert!(
+        steps.contains("server unavailable: server wrongpath at") && steps.contains("(404)"),
+        "{steps}"
+    );
+    assert!(!ran.stdout.contains("not-a-real-token") && !ran.stderr.contains("not-a-real-token"));
+}
+
+#[test]
+fn a_server_that_drops_mid_call_is_reported_and_the_turn_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = serve_http("testbed", dir.path(), &[]);
+    let config = remote_config(
+        dir.path(),
+        json!({"testbed": {"type": "http", "url": server.url, "headers": {"Authorization": format!("Bearer {SAM_TOKEN}")}}}),
+        &["testbed__sleep"],
+    );
+    let model = playback(
+        dir.path(),
+        json!([{"tool_calls": [{"name": "testbed__sleep", "arguments": {"seconds": 30, "quiet": true}}]}, {"answer": "still here"}]),
+    );
+    let child = Command::new(exe())
+        .args(["ask", "x", "--config", &config, "--model", &model, "--json"])
+        .env("XDG_CONFIG_HOME", dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1_500));
+    server.child.kill().unwrap();
+    let started = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "the host did not wait for the dead server"
+    );
+    let ran = Ran {
+        status: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    assert_eq!(ran.answer(), "still here", "{}", ran.stderr);
+    let events = ran.tool_events();
+    assert_eq!(events[0]["outcome"], "error", "{:?}", ran.step_texts());
+}
+
+#[test]
+fn a_servers_file_in_the_usual_place_is_found_without_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let servers = json!({"mcpServers": {"desk": builtin_server("support", json!({}))},
+                         "gatehouse": {"allow": ["desk__search_knowledge"]}});
+    std::fs::write(project.join(".mcp.json"), servers.to_string()).unwrap();
+    let out = Command::new(exe())
+        .args(["ask", "What is the return window?", "--json"])
+        .current_dir(&project)
+        .env("XDG_CONFIG_HOME", dir.path())
+        .env_remove("GATEHOUSE_CONFIG")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("using the servers file .mcp.json (found without --config)"),
+        "{stderr}"
+    );
+    let run: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        run["steps"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("discovered 2 tools on desk")
+    );
+}

@@ -1,0 +1,1231 @@
+//! The reference servers over Streamable HTTP (`gatehouse serve NAME --http ADDR`), through
+//! the real binary: every server answers, bearer tokens decide who is calling, the
+//! revision's headers, `Origin` and body size are checked, SIGTERM lets the call in flight
+//! finish, and two tickets instances sharing a key and a store (directly, and behind
+//! Debian's nginx) open exactly one ticket per confirmation.
+
+mod common;
+
+use std::{
+    io::{BufRead, BufReader},
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use rmcp::{
+    ClientHandler, ClientLifecycleMode, ClientServiceExt, ErrorData, RoleClient,
+    model::*,
+    service::RequestContext,
+    transport::{
+        StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
+    },
+};
+use serde_json::{Value, json};
+
+const SAM: &str = "tok-sam-larkfield-6c1f0e9a2b7d4f38";
+const OMAR: &str = "tok-omar-larkfield-0b8e5d2c9a14e7f6";
+/// A member of Bramble Books, with a token that acts in Larkfield.
+const CAMILLE_IN_LARKFIELD: &str = "tok-camille-larkfield-e3a9c07d51b2";
+/// The sealing key two tickets instances share.
+const SHARED_KEY: &str = "http-servers-test-key-0123456789abcdef";
+/// Longest wait for a server to print its address, or to exit.
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+const PROTOCOL: &str = "2026-07-28";
+
+fn tokens_file(dir: &Path) -> PathBuf {
+    let hash = gatehouse_servers::auth::hash_token;
+    let path = dir.join("tokens.json");
+    std::fs::write(
+        &path,
+        json!([
+            {"user": "usr-sam", "tenant": "larkfield", "sha256": hash(SAM), "client": "sam-laptop"},
+            {"user": "usr-omar", "tenant": "larkfield", "sha256": hash(OMAR)},
+            {"user": "usr-camille", "tenant": "larkfield", "sha256": hash(CAMILLE_IN_LARKFIELD)},
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    path
+}
+
+// ---------------------------------------------------------------------------------------
+// A server process on HTTP.
+// ---------------------------------------------------------------------------------------
+
+/// `gatehouse serve NAME --http 127.0.0.1:0 …`, its stderr collected; killed when dropped.
+struct Served {
+    child: Child,
+    url: String,
+    stderr: Arc<Mutex<Vec<String>>>,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A bare `gatehouse serve …` command with a clean environment.
+fn serve_command(args: &[&str], env: &[(&str, &str)]) -> Command {
+    let mut cmd = Command::new(common::exe());
+    cmd.arg("serve")
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .env_remove("GATEHOUSE_TICKETS_KEY")
+        .env_remove("GATEHOUSE_TICKETS_CONFIRM_TTL_MS")
+        .env_remove("MCP_USER")
+        .env_remove("MCP_TENANT")
+        .env(
+            "GATEHOUSE_TICKETS_DB",
+            common::scratch_dir().join("tickets.db"),
+        );
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
+fn serve(name: &str, extra: &[&str], env: &[(&str, &str)]) -> Served {
+    let mut args = vec![name, "--http", "127.0.0.1:0"];
+    args.extend_from_slice(extra);
+    let mut child = serve_command(&args, env)
+        .spawn()
+        .expect("the gatehouse binary runs");
+    let stderr = Arc::new(Mutex::new(Vec::new()));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let sink = stderr.clone();
+    std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            if let Some(url) = line.strip_prefix("listening on ") {
+                let _ = tx.send(url.trim().to_owned());
+            }
+            sink.lock().unwrap().push(line);
+        }
+    });
+    let url = match rx.recv_timeout(START_TIMEOUT) {
+        Ok(url) => url,
+        Err(_) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "`gatehouse serve {name}` printed no address; stderr:\n{}",
+                stderr.lock().unwrap().join("\n")
+            );
+        }
+    };
+    assert!(
+        url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
+        "{url}"
+    );
+    Served { child, url, stderr }
+}
+
+impl Served {
+    fn stderr(&self) -> Vec<String> {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// The server's JSON log records.
+    fn records(&self) -> Vec<Value> {
+        self.stderr()
+            .iter()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    /// How many `tools/call` requests for `tool` this instance has logged.
+    fn calls_of(&self, tool: &str) -> usize {
+        self.records()
+            .iter()
+            .filter(|r| {
+                r["operation"] == "mcp.request" && r["method"] == "tools/call" && r["name"] == tool
+            })
+            .count()
+    }
+
+    /// Wait (bounded) until this instance has logged `n` calls of `tool`.
+    async fn wait_calls(&self, tool: &str, n: usize) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if self.calls_of(tool) >= n {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        false
+    }
+
+    fn port(&self) -> u16 {
+        self.url
+            .trim_start_matches("http://127.0.0.1:")
+            .trim_end_matches("/mcp")
+            .parse()
+            .unwrap()
+    }
+
+    fn sigterm(&self) {
+        let ok = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill -TERM failed");
+    }
+
+    /// Wait (bounded) for the process to exit; its exit code.
+    fn wait_exit(&mut self, within: Duration) -> Option<i32> {
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return Some(status.code().unwrap_or(-1));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Raw Streamable HTTP requests, as a 2026-07-28 client sends them.
+// ---------------------------------------------------------------------------------------
+
+/// What one POST got back.
+struct Answer {
+    status: u16,
+    headers: reqwest::header::HeaderMap,
+    /// The body as text.
+    text: String,
+    /// Every JSON-RPC message in the body (plain JSON, or the `data:` lines of SSE).
+    messages: Vec<Value>,
+}
+
+impl Answer {
+    /// The response (or error) to request `id`.
+    fn reply(&self, id: i64) -> &Value {
+        self.messages
+            .iter()
+            .find(|m| m["id"] == id && (m.get("result").is_some() || m.get("error").is_some()))
+            .unwrap_or_else(|| {
+                panic!(
+                    "no reply to request {id}: HTTP {}\n{}",
+                    self.status, self.text
+                )
+            })
+    }
+
+    fn result(&self, id: i64) -> &Value {
+        let reply = self.reply(id);
+        assert!(reply.get("error").is_none(), "an error: {reply}");
+        &reply["result"]
+    }
+
+    fn error_code(&self, id: i64) -> i64 {
+        self.reply(id)["error"]["code"].as_i64().unwrap_or_else(|| {
+            panic!("expected an error, got {}", self.reply(id));
+        })
+    }
+}
+
+fn parse_messages(text: &str) -> Vec<Value> {
+    if let Ok(v) = serde_json::from_str::<Value>(text) {
+        return vec![v];
+    }
+    text.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str(d.trim()).ok())
+        .collect()
+}
+
+/// A 2026-07-28 request body: `params` plus the per-request `_meta`.
+fn request(id: i64, method: &str, params: Value) -> Value {
+    let mut params = params;
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": PROTOCOL,
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+        "io.modelcontextprotocol/clientInfo": {"name": "http-servers-test", "version": "0.1.0"},
+    });
+    match params.get_mut("_meta").and_then(Value::as_object_mut) {
+        Some(m) => m.extend(meta.as_object().unwrap().clone()),
+        None => params["_meta"] = meta,
+    }
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+/// The headers the revision requires for `body`: version, method, and the name when the
+/// method has one.
+fn standard_headers(body: &Value) -> Vec<(String, String)> {
+    let method = body["method"].as_str().unwrap_or_default().to_owned();
+    let mut headers = vec![
+        ("MCP-Protocol-Version".to_owned(), PROTOCOL.to_owned()),
+        ("Mcp-Method".to_owned(), method.clone()),
+    ];
+    let name = match method.as_str() {
+        "tools/call" | "prompts/get" => body["params"]["name"].as_str(),
+        "resources/read" => body["params"]["uri"].as_str(),
+        _ => None,
+    };
+    if let Some(name) = name {
+        headers.push(("Mcp-Name".to_owned(), name.to_owned()));
+    }
+    headers
+}
+
+/// POST exactly these headers and this body.
+async fn post_raw(
+    url: &str,
+    token: Option<&str>,
+    headers: &[(String, String)],
+    body: String,
+) -> Answer {
+    let mut req = reqwest::Client::new()
+        .post(url)
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .timeout(Duration::from_secs(60));
+    if let Some(token) = token {
+        req = req.header("Authorization", format!("Bearer {token}"));
+    }
+    for (k, v) in headers {
+        req = req.header(k.as_str(), v.as_str());
+    }
+    let response = req.body(body).send().await.expect("the server answers");
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let text = response.text().await.unwrap_or_default();
+    let messages = parse_messages(&text);
+    Answer {
+        status,
+        headers,
+        text,
+        messages,
+    }
+}
+
+/// POST a request with the standard headers.
+async fn post(url: &str, token: Option<&str>, body: &Value) -> Answer {
+    post_raw(url, token, &standard_headers(body), body.to_string()).await
+}
+
+async fn call_tool(url: &str, token: &str, id: i64, tool: &str, arguments: Value) -> Answer {
+    post(
+        url,
+        Some(token),
+        &request(
+            id,
+            "tools/call",
+            json!({"name": tool, "arguments": arguments}),
+        ),
+    )
+    .await
+}
+
+fn text_of(result: &Value) -> String {
+    result["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["text"].as_str())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+// ---------------------------------------------------------------------------------------
+// Every server answers.
+// ---------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn every_reference_server_answers_discover_list_and_a_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = tokens_file(dir.path());
+    let tokens = tokens.to_str().unwrap();
+    let db = dir.path().join("tickets.db");
+    let cases: [(&str, &str, Value, &str); 5] = [
+        (
+            "support",
+            "search_knowledge",
+            json!({"query": "charged twice"}),
+            "refunds-and-payments",
+        ),
+        (
+            "cmdb",
+            "get_asset",
+            json!({"hostname": "jump-prod-02"}),
+            "Camille Michel",
+        ),
+        ("tickets", "list_tickets", json!({}), "\"total\": 0"),
+        (
+            "orders",
+            "get_order_status",
+            json!({"order_id": "A-1002"}),
+            "processing",
+        ),
+        ("testbed", "echo", json!({"text": "over http"}), "over http"),
+    ];
+    for (name, tool, arguments, expect) in cases {
+        let server = serve(
+            name,
+            &["--tokens", tokens, "--db", db.to_str().unwrap()],
+            &[],
+        );
+        let discovered = post(
+            &server.url,
+            Some(SAM),
+            &request(1, "server/discover", json!({})),
+        )
+        .await;
+        assert_eq!(discovered.status, 200, "{name}: {}", discovered.text);
+        let info = discovered.result(1);
+        assert!(
+            info["supportedVersions"]
+                .as_array()
+                .unwrap()
+                .contains(&json!(PROTOCOL)),
+            "{name}: {info}"
+        );
+        assert!(info["capabilities"]["tools"].is_object(), "{name}: {info}");
+
+        let listed = post(&server.url, Some(SAM), &request(2, "tools/list", json!({}))).await;
+        let tools: Vec<&str> = listed.result(2)["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|t| t["name"].as_str())
+            .collect();
+        assert!(tools.contains(&tool), "{name}: {tools:?}");
+        // No session is ever minted for a 2026-07-28 client.
+        assert!(listed.headers.get("mcp-session-id").is_none());
+
+        let called = call_tool(&server.url, SAM, 3, tool, arguments).await;
+        let result = called.result(3);
+        assert_eq!(result["isError"], false, "{name}: {result}");
+        assert!(
+            text_of(result).contains(expect),
+            "{name}: {}",
+            text_of(result)
+        );
+    }
+}
+
+/// A client that answers every `elicitation/create` with a fixed answer.
+struct Asker {
+    answer: ElicitResult,
+}
+
+impl ClientHandler for Asker {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::builder().enable_elicitation().build(),
+            Implementation::new("http-servers-test", "0.1.0"),
+        )
+    }
+
+    async fn create_elicitation(
+        &self,
+        _request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        Ok(self.answer.clone())
+    }
+}
+
+fn rmcp_transport(url: &str, token: &str) -> StreamableHttpClientTransport<reqwest::Client> {
+    StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(token.to_owned()),
+    )
+}
+
+fn open_ticket(host: &str, summary: &str) -> CallToolRequestParams {
+    CallToolRequestParams::new("open_ticket").with_arguments(
+        json!({"host": host, "summary": summary})
+            .as_object()
+            .unwrap()
+            .clone(),
+    )
+}
+
+#[tokio::test]
+async fn rmcp_clients_of_both_eras_work_over_http_and_a_legacy_one_is_asked_with_elicitation_create()
+ {
+    tokio::time::timeout(Duration::from_secs(60), rmcp_clients_of_both_eras())
+        .await
+        .expect("the rmcp clients finish within 60 s");
+}
+
+async fn rmcp_clients_of_both_eras() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = tokens_file(dir.path());
+    let db = dir.path().join("tickets.db");
+    let server = serve(
+        "tickets",
+        &[
+            "--tokens",
+            tokens.to_str().unwrap(),
+            "--db",
+            db.to_str().unwrap(),
+        ],
+        &[],
+    );
+    let answer =
+        ElicitResult::new(ElicitationAction::Accept).with_content(json!({"priority": "P2"}));
+
+    // 2026-07-28: discover, then stateless requests with the standard headers (rmcp's
+    // client sets them); the confirmation is an input_required round.
+    let modern = Asker {
+        answer: answer.clone(),
+    }
+    .serve_with_lifecycle(
+        rmcp_transport(&server.url, SAM),
+        ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        },
+    )
+    .await
+    .expect("a 2026-07-28 client connects over HTTP");
+    let tools = modern.list_all_tools().await.unwrap();
+    assert!(tools.iter().any(|t| t.name == "open_ticket"));
+    match modern
+        .call_tool_once(open_ticket("jump-prod-02", "brute force"))
+        .await
+        .unwrap()
+    {
+        CallToolResponse::InputRequired(asked) => assert!(asked.request_state.is_some()),
+        other => panic!("round 1 must ask, got {other:?}"),
+    }
+    modern.cancel().await.unwrap();
+
+    // 2025-11-25: initialize, a session, and the question as a server-sent
+    // elicitation/create inside the call, on the call's own stream.
+    let legacy = Asker { answer }
+        .serve_with_lifecycle(
+            rmcp_transport(&server.url, SAM),
+            ClientLifecycleMode::Initialize,
+        )
+        .await
+        .expect("a 2025-11-25 client connects over HTTP");
+    assert_eq!(
+        legacy.peer_info().unwrap().protocol_version,
+        ProtocolVersion::V_2025_11_25
+    );
+    let opened = match legacy
+        .call_tool_once(open_ticket("jump-prod-02", "brute force"))
+        .await
+        .unwrap()
+    {
+        CallToolResponse::Complete(r) => r,
+        other => panic!("a legacy call completes in one request, got {other:?}"),
+    };
+    assert_eq!(opened.is_error, Some(false), "{opened:?}");
+    let ticket = opened.structured_content.unwrap();
+    assert_eq!(ticket["id"], "INC-4100");
+    assert_eq!(ticket["priority"], "P2");
+    legacy.cancel().await.unwrap();
+    let logged = server
+        .records()
+        .into_iter()
+        .any(|r| r["event"] == "http_unauthorized");
+    assert!(!logged, "no request was refused: {:?}", server.stderr());
+}
+
+// ---------------------------------------------------------------------------------------
+// Who is calling.
+// ---------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn the_bearer_token_decides_who_is_calling() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = tokens_file(dir.path());
+    let server = serve("support", &["--tokens", tokens.to_str().unwrap()], &[]);
+    let get = json!({"ticket_id": "T-30002"});
+    let body = request(
+        1,
+        "tools/call",
+        json!({"name": "get_ticket", "arguments": get}),
+    );
+
+    let none = post(&server.url, None, &body).await;
+    assert_eq!(none.status, 401, "{}", none.text);
+    let challenge = none.headers["www-authenticate"].to_str().unwrap();
+    assert!(
+        challenge.starts_with("Bearer realm=\"gatehouse\""),
+        "{challenge}"
+    );
+
+    for token in ["not-a-token", SAM.trim_end_matches('8')] {
+        let unknown = post(&server.url, Some(token), &body).await;
+        assert_eq!(unknown.status, 401, "{}", unknown.text);
+        assert_eq!(
+            unknown.headers["www-authenticate"],
+            "Bearer realm=\"gatehouse\", error=\"invalid_token\""
+        );
+    }
+    let basic = post_raw(
+        &server.url,
+        None,
+        &[
+            standard_headers(&body),
+            vec![("Authorization".into(), "Basic dXNyLXNhbTpwdw==".into())],
+        ]
+        .concat(),
+        body.to_string(),
+    )
+    .await;
+    assert_eq!(basic.status, 401);
+
+    // A token acting in an organization its user is no member of: refused before any tool.
+    let outsider = post(&server.url, Some(CAMILLE_IN_LARKFIELD), &body).await;
+    assert_eq!(outsider.error_code(1), -32003, "{}", outsider.text);
+
+    // Two members of Larkfield, one server process: each request is its own caller.
+    let sam = post(&server.url, Some(SAM), &body).await;
+    let ticket = &sam.result(1)["structuredContent"];
+    assert_eq!(ticket["ticket_id"], "T-30002");
+    let omar = post(&server.url, Some(OMAR), &body).await;
+    let refused = omar.result(1);
+    assert_eq!(refused["isError"], true);
+    assert!(
+        text_of(refused).contains("your role (read_only) does not allow tickets:read"),
+        "{}",
+        text_of(refused)
+    );
+    let searched = call_tool(
+        &server.url,
+        OMAR,
+        2,
+        "search_knowledge",
+        json!({"query": "refund"}),
+    )
+    .await;
+    assert_eq!(searched.result(2)["isError"], false);
+
+    let calls: Vec<(String, String, String)> = server
+        .records()
+        .iter()
+        .filter(|r| r["event"] == "tool_call")
+        .map(|r| {
+            (
+                r["user"].as_str().unwrap_or("").to_owned(),
+                r["client"].as_str().unwrap_or("").to_owned(),
+                r["outcome"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect();
+    assert!(
+        calls.contains(&("usr-sam".into(), "sam-laptop".into(), "ok".into())),
+        "{calls:?}"
+    );
+    assert!(
+        calls.contains(&("usr-omar".into(), "http".into(), "forbidden".into())),
+        "{calls:?}"
+    );
+    let refusals = server
+        .records()
+        .iter()
+        .filter(|r| r["event"] == "http_unauthorized")
+        .count();
+    assert_eq!(refusals, 4);
+}
+
+#[tokio::test]
+async fn a_legacy_session_belongs_to_the_token_that_opened_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = tokens_file(dir.path());
+    let server = serve("cmdb", &["--tokens", tokens.to_str().unwrap()], &[]);
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "legacy", "version": "1"}}});
+    let opened = post_raw(&server.url, Some(SAM), &[], init.to_string()).await;
+    assert_eq!(opened.status, 200, "{}", opened.text);
+    let session = opened.headers["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let legacy = |id: &str| {
+        vec![
+            ("Mcp-Session-Id".to_owned(), id.to_owned()),
+            ("MCP-Protocol-Version".to_owned(), "2025-11-25".to_owned()),
+        ]
+    };
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let ack = post_raw(
+        &server.url,
+        Some(SAM),
+        &legacy(&session),
+        initialized.to_string(),
+    )
+    .await;
+    assert_eq!(ack.status, 202, "{}", ack.text);
+
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string();
+    let theirs = post_raw(&server.url, Some(OMAR), &legacy(&session), list.clone()).await;
+    assert_eq!(theirs.status, 404, "{}", theirs.text);
+    let mine = post_raw(&server.url, Some(SAM), &legacy(&session), list).await;
+    assert_eq!(mine.status, 200, "{}", mine.text);
+    assert!(mine.result(2)["tools"].as_array().unwrap().len() >= 2);
+}
+
+#[test]
+fn http_serving_needs_tokens_or_an_explicit_no_auth_on_loopback() {
+    let run = |args: &[&str]| {
+        let out = serve_command(args, &[]).output().unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, err) = run(&["support", "--http", "127.0.0.1:0"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--tokens FILE") && err.contains("--no-auth"),
+        "{err}"
+    );
+    let (code, err) = run(&["support", "--http", "0.0.0.0:0", "--no-auth"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("local testing only"), "{err}");
+    let (code, err) = run(&["support", "--tokens", "tokens.json"]);
+    assert_ne!(code, 0, "--tokens without --http: {err}");
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("tokens.json");
+    std::fs::write(
+        &bad,
+        r#"[{"user": "usr-sam", "tenant": "larkfield", "sha256": "abc"}]"#,
+    )
+    .unwrap();
+    let (code, err) = run(&[
+        "support",
+        "--http",
+        "127.0.0.1:0",
+        "--tokens",
+        bad.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("64 hex digits"), "{err}");
+}
+
+#[tokio::test]
+async fn no_auth_acts_as_the_caller_in_the_environment() {
+    let server = serve(
+        "support",
+        &["--no-auth"],
+        &[("MCP_USER", "usr-omar"), ("MCP_TENANT", "larkfield")],
+    );
+    assert!(
+        server
+            .stderr()
+            .iter()
+            .any(|l| l.contains("NONE (--no-auth"))
+    );
+    let r = post(
+        &server.url,
+        None,
+        &request(
+            1,
+            "tools/call",
+            json!({"name": "get_ticket", "arguments": {"ticket_id": "T-30002"}}),
+        ),
+    )
+    .await;
+    assert!(
+        text_of(r.result(1)).contains("your role (read_only)"),
+        "{}",
+        r.text
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// What the transport checks.
+// ---------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn headers_origin_and_body_size_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = tokens_file(dir.path());
+    let server = serve("testbed", &["--tokens", tokens.to_str().unwrap()], &[]);
+    let call = request(
+        1,
+        "tools/call",
+        json!({"name": "echo", "arguments": {"text": "hi"}}),
+    );
+    let with = |changes: &[(&str, Option<&str>)]| {
+        let mut headers = standard_headers(&call);
+        for (name, value) in changes {
+            headers.retain(|(k, _)| !k.eq_ignore_ascii_case(name));
+            if let Some(v) = value {
+                headers.push(((*name).to_owned(), (*v).to_owned()));
+            }
+        }
+        headers
+    };
+
+    // Mcp-Method naming another method than the body's.
+    let r = post_raw(
+        &server.url,
+        Some(SAM),
+        &with(&[("Mcp-Method", Some("tools/list"))]),
+        call.to_string(),
+    )
+    .await;
+    assert_eq!((r.status, r.error_code(1)), (400, -32020), "{}", r.text);
+    // Mcp-Name missing on tools/call, or naming another tool.
+    let r = post_raw(
+        &server.url,
+        Some(SAM),
+        &with(&[("Mcp-Name", None)]),
+        call.to_string(),
+    )
+    .await;
+    assert_eq!((r.status, r.error_code(1)), (400, -32020), "{}", r.text);
+    assert!(r.text.contains("Mcp-Name"), "{}", r.text);
+    let r = post_raw(
+        &server.url,
+        Some(SAM),
+        &with(&[("Mcp-Name", Some("repeat"))]),
+        call.to_string(),
+    )
+    .await;
+    assert_eq!((r.status, r.error_code(1)), (400, -32020), "{}", r.text);
+    // The header's version must be the body's.
+    let r = post_raw(
+        &server.url,
+        Some(SAM),
+        &with(&[("MCP-Protocol-Version", Some("2025-11-25"))]),
+        call.to_string(),
+    )
+    .await;
+    assert_eq!((r.status, r.error_code(1)), (400, -32020), "{}", r.text);
+
+    // DNS rebinding: a foreign Origin or Host is refused; the server's own origin is not.
+    let r = post_raw(
+        &server.url,
+        Some(SAM),
+        &with(&[("Origin", Some("http://evil.example"))]),
+        call.to_string(),
+    )
+    .await;
+    assert_eq!(r.status, 403, "{}", r.text);
+    let other_port = format!("http://127.0.0.1:{}", server.port() + 1);
+    let r = post_raw(
+        &server.url,
+        Some(SAM),
+        &with(&[("Origin", Some(other_port.as_str()))]),
+        call.to_string(),
+    )
+    .await;
+    assert_eq!(r.status, 403, "{}", r.text);
+    let own = format!("http://localhost:{}", server.port());
+    let r = post_raw(
+        &server.url,
+        Some(SAM),
+        &with(&[("Origin", Some(own.as_str()))]),
+        call.to_string(),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.result(1)["structuredContent"]["text"], "hi");
+    let r = post_raw(
+        &server.url,
+        Some(SAM),
+        &with(&[("Host", Some("evil.example"))]),
+        call.to_string(),
+    )
+    .await;
+    assert_eq!(r.status, 403, "{}", r.text);
+
+    // A body over 1 MiB.
+    let big = request(
+        2,
+        "tools/call",
+        json!({"name": "echo", "arguments": {"text": "x".repeat(gatehouse_servers::http::MAX_REQUEST_BODY_BYTES + 1)}}),
+    );
+    let r = post(&server.url, Some(SAM), &big).await;
+    assert_eq!(r.status, 413, "{}", &r.text[..r.text.len().min(200)]);
+    // Just under it is fine (the echo tool takes at most 1,000,000 characters).
+    let fits = request(
+        3,
+        "tools/call",
+        json!({"name": "echo", "arguments": {"text": "x".repeat(999_000)}}),
+    );
+    assert!(fits.to_string().len() > 999_000);
+    let r = post(&server.url, Some(SAM), &fits).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.result(3)["isError"], false);
+}
+
+#[tokio::test]
+async fn sigterm_lets_the_call_in_flight_finish_then_exits_0() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = tokens_file(dir.path());
+    let mut server = serve("testbed", &["--tokens", tokens.to_str().unwrap()], &[]);
+    let body = request(
+        7,
+        "tools/call",
+        json!({"name": "sleep", "arguments": {"seconds": 2}, "_meta": {"progressToken": "p7"}}),
+    );
+    let mut req = reqwest::Client::new()
+        .post(&server.url)
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .header("Authorization", format!("Bearer {SAM}"))
+        .timeout(Duration::from_secs(30));
+    for (k, v) in standard_headers(&body) {
+        req = req.header(k, v);
+    }
+    let started = Instant::now();
+    let mut response = req.body(body.to_string()).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    // The first progress event proves the call is running; then the signal.
+    let mut text = String::new();
+    while !text.contains("notifications/progress") {
+        let chunk = response.chunk().await.unwrap().expect("the stream goes on");
+        text.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    server.sigterm();
+
+    // No new connections once the server is shutting down.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut refused = false;
+    while Instant::now() < deadline && !refused {
+        refused = std::net::TcpStream::connect(("127.0.0.1", server.port())).is_err();
+        if !refused {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    assert!(
+        refused,
+        "the server still accepts connections after SIGTERM"
+    );
+
+    while let Some(chunk) = response.chunk().await.unwrap() {
+        text.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    let messages = parse_messages(&text);
+    let reply = messages
+        .iter()
+        .find(|m| m["id"] == 7)
+        .unwrap_or_else(|| panic!("the call was cut: {text}"));
+    assert_eq!(
+        reply["result"]["structuredContent"]["slept"], 2.0,
+        "{reply}"
+    );
+    assert!(started.elapsed() >= Duration::from_secs(2));
+
+    assert_eq!(
+        server.wait_exit(Duration::from_secs(10)),
+        Some(0),
+        "{:?}",
+        server.stderr()
+    );
+    let stderr = server.stderr().join("\n");
+    assert!(
+        stderr.contains("shutting down: no new connections; 1 request(s) in flight"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("stopped"), "{stderr}");
+}
+
+// ---------------------------------------------------------------------------------------
+// The tickets server's confirmation over HTTP: bound to the caller, and shared by
+// instances with one key and one store.
+// ---------------------------------------------------------------------------------------
+
+const HOST: &str = "jump-prod-02";
+const SUMMARY: &str = "brute force, then a login from 203.0.113.77";
+
+/// Round 1 of `open_ticket` as `token` at `url`: the sealed state.
+async fn round1(url: &str, token: &str, id: i64) -> String {
+    let r = call_tool(
+        url,
+        token,
+        id,
+        "open_ticket",
+        json!({"host": HOST, "summary": SUMMARY}),
+    )
+    .await;
+    let result = r.result(id);
+    assert_eq!(result["resultType"], "input_required", "{result}");
+    assert_eq!(
+        result["inputRequests"]["confirm"]["method"],
+        "elicitation/create"
+    );
+    result["requestState"].as_str().unwrap().to_owned()
+}
+
+/// Round 2: the person's answer and the state.
+async fn round2(url: &str, token: &str, id: i64, state: &str) -> Answer {
+    post(
+        url,
+        Some(token),
+        &request(
+            id,
+            "tools/call",
+            json!({"name": "open_ticket", "arguments": {"host": HOST, "summary": SUMMARY},
+                   "inputResponses": {"confirm": {"action": "accept", "content": {"priority": "P1"}}},
+                   "requestState": state}),
+        ),
+    )
+    .await
+}
+
+async fn ticket_total(url: &str) -> i64 {
+    let r = call_tool(url, SAM, 99, "list_tickets", json!({})).await;
+    r.result(99)["structuredContent"]["total"].as_i64().unwrap()
+}
+
+fn assert_opened(answer: &Answer, id: i64) -> Value {
+    let result = answer.result(id);
+    assert_eq!(result["isError"], false, "{result}");
+    result["structuredContent"].clone()
+}
+
+fn assert_already_used(answer: &Answer, id: i64) {
+    let result = answer.result(id);
+    assert_eq!(result["isError"], true, "{result}");
+    assert!(text_of(result).contains("already used"), "{result}");
+}
+
+#[tokio::test]
+async fn one_users_confirmation_cannot_be_used_with_another_users_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = tokens_file(dir.path());
+    let db = dir.path().join("tickets.db");
+    let server = serve(
+        "tickets",
+        &[
+            "--tokens",
+            tokens.to_str().unwrap(),
+            "--db",
+            db.to_str().unwrap(),
+        ],
+        &[],
+    );
+    let state = round1(&server.url, SAM, 1).await;
+    let stolen = round2(&server.url, OMAR, 2, &state).await;
+    assert_eq!(stolen.error_code(2), -32602, "{}", stolen.text);
+    assert_eq!(
+        stolen.reply(2)["error"]["message"],
+        "Invalid or expired requestState"
+    );
+    assert_eq!(ticket_total(&server.url).await, 0);
+
+    let honest = round2(&server.url, SAM, 3, &state).await;
+    assert_eq!(assert_opened(&honest, 3)["id"], "INC-4100");
+    assert_eq!(ticket_total(&server.url).await, 1);
+    let rejected = server
+        .records()
+        .into_iter()
+        .find(|r| r["event"] == "request_state_rejected")
+        .expect("the refusal is logged");
+    assert_eq!(rejected["user"], "usr-omar");
+}
+
+/// Two tickets instances sharing the sealing key and the store.
+fn two_instances(dir: &Path) -> (Served, Served) {
+    let tokens = tokens_file(dir);
+    let db = dir.join("tickets.db");
+    let args = [
+        "--tokens",
+        tokens.to_str().unwrap(),
+        "--db",
+        db.to_str().unwrap(),
+    ];
+    let env = [("GATEHOUSE_TICKETS_KEY", SHARED_KEY)];
+    let a = serve("tickets", &args, &env);
+    let b = serve("tickets", &args, &env);
+    (a, b)
+}
+
+#[tokio::test]
+async fn rounds_on_two_instances_open_one_ticket_and_a_replay_on_the_other_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = two_instances(dir.path());
+    let state = round1(&a.url, SAM, 1).await;
+    let opened = round2(&b.url, SAM, 2, &state).await;
+    assert_eq!(assert_opened(&opened, 2)["id"], "INC-4100");
+    assert_already_used(&round2(&a.url, SAM, 3, &state).await, 3);
+    assert_already_used(&round2(&b.url, SAM, 4, &state).await, 4);
+    assert_eq!(ticket_total(&a.url).await, 1);
+    assert_eq!(ticket_total(&b.url).await, 1);
+}
+
+// ---------------------------------------------------------------------------------------
+// Behind a reverse proxy.
+// ---------------------------------------------------------------------------------------
+
+fn nginx_binary() -> PathBuf {
+    let candidates = std::env::var_os("PATH")
+        .map(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join("nginx"))
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default()
+        .into_iter()
+        .chain([PathBuf::from("/usr/sbin/nginx")]);
+    for candidate in candidates {
+        if candidate.is_file() {
+            return candidate;
+        }
+    }
+    panic!(
+        "nginx is missing: this test runs two tickets instances behind it. \
+         Install it with `scripts/install-test-peers.sh nginx` (Debian's nginx package)."
+    );
+}
+
+/// nginx on a loopback port, its config, pid and logs in `dir`; stopped when dropped.
+struct Nginx {
+    child: Child,
+    url: String,
+    dir: PathBuf,
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-QUIT", &self.child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn start_nginx(dir: &Path, upstreams: &[u16]) -> Nginx {
+    let nginx = nginx_binary();
+    let dir = dir.join("nginx");
+    std::fs::create_dir_all(&dir).unwrap();
+    let port = free_port();
+    let servers: String = upstreams
+        .iter()
+        .map(|p| format!("    server 127.0.0.1:{p};\n"))
+        .collect();
+    let d = dir.display();
+    // One process (no master, no workers), in the foreground: the test owns its pid.
+    let config = format!(
+        "daemon off;
+master_process off;
+worker_processes 1;
+pid {d}/nginx.pid;
+error_log {d}/error.log info;
+events {{ worker_connections 64; }}
+http {{
+  access_log {d}/access.log;
+  client_body_temp_path {d}/client_body;
+  proxy_temp_path {d}/proxy;
+  fastcgi_temp_path {d}/fastcgi;
+  uwsgi_temp_path {d}/uwsgi;
+  scgi_temp_path {d}/scgi;
+  upstream tickets {{
+{servers}  }}
+  server {{
+    listen 127.0.0.1:{port};
+    location /mcp {{
+      proxy_pass http://tickets;
+      proxy_http_version 1.1;
+      proxy_set_header Host $http_host;
+      proxy_set_header Connection \"\";
+      proxy_buffering off;
+      proxy_read_timeout 660s;
+      client_max_body_size 1m;
+    }}
+  }}
+}}
+"
+    );
+    let conf = dir.join("nginx.conf");
+    std::fs::write(&conf, config).unwrap();
+    let child = Command::new(&nginx)
+        .arg("-p")
+        .arg(&dir)
+        .arg("-e")
+        .arg(dir.join("error.log"))
+        .arg("-c")
+        .arg(&conf)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", nginx.display()));
+    let mut proxy = Nginx {
+        child,
+        url: format!("http://127.0.0.1:{port}/mcp"),
+        dir: dir.clone(),
+    };
+    let deadline = Instant::now() + START_TIMEOUT;
+    loop {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return proxy;
+        }
+        if let Ok(Some(status)) = proxy.child.try_wait() {
+            panic!(
+                "nginx exited ({status}); error log:\n{}",
+                std::fs::read_to_string(proxy.dir.join("error.log")).unwrap_or_default()
+            );
+        }
+        assert!(Instant::now() < deadline, "nginx did not listen on {port}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[tokio::test]
+async fn behind_nginx_round_robin_one_confirmation_opens_one_ticket() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = two_instances(dir.path());
+    let proxy = start_nginx(dir.path(), &[a.port(), b.port()]);
+    let instances = [&a, &b];
+    let on = |tool: &str| -> Vec<usize> { instances.iter().map(|s| s.calls_of(tool)).collect() };
+
+    // Round 1 through the proxy lands on one instance…
+    let state = round1(&proxy.url, SAM, 1).await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while on("open_ticket").iter().sum::<usize>() < 1 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let first = on("open_ticket")
+        .iter()
+        .position(|n| *n == 1)
+        .expect("round 1 reached an instance");
+    // …and round 2, through the proxy too, on the other (nginx's round robin).
+    let opened = round2(&proxy.url, SAM, 2, &state).await;
+    let second = 1 - first;
+    assert!(
+        instances[second].wait_calls("open_ticket", 1).await,
+        "round 2 did not reach the other instance: open_ticket calls per instance {:?}; nginx log:\n{}",
+        on("open_ticket"),
+        std::fs::read_to_string(proxy.dir.join("access.log")).unwrap_or_default()
+    );
+    assert_eq!(on("open_ticket"), vec![1, 1]);
+    let ticket = assert_opened(&opened, 2);
+    assert_eq!(ticket["id"], "INC-4100");
+    assert_eq!(ticket["priority"], "P1");
+
+    // The same answer again, on the instance that asked: refused.
+    assert_already_used(&round2(&instances[first].url, SAM, 3, &state).await, 3);
+    // And through the proxy, wherever it lands.
+    assert_already_used(&round2(&proxy.url, SAM, 4, &state).await, 4);
+    assert_eq!(ticket_total(&proxy.url).await, 1);
+    assert_eq!(ticket_total(&a.url).await, 1);
+
+    // The proxy passes the token through; without one, 401 from the instance behind it.
+    let r = post(&proxy.url, None, &request(5, "tools/list", json!({}))).await;
+    assert_eq!(r.status, 401);
+}

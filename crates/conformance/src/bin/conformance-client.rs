@@ -1,0 +1,465 @@
+//! `conformance-client [ARGS...] URL`: the client the MCP conformance harness drives
+//! (`conformance client --command "<path>/conformance-client"`), built on the Gatehouse
+//! host library: the servers file is parsed by `gatehouse::config`, the connection made by
+//! `gatehouse::connect` (2026-07-28 first, then the `initialize` handshake), tool calls go
+//! through `gatehouse::dispatch` (its time limit and `input_required` rounds), and the
+//! server's questions are answered through a `gatehouse::person::Person`.
+//!
+//! Contract (set by the harness): the server URL is the last argument; the scenario is in
+//! `MCP_CONFORMANCE_SCENARIO`, the revision the mock speaks in
+//! `MCP_CONFORMANCE_PROTOCOL_VERSION`, scenario data in `MCP_CONFORMANCE_CONTEXT`. The
+//! client does the scenario's exchange and exits; the harness judges the wire. Exit 0 when
+//! the exchange went through, 1 when it did not (the reason on stderr).
+//!
+//! The person here is the harness: it accepts every form with the schema's defaults (and
+//! a plain value for any other required field) and declines URL-mode requests. A real
+//! Gatehouse session asks the person at the terminal instead.
+
+use std::{sync::Arc, time::Duration};
+
+use futures::future::BoxFuture;
+use gatehouse::{
+    catalog::{self, Catalog},
+    config::{self, Config, Identity, ServerSpec, Transport as ServerTransport},
+    connect::{self, Connection, HostHandler},
+    dispatch::{self, Call, CallEnd, CallLimits},
+    person::{AnsweredBy, Approval, ApprovalRequest, Person},
+    trace::{Quiet, Trace},
+};
+use rmcp::{
+    ClientLifecycleMode, ClientServiceExt,
+    model::{
+        ElicitRequestParams, ElicitResult, ElicitationAction, GetPromptRequestParams, JsonObject,
+        ProtocolVersion, ReadResourceRequestParams,
+    },
+    transport::{
+        StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
+    },
+};
+use serde_json::{Map, Value, json};
+
+/// The scenario's name when the harness sets none.
+const DEFAULT_SCENARIO: &str = "initialize";
+/// The name of the one server in the generated servers file.
+const SERVER: &str = "conformance";
+/// Limits for each call (the harness's own time limit is 30-60 s per scenario).
+const LIMITS: CallLimits = CallLimits {
+    round_timeout: Duration::from_secs(20),
+    max_round_timeout: Duration::from_secs(40),
+    max_input_rounds: config::MAX_INPUT_ROUNDS,
+};
+
+/// The harness as the person: yes to calls, forms filled from their defaults.
+struct HarnessPerson;
+
+/// A plain value of a schema type, for a required field without a default.
+fn stub(schema: &Value) -> Value {
+    if let Some(first) = schema["enum"].as_array().and_then(|a| a.first()) {
+        return first.clone();
+    }
+    match schema["type"].as_str() {
+        Some("boolean") => Value::Bool(true),
+        Some("integer") | Some("number") => json!(0),
+        Some("array") => json!([]),
+        Some("object") => json!({}),
+        _ => Value::String("conformance".into()),
+    }
+}
+
+/// SEP-1034: every property with a default gets it; other required ones a plain value.
+fn fill_form(schema: &Value) -> Value {
+    let required: Vec<&str> = schema["required"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut content = Map::new();
+    if let Some(props) = schema["properties"].as_object() {
+        for (name, prop) in props {
+            if let Some(default) = prop.get("default") {
+                content.insert(name.clone(), default.clone());
+            } else if required.contains(&name.as_str()) {
+                content.insert(name.clone(), stub(prop));
+            }
+        }
+    }
+    Value::Object(content)
+}
+
+impl Person for HarnessPerson {
+    fn approve<'a>(&'a self, _request: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
+        Box::pin(async {
+            Approval {
+                yes: true,
+                by: AnsweredBy::Option,
+            }
+        })
+    }
+
+    fn elicit<'a>(
+        &'a self,
+        _server: &'a str,
+        request: &'a ElicitRequestParams,
+    ) -> BoxFuture<'a, (ElicitResult, AnsweredBy)> {
+        Box::pin(async move {
+            match request {
+                ElicitRequestParams::FormElicitationParams {
+                    requested_schema, ..
+                } => {
+                    let schema = serde_json::to_value(requested_schema).unwrap_or_default();
+                    (
+                        ElicitResult::new(ElicitationAction::Accept)
+                            .with_content(fill_form(&schema)),
+                        AnsweredBy::Option,
+                    )
+                }
+                _ => (
+                    ElicitResult::new(ElicitationAction::Decline),
+                    AnsweredBy::Option,
+                ),
+            }
+        })
+    }
+}
+
+/// Arguments that satisfy a tool's `required` list (for tools the scenario names none for).
+fn stub_arguments(schema: &JsonObject) -> JsonObject {
+    let schema = Value::Object(schema.clone());
+    let mut args = JsonObject::new();
+    for name in schema["required"].as_array().into_iter().flatten() {
+        if let Some(name) = name.as_str() {
+            let prop = &schema["properties"][name];
+            let value = match prop["type"].as_str() {
+                Some("integer") | Some("number") => json!(0),
+                Some("boolean") => json!(false),
+                Some("object") => json!({}),
+                Some("array") => json!([]),
+                Some("null") => Value::Null,
+                _ => json!("x"),
+            };
+            args.insert(name.to_owned(), value);
+        }
+    }
+    args
+}
+
+struct Client {
+    conn: Connection,
+    person: Arc<HarnessPerson>,
+    trace: Trace,
+}
+
+impl Client {
+    async fn start(url: &str) -> anyhow::Result<Client> {
+        // The host's own servers-file parsing, with the harness's URL as the one server.
+        let file = json!({"mcpServers": {SERVER: {"url": url}}}).to_string();
+        let config = Config::parse(&file, "conformance-client", &Identity::default())?;
+        if let Some((name, reason)) = config.broken.first() {
+            anyhow::bail!("server {name}: {reason}");
+        }
+        let spec = config
+            .servers
+            .first()
+            .ok_or_else(|| anyhow::anyhow!("no server in the generated servers file"))?;
+        let person = Arc::new(HarnessPerson);
+        let trace = Trace::new(Arc::new(Quiet));
+        let conn = if handshake_era() {
+            connect_handshake(spec, person.clone(), config.settings.connect_timeout).await?
+        } else {
+            connect::connect(
+                spec,
+                person.clone(),
+                trace.observer(),
+                config.settings.connect_timeout,
+            )
+            .await?
+        };
+        eprintln!(
+            "conformance-client: connected on {} to {}",
+            conn.protocol,
+            conn.implementation
+                .as_ref()
+                .map_or("an unnamed server", |i| i.name.as_str())
+        );
+        Ok(Client {
+            conn,
+            person,
+            trace,
+        })
+    }
+
+    async fn list_tools(&self) -> anyhow::Result<Vec<rmcp::model::Tool>> {
+        let listing = catalog::list_tools(&self.conn, config::MAX_LIST_PAGES).await?;
+        // The host's catalog checks every schema (no network `$ref` is ever fetched).
+        let catalog = Catalog::build(vec![(SERVER.to_owned(), listing.tools.clone())]);
+        for reason in &catalog.left_out {
+            eprintln!("conformance-client: {reason}");
+        }
+        Ok(listing.tools)
+    }
+
+    async fn call(&self, tool: &str, arguments: JsonObject) -> anyhow::Result<Value> {
+        // Nobody stops a conformance call; the token is dispatch's Stop button.
+        let stop = dispatch::Stopper::default().begin();
+        let done = dispatch::call_tool(
+            Call {
+                conn: &self.conn,
+                wire_name: tool,
+                arguments,
+                meta: None,
+            },
+            LIMITS,
+            self.person.as_ref(),
+            &self.trace,
+            &stop,
+        )
+        .await;
+        match done.end {
+            CallEnd::Result(result) => {
+                let value = serde_json::to_value(&result).unwrap_or_default();
+                eprintln!(
+                    "conformance-client: {tool} answered after {} round(s): {value}",
+                    done.rounds
+                );
+                Ok(value)
+            }
+            CallEnd::ProtocolError(e) => {
+                anyhow::bail!("{tool}: JSON-RPC error {} {}", e.code.0, e.message)
+            }
+            CallEnd::TimedOut(after) => anyhow::bail!("{tool}: no answer within {after:?}"),
+            CallEnd::Failed(reason) => anyhow::bail!("{tool}: {reason}"),
+            CallEnd::Stopped => anyhow::bail!("{tool}: stopped"),
+        }
+    }
+
+    async fn shutdown(self) {
+        let Client { conn, .. } = self;
+        let mut client = conn.client;
+        let _ = client.close_with_timeout(Duration::from_secs(2)).await;
+    }
+}
+
+/// Whether the harness runs this scenario at a handshake revision (2025-11-25 or older).
+/// Its mocks of those revisions answer `server/discover` with an empty result instead of
+/// an error, which rmcp's probe (and so the host's connect) does not fall back from: the
+/// client goes straight to `initialize`, as the harness asks (the Python SDK's client
+/// does the same).
+fn handshake_era() -> bool {
+    std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION")
+        .is_ok_and(|v| v.as_str() < ProtocolVersion::V_2026_07_28.as_str())
+}
+
+/// `gatehouse::connect` on the `initialize` handshake only (the host itself always probes
+/// with `server/discover` first): the host's [`HostHandler`], rmcp's Streamable HTTP.
+async fn connect_handshake(
+    spec: &ServerSpec,
+    person: Arc<HarnessPerson>,
+    timeout: Duration,
+) -> anyhow::Result<Connection> {
+    let ServerTransport::Http { url, .. } = &spec.transport else {
+        anyhow::bail!("server {}: not an HTTP server", spec.name);
+    };
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(url.clone()),
+    );
+    let handler = HostHandler::new(&spec.name, person);
+    let client = tokio::time::timeout(
+        timeout,
+        handler.serve_with_lifecycle(transport, ClientLifecycleMode::Initialize),
+    )
+    .await
+    .map_err(|_| anyhow::anyhow!("server {}: no answer within {timeout:?}", spec.name))?
+    .map_err(|e| anyhow::anyhow!("server {}: the initialize handshake failed: {e}", spec.name))?;
+    let info = client.peer_info();
+    Ok(Connection {
+        name: spec.name.clone(),
+        protocol: info
+            .as_ref()
+            .map(|i| i.protocol_version.clone())
+            .unwrap_or(ProtocolVersion::V_2025_11_25),
+        implementation: info.as_ref().and_then(|i| i.server_info.clone()),
+        instructions: info.as_ref().and_then(|i| i.instructions.clone()),
+        client,
+        pid: None,
+        stderr_reader: None,
+    })
+}
+
+fn object(value: &Value) -> JsonObject {
+    value.as_object().cloned().unwrap_or_default()
+}
+
+fn context() -> Value {
+    std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|c| serde_json::from_str(&c).ok())
+        .unwrap_or(Value::Null)
+}
+
+async fn run(scenario: &str, url: &str) -> anyhow::Result<()> {
+    if scenario.starts_with("auth/") {
+        // Gatehouse takes credentials from the servers file and does no OAuth itself: it
+        // connects, is refused, and says so.
+        let client = Client::start(url).await?;
+        client.list_tools().await?;
+        client.shutdown().await;
+        return Ok(());
+    }
+    let client = Client::start(url).await?;
+    let outcome = scenario_exchange(&client, scenario).await;
+    client.shutdown().await;
+    outcome
+}
+
+async fn scenario_exchange(client: &Client, scenario: &str) -> anyhow::Result<()> {
+    match scenario {
+        "initialize" | "json-schema-ref-no-deref" => {
+            client.list_tools().await?;
+        }
+        "tools_call" | "request-metadata" => {
+            client.list_tools().await?;
+            client
+                .call("add_numbers", object(&json!({"a": 5, "b": 3})))
+                .await?;
+        }
+        "sse-retry" => {
+            client.list_tools().await?;
+            client.call("test_reconnection", JsonObject::new()).await?;
+        }
+        "elicitation-sep1034-client-defaults" => {
+            client.list_tools().await?;
+            client
+                .call("test_client_elicitation_defaults", JsonObject::new())
+                .await?;
+        }
+        "sep-2322-client-request-state" => {
+            client.list_tools().await?;
+            for tool in [
+                "test_mrtr_echo_state",
+                "test_mrtr_unrelated",
+                "test_mrtr_no_state",
+                "test_mrtr_no_result_type",
+            ] {
+                client.call(tool, JsonObject::new()).await?;
+            }
+        }
+        "json-schema-2020-12-preservation" => {
+            let tools = client.list_tools().await?;
+            let focal = tools
+                .iter()
+                .find(|t| t.name == "json_schema_2020_12_tool")
+                .ok_or_else(|| anyhow::anyhow!("no json_schema_2020_12_tool listed"))?;
+            let schema = Value::Object(focal.input_schema.as_ref().clone());
+            client
+                .call("json_schema_echo", object(&json!({"schema": schema})))
+                .await?;
+        }
+        "http-standard-headers" => {
+            let tools = client.list_tools().await?;
+            if let Some(tool) = tools.first() {
+                client
+                    .call(&tool.name, stub_arguments(&tool.input_schema))
+                    .await?;
+            }
+            let peer = client.conn.client.peer();
+            let resources = peer.list_resources(None).await?;
+            if let Some(resource) = resources.resources.first() {
+                peer.read_resource(ReadResourceRequestParams::new(resource.uri.clone()))
+                    .await?;
+            }
+            let prompts = peer.list_prompts(None).await?;
+            if let Some(prompt) = prompts.prompts.first() {
+                peer.get_prompt(GetPromptRequestParams::new(prompt.name.clone()))
+                    .await?;
+            }
+        }
+        "http-invalid-tool-headers" => {
+            // rmcp leaves out tools whose `x-mcp-header` annotations are invalid; the
+            // rest are called, and a failing call does not stop the others.
+            for tool in client.list_tools().await? {
+                if let Err(e) = client
+                    .call(&tool.name, stub_arguments(&tool.input_schema))
+                    .await
+                {
+                    eprintln!("conformance-client: {e:#}");
+                }
+            }
+        }
+        "http-custom-headers" => {
+            let listed: Vec<String> = client
+                .list_tools()
+                .await?
+                .into_iter()
+                .map(|t| t.name.to_string())
+                .collect();
+            let context = context();
+            for call in context["toolCalls"].as_array().into_iter().flatten() {
+                let Some(name) = call["name"].as_str() else {
+                    continue;
+                };
+                if !listed.iter().any(|n| n == name) {
+                    eprintln!("conformance-client: {name} was not listed; skipped");
+                    continue;
+                }
+                if let Err(e) = client.call(name, object(&call["arguments"])).await {
+                    eprintln!("conformance-client: {e:#}");
+                }
+            }
+        }
+        other => {
+            // An unknown scenario: do the common exchange, so the harness sees something.
+            eprintln!("conformance-client: unknown scenario {other:?}; listing tools");
+            client.list_tools().await?;
+        }
+    }
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() {
+    let Some(url) = std::env::args().skip(1).last() else {
+        eprintln!("usage: conformance-client URL   (the harness appends the URL)");
+        std::process::exit(2);
+    };
+    let scenario =
+        std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_else(|_| DEFAULT_SCENARIO.to_owned());
+    eprintln!(
+        "conformance-client: scenario {scenario} at {} against {url}",
+        std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION")
+            .unwrap_or_else(|_| "(no revision given)".into())
+    );
+    if let Err(e) = run(&scenario, &url).await {
+        eprintln!("conformance-client: {scenario}: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn forms_take_their_defaults_and_plain_values_for_required_fields() {
+        let schema = json!({"type": "object", "properties": {
+            "name": {"type": "string", "default": "John Doe"},
+            "age": {"type": "integer", "default": 30},
+            "confirmed": {"type": "boolean"},
+            "size": {"type": "string", "enum": ["s", "m"]},
+            "note": {"type": "string"}
+        }, "required": ["confirmed", "size"]});
+        assert_eq!(
+            fill_form(&schema),
+            json!({"name": "John Doe", "age": 30, "confirmed": true, "size": "s"})
+        );
+    }
+
+    #[test]
+    fn stub_arguments_cover_the_required_list() {
+        let schema = object(&json!({"type": "object",
+            "properties": {"a": {"type": "number"}, "b": {"type": "string"}, "c": {"type": "boolean"}},
+            "required": ["a", "b"]}));
+        assert_eq!(
+            Value::Object(stub_arguments(&schema)),
+            json!({"a": 0, "b": "x"})
+        );
+    }
+}

@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""A foreign MCP client on the official Python SDK (mcp 2.3.0), for the interop tests.
+
+Adapted from the team's peer notes. It connects to a stdio server command, negotiates
+(mode auto: `server/discover` at 2026-07-28, falling back to `initialize` at 2025-11-25;
+mode legacy: `initialize` only), lists tools, resources and prompts, then makes the calls
+asked for, in order. It prints one JSON document on stdout; the SDK's logs and the
+server's stderr go to stderr.
+
+  py_mcp_client.py [--mode auto|legacy|2026-07-28] [--call NAME [--args JSON]]...
+                   [--read URI] [--answer KEY=VALUE]... [--decline] [--no-list]
+                   [--timeout SECONDS] -- COMMAND ARGS...
+
+Each --call takes the --args that follows it (default {}). The server gets this
+process's whole environment (the SDK passes only an allow-list unless told).
+Forms a server sends (elicitation/create on the handshake revisions, input_required
+on 2026-07-28; both reach the same callback) are accepted with the --answer values,
+typed by the form's schema, or declined with --decline; every form is recorded under
+"elicitations".
+
+Output keys: protocolVersion, serverInfo, capabilities, tools, resources,
+resourceTemplates, prompts, calls: [{name, arguments, result | error}], read,
+elicitations, progress, error. A list, call or read that fails gets {"error": {code,
+message, data}} (a JSON-RPC error) or {"error": {type, message}} (the SDK refused the
+answer, or a timeout) in its place and the rest still runs. Exit status: 0 ok, 1 a call
+returned isError or something failed, 2 the connection failed.
+"""
+import argparse
+import asyncio
+import json
+import os
+import sys
+from typing import Any
+
+import mcp_types as types
+from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPError
+
+
+def dump(model: Any) -> Any:
+    """The model as it was on the wire (no SDK defaults added)."""
+    if model is None:
+        return None
+    if hasattr(model, "model_dump"):
+        return model.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    return model
+
+
+def failure(e: Exception) -> dict:
+    """A JSON-RPC error as {code, message, data}; anything else (the SDK refusing what
+    the server sent, a timeout) as {type, message}."""
+    if isinstance(e, MCPError):
+        return {"code": e.code, "message": e.message, "data": e.data}
+    return {"type": type(e).__name__, "message": str(e)}
+
+
+def typed(value: str, prop: dict) -> Any:
+    kind = prop.get("type")
+    if kind == "integer":
+        return int(value)
+    if kind == "number":
+        return float(value)
+    if kind == "boolean":
+        return value.lower() in ("true", "yes", "y", "1")
+    if kind == "array":
+        return [v for v in value.split(",") if v]
+    return value
+
+
+def parse_calls(argv: list[str]) -> list[tuple[str, dict]]:
+    """Pair every --call with the --args after it (before the next --call)."""
+    calls: list[tuple[str, dict]] = []
+    i = 0
+    while i < len(argv):
+        if argv[i] == "--call":
+            calls.append((argv[i + 1], {}))
+            i += 2
+        elif argv[i] == "--args" and calls:
+            calls[-1] = (calls[-1][0], json.loads(argv[i + 1]))
+            i += 2
+        elif argv[i] == "--":
+            break
+        else:
+            i += 1
+    return calls
+
+
+async def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--mode", default="auto")
+    p.add_argument("--call", action="append", default=[])
+    p.add_argument("--args", action="append", default=[])
+    p.add_argument("--read")
+    p.add_argument("--answer", action="append", default=[])
+    p.add_argument("--decline", action="store_true")
+    p.add_argument("--no-list", action="store_true")
+    p.add_argument("--timeout", type=float, default=20.0)
+    p.add_argument("cmd", nargs=argparse.REMAINDER)
+    a = p.parse_args()
+    own = sys.argv[1:sys.argv.index("--")] if "--" in sys.argv else sys.argv[1:]
+    calls = parse_calls(own)
+    cmd = [c for c in a.cmd if c != "--"]
+    if not cmd:
+        p.error("give the server command after --")
+    server = StdioServerParameters(command=cmd[0], args=cmd[1:], env=dict(os.environ))
+    answers = dict(kv.split("=", 1) for kv in a.answer)
+
+    elicitations: list[Any] = []
+    progress: list[Any] = []
+
+    async def on_elicit(ctx: Any, params: Any) -> types.ElicitResult:
+        elicitations.append(dump(params))
+        if a.decline:
+            return types.ElicitResult(action="decline")
+        schema = getattr(params, "requested_schema", None) or {}
+        props = schema.get("properties") or {}
+        content = {k: typed(v, props.get(k, {})) for k, v in answers.items()}
+        return types.ElicitResult(action="accept", content=content)
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append({"progress": value, "total": total, "message": message})
+
+    out: dict[str, Any] = {}
+    rc = 0
+    try:
+        async with Client(server, mode=a.mode, read_timeout_seconds=a.timeout,
+                          elicitation_callback=on_elicit, cache=None) as c:
+            out["protocolVersion"] = c.protocol_version
+            out["serverInfo"] = dump(c.server_info)
+            caps = c.server_capabilities
+            out["capabilities"] = dump(caps)
+            if not a.no_list:
+                listings = [("tools", caps.tools, c.list_tools),
+                            ("resources", caps.resources, c.list_resources),
+                            ("resourceTemplates", caps.resources, c.list_resource_templates),
+                            ("prompts", caps.prompts, c.list_prompts)]
+                for key, offered, list_them in listings:
+                    if offered is None:
+                        continue
+                    try:
+                        out[key] = dump(await list_them()).get(key, [])
+                    except Exception as e:  # one failed list does not hide the others
+                        out[key] = {"error": failure(e)}
+                        rc = max(rc, 1)
+            out["calls"] = []
+            for name, args in calls:
+                entry: dict[str, Any] = {"name": name, "arguments": args}
+                try:
+                    r = await c.call_tool(name, args, progress_callback=on_progress)
+                    entry["result"] = dump(r)
+                    if r.is_error:
+                        rc = max(rc, 1)
+                except Exception as e:
+                    entry["error"] = failure(e)
+                    rc = max(rc, 1)
+                out["calls"].append(entry)
+            if a.read:
+                try:
+                    out["read"] = dump(await c.read_resource(a.read))
+                except Exception as e:
+                    out["read"] = {"error": failure(e)}
+                    rc = max(rc, 1)
+    except BaseException as e:  # a test peer reports, it does not trace back
+        if isinstance(e, (KeyboardInterrupt, SystemExit)):
+            raise
+        inner = e
+        while isinstance(inner, BaseExceptionGroup) and inner.exceptions:
+            inner = inner.exceptions[0]
+        out["error"] = f"{type(inner).__name__}: {inner}"
+        rc = 2
+    out["elicitations"] = elicitations
+    out["progress"] = progress
+    print(json.dumps(out, indent=2))
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))
