@@ -21,10 +21,15 @@ use output::{Printer, StepsTo};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    // A stdio server handles one client's messages in order: one thread does it without
+    // hand-offs. Everything else (the host, HTTP servers, the lab) gets a thread pool.
+    let stdio_server = matches!(&cli.command, Command::Serve(s) if s.http.is_none());
+    let mut builder = if stdio_server {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+    };
+    let runtime = match builder.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("gatehouse: cannot start the async runtime: {e}");

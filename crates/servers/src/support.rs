@@ -256,16 +256,18 @@ impl SupportServer {
     /// the same for a missing membership and for an organization that does not exist.
     fn role(&self, caller: &Caller) -> Result<String, Refusal> {
         let db = self.db.lock().unwrap_or_else(|e| e.into_inner());
-        db.query_row(
-            "SELECT role FROM memberships WHERE user = ?1 AND tenant = ?2",
-            params![caller.user, caller.tenant],
-            |r| r.get::<_, String>(0),
-        )
-        .map_err(|_| {
-            Refusal::Protocol(common::forbidden(
-                "forbidden: you have no access to this organization",
-            ))
-        })
+        // Cached statements: every call checks the membership, so SQL is parsed once.
+        db.prepare_cached("SELECT role FROM memberships WHERE user = ?1 AND tenant = ?2")
+            .and_then(|mut s| {
+                s.query_row(params![caller.user, caller.tenant], |r| {
+                    r.get::<_, String>(0)
+                })
+            })
+            .map_err(|_| {
+                Refusal::Protocol(common::forbidden(
+                    "forbidden: you have no access to this organization",
+                ))
+            })
     }
 
     fn log(
@@ -355,24 +357,25 @@ impl SupportServer {
             ));
         }
         let db = self.db.lock().unwrap_or_else(|e| e.into_inner());
-        let row = db.query_row(
-            "SELECT ticket_id, customer_name, subject, body, team, priority, status, created_at, messages
-             FROM tickets WHERE ticket_id = ?1 AND tenant = ?2",
-            params![id, caller.tenant],
-            |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, String>(2)?,
-                    r.get::<_, String>(3)?,
-                    r.get::<_, String>(4)?,
-                    r.get::<_, i64>(5)?,
-                    r.get::<_, String>(6)?,
-                    r.get::<_, String>(7)?,
-                    r.get::<_, String>(8)?,
-                ))
-            },
-        );
+        let mut statement = db
+            .prepare_cached(
+                "SELECT ticket_id, customer_name, subject, body, team, priority, status, created_at, messages
+                 FROM tickets WHERE ticket_id = ?1 AND tenant = ?2",
+            )
+            .map_err(|e| format!("the ticket store is unavailable: {e}"))?;
+        let row = statement.query_row(params![id, caller.tenant], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, String>(3)?,
+                r.get::<_, String>(4)?,
+                r.get::<_, i64>(5)?,
+                r.get::<_, String>(6)?,
+                r.get::<_, String>(7)?,
+                r.get::<_, String>(8)?,
+            ))
+        });
         let Ok((
             ticket_id,
             customer_name,
