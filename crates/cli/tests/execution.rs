@@ -145,6 +145,14 @@ fn every_content_block_is_kept_for_the_model_and_binaries_saved_for_the_person()
             s["data"]["bytes"].as_u64().unwrap()
         );
     }
+    assert!(
+        ran.step_texts().contains(
+            &"server: for the person only: Shown to the person only: the export finished at 14:02."
+                .to_string()
+        ),
+        "{:?}",
+        ran.step_texts()
+    );
     let png = std::fs::read(saved[0]["data"]["path"].as_str().unwrap()).unwrap();
     assert_eq!(&png[..4], b"\x89PNG");
     let result = steps(&ran)

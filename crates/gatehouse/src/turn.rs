@@ -638,6 +638,7 @@ impl Host {
                     json!({"ms": ms, "clipped": shown.clipped}),
                 );
                 self.keep_for_person(&r.content, &tool.server, step);
+                self.show_person_only_blocks(&r.content, &tool.server);
                 self.remember_links(&r, &tool.server);
                 (shown, "ok")
             }
@@ -696,6 +697,21 @@ impl Host {
         }
         for p in problems {
             self.trace.add(Who::Host, p, json!({"server": server}));
+        }
+    }
+
+    /// Blocks a server meant for the person only (`audience: ["user"]`) stay out of the
+    /// model's context, so they are shown to the person here instead.
+    fn show_person_only_blocks(&self, blocks: &[rmcp::model::ContentBlock], server: &str) {
+        const MAX_SHOWN_CHARS: usize = 2_000;
+        for block in blocks.iter().filter(|b| !result::meant_for_model(b)) {
+            let text = result::content_text(std::slice::from_ref(block));
+            let shown: String = text.chars().take(MAX_SHOWN_CHARS).collect();
+            self.trace.add(
+                Who::Server,
+                format!("for the person only: {shown}"),
+                json!({"server": server, "audience": "user", "chars": text.chars().count()}),
+            );
         }
     }
 

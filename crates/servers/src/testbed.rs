@@ -49,7 +49,7 @@ const FIXED_TOOLS: &str = r#"[
  {"name": "repeat", "description": "Return a text repeated a number of times (for large results).",
   "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}, "times": {"type": "integer", "minimum": 1, "maximum": 100000}}, "required": ["text", "times"]}},
  {"name": "content", "description": "Return content blocks of one kind, or of every kind: text, image, audio, resource_link, resource, blob.",
-  "inputSchema": {"type": "object", "properties": {"kind": {"type": "string", "enum": ["text", "image", "audio", "resource_link", "resource", "blob", "all"]}}, "required": ["kind"]}},
+  "inputSchema": {"type": "object", "properties": {"kind": {"type": "string", "enum": ["text", "image", "audio", "resource_link", "resource", "blob", "for_user", "all"]}}, "required": ["kind"]}},
  {"name": "bad_output", "description": "Declares an output schema and returns a result that breaks it.",
   "inputSchema": {"type": "object", "properties": {}},
   "outputSchema": {"type": "object", "properties": {"count": {"type": "integer"}}, "required": ["count"]}},
@@ -193,6 +193,11 @@ impl Testbed {
             (
                 "blob",
                 json!({"type": "resource", "resource": {"uri": "kb://logo.png", "mimeType": "image/png", "blob": png}}),
+            ),
+            (
+                "for_user",
+                json!({"type": "text", "text": "Shown to the person only: the export finished at 14:02.",
+                       "annotations": {"audience": ["user"]}}),
             ),
         ];
         all.into_iter()
