@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A confirmation server on the official Python SDK (mcp 2.3.0), stdio, for the interop tests.
+"""A confirmation server on the official Python SDK (mcp 2.3.0), for the interop tests.
 
 Its one write, `open_ticket(host, summary)`, asks the user first:
 
@@ -14,7 +14,12 @@ Its one write, `open_ticket(host, summary)`, asks the user first:
 stderr: {"operation": "mcp.request", "server": "py-confirm", "method", "name",
 "protocol", "outcome"}.
 
-  py_confirm_server.py          # stdio
+  py_confirm_server.py              # stdio
+  py_confirm_server.py --http PORT  # Streamable HTTP, stateless, at http://127.0.0.1:PORT/mcp
+                                    # (0: a free port; the address is printed on stderr)
+
+Over HTTP it runs the SDK's stateless mode (`stateless_http=True`): no session, each
+request stands alone, which suits 2026-07-28; `_opened` still lives as long as the process.
 """
 import itertools
 import json
@@ -127,4 +132,14 @@ def list_tickets() -> Listing:
 
 
 if __name__ == "__main__":
-    mcp.run()
+    import argparse
+
+    from py_http import add_http_option, serve_http
+
+    parser = argparse.ArgumentParser(description="The Python SDK confirmation server.")
+    add_http_option(parser)
+    args = parser.parse_args()
+    if args.http is None:
+        mcp.run()
+    else:
+        serve_http(mcp, args.http, stateless=True)

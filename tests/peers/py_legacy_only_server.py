@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A server on the official Python SDK (mcp 2.3.0), stdio, restricted to revision 2025-11-25.
+"""A server on the official Python SDK (mcp 2.3.0), restricted to revision 2025-11-25.
 
 It answers `server/discover` (and any request on the 2026-07-28 wire) with -32022
 Unsupported protocol version, `data: {"supported": ["2025-11-25"], "requested": ...}`,
@@ -15,7 +15,13 @@ Tools: add(a, b) -> {"sum"}; echo(text); whoami() -> what the server saw of the 
 pick_color() -> asks with elicitation/create (the handshake revisions' way).
 One JSON line per request on stderr, as py_confirm_server.py writes them.
 
-  py_legacy_only_server.py      # stdio
+  py_legacy_only_server.py              # stdio
+  py_legacy_only_server.py --http PORT  # Streamable HTTP with sessions, at
+                                        # http://127.0.0.1:PORT/mcp (0: a free port; the
+                                        # address is printed on stderr)
+
+Over HTTP the SDK serves each request on its own era, so the middleware alone refuses the
+2026-07-28 wire; sessions (not the stateless mode) let `pick_color` ask mid-call.
 """
 import json
 import sys
@@ -112,6 +118,15 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    import anyio
+    import argparse
 
-    anyio.run(main)
+    import anyio
+    from py_http import add_http_option, serve_http
+
+    parser = argparse.ArgumentParser(description="The Python SDK server that speaks 2025-11-25 only.")
+    add_http_option(parser)
+    args = parser.parse_args()
+    if args.http is None:
+        anyio.run(main)
+    else:
+        serve_http(mcp, args.http, stateless=False)

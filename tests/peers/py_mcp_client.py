@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """A foreign MCP client on the official Python SDK (mcp 2.3.0), for the interop tests.
 
-Adapted from the team's peer notes. It connects to a stdio server command, negotiates
+Adapted from the team's peer notes. It connects to a stdio server command, or with --url
+to a server on Streamable HTTP (--header NAME:VALUE, repeatable, adds a header to every
+request, e.g. --header "Authorization: Bearer TOKEN"), negotiates
 (mode auto: `server/discover` at 2026-07-28, falling back to `initialize` at 2025-11-25;
 mode legacy: `initialize` only), lists tools, resources and prompts, then makes the calls
 asked for, in order. It prints one JSON document on stdout; the SDK's logs and the
@@ -10,6 +12,7 @@ server's stderr go to stderr.
   py_mcp_client.py [--mode auto|legacy|2026-07-28] [--call NAME [--args JSON]]...
                    [--read URI] [--answer KEY=VALUE]... [--decline] [--no-list]
                    [--timeout SECONDS] -- COMMAND ARGS...
+  py_mcp_client.py [same options] [--header "NAME: VALUE"]... --url http://127.0.0.1:PORT/mcp
 
 Each --call takes the --args that follows it (default {}). The server gets this
 process's whole environment (the SDK passes only an allow-list unless told).
@@ -27,13 +30,16 @@ returned isError or something failed, 2 the connection failed.
 """
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import sys
 from typing import Any
 
+import httpx2
 import mcp_types as types
 from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 
@@ -95,14 +101,21 @@ async def main() -> int:
     p.add_argument("--decline", action="store_true")
     p.add_argument("--no-list", action="store_true")
     p.add_argument("--timeout", type=float, default=20.0)
+    p.add_argument("--url")
+    p.add_argument("--header", action="append", default=[])
     p.add_argument("cmd", nargs=argparse.REMAINDER)
     a = p.parse_args()
     own = sys.argv[1:sys.argv.index("--")] if "--" in sys.argv else sys.argv[1:]
     calls = parse_calls(own)
     cmd = [c for c in a.cmd if c != "--"]
-    if not cmd:
-        p.error("give the server command after --")
-    server = StdioServerParameters(command=cmd[0], args=cmd[1:], env=dict(os.environ))
+    if bool(cmd) == bool(a.url):
+        p.error("give either --url or the server command after --")
+    headers = {}
+    for h in a.header:
+        name, sep, value = h.partition(":")
+        if not sep:
+            p.error(f"--header wants NAME: VALUE, got {h!r}")
+        headers[name.strip()] = value.strip()
     answers = dict(kv.split("=", 1) for kv in a.answer)
 
     elicitations: list[Any] = []
@@ -123,8 +136,18 @@ async def main() -> int:
     out: dict[str, Any] = {}
     rc = 0
     try:
-        async with Client(server, mode=a.mode, read_timeout_seconds=a.timeout,
-                          elicitation_callback=on_elicit, cache=None) as c:
+        async with contextlib.AsyncExitStack() as stack:
+            if a.url:
+                # The SDK takes headers through the httpx client it is given (and closes
+                # only a client it made itself); its examples' timeouts.
+                http = await stack.enter_async_context(
+                    httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=300.0)))
+                server: Any = streamable_http_client(a.url, http_client=http)
+            else:
+                server = StdioServerParameters(command=cmd[0], args=cmd[1:], env=dict(os.environ))
+            c = await stack.enter_async_context(
+                Client(server, mode=a.mode, read_timeout_seconds=a.timeout,
+                       elicitation_callback=on_elicit, cache=None))
             out["protocolVersion"] = c.protocol_version
             out["serverInfo"] = dump(c.server_info)
             caps = c.server_capabilities

@@ -1,7 +1,9 @@
 //! What the interop tests share: where the foreign peers are installed
 //! (`scripts/install-test-peers.sh`, under `target/peers/` unless `GATEHOUSE_PEERS` says
-//! otherwise), a loud failure naming the install command when one is missing, and
-//! processes run with a time limit, so a stuck peer fails its test instead of hanging it.
+//! otherwise), a loud failure naming the install command when one is missing,
+//! processes run with a time limit, so a stuck peer fails its test instead of hanging it,
+//! and for Streamable HTTP: peers served on 127.0.0.1 and killed when dropped
+//! ([`HttpPeer`]), a tokens file, and the HTTP wire tap.
 #![allow(dead_code)]
 
 use std::{
@@ -201,26 +203,30 @@ pub fn tapped(path: &Path) -> Vec<(String, Value)> {
         .collect()
 }
 
-/// How a stdio connection agreed on its revision, from a tap log: `("initialize",
-/// version the server answered)` or `("server/discover", version the client then used)`.
+/// How a connection agreed on its revision, from a `stdio_tap.py` or `http_tap.py` log:
+/// `("initialize", version the server answered)` or `("server/discover", version the
+/// client then used)`.
 pub fn negotiated(tap: &[(String, Value)]) -> (String, String) {
     let first = tap
         .iter()
         .find(|(dir, m)| dir == ">>" && m.get("method").is_some())
         .map(|(_, m)| m.clone())
         .expect("the client sent a request");
-    let answer_to = |id: &Value| -> Option<Value> {
-        tap.iter()
+    // The answer to the request at `at` comes after it (a client that connects again,
+    // as after a refused probe, may start its ids over).
+    let answer_to = |at: usize, id: &Value| -> Option<Value> {
+        tap[at..]
+            .iter()
             .find(|(dir, m)| dir == "<<" && m.get("id") == Some(id) && m.get("method").is_none())
             .map(|(_, m)| m.clone())
     };
     let initialize = tap
         .iter()
-        .find(|(dir, m)| dir == ">>" && m["method"] == "initialize");
-    let discover_ok = tap.iter().any(|(dir, m)| {
+        .position(|(dir, m)| dir == ">>" && m["method"] == "initialize");
+    let discover_ok = tap.iter().enumerate().any(|(at, (dir, m))| {
         dir == ">>"
             && m["method"] == "server/discover"
-            && answer_to(&m["id"]).is_some_and(|a| a.get("result").is_some())
+            && answer_to(at, &m["id"]).is_some_and(|a| a.get("result").is_some())
     });
     if discover_ok {
         // Every later request says which revision it speaks in its own `_meta`.
@@ -237,7 +243,7 @@ pub fn negotiated(tap: &[(String, Value)]) -> (String, String) {
         return ("server/discover".into(), used);
     }
     let init = initialize.unwrap_or_else(|| panic!("neither discover nor initialize: {first}"));
-    let answer = answer_to(&init.1["id"]).expect("initialize was answered");
+    let answer = answer_to(init, &tap[init].1["id"]).expect("initialize was answered");
     (
         "initialize".into(),
         answer["result"]["protocolVersion"]
@@ -245,4 +251,184 @@ pub fn negotiated(tap: &[(String, Value)]) -> (String, String) {
             .unwrap_or_default()
             .to_owned(),
     )
+}
+
+// ------------------------------------------------------------------------------------
+// Streamable HTTP: peers that serve on 127.0.0.1, tokens, and the HTTP wire tap
+// ------------------------------------------------------------------------------------
+
+/// A process serving Streamable HTTP on 127.0.0.1, started with port 0; its address read
+/// from the line `listening on http://…` it prints on stderr (as `gatehouse serve --http`,
+/// the Python servers' `--http 0`, `http_tap.py` and `loopback_listen.cjs` do), its stderr
+/// kept, and killed when dropped.
+pub struct HttpPeer {
+    child: Child,
+    /// The MCP endpoint, `http://127.0.0.1:PORT/mcp`.
+    pub url: String,
+    stderr: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Drop for HttpPeer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl HttpPeer {
+    /// Start `cmd` (stdin and stdout closed, stderr read) and wait, at most
+    /// [`PEER_LIMIT`], for its address. `path` is added to an address printed without one.
+    pub fn start(mut cmd: Command, what: &str, path: &str) -> HttpPeer {
+        use std::io::BufRead;
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
+        let stderr = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = stderr.clone();
+        let lines = std::io::BufReader::new(child.stderr.take().expect("stderr is piped")).lines();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                if let Some(url) = line.strip_prefix("listening on http://") {
+                    let _ = tx.send(format!("http://{}", url.trim()));
+                }
+                sink.lock().unwrap_or_else(|e| e.into_inner()).push(line);
+            }
+        });
+        let mut peer = HttpPeer {
+            child,
+            url: String::new(),
+            stderr,
+        };
+        match rx.recv_timeout(PEER_LIMIT) {
+            Ok(url) => {
+                let bare = url.trim_start_matches("http://");
+                peer.url = if bare.contains('/') {
+                    url
+                } else {
+                    format!("{url}{path}")
+                };
+            }
+            Err(_) => panic!(
+                "{what} printed no `listening on http://…` line within {PEER_LIMIT:?}; stderr:\n{}",
+                peer.stderr_lines().join("\n")
+            ),
+        }
+        assert!(
+            peer.url.starts_with("http://127.0.0.1:"),
+            "{what} is not on loopback: {}",
+            peer.url
+        );
+        peer
+    }
+
+    /// Every line the process wrote on stderr so far.
+    pub fn stderr_lines(&self) -> Vec<String> {
+        self.stderr
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The JSON lines of its stderr (the servers' `mcp.request` records, say).
+    pub fn records(&self) -> Vec<Value> {
+        self.stderr_lines()
+            .iter()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    /// The process id, for signals.
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+/// Sam's bearer token in [`tokens_file`]: `usr-sam` of `larkfield`.
+pub const SAM_TOKEN: &str = "tok-sam-larkfield-interop-5d0e7c1a93b2";
+
+/// A tokens file for `gatehouse serve --http --tokens` with [`SAM_TOKEN`] (hashed).
+pub fn tokens_file(dir: &Path) -> PathBuf {
+    let path = dir.join("tokens.json");
+    std::fs::write(
+        &path,
+        serde_json::json!([{
+            "user": "usr-sam", "tenant": "larkfield",
+            "sha256": gatehouse_servers::auth::hash_token(SAM_TOKEN), "client": "interop"
+        }])
+        .to_string(),
+    )
+    .expect("the tokens file is written");
+    path
+}
+
+/// `gatehouse serve NAME --http 127.0.0.1:0 --tokens FILE`, with the tickets store at `db`
+/// and no caller in its environment (over HTTP the token says who calls).
+pub fn gatehouse_http(name: &str, tokens: &Path, db: &Path) -> HttpPeer {
+    let mut cmd = Command::new(crate::common::exe());
+    cmd.args(["serve", name, "--http", "127.0.0.1:0", "--tokens"])
+        .arg(tokens)
+        .env("GATEHOUSE_TICKETS_DB", db)
+        .env_remove("GATEHOUSE_TICKETS_KEY")
+        .env_remove("MCP_USER")
+        .env_remove("MCP_TENANT");
+    HttpPeer::start(cmd, &format!("gatehouse serve {name} --http"), "/mcp")
+}
+
+/// server-everything in its `streamableHttp` mode (stateful sessions, revisions up to
+/// 2025-11-25), kept on 127.0.0.1 with a free port by `loopback_listen.cjs`.
+pub fn everything_http() -> HttpPeer {
+    let mut cmd = Command::new(node());
+    cmd.arg("--require")
+        .arg(script("loopback_listen.cjs"))
+        .arg(npm_server("everything"))
+        .arg("streamableHttp")
+        .env("PORT", "0");
+    HttpPeer::start(cmd, "server-everything streamableHttp", "/mcp")
+}
+
+/// One of the Python SDK test servers of `tests/peers/` on Streamable HTTP (`--http 0`).
+pub fn python_http(script_name: &str) -> HttpPeer {
+    let mut cmd = Command::new(python());
+    cmd.arg(script(script_name)).args(["--http", "0"]);
+    HttpPeer::start(cmd, &format!("{script_name} --http"), "/mcp")
+}
+
+/// `http_tap.py LOG UPSTREAM`: a logging proxy in front of `upstream`. Its URL goes to the
+/// client; [`tapped`] reads the log (`>>`, `<<`, and `HTTP` lines with each exchange's
+/// method, MCP headers and status), and [`negotiated`] works on it as on a stdio tap.
+pub fn http_tap(upstream: &str, log: &Path) -> HttpPeer {
+    let mut cmd = Command::new(python());
+    cmd.arg(script("http_tap.py")).arg(log).arg(upstream);
+    HttpPeer::start(cmd, &format!("http_tap.py in front of {upstream}"), "/mcp")
+}
+
+/// The `HTTP` lines of a tap log: one per exchange, `{method, status, content_type,
+/// body: [{method, id}], headers: {mcp-…}, session, authorization}`.
+pub fn http_exchanges(tap: &[(String, Value)]) -> Vec<Value> {
+    tap.iter()
+        .filter(|(dir, _)| dir == "HTTP")
+        .map(|(_, v)| v.clone())
+        .collect()
+}
+
+/// The `HTTP` line of the exchange that carried `message` (a request or notification
+/// as logged with `>>`): the one whose body held a message with its method and id.
+pub fn exchange_of(tap: &[(String, Value)], message: &Value) -> Value {
+    let key = serde_json::json!({
+        "method": message.get("method").cloned().unwrap_or(Value::Null),
+        "id": message.get("id").cloned().unwrap_or(Value::Null),
+    });
+    http_exchanges(tap)
+        .into_iter()
+        .find(|e| e["body"].as_array().is_some_and(|b| b.contains(&key)))
+        .unwrap_or_else(|| panic!("no exchange carried {message}: {tap:#?}"))
+}
+
+/// A servers-file entry for a server on Streamable HTTP.
+pub fn http_server(url: &str, headers: Value) -> Value {
+    serde_json::json!({"type": "http", "url": url, "headers": headers})
 }
