@@ -236,6 +236,26 @@ pub fn elapsed_ms(start: Instant) -> f64 {
     (start.elapsed().as_secs_f64() * 100_000.0).round() / 100.0
 }
 
+/// The answer to `tools/list` for a server whose tools fit on one page, logged as one
+/// `mcp.request` record like every other request.
+pub fn tool_list(
+    server: &'static str,
+    tools: &[Tool],
+    info: &Implementation,
+    meta: &rmcp::model::RequestMetaObject,
+) -> rmcp::model::ListToolsResult {
+    let log = RequestLog::start(server, "tools/list", None, meta);
+    let mut result = rmcp::model::ListToolsResult::with_all_items(tools.to_vec());
+    result.meta = Some(server_meta(info));
+    log.finish("ok");
+    result
+}
+
+/// A tool of `tools` by name.
+pub fn find_tool(tools: &[Tool], name: &str) -> Option<Tool> {
+    tools.iter().find(|t| t.name == name).cloned()
+}
+
 /// One `mcp.request` record per request, joinable with the host's `host.tool_call`
 /// records on `trace_id` and `step`. Both come from the request's `_meta`: the W3C
 /// `traceparent`, and the host's own key with its step and session id.

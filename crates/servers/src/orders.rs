@@ -220,15 +220,16 @@ impl ServerHandler for OrdersServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let log = RequestLog::start("orders", "tools/list", None, &context.meta);
-        let mut result = ListToolsResult::with_all_items(self.tools.as_ref().clone());
-        result.meta = Some(common::server_meta(&self.info));
-        log.finish("ok");
-        Ok(result)
+        Ok(common::tool_list(
+            "orders",
+            &self.tools,
+            &self.info,
+            &context.meta,
+        ))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.tools.iter().find(|t| t.name == name).cloned()
+        common::find_tool(&self.tools, name)
     }
 
     async fn call_tool(

@@ -429,18 +429,15 @@ impl ServerHandler for SupportServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let log = RequestLog::start("support", "tools/list", None, &context.meta);
-        let mut result = ListToolsResult::with_all_items(self.tools.as_ref().clone());
-        result.meta = Some(common::server_meta(&self.info));
+        let mut result = common::tool_list("support", &self.tools, &self.info, &context.meta);
         // Private: what a caller may do with the list depends on who they are.
         result.cache_scope = Some(rmcp::model::CacheScope::Private);
         result.ttl_ms = Some(0);
-        log.finish("ok");
         Ok(result)
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.tools.iter().find(|t| t.name == name).cloned()
+        common::find_tool(&self.tools, name)
     }
 
     async fn call_tool(
