@@ -667,6 +667,17 @@ async fn a_legacy_session_belongs_to_the_token_that_opened_it() {
     let mine = post_raw(&server.url, Some(SAM), &legacy(&session), list).await;
     assert_eq!(mine.status, 200, "{}", mine.text);
     assert!(mine.result(2)["tools"].as_array().unwrap().len() >= 2);
+
+    // Ending the session answers 204, as the SDKs' own servers do and their clients expect.
+    let ended = reqwest::Client::new()
+        .delete(&server.url)
+        .bearer_auth(SAM)
+        .header("Mcp-Session-Id", &session)
+        .header("MCP-Protocol-Version", "2025-11-25")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ended.status().as_u16(), 204);
 }
 
 #[test]

@@ -332,6 +332,16 @@ impl<S: Stream> Stream for Held<S> {
 /// [`REQUEST_TIMEOUT`]. GETs (a legacy session's notification stream) are neither counted
 /// nor bounded: they end with their session, or at shutdown.
 async fn bound(State(tracker): State<Arc<Tracker>>, request: Request, next: Next) -> Response {
+    if request.method() == Method::DELETE {
+        // Ending a legacy session has nothing to send back: 204, as the Python and
+        // TypeScript SDKs answer (and their clients expect), rather than rmcp's 202.
+        let mut response = next.run(request).await;
+        if response.status() == StatusCode::ACCEPTED {
+            *response.status_mut() = StatusCode::NO_CONTENT;
+            *response.body_mut() = axum::body::Body::empty();
+        }
+        return response;
+    }
     if request.method() != Method::POST {
         return next.run(request).await;
     }
