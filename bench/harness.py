@@ -5,8 +5,8 @@ noise falls on both, and reports the median, min and max of each side and the ra
 the medians. Nothing is timed until both sides are shown to do the same work: the same
 tool calls, the same results, the same answer (see `check_parity`).
 
-Rows are functions in ROWS; each returns table lines. Adding a row (the HTTP transport,
-when it lands) is one function and one entry there.
+Rows are functions in ROWS; each returns table lines. Adding a row is one function and one
+entry there.
 """
 
 import argparse
@@ -415,16 +415,172 @@ def row_floor(s: Settings) -> list[Line]:
     return lines
 
 
-def row_http(s: Settings) -> list[Line]:
-    """Row 5: the same calls over Streamable HTTP.
+HTTP_TOKEN = "gh-bench-token-4b1d"  # loopback only; both servers check its SHA-256
+PROTOCOL = "2026-07-28"
 
-    pending: HTTP transport. When `gatehouse serve support --http` and an HTTP entry in the
-    servers file land, this row is: start the server on 127.0.0.1:<free port>, run
-    gh-callrate against the URL (rmcp's StreamableHttpClientTransport) and callrate.py
-    against the Python reference's `mcp.run("streamable-http", stateless_http=True)`,
-    interleaved as in row_call_rate, and compare with row 3's stdio numbers.
-    """
-    return [Line("5 HTTP", "pending: HTTP transport", "–", "–", "–", "later", "")]
+
+def http_request_body() -> str:
+    """A 2026-07-28 `tools/call get_ticket T-30002`: the per-request `_meta` carries the
+    version, the client's capabilities and its identity (no initialize, no session)."""
+    return json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "get_ticket", "arguments": {"ticket_id": "T-30002"},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": PROTOCOL,
+                  "io.modelcontextprotocol/clientCapabilities": {},
+                  "io.modelcontextprotocol/clientInfo": {"name": "gh-bench-wrk", "version": "0.1.0"}}}},
+        separators=(",", ":"))  # fmt: skip
+
+
+HTTP_HEADERS = {
+    "Content-Type": "application/json",
+    "Accept": "application/json, text/event-stream",
+    "MCP-Protocol-Version": PROTOCOL,
+    "Mcp-Method": "tools/call",
+    "Mcp-Name": "get_ticket",
+    "Authorization": f"Bearer {HTTP_TOKEN}",
+}
+
+
+def wrk_script(work: Path) -> Path:
+    lua = ['wrk.method = "POST"', f"wrk.body = {json.dumps(http_request_body())}"]
+    lua += [f'wrk.headers["{k}"] = "{v}"' for k, v in HTTP_HEADERS.items()]
+    # The summary on stdout as one JSON line (latency in µs), after wrk's own text.
+    lua.append("""done = function(summary, latency, requests)
+  io.write(string.format('\\nWRKJSON {"requests": %d, "duration_us": %d, "non2xx": %d, "errors": %d, '
+    .. '"p50_us": %.1f, "p99_us": %.1f, "mean_us": %.1f}\\n',
+    summary.requests, summary.duration, summary.errors.status,
+    summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout,
+    latency:percentile(50), latency:percentile(99), latency.mean))
+end""")
+    path = work / "tools_call.lua"
+    path.write_text("\n".join(lua) + "\n")
+    return path
+
+
+def ensure_wrk() -> None:
+    if shutil.which("wrk"):
+        return
+    say("installing wrk")
+    if subprocess.run(["apt-get", "install", "-y", "-qq", "wrk"], capture_output=True).returncode != 0:
+        run(["apt-get", "update", "-qq"])
+        run(["apt-get", "install", "-y", "-qq", "wrk"])
+
+
+def start_http(cmd, *, env, url_from_stderr: bool, port: int | None, log: Path):
+    """Start a server pinned to CPU 1 and wait until it answers on loopback; its URL."""
+    errf = open(log, "w+")
+    proc = subprocess.Popen(["taskset", "-c", "1", *map(str, cmd)], stdout=subprocess.DEVNULL, stderr=errf, env=env)
+    deadline = time.monotonic() + 30
+    url = None if url_from_stderr else f"http://127.0.0.1:{port}/mcp"
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"row 5: server exited ({proc.returncode}): {log.read_text()[-2000:]}")
+        if url is None:
+            m = re.search(r"listening on (http://127\.0\.0\.1:\d+/mcp)", log.read_text())
+            url = m.group(1) if m else None
+        if url is not None:
+            try:
+                status, _ = http_call(url)
+                if status:
+                    return proc, url
+            except OSError:
+                pass
+        time.sleep(0.05)
+    proc.kill()
+    raise SystemExit(f"row 5: server did not start: {log.read_text()[-2000:]}")
+
+
+def http_call(url: str, token: str = HTTP_TOKEN) -> tuple[int, dict | None]:
+    """One tools/call; the status and the JSON-RPC answer (from JSON or an SSE stream)."""
+    import urllib.error
+    import urllib.request
+
+    headers = dict(HTTP_HEADERS, Authorization=f"Bearer {token}")
+    req = urllib.request.Request(url, data=http_request_body().encode(), headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            status, text = r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, None
+    for cand in [text, *(ln[5:].strip() for ln in text.splitlines() if ln.startswith("data:"))]:
+        try:
+            msg = json.loads(cand)
+        except ValueError:
+            continue
+        if isinstance(msg, dict) and msg.get("id") == 1:
+            return status, msg
+    return status, None
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def row_http(s: Settings) -> list[Line]:
+    """Row 5: tools/call over Streamable HTTP (2026-07-28, stateless), from wrk with 16
+    connections on loopback: Gatehouse's `serve support --http --tokens` against the
+    reference's `mcp.run("streamable-http", stateless_http=True)` behind the same bearer
+    check. Servers on CPU 1, wrk on CPU 0; interleaved rounds."""
+    ensure_wrk()
+    import hashlib
+
+    digest = hashlib.sha256(HTTP_TOKEN.encode()).hexdigest()
+    tokens = write_json(s.work / "tokens.json", [{"user": "usr-sam", "tenant": "larkfield", "sha256": digest}])
+    script = wrk_script(s.work)
+    ident = env_with(MCP_USER="usr-sam", MCP_TENANT="larkfield")
+    secs = 5
+    sides = {
+        "gh": lambda: start_http([GATEHOUSE, "serve", "support", "--http", "127.0.0.1:0", "--tokens", tokens],
+                                 env=ident, url_from_stderr=True, port=None, log=s.work / "gh-http.log"),
+        "ref": lambda: (lambda port: start_http([PY, REFERENCE / "support_server.py", "--http", port,
+                                                 "--token-sha256", digest], env=ident, url_from_stderr=False,
+                                                port=port, log=s.work / "ref-http.log"))(free_port()),
+    }  # fmt: skip
+    out = {"gh": [], "ref": [], "check": {}}
+    say(f"row 5: {s.rate_rounds} interleaved rounds of wrk -t1 -c16 -d{secs}s (servers on CPU 1, wrk on CPU 0)")
+    for i in range(s.rate_rounds):
+        for side, start in sides.items():
+            proc, url = start()
+            try:
+                if i == 0:
+                    status, msg = http_call(url)
+                    bad_status, _ = http_call(url, token="wrong-token")
+                    ok = status == 200 and msg is not None and "result" in msg and not msg["result"].get("isError")
+                    out["check"][side] = {"status": status, "answer": msg, "wrong_token_status": bad_status}
+                    if not ok or bad_status != 401:
+                        raise SystemExit(f"row 5: {side} did not answer 200 with a result (or took a wrong token): "
+                                         f"{status} {msg} / {bad_status}")  # fmt: skip
+                p = run(["taskset", "-c", "0", "wrk", "-t1", "-c16", f"-d{secs}s", "--latency", "-s", script, url],
+                        timeout=secs + 60)  # fmt: skip
+                res = json.loads(p.stdout.split("WRKJSON ", 1)[1].splitlines()[0])
+                res["rps"] = res["requests"] / (res["duration_us"] / 1e6)
+                if res["non2xx"] or res["errors"]:
+                    raise SystemExit(f"row 5: {side}: {res['non2xx']} non-2xx answers, {res['errors']} errors")
+                out[side].append(res)
+            finally:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+    s.results["http"] = out
+    g = [r["rps"] for r in out["gh"]]
+    r = [r["rps"] for r in out["ref"]]
+    ratio = med(g) / med(r)
+    gp50, gp99 = med([x["p50_us"] for x in out["gh"]]), med([x["p99_us"] for x in out["gh"]])
+    rp50, rp99 = med([x["p50_us"] for x in out["ref"]]), med([x["p99_us"] for x in out["ref"]])
+    num = lambda x: f"{x:,.0f}"  # noqa: E731
+    return [
+        Line("5 HTTP", "tools/call requests/s, 16 connections (wrk)", fmt_spread(g, num), fmt_spread(r, num),
+             f"{ratio:.1f}×", "≥15×", verdict(ratio >= 15)),  # fmt: skip
+        Line("5 HTTP", "  p50 / p99 µs, 16 connections", f"{num(gp50)} / {num(gp99)}", f"{num(rp50)} / {num(rp99)}",
+             f"1/{rp50 / gp50:.1f}, 1/{rp99 / gp99:.1f}", "GH p99 < ref p50",
+             verdict(gp99 < rp50) + (f" ({rp50 / gp99:.1f}×)" if gp99 < rp50 else "")),  # fmt: skip
+    ]
 
 
 def row_scale(s: Settings) -> list[Line]:

@@ -335,5 +335,41 @@ def get_ticket(
     return structured(ticket)
 
 
+def run_http(port: int, token_sha256: str | None) -> None:
+    """Serve stateless Streamable HTTP on 127.0.0.1:PORT/mcp, exactly as
+    `mcp.run("streamable-http", host="127.0.0.1", port=PORT, stateless_http=True)` does,
+    plus, with a token, a bearer check in front: the SHA-256 of the presented token must be
+    `token_sha256` (as Gatehouse's tokens file has it), else 401. The identity is still
+    MCP_USER/MCP_TENANT, as on stdio."""
+    if token_sha256 is None:
+        mcp.run(transport="streamable-http", host="127.0.0.1", port=port, stateless_http=True)
+        return
+    import hashlib
+    import hmac
+
+    import uvicorn
+
+    app = mcp.streamable_http_app(stateless_http=True, host="127.0.0.1")
+    want = token_sha256.lower().encode()
+
+    async def bearer(scope, receive, send):
+        if scope["type"] == "http":
+            auth = dict(scope["headers"]).get(b"authorization", b"")
+            token = auth[7:] if auth[:7].lower() == b"bearer " else b""
+            if not token or not hmac.compare_digest(hashlib.sha256(token).hexdigest().encode(), want):
+                await send({"type": "http.response.start", "status": 401,
+                            "headers": [(b"www-authenticate", b"Bearer"), (b"content-length", b"0")]})
+                await send({"type": "http.response.body", "body": b""})
+                return
+        await app(scope, receive, send)
+
+    uvicorn.run(bearer, host="127.0.0.1", port=port, log_level=mcp.settings.log_level.lower())
+
+
 if __name__ == "__main__":
-    mcp.run()
+    if "--http" in sys.argv:
+        i = sys.argv.index("--http")
+        sha = sys.argv[sys.argv.index("--token-sha256") + 1] if "--token-sha256" in sys.argv else None
+        run_http(int(sys.argv[i + 1]), sha)
+    else:
+        mcp.run()
