@@ -57,42 +57,8 @@ fn everything_file(dir: &Path, url: &str) -> String {
     )
 }
 
-/// `gatehouse ask x --config FILE --model playback:… --json --record FILE ARGS…`.
-fn ask(dir: &Path, config: &str, decisions: Value, extra: &[&str], env: &[(&str, &str)]) -> Ran {
-    let model = playback(dir, decisions);
-    let record = dir.join("record.jsonl");
-    let _ = std::fs::remove_file(&record);
-    let record = record.to_string_lossy().into_owned();
-    let mut args = vec![
-        "ask", "x", "--config", config, "--model", &model, "--json", "--record", &record,
-    ];
-    args.extend_from_slice(extra);
-    let ran = gatehouse(&args, env);
-    assert_eq!(ran.status, 0, "gatehouse failed:\n{}", ran.stderr);
-    ran
-}
-
 fn steps(ran: &Ran) -> Vec<Value> {
     ran.json()["steps"].as_array().unwrap().clone()
-}
-
-/// The data of the "discovered … on SERVER" step.
-fn discovered(ran: &Ran, server: &str) -> Value {
-    steps(ran)
-        .into_iter()
-        .find(|s| {
-            let t = s["text"].as_str().unwrap();
-            t.starts_with("discovered ") && t.contains(&format!(" on {server}: "))
-        })
-        .unwrap_or_else(|| panic!("no discovery of {server}: {:?}", ran.step_texts()))["data"]
-        .clone()
-}
-
-fn outcomes(ran: &Ran) -> Vec<String> {
-    ran.tool_events()
-        .iter()
-        .map(|e| e["outcome"].as_str().unwrap().to_owned())
-        .collect()
 }
 
 /// The messages of the `--record` file between the host and one server.
@@ -125,16 +91,6 @@ fn tool_result(wire: &[(String, Value)], tool: &str, n: usize) -> Value {
         .unwrap_or_else(|| panic!("no answer to the tools/call of {tool}"))
         .1["result"]
         .clone()
-}
-
-fn texts(result: &Value) -> String {
-    result["content"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|b| b["text"].as_str())
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 // ------------------------------------------------------------------------------------

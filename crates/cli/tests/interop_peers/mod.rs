@@ -15,7 +15,7 @@ use std::{
 
 use serde_json::Value;
 
-use crate::common::Ran;
+use crate::common::{Ran, playback};
 
 /// The longest one peer process (a client run, or `gatehouse` with foreign servers) may take.
 pub const PEER_LIMIT: Duration = Duration::from_secs(30);
@@ -431,4 +431,58 @@ pub fn exchange_of(tap: &[(String, Value)], message: &Value) -> Value {
 /// A servers-file entry for a server on Streamable HTTP.
 pub fn http_server(url: &str, headers: Value) -> Value {
     serde_json::json!({"type": "http", "url": url, "headers": headers})
+}
+
+// What the foreign-server tests (stdio and HTTP) share.
+
+/// `gatehouse ask x --config FILE --model playback:… --json --record FILE ARGS…`.
+pub fn ask(
+    dir: &Path,
+    config: &str,
+    decisions: Value,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> Ran {
+    let model = playback(dir, decisions);
+    let record = dir.join("record.jsonl");
+    let _ = std::fs::remove_file(&record);
+    let record = record.to_string_lossy().into_owned();
+    let mut args = vec![
+        "ask", "x", "--config", config, "--model", &model, "--json", "--record", &record,
+    ];
+    args.extend_from_slice(extra);
+    let ran = gatehouse(&args, env);
+    assert_eq!(ran.status, 0, "gatehouse failed:\n{}", ran.stderr);
+    ran
+}
+
+/// The data of the "discovered … on SERVER" step.
+pub fn discovered(ran: &Ran, server: &str) -> Value {
+    ran.json()["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| {
+            let t = s["text"].as_str().unwrap();
+            t.starts_with("discovered ") && t.contains(&format!(" on {server}: "))
+        })
+        .unwrap_or_else(|| panic!("no discovery of {server}: {:?}", ran.step_texts()))["data"]
+        .clone()
+}
+
+pub fn outcomes(ran: &Ran) -> Vec<String> {
+    ran.tool_events()
+        .iter()
+        .map(|e| e["outcome"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+pub fn texts(result: &Value) -> String {
+    result["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|b| b["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
 }
