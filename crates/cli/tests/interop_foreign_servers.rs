@@ -1055,30 +1055,6 @@ async fn start_python(
         .expect("the Python server answers in time")
 }
 
-fn open_ticket(host: &str, summary: &str) -> CallToolRequestParams {
-    CallToolRequestParams::new("open_ticket").with_arguments(
-        json!({"host": host, "summary": summary})
-            .as_object()
-            .unwrap()
-            .clone(),
-    )
-}
-
-fn with_answer(
-    params: CallToolRequestParams,
-    priority: &str,
-    state: &str,
-) -> CallToolRequestParams {
-    let mut responses = InputResponses::new();
-    responses.insert(
-        "confirm".into(),
-        json!({"action": "accept", "content": {"priority": priority}}),
-    );
-    params
-        .with_input_responses(responses)
-        .with_request_state(state.to_owned())
-}
-
 async fn once(
     client: &RunningService<RoleClient, Asker>,
     params: CallToolRequestParams,

@@ -20,46 +20,6 @@ use common::Ran;
 use interop_peers::*;
 use serde_json::{Value, json};
 
-/// Every reference server, with the tools it must list.
-const SERVERS: &[(&str, &str, &[&str])] = &[
-    (
-        "support",
-        "support-mcp",
-        &["search_knowledge", "get_ticket"],
-    ),
-    ("cmdb", "cmdb", &["get_asset", "find_assets"]),
-    ("tickets", "tickets", &["open_ticket", "list_tickets"]),
-    ("orders", "orders", &["get_order_status", "export_report"]),
-];
-
-const POLICY: &str = "policy://larkfield/refunds-and-payments";
-
-/// One ordinary call per server, and what its structured result must hold.
-fn sample_call(server: &str) -> (&'static str, Value, &'static str, Value) {
-    match server {
-        "support" => (
-            "search_knowledge",
-            json!({"query": "charged twice", "limit": 2}),
-            "/results/0/uri",
-            json!(POLICY),
-        ),
-        "cmdb" => (
-            "get_asset",
-            json!({"hostname": "jump-prod-02"}),
-            "/owner_name",
-            json!("Camille Michel"),
-        ),
-        "tickets" => ("list_tickets", json!({}), "/total", json!(0)),
-        "orders" => (
-            "get_order_status",
-            json!({"order_id": "A-1002"}),
-            "/eta",
-            json!("2026-10-18"),
-        ),
-        other => panic!("no sample call for {other}"),
-    }
-}
-
 fn open_ticket_args() -> Value {
     json!({"host": "jump-prod-02", "summary": "brute force then a login from 203.0.113.77"})
 }

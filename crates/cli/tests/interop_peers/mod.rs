@@ -13,7 +13,8 @@ use std::{
     time::{Duration, Instant},
 };
 
-use serde_json::Value;
+use rmcp::model::{CallToolRequestParams, InputResponses};
+use serde_json::{Value, json};
 
 use crate::common::{Ran, playback};
 
@@ -485,4 +486,70 @@ pub fn texts(result: &Value) -> String {
         .filter_map(|b| b["text"].as_str())
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+// What the stdio and HTTP suites of one direction share.
+
+pub fn open_ticket(host: &str, summary: &str) -> CallToolRequestParams {
+    CallToolRequestParams::new("open_ticket").with_arguments(
+        json!({"host": host, "summary": summary})
+            .as_object()
+            .unwrap()
+            .clone(),
+    )
+}
+
+pub fn with_answer(
+    params: CallToolRequestParams,
+    priority: &str,
+    state: &str,
+) -> CallToolRequestParams {
+    let mut responses = InputResponses::new();
+    responses.insert(
+        "confirm".into(),
+        json!({"action": "accept", "content": {"priority": priority}}),
+    );
+    params
+        .with_input_responses(responses)
+        .with_request_state(state.to_owned())
+}
+
+/// Every reference server, with the tools it must list.
+pub const SERVERS: &[(&str, &str, &[&str])] = &[
+    (
+        "support",
+        "support-mcp",
+        &["search_knowledge", "get_ticket"],
+    ),
+    ("cmdb", "cmdb", &["get_asset", "find_assets"]),
+    ("tickets", "tickets", &["open_ticket", "list_tickets"]),
+    ("orders", "orders", &["get_order_status", "export_report"]),
+];
+
+pub const POLICY: &str = "policy://larkfield/refunds-and-payments";
+
+/// One ordinary call per server, and what its structured result must hold.
+pub fn sample_call(server: &str) -> (&'static str, Value, &'static str, Value) {
+    match server {
+        "support" => (
+            "search_knowledge",
+            json!({"query": "charged twice", "limit": 2}),
+            "/results/0/uri",
+            json!(POLICY),
+        ),
+        "cmdb" => (
+            "get_asset",
+            json!({"hostname": "jump-prod-02"}),
+            "/owner_name",
+            json!("Camille Michel"),
+        ),
+        "tickets" => ("list_tickets", json!({}), "/total", json!(0)),
+        "orders" => (
+            "get_order_status",
+            json!({"order_id": "A-1002"}),
+            "/eta",
+            json!("2026-10-18"),
+        ),
+        other => panic!("no sample call for {other}"),
+    }
 }
