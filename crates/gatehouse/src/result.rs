@@ -252,11 +252,19 @@ pub fn success_with(
     attachments: &[String],
     max_chars: usize,
 ) -> ForModel {
-    let whole = if attachments.is_empty() {
-        json!({"tool": tool, "result": value}).to_string()
-    } else {
-        json!({"tool": tool, "result": value, "attachments": attachments}).to_string()
-    };
+    // The value is serialised once and the object written around it by hand: `json!`
+    // would deep-clone a large result before serialising it, and this runs on every call.
+    let value_json = value.to_string();
+    let mut whole = String::with_capacity(value_json.len() + tool.len() + 32);
+    whole.push_str("{\"tool\":");
+    whole.push_str(&Value::from(tool).to_string());
+    whole.push_str(",\"result\":");
+    whole.push_str(&value_json);
+    if !attachments.is_empty() {
+        whole.push_str(",\"attachments\":");
+        whole.push_str(&json!(attachments).to_string());
+    }
+    whole.push('}');
     let chars = whole.chars().count();
     if chars <= max_chars {
         return ForModel {
@@ -270,8 +278,8 @@ pub fn success_with(
     let inner = match value {
         Value::String(s) if attachments.is_empty() => s.clone(),
         Value::String(s) => format!("{s}\n{}", attachments.join("\n")),
-        other if attachments.is_empty() => other.to_string(),
-        other => format!("{other}\n{}", attachments.join("\n")),
+        _ if attachments.is_empty() => value_json,
+        _ => format!("{value_json}\n{}", attachments.join("\n")),
     };
     let total = inner.chars().count();
     let note = |kept: usize| {
@@ -279,20 +287,51 @@ pub fn success_with(
             "cut: the result had {total} characters and only the first {kept} are shown; ask for less (a narrower query, a filter or a smaller limit)"
         )
     };
-    let mut keep = max_chars.min(total);
-    loop {
-        let head: String = inner.chars().take(keep).collect();
-        let text = json!({"tool": tool, "result": head, "note": note(keep)}).to_string();
-        let n = text.chars().count();
-        if n <= max_chars || keep == 0 {
-            return ForModel {
-                text,
-                chars: n,
-                clipped: true,
-                media: Vec::new(),
-            };
+    let framed = |head: &str, kept: usize| {
+        json!({"tool": tool, "result": head, "note": note(kept)}).to_string()
+    };
+    // The frame's size depends on the kept count only through its digits. A scan with
+    // the frame of the largest count finds a head that fits, counting each character as
+    // JSON will escape it; if that head's count has fewer digits, its own smaller frame
+    // leaves room for a little more, so a second scan (capped to those digits) takes it.
+    let longest_head = |frame: usize, cap: usize| {
+        let budget = max_chars.saturating_sub(frame);
+        let (mut used, mut kept, mut end) = (0, 0, 0);
+        for (i, c) in inner.char_indices() {
+            let width = escaped_width(c);
+            if kept == cap || used + width > budget {
+                break;
+            }
+            used += width;
+            kept += 1;
+            end = i + c.len_utf8();
         }
-        keep = keep.saturating_sub(n - max_chars);
+        (kept, end)
+    };
+    let digits = |n: usize| n.to_string().len();
+    let keep = max_chars.min(total);
+    let (mut kept, mut end) = longest_head(framed("", keep).chars().count(), keep);
+    if digits(kept) < digits(keep) {
+        let cap = 10usize.pow(digits(kept) as u32) - 1;
+        (kept, end) = longest_head(framed("", kept).chars().count(), cap);
+    }
+    let text = framed(&inner[..end], kept);
+    let n = text.chars().count();
+    debug_assert!(n <= max_chars || kept == 0, "{n} > {max_chars}");
+    ForModel {
+        text,
+        chars: n,
+        clipped: true,
+        media: Vec::new(),
+    }
+}
+
+/// How many characters `c` takes inside a JSON string as serde_json writes it.
+fn escaped_width(c: char) -> usize {
+    match c {
+        '"' | '\\' | '\n' | '\r' | '\t' | '\u{8}' | '\u{c}' => 2,
+        c if (c as u32) < 0x20 => 6,
+        _ => 1,
     }
 }
 
@@ -340,6 +379,50 @@ mod tests {
                 .unwrap()
                 .contains(&format!("had {total} characters"))
         );
+    }
+
+    #[test]
+    fn whole_results_read_as_the_json_object_they_stand_for() {
+        let value = json!({"b": [1, "two\n\"3\""], "a": null});
+        let links = vec!["[link x://1 \"One\" text/plain]".to_owned()];
+        assert_eq!(
+            success_with("s__t", &value, &links, 4_000).text,
+            json!({"tool": "s__t", "result": value, "attachments": links}).to_string()
+        );
+        assert_eq!(
+            success("s__t", &value, 4_000).text,
+            json!({"tool": "s__t", "result": value}).to_string()
+        );
+    }
+
+    #[test]
+    fn a_cut_keeps_as_much_as_fits_whatever_the_escaping() {
+        for (unit, max) in [
+            ("ab", 300),
+            ("\"\\", 301),
+            ("\u{1}é\n", 333),
+            ("日本", 4_000),
+        ] {
+            let value = Value::String(unit.repeat(3_000));
+            let r = success("t", &value, max);
+            assert!(r.clipped && r.chars <= max, "{unit:?}: {} > {max}", r.chars);
+            let v: Value = serde_json::from_str(&r.text).unwrap();
+            let head = v["result"].as_str().unwrap();
+            let kept = head.chars().count();
+            assert!(
+                v["note"]
+                    .as_str()
+                    .unwrap()
+                    .contains(&format!("only the first {kept} "))
+            );
+            // One more character would not have fitted.
+            let longer: String = unit.repeat(3_000).chars().take(kept + 1).collect();
+            let bigger = json!({"tool": "t", "result": longer, "note": v["note"]}).to_string();
+            assert!(
+                bigger.chars().count() > max,
+                "{unit:?}: kept {kept} of a possible more"
+            );
+        }
     }
 
     #[test]
