@@ -5,11 +5,10 @@
 //! (`^[a-zA-Z0-9_-]{1,64}$`). Making names safe can make two collide; a collision never
 //! hides a tool: the later one gets a numbered, stable name and the host says so.
 
-use std::collections::HashMap;
+use std::{collections::HashMap, sync::Arc};
 
-use rmcp::model::{PaginatedRequestParams, Tool};
+use rmcp::model::{JsonObject, PaginatedRequestParams, Tool};
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::{
     connect::Connection,
@@ -74,7 +73,9 @@ pub fn fingerprint(tool: &Tool) -> String {
 pub struct ToolSpec {
     pub name: String,
     pub description: String,
-    pub parameters: Value,
+    /// The tool's `inputSchema`, shared with the catalog rather than copied: the tools are
+    /// listed for every model call, and a large catalog's schemas are megabytes.
+    pub parameters: Arc<JsonObject>,
 }
 
 /// Every tool the host may offer, by model-facing name.
@@ -256,7 +257,7 @@ impl Catalog {
                 )
                 .trim_end()
                 .to_owned(),
-                parameters: Value::Object((*t.tool.input_schema).clone()),
+                parameters: t.tool.input_schema.clone(),
             })
             .collect()
     }

@@ -169,7 +169,12 @@ fn tool(name: &str) -> ToolSpec {
     ToolSpec {
         name: name.into(),
         description: format!("[support] {name}"),
-        parameters: json!({"type": "object", "properties": {"q": {"type": "string"}}}),
+        parameters: std::sync::Arc::new(
+            json!({"type": "object", "properties": {"q": {"type": "string"}}})
+                .as_object()
+                .unwrap()
+                .clone(),
+        ),
     }
 }
 

@@ -121,7 +121,10 @@ fn main() -> anyhow::Result<()> {
     let identity = Identity::default();
     let config = match (flags.get("config"), flags.get("built-in")) {
         (Some(path), _) => Config::load(std::path::Path::new(path), &identity)?,
-        (None, Some(exe)) => Config::built_in(std::path::Path::new(exe), &identity),
+        (None, Some(exe)) => Config::built_in(
+            &gatehouse::config::built_in_launcher(std::path::Path::new(exe)),
+            &identity,
+        ),
         _ => anyhow::bail!("give --config FILE or --built-in GATEHOUSE_EXE"),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -136,9 +139,9 @@ fn main() -> anyhow::Result<()> {
         let (specs, identical, checked, host_tools) = {
             let catalog = host.catalog();
             let specs = catalog.model_tools();
-            let by_name: HashMap<&str, &Value> = specs
+            let by_name: HashMap<&str, &rmcp::model::JsonObject> = specs
                 .iter()
-                .map(|s| (s.name.as_str(), &s.parameters))
+                .map(|s| (s.name.as_str(), &*s.parameters))
                 .collect();
             let (mut identical, mut checked, mut host_tools) = (true, 0, Vec::new());
             for t in catalog.tools() {
@@ -147,7 +150,7 @@ fn main() -> anyhow::Result<()> {
                 };
                 if lists.answers.lock().unwrap().contains_key(&t.server) {
                     checked += 1;
-                    identical &= **params == Value::Object((*t.tool.input_schema).clone());
+                    identical &= **params == *t.tool.input_schema;
                 } else {
                     host_tools.push(t.name.clone());
                 }

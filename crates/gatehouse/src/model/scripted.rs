@@ -489,7 +489,7 @@ mod tests {
         ToolSpec {
             name: name.into(),
             description: String::new(),
-            parameters: json!({}),
+            parameters: Default::default(),
         }
     }
 
