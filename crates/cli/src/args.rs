@@ -25,7 +25,7 @@ pub enum Command {
     /// Print the tools the model would be offered, as the host names them. Needs no model.
     Tools(ToolsArgs),
     /// Run one of the built-in reference servers on stdio, or over HTTP with `--http`.
-    Serve(ServeArgs),
+    Serve(gatehouse_servers::command::ServeArgs),
     /// Serve the lab: a local web interface to the host (conversation, tool calls, forms,
     /// a manual panel and a message explorer) on 127.0.0.1.
     Lab(LabArgs),
@@ -111,40 +111,6 @@ pub struct AskArgs {
     /// Write every message of the run to FILE as JSON lines (for the lab's explorer).
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
-}
-
-#[derive(Args, Debug)]
-pub struct ServeArgs {
-    /// Which server: support, cmdb, tickets, or testbed (for tests).
-    pub name: String,
-    /// The tickets server's store (default: $GATEHOUSE_TICKETS_DB, else
-    /// ~/.local/share/gatehouse/tickets.db).
-    #[arg(long, value_name = "PATH")]
-    pub db: Option<PathBuf>,
-    /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio (port 0 picks a free
-    /// one; the address is printed on stderr). Stops on SIGTERM or Ctrl-C.
-    #[arg(long, value_name = "IP:PORT")]
-    pub http: Option<std::net::SocketAddr>,
-    /// Bearer tokens over HTTP: a JSON array of {"user", "tenant", "sha256"} (the
-    /// SHA-256 of each token in hex: `printf %s TOKEN | sha256sum`).
-    #[arg(
-        long,
-        value_name = "FILE",
-        requires = "http",
-        conflicts_with = "no_auth"
-    )]
-    pub tokens: Option<PathBuf>,
-    /// Serve HTTP without authentication, every request acting as MCP_USER/MCP_TENANT.
-    /// For local testing only (loopback addresses only).
-    #[arg(long, requires = "http")]
-    pub no_auth: bool,
-    /// A browser origin allowed to call (repeatable; replaces the default, this server's
-    /// own http://127.0.0.1:PORT and http://localhost:PORT).
-    #[arg(long = "allowed-origin", value_name = "ORIGIN", requires = "http")]
-    pub allowed_origins: Vec<String>,
-    /// A Host header value accepted (repeatable; replaces the default, loopback names).
-    #[arg(long = "allowed-host", value_name = "HOST", requires = "http")]
-    pub allowed_hosts: Vec<String>,
 }
 
 #[derive(Args, Debug)]

@@ -21,47 +21,13 @@ use output::{Printer, StepsTo};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    // A stdio server handles one client's messages in order: one thread does it without
-    // hand-offs. Everything else (the host, HTTP servers, the lab) gets a thread pool.
-    let stdio_server = matches!(&cli.command, Command::Serve(s) if s.http.is_none());
-    let mut builder = if stdio_server {
-        tokio::runtime::Builder::new_current_thread()
-    } else {
-        tokio::runtime::Builder::new_multi_thread()
+    let result = match cli.command {
+        Command::Serve(s) => gatehouse_servers::command::run(s),
+        Command::Ask(a) => on_thread_pool(ask(a)),
+        Command::Chat(c) => on_thread_pool(chat(c)),
+        Command::Tools(t) => on_thread_pool(tools(t)),
+        Command::Lab(l) => on_thread_pool(lab::run(l)),
     };
-    let runtime = match builder.enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("gatehouse: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let result = runtime.block_on(async {
-        match cli.command {
-            Command::Ask(a) => ask(a).await,
-            Command::Chat(c) => chat(c).await,
-            Command::Tools(t) => tools(t).await,
-            Command::Lab(l) => lab::run(l).await,
-            Command::Serve(s) => {
-                let options = gatehouse_servers::ServeOptions { db: s.db };
-                match s.http {
-                    None => gatehouse_servers::serve_stdio(&s.name, options).await,
-                    Some(addr) => {
-                        let http = gatehouse_servers::http::HttpOptions {
-                            addr,
-                            tokens: s.tokens,
-                            no_auth: s.no_auth,
-                            allowed_origins: s.allowed_origins,
-                            allowed_hosts: s.allowed_hosts,
-                        };
-                        gatehouse_servers::serve_http(&s.name, options, http).await
-                    }
-                }
-            }
-        }
-    });
-    // Servers and the host end with their work; nothing must linger in the background.
-    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -69,6 +35,19 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// Run one of the host's commands on a thread pool: servers, the model and the person
+/// are all waited on at once.
+fn on_thread_pool(work: impl Future<Output = anyhow::Result<()>>) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| anyhow::anyhow!("cannot start the async runtime: {e}"))?;
+    let result = runtime.block_on(work);
+    // The host ends with its work; nothing must linger in the background.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
+    result
 }
 
 /// The configuration a command runs with: a servers file, or the built-in servers.
@@ -87,7 +66,10 @@ fn load_config(host: &HostArgs) -> anyhow::Result<Config> {
             }
             Config::load(&path, &identity)?
         }
-        None => Config::built_in(&std::env::current_exe()?, &identity),
+        None => Config::built_in(
+            &config::built_in_launcher(&std::env::current_exe()?),
+            &identity,
+        ),
     };
     if let Some(timeout) = config::tool_timeout_from_env().map_err(anyhow::Error::msg)? {
         config.settings.tool_timeout = timeout;

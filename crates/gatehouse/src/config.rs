@@ -198,17 +198,40 @@ pub const BUILT_IN_ALLOW: &[&str] = &[
     "read_resource",
 ];
 
+/// The reference servers' own binary, installed beside `gatehouse`.
+pub const SERVERS_BINARY: &str = "gatehouse-servers";
+
+/// How to start a built-in server, given the host's binary: the small `gatehouse-servers`
+/// beside it when it is there (a server process then maps only server code, about half the
+/// memory), else the host binary's own `serve` command, which runs the same servers.
+pub fn built_in_launcher(host_exe: &Path) -> Vec<String> {
+    let servers =
+        host_exe.with_file_name(format!("{SERVERS_BINARY}{}", std::env::consts::EXE_SUFFIX));
+    if servers.is_file() {
+        vec![servers.to_string_lossy().into_owned()]
+    } else {
+        vec![host_exe.to_string_lossy().into_owned(), "serve".into()]
+    }
+}
+
 impl Config {
-    /// The embedded default: the built-in servers, started from `exe`.
-    pub fn built_in(exe: &Path, identity: &Identity) -> Config {
+    /// The embedded default: the built-in servers, each started as `launcher NAME` (see
+    /// [`built_in_launcher`]).
+    pub fn built_in(launcher: &[String], identity: &Identity) -> Config {
         let mut doc = Map::new();
         let mut servers = Map::new();
+        let (program, leading) = match launcher.split_first() {
+            Some((program, leading)) => (program.as_str(), leading),
+            None => ("", &[][..]),
+        };
         for name in BUILT_IN_SERVERS {
+            let mut args = leading.to_vec();
+            args.push((*name).into());
             servers.insert(
                 (*name).into(),
                 serde_json::json!({
-                    "command": exe.to_string_lossy(),
-                    "args": ["serve", name],
+                    "command": program,
+                    "args": args,
                     "env": {
                         SERVER_USER_ENV: format!("${{{USER_VAR}}}"),
                         SERVER_TENANT_ENV: format!("${{{TENANT_VAR}}}"),
@@ -607,14 +630,37 @@ mod tests {
 
     #[test]
     fn built_in_config_carries_identity_into_env() {
-        let c = Config::built_in(Path::new("/bin/gatehouse"), &id());
-        let Transport::Stdio { args, env, .. } = &c.servers[0].transport else {
+        let launcher = built_in_launcher(Path::new("/nonexistent/gatehouse"));
+        assert_eq!(launcher, ["/nonexistent/gatehouse", "serve"]);
+        let c = Config::built_in(&launcher, &id());
+        let Transport::Stdio {
+            command, args, env, ..
+        } = &c.servers[0].transport
+        else {
             panic!("stdio")
         };
+        assert_eq!(command, "/nonexistent/gatehouse");
         assert_eq!(args, &vec!["serve", "support"]);
         assert_eq!(env["MCP_USER"], "usr-omar");
         assert_eq!(env["MCP_TENANT"], "larkfield");
         assert_eq!(c.settings.allow, BUILT_IN_ALLOW);
+    }
+
+    #[test]
+    fn built_in_servers_start_from_their_own_binary_when_it_is_installed() {
+        let dir = std::env::temp_dir().join(format!("gatehouse-launcher-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let servers = dir.join(format!("{SERVERS_BINARY}{}", std::env::consts::EXE_SUFFIX));
+        std::fs::write(&servers, b"").unwrap();
+        let launcher = built_in_launcher(&dir.join("gatehouse"));
+        assert_eq!(launcher, [servers.to_string_lossy()]);
+        let c = Config::built_in(&launcher, &id());
+        let Transport::Stdio { command, args, .. } = &c.servers[1].transport else {
+            panic!("stdio")
+        };
+        assert_eq!(command, &servers.to_string_lossy());
+        assert_eq!(args, &vec![BUILT_IN_SERVERS[1]]);
+        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]

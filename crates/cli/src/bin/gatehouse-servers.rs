@@ -1,0 +1,26 @@
+//! `gatehouse-servers NAME`: the reference MCP servers as a binary of their own, which the
+//! host starts for its built-in servers. It links the servers and nothing of the host, so
+//! each server process stays small (`gatehouse serve NAME` runs the same code).
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use gatehouse_servers::command::{self, ServeArgs};
+
+/// The reference MCP servers Gatehouse is shown and tested with.
+#[derive(Parser, Debug)]
+#[command(name = "gatehouse-servers", version)]
+struct Cli {
+    #[command(flatten)]
+    serve: ServeArgs,
+}
+
+fn main() -> ExitCode {
+    match command::run(Cli::parse().serve) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("gatehouse-servers: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
