@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
 REL = ROOT / "target" / "release"
 GATEHOUSE = REL / "gatehouse"
+SERVERS = REL / "gatehouse-servers"  # what the built-in configuration starts
 PY = BENCH / ".venv" / "bin" / "python"
 REFERENCE = BENCH / "reference"
 ECHO = BENCH / ".build" / "echo"
@@ -115,6 +116,22 @@ def watch_peak(cmd, *, env=None) -> dict:
     return {"sampled_kb": sampled, "tree_kb": usage.ru_maxrss}
 
 
+def read_peak(path: Path, wait_s: float = 10.0) -> int:
+    """A server's peak RSS in KiB, as peakrss writes it when the server has exited: a host
+    may return before its servers have finished exiting, so wait for the file a while."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            text = path.read_text()
+            if text.endswith("\n"):
+                return int(text)
+        except FileNotFoundError:
+            pass
+        if time.monotonic() > deadline:
+            raise SystemExit(f"bench: no peak memory in {path} {wait_s:.0f} s after its host ended")
+        time.sleep(0.01)
+
+
 def host_peak(watch: dict, servers_kb: list[int]) -> int:
     """The host's own peak: exact when the tree's peak is above every server's (then it is
     the host's), else the sampled high-water mark."""
@@ -149,7 +166,7 @@ def support_configs(work: Path, wrap_dir: Path | None = None) -> tuple[Path, Pat
         return {"command": str(PEAKRSS), "args": [str(out), str(command), *map(str, args)], "env": IDENTITY_ENV}
 
     suffix = "-mem" if wrap_dir else ""
-    gh = {"mcpServers": {"support": entry(GATEHOUSE, ["serve", "support"], "gh-support")},
+    gh = {"mcpServers": {"support": entry(SERVERS, ["support"], "gh-support")},
           "gatehouse": {"allow": ALLOW}}  # fmt: skip
     ref = {"mcpServers": {"support": entry(PY, [REFERENCE / "support_server.py"], "ref-support")},
            "gatehouse": {"allow": ALLOW}}  # fmt: skip
@@ -281,7 +298,7 @@ def row_cold_ask(s: Settings) -> list[Line]:
         for cfg, cmd, tag, hosts, srvs in ((gh_mcfg, gh_ask, "gh", gh_host, gh_srv),
                                            (ref_mcfg, ref_ask, "ref", ref_host, ref_srv)):  # fmt: skip
             watch = watch_peak(cmd(cfg))
-            server_kb = int((mem_dir / f"{tag}-support.kb").read_text())
+            server_kb = read_peak(mem_dir / f"{tag}-support.kb")
             srvs.append(server_kb)
             hosts.append(host_peak(watch, [server_kb]))
     s.results["cold_ask"] = {"gh_ms": gh_t, "ref_ms": ref_t, "gh_host_kb": gh_host, "gh_server_kb": gh_srv,
@@ -337,7 +354,7 @@ def row_call_rate(s: Settings) -> list[Line]:
     the whole host path per call."""
     ident = env_with(MCP_USER="usr-sam", MCP_TENANT="larkfield")
     gh_cfg, ref_cfg = support_configs(s.work)
-    gh_server = ["--", GATEHOUSE, "serve", "support"]
+    gh_server = ["--", SERVERS, "support"]
     ref_server = ["--", PY, REFERENCE / "support_server.py"]
     cases = {
         "seq": ([REL / "gh-callrate", "--mode", "rmcp", "--calls", s.gh_calls, *gh_server],
@@ -399,7 +416,7 @@ def row_floor(s: Settings) -> list[Line]:
             floor.append(callrate(["taskset", "-c", cpus, REL / "gh-pipe-floor", "--bytes", size, "--rounds",
                                    s.floor_rounds, "--", ECHO]))  # fmt: skip
             raw.append(callrate(["taskset", "-c", cpus, REL / "gh-callrate", "--mode", "rmcp", "--calls", s.gh_calls,
-                                 "--", GATEHOUSE, "serve", "support"], ident))  # fmt: skip
+                                 "--", SERVERS, "support"], ident))  # fmt: skip
             host.append(callrate(["taskset", "-c", cpus, REL / "gh-callrate", "--mode", "host", "--calls", s.gh_calls,
                                   "--config", gh_cfg], ident))  # fmt: skip
         results[cpus] = {"floor": floor, "rmcp": raw, "host": host}
@@ -533,7 +550,7 @@ def row_http(s: Settings) -> list[Line]:
     ident = env_with(MCP_USER="usr-sam", MCP_TENANT="larkfield")
     secs = 5
     sides = {
-        "gh": lambda: start_http([GATEHOUSE, "serve", "support", "--http", "127.0.0.1:0", "--tokens", tokens],
+        "gh": lambda: start_http([SERVERS, "support", "--http", "127.0.0.1:0", "--tokens", tokens],
                                  env=ident, url_from_stderr=True, port=None, log=s.work / "gh-http.log"),
         "ref": lambda: (lambda port: start_http([PY, REFERENCE / "support_server.py", "--http", port,
                                                  "--token-sha256", digest], env=ident, url_from_stderr=False,
@@ -608,7 +625,7 @@ def row_scale(s: Settings) -> list[Line]:
     for tag, cmd in (("gh", [GATEHOUSE, "tools", "--config", gh_mcfg, "--json"]),
                      ("ref", [PY, REFERENCE / "host.py", "tools", "--config", ref_mcfg, "--json"])):  # fmt: skip
         watch = watch_peak(cmd)
-        servers = [int((mem_dir / f"{tag}-s{i:02}.kb").read_text()) for i in range(n)]
+        servers = [read_peak(mem_dir / f"{tag}-s{i:02}.kb") for i in range(n)]
         mem[tag] = {"host_kb": host_peak(watch, servers), "servers_kb": servers}
     ctx = json.loads(run([REL / "gh-context", "--config", gh_cfg]).stdout)
     ref_stats = json.loads(stats_file.read_text())
@@ -654,38 +671,6 @@ def row_context(s: Settings) -> list[Line]:
 ROWS = [row_cold_ask, row_first_answer, row_call_rate, row_floor, row_http, row_scale, row_context]
 
 
-def row_whatif(s: Settings) -> list[Line]:
-    """Not a target row: what the fixes proposed in docs/benchmarks.md would give. The same
-    SupportServer served on a current-thread runtime with non-blocking pipes for stdio
-    (gh-support-variant), and the client on a current-thread runtime, against today's
-    `gatehouse serve support` and multi-threaded client; interleaved, on 1 and 2 CPUs."""
-    ident = env_with(MCP_USER="usr-sam", MCP_TENANT="larkfield")
-    variants = {
-        "today: serve support, multi-thread client": ("multi", [GATEHOUSE, "serve", "support"]),
-        "server: 1 thread + pipe stdio": ("multi", [REL / "gh-support-variant", "--runtime", "current", "--stdio", "pipe"]),
-        "server and client: 1 thread, pipe stdio": ("current", [REL / "gh-support-variant", "--runtime", "current",
-                                                                "--stdio", "pipe"]),
-    }  # fmt: skip
-    rounds = max(s.rate_rounds, 3)
-    say(f"what-if: {rounds} interleaved rounds of {len(variants)} server/client variants on 1 and 2 CPUs")
-    lines, out = [], {}
-    for cpus in ("0", "0,1"):
-        res = {k: [] for k in variants}
-        for _ in range(rounds):
-            for k, (client_rt, server) in variants.items():
-                res[k].append(callrate(["taskset", "-c", cpus, REL / "gh-callrate", "--mode", "rmcp", "--runtime",
-                                        client_rt, "--calls", s.gh_calls, "--", *server], ident))  # fmt: skip
-        out[cpus] = res
-        base = med([r["calls_per_s"] for r in res[next(iter(variants))]])
-        for k, runs in res.items():
-            rate = [r["calls_per_s"] for r in runs]
-            p50 = [r["p50_us"] for r in runs]
-            lines.append(Line(f"what-if, {'1 CPU' if cpus == '0' else '2 CPUs'}", k,
-                              f"{med(rate):,.0f}/s, p50 {med(p50):,.0f} µs", "", f"{med(rate) / base:.2f}× today"))  # fmt: skip
-    s.results["whatif"] = out
-    return lines
-
-
 # ---------------------------------------------------------------------------------- main
 
 
@@ -719,7 +704,6 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--quick", action="store_true", help="fewer runs (about 2 minutes)")
     p.add_argument("--rows", help="only these rows, e.g. 1,3,7")
-    p.add_argument("--whatif", action="store_true", help="also measure the proposed per-call fixes")
     p.add_argument("--out", default=str(BENCH / "results"), help="where to keep the results (JSON and table)")
     args = p.parse_args()
     with tempfile.TemporaryDirectory(prefix="gatehouse-bench-") as tmp:
@@ -733,8 +717,6 @@ def main() -> None:
         for i, row in enumerate(ROWS, start=1):
             if wanted is None or i in wanted:
                 lines.extend(row(s))
-        if args.whatif:
-            lines.extend(row_whatif(s))
         elapsed = time.perf_counter() - start
         text = table(lines)
         mode = "quick" if args.quick else "full"

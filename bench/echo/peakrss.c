@@ -9,6 +9,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+static pid_t child;
+
+/* A host may end its server with SIGTERM to this wrapper: pass it on and keep waiting, so
+ * the peak is still written. */
+static void forward(int sig) {
+    if (child > 0) kill(child, sig);
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: peakrss OUTFILE PROGRAM ARGS...\n");
@@ -21,8 +29,10 @@ int main(int argc, char **argv) {
         perror("peakrss: exec");
         _exit(127);
     }
+    child = pid;
     /* The host ends its server by closing stdin or by a signal to this wrapper. */
     signal(SIGINT, SIG_IGN);
+    signal(SIGTERM, forward);
     int status = 0;
     struct rusage ru;
     while (wait4(pid, &status, 0, &ru) < 0) {
