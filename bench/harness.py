@@ -550,7 +550,7 @@ def row_http(s: Settings) -> list[Line]:
     ident = env_with(MCP_USER="usr-sam", MCP_TENANT="larkfield")
     secs = 5
     sides = {
-        "gh": lambda: start_http([SERVERS, "support", "--http", "127.0.0.1:0", "--tokens", tokens],
+        "gh": lambda: start_http([GATEHOUSE, "serve", "support", "--http", "127.0.0.1:0", "--tokens", tokens],
                                  env=ident, url_from_stderr=True, port=None, log=s.work / "gh-http.log"),
         "ref": lambda: (lambda port: start_http([PY, REFERENCE / "support_server.py", "--http", port,
                                                  "--token-sha256", digest], env=ident, url_from_stderr=False,

@@ -1,5 +1,6 @@
 //! `gatehouse`: a thin command over the host library and the reference servers.
 
+mod allocator;
 mod args;
 mod lab;
 mod output;

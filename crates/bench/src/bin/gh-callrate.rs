@@ -13,6 +13,11 @@
 //! `--runtime current` runs the client on a current-thread runtime instead of the
 //! multi-threaded one `gatehouse` uses (for the profile's what-if).
 
+/// The same allocator, set up the same way, as the `gatehouse` binary whose client this
+/// measures.
+#[path = "../../../cli/src/allocator.rs"]
+mod allocator;
+
 use std::{
     process::Stdio,
     sync::Arc,

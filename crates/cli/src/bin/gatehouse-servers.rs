@@ -1,6 +1,10 @@
 //! `gatehouse-servers NAME`: the reference MCP servers as a binary of their own, which the
 //! host starts for its built-in servers. It links the servers and nothing of the host, so
 //! each server process stays small (`gatehouse serve NAME` runs the same code).
+//!
+//! It keeps the system allocator: mimalloc (the `gatehouse` binary's) adds about half a
+//! megabyte to a process that lives for one session, while the throughput it buys matters
+//! for a long-running HTTP server, which `gatehouse serve NAME --http` is.
 
 use std::process::ExitCode;
 
