@@ -201,36 +201,45 @@ pub const BUILT_IN_ALLOW: &[&str] = &[
 /// The reference servers' own binary, installed beside `gatehouse`.
 pub const SERVERS_BINARY: &str = "gatehouse-servers";
 
+/// How the built-in servers are started: `program ARGS… NAME`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Launcher {
+    pub program: String,
+    pub args: Vec<String>,
+}
+
 /// How to start a built-in server, given the host's binary: the small `gatehouse-servers`
 /// beside it when it is there (a server process then maps only server code, about half the
 /// memory), else the host binary's own `serve` command, which runs the same servers.
-pub fn built_in_launcher(host_exe: &Path) -> Vec<String> {
+pub fn built_in_launcher(host_exe: &Path) -> Launcher {
     let servers =
         host_exe.with_file_name(format!("{SERVERS_BINARY}{}", std::env::consts::EXE_SUFFIX));
     if servers.is_file() {
-        vec![servers.to_string_lossy().into_owned()]
+        Launcher {
+            program: servers.to_string_lossy().into_owned(),
+            args: Vec::new(),
+        }
     } else {
-        vec![host_exe.to_string_lossy().into_owned(), "serve".into()]
+        Launcher {
+            program: host_exe.to_string_lossy().into_owned(),
+            args: vec!["serve".into()],
+        }
     }
 }
 
 impl Config {
     /// The embedded default: the built-in servers, each started as `launcher NAME` (see
     /// [`built_in_launcher`]).
-    pub fn built_in(launcher: &[String], identity: &Identity) -> Config {
+    pub fn built_in(launcher: &Launcher, identity: &Identity) -> Config {
         let mut doc = Map::new();
         let mut servers = Map::new();
-        let (program, leading) = match launcher.split_first() {
-            Some((program, leading)) => (program.as_str(), leading),
-            None => ("", &[][..]),
-        };
         for name in BUILT_IN_SERVERS {
-            let mut args = leading.to_vec();
+            let mut args = launcher.args.clone();
             args.push((*name).into());
             servers.insert(
                 (*name).into(),
                 serde_json::json!({
-                    "command": program,
+                    "command": launcher.program,
                     "args": args,
                     "env": {
                         SERVER_USER_ENV: format!("${{{USER_VAR}}}"),
@@ -631,7 +640,8 @@ mod tests {
     #[test]
     fn built_in_config_carries_identity_into_env() {
         let launcher = built_in_launcher(Path::new("/nonexistent/gatehouse"));
-        assert_eq!(launcher, ["/nonexistent/gatehouse", "serve"]);
+        assert_eq!(launcher.program, "/nonexistent/gatehouse");
+        assert_eq!(launcher.args, ["serve"]);
         let c = Config::built_in(&launcher, &id());
         let Transport::Stdio {
             command, args, env, ..
@@ -653,7 +663,8 @@ mod tests {
         let servers = dir.join(format!("{SERVERS_BINARY}{}", std::env::consts::EXE_SUFFIX));
         std::fs::write(&servers, b"").unwrap();
         let launcher = built_in_launcher(&dir.join("gatehouse"));
-        assert_eq!(launcher, [servers.to_string_lossy()]);
+        assert_eq!(launcher.program, servers.to_string_lossy());
+        assert!(launcher.args.is_empty());
         let c = Config::built_in(&launcher, &id());
         let Transport::Stdio { command, args, .. } = &c.servers[1].transport else {
             panic!("stdio")
