@@ -26,7 +26,7 @@ apt_install() {
 
 # ---------------------------------------------------------------------------------------
 # browser: Debian's Chromium and the npm project in tests/browser (playwright-core, driven
-# by crates/cli/tests/lab_browser.rs). Playwright's own browser download is never used.
+# by crates/cli/tests/end_to_end/lab_browser.rs). Playwright's own browser download is never used.
 # ---------------------------------------------------------------------------------------
 install_browser() {
   apt_install chromium
@@ -51,7 +51,7 @@ install_browser() {
 }
 
 # ---------------------------------------------------------------------------------------
-# The foreign MCP peers of the interop tests (crates/cli/tests/interop_*.rs, docs/interop.md).
+# The foreign MCP peers of the interop tests (crates/cli/tests/end_to_end/interop_*.rs, docs/interop.md).
 # Everything goes under $PEERS_DIR (default target/peers, git-ignored), one folder per
 # peer so versions never collide; only the npm registry and PyPI are used.
 # ---------------------------------------------------------------------------------------
@@ -136,7 +136,7 @@ install_conformance() {
 }
 
 # ---------------------------------------------------------------------------------------
-# nginx: Debian's nginx, the reverse proxy of crates/cli/tests/http_servers.rs (two tickets
+# nginx: Debian's nginx, the reverse proxy of crates/cli/tests/end_to_end/http_servers.rs (two tickets
 # instances behind it, docs/scaling.md). The test runs its own nginx, with its own config,
 # pid and logs under a temporary folder; the package's system service is not wanted, so
 # it is kept from starting while the package installs (a policy-rc.d, removed after).

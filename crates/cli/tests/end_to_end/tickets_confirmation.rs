@@ -2,7 +2,7 @@
 //! way a second round can be forged, replayed, moved or late is tried against the real
 //! `gatehouse serve tickets` process.
 
-mod common;
+use crate::common;
 
 use std::{path::Path, time::Duration};
 

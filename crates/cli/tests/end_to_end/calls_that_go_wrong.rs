@@ -1,7 +1,7 @@
 //! Time limits, crashes, older servers, and configurations that are wrong: the host says
 //! clearly what happened, keeps the other servers, and never panics.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::json;

@@ -9,8 +9,8 @@
 //! `--record` file. The peers come from `scripts/install-test-peers.sh`; a missing one
 //! fails the test and names the command. See docs/interop.md.
 
-mod common;
-mod interop_peers;
+use crate::common;
+use crate::interop_peers;
 
 use std::{
     path::Path,

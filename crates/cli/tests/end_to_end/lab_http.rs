@@ -1,7 +1,7 @@
 //! The lab over plain HTTP: who may talk to it (token, `Host`, `Origin`), how it answers bad
 //! requests, and `ask --record`. The real binary, real servers, raw requests.
 
-mod common;
+use crate::common;
 
 use std::{
     io::{BufRead, BufReader, Read, Write},

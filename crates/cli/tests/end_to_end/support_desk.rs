@@ -1,7 +1,7 @@
 //! The support desk end to end, as the seed records it: through the real binary, the real
 //! support-mcp process, and the scripted model.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::json;

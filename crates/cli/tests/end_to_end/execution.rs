@@ -1,7 +1,7 @@
 //! Every kind of result and every way a call ends: schemas, content blocks, structured
 //! results, resource links, progress, time limits, long and changing tool lists.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::{Value, json};

@@ -4,7 +4,7 @@
 //! `conformance-client`, each at `--requirements 2026-07-28` and `--requirements 2025-11-25`,
 //! with the expected-failures files of `tests/conformance/`. Each leg must exit 0: every
 //! scored scenario passes or is in the baseline with its reason, and no baseline entry is
-//! stale. The summary lines are printed (`cargo test --test conformance -- --nocapture`).
+//! stale. The summary lines are printed (`cargo test -p gatehouse-cli --test end_to_end -- conformance:: --nocapture`).
 //!
 //! A missing harness or Node 22 fails loudly with the install command; it is never a skip.
 //! The legs run one at a time (the client suites already run their scenarios in

@@ -11,8 +11,8 @@
 //! `larkfield`; the tickets store is in a temporary folder. Every process is on
 //! 127.0.0.1 and is killed when its test ends. See docs/interop.md.
 
-mod common;
-mod interop_peers;
+use crate::common;
+use crate::interop_peers;
 
 use std::path::{Path, PathBuf};
 

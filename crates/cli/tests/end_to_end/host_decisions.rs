@@ -1,7 +1,7 @@
 //! The host's decisions on proposals: the allow-list, the person's answer, and every
 //! refusal, proposed through the playback model so anything can be proposed.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::{Value, json};

@@ -10,8 +10,8 @@
 //! its `--record` file and, where the server's view matters, `tests/peers/http_tap.py`'s
 //! log of every exchange (status, MCP headers, session) and message. See docs/interop.md.
 
-mod common;
-mod interop_peers;
+use crate::common;
+use crate::interop_peers;
 
 use std::{
     path::Path,

@@ -2,7 +2,7 @@
 //! OpenAI-compatible endpoint on 127.0.0.1 that plays the T-30002 flow from a script and
 //! records every request it receives.
 
-mod common;
+use crate::common;
 
 use std::{
     io::{BufRead, BufReader, Read, Write},

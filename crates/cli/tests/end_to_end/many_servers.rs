@@ -1,7 +1,7 @@
 //! Many servers, one host: the seed's security-operations run, namespacing, `--tools`,
 //! the person's answers to a server's form, joinable traces, `tools` and `chat`.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::{Value, json};

@@ -4,7 +4,7 @@
 //! finish, and two tickets instances sharing a key and a store (directly, and behind
 //! Debian's nginx) open exactly one ticket per confirmation.
 
-mod common;
+use crate::common;
 
 use std::{
     io::{BufRead, BufReader},

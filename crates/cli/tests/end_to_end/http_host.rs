@@ -2,7 +2,7 @@
 //! the shape Claude Desktop and .mcp.json use, with `${VAR}` substitution), and every way
 //! reaching one can fail, named with the server and never showing the credentials.
 
-mod common;
+use crate::common;
 
 use std::{
     io::{BufRead, BufReader},

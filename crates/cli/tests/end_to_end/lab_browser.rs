@@ -6,7 +6,7 @@
 //! Node, Chromium and playwright-core are required: without them this test fails and says
 //! how to install them (`scripts/install-test-peers.sh`). It never skips.
 
-mod common;
+use crate::common;
 
 use std::{
     io::{BufRead, BufReader},

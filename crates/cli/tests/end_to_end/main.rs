@@ -1,0 +1,27 @@
+//! Gatehouse end to end: the real `gatehouse` binary, the real server processes, and the
+//! foreign peers, one module per subject.
+//!
+//! One test binary rather than one per file: each would link the whole host, the servers
+//! and rmcp again (seventeen links, about 600 MB of a fresh build). Run one subject with
+//! `cargo test -p gatehouse-cli --test end_to_end -- SUBJECT::`, for example
+//! `-- interop_foreign_servers::`.
+
+mod common;
+mod interop_peers;
+
+mod calls_that_go_wrong;
+mod conformance;
+mod execution;
+mod host_decisions;
+mod http_host;
+mod http_servers;
+mod interop_foreign_clients;
+mod interop_foreign_servers;
+mod interop_http_foreign_clients;
+mod interop_http_foreign_servers;
+mod lab_browser;
+mod lab_http;
+mod many_servers;
+mod openai_endpoint;
+mod support_desk;
+mod tickets_confirmation;
