@@ -149,6 +149,11 @@ pub fn save_binaries(
     let mut saved = Vec::new();
     let mut problems = Vec::new();
     for (n, block) in blocks.iter().enumerate() {
+        // Only these carry bytes; the usual text block is not turned into a value at all.
+        if block.as_image().is_none() && block.as_audio().is_none() && block.as_resource().is_none()
+        {
+            continue;
+        }
         let v = serde_json::to_value(block).unwrap_or_default();
         let (kind, mime, data) = match v["type"].as_str() {
             Some(k @ ("image" | "audio")) => (k, v["mimeType"].as_str(), v["data"].as_str()),
