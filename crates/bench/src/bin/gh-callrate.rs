@@ -198,13 +198,17 @@ fn main() -> anyhow::Result<()> {
             .build()?,
         other => anyhow::bail!("unknown --runtime {other:?} (multi or current)"),
     };
-    let out = runtime.block_on(async {
+    // On a worker, as `gatehouse` runs its commands (see its `on_thread_pool`).
+    let work = runtime.spawn(async move {
         match flags.get("mode").unwrap_or("rmcp") {
             "rmcp" => rmcp_mode(&flags).await,
             "host" => host_mode(&flags).await,
             other => anyhow::bail!("unknown --mode {other:?} (rmcp or host)"),
         }
-    })?;
+    });
+    let out = runtime
+        .block_on(work)
+        .map_err(|e| anyhow::anyhow!("the benchmark's task failed: {e}"))??;
     runtime.shutdown_timeout(Duration::from_millis(500));
     println!("{out}");
     Ok(())
