@@ -54,8 +54,8 @@ pub struct HostHandler {
             mpsc::UnboundedSender<ProgressNotificationParam>,
         )>,
     >,
-    /// Set when an older server says its tool list changed (the 2026-07-28 way is a
-    /// `subscriptions/listen` stream, handled by the catalog).
+    /// Set when an older server says its tool list changed, by [`ListWatch`] (the
+    /// 2026-07-28 way is a `subscriptions/listen` stream, handled by the catalog).
     tools_changed: Arc<std::sync::atomic::AtomicBool>,
     /// Where questions and answers are recorded; attached once the host has its trace.
     trace: Mutex<Option<crate::trace::Trace>>,
@@ -170,10 +170,8 @@ impl ClientHandler for HostHandler {
         }
     }
 
-    async fn on_tool_list_changed(&self, _context: rmcp::service::NotificationContext<RoleClient>) {
-        self.tools_changed
-            .store(true, std::sync::atomic::Ordering::SeqCst);
-    }
+    // No `on_tool_list_changed`: `ListWatch` notes the notification as it is read, in
+    // order with the responses; the handler would see it later, in a task of its own.
 }
 
 /// A live connection to one server.
@@ -277,6 +275,44 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Tap<T> {
     }
 }
 
+/// A transport that notes a server's "my tool list changed" (older revisions) as the
+/// message is read, in the order it came. rmcp hands notifications to the handler in a
+/// task of their own, so a call's response read just after one could reach the turn
+/// first, and the model be offered the old list.
+pub struct ListWatch<T> {
+    inner: T,
+    tools_changed: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl<T: Transport<RoleClient>> Transport<RoleClient> for ListWatch<T> {
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.inner.send(item)
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        let received = self.inner.receive().await;
+        if let Some(rmcp::model::JsonRpcMessage::Notification(n)) = &received
+            && matches!(
+                n.notification,
+                rmcp::model::ServerNotification::ToolListChangedNotification(_)
+            )
+        {
+            self.tools_changed
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+        received
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
+    }
+}
+
 /// Serve a client over `transport`, tapped when the observer wants every message.
 async fn serve<T>(
     handler: HostHandler,
@@ -288,12 +324,20 @@ async fn serve<T>(
 where
     T: Transport<RoleClient> + 'static,
 {
+    let tools_changed = handler.tools_changed.clone();
     if observer.wants_wire() {
-        handler
-            .serve_with_lifecycle(Tap::new(transport, server, observer.clone()), mode)
-            .await
+        let tapped = Tap::new(transport, server, observer.clone());
+        let watched = ListWatch {
+            inner: tapped,
+            tools_changed,
+        };
+        handler.serve_with_lifecycle(watched, mode).await
     } else {
-        handler.serve_with_lifecycle(transport, mode).await
+        let watched = ListWatch {
+            inner: transport,
+            tools_changed,
+        };
+        handler.serve_with_lifecycle(watched, mode).await
     }
 }
 
