@@ -195,8 +195,25 @@ fn usage_json(usage: &gatehouse::model::Usage) -> anyhow::Result<serde_json::Val
     })
 }
 
+/// The person's next line, or `None` at the end of input. It is read from std's stdin,
+/// the same buffered reader `person::Terminal` reads approvals from: a reader of its own
+/// would read ahead and take the answers meant for the approvals. Bytes that are not
+/// UTF-8 are replaced, not refused.
+async fn next_line() -> anyhow::Result<Option<String>> {
+    use std::io::BufRead;
+    tokio::task::spawn_blocking(|| {
+        let mut bytes = Vec::new();
+        match std::io::stdin().lock().read_until(b'\n', &mut bytes) {
+            Ok(0) => Ok(None),
+            Ok(_) => Ok(Some(String::from_utf8_lossy(&bytes).into_owned())),
+            Err(e) => Err(anyhow::anyhow!("cannot read your input: {e}")),
+        }
+    })
+    .await
+    .map_err(|e| anyhow::anyhow!("cannot read your input: {e}"))?
+}
+
 async fn chat(args: ChatArgs) -> anyhow::Result<()> {
-    use tokio::io::AsyncBufReadExt;
     let config = load_config(&args.host)?;
     let mut model = load_model(&args.host, &config)?;
     model.preflight().await?;
@@ -204,11 +221,10 @@ async fn chat(args: ChatArgs) -> anyhow::Result<()> {
     let trace = Trace::new(Arc::new(Printer::new(StepsTo::Stderr)));
     let host = start_host(&args.host, &config, person(&args.answers), trace.clone()).await;
     let mut conversation = Vec::new();
-    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
     loop {
         print!("\nyou> ");
         std::io::Write::flush(&mut std::io::stdout())?;
-        let Some(line) = lines.next_line().await? else {
+        let Some(line) = next_line().await? else {
             break;
         };
         let question = line.trim();

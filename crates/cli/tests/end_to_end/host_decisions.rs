@@ -251,3 +251,28 @@ fn a_result_larger_than_the_bound_is_cut_with_a_note() {
     assert_eq!(step["data"]["clipped"], true, "{step}");
     assert_eq!(step["text"], "result: 4000 characters");
 }
+
+#[test]
+fn in_a_chat_the_answers_to_approvals_are_read_from_the_same_input_as_the_questions() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = empty_allow_list(dir.path());
+    // Piped all at once: the chat's reader must not take the approvals' lines.
+    let ran = run_with_stdin(
+        &["chat", "--config", &config],
+        &[],
+        Some("What is the return window?\ny\nWhat is the return window?\nn\n/quit\n"),
+    );
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    let outcomes: Vec<String> = ran
+        .tool_events()
+        .iter()
+        .map(|e| e["outcome"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(outcomes, vec!["ok", "declined"], "{}", ran.stderr);
+    assert_eq!(ran.server_logs("support").len(), 1, "{}", ran.stderr);
+    assert!(
+        ran.stdout.contains("policy://larkfield/returns-policy"),
+        "the first answer cites the policy it read: {}",
+        ran.stdout
+    );
+}
