@@ -46,15 +46,11 @@ pub const STDERR_TAIL_LINES: usize = 8;
 pub struct HostHandler {
     server: String,
     person: Arc<dyn Person>,
-    /// Where progress notifications go while a call is in flight. The host runs one call
-    /// at a time per connection, so whatever arrives belongs to that call.
-    progress: Mutex<
-        Option<(
-            ProgressToken,
-            mpsc::UnboundedSender<ProgressNotificationParam>,
-        )>,
-    >,
-    /// Set when an older server says its tool list changed, by [`ListWatch`] (the
+    /// Where progress notifications go while a call is in flight (routed by
+    /// [`InOrder`]). The host runs one call at a time per connection, so whatever arrives
+    /// belongs to that call.
+    progress: ProgressRoute,
+    /// Set when an older server says its tool list changed, by [`InOrder`] (the
     /// 2026-07-28 way is a `subscriptions/listen` stream, handled by the catalog).
     tools_changed: Arc<std::sync::atomic::AtomicBool>,
     /// Where questions and answers are recorded; attached once the host has its trace.
@@ -70,7 +66,7 @@ impl HostHandler {
         HostHandler {
             server: server.into(),
             person,
-            progress: Mutex::new(None),
+            progress: Arc::new(Mutex::new(None)),
             tools_changed: Arc::new(std::sync::atomic::AtomicBool::new(false)),
             trace: Mutex::new(None),
             asked: std::sync::atomic::AtomicBool::new(false),
@@ -157,21 +153,9 @@ impl ClientHandler for HostHandler {
         })
     }
 
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: rmcp::service::NotificationContext<RoleClient>,
-    ) {
-        let route = self.progress.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((token, to)) = route.as_ref()
-            && *token == params.progress_token
-        {
-            let _ = to.send(params);
-        }
-    }
-
-    // No `on_tool_list_changed`: `ListWatch` notes the notification as it is read, in
-    // order with the responses; the handler would see it later, in a task of its own.
+    // No `on_progress` and no `on_tool_list_changed`: `InOrder` takes both notifications
+    // as they are read, in order with the responses; the handler would see them later,
+    // each in a task of its own.
 }
 
 /// A live connection to one server.
@@ -275,16 +259,27 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Tap<T> {
     }
 }
 
-/// A transport that notes a server's "my tool list changed" (older revisions) as the
-/// message is read, in the order it came. rmcp hands notifications to the handler in a
-/// task of their own, so a call's response read just after one could reach the turn
-/// first, and the model be offered the old list.
-pub struct ListWatch<T> {
+/// The call in flight's progress token and where its progress goes.
+type ProgressRoute = Arc<
+    Mutex<
+        Option<(
+            ProgressToken,
+            mpsc::UnboundedSender<ProgressNotificationParam>,
+        )>,
+    >,
+>;
+
+/// A transport that takes progress and "my tool list changed" (older revisions) as each
+/// message is read, in the order they came. rmcp hands notifications to the handler in
+/// tasks of their own, so a call's response read just after one could reach the turn
+/// first: the last progress lost, or the model offered the old list.
+pub struct InOrder<T> {
     inner: T,
     tools_changed: Arc<std::sync::atomic::AtomicBool>,
+    progress: ProgressRoute,
 }
 
-impl<T: Transport<RoleClient>> Transport<RoleClient> for ListWatch<T> {
+impl<T: Transport<RoleClient>> Transport<RoleClient> for InOrder<T> {
     type Error = T::Error;
 
     fn send(
@@ -296,14 +291,22 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for ListWatch<T> {
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
         let received = self.inner.receive().await;
-        if let Some(rmcp::model::JsonRpcMessage::Notification(n)) = &received
-            && matches!(
-                n.notification,
-                rmcp::model::ServerNotification::ToolListChangedNotification(_)
-            )
-        {
-            self.tools_changed
-                .store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(rmcp::model::JsonRpcMessage::Notification(n)) = &received {
+            match &n.notification {
+                rmcp::model::ServerNotification::ToolListChangedNotification(_) => {
+                    self.tools_changed
+                        .store(true, std::sync::atomic::Ordering::SeqCst);
+                }
+                rmcp::model::ServerNotification::ProgressNotification(p) => {
+                    let route = self.progress.lock().unwrap_or_else(|e| e.into_inner());
+                    if let Some((token, to)) = route.as_ref()
+                        && *token == p.params.progress_token
+                    {
+                        let _ = to.send(p.params.clone());
+                    }
+                }
+                _ => {}
+            }
         }
         received
     }
@@ -324,20 +327,22 @@ async fn serve<T>(
 where
     T: Transport<RoleClient> + 'static,
 {
-    let tools_changed = handler.tools_changed.clone();
+    let (tools_changed, progress) = (handler.tools_changed.clone(), handler.progress.clone());
     if observer.wants_wire() {
         let tapped = Tap::new(transport, server, observer.clone());
-        let watched = ListWatch {
+        let in_order = InOrder {
             inner: tapped,
             tools_changed,
+            progress,
         };
-        handler.serve_with_lifecycle(watched, mode).await
+        handler.serve_with_lifecycle(in_order, mode).await
     } else {
-        let watched = ListWatch {
+        let in_order = InOrder {
             inner: transport,
             tools_changed,
+            progress,
         };
-        handler.serve_with_lifecycle(watched, mode).await
+        handler.serve_with_lifecycle(in_order, mode).await
     }
 }
 

@@ -145,6 +145,17 @@ async fn one_round(
     handler.route_progress(Some((handle.progress_token.clone(), tx)));
     let hard_deadline = started + limits.max_round_timeout.max(limits.round_timeout);
     let mut deadline = started + limits.round_timeout;
+    let mut record = |p: rmcp::model::ProgressNotificationParam| {
+        let event = ProgressEvent {
+            server: conn.name.clone(),
+            tool: tool.to_owned(),
+            progress: p.progress,
+            total: p.total,
+            message: p.message,
+        };
+        *progress_steps += 1;
+        trace.progress(&event, *progress_steps <= MAX_PROGRESS_STEPS);
+    };
     let round = loop {
         tokio::select! {
             answer = &mut handle.rx => {
@@ -158,19 +169,16 @@ async fn one_round(
                         _ => Err(ServiceError::UnexpectedResponse),
                     });
                 handler.route_progress(None);
+                // Progress the server sent before its answer was routed as it was read
+                // (`connect::InOrder`), so it is all here: shown before the result.
+                while let Ok(p) = rx.try_recv() {
+                    record(p);
+                }
                 return Round::Answered(answer);
             }
             Some(p) = rx.recv() => {
                 deadline = (tokio::time::Instant::now() + limits.round_timeout).min(hard_deadline);
-                let event = ProgressEvent {
-                    server: conn.name.clone(),
-                    tool: tool.to_owned(),
-                    progress: p.progress,
-                    total: p.total,
-                    message: p.message,
-                };
-                *progress_steps += 1;
-                trace.progress(&event, *progress_steps <= MAX_PROGRESS_STEPS);
+                record(p);
             }
             _ = tokio::time::sleep_until(deadline) => break (Round::TimedOut(started.elapsed()), "request timeout"),
             _ = stop.cancelled() => break (Round::Stopped, "stopped by the person"),
