@@ -279,6 +279,17 @@ pub struct InOrder<T> {
     progress: ProgressRoute,
 }
 
+impl<T> InOrder<T> {
+    /// Wrap `inner`, reporting to `handler`'s tool-list flag and progress route.
+    fn new(inner: T, handler: &HostHandler) -> Self {
+        InOrder {
+            inner,
+            tools_changed: handler.tools_changed.clone(),
+            progress: handler.progress.clone(),
+        }
+    }
+}
+
 impl<T: Transport<RoleClient>> Transport<RoleClient> for InOrder<T> {
     type Error = T::Error;
 
@@ -327,21 +338,11 @@ async fn serve<T>(
 where
     T: Transport<RoleClient> + 'static,
 {
-    let (tools_changed, progress) = (handler.tools_changed.clone(), handler.progress.clone());
     if observer.wants_wire() {
-        let tapped = Tap::new(transport, server, observer.clone());
-        let in_order = InOrder {
-            inner: tapped,
-            tools_changed,
-            progress,
-        };
+        let in_order = InOrder::new(Tap::new(transport, server, observer.clone()), &handler);
         handler.serve_with_lifecycle(in_order, mode).await
     } else {
-        let in_order = InOrder {
-            inner: transport,
-            tools_changed,
-            progress,
-        };
+        let in_order = InOrder::new(transport, &handler);
         handler.serve_with_lifecycle(in_order, mode).await
     }
 }
