@@ -65,19 +65,14 @@ pub struct AnswerArgs {
     /// Answer no to every "Run it?".
     #[arg(long)]
     pub no: bool,
-    /// Answer a server's form field (repeatable): `--answer priority=P1`.
-    #[arg(long = "answer", value_name = "KEY=VALUE", value_parser = parse_answer)]
-    pub answers: Vec<(String, String)>,
+    /// Answer a server's form field (repeatable): `--answer priority=P1`, or only that
+    /// server's form: `--answer tickets:priority=P1`. A form these answers do not fill is
+    /// asked at the terminal, or declined.
+    #[arg(long = "answer", value_name = "[SERVER:]FIELD=VALUE", value_parser = gatehouse::person::FormAnswer::parse)]
+    pub answers: Vec<gatehouse::person::FormAnswer>,
     /// Decline every form a server sends.
     #[arg(long, conflicts_with = "answers")]
     pub decline: bool,
-}
-
-fn parse_answer(s: &str) -> Result<(String, String), String> {
-    match s.split_once('=') {
-        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_owned(), v.to_owned())),
-        _ => Err(format!("expected KEY=VALUE, got {s:?}")),
-    }
 }
 
 #[derive(Args, Debug)]

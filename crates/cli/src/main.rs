@@ -5,9 +5,10 @@ mod args;
 mod lab;
 mod output;
 
-use std::{process::ExitCode, sync::Arc};
+use std::{io::IsTerminal, process::ExitCode, sync::Arc};
 
 use clap::Parser;
+use gatehouse::text::visible;
 use gatehouse::{
     config::{self, Config, Identity},
     model,
@@ -32,7 +33,8 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("gatehouse: {e:#}");
+            // An error can quote a servers file, a server or an endpoint: shown, never acted on.
+            eprintln!("gatehouse: {}", visible(&format!("{e:#}")));
             ExitCode::from(2)
         }
     }
@@ -102,18 +104,22 @@ fn load_model(host: &HostArgs, config: &Config) -> anyhow::Result<Box<dyn model:
     model::from_spec(&spec).map_err(anyhow::Error::msg)
 }
 
-/// The person, answering from options where given and the terminal otherwise.
-fn person(answers: &AnswerArgs) -> Arc<Terminal> {
+/// The person, answering from options where given and the terminal otherwise. With
+/// `show_calls`, each "Run it?" shows the call itself (the steps are not on screen).
+fn person(answers: &AnswerArgs, show_calls: bool) -> Arc<Terminal> {
     let approve = match (answers.yes, answers.no) {
         (true, _) => Some(true),
         (_, true) => Some(false),
         _ => None,
     };
-    Arc::new(Terminal::new(FixedAnswers {
-        approve,
-        fields: answers.answers.iter().cloned().collect(),
-        decline_forms: answers.decline,
-    }))
+    Arc::new(
+        Terminal::new(FixedAnswers {
+            approve,
+            fields: answers.answers.clone(),
+            decline_forms: answers.decline,
+        })
+        .showing_calls(show_calls),
+    )
 }
 
 /// Start the host on every configured server, offering only `--tools` if given.
@@ -164,7 +170,10 @@ async fn ask(args: AskArgs) -> anyhow::Result<()> {
         None => printer,
     };
     let trace = Trace::new(observer);
-    let host = start_host(&args.host, &config, person(&args.answers), trace.clone()).await;
+    // The prompt is on stderr; the call it is about must be on the person's screen too.
+    let steps_on_screen = !args.json && std::io::stdout().is_terminal();
+    let person = person(&args.answers, !steps_on_screen);
+    let host = start_host(&args.host, &config, person, trace.clone()).await;
     let mut conversation = Vec::new();
     let (answer, usage) = host
         .ask(model.as_mut(), &mut conversation, &args.question)
@@ -172,15 +181,17 @@ async fn ask(args: AskArgs) -> anyhow::Result<()> {
     host.shutdown().await;
     let usage = usage_json(&usage)?;
     if args.json {
+        // The strings of `--json` carry the same safe form as the screen: a script that
+        // prints the answer must not be hijacked by what a server or the model wrote.
         let run = Run {
-            question: args.question,
-            answer,
+            question: visible(&args.question).into_owned(),
+            answer: visible(&answer).into_owned(),
             usage,
             steps: trace.take(),
         };
         println!("{}", serde_json::to_string_pretty(&run)?);
     } else {
-        println!("\n{answer}");
+        println!("\n{}", visible(&answer));
         println!("\n{}", output::usage_line(&usage));
     }
     Ok(())
@@ -219,7 +230,14 @@ async fn chat(args: ChatArgs) -> anyhow::Result<()> {
     model.preflight().await?;
     // Steps go to stderr, beside the host's records; stdout is the conversation.
     let trace = Trace::new(Arc::new(Printer::new(StepsTo::Stderr)));
-    let host = start_host(&args.host, &config, person(&args.answers), trace.clone()).await;
+    // Steps are on stderr, where the prompts are.
+    let host = start_host(
+        &args.host,
+        &config,
+        person(&args.answers, false),
+        trace.clone(),
+    )
+    .await;
     let mut conversation = Vec::new();
     loop {
         print!("\nyou> ");
@@ -236,7 +254,7 @@ async fn chat(args: ChatArgs) -> anyhow::Result<()> {
         }
         let (answer, _usage) = host.ask(model.as_mut(), &mut conversation, question).await;
         trace.take();
-        println!("\nassistant> {answer}");
+        println!("\nassistant> {}", visible(&answer));
     }
     println!();
     host.shutdown().await;
@@ -255,7 +273,7 @@ async fn tools(args: ToolsArgs) -> anyhow::Result<()> {
         .map(|t| {
             json!({
                 "name": t.name,
-                "server": t.server,
+                "server": t.origin.label(),
                 "description": t.tool.description.as_deref().unwrap_or("").lines().next().unwrap_or(""),
                 "annotations": gatehouse::person::annotations_for_display(t.tool.annotations.as_ref()),
             })
@@ -263,6 +281,8 @@ async fn tools(args: ToolsArgs) -> anyhow::Result<()> {
         .collect();
     host.shutdown().await;
     if args.json {
+        let mut rows = serde_json::Value::Array(rows);
+        gatehouse::text::visible_json(&mut rows);
         println!("{}", serde_json::to_string_pretty(&rows)?);
         return Ok(());
     }

@@ -8,7 +8,10 @@ use std::{
     sync::atomic::{AtomicBool, Ordering},
 };
 
-use gatehouse::trace::{Observer, ProgressEvent, Step, ToolEvent};
+use gatehouse::{
+    text::{visible, visible_line},
+    trace::{Observer, ProgressEvent, Step, ToolEvent},
+};
 use serde_json::Value;
 
 /// JSON with a space after `,` and `:`, as the run's data is shown to people.
@@ -32,7 +35,7 @@ pub fn spaced_json(v: &Value) -> String {
 /// One step as a line.
 pub fn step_line(step: &Step) -> String {
     let empty = matches!(&step.data, Value::Object(m) if m.is_empty());
-    if empty {
+    let line = if empty {
         format!("[{}] {}", step.who.as_str(), step.text)
     } else {
         format!(
@@ -41,7 +44,10 @@ pub fn step_line(step: &Step) -> String {
             step.text,
             spaced_json(&step.data)
         )
-    }
+    };
+    // The trace made its steps visible already; a line is checked once more where it
+    // meets the terminal, whoever recorded the step.
+    visible(&line).into_owned()
 }
 
 /// Where a run's steps are shown.
@@ -90,8 +96,12 @@ pub fn progress_bar(event: &ProgressEvent) -> String {
         }
         None => ("·".repeat(WIDTH), format!("{}", event.progress)),
     };
-    let message = event.message.as_deref().unwrap_or("");
-    format!("[{}] {} {bar} {share} {message}", event.server, event.tool)
+    let message = visible_line(event.message.as_deref().unwrap_or(""));
+    format!(
+        "[{}] {} {bar} {share} {message}",
+        visible_line(&event.server),
+        visible_line(&event.tool)
+    )
 }
 
 impl Observer for Printer {
@@ -125,8 +135,14 @@ impl Observer for Printer {
     }
 
     fn server_stderr(&self, server: &str, line: &str) {
+        self.clear_bar();
         let mut err = std::io::stderr().lock();
-        let _ = writeln!(err, "[{server} stderr] {line}");
+        let _ = writeln!(
+            err,
+            "[{} stderr] {}",
+            visible_line(server),
+            visible_line(line)
+        );
     }
 }
 
@@ -173,7 +189,7 @@ pub fn tool_table(rows: &[Value]) -> String {
     const DESCRIPTION_CHARS: usize = 70;
     let width = |key: &str, min: usize| {
         rows.iter()
-            .map(|r| r[key].as_str().unwrap_or("").chars().count())
+            .map(|r| visible_line(r[key].as_str().unwrap_or("")).chars().count())
             .max()
             .unwrap_or(0)
             .max(min)
@@ -184,20 +200,12 @@ pub fn tool_table(rows: &[Value]) -> String {
         "TOOL", "SERVER", "DESCRIPTION", "HINTS"
     );
     for r in rows {
-        let mut d: String = r["description"]
-            .as_str()
-            .unwrap_or("")
-            .chars()
-            .take(DESCRIPTION_CHARS)
-            .collect();
-        if r["description"].as_str().unwrap_or("").chars().count() > DESCRIPTION_CHARS {
-            d.pop();
-            d.push('…');
-        }
+        let shown = |key: &str| visible_line(r[key].as_str().unwrap_or("")).into_owned();
+        let d = gatehouse::text::clip(&shown("description"), DESCRIPTION_CHARS).into_owned();
         out.push_str(&format!(
             "\n{:<wn$}  {:<ws$}  {:<DESCRIPTION_CHARS$}  {}",
-            r["name"].as_str().unwrap_or(""),
-            r["server"].as_str().unwrap_or(""),
+            shown("name"),
+            shown("server"),
             d,
             hints(&r["annotations"])
         ));

@@ -3,7 +3,12 @@
 //! Servers name their tools without knowing about each other, so the host prefixes each
 //! with its server (`support__get_ticket`) and makes the name safe for model APIs
 //! (`^[a-zA-Z0-9_-]{1,64}$`). Making names safe can make two collide; a collision never
-//! hides a tool: the later one gets a numbered, stable name and the host says so.
+//! hides a tool: the one whose name had to change gets a numbered, stable name and the host
+//! says so. A tool whose name was already safe always keeps it, so no server can list a
+//! decoy (`search.knowledge`) that takes a real tool's name (`search_knowledge`).
+//!
+//! A name that cannot be shown plainly (empty, longer than [`MAX_TOOL_NAME`], or holding
+//! control, whitespace or invisible characters) leaves its tool out, with the reason.
 
 use std::{collections::HashMap, sync::Arc};
 
@@ -25,8 +30,8 @@ pub const NAMESPACE_SEPARATOR: &str = "__";
 pub struct CatalogTool {
     /// The name the model sees and proposes.
     pub name: String,
-    /// The server that offers it (its name in the servers file).
-    pub server: String,
+    /// Where it comes from: a server, or the host itself.
+    pub origin: Origin,
     /// The tool exactly as the server described it; `tool.name` is used on the wire.
     pub tool: Tool,
     /// Its input schema, compiled once: every proposal is checked against it.
@@ -38,8 +43,38 @@ pub struct CatalogTool {
     pub changed: bool,
 }
 
-/// The server name of the host's own tools.
-pub const HOST_SERVER: &str = "host";
+/// Where a catalog tool comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// A configured server, by its name in the servers file.
+    Server(String),
+    /// The host's own tools ([`READ_RESOURCE`]): never sent to a server as such.
+    Host,
+}
+
+impl Origin {
+    /// How records and the person name it: the server's name, or `host`.
+    pub fn label(&self) -> &str {
+        match self {
+            Origin::Server(name) => name,
+            Origin::Host => HOST_LABEL,
+        }
+    }
+
+    /// The server's name, for a server's tool.
+    pub fn server(&self) -> Option<&str> {
+        match self {
+            Origin::Server(name) => Some(name),
+            Origin::Host => None,
+        }
+    }
+}
+
+/// How records name the host's own tools' origin. Only a label: a server may be called
+/// `host` too, and its tools are still its own ([`Origin`] tells them apart).
+pub const HOST_LABEL: &str = "host";
+/// Longest tool name a server may give (the revision's SHOULD: `[A-Za-z0-9_.-]{1,128}`).
+pub const MAX_TOOL_NAME: usize = 128;
 /// The host's tool that follows resource links from this turn's results.
 pub const READ_RESOURCE: &str = "read_resource";
 
@@ -105,19 +140,130 @@ pub fn namespaced(server: &str, tool: &str) -> String {
     safe.chars().take(MAX_MODEL_TOOL_NAME).collect()
 }
 
+/// Is `name` (a server's `server__tool`) exactly what the server and the tool are called,
+/// with nothing replaced or cut? Only such names are never renamed. A server name with the
+/// separator in it, or ending in `_`, could be read two ways (`a__b` + `c` and `a` +
+/// `b__c`), so its tools count as changed.
+fn is_exact(server: &str, tool: &str, name: &str) -> bool {
+    !server.contains(NAMESPACE_SEPARATOR)
+        && !server.ends_with('_')
+        && name.len() == server.len() + NAMESPACE_SEPARATOR.len() + tool.len()
+        && name.starts_with(server)
+        && name.ends_with(tool)
+}
+
+/// Why a tool's name cannot be used as given, if it cannot: a person must be able to read
+/// the name they approve, and two names that look the same must be the same.
+pub fn name_problem(name: &str) -> Option<String> {
+    let count = name.chars().count();
+    if count == 0 {
+        return Some("is empty".into());
+    }
+    if count > MAX_TOOL_NAME {
+        return Some(format!(
+            "is {count} characters long, more than {MAX_TOOL_NAME}"
+        ));
+    }
+    if let Some(c) = name.chars().find(|c| c.is_control()) {
+        return Some(format!("holds a control character (U+{:04X})", c as u32));
+    }
+    if let Some(c) = name.chars().find(|c| c.is_whitespace()) {
+        return Some(format!("holds whitespace (U+{:04X})", c as u32));
+    }
+    if let Some(c) = name.chars().find(|c| is_invisible(*c)) {
+        return Some(format!("holds an invisible character (U+{:04X})", c as u32));
+    }
+    None
+}
+
+/// Characters that show as nothing (zero-width spaces and joiners, direction marks,
+/// variation selectors, tag characters, fillers): two names differing only in them look
+/// the same to a person.
+fn is_invisible(c: char) -> bool {
+    matches!(c,
+        '\u{ad}' | '\u{34f}' | '\u{61c}' | '\u{115f}' | '\u{1160}' | '\u{17b4}' | '\u{17b5}'
+        | '\u{180b}'..='\u{180f}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}'
+        | '\u{2060}'..='\u{206f}' | '\u{3164}' | '\u{fe00}'..='\u{fe0f}' | '\u{feff}'
+        | '\u{ffa0}' | '\u{fff0}'..='\u{fffb}' | '\u{e0000}'..='\u{e0fff}')
+}
+
 impl Catalog {
-    /// Build the catalog from each server's tools, in the servers' order.
+    /// Build the catalog from each server's tools, in the servers' order. Names that are
+    /// already safe are given first, so only a name that had to change is ever renamed.
     pub fn build(listings: Vec<(String, Vec<Tool>)>) -> Catalog {
         let mut catalog = Catalog::default();
+        let mut kept: Vec<(usize, CatalogTool)> = Vec::new();
+        let mut changed: Vec<(usize, String, CatalogTool)> = Vec::new();
+        let mut order = 0;
         for (server, tools) in listings {
             for tool in tools {
-                catalog.insert(&server, tool);
+                order += 1;
+                let Some(mut entry) = catalog.checked(&server, tool) else {
+                    continue;
+                };
+                let base = namespaced(&server, &entry.tool.name);
+                if is_exact(&server, &entry.tool.name, &base) {
+                    if catalog.index.contains_key(&base) {
+                        catalog.left_out.push(format!(
+                            "{server}'s tool {:?} is left out: the server lists that name twice",
+                            entry.tool.name
+                        ));
+                        continue;
+                    }
+                    catalog.index.insert(base.clone(), usize::MAX);
+                    entry.name = base;
+                    kept.push((order, entry));
+                } else {
+                    changed.push((order, base, entry));
+                }
             }
+        }
+        for (order, base, mut entry) in changed {
+            let mut name = base.clone();
+            let mut n = 2;
+            while catalog.index.contains_key(&name) {
+                let suffix = format!("_{n}");
+                let keep = MAX_MODEL_TOOL_NAME - suffix.len();
+                name = format!("{}{suffix}", base.chars().take(keep).collect::<String>());
+                n += 1;
+            }
+            if name != base {
+                let holder = kept
+                    .iter()
+                    .map(|(_, t)| t)
+                    .find(|t| t.name == base)
+                    .map(|t| format!(" ({}'s tool {:?})", t.origin.label(), t.tool.name))
+                    .unwrap_or_default();
+                catalog.collisions.push(format!(
+                    "{}'s tool {:?} is offered as {name}: its safe name {base} is taken{holder}",
+                    entry.origin.label(),
+                    entry.tool.name
+                ));
+            }
+            catalog.index.insert(name.clone(), usize::MAX);
+            entry.name = name;
+            kept.push((order, entry));
+        }
+        kept.sort_by_key(|(order, _)| *order);
+        for (_, entry) in kept {
+            catalog
+                .index
+                .insert(entry.name.clone(), catalog.tools.len());
+            catalog.tools.push(entry);
         }
         catalog
     }
 
-    fn insert(&mut self, server: &str, tool: Tool) {
+    /// One server's tool, with its schemas compiled, or `None` (and the reason noted) when
+    /// its name or its schemas cannot be used. Its catalog name is given by [`Catalog::build`].
+    fn checked(&mut self, server: &str, tool: Tool) -> Option<CatalogTool> {
+        if let Some(problem) = name_problem(&tool.name) {
+            self.left_out.push(format!(
+                "{server}'s tool {:?} is left out: its name {problem}",
+                crate::text::clip(&tool.name, MAX_TOOL_NAME)
+            ));
+            return None;
+        }
         let compiled = schema::compile_input(&tool.input_schema).and_then(|input| {
             let output = tool
                 .output_schema
@@ -126,41 +272,23 @@ impl Catalog {
                 .transpose()?;
             Ok((input, output))
         });
-        let (input, output) = match compiled {
-            Ok(c) => c,
+        match compiled {
+            Ok((input, output)) => Some(CatalogTool {
+                name: String::new(),
+                origin: Origin::Server(server.into()),
+                tool,
+                input,
+                output,
+                changed: false,
+            }),
             Err(reason) => {
                 self.left_out.push(format!(
                     "{server}'s tool {:?} is left out: {reason}",
                     tool.name
                 ));
-                return;
+                None
             }
-        };
-        let base = namespaced(server, &tool.name);
-        let mut name = base.clone();
-        let mut n = 2;
-        while self.index.contains_key(&name) {
-            let suffix = format!("_{n}");
-            let keep = MAX_MODEL_TOOL_NAME - suffix.len();
-            name = format!("{}{suffix}", base.chars().take(keep).collect::<String>());
-            n += 1;
         }
-        if name != base {
-            let first = &self.tools[self.index[&base]];
-            self.collisions.push(format!(
-                "{server}'s tool {:?} and {}'s tool {:?} both map to {base}; the first keeps it, this one is offered as {name}",
-                tool.name, first.server, first.tool.name
-            ));
-        }
-        self.index.insert(name.clone(), self.tools.len());
-        self.tools.push(CatalogTool {
-            name,
-            server: server.into(),
-            tool,
-            input,
-            output,
-            changed: false,
-        });
     }
 
     /// Add one of the host's own tools under its own name (no server prefix).
@@ -175,7 +303,7 @@ impl Catalog {
         self.index.insert(name.clone(), self.tools.len());
         self.tools.push(CatalogTool {
             name,
-            server: HOST_SERVER.into(),
+            origin: Origin::Host,
             tool,
             input,
             output: None,
@@ -189,7 +317,7 @@ impl Catalog {
     pub fn carry_over(&mut self, previous: &Catalog, allow: &[String]) -> Vec<String> {
         let mut flagged = Vec::new();
         for t in &mut self.tools {
-            let Some(old) = previous.get(&t.name).filter(|o| o.server == t.server) else {
+            let Some(old) = previous.get(&t.name).filter(|o| o.origin == t.origin) else {
                 continue;
             };
             let differs = fingerprint(&old.tool) != fingerprint(&t.tool);
@@ -252,7 +380,7 @@ impl Catalog {
                 name: t.name.clone(),
                 description: format!(
                     "[{}] {}",
-                    t.server,
+                    t.origin.label(),
                     t.tool.description.as_deref().unwrap_or("")
                 )
                 .trim_end()
@@ -340,10 +468,125 @@ mod tests {
     fn collisions_keep_both_tools_under_stable_names() {
         let c = Catalog::build(vec![("a".into(), vec![tool("x.y"), tool("x_y")])]);
         assert_eq!(c.len(), 2);
-        assert_eq!(c.get("a__x_y").unwrap().tool.name, "x.y");
-        assert_eq!(c.get("a__x_y_2").unwrap().tool.name, "x_y");
+        // The name that was already safe keeps it, whichever the server listed first.
+        assert_eq!(c.get("a__x_y").unwrap().tool.name, "x_y");
+        assert_eq!(c.get("a__x_y_2").unwrap().tool.name, "x.y");
         assert_eq!(c.collisions.len(), 1);
         assert!(c.collisions[0].contains("a__x_y_2"));
+        // The listing's order is kept for the model.
+        assert_eq!(c.tools()[0].tool.name, "x.y");
+    }
+
+    #[test]
+    fn a_decoy_listed_first_cannot_take_a_real_tools_name() {
+        let c = Catalog::build(vec![(
+            "support".into(),
+            vec![tool("search.knowledge"), tool("search_knowledge")],
+        )]);
+        assert_eq!(
+            c.get("support__search_knowledge").unwrap().tool.name,
+            "search_knowledge"
+        );
+        assert_eq!(
+            c.get("support__search_knowledge_2").unwrap().tool.name,
+            "search.knowledge"
+        );
+        // Across servers too, and a server whose name could be read two ways yields.
+        let c = Catalog::build(vec![
+            ("a".into(), vec![tool("b__c")]),
+            ("a__b".into(), vec![tool("c")]),
+        ]);
+        assert_eq!(c.get("a__b__c").unwrap().origin, Origin::Server("a".into()));
+        assert_eq!(
+            c.get("a__b__c_2").unwrap().origin,
+            Origin::Server("a__b".into())
+        );
+    }
+
+    #[test]
+    fn names_that_cannot_be_read_plainly_are_left_out() {
+        let names = [
+            "",
+            &"n".repeat(129),
+            "get\u{1b}[2J",
+            "get ticket",
+            "get\u{200b}ticket",
+            "get\u{202e}tekcit",
+            "dup",
+            "dup",
+        ];
+        let c = Catalog::build(vec![("s".into(), names.iter().map(|n| tool(n)).collect())]);
+        assert_eq!(c.len(), 1, "{:?}", c.left_out);
+        let reasons = c.left_out.join("\n");
+        for expected in [
+            "is empty",
+            "129 characters long",
+            "control character (U+001B)",
+            "whitespace (U+0020)",
+            "invisible character (U+200B)",
+            "invisible character (U+202E)",
+            "lists that name twice",
+        ] {
+            assert!(reasons.contains(expected), "{expected}: {reasons}");
+        }
+        assert!(
+            !reasons.contains('\u{1b}'),
+            "reasons are shown to the person"
+        );
+    }
+
+    #[test]
+    fn a_server_named_host_keeps_its_tools() {
+        let mut c = Catalog::build(vec![("host".into(), vec![tool("read_resource")])]);
+        c.add_host_tool(read_resource_tool());
+        assert_eq!(
+            c.get("host__read_resource").unwrap().origin,
+            Origin::Server("host".into())
+        );
+        assert_eq!(c.get(READ_RESOURCE).unwrap().origin, Origin::Host);
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Whatever names servers give, every catalog name is unique and valid for model
+        /// APIs, and every tool whose name was already safe keeps exactly that name.
+        #[test]
+        fn names_are_unique_valid_and_safe_ones_kept(
+            listings in prop::collection::vec(
+                ("[a-z_.]{1,6}", prop::collection::vec("[a-zA-Z0-9_.\\-/ ]{0,70}", 0..12)),
+                1..4,
+            ),
+        ) {
+            let listings: Vec<(String, Vec<Tool>)> = listings
+                .into_iter()
+                .map(|(server, names)| (server, names.iter().map(|n| tool(n)).collect()))
+                .collect();
+            let c = Catalog::build(listings.clone());
+            let mut seen = std::collections::HashSet::new();
+            for t in c.tools() {
+                prop_assert!(seen.insert(t.name.clone()), "{} twice", t.name);
+                prop_assert!(!t.name.is_empty() && t.name.len() <= MAX_MODEL_TOOL_NAME);
+                prop_assert!(t.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'));
+                prop_assert_eq!(c.get(&t.name).map(|g| &g.tool.name), Some(&t.tool.name));
+            }
+            for (server, tools) in &listings {
+                for t in tools {
+                    let exact = format!("{server}__{}", t.name);
+                    let safe = name_problem(&t.name).is_none()
+                        && exact == namespaced(server, &t.name)
+                        && !server.contains("__")
+                        && !server.ends_with('_');
+                    if safe {
+                        let got = c.get(&exact).expect("a safe name is kept");
+                        prop_assert_eq!(&got.tool.name, &t.name);
+                        prop_assert_eq!(got.origin.label(), server.as_str());
+                    }
+                }
+            }
+            let listed: usize = listings.iter().map(|(_, t)| t.len()).sum();
+            prop_assert_eq!(c.len() + c.left_out.len(), listed);
+        }
     }
 
     #[test]

@@ -34,6 +34,18 @@ pub const MAX_INPUT_ROUNDS: usize = 10;
 /// Most pages of `tools/list` the host follows for one server.
 pub const MAX_LIST_PAGES: usize = 100;
 
+/// The largest `maxArgumentChars` a servers file may set.
+pub const MAX_ARGUMENT_CHARS_LIMIT: usize = 1_000_000;
+/// The largest `maxSteps` a servers file may set (`--max-steps` too).
+pub const MAX_STEPS_LIMIT: usize = 1_000;
+/// The largest time limit a servers file may set for a call (`toolTimeoutMs`,
+/// `toolMaxTimeoutMs`): one day.
+pub const MAX_TIMEOUT_MS: u64 = 86_400_000;
+/// The largest `connectTimeoutMs`: ten minutes.
+pub const MAX_CONNECT_TIMEOUT_MS: u64 = 600_000;
+/// The largest `maxInputRounds`.
+pub const MAX_INPUT_ROUNDS_LIMIT: usize = 100;
+
 /// Environment variable naming the servers file to use when `--config` is not given.
 pub const CONFIG_ENV: &str = "GATEHOUSE_CONFIG";
 
@@ -73,8 +85,11 @@ pub enum Transport {
     Stdio {
         command: String,
         args: Vec<String>,
+        /// The entry's own variables, substituted.
         env: BTreeMap<String, String>,
         cwd: Option<PathBuf>,
+        /// Which of the host's own variables the server also gets.
+        pass: EnvPass,
     },
     Http {
         url: String,
@@ -93,12 +108,14 @@ impl std::fmt::Debug for Transport {
                 args,
                 env,
                 cwd,
+                pass,
             } => f
                 .debug_struct("Stdio")
                 .field("command", command)
                 .field("args", args)
                 .field("env", &env.keys().collect::<Vec<_>>())
                 .field("cwd", cwd)
+                .field("pass", pass)
                 .finish(),
             Transport::Http { url, headers } => f
                 .debug_struct("Http")
@@ -106,6 +123,74 @@ impl std::fmt::Debug for Transport {
                 .field("headers", &headers.keys().collect::<Vec<_>>())
                 .finish(),
         }
+    }
+}
+
+/// Which of the host's environment variables a stdio server gets, besides the `env` of its
+/// entry: [`BASE_ENV`] always, the names in `passEnv`, or everything with `inheritEnv`.
+/// A server gets none of the host's secrets (API keys, tokens) unless its entry names them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EnvPass {
+    /// `passEnv`: exact names, or prefixes ending in `*` (`AWS_*`).
+    pub names: Vec<String>,
+    /// `inheritEnv: true`: the host's whole environment, as other hosts used to pass.
+    pub all: bool,
+}
+
+/// What every stdio server gets from the host's environment: where programs are, a home,
+/// a user, a shell, a terminal type, a language and a temporary folder. No credentials.
+#[cfg(not(windows))]
+pub const BASE_ENV: &[&str] = &[
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LC_*", "TMPDIR", "TZ",
+];
+/// What every stdio server gets from the host's environment (Windows' equivalents).
+#[cfg(windows)]
+pub const BASE_ENV: &[&str] = &[
+    "PATH",
+    "PATHEXT",
+    "APPDATA",
+    "LOCALAPPDATA",
+    "HOMEDRIVE",
+    "HOMEPATH",
+    "USERPROFILE",
+    "USERNAME",
+    "SYSTEMDRIVE",
+    "SYSTEMROOT",
+    "WINDIR",
+    "COMSPEC",
+    "TEMP",
+    "TMP",
+    "PROGRAMFILES",
+    "PROCESSOR_ARCHITECTURE",
+];
+
+/// Does `name` match `pattern`: the same name, or a prefix pattern ending in `*`?
+fn env_matches(pattern: &str, name: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => name.starts_with(prefix),
+        None => pattern == name,
+    }
+}
+
+impl EnvPass {
+    /// The variables of `host` (the host's environment) a server started with this policy
+    /// gets, before its own `env` is added.
+    pub fn select<I>(&self, host: I) -> Vec<(std::ffi::OsString, std::ffi::OsString)>
+    where
+        I: IntoIterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
+    {
+        host.into_iter()
+            .filter(|(name, _)| {
+                self.all
+                    || name.to_str().is_some_and(|name| {
+                        BASE_ENV
+                            .iter()
+                            .copied()
+                            .chain(self.names.iter().map(String::as_str))
+                            .any(|p| env_matches(p, name))
+                    })
+            })
+            .collect()
     }
 }
 
@@ -198,6 +283,15 @@ pub const BUILT_IN_ALLOW: &[&str] = &[
     "read_resource",
 ];
 
+/// What the built-in servers read from the host's environment beyond [`BASE_ENV`]: the
+/// tickets server's store, its sealing key and confirmation lifetime, and where data lives.
+pub const BUILT_IN_PASS_ENV: &[&str] = &[
+    "GATEHOUSE_TICKETS_DB",
+    "GATEHOUSE_TICKETS_KEY",
+    "GATEHOUSE_TICKETS_CONFIRM_TTL_MS",
+    "XDG_DATA_HOME",
+];
+
 /// The reference servers' own binary, installed beside `gatehouse`.
 pub const SERVERS_BINARY: &str = "gatehouse-servers";
 
@@ -244,7 +338,8 @@ impl Config {
                     "env": {
                         SERVER_USER_ENV: format!("${{{USER_VAR}}}"),
                         SERVER_TENANT_ENV: format!("${{{TENANT_VAR}}}"),
-                    }
+                    },
+                    "passEnv": BUILT_IN_PASS_ENV,
                 }),
             );
         }
@@ -457,7 +552,16 @@ fn server_spec(
     };
     for key in entry.keys() {
         let known = [
-            "command", "args", "env", "cwd", "type", "url", "headers", "disabled",
+            "command",
+            "args",
+            "env",
+            "cwd",
+            "type",
+            "url",
+            "headers",
+            "disabled",
+            "passEnv",
+            "inheritEnv",
         ];
         if !known.contains(&key.as_str()) {
             warnings.push(format!("server {name}: unknown key \"{key}\" is ignored"));
@@ -536,6 +640,7 @@ fn server_spec(
         Some(Value::String(c)) => Some(PathBuf::from(vars.expand(c)?)),
         Some(_) => return Err("\"cwd\" must be a string".into()),
     };
+    let pass = env_pass(entry)?;
     Ok(ServerSpec {
         name: name.into(),
         transport: Transport::Stdio {
@@ -543,8 +648,40 @@ fn server_spec(
             args,
             env,
             cwd,
+            pass,
         },
     })
+}
+
+/// `passEnv` and `inheritEnv` of a stdio entry.
+fn env_pass(entry: &Map<String, Value>) -> Result<EnvPass, String> {
+    let names = match entry.get("passEnv") {
+        None => Vec::new(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|i| match i.as_str() {
+                Some(n)
+                    if !n.is_empty()
+                        && n.trim_end_matches('*')
+                            .chars()
+                            .all(|c| c.is_ascii_alphanumeric() || c == '_')
+                        && n.find('*').is_none_or(|i| i == n.len() - 1) =>
+                {
+                    Ok(n.to_owned())
+                }
+                _ => Err(format!(
+                    "\"passEnv\" holds variable names (or prefixes ending in *), not {i}"
+                )),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err("\"passEnv\" must be an array of variable names".into()),
+    };
+    let all = match entry.get("inheritEnv") {
+        None => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err("\"inheritEnv\" must be true or false".into()),
+    };
+    Ok(EnvPass { names, all })
 }
 
 fn settings(value: &Value, warnings: &mut Vec<String>) -> Result<Settings, String> {
@@ -553,11 +690,7 @@ fn settings(value: &Value, warnings: &mut Vec<String>) -> Result<Settings, Strin
     };
     let mut s = Settings::default();
     for (key, v) in map {
-        let count = |v: &Value| {
-            v.as_u64()
-                .filter(|n| *n > 0)
-                .ok_or_else(|| format!("\"{key}\" must be a positive whole number"))
-        };
+        let bounded = |range: std::ops::RangeInclusive<u64>| whole_number(key, v, range);
         match key.as_str() {
             "allow" => {
                 let Value::Array(items) = v else {
@@ -572,13 +705,26 @@ fn settings(value: &Value, warnings: &mut Vec<String>) -> Result<Settings, Strin
                     })
                     .collect::<Result<_, _>>()?;
             }
-            "maxArgumentChars" => s.max_argument_chars = count(v)? as usize,
-            "maxResultChars" => s.max_result_chars = count(v)? as usize,
-            "maxSteps" => s.max_steps = count(v)? as usize,
-            "toolTimeoutMs" => s.tool_timeout = Duration::from_millis(count(v)?),
-            "toolMaxTimeoutMs" => s.tool_max_timeout = Duration::from_millis(count(v)?),
-            "connectTimeoutMs" => s.connect_timeout = Duration::from_millis(count(v)?),
-            "maxInputRounds" => s.max_input_rounds = count(v)? as usize,
+            "maxArgumentChars" => {
+                s.max_argument_chars = bounded(1..=MAX_ARGUMENT_CHARS_LIMIT as u64)? as usize
+            }
+            "maxResultChars" => {
+                s.max_result_chars = bounded(
+                    crate::result::MIN_RESULT_CHARS as u64
+                        ..=crate::result::MAX_RESULT_CHARS_LIMIT as u64,
+                )? as usize
+            }
+            "maxSteps" => s.max_steps = bounded(1..=MAX_STEPS_LIMIT as u64)? as usize,
+            "toolTimeoutMs" => s.tool_timeout = Duration::from_millis(bounded(1..=MAX_TIMEOUT_MS)?),
+            "toolMaxTimeoutMs" => {
+                s.tool_max_timeout = Duration::from_millis(bounded(1..=MAX_TIMEOUT_MS)?)
+            }
+            "connectTimeoutMs" => {
+                s.connect_timeout = Duration::from_millis(bounded(1..=MAX_CONNECT_TIMEOUT_MS)?)
+            }
+            "maxInputRounds" => {
+                s.max_input_rounds = bounded(1..=MAX_INPUT_ROUNDS_LIMIT as u64)? as usize
+            }
             "model" => {
                 s.model = Some(
                     v.as_str()
@@ -601,6 +747,18 @@ fn settings(value: &Value, warnings: &mut Vec<String>) -> Result<Settings, Strin
         }
     }
     Ok(s)
+}
+
+/// A setting that must be a whole number in `range`: zero, negative, fractional, too
+/// large or not a number at all is an error naming the key and the range.
+fn whole_number(key: &str, v: &Value, range: std::ops::RangeInclusive<u64>) -> Result<u64, String> {
+    v.as_u64().filter(|n| range.contains(n)).ok_or_else(|| {
+        format!(
+            "\"{key}\" must be a whole number from {} to {}, not {v}",
+            range.start(),
+            range.end()
+        )
+    })
 }
 
 /// The tool time limit from [`HOST_TOOL_TIMEOUT_ENV`], if set; a bad value is an error.
@@ -747,5 +905,127 @@ mod tests {
         let err = v.expand("${GATEHOUSE_SURELY_UNSET_VAR}").unwrap_err();
         assert!(err.contains("GATEHOUSE_SURELY_UNSET_VAR"));
         assert!(v.expand("${bad name}").is_err());
+    }
+
+    #[test]
+    fn bounds_out_of_range_are_errors_naming_the_key_and_range() {
+        for (key, value) in [
+            ("maxResultChars", "30"),
+            ("maxResultChars", "0"),
+            ("maxResultChars", "-5"),
+            ("maxResultChars", "4000.5"),
+            ("maxResultChars", "\"4000\""),
+            ("maxArgumentChars", "0"),
+            ("maxSteps", "1000000"),
+            ("toolTimeoutMs", "-1"),
+            ("maxInputRounds", "0"),
+        ] {
+            let text = format!(r#"{{"mcpServers": {{}}, "gatehouse": {{"{key}": {value}}}}}"#);
+            let err = Config::parse(&text, "f.json", &id())
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains(&format!("\"{key}\" must be a whole number from")),
+                "{err}"
+            );
+            assert!(err.contains(&format!("not {value}")), "{err}");
+        }
+        let ok = Config::parse(
+            r#"{"mcpServers": {}, "gatehouse": {"maxResultChars": 400, "maxSteps": 1000}}"#,
+            "f.json",
+            &id(),
+        )
+        .unwrap();
+        assert_eq!(ok.settings.max_result_chars, 400);
+    }
+
+    use proptest::prelude::*;
+
+    /// One piece of a value in a servers file, and what it expands to.
+    fn piece() -> impl Strategy<Value = (String, String)> {
+        prop_oneof![
+            "[^$]{0,12}".prop_map(|t| (t.clone(), t)),
+            Just(("${GATEHOUSE_USER}".to_string(), "usr-omar".to_string())),
+            Just((
+                "${GATEHOUSE_TENANT:-x}".to_string(),
+                "larkfield".to_string()
+            )),
+            "[a-z ]{0,8}".prop_map(|d| (format!("${{GATEHOUSE_SURELY_UNSET_VAR:-{d}}}"), d)),
+        ]
+    }
+
+    proptest! {
+        /// Any text gives an expansion or an error, never a panic; text made of literals
+        /// and variables expands to exactly what they stand for.
+        #[test]
+        fn variables_expand_exactly(pieces in prop::collection::vec(piece(), 0..8), junk in any::<String>()) {
+            let v = Variables::new(&id());
+            let text: String = pieces.iter().map(|(t, _)| t.as_str()).collect();
+            let want: String = pieces.iter().map(|(_, e)| e.as_str()).collect();
+            prop_assert_eq!(v.expand(&text).unwrap(), want);
+            let _ = v.expand(&junk);
+        }
+    }
+
+    #[test]
+    fn a_server_gets_only_the_base_environment_and_what_its_entry_names() {
+        let host: Vec<(std::ffi::OsString, std::ffi::OsString)> = [
+            ("PATH", "/bin"),
+            ("HOME", "/home/sam"),
+            ("LC_ALL", "C"),
+            ("OPENAI_API_KEY", "sk-secret"),
+            ("GITHUB_TOKEN", "ghp_secret"),
+            ("AWS_SECRET_ACCESS_KEY", "aws"),
+            ("AWS_REGION", "eu-west-1"),
+        ]
+        .iter()
+        .map(|(k, v)| ((*k).into(), (*v).into()))
+        .collect();
+        let names = |pass: &EnvPass| -> Vec<String> {
+            pass.select(host.clone())
+                .into_iter()
+                .map(|(k, _)| k.into_string().unwrap())
+                .collect()
+        };
+        assert_eq!(names(&EnvPass::default()), ["PATH", "HOME", "LC_ALL"]);
+        let some = EnvPass {
+            names: vec!["GITHUB_TOKEN".into(), "AWS_*".into()],
+            all: false,
+        };
+        assert_eq!(
+            names(&some),
+            [
+                "PATH",
+                "HOME",
+                "LC_ALL",
+                "GITHUB_TOKEN",
+                "AWS_SECRET_ACCESS_KEY",
+                "AWS_REGION"
+            ]
+        );
+        let all = EnvPass {
+            names: vec![],
+            all: true,
+        };
+        assert_eq!(names(&all).len(), host.len());
+        let c = Config::parse(
+            r#"{"mcpServers": {"a": {"command": "x", "passEnv": ["GITHUB_TOKEN", "AWS_*"]},
+                               "b": {"command": "x", "inheritEnv": true},
+                               "c": {"command": "x", "passEnv": ["A*B"]},
+                               "d": {"command": "x", "passEnv": "ALL"}}}"#,
+            "f",
+            &id(),
+        )
+        .unwrap();
+        let Transport::Stdio { pass, .. } = &c.servers[0].transport else {
+            panic!("stdio")
+        };
+        assert_eq!(pass, &some);
+        let Transport::Stdio { pass, .. } = &c.servers[1].transport else {
+            panic!("stdio")
+        };
+        assert!(pass.all);
+        assert_eq!(c.broken.len(), 2, "{:?}", c.broken);
+        assert!(c.broken[0].1.contains("passEnv"));
     }
 }

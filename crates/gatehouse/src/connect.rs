@@ -363,6 +363,7 @@ fn spawn(
         args,
         env,
         cwd,
+        pass,
     } = &spec.transport
     else {
         return Err(ConnectError::Spawn {
@@ -371,8 +372,14 @@ fn spawn(
             reason: "not a stdio server".into(),
         });
     };
+    // The server's environment is what its entry says: the base set, the names it passes
+    // through, its own `env`; never the host's credentials by accident.
     let mut cmd = tokio::process::Command::new(command);
-    cmd.args(args).envs(env).kill_on_drop(true);
+    cmd.args(args)
+        .env_clear()
+        .envs(pass.select(std::env::vars_os()))
+        .envs(env)
+        .kill_on_drop(true);
     if let Some(cwd) = cwd {
         cmd.current_dir(cwd);
     }

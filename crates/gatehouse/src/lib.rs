@@ -11,6 +11,7 @@
 //! - [`result`]: what goes back into the model's context, bounded.
 //! - [`turn`]: the loop that ties them together.
 //! - [`trace`]: the steps of a run, for people and scripts.
+//! - [`text`]: a peer's text made safe to show, and cut by characters.
 
 pub mod catalog;
 pub mod config;
@@ -21,5 +22,6 @@ pub mod person;
 pub mod policy;
 pub mod result;
 pub mod schema;
+pub mod text;
 pub mod trace;
 pub mod turn;

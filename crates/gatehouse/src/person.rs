@@ -11,6 +11,8 @@ use futures::future::BoxFuture;
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
 use serde_json::{Map, Value, json};
 
+use crate::text::{visible, visible_line};
+
 /// How an answer was given, so the run can say so.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AnsweredBy {
@@ -59,15 +61,64 @@ fn decline() -> ElicitResult {
 pub struct FixedAnswers {
     /// `Some(true)` for `--yes`, `Some(false)` for `--no`; `None` falls back to the terminal.
     pub approve: Option<bool>,
-    /// `--answer key=value` pairs for forms.
-    pub fields: BTreeMap<String, String>,
+    /// `--answer [SERVER:]FIELD=VALUE` for forms.
+    pub fields: Vec<FormAnswer>,
     /// `--decline`: decline every form.
     pub decline_forms: bool,
+}
+
+/// One `--answer`: a value for a field of a server's form. Without a server it fills that
+/// field in any server's form; with one, only in that server's forms.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FormAnswer {
+    pub server: Option<String>,
+    pub field: String,
+    pub value: String,
+}
+
+impl FormAnswer {
+    /// Read `[SERVER:]FIELD=VALUE`.
+    pub fn parse(text: &str) -> Result<FormAnswer, String> {
+        let Some((key, value)) = text.split_once('=') else {
+            return Err(format!("expected [SERVER:]FIELD=VALUE, got {text:?}"));
+        };
+        let (server, field) = match key.split_once(':') {
+            Some((server, field)) => (Some(server.trim().to_owned()), field.trim()),
+            None => (None, key.trim()),
+        };
+        if field.is_empty() || server.as_deref().is_some_and(str::is_empty) {
+            return Err(format!("expected [SERVER:]FIELD=VALUE, got {text:?}"));
+        }
+        Ok(FormAnswer {
+            server,
+            field: field.to_owned(),
+            value: value.to_owned(),
+        })
+    }
+}
+
+/// The answers of `given` that fill `server`'s form with `fields`, by field name; `None`
+/// when none of them names a field of this form, which then is not theirs to answer.
+pub fn answers_for(
+    given: &[FormAnswer],
+    server: &str,
+    fields: &[FormField],
+) -> Option<BTreeMap<String, String>> {
+    let applicable: BTreeMap<String, String> = given
+        .iter()
+        .filter(|a| a.server.as_deref().is_none_or(|s| s == server))
+        .filter(|a| fields.iter().any(|f| f.name == a.field))
+        .map(|a| (a.field.clone(), a.value.clone()))
+        .collect();
+    (!applicable.is_empty()).then_some(applicable)
 }
 
 /// The terminal: prompts on stderr, reads stdin. With no terminal and no options, no.
 pub struct Terminal {
     pub fixed: FixedAnswers,
+    /// Show the call itself with "Run it?": set when the run's steps (which show it) are
+    /// not on the person's screen, as with `--json`. The person always sees what they approve.
+    show_calls: bool,
     /// Serialises questions, so two never interleave on the screen.
     lock: Mutex<()>,
 }
@@ -76,8 +127,15 @@ impl Terminal {
     pub fn new(fixed: FixedAnswers) -> Self {
         Terminal {
             fixed,
+            show_calls: false,
             lock: Mutex::new(()),
         }
+    }
+
+    /// Show each call with its "Run it?" question (the run's steps are not on screen).
+    pub fn showing_calls(mut self, show: bool) -> Self {
+        self.show_calls = show;
+        self
     }
 }
 
@@ -94,8 +152,27 @@ fn read_line(prompt: &str) -> Option<String> {
     }
 }
 
+fn said_yes(answer: Option<String>) -> bool {
+    answer.is_some_and(|a| matches!(a.to_lowercase().as_str(), "y" | "yes"))
+}
+
+/// The call as the person reads it before saying yes: server, tool, arguments, hints.
+pub fn describe_call(request: &ApprovalRequest) -> String {
+    let hints = match &request.annotations {
+        Value::Object(m) if !m.is_empty() => {
+            format!(" (hints from the server: {})", request.annotations)
+        }
+        _ => String::new(),
+    };
+    visible(&format!(
+        "{} on {} wants to run with {}{hints}",
+        request.tool, request.server, request.arguments
+    ))
+    .into_owned()
+}
+
 impl Person for Terminal {
-    fn approve<'a>(&'a self, _request: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
+    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
         Box::pin(async move {
             if let Some(yes) = self.fixed.approve {
                 return Approval {
@@ -105,6 +182,9 @@ impl Person for Terminal {
             }
             let answer = tokio::task::block_in_place(|| {
                 let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+                if self.show_calls {
+                    eprintln!("[host] {}", describe_call(request));
+                }
                 read_line("[host] Run it? [y/N] ")
             });
             match answer {
@@ -113,7 +193,7 @@ impl Person for Terminal {
                     by: AnsweredBy::Nobody,
                 },
                 Some(a) => Approval {
-                    yes: matches!(a.to_lowercase().as_str(), "y" | "yes"),
+                    yes: said_yes(Some(a)),
                     by: AnsweredBy::Terminal,
                 },
             }
@@ -129,22 +209,31 @@ impl Person for Terminal {
             if self.fixed.decline_forms {
                 return (decline(), AnsweredBy::Option);
             }
-            let schema = match request {
+            let at_terminal = std::io::stdin().is_terminal();
+            let shown_server = visible_line(server);
+            let (message, schema) = match request {
                 ElicitRequestParams::FormElicitationParams {
-                    requested_schema, ..
-                } => serde_json::to_value(requested_schema).unwrap_or(Value::Null),
+                    message,
+                    requested_schema,
+                    ..
+                } => (
+                    message,
+                    serde_json::to_value(requested_schema).unwrap_or(Value::Null),
+                ),
                 ElicitRequestParams::UrlElicitationParams { message, url, .. } => {
                     // Never opened automatically; without a person at a terminal, declined.
-                    if !std::io::stdin().is_terminal() {
+                    if !at_terminal {
                         return (decline(), AnsweredBy::Nobody);
                     }
-                    let answer = tokio::task::block_in_place(|| {
+                    let yes = tokio::task::block_in_place(|| {
                         let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
-                        eprintln!("\n[{server} asks] {message}\n  It wants you to open: {url}");
-                        read_line("  Open it yourself and continue? [y/N] ")
+                        eprintln!(
+                            "\n[{shown_server} asks] {}\n  It wants you to open: {}",
+                            visible(message),
+                            visible_line(url)
+                        );
+                        said_yes(read_line("  Open it yourself and continue? [y/N] "))
                     });
-                    let yes =
-                        answer.is_some_and(|a| matches!(a.to_lowercase().as_str(), "y" | "yes"));
                     let action = if yes {
                         ElicitationAction::Accept
                     } else {
@@ -155,25 +244,24 @@ impl Person for Terminal {
                 _ => return (decline(), AnsweredBy::Nobody),
             };
             let fields = form_fields(&schema);
-            // All required fields answered by options: no need for a terminal.
-            if !self.fixed.fields.is_empty() || !std::io::stdin().is_terminal() {
-                return match fill_from_options(&fields, &self.fixed.fields) {
+            // Options answer a form only when they name its fields (and its server, if they
+            // name one); a form they do not fill is the person's, or declined.
+            if let Some(given) = answers_for(&self.fixed.fields, server, &fields) {
+                return match fill_from_options(&fields, &given) {
                     Ok(content) => (
                         ElicitResult::new(ElicitationAction::Accept).with_content(content),
                         AnsweredBy::Option,
                     ),
-                    Err(_) => (decline(), AnsweredBy::Nobody),
+                    Err(_) => (decline(), AnsweredBy::Option),
                 };
             }
-            let message = match request {
-                ElicitRequestParams::FormElicitationParams { message, .. } => message.as_str(),
-                _ => "",
-            };
+            if !at_terminal {
+                return (decline(), AnsweredBy::Nobody);
+            }
             tokio::task::block_in_place(|| {
                 let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
-                eprintln!("\n[{server} asks] {message}");
-                let accept = read_line("  Accept? [y/N] ");
-                if !accept.is_some_and(|a| matches!(a.to_lowercase().as_str(), "y" | "yes")) {
+                eprintln!("\n[{shown_server} asks] {}", visible(message));
+                if !said_yes(read_line("  Accept? [y/N] ")) {
                     return (decline(), AnsweredBy::Terminal);
                 }
                 let mut content = Map::new();
@@ -193,7 +281,7 @@ impl Person for Terminal {
                                 content.insert(field.name.clone(), v);
                                 break;
                             }
-                            Err(e) => eprintln!("  {e}"),
+                            Err(e) => eprintln!("  {}", visible(&e)),
                         }
                     }
                 }
@@ -221,6 +309,7 @@ pub struct FormField {
 }
 
 impl FormField {
+    /// How the field is asked for at the terminal, on one line, nothing in it acted on.
     fn prompt(&self) -> String {
         let mut p = format!("{} ({})", self.name, self.kind);
         if !self.choices.is_empty() {
@@ -233,7 +322,7 @@ impl FormField {
             p.push_str(" (optional)");
         }
         p.push(':');
-        p
+        visible_line(&p).into_owned()
     }
 
     /// Parse one typed answer by the field's type and choices, then check it against the
@@ -475,5 +564,46 @@ mod tests {
                 .unwrap_err()
                 .contains("whole number")
         );
+    }
+
+    #[test]
+    fn answers_fill_only_the_forms_they_name() {
+        let fields = form_fields(&json!({"type": "object",
+            "properties": {"priority": {"type": "string"}, "note": {"type": "string"}}}));
+        let given = vec![
+            FormAnswer::parse("priority=P1").unwrap(),
+            FormAnswer::parse("tickets:note=urgent").unwrap(),
+        ];
+        let tickets = answers_for(&given, "tickets", &fields).unwrap();
+        assert_eq!(tickets["priority"], "P1");
+        assert_eq!(tickets["note"], "urgent");
+        let other = answers_for(&given, "other", &fields).unwrap();
+        assert!(
+            !other.contains_key("note"),
+            "a server-qualified answer is that server's"
+        );
+        let unrelated =
+            form_fields(&json!({"type": "object", "properties": {"confirm": {"type": "boolean"}}}));
+        assert_eq!(answers_for(&given, "tickets", &unrelated), None);
+        assert_eq!(answers_for(&[], "tickets", &fields), None);
+        assert!(FormAnswer::parse("=x").is_err());
+        assert!(FormAnswer::parse(":a=x").is_err());
+        assert!(FormAnswer::parse("novalue").is_err());
+    }
+
+    #[test]
+    fn a_described_call_shows_everything_and_nothing_acts_on_the_terminal() {
+        let text = describe_call(&ApprovalRequest {
+            server: "tickets".into(),
+            tool: "tickets__open_ticket".into(),
+            arguments: json!({"host": "db-01", "summary": "\u{1b}[2Jall clear"}),
+            annotations: json!({"read_only_hint": false}),
+        });
+        assert!(text.contains("tickets__open_ticket on tickets"), "{text}");
+        assert!(
+            text.contains("db-01") && text.contains("read_only_hint"),
+            "{text}"
+        );
+        assert!(!text.contains('\u{1b}'), "{text}");
     }
 }

@@ -245,4 +245,40 @@ mod tests {
             Verdict::Run { .. }
         ));
     }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Any proposal (any name, any argument text) gets a verdict: an unknown name or
+        /// oversized arguments are refused before anything else, and a call runs without
+        /// asking only when the tool is on the allow-list and its arguments are an object.
+        #[test]
+        fn every_proposal_gets_the_right_verdict(
+            name in prop_oneof![
+                Just("support__get_ticket".to_string()),
+                Just("support__open_ticket".to_string()),
+                any::<String>(),
+            ],
+            arguments in prop_oneof![
+                Just("{}".to_string()),
+                Just(String::new()),
+                any::<String>(),
+                ".{0,3000}".prop_map(|s| serde_json::json!({"q": s}).to_string()),
+            ],
+        ) {
+            let (c, s) = (catalog(), settings());
+            let verdict = decide(&call(&name, &arguments), &c, &s);
+            let known = c.get(&name).is_some();
+            let size = if arguments.trim().is_empty() { 2 } else { arguments.chars().count() };
+            match verdict {
+                Verdict::Refuse(Refusal::UnknownTool { .. }) => prop_assert!(!known),
+                Verdict::Refuse(Refusal::TooLarge { chars, .. }) => {
+                    prop_assert!(known && chars > s.max_argument_chars);
+                }
+                Verdict::Refuse(_) => prop_assert!(known && size <= s.max_argument_chars),
+                Verdict::Run { tool, .. } => prop_assert!(s.allow.contains(&tool.name)),
+                Verdict::Ask { tool, .. } => prop_assert!(!s.allow.contains(&tool.name)),
+            }
+        }
+    }
 }

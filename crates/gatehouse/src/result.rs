@@ -259,6 +259,8 @@ pub fn success_with(
 ) -> ForModel {
     // The value is serialised once and the object written around it by hand: `json!`
     // would deep-clone a large result before serialising it, and this runs on every call.
+    let tool = shown_tool_name(tool);
+    let tool = tool.as_ref();
     let value_json = value.to_string();
     let mut whole = String::with_capacity(value_json.len() + tool.len() + 32);
     whole.push_str("{\"tool\":");
@@ -340,24 +342,72 @@ fn escaped_width(c: char) -> usize {
     }
 }
 
-/// An error for the model (tool error, protocol error, refusal, timeout), bounded too.
+/// An error for the model (tool error, protocol error, refusal, timeout), bounded too:
+/// an error that does not fit is cut and ends with `…`. One pass over the error, so a
+/// server's megabyte of error text costs no more than reading it once.
 pub fn failure(tool: &str, error: &str, max_chars: usize) -> ForModel {
-    let mut error: String = error.to_owned();
-    loop {
-        let text = json!({"tool": tool, "error": error}).to_string();
-        let n = text.chars().count();
-        if n <= max_chars || error.is_empty() {
-            return ForModel {
-                text,
-                chars: n,
-                clipped: false,
-                media: Vec::new(),
-            };
-        }
-        let keep = error.chars().count().saturating_sub(n - max_chars + 1);
-        error = error.chars().take(keep).collect::<String>() + "…";
+    let tool = shown_tool_name(tool);
+    let frame = |error: &str| json!({"tool": tool, "error": error}).to_string();
+    let empty = frame("").chars().count();
+    let budget = max_chars.saturating_sub(empty);
+    let (end, whole) = prefix_within(error, budget);
+    if whole {
+        let text = frame(error);
+        let chars = text.chars().count();
+        return ForModel {
+            text,
+            chars,
+            clipped: false,
+            media: Vec::new(),
+        };
+    }
+    // Room for the ellipsis: one character less of the error.
+    let (end, _) = prefix_within(&error[..end], budget.saturating_sub(1));
+    let text = frame(&format!("{}…", &error[..end]));
+    let chars = text.chars().count();
+    ForModel {
+        text,
+        chars,
+        clipped: true,
+        media: Vec::new(),
     }
 }
+
+/// The longest prefix of `text` whose JSON-escaped form takes at most `budget`
+/// characters: its end (a byte offset into `text`) and whether it is all of `text`.
+fn prefix_within(text: &str, budget: usize) -> (usize, bool) {
+    let mut used = 0;
+    for (i, c) in text.char_indices() {
+        let width = escaped_width(c);
+        if used + width > budget {
+            return (i, false);
+        }
+        used += width;
+    }
+    (text.len(), true)
+}
+
+/// Most characters of a tool's name in what the model reads: a model may propose a name
+/// of any length, and it is echoed back in every refusal.
+pub const MAX_SHOWN_TOOL_NAME: usize = crate::catalog::MAX_MODEL_TOOL_NAME;
+
+/// A tool name as it is echoed back to the model: at most [`MAX_SHOWN_TOOL_NAME`]
+/// characters once escaped as JSON, ending with `…` when cut.
+fn shown_tool_name(tool: &str) -> std::borrow::Cow<'_, str> {
+    match prefix_within(tool, MAX_SHOWN_TOOL_NAME) {
+        (_, true) => std::borrow::Cow::Borrowed(tool),
+        (_, false) => {
+            let (end, _) = prefix_within(tool, MAX_SHOWN_TOOL_NAME - 1);
+            std::borrow::Cow::Owned(format!("{}…", &tool[..end]))
+        }
+    }
+}
+
+/// The smallest bound a result may be given (`maxResultChars`): room for the longest frame
+/// (a cut result's, with the longest tool name and its note) and some of the result.
+pub const MIN_RESULT_CHARS: usize = 400;
+/// The largest bound a result may be given.
+pub const MAX_RESULT_CHARS_LIMIT: usize = 10_000_000;
 
 #[cfg(test)]
 mod tests {
@@ -438,6 +488,29 @@ mod tests {
     }
 
     #[test]
+    fn a_long_tool_name_cannot_hold_the_bound_hostage() {
+        // Before: the frame alone was longer than the bound, the error was cut to "…",
+        // and the loop never ended.
+        let name = "x".repeat(5_000);
+        let r = failure(&name, "unknown tool", 4_000);
+        assert!(r.chars <= 4_000);
+        let v: Value = serde_json::from_str(&r.text).unwrap();
+        assert_eq!(
+            v["tool"].as_str().unwrap().chars().count(),
+            MAX_SHOWN_TOOL_NAME
+        );
+        assert_eq!(v["error"], "unknown tool");
+        let r = failure("s__t", &"e".repeat(1_000), MIN_RESULT_CHARS);
+        assert!(r.clipped && r.chars <= MIN_RESULT_CHARS);
+        let r = success(
+            &"\"".repeat(300),
+            &json!("y".repeat(10_000)),
+            MIN_RESULT_CHARS,
+        );
+        assert!(r.clipped && r.chars <= MIN_RESULT_CHARS, "{}", r.chars);
+    }
+
+    #[test]
     fn structured_results_keep_their_links_as_attachments() {
         let r: CallToolResult = serde_json::from_value(json!({
             "content": [{"type": "text", "text": "{}"},
@@ -503,5 +576,62 @@ mod tests {
         assert!(text.contains("[image image/png, 12 bytes of base64]"));
         assert!(text.contains("[link orders://A-1001"));
         assert!(text.contains("3 to 6 days."));
+    }
+
+    use proptest::prelude::*;
+
+    /// Any JSON value, a few levels deep, with any strings.
+    fn any_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            any::<String>().prop_map(Value::from),
+        ];
+        leaf.prop_recursive(3, 64, 8, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..8).prop_map(Value::Array),
+                prop::collection::btree_map(any::<String>(), inner, 0..8)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        /// Whatever the tool name, the error and the bound (from the smallest allowed),
+        /// what the model reads fits, is one JSON object, and says when it was cut.
+        #[test]
+        fn every_error_fits_its_bound(
+            tool in ".{0,300}", error in any::<String>(), extra in 0usize..3_000,
+        ) {
+            let max = MIN_RESULT_CHARS + extra;
+            let r = failure(&tool, &error, max);
+            prop_assert!(r.chars <= max, "{} > {max}", r.chars);
+            prop_assert_eq!(r.chars, r.text.chars().count());
+            let v: Value = serde_json::from_str(&r.text).unwrap();
+            let shown = v["error"].as_str().unwrap();
+            if r.clipped {
+                prop_assert!(shown.ends_with('…'));
+                prop_assert!(error.starts_with(shown.trim_end_matches('…')));
+            } else {
+                prop_assert_eq!(shown, error.as_str());
+            }
+        }
+
+        #[test]
+        fn every_result_fits_its_bound(
+            tool in ".{0,300}", value in any_value(), extra in 0usize..3_000,
+            attachments in prop::collection::vec(any::<String>(), 0..3),
+        ) {
+            let max = MIN_RESULT_CHARS + extra;
+            let r = success_with(&tool, &value, &attachments, max);
+            prop_assert!(r.chars <= max, "{} > {max}", r.chars);
+            let v: Value = serde_json::from_str(&r.text).unwrap();
+            if r.clipped {
+                prop_assert!(v["note"].as_str().unwrap().starts_with("cut: "));
+            } else {
+                prop_assert_eq!(&v["result"], &value);
+            }
+        }
     }
 }

@@ -146,13 +146,15 @@ pub struct ToolEvent {
 }
 
 impl ToolEvent {
-    /// The record as one JSON object, `operation` first.
+    /// The record as one JSON object, `operation` first, its strings made visible (the
+    /// tool's name is the model's own text).
     pub fn record(&self) -> Value {
         let mut v = serde_json::json!({"operation": "host.tool_call"});
         if let (Some(m), Ok(Value::Object(more))) = (v.as_object_mut(), serde_json::to_value(self))
         {
             m.extend(more);
         }
+        crate::text::visible_json(&mut v);
         v
     }
 }
@@ -187,13 +189,17 @@ impl Trace {
         }
     }
 
-    /// Record a step and show it to the observer.
-    pub fn add(&self, who: Who, text: impl Into<String>, data: Value) {
-        let step = Step {
-            who,
-            text: text.into(),
-            data,
+    /// Record a step and show it to the observer. Its text and every string of its data
+    /// are made visible first ([`crate::text::visible`]): a step is shown to a person, and
+    /// servers and the model write much of it.
+    pub fn add(&self, who: Who, text: impl Into<String>, mut data: Value) {
+        let text = text.into();
+        let text = match crate::text::visible(&text) {
+            std::borrow::Cow::Borrowed(_) => text,
+            std::borrow::Cow::Owned(shown) => shown,
         };
+        crate::text::visible_json(&mut data);
+        let step = Step { who, text, data };
         self.observer.step(&step);
         self.steps
             .lock()
@@ -204,6 +210,11 @@ impl Trace {
     /// Report progress: shown live to the observer, and kept as a `[server] progress …`
     /// step when `keep` (the run's record is bounded).
     pub fn progress(&self, event: &ProgressEvent, keep: bool) {
+        let mut event = event.clone();
+        if let Some(m) = &event.message {
+            event.message = Some(crate::text::visible_line(m).into_owned());
+        }
+        let event = &event;
         self.observer.progress(event);
         if keep {
             let amount = match event.total {

@@ -21,7 +21,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::{
-    catalog::{self, Catalog, CatalogTool, HOST_SERVER, Listing, READ_RESOURCE},
+    catalog::{self, Catalog, CatalogTool, HOST_LABEL, Listing, Origin, READ_RESOURCE},
     config::{Config, MAX_LIST_PAGES, Settings},
     connect::{self, Connection},
     dispatch::{self, CallEnd, CallLimits, Stopper},
@@ -494,9 +494,10 @@ impl Host {
         let verdict = {
             let catalog = read(&self.catalog);
             match policy::decide(call, &catalog, &self.settings) {
-                Verdict::Refuse(refusal) => {
-                    Err((refusal, catalog.get(&call.name).map(|t| t.server.clone())))
-                }
+                Verdict::Refuse(refusal) => Err((
+                    refusal,
+                    catalog.get(&call.name).map(|t| t.origin.label().to_owned()),
+                )),
                 Verdict::Run { tool, arguments } => Ok((true, tool.clone(), arguments)),
                 Verdict::Ask { tool, arguments } => Ok((false, tool.clone(), arguments)),
             }
@@ -530,7 +531,7 @@ impl Host {
                 self.trace.add(
                     Who::Host,
                     why,
-                    json!({"decision": "ask", "server": tool.server, "annotations": annotations}),
+                    json!({"decision": "ask", "server": tool.origin.label(), "annotations": annotations}),
                 );
                 let args_text = Value::Object(arguments.clone()).to_string();
                 self.trace.add(
@@ -539,7 +540,7 @@ impl Host {
                     json!({}),
                 );
                 let request = ApprovalRequest {
-                    server: tool.server.clone(),
+                    server: tool.origin.label().to_owned(),
                     tool: tool.name.clone(),
                     arguments: Value::Object(arguments.clone()),
                     annotations,
@@ -564,7 +565,7 @@ impl Host {
                     return ended(
                         result::failure(&call.name, "the person declined this call", max),
                         "declined",
-                        &tool.server,
+                        tool.origin.label(),
                         false,
                     );
                 }
@@ -576,13 +577,13 @@ impl Host {
                 (tool, arguments)
             }
         };
-        if tool.server == HOST_SERVER {
+        let Origin::Server(server) = &tool.origin else {
             return self.run_host_tool(call, &arguments, step).await;
-        }
-        let Some(conn) = self.connections.iter().find(|c| c.name == tool.server) else {
+        };
+        let Some(conn) = self.connections.iter().find(|c| &c.name == server) else {
             let shown =
                 result::failure(&call.name, "the tool's server is no longer connected", max);
-            return ended(shown, "error", &tool.server, false);
+            return ended(shown, "error", server, false);
         };
         let limits = CallLimits {
             round_timeout: self.settings.tool_timeout,
@@ -637,9 +638,9 @@ impl Host {
                     format!("result: {} characters", shown.chars),
                     json!({"ms": ms, "clipped": shown.clipped}),
                 );
-                self.keep_for_person(&r.content, &tool.server, step);
-                self.show_person_only_blocks(&r.content, &tool.server);
-                self.remember_links(&r, &tool.server);
+                self.keep_for_person(&r.content, server, step);
+                self.show_person_only_blocks(&r.content, server);
+                self.remember_links(&r, server);
                 (shown, "ok")
             }
             CallEnd::ProtocolError(e) => {
@@ -681,7 +682,7 @@ impl Host {
                 (result::failure(&call.name, &reason, max), "error")
             }
         };
-        ended(shown, outcome, &tool.server, done.asked_user)
+        ended(shown, outcome, server, done.asked_user)
     }
 
     /// Save the binary blocks of a result for the person, and say where they are.
@@ -749,7 +750,7 @@ impl Host {
             return Ended {
                 shown: result::failure(&call.name, &why, max),
                 outcome: "refused",
-                server: HOST_SERVER.into(),
+                server: HOST_LABEL.into(),
                 asked_user: false,
             };
         };

@@ -148,7 +148,7 @@ fn main() -> anyhow::Result<()> {
                 let Some(params) = by_name.get(t.name.as_str()) else {
                     continue;
                 };
-                if lists.answers.lock().unwrap().contains_key(&t.server) {
+                if lists.answers.lock().unwrap().contains_key(t.origin.label()) {
                     checked += 1;
                     identical &= **params == *t.tool.input_schema;
                 } else {

@@ -60,7 +60,9 @@ impl Hub {
         }
         let mut log = self.log.lock().unwrap_or_else(|e| e.into_inner());
         event.insert("seq".into(), json!(log.len()));
-        let event = Value::Object(event);
+        // What the page shows is what a terminal would: nothing a peer wrote is acted on.
+        let mut event = Value::Object(event);
+        gatehouse::text::visible_json(&mut event);
         log.push(event.clone());
         // Sent while the log is locked, so a subscriber never sees an event twice or misses one.
         let _ = self.live.send(event);

@@ -175,7 +175,7 @@ impl Lab {
             .map(|t| {
                 json!({
                     "name": t.name,
-                    "server": t.server,
+                    "server": t.origin.label(),
                     "description": t.tool.description,
                     "input_schema": Value::Object((*t.tool.input_schema).clone()),
                     "annotations": gatehouse::person::annotations_for_display(t.tool.annotations.as_ref()),

@@ -172,11 +172,17 @@ fn wants_ticket_list(q: &str) -> bool {
 
 /// The ticket's summary: the text after the colon that follows the request, else the question.
 fn summary_of(q: &str) -> String {
-    let lower = q.to_lowercase();
-    let from = ["ticket", "incident"]
-        .iter()
-        .filter_map(|w| lower.find(w))
-        .min()
+    // Positions are found in `q` itself, at its own character boundaries: a lowercased copy
+    // can have other byte lengths (`İ` is two bytes, its lowercase three).
+    let from = q
+        .char_indices()
+        .map(|(i, _)| i)
+        .find(|&i| {
+            ["ticket", "incident"].iter().any(|w| {
+                q.get(i..i + w.len())
+                    .is_some_and(|s| s.eq_ignore_ascii_case(w))
+            })
+        })
         .unwrap_or(0);
     match q[from..].split_once(':') {
         Some((_, rest)) if !rest.trim().is_empty() => rest.trim().to_owned(),
@@ -599,5 +605,74 @@ mod tests {
     fn no_fitting_tool_is_said_plainly() {
         let d = Scripted::plan(&[Message::User("hello there".into())], &[]);
         assert!(d.text.unwrap().contains("None of my tools"));
+    }
+
+    use proptest::prelude::*;
+
+    fn all_tools() -> Vec<ToolSpec> {
+        [
+            "support__search_knowledge",
+            "support__get_ticket",
+            "cmdb__get_asset",
+            "tickets__open_ticket",
+            "tickets__list_tickets",
+            "orders__get_order_status",
+        ]
+        .map(spec)
+        .to_vec()
+    }
+
+    proptest! {
+        /// Any question, and anything a tool sends back, gives a decision: no panic, and
+        /// only tools that were offered are proposed.
+        #[test]
+        fn any_text_gives_a_decision(
+            question in any::<String>(),
+            words in prop::collection::vec(prop_oneof![
+                Just("T-30002".to_string()), Just("A-1002".to_string()),
+                Just("jump-prod-02".to_string()), Just("open a ticket:".to_string()),
+                Just("İ".to_string()), Just("list tickets".to_string()), any::<String>()
+            ], 0..6),
+            replies in prop::collection::vec(any::<String>(), 0..5),
+        ) {
+            let tools = all_tools();
+            let q = format!("{question} {}", words.join(" "));
+            let mut msgs = vec![Message::User(q)];
+            for (i, reply) in replies.iter().enumerate() {
+                let d = Scripted::plan(&msgs, &tools);
+                let Some(call) = d.tool_calls.first() else { break };
+                prop_assert!(tools.iter().any(|t| t.name == call.name));
+                msgs.push(Message::Tool {
+                    call_id: format!("c{i}"),
+                    name: call.name.clone(),
+                    content: reply.clone(),
+                    media: vec![],
+                });
+            }
+            let _ = Scripted::plan(&msgs, &tools);
+        }
+    }
+
+    proptest! {
+        /// Text whose lowercase has other byte lengths (İ, Ⱥ, ẞ) around the words the
+        /// model looks for: the summary is always a piece of the question.
+        #[test]
+        fn summaries_are_cut_at_character_boundaries(
+            parts in prop::collection::vec(prop_oneof![
+                Just("İ"), Just("Ⱥ"), Just("ẞ"), Just("ticket"), Just("TICKET"),
+                Just("incident"), Just(":"), Just(" "), Just("é"), Just("x")
+            ], 0..40),
+        ) {
+            let q: String = parts.concat();
+            let summary = summary_of(&q);
+            prop_assert!(q.contains(summary.as_str()));
+        }
+    }
+
+    #[test]
+    fn non_ascii_questions_do_not_panic() {
+        let q = "İİİİİİİ open a ticketé: brute force on jump-prod-02";
+        assert_eq!(summary_of(q), "brute force on jump-prod-02");
+        assert_eq!(summary_of("İncident TİCKET"), "İncident TİCKET");
     }
 }

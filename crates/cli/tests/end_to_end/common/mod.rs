@@ -170,13 +170,15 @@ pub fn run_with_stdin(args: &[&str], env: &[(&str, &str)], stdin: Option<&str>) 
     }
 }
 
-/// A servers entry that starts one of the binary's own servers.
+/// A servers entry that starts one of the binary's own servers, passing it the test's
+/// ticket store (a server gets only the environment its entry names).
 pub fn builtin_server(name: &str, env: Value) -> Value {
     let mut e = json!({"MCP_USER": "${GATEHOUSE_USER}", "MCP_TENANT": "${GATEHOUSE_TENANT}"});
     if let (Some(m), Value::Object(more)) = (e.as_object_mut(), env) {
         m.extend(more);
     }
-    json!({"command": exe().to_string_lossy(), "args": ["serve", name], "env": e})
+    json!({"command": exe().to_string_lossy(), "args": ["serve", name], "env": e,
+           "passEnv": ["GATEHOUSE_TICKETS_*"]})
 }
 
 /// Write a file in `dir` and return its path as a string.

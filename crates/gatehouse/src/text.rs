@@ -1,0 +1,150 @@
+//! Text a peer wrote, made safe to show and bounded by characters.
+//!
+//! A server's result, a form's message, a tool's name or a model's answer can hold escape
+//! sequences that a terminal would act on: `ESC[2J` clears the screen (and can hide what
+//! is being approved), OSC 52 writes the clipboard, OSC 8 disguises a link, a C1 `CSI`
+//! (U+009B) does the same in one character, and bidi controls reorder what is shown.
+//! [`visible`] replaces each such character with a visible escape (`\u{1b}`), so the rest
+//! of the sequence is plain text. Everything the host shows a person goes through it; what
+//! it saves or records for the person (files, `--record`) keeps the bytes as sent.
+//!
+//! Text is cut by characters, never by byte offsets taken from another string.
+
+use std::borrow::Cow;
+
+use serde_json::Value;
+
+/// Would a terminal act on `c` rather than show it? C0 controls but newline and tab, DEL,
+/// C1 controls, and the bidi controls that reorder a line.
+pub fn is_unsafe(c: char) -> bool {
+    matches!(c,
+        '\u{0}'..='\u{8}' | '\u{b}'..='\u{1f}' | '\u{7f}'..='\u{9f}'
+        | '\u{61c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `text` with every character a terminal would act on ([`is_unsafe`]) replaced by its
+/// visible escape, `\u{1b}` for ESC. Borrowed when there is nothing to replace.
+pub fn visible(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(is_unsafe) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if is_unsafe(c) {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// As [`visible`], and on one line: newlines and tabs are escaped too (`\n`, `\t`), for
+/// tables and single-line prompts.
+pub fn visible_line(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(|c| is_unsafe(c) || c == '\n' || c == '\t') {
+        return Cow::Borrowed(text);
+    }
+    let shown = visible(text);
+    Cow::Owned(shown.replace('\n', "\\n").replace('\t', "\\t"))
+}
+
+/// Make every string of a JSON value visible, object keys included, in place.
+pub fn visible_json(value: &mut Value) {
+    match value {
+        Value::String(s) => {
+            if let Cow::Owned(shown) = visible(s) {
+                *s = shown;
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(visible_json),
+        Value::Object(map) => {
+            if map.keys().any(|k| k.chars().any(is_unsafe)) {
+                let entries = std::mem::take(map);
+                for (k, mut v) in entries {
+                    visible_json(&mut v);
+                    map.insert(visible(&k).into_owned(), v);
+                }
+            } else {
+                map.values_mut().for_each(visible_json);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The first `max` characters of `text`; with `…` in place of the last one when it was
+/// longer, so the result is never more than `max` characters.
+pub fn clip(text: &str, max: usize) -> Cow<'_, str> {
+    match text.char_indices().nth(max) {
+        None => Cow::Borrowed(text),
+        Some(_) if max == 0 => Cow::Borrowed(""),
+        Some(_) => {
+            let end = text
+                .char_indices()
+                .nth(max - 1)
+                .map_or(text.len(), |(i, _)| i);
+            Cow::Owned(format!("{}…", &text[..end]))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    #[test]
+    fn escapes_become_visible_and_plain_text_stays() {
+        assert_eq!(visible("plain, é 日本\n\tok"), "plain, é 日本\n\tok");
+        assert!(matches!(visible("plain"), Cow::Borrowed(_)));
+        assert_eq!(visible("\u{1b}[2Jgone"), "\\u{1b}[2Jgone");
+        assert_eq!(
+            visible("\u{1b}]52;c;aGVsbG8=\u{7}"),
+            "\\u{1b}]52;c;aGVsbG8=\\u{7}"
+        );
+        assert_eq!(visible("\u{9b}31m"), "\\u{9b}31m");
+        assert_eq!(visible("a\u{202e}txt.exe"), "a\\u{202e}txt.exe");
+        assert_eq!(visible("over\rwrite"), "over\\u{d}write");
+        assert_eq!(visible_line("a\nb\tc\u{1b}"), "a\\nb\\tc\\u{1b}");
+    }
+
+    #[test]
+    fn json_strings_and_keys_become_visible() {
+        let mut v = json!({"k\u{1b}": ["\u{9b}x", 1, {"n": "\u{202e}"}]});
+        visible_json(&mut v);
+        assert_eq!(v, json!({"k\\u{1b}": ["\\u{9b}x", 1, {"n": "\\u{202e}"}]}));
+    }
+
+    #[test]
+    fn clip_counts_characters() {
+        assert_eq!(clip("abc", 3), "abc");
+        assert_eq!(clip("abcd", 3), "ab…");
+        assert_eq!(clip("ééé", 2), "é…");
+        assert_eq!(clip("x", 0), "");
+    }
+
+    proptest! {
+        /// Whatever a peer sends, what is shown holds no character a terminal acts on,
+        /// and only those characters changed.
+        #[test]
+        fn nothing_shown_is_interpreted(text in any::<String>()) {
+            let shown = visible(&text);
+            prop_assert!(!shown.chars().any(is_unsafe));
+            // Every character that is safe is still there, in order.
+            let mut rest = shown.chars();
+            prop_assert!(text.chars().filter(|c| !is_unsafe(*c)).all(|c| rest.any(|s| s == c)));
+            let line = visible_line(&text);
+            prop_assert!(!line.chars().any(|c| is_unsafe(c) || c == '\n' || c == '\t'));
+        }
+
+        #[test]
+        fn clip_never_exceeds_and_keeps_a_prefix(text in any::<String>(), max in 0usize..64) {
+            let cut = clip(&text, max);
+            prop_assert!(cut.chars().count() <= max);
+            let head = cut.trim_end_matches('…');
+            prop_assert!(text.starts_with(head));
+        }
+    }
+}
