@@ -88,7 +88,11 @@ fn load_config(host: &HostArgs) -> anyhow::Result<Config> {
         config.settings.tool_max_timeout = max;
     }
     if let Some(n) = host.max_steps {
-        anyhow::ensure!(n > 0, "--max-steps must be at least 1");
+        anyhow::ensure!(
+            (1..=config::MAX_STEPS_LIMIT).contains(&n),
+            "--max-steps must be a whole number from 1 to {}, not {n}",
+            config::MAX_STEPS_LIMIT
+        );
         config.settings.max_steps = n;
     }
     Ok(config)

@@ -84,7 +84,8 @@ pub fn read_resource_tool() -> Tool {
         "name": READ_RESOURCE,
         "description": "Read a resource that a tool result in this turn linked to (a resource_link, an embedded resource, or a uri field), by its URI. Other URIs are refused.",
         "inputSchema": {"type": "object", "properties": {
-            "uri": {"type": "string", "minLength": 1, "maxLength": 2048, "description": "A URI exactly as a result of this turn gave it."}
+            "uri": {"type": "string", "minLength": 1, "maxLength": 2048, "description": "A URI exactly as a result of this turn gave it."},
+            "server": {"type": "string", "maxLength": 128, "description": "The server whose result linked it; needed only when results of two servers linked the same URI."}
         }, "required": ["uri"], "additionalProperties": false},
         "annotations": {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false}
     }))

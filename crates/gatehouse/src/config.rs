@@ -608,6 +608,12 @@ fn server_spec(
             if v.bytes().any(|b| b == b'\r' || b == b'\n') {
                 return Err(format!("header {k} has a line break in its value"));
             }
+            // The value is a credential: the error names the header, never the value.
+            if !v.bytes().all(|b| b == b'\t' || (0x20..0x7f).contains(&b)) {
+                return Err(format!(
+                    "header {k} has a value that is not valid in HTTP (visible ASCII only; the value is not shown)"
+                ));
+            }
         }
         return Ok(ServerSpec {
             name: name.into(),

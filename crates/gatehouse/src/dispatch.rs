@@ -25,9 +25,9 @@ use rmcp::{
 use serde_json::json;
 
 use crate::{
-    connect::Connection,
-    person::{AnsweredBy, Person},
-    trace::{ProgressEvent, Trace, Who},
+    connect::{Connection, handler::MAX_QUEUED_PROGRESS},
+    person::{self, Person},
+    trace::{ProgressEvent, Trace},
 };
 
 /// How a call ended, before it is shaped for the model.
@@ -140,7 +140,7 @@ async fn one_round(
         Ok(handle) => handle,
         Err(e) => return Round::Answered(Err(e)),
     };
-    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (tx, mut rx) = mpsc::channel(MAX_QUEUED_PROGRESS);
     let handler = conn.client.service();
     handler.route_progress(Some((handle.progress_token.clone(), tx)));
     let hard_deadline = started + limits.max_round_timeout.max(limits.round_timeout);
@@ -194,52 +194,6 @@ async fn one_round(
 /// How long the host waits for a cancellation to be written to the server.
 pub const CANCEL_SEND_LIMIT: Duration = Duration::from_secs(2);
 
-/// Put a server's question to the person, and record both the question and the answer.
-/// Used for `input_required` rounds and for the `elicitation/create` of older revisions
-/// alike, so both look the same in the run.
-pub async fn ask_person(
-    server: &str,
-    key: &str,
-    params: &rmcp::model::ElicitRequestParams,
-    person: &dyn Person,
-    trace: &Trace,
-) -> rmcp::model::ElicitResult {
-    // A URL is shown whole, so the person sees where it would take them; the host never
-    // opens it.
-    let (message, data) = match params {
-        rmcp::model::ElicitRequestParams::FormElicitationParams { message, .. } => (
-            message.clone(),
-            json!({"server": server, "key": key, "mode": "form"}),
-        ),
-        rmcp::model::ElicitRequestParams::UrlElicitationParams { message, url, .. } => (
-            message.clone(),
-            json!({"server": server, "key": key, "mode": "url", "url": url}),
-        ),
-        _ => (
-            String::new(),
-            json!({"server": server, "key": key, "mode": "unknown"}),
-        ),
-    };
-    trace.add(Who::Server, format!("{server} asks: {message}"), data);
-    let (answer, by) = person.elicit(server, params).await;
-    let action = serde_json::to_value(&answer.action).unwrap_or_default();
-    let how = match by {
-        AnsweredBy::Option => "by option",
-        AnsweredBy::Terminal => "at the terminal",
-        AnsweredBy::Nobody => "by default: nobody could answer",
-    };
-    let mut data = json!({"action": action, "answered": how});
-    if let Some(content) = &answer.content {
-        data["content"] = content.clone();
-    }
-    trace.add(
-        Who::Person,
-        format!("answered {}", action.as_str().unwrap_or("?")),
-        data,
-    );
-    answer
-}
-
 /// One call to send: to which server, which tool (its name on the wire), with what.
 pub struct Call<'a> {
     pub conn: &'a Connection,
@@ -287,10 +241,10 @@ pub async fn call_tool(
         let response = match reply {
             Err(ServiceError::McpError(e)) => break CallEnd::ProtocolError(e),
             Err(ServiceError::TransportClosed) => {
-                break CallEnd::Failed(format!(
-                    "the connection to {} closed during the call",
-                    conn.name
-                ));
+                break CallEnd::Failed(match conn.broken_reason() {
+                    Some(why) => format!("{}: {why}", conn.name),
+                    None => format!("the connection to {} closed during the call", conn.name),
+                });
             }
             Err(e) => break CallEnd::Failed(e.to_string()),
             Ok(response) => response,
@@ -316,7 +270,8 @@ pub async fn call_tool(
             match request {
                 InputRequest::Elicitation(req) => {
                     asked_user = true;
-                    let answer = ask_person(&conn.name, key, &req.params, person, trace).await;
+                    let answer =
+                        person::ask_person(&conn.name, key, &req.params, person, trace).await;
                     responses.insert(
                         key.clone(),
                         serde_json::to_value(&answer).unwrap_or_default(),

@@ -11,15 +11,19 @@
 //! - [`result`]: what goes back into the model's context, bounded.
 //! - [`turn`]: the loop that ties them together.
 //! - [`trace`]: the steps of a run, for people and scripts.
+//! - [`files`]: files written for the person, private and never overwritten.
+//! - [`redact`]: the host's secrets kept out of what is shown, recorded or sent to the model.
 //! - [`text`]: a peer's text made safe to show, and cut by characters.
 
 pub mod catalog;
 pub mod config;
 pub mod connect;
 pub mod dispatch;
+pub mod files;
 pub mod model;
 pub mod person;
 pub mod policy;
+pub mod redact;
 pub mod result;
 pub mod schema;
 pub mod text;

@@ -295,6 +295,56 @@ impl Person for Terminal {
     }
 }
 
+/// Put a server's question to the person, and record both the question and the answer.
+/// Used for `input_required` rounds and for the `elicitation/create` of older revisions
+/// alike, so both look the same in the run.
+pub async fn ask_person(
+    server: &str,
+    key: &str,
+    params: &rmcp::model::ElicitRequestParams,
+    person: &dyn Person,
+    trace: &crate::trace::Trace,
+) -> rmcp::model::ElicitResult {
+    // A URL is shown whole, so the person sees where it would take them; the host never
+    // opens it.
+    let (message, data) = match params {
+        rmcp::model::ElicitRequestParams::FormElicitationParams { message, .. } => (
+            message.clone(),
+            json!({"server": server, "key": key, "mode": "form"}),
+        ),
+        rmcp::model::ElicitRequestParams::UrlElicitationParams { message, url, .. } => (
+            message.clone(),
+            json!({"server": server, "key": key, "mode": "url", "url": url}),
+        ),
+        _ => (
+            String::new(),
+            json!({"server": server, "key": key, "mode": "unknown"}),
+        ),
+    };
+    trace.add(
+        crate::trace::Who::Server,
+        format!("{server} asks: {message}"),
+        data,
+    );
+    let (answer, by) = person.elicit(server, params).await;
+    let action = serde_json::to_value(&answer.action).unwrap_or_default();
+    let how = match by {
+        AnsweredBy::Option => "by option",
+        AnsweredBy::Terminal => "at the terminal",
+        AnsweredBy::Nobody => "by default: nobody could answer",
+    };
+    let mut data = json!({"action": action, "answered": how});
+    if let Some(content) = &answer.content {
+        data["content"] = content.clone();
+    }
+    trace.add(
+        crate::trace::Who::Person,
+        format!("answered {}", action.as_str().unwrap_or("?")),
+        data,
+    );
+    answer
+}
+
 /// One field of a flat elicitation form.
 #[derive(Debug, Clone)]
 pub struct FormField {

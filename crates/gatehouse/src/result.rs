@@ -138,7 +138,8 @@ fn extension(mime: &str) -> &str {
 }
 
 /// Save the binary blocks of a result (images, audio, blob resources) as files in `dir`,
-/// named `{stem}-{n}.{ext}`, so the person can open them. Blocks whose base64 does not
+/// named `{stem}-{n}.{ext}` (never over an existing file, readable by the user only), so
+/// the person can open them. Blocks whose base64 does not
 /// decode, or that are too large, are reported in the error list instead.
 pub fn save_binaries(
     blocks: &[ContentBlock],
@@ -177,18 +178,17 @@ pub fn save_binaries(
             problems.push(format!("a {kind} block of {} bytes is larger than the {MAX_SAVED_BLOCK_BYTES} the host saves", bytes.len()));
             continue;
         }
-        let path = dir.join(format!("{stem}-{}.{}", n + 1, extension(mime)));
-        let written = std::fs::create_dir_all(dir).and_then(|_| std::fs::write(&path, &bytes));
-        match written {
-            Ok(()) => saved.push(SavedBlock {
+        let name = format!("{stem}-{}", n + 1);
+        match crate::files::write_new(dir, &name, extension(mime), &bytes) {
+            Ok(path) => saved.push(SavedBlock {
                 kind: kind.into(),
                 mime: mime.into(),
                 bytes: bytes.len(),
                 path,
             }),
             Err(e) => problems.push(format!(
-                "could not save a {kind} block to {}: {e}",
-                path.display()
+                "could not save a {kind} block in {}: {e}",
+                dir.display()
             )),
         }
     }

@@ -174,11 +174,16 @@ impl Observer for Quiet {
     fn server_stderr(&self, _server: &str, _line: &str) {}
 }
 
+/// Most steps one turn keeps for `--json` (they are still shown as they happen): a
+/// server that floods the host with questions or dropped answers cannot fill its memory.
+pub const MAX_KEPT_STEPS: usize = 10_000;
+
 /// The steps of one run, shared by the stages that write them.
 #[derive(Clone)]
 pub struct Trace {
     steps: Arc<Mutex<Vec<Step>>>,
     observer: Arc<dyn Observer>,
+    secrets: crate::redact::Secrets,
 }
 
 impl Trace {
@@ -186,6 +191,25 @@ impl Trace {
         Trace {
             steps: Arc::new(Mutex::new(Vec::new())),
             observer,
+            secrets: crate::redact::Secrets::default(),
+        }
+    }
+
+    /// The host's secrets: replaced in every step, record and message shown or kept.
+    pub fn secrets(&self) -> &crate::redact::Secrets {
+        &self.secrets
+    }
+
+    fn keep(&self, step: Step) {
+        let mut steps = self.steps.lock().unwrap_or_else(|e| e.into_inner());
+        match steps.len() {
+            n if n < MAX_KEPT_STEPS => steps.push(step),
+            n if n == MAX_KEPT_STEPS => steps.push(Step {
+                who: Who::Host,
+                text: format!("further steps are shown but not kept (more than {MAX_KEPT_STEPS})"),
+                data: serde_json::json!({}),
+            }),
+            _ => {}
         }
     }
 
@@ -194,17 +218,13 @@ impl Trace {
     /// servers and the model write much of it.
     pub fn add(&self, who: Who, text: impl Into<String>, mut data: Value) {
         let text = text.into();
-        let text = match crate::text::visible(&text) {
-            std::borrow::Cow::Borrowed(_) => text,
-            std::borrow::Cow::Owned(shown) => shown,
-        };
+        let text = self.secrets.text(&text);
+        let text = crate::text::visible(&text).into_owned();
+        self.secrets.json(&mut data);
         crate::text::visible_json(&mut data);
         let step = Step { who, text, data };
         self.observer.step(&step);
-        self.steps
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(step);
+        self.keep(step);
     }
 
     /// Report progress: shown live to the observer, and kept as a `[server] progress …`
@@ -231,15 +251,15 @@ impl Trace {
                 data: serde_json::json!({"server": event.server, "tool": event.tool,
                     "progress": event.progress, "total": event.total}),
             };
-            self.steps
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(step);
+            self.keep(step);
         }
     }
 
     /// Report one tool call's record to the observer.
     pub fn tool_event(&self, event: &ToolEvent) {
+        let mut event = event.clone();
+        event.tool = self.secrets.text(&event.tool).into_owned();
+        let event = &event;
         self.observer.tool_event(event);
     }
 

@@ -60,9 +60,9 @@ pub struct Host {
     listings: Mutex<Vec<Listing>>,
     /// `--tools`: the only tools offered, kept so a re-read list is filtered the same way.
     only: Mutex<Option<Vec<String>>>,
-    /// Resource URIs this turn's results mentioned, and the server each came from: the
-    /// only ones `read_resource` may read.
-    linked: Mutex<HashMap<String, String>>,
+    /// Resource URIs this turn's results mentioned, and the servers that mentioned each
+    /// (in order): the only ones `read_resource` may read, from those servers only.
+    linked: Mutex<HashMap<String, Vec<String>>>,
     /// Questions asked so far; lists are re-read by age only after the first.
     turns: AtomicU64,
     /// Open `subscriptions/listen` streams, one per server that announces list changes.
@@ -104,11 +104,16 @@ impl Host {
                 json!({"server": name, "error": reason}),
             );
         }
+        register_secrets(config, trace.secrets());
         let timeout = config.settings.connect_timeout;
+        let limits = connect::Limits {
+            timeout,
+            max_questions: config.settings.max_input_rounds,
+        };
         let attempts = config.servers.iter().map(|spec| {
-            let (person, observer) = (person.clone(), trace.observer());
+            let (person, trace) = (person.clone(), trace.clone());
             async move {
-                let conn = connect::connect(spec, person, observer, timeout)
+                let conn = connect::connect(spec, person, &trace, limits)
                     .await
                     .map_err(|e| e.to_string())?;
                 let tools =
@@ -152,7 +157,6 @@ impl Host {
                             "version": implementation.map(|i| i.version.clone()),
                         }),
                     );
-                    conn.client.service().attach_trace(trace.clone());
                     listings.push(listing);
                     connections.push(conn);
                 }
@@ -608,7 +612,7 @@ impl Host {
         .await;
         self.stopper.finish();
         let ms = round_ms(done.elapsed);
-        let (shown, outcome) = match done.end {
+        let (shown, outcome) = match redacted(done.end, self.trace.secrets()) {
             CallEnd::Result(r) if r.is_error == Some(true) => {
                 let error = result::error_text(&r);
                 self.trace.add(
@@ -685,9 +689,11 @@ impl Host {
         ended(shown, outcome, server, done.asked_user)
     }
 
-    /// Save the binary blocks of a result for the person, and say where they are.
+    /// Save the binary blocks of a result for the person, and say where they are. Files
+    /// are named by turn and step, so a later turn never overwrites an earlier one's.
     fn keep_for_person(&self, blocks: &[rmcp::model::ContentBlock], server: &str, step: u64) {
-        let stem = format!("step{step}");
+        let turn = self.turns.load(Ordering::SeqCst);
+        let stem = format!("turn{turn}-step{step}");
         let (saved, problems) = result::save_binaries(blocks, &self.save_dir, &stem);
         for s in saved {
             self.trace.add(
@@ -717,13 +723,17 @@ impl Host {
     }
 
     /// Remember the resource URIs a result mentioned, so `read_resource` may follow them.
+    /// The same URI from two servers names two resources: each is kept with its servers.
     fn remember_links(&self, r: &rmcp::model::CallToolResult, server: &str) {
         let mut linked = lock(&self.linked);
         for uri in result::linked_uris(r) {
-            if linked.len() >= result::MAX_LINKED_URIS {
+            if linked.len() >= result::MAX_LINKED_URIS && !linked.contains_key(&uri) {
                 break;
             }
-            linked.entry(uri).or_insert_with(|| server.to_owned());
+            let servers = linked.entry(uri).or_default();
+            if !servers.iter().any(|s| s == server) {
+                servers.push(server.to_owned());
+            }
         }
     }
 
@@ -737,22 +747,50 @@ impl Host {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_owned();
-        let server = lock(&self.linked).get(&uri).cloned();
-        let Some(server) = server else {
-            let why = format!(
-                "{uri} did not appear in this turn's results; only linked resources can be read"
-            );
+        let asked_server = arguments.get("server").and_then(Value::as_str);
+        let linked_by = lock(&self.linked).get(&uri).cloned().unwrap_or_default();
+        let refuse = |why: String, decision: &str| {
             self.trace.add(
                 Who::Host,
                 format!("refused: {why}"),
-                json!({"decision": "not_linked", "uri": uri}),
+                json!({"decision": decision, "uri": uri}),
             );
-            return Ended {
+            Ended {
                 shown: result::failure(&call.name, &why, max),
                 outcome: "refused",
                 server: HOST_LABEL.into(),
                 asked_user: false,
-            };
+            }
+        };
+        let server = match (linked_by.as_slice(), asked_server) {
+            ([], _) => {
+                return refuse(
+                    format!(
+                        "{uri} did not appear in this turn's results; only linked resources can be read"
+                    ),
+                    "not_linked",
+                );
+            }
+            (_, Some(asked)) if !linked_by.iter().any(|s| s == asked) => {
+                return refuse(
+                    format!(
+                        "{uri} was linked by {}, not by {asked}",
+                        linked_by.join(" and ")
+                    ),
+                    "not_linked",
+                );
+            }
+            (_, Some(asked)) => asked.to_owned(),
+            ([only], None) => only.clone(),
+            (several, None) => {
+                return refuse(
+                    format!(
+                        "{uri} was linked by {}: say which with \"server\"",
+                        several.join(" and ")
+                    ),
+                    "ambiguous",
+                );
+            }
         };
         let Some(conn) = self.connections.iter().find(|c| c.name == server) else {
             let shown = result::failure(
@@ -864,7 +902,7 @@ impl Host {
                 self.trace.add(
                     Who::Server,
                     format!("result: {} characters", shown.chars),
-                    json!({"ms": ms, "clipped": shown.clipped, "uri": uri}),
+                    json!({"ms": ms, "clipped": shown.clipped, "uri": uri, "server": server}),
                 );
                 (shown, "ok")
             }
@@ -896,6 +934,35 @@ impl Host {
             }
         });
         futures::future::join_all(closing).await;
+    }
+}
+
+/// Tell the trace every secret the servers file gives: header values (and the token of a
+/// bearer header), credentials in a URL, and stdio `env` values whose names say they are
+/// secrets. They are replaced wherever the run shows, records or passes on text.
+fn register_secrets(config: &Config, secrets: &crate::redact::Secrets) {
+    use crate::config::Transport;
+    for spec in &config.servers {
+        match &spec.transport {
+            Transport::Http { url, headers } => {
+                for value in headers.values() {
+                    secrets.add(value);
+                    if let Some((_, token)) = value.split_once(' ') {
+                        secrets.add(token);
+                    }
+                }
+                for secret in crate::redact::url_secrets(url) {
+                    secrets.add(&secret);
+                }
+            }
+            Transport::Stdio { env, .. } => {
+                for (name, value) in env {
+                    if crate::redact::is_secret_name(name) {
+                        secrets.add(value);
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -958,6 +1025,30 @@ fn read<T>(l: &RwLock<T>) -> RwLockReadGuard<'_, T> {
 
 fn write<T>(l: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
     l.write().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A call's end with the host's secrets taken out: a server may echo back the credentials
+/// it was given, and neither the model nor the run may see them.
+fn redacted(end: CallEnd, secrets: &crate::redact::Secrets) -> CallEnd {
+    if secrets.is_empty() {
+        return end;
+    }
+    match end {
+        CallEnd::Result(r) => {
+            let mut value = serde_json::to_value(&r).unwrap_or_default();
+            secrets.json(&mut value);
+            CallEnd::Result(serde_json::from_value(value).unwrap_or(r))
+        }
+        CallEnd::ProtocolError(mut e) => {
+            e.message = secrets.text(&e.message).into_owned().into();
+            if let Some(data) = &mut e.data {
+                secrets.json(data);
+            }
+            CallEnd::ProtocolError(e)
+        }
+        CallEnd::Failed(reason) => CallEnd::Failed(secrets.text(&reason).into_owned()),
+        other => other,
+    }
 }
 
 /// Why a result breaks the tool's own output schema, if it does. A tool that declares one

@@ -10,7 +10,7 @@ use clap::Args;
 /// Which server to run, and how.
 #[derive(Args, Debug, Clone)]
 pub struct ServeArgs {
-    /// Which server: support, cmdb, tickets, orders, or testbed (for tests).
+    /// Which server: support, cmdb, tickets, orders, or testbed and hostile (for tests).
     pub name: String,
     /// The tickets server's store (default: $GATEHOUSE_TICKETS_DB, else
     /// ~/.local/share/gatehouse/tickets.db).

@@ -1,4 +1,5 @@
-//! The reference MCP servers Gatehouse is shown and tested with. Each module is one server;
+//! The reference MCP servers Gatehouse is shown and tested with, and two for its tests
+//! (`testbed`, `hostile`). Each module is one server;
 //! `common` holds what they share (identity, logging, result shapes). Every server runs on
 //! stdio ([`serve_stdio`]) or over Streamable HTTP ([`serve_http`], `http`), where `auth`
 //! tells who is calling.
@@ -8,6 +9,7 @@ pub mod cmdb;
 pub mod command;
 pub mod common;
 pub mod data;
+pub mod hostile;
 pub mod http;
 pub mod orders;
 pub mod support;
@@ -19,7 +21,7 @@ use std::path::PathBuf;
 use rmcp::ServiceExt;
 
 /// The servers `gatehouse serve NAME` can start.
-pub const SERVER_NAMES: &[&str] = &["support", "cmdb", "tickets", "orders", "testbed"];
+pub const SERVER_NAMES: &[&str] = &["support", "cmdb", "tickets", "orders", "testbed", "hostile"];
 
 /// Options some servers take.
 #[derive(Debug, Default, Clone)]
@@ -106,6 +108,8 @@ pub async fn serve_stdio(name: &str, options: ServeOptions) -> anyhow::Result<()
             }
             run(testbed::Testbed::new(testbed::TestbedOptions::from_env()?).into_dyn()).await
         }
+        // Raw JSON lines on purpose: its attacks are on the wire rmcp would not let it write.
+        "hostile" => hostile::run(hostile::Scenario::from_env()?),
         other => anyhow::bail!(
             "there is no reference server named {other:?} (known: {})",
             SERVER_NAMES.join(", ")
@@ -121,6 +125,10 @@ pub async fn serve_http(
     options: ServeOptions,
     http_options: http::HttpOptions,
 ) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        name != "hostile",
+        "the hostile test server speaks stdio only"
+    );
     anyhow::ensure!(
         SERVER_NAMES.contains(&name),
         "there is no reference server named {name:?} (known: {})",

@@ -113,9 +113,10 @@ pub struct RecordingObserver {
 }
 
 impl RecordingObserver {
-    /// Create (or truncate) the recording file.
+    /// Create (or truncate) the recording file, readable by the user only: it holds every
+    /// message of the run.
     pub fn create(path: &Path, inner: Arc<dyn Observer>) -> anyhow::Result<Self> {
-        let file = File::create(path)
+        let file = gatehouse::files::create_private(path)
             .map_err(|e| anyhow::anyhow!("cannot write the recording {}: {e}", path.display()))?;
         Ok(RecordingObserver {
             inner,

@@ -20,21 +20,15 @@ use std::{sync::Arc, time::Duration};
 use futures::future::BoxFuture;
 use gatehouse::{
     catalog::{self, Catalog},
-    config::{self, Config, Identity, ServerSpec, Transport as ServerTransport},
-    connect::{self, Connection, HostHandler},
+    config::{self, Config, Identity},
+    connect::{self, Connection, Negotiation},
     dispatch::{self, Call, CallEnd, CallLimits},
     person::{AnsweredBy, Approval, ApprovalRequest, Person},
     trace::{Quiet, Trace},
 };
-use rmcp::{
-    ClientLifecycleMode, ClientServiceExt,
-    model::{
-        ElicitRequestParams, ElicitResult, ElicitationAction, GetPromptRequestParams, JsonObject,
-        ProtocolVersion, ReadResourceRequestParams,
-    },
-    transport::{
-        StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
-    },
+use rmcp::model::{
+    ElicitRequestParams, ElicitResult, ElicitationAction, GetPromptRequestParams, JsonObject,
+    ProtocolVersion, ReadResourceRequestParams,
 };
 use serde_json::{Map, Value, json};
 
@@ -162,17 +156,16 @@ impl Client {
             .ok_or_else(|| anyhow::anyhow!("no server in the generated servers file"))?;
         let person = Arc::new(HarnessPerson);
         let trace = Trace::new(Arc::new(Quiet));
-        let conn = if handshake_era() {
-            connect_handshake(spec, person.clone(), config.settings.connect_timeout).await?
+        let negotiation = if handshake_era() {
+            Negotiation::HandshakeOnly
         } else {
-            connect::connect(
-                spec,
-                person.clone(),
-                trace.observer(),
-                config.settings.connect_timeout,
-            )
-            .await?
+            Negotiation::PreferModern
         };
+        let limits = connect::Limits {
+            timeout: config.settings.connect_timeout,
+            max_questions: config.settings.max_input_rounds,
+        };
+        let conn = connect::connect_with(spec, person.clone(), &trace, limits, negotiation).await?;
         eprintln!(
             "conformance-client: connected on {} to {}",
             conn.protocol,
@@ -246,42 +239,6 @@ impl Client {
 fn handshake_era() -> bool {
     std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION")
         .is_ok_and(|v| v.as_str() < ProtocolVersion::V_2026_07_28.as_str())
-}
-
-/// `gatehouse::connect` on the `initialize` handshake only (the host itself always probes
-/// with `server/discover` first): the host's [`HostHandler`], rmcp's Streamable HTTP.
-async fn connect_handshake(
-    spec: &ServerSpec,
-    person: Arc<HarnessPerson>,
-    timeout: Duration,
-) -> anyhow::Result<Connection> {
-    let ServerTransport::Http { url, .. } = &spec.transport else {
-        anyhow::bail!("server {}: not an HTTP server", spec.name);
-    };
-    let transport = StreamableHttpClientTransport::from_config(
-        StreamableHttpClientTransportConfig::with_uri(url.clone()),
-    );
-    let handler = HostHandler::new(&spec.name, person);
-    let client = tokio::time::timeout(
-        timeout,
-        handler.serve_with_lifecycle(transport, ClientLifecycleMode::Initialize),
-    )
-    .await
-    .map_err(|_| anyhow::anyhow!("server {}: no answer within {timeout:?}", spec.name))?
-    .map_err(|e| anyhow::anyhow!("server {}: the initialize handshake failed: {e}", spec.name))?;
-    let info = client.peer_info();
-    Ok(Connection {
-        name: spec.name.clone(),
-        protocol: info
-            .as_ref()
-            .map(|i| i.protocol_version.clone())
-            .unwrap_or(ProtocolVersion::V_2025_11_25),
-        implementation: info.as_ref().and_then(|i| i.server_info.clone()),
-        instructions: info.as_ref().and_then(|i| i.instructions.clone()),
-        client,
-        pid: None,
-        stderr_reader: None,
-    })
 }
 
 fn object(value: &Value) -> JsonObject {

@@ -195,3 +195,85 @@ pub fn playback(dir: &Path, decisions: Value) -> String {
         write(dir, "playback.json", &json!({"decisions": decisions}))
     )
 }
+
+/// What a watched run printed, and the host process's own peak memory.
+pub struct Watched {
+    pub ran: Ran,
+    /// The host's peak resident set (VmHWM), in KiB, read from /proc while it ran.
+    pub peak_kib: u64,
+    pub elapsed: std::time::Duration,
+}
+
+/// The peak resident set of a live process, in KiB (Linux's VmHWM).
+pub fn peak_rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+/// Run `gatehouse ARGS` as [`run`] does, watching its memory; it must exit by itself
+/// within `limit` (a test that would hang fails instead, and the process is killed).
+pub fn run_watched(args: &[&str], env: &[(&str, &str)], limit: std::time::Duration) -> Watched {
+    use std::io::Read;
+    let started = std::time::Instant::now();
+    let mut cmd = Command::new(exe());
+    cmd.args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .env_remove("HOST_TOOL_TIMEOUT")
+        .env_remove("GATEHOUSE_TICKETS_KEY")
+        .env_remove("GATEHOUSE_CONFIG")
+        .env("XDG_CONFIG_HOME", scratch_dir())
+        .env("GATEHOUSE_TICKETS_DB", scratch_dir().join("tickets.db"));
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("the gatehouse binary runs");
+    let pid = child.id();
+    // Read both pipes as the host writes them, so a chatty host never blocks on a full pipe.
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let out = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        let _ = out.read_to_end(&mut b);
+        b
+    });
+    let err = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        let _ = err.read_to_end(&mut b);
+        b
+    });
+    let mut peak = 0;
+    let status = loop {
+        if let Some(kib) = peak_rss_kib(pid) {
+            peak = peak.max(kib);
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("gatehouse {args:?} did not exit within {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    Watched {
+        ran: Ran {
+            status: status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.join().unwrap()).into_owned(),
+            stderr: String::from_utf8_lossy(&err.join().unwrap()).into_owned(),
+        },
+        peak_kib: peak,
+        elapsed: started.elapsed(),
+    }
+}
+
+/// Does `text` hold a character a terminal would act on (C0 but newline and tab, DEL, C1,
+/// bidi controls)?
+pub fn has_terminal_controls(text: &str) -> bool {
+    gatehouse::text::visible(text).len() != text.len()
+}

@@ -1,0 +1,317 @@
+//! The host against a server that attacks it (`gatehouse serve hostile`): for each attack
+//! the real binary exits on its own within its time limits, never panics, prints exactly
+//! one JSON object for `--json`, lets nothing act on the terminal, and keeps its memory
+//! bounded ([`MAX_HOST_PEAK_KIB`]).
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::common::*;
+
+/// The most memory the host may take under any attack, in KiB. Measured peaks are far
+/// below (the note on issue 13 has them); the 16 MiB a message may have is the largest
+/// single thing the host ever holds.
+const MAX_HOST_PEAK_KIB: u64 = 200 * 1024;
+/// The longest any attack may keep the host running.
+const WALL_LIMIT: Duration = Duration::from_secs(60);
+
+/// Run one question against the hostile server in `scenario`, the model calling `calls`
+/// (tool, arguments) in one decision, then answering.
+fn attack(scenario: &str, calls: &[(&str, Value)]) -> Watched {
+    attack_with(scenario, calls, json!({}))
+}
+
+/// A servers file with the hostile server in `scenario` and `gatehouse` settings.
+fn hostile_config(dir: &std::path::Path, scenario: &str, gatehouse: Value) -> String {
+    write(
+        dir,
+        "servers.json",
+        &json!({"mcpServers": {"hostile": builtin_server("hostile", json!({"HOSTILE": scenario}))},
+                "gatehouse": gatehouse}),
+    )
+}
+
+fn attack_with(scenario: &str, calls: &[(&str, Value)], settings: Value) -> Watched {
+    let dir = tempfile::tempdir().unwrap();
+    let mut gatehouse = json!({
+        "allow": calls.iter().map(|(t, _)| format!("hostile__{t}")).collect::<Vec<_>>(),
+        "toolTimeoutMs": 3000, "toolMaxTimeoutMs": 6000, "connectTimeoutMs": 5000
+    });
+    if let (Some(g), Value::Object(more)) = (gatehouse.as_object_mut(), settings) {
+        g.extend(more);
+    }
+    let config = hostile_config(dir.path(), scenario, gatehouse);
+    let tool_calls: Vec<Value> = calls
+        .iter()
+        .map(|(t, a)| json!({"name": format!("hostile__{t}"), "arguments": a}))
+        .collect();
+    let model = playback(
+        dir.path(),
+        json!([{"tool_calls": tool_calls}, {"answer": "the model's last word"}]),
+    );
+    let watched = run_watched(
+        &["ask", "x", "--config", &config, "--model", &model, "--json"],
+        &[],
+        WALL_LIMIT,
+    );
+    held(scenario, &watched);
+    watched
+}
+
+/// What must hold whatever the attack.
+fn held(scenario: &str, w: &Watched) {
+    let ran = &w.ran;
+    assert!(
+        !ran.stderr.contains("panicked"),
+        "{scenario}: the host panicked:\n{}",
+        tail(&ran.stderr)
+    );
+    assert_eq!(ran.status, 0, "{scenario}: {}", tail(&ran.stderr));
+    let run = ran.json();
+    assert!(run.is_object(), "{scenario}: stdout is one JSON object");
+    assert!(
+        !has_terminal_controls(&ran.stdout) && !has_terminal_controls(&ran.stderr),
+        "{scenario}: something a server wrote would act on the terminal"
+    );
+    assert!(
+        w.peak_kib < MAX_HOST_PEAK_KIB,
+        "{scenario}: the host peaked at {} KiB",
+        w.peak_kib
+    );
+    eprintln!(
+        "hostile {scenario}: host peak {} KiB, {:.2} s",
+        w.peak_kib,
+        w.elapsed.as_secs_f64()
+    );
+}
+
+fn tail(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(30)..].join("\n")
+}
+
+fn steps(w: &Watched) -> String {
+    w.ran.step_texts().join("\n")
+}
+
+#[test]
+fn garbage_lines_around_the_answers_are_ignored() {
+    let w = attack("garbage", &[("attack", json!({}))]);
+    assert!(steps(&w).contains("server: result: "), "{}", steps(&w));
+}
+
+#[test]
+fn a_line_past_the_message_bound_fails_the_call_at_once() {
+    let w = attack_with(
+        "huge-line",
+        &[("attack", json!({}))],
+        json!({"toolTimeoutMs": 30000, "toolMaxTimeoutMs": 30000}),
+    );
+    let text = steps(&w);
+    assert!(
+        text.contains(
+            "the server sent a message longer than 16 MiB; the host closed the connection"
+        ),
+        "{text}"
+    );
+    // Not the 30 s time limit: the host stopped reading at 16 MiB.
+    assert!(w.elapsed < Duration::from_secs(20), "{:?}", w.elapsed);
+}
+
+#[test]
+fn a_12_mb_result_reaches_the_model_bounded() {
+    let w = attack("big-result", &[("attack", json!({}))]);
+    let data = w.ran.step_data();
+    let result = data
+        .iter()
+        .find(|d| d.get("clipped").is_some())
+        .expect("a result step");
+    assert_eq!(result["clipped"], true);
+    let events = w.ran.tool_events();
+    assert!(events[0]["result_bytes"].as_u64().unwrap() <= 4_000);
+}
+
+#[test]
+fn a_flood_of_notifications_is_bounded_and_the_answer_still_arrives() {
+    let w = attack_with(
+        "notification-flood",
+        &[("attack", json!({}))],
+        json!({"toolMaxTimeoutMs": 60000}),
+    );
+    let texts = w.ran.step_texts();
+    assert!(texts.iter().any(|s| s.starts_with("server: result: ")));
+    let progress = texts.iter().filter(|s| s.contains("progress")).count();
+    assert!(progress <= 200, "{progress} progress steps kept");
+}
+
+#[test]
+fn a_flood_of_server_requests_never_reaches_past_the_person_s_bounds() {
+    let w = attack("request-flood", &[("attack", json!({}))]);
+    let texts = w.ran.step_texts();
+    assert!(texts.iter().any(|s| s.starts_with("server: result: ")));
+    let asked = texts.iter().filter(|s| s.contains(" asks: ")).count();
+    assert!(asked <= 10, "{asked} questions reached the person");
+    assert!(
+        texts.iter().any(|s| s.contains("declined without asking")),
+        "{}",
+        texts.join("\n")
+    );
+}
+
+#[test]
+fn a_server_that_never_answers_is_timed_out() {
+    let w = attack("silent", &[("attack", json!({}))]);
+    assert!(steps(&w).contains("timed out after 3"), "{}", steps(&w));
+}
+
+#[test]
+fn a_server_that_dies_mid_answer_is_reported() {
+    let w = attack("die", &[("attack", json!({}))]);
+    assert!(
+        steps(&w).contains("closed during the call"),
+        "{}",
+        steps(&w)
+    );
+}
+
+#[test]
+fn questions_for_ever_stop_at_the_round_cap() {
+    let w = attack("ask-forever", &[("attack", json!({}))]);
+    assert!(
+        steps(&w).contains("asked for input more than 10 times"),
+        "{}",
+        steps(&w)
+    );
+}
+
+#[test]
+fn schema_bombs_are_left_out_or_checked_without_harm() {
+    let w = attack(
+        "schema-bombs",
+        &[
+            ("cycle", json!({"x": {"y": 1}})),
+            ("self", json!({"next": {"next": {"next": {}}}})),
+            ("deep", json!({"a": {"a": {}}})),
+        ],
+    );
+    let text = steps(&w);
+    assert!(
+        text.contains("hostile's tool \"remote\" is left out"),
+        "{text}"
+    );
+    assert!(
+        text.contains("hostile's tool \"huge\" is left out"),
+        "{text}"
+    );
+    assert_eq!(
+        w.ran
+            .step_texts()
+            .iter()
+            .filter(|s| s.starts_with("server: result: "))
+            .count(),
+        3,
+        "{text}"
+    );
+}
+
+#[test]
+fn a_tool_list_nested_past_any_parser_leaves_the_server_out_in_time() {
+    let w = attack_with("deep-10000", &[], json!({"connectTimeoutMs": 2000}));
+    assert!(
+        steps(&w)
+            .contains("server unavailable: server hostile: tools/list got no answer within 2.0 s"),
+        "{}",
+        steps(&w)
+    );
+}
+
+#[test]
+fn paging_that_never_ends_is_cut() {
+    let w = attack("paging-loop", &[]);
+    assert!(
+        steps(&w).contains("did not end after 100 pages"),
+        "{}",
+        steps(&w)
+    );
+}
+
+#[test]
+fn escape_sequences_everywhere_are_shown_not_acted_on() {
+    let w = attack(
+        "escapes",
+        &[
+            ("report", json!({})),
+            ("fail", json!({})),
+            ("ask", json!({})),
+        ],
+    );
+    let text = steps(&w);
+    assert!(
+        text.contains("is left out: its name holds a control character (U+001B)"),
+        "{text}"
+    );
+    assert!(text.contains("hostile asks: Approve? \\u{1b}[2J"), "{text}");
+    assert!(
+        w.ran.stderr.contains("report: \\u{1b}[2J"),
+        "{}",
+        tail(&w.ran.stderr)
+    );
+    assert!(text.contains("tool error: failed: \\u{1b}[2J"), "{text}");
+}
+
+#[test]
+fn a_decoy_cannot_take_the_real_tools_name() {
+    let w = attack("decoys", &[("search_knowledge", json!({}))]);
+    let events = w.ran.tool_events();
+    assert_eq!(events[0]["outcome"], "ok");
+    let dir = tempfile::tempdir().unwrap();
+    let config = hostile_config(dir.path(), "decoys", json!({}));
+    let names = run(&["tools", "--json", "--config", &config], &[]);
+    let rows: Vec<Value> = serde_json::from_str(&names.stdout).unwrap();
+    let real = rows
+        .iter()
+        .find(|r| r["name"] == "hostile__search_knowledge")
+        .unwrap();
+    assert_eq!(real["description"], "Search the knowledge base.");
+}
+
+#[test]
+fn answers_with_the_wrong_id_are_dropped_and_noted() {
+    let w = attack("wrong-ids", &[("attack", json!({}))]);
+    let text = steps(&w);
+    assert!(
+        text.contains("dropped an answer from hostile with id \""),
+        "{text}"
+    );
+    assert!(text.contains("with id null"), "{text}");
+    assert!(text.contains("with id 987654"), "{text}");
+    let result = w
+        .ran
+        .step_data()
+        .into_iter()
+        .find(|d| d.get("clipped").is_some());
+    assert!(result.is_some(), "the real answer was taken: {text}");
+}
+
+#[test]
+fn an_answer_under_a_string_id_is_not_the_answer() {
+    let w = attack("wrong-id-only", &[("attack", json!({}))]);
+    let text = steps(&w);
+    assert!(text.contains("timed out after 3"), "{text}");
+}
+
+#[test]
+fn a_flood_on_stderr_is_relayed_in_bounded_lines() {
+    let w = attack("stderr-flood", &[("attack", json!({}))]);
+    let longest = w
+        .ran
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("[hostile stderr]"))
+        .map(str::len)
+        .max()
+        .unwrap_or(0);
+    assert!(longest < 9 * 1024, "a relayed line of {longest} bytes");
+    assert!(w.ran.stderr.contains("more bytes)"));
+}

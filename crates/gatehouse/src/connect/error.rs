@@ -1,0 +1,43 @@
+//! Why a server could not be used, in words a person can act on. A URL is shown without
+//! its credentials; a server's last stderr lines explain a failed start.
+
+/// Why a server could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    /// The command could not be started.
+    #[error("server {server}: cannot start `{command}`: {reason}")]
+    Spawn {
+        server: String,
+        command: String,
+        reason: String,
+    },
+    /// It started but the start-up exchange failed.
+    #[error("server {server}: {reason}{}", tail_text(.stderr))]
+    Handshake {
+        server: String,
+        reason: String,
+        stderr: Vec<String>,
+    },
+    /// An HTTP server could not be reached or refused.
+    #[error("server {server} at {}: {reason}", crate::redact::url(.url))]
+    Http {
+        server: String,
+        url: String,
+        reason: String,
+    },
+    /// No answer in time.
+    #[error("server {server}: no answer within {seconds:.1} s of starting{}", tail_text(.stderr))]
+    Timeout {
+        server: String,
+        seconds: f64,
+        stderr: Vec<String>,
+    },
+}
+
+fn tail_text(lines: &[String]) -> String {
+    if lines.is_empty() {
+        String::new()
+    } else {
+        format!("; its last words on stderr: {}", lines.join(" | "))
+    }
+}

@@ -1,0 +1,185 @@
+//! The client side of one connection: what the host tells a server about itself, and where
+//! a server's questions go: to the person, named with the asking server, and only while
+//! the host has a call in flight on that server.
+
+use std::sync::{
+    Arc, Mutex,
+    atomic::{AtomicBool, AtomicUsize, Ordering},
+};
+
+use rmcp::{
+    ClientHandler, ErrorData, RoleClient,
+    model::{
+        ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
+        ElicitationCapability, FormElicitationCapability, Implementation,
+        ProgressNotificationParam, ProgressToken, ProtocolVersion, UrlElicitationCapability,
+    },
+    service::RequestContext,
+};
+use serde_json::json;
+use tokio::sync::mpsc;
+
+use crate::{
+    person::{self, Person},
+    trace::{Trace, Who},
+};
+
+/// Most progress notifications queued for the call in flight. A server that sends them
+/// faster than the host shows them loses the excess, never the host's memory.
+pub const MAX_QUEUED_PROGRESS: usize = 1_024;
+
+/// The call in flight's progress token and where its progress goes.
+pub(crate) type ProgressRoute =
+    Arc<Mutex<Option<(ProgressToken, mpsc::Sender<ProgressNotificationParam>)>>>;
+
+/// The client side of one connection. Progress and "tool list changed" are taken by the
+/// transport as they are read ([`super::wire::InOrder`]); questions come here.
+pub struct HostHandler {
+    server: String,
+    person: Arc<dyn Person>,
+    trace: Trace,
+    /// Where the call in flight's progress goes; `None` when no call is in flight.
+    pub(crate) progress: ProgressRoute,
+    /// Set when an older server says its tool list changed.
+    pub(crate) tools_changed: Arc<AtomicBool>,
+    /// Set when the server asked the person during a call (older revisions).
+    asked: AtomicBool,
+    /// Questions asked during the call in flight; past the call's cap they are declined.
+    questions: AtomicUsize,
+    /// A question outside any call was refused already (and told in the run).
+    told_outside: AtomicBool,
+    /// Most questions one call may ask ([`crate::config::Settings::max_input_rounds`]).
+    max_questions: usize,
+    /// The revision offered by an `initialize` handshake.
+    handshake_version: ProtocolVersion,
+}
+
+impl HostHandler {
+    /// A handler for `server` that offers 2026-07-28.
+    pub fn new(server: &str, person: Arc<dyn Person>, trace: Trace, max_questions: usize) -> Self {
+        HostHandler {
+            server: server.into(),
+            person,
+            trace,
+            progress: Arc::new(Mutex::new(None)),
+            tools_changed: Arc::new(AtomicBool::new(false)),
+            asked: AtomicBool::new(false),
+            questions: AtomicUsize::new(0),
+            told_outside: AtomicBool::new(false),
+            max_questions,
+            handshake_version: ProtocolVersion::LATEST,
+        }
+    }
+
+    /// A handler for the `initialize` handshake, which offers the newest revision that
+    /// still has one (2025-11-25), never 2026-07-28.
+    pub fn for_handshake(
+        server: &str,
+        person: Arc<dyn Person>,
+        trace: Trace,
+        max_questions: usize,
+    ) -> Self {
+        HostHandler {
+            handshake_version: ProtocolVersion::V_2025_11_25,
+            ..HostHandler::new(server, person, trace, max_questions)
+        }
+    }
+
+    /// Did the server ask the person since the last look? Clears the flag.
+    pub fn take_asked(&self) -> bool {
+        self.asked.swap(false, Ordering::SeqCst)
+    }
+
+    /// Send the progress notifications of one request (by its progress token) to `to`
+    /// while it runs; `None` when it ended. Late progress of an earlier request is dropped.
+    /// While a route is set, the server may ask the person questions (older revisions).
+    pub fn route_progress(
+        &self,
+        to: Option<(ProgressToken, mpsc::Sender<ProgressNotificationParam>)>,
+    ) {
+        if to.is_some() {
+            self.questions.store(0, Ordering::SeqCst);
+        }
+        *self.progress.lock().unwrap_or_else(|e| e.into_inner()) = to;
+    }
+
+    /// Did the server announce a changed tool list since the last look? Clears the flag.
+    pub fn take_tools_changed(&self) -> bool {
+        self.tools_changed.swap(false, Ordering::SeqCst)
+    }
+
+    fn in_call(&self) -> bool {
+        self.progress
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
+    }
+}
+
+/// The name and version this host gives in every request's `_meta`.
+pub fn client_info() -> Implementation {
+    Implementation::new("gatehouse", env!("CARGO_PKG_VERSION"))
+}
+
+impl ClientHandler for HostHandler {
+    fn get_info(&self) -> ClientConfig {
+        let mut elicitation = ElicitationCapability::new();
+        elicitation.form = Some(FormElicitationCapability::default());
+        elicitation.url = Some(UrlElicitationCapability::default());
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.elicitation = Some(elicitation);
+        let mut config = ClientConfig::new(capabilities, client_info());
+        config.protocol_version = self.handshake_version.clone();
+        config
+    }
+
+    /// A server on an older revision asks mid-call with `elicitation/create`; the person
+    /// answers it exactly as they answer an `input_required` form. A question outside any
+    /// call, or past the call's cap, is declined without bothering the person.
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        // Each kind of refusal is told once (per call, or for the connection), not once
+        // per question: a flood of them must not flood the run.
+        let asked = self.questions.fetch_add(1, Ordering::SeqCst);
+        let refused = if !self.in_call() {
+            (!self.told_outside.swap(true, Ordering::SeqCst))
+                .then_some("outside any call of the host's")
+                .or(Some(""))
+        } else if asked >= self.max_questions {
+            (asked == self.max_questions)
+                .then_some("more often than the host allows in one call")
+                .or(Some(""))
+        } else {
+            None
+        };
+        if let Some(why) = refused {
+            if !why.is_empty() {
+                self.trace.add(
+                    Who::Host,
+                    format!(
+                        "{} asked the person a question {why}: declined without asking (and any more like it)",
+                        self.server
+                    ),
+                    json!({"server": self.server, "decision": "declined"}),
+                );
+            }
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        }
+        self.asked.store(true, Ordering::SeqCst);
+        Ok(person::ask_person(
+            &self.server,
+            "elicitation/create",
+            &request,
+            self.person.as_ref(),
+            &self.trace,
+        )
+        .await)
+    }
+
+    // No `on_progress` and no `on_tool_list_changed`: `InOrder` takes both notifications
+    // as they are read, in order with the responses; the handler would see them later,
+    // each in a task of its own.
+}

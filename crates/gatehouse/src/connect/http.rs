@@ -1,0 +1,156 @@
+//! A server on Streamable HTTP: rmcp's client with the servers file's headers, and why a
+//! connection failed in words, read from the HTTP status or the socket error itself (never
+//! from text that happens to contain "401", such as a port number).
+
+use std::collections::{BTreeMap, HashMap};
+
+use reqwest::header::{HeaderName, HeaderValue};
+use rmcp::{
+    service::ClientInitializeError,
+    transport::{
+        StreamableHttpClientTransport,
+        streamable_http_client::{StreamableHttpClientTransportConfig, StreamableHttpError},
+    },
+};
+
+/// The transport for a Streamable HTTP server: the revision's headers are rmcp's; the
+/// servers file's headers (credentials) are added to every request.
+pub(crate) fn transport(
+    url: &str,
+    headers: &BTreeMap<String, String>,
+) -> Result<StreamableHttpClientTransport<reqwest::Client>, String> {
+    let mut custom = HashMap::new();
+    let mut auth = None;
+    for (name, value) in headers {
+        if name.eq_ignore_ascii_case("authorization")
+            && let Some(token) = value.strip_prefix("Bearer ")
+        {
+            // rmcp sends bearer credentials itself.
+            auth = Some(token.to_owned());
+            continue;
+        }
+        let name = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| format!("header name {name:?} is not valid"))?;
+        let value = HeaderValue::from_str(value)
+            .map_err(|_| format!("the value of header {name} is not a valid header value"))?;
+        custom.insert(name, value);
+    }
+    let mut config =
+        StreamableHttpClientTransportConfig::with_uri(url.to_owned()).custom_headers(custom);
+    if let Some(token) = auth {
+        config = config.auth_header(token);
+    }
+    Ok(StreamableHttpClientTransport::from_config(config))
+}
+
+/// What an HTTP server's failure to connect comes down to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Failure {
+    Status(u16),
+    Refused,
+    Unresolved,
+    TimedOut,
+}
+
+/// The HTTP status or socket error behind a failed start, if any is there to be read.
+fn failure(e: &ClientInitializeError) -> Option<Failure> {
+    match e {
+        ClientInitializeError::LegacyFallbackFailed { discover, fallback } => {
+            failure(fallback).or_else(|| failure(discover))
+        }
+        ClientInitializeError::TransportError { error, .. } => {
+            if e.is_authorization_required() {
+                return Some(Failure::Status(401));
+            }
+            let mut current: Option<&(dyn std::error::Error + 'static)> =
+                Some(error.error.as_ref());
+            while let Some(err) = current {
+                if let Some(found) = from_error(err) {
+                    return Some(found);
+                }
+                current = err.source();
+            }
+            None
+        }
+        _ => None,
+    }
+}
+
+fn from_error(err: &(dyn std::error::Error + 'static)) -> Option<Failure> {
+    if let Some(http) = err.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+        return match http {
+            StreamableHttpError::HttpStatus(s) => Some(Failure::Status(s.status)),
+            StreamableHttpError::AuthRequired(_) => Some(Failure::Status(401)),
+            StreamableHttpError::InsufficientScope(_) => Some(Failure::Status(403)),
+            StreamableHttpError::SessionExpired => Some(Failure::Status(404)),
+            // rmcp's own wording for a status it has no variant for: "HTTP 404 Not Found: …".
+            StreamableHttpError::UnexpectedServerResponse(text) => text
+                .strip_prefix("HTTP ")
+                .and_then(|rest| rest.get(..3))
+                .and_then(|code| code.parse().ok())
+                .map(Failure::Status),
+            StreamableHttpError::Client(e) => from_reqwest(e),
+            _ => None,
+        };
+    }
+    if let Some(e) = err.downcast_ref::<reqwest::Error>() {
+        return from_reqwest(e);
+    }
+    if let Some(e) = err.downcast_ref::<std::io::Error>() {
+        return match e.kind() {
+            std::io::ErrorKind::ConnectionRefused => Some(Failure::Refused),
+            std::io::ErrorKind::TimedOut => Some(Failure::TimedOut),
+            _ => None,
+        };
+    }
+    None
+}
+
+fn from_reqwest(e: &reqwest::Error) -> Option<Failure> {
+    if let Some(status) = e.status() {
+        return Some(Failure::Status(status.as_u16()));
+    }
+    if e.is_timeout() {
+        return Some(Failure::TimedOut);
+    }
+    // The socket's own error, under reqwest's and hyper's.
+    let mut current: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    while let Some(err) = current {
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            match io.kind() {
+                std::io::ErrorKind::ConnectionRefused => return Some(Failure::Refused),
+                std::io::ErrorKind::TimedOut => return Some(Failure::TimedOut),
+                _ => {}
+            }
+        }
+        let text = err.to_string();
+        if text.contains("dns error") || text.contains("failed to lookup address") {
+            return Some(Failure::Unresolved);
+        }
+        current = err.source();
+    }
+    e.is_connect().then_some(Failure::Refused)
+}
+
+/// Why an HTTP server could not be reached, in words (never with the credentials).
+pub(crate) fn reason(e: &ClientInitializeError) -> String {
+    match failure(e) {
+        Some(Failure::Status(401)) => "the server wants credentials it did not get or did not accept (401); check the headers in the servers file".into(),
+        Some(Failure::Status(403)) => "the server refused these credentials (403)".into(),
+        Some(Failure::Status(404)) => "there is no MCP endpoint at this URL (404)".into(),
+        Some(Failure::Status(code @ 300..=399)) => format!(
+            "the server answered with a redirect ({code}) that the host does not follow; give the URL it redirects to"
+        ),
+        Some(Failure::Status(429)) => "the server is limiting requests (429); try again later".into(),
+        Some(Failure::Status(code @ 500..=599)) => {
+            format!("the server failed to answer (HTTP {code})")
+        }
+        Some(Failure::Status(code)) => format!("the server answered HTTP {code}"),
+        Some(Failure::Refused) => {
+            "cannot connect: nothing answers at this address (connection refused)".into()
+        }
+        Some(Failure::Unresolved) => "cannot connect: the host name does not resolve".into(),
+        Some(Failure::TimedOut) => "cannot connect: the connection timed out".into(),
+        None => format!("the start-up exchange failed: {e}"),
+    }
+}

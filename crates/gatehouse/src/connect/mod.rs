@@ -1,0 +1,325 @@
+//! One MCP client per configured server: start or reach it, agree on a protocol revision,
+//! and keep the connection and what the server said about itself.
+//!
+//! The host prefers revision 2026-07-28 (`server/discover`, then self-contained requests)
+//! and falls back to the `initialize` handshake of 2025-11-25 for older servers, including
+//! the ones rmcp's own probe gives up on (a -32022 that lists only old revisions).
+//!
+//! - [`handler`]: what the host tells a server, and where its questions go;
+//! - [`wire`]: the taps on every message (recording, order, answers checked against requests);
+//! - [`stdio`]: child processes, their environment, bounded reading, shutdown;
+//! - [`http`]: Streamable HTTP and why a connection failed;
+//! - `error`: why a server could not be used ([`ConnectError`]).
+
+mod error;
+pub mod handler;
+mod http;
+pub mod stdio;
+pub mod wire;
+
+use std::{
+    collections::VecDeque,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use rmcp::{
+    ClientLifecycleMode, ClientServiceExt, RoleClient,
+    model::{Implementation, ProtocolVersion},
+    service::{ClientInitializeError, RunningService},
+    transport::Transport,
+};
+
+pub use error::ConnectError;
+pub use handler::{HostHandler, client_info};
+pub use stdio::{Health, MAX_MESSAGE_BYTES, STDERR_DRAIN, STDERR_TAIL_LINES};
+pub use wire::{InOrder, Tap};
+
+use crate::{
+    config::{ServerSpec, Transport as ServerTransport},
+    person::Person,
+    trace::Trace,
+};
+
+/// A live connection to one server.
+pub struct Connection {
+    /// The server's name in the servers file (the namespace of its tools).
+    pub name: String,
+    pub client: RunningService<RoleClient, HostHandler>,
+    pub protocol: ProtocolVersion,
+    pub implementation: Option<Implementation>,
+    pub instructions: Option<String>,
+    /// The server process id, when it is a child process.
+    pub pid: Option<u32>,
+    /// Reads the server's stderr; awaited at shutdown so its last lines are not lost.
+    pub stderr_reader: Option<tokio::task::JoinHandle<()>>,
+    /// What broke the connection, when the host broke it.
+    pub health: Arc<Health>,
+}
+
+impl Connection {
+    /// Why the connection is closed, in words, when the host knows more than "closed".
+    pub fn broken_reason(&self) -> Option<String> {
+        self.health.broken_reason()
+    }
+}
+
+/// How a connection agrees on a revision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Negotiation {
+    /// 2026-07-28 first, the `initialize` handshake when the server is older.
+    PreferModern,
+    /// The `initialize` handshake only (2025-11-25), as a client of that era would.
+    HandshakeOnly,
+}
+
+/// The bounds of one connection: its start, and the questions a server may ask in a call.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// How long the start may take.
+    pub timeout: Duration,
+    /// Most questions a server may ask the person during one call (older revisions).
+    pub max_questions: usize,
+}
+
+/// Start (or reach) one server and agree on a revision, within `limits.timeout`. Every
+/// message and every question is recorded in `trace` from the first one on.
+pub async fn connect(
+    spec: &ServerSpec,
+    person: Arc<dyn Person>,
+    trace: &Trace,
+    limits: Limits,
+) -> Result<Connection, ConnectError> {
+    connect_with(spec, person, trace, limits, Negotiation::PreferModern).await
+}
+
+/// As [`connect`], agreeing on a revision as `negotiation` says.
+pub async fn connect_with(
+    spec: &ServerSpec,
+    person: Arc<dyn Person>,
+    trace: &Trace,
+    limits: Limits,
+    negotiation: Negotiation,
+) -> Result<Connection, ConnectError> {
+    let setup = Setup {
+        spec,
+        person,
+        trace,
+        limits,
+    };
+    match &spec.transport {
+        ServerTransport::Stdio { .. } => setup.stdio(negotiation).await,
+        ServerTransport::Http { url, headers } => setup.http(url, headers, negotiation).await,
+    }
+}
+
+/// What every attempt at one connection shares.
+struct Setup<'a> {
+    spec: &'a ServerSpec,
+    person: Arc<dyn Person>,
+    trace: &'a Trace,
+    limits: Limits,
+}
+
+impl Setup<'_> {
+    fn handler(&self, negotiation: Negotiation) -> HostHandler {
+        let (name, person, trace) = (&self.spec.name, self.person.clone(), self.trace.clone());
+        let max = self.limits.max_questions;
+        match negotiation {
+            Negotiation::PreferModern => HostHandler::new(name, person, trace, max),
+            Negotiation::HandshakeOnly => HostHandler::for_handshake(name, person, trace, max),
+        }
+    }
+
+    /// Serve a client over `transport`, tapped when the observer wants every message.
+    async fn serve<T>(
+        &self,
+        transport: T,
+        negotiation: Negotiation,
+    ) -> Result<RunningService<RoleClient, HostHandler>, ClientInitializeError>
+    where
+        T: Transport<RoleClient> + 'static,
+    {
+        let handler = self.handler(negotiation);
+        let mode = match negotiation {
+            Negotiation::PreferModern => ClientLifecycleMode::Auto {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                legacy_version: Some(ProtocolVersion::V_2025_11_25),
+            },
+            Negotiation::HandshakeOnly => ClientLifecycleMode::Initialize,
+        };
+        let name = &self.spec.name;
+        if self.trace.observer().wants_wire() {
+            let tapped = InOrder::new(
+                Tap::new(transport, name, self.trace),
+                name,
+                &handler,
+                self.trace,
+            );
+            handler.serve_with_lifecycle(tapped, mode).await
+        } else {
+            let in_order = InOrder::new(transport, name, &handler, self.trace);
+            handler.serve_with_lifecycle(in_order, mode).await
+        }
+    }
+
+    async fn http(
+        &self,
+        url: &str,
+        headers: &std::collections::BTreeMap<String, String>,
+        negotiation: Negotiation,
+    ) -> Result<Connection, ConnectError> {
+        let fail = |reason: String| ConnectError::Http {
+            server: self.spec.name.clone(),
+            url: url.to_owned(),
+            reason: self.trace.secrets().text(&reason).into_owned(),
+        };
+        let attempt = async {
+            let transport = http::transport(url, headers).map_err(fail)?;
+            match self.serve(transport, negotiation).await {
+                Ok(client) => Ok(client),
+                Err(e) if negotiation == Negotiation::PreferModern && retry_with_initialize(&e) => {
+                    let transport = http::transport(url, headers).map_err(fail)?;
+                    self.serve(transport, Negotiation::HandshakeOnly)
+                        .await
+                        .map_err(|e| fail(http::reason(&e)))
+                }
+                Err(e) => Err(fail(http::reason(&e))),
+            }
+        };
+        let timeout = self.limits.timeout;
+        let client = match tokio::time::timeout(timeout, attempt).await {
+            Ok(result) => result?,
+            Err(_) => {
+                return Err(fail(format!(
+                    "no answer within {:.1} s",
+                    timeout.as_secs_f64()
+                )));
+            }
+        };
+        Ok(connection(self.spec, client, None, None, Arc::default()))
+    }
+
+    async fn stdio(&self, negotiation: Negotiation) -> Result<Connection, ConnectError> {
+        let tail: stdio::Tail = Arc::new(Mutex::new(VecDeque::new()));
+        let health = Arc::new(Health::default());
+        let attempt = async {
+            let spawned = stdio::spawn(self.spec, self.trace, &tail, &health)?;
+            let pid = spawned.transport.id();
+            match self.serve(spawned.transport, negotiation).await {
+                Ok(client) => Ok((client, pid, spawned.stderr_reader)),
+                // The server answered the probe with only handshake-era revisions. rmcp
+                // stops there; a host connects anyway, with a fresh process and `initialize`.
+                Err(e) if negotiation == Negotiation::PreferModern && retry_with_initialize(&e) => {
+                    // Let the first process's stderr drain before it is replaced.
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    let spawned = stdio::spawn(self.spec, self.trace, &tail, &health)?;
+                    let pid = spawned.transport.id();
+                    match self
+                        .serve(spawned.transport, Negotiation::HandshakeOnly)
+                        .await
+                    {
+                        Ok(client) => Ok((client, pid, spawned.stderr_reader)),
+                        Err(e) => Err(self.handshake_error(e, &tail).await),
+                    }
+                }
+                Err(e) => Err(self.handshake_error(e, &tail).await),
+            }
+        };
+        let timeout = self.limits.timeout;
+        let (client, pid, stderr_reader) = match tokio::time::timeout(timeout, attempt).await {
+            Ok(result) => result?,
+            Err(_) => {
+                return Err(ConnectError::Timeout {
+                    server: self.spec.name.clone(),
+                    seconds: timeout.as_secs_f64(),
+                    stderr: lines(&tail),
+                });
+            }
+        };
+        Ok(connection(
+            self.spec,
+            client,
+            pid,
+            Some(stderr_reader),
+            health,
+        ))
+    }
+
+    async fn handshake_error(&self, e: ClientInitializeError, tail: &stdio::Tail) -> ConnectError {
+        // Give the stderr reader a moment: a server that exits usually says why first.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let reason = match e {
+            // Either way the process is gone: it closed its stdout, or its stdin broke first.
+            ClientInitializeError::ConnectionClosed(_)
+            | ClientInitializeError::TransportError { .. } => {
+                "the server exited (or closed its stdio) before it answered".to_string()
+            }
+            ClientInitializeError::JsonRpcError(err) => format!(
+                "the server refused to start a session: {} {}",
+                err.code.0, err.message
+            ),
+            ClientInitializeError::NoCompatibleProtocolVersion {
+                server_supported, ..
+            } => format!(
+                "no protocol revision in common (the server speaks {})",
+                server_supported
+                    .iter()
+                    .map(|v| v.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            other => format!("the start-up exchange failed: {other}"),
+        };
+        ConnectError::Handshake {
+            server: self.spec.name.clone(),
+            reason: self.trace.secrets().text(&reason).into_owned(),
+            stderr: lines(tail),
+        }
+    }
+}
+
+fn lines(tail: &stdio::Tail) -> Vec<String> {
+    tail.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .cloned()
+        .collect()
+}
+
+/// Errors after which a host connects again with the `initialize` handshake. rmcp's own
+/// probe falls back on most legacy answers; these are the ones where it gives up but a
+/// handshake-era server may still answer `initialize`: a -32022 that lists only old
+/// revisions, and a discover answer that is not a discover result.
+fn retry_with_initialize(e: &ClientInitializeError) -> bool {
+    matches!(
+        e,
+        ClientInitializeError::NoCompatibleProtocolVersion { .. }
+            | ClientInitializeError::ExpectedInitResult(_)
+            | ClientInitializeError::ExpectedInitResponse(_)
+    )
+}
+
+/// What a connection keeps, however it was made.
+fn connection(
+    spec: &ServerSpec,
+    client: RunningService<RoleClient, HostHandler>,
+    pid: Option<u32>,
+    stderr_reader: Option<tokio::task::JoinHandle<()>>,
+    health: Arc<Health>,
+) -> Connection {
+    let info = client.peer_info();
+    Connection {
+        name: spec.name.clone(),
+        protocol: info
+            .as_ref()
+            .map(|i| i.protocol_version.clone())
+            .unwrap_or(ProtocolVersion::V_2025_11_25),
+        implementation: info.as_ref().and_then(|i| i.server_info.clone()),
+        instructions: info.as_ref().and_then(|i| i.instructions.clone()),
+        client,
+        pid,
+        stderr_reader,
+        health,
+    }
+}

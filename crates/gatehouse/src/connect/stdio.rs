@@ -1,0 +1,313 @@
+//! A server as a child process on stdio: started with only the environment its entry
+//! names, read with bounds on every line, and stopped the way the revision says (close its
+//! stdin, wait, then SIGTERM, then kill).
+//!
+//! Both of its output streams are hostile. A message on stdout longer than
+//! [`MAX_MESSAGE_BYTES`] ends the connection at once, with that reason, rather than being
+//! dropped while the call waits out its time limit; a line on stderr is cut at
+//! [`MAX_STDERR_LINE_BYTES`], so a server that never writes a newline costs nothing.
+
+use std::{
+    collections::VecDeque,
+    pin::Pin,
+    process::Stdio,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, Ordering},
+    },
+    task::{Context, Poll},
+    time::Duration,
+};
+
+use rmcp::{
+    RoleClient,
+    service::{RxJsonRpcMessage, TxJsonRpcMessage},
+    transport::{Transport, async_rw::AsyncRwTransport},
+};
+use tokio::{
+    io::{AsyncRead, AsyncReadExt, ReadBuf},
+    process::{Child, ChildStdin, ChildStdout},
+};
+
+use super::ConnectError;
+use crate::{
+    config::{ServerSpec, Transport as ServerTransport},
+    trace::Trace,
+};
+
+/// Longest JSON-RPC message (one line) the host reads from a server: rmcp's own bound.
+pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+/// Longest stderr line relayed; the rest of a longer line is counted, not kept.
+pub const MAX_STDERR_LINE_BYTES: usize = 8 * 1024;
+/// How many of a server's last stderr lines are kept to explain a failed start.
+pub const STDERR_TAIL_LINES: usize = 8;
+/// How long the host waits, at shutdown, for a server's last stderr lines.
+pub const STDERR_DRAIN: Duration = Duration::from_secs(1);
+/// At shutdown: how long a server gets to exit once its stdin is closed, and again after
+/// SIGTERM, before it is killed.
+pub const EXIT_GRACE: Duration = Duration::from_secs(2);
+
+/// A server's last stderr lines, to explain a failed start.
+pub(crate) type Tail = Arc<Mutex<VecDeque<String>>>;
+
+/// What went wrong on a connection that rmcp only sees as "closed".
+#[derive(Debug, Default)]
+pub struct Health {
+    oversized: AtomicBool,
+}
+
+impl Health {
+    /// Why the connection broke, when the host broke it.
+    pub fn broken_reason(&self) -> Option<String> {
+        self.oversized.load(Ordering::SeqCst).then(|| {
+            format!(
+                "the server sent a message longer than {} MiB; the host closed the connection",
+                MAX_MESSAGE_BYTES / (1024 * 1024)
+            )
+        })
+    }
+}
+
+/// A server's stdout, read as rmcp reads it, but failing (which ends the connection)
+/// as soon as one line passes [`MAX_MESSAGE_BYTES`].
+struct BoundedLines<R> {
+    inner: R,
+    since_newline: usize,
+    health: Arc<Health>,
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for BoundedLines<R> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if let Poll::Ready(Ok(())) = polled {
+            let fresh = &buf.filled()[before..];
+            let mut run = self.since_newline;
+            for &b in fresh {
+                run = if b == b'\n' { 0 } else { run + 1 };
+                if run > MAX_MESSAGE_BYTES {
+                    self.health.oversized.store(true, Ordering::SeqCst);
+                    // A failed read hands over nothing.
+                    buf.set_filled(before);
+                    return Poll::Ready(Err(std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        "a message longer than the host reads",
+                    )));
+                }
+            }
+            self.since_newline = run;
+        }
+        polled
+    }
+}
+
+/// The transport to a child process: its stdout and stdin as JSON lines, and the process.
+pub struct ChildTransport {
+    transport: AsyncRwTransport<RoleClient, BoundedLines<ChildStdout>, ChildStdin>,
+    child: Child,
+}
+
+impl ChildTransport {
+    /// The server's process id.
+    pub fn id(&self) -> Option<u32> {
+        self.child.id()
+    }
+}
+
+impl Transport<RoleClient> for ChildTransport {
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.transport.send(item)
+    }
+
+    fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
+        self.transport.receive()
+    }
+
+    /// Close stdin and let the server exit; then SIGTERM; then kill.
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        self.transport.close().await?;
+        if tokio::time::timeout(EXIT_GRACE, self.child.wait())
+            .await
+            .is_ok()
+        {
+            return Ok(());
+        }
+        #[cfg(unix)]
+        if let Some(pid) = self.child.id() {
+            // SAFETY: `kill` only sends a signal; the pid is our own child's, not yet reaped
+            // (its `Child` is alive), so it names no other process.
+            unsafe {
+                libc::kill(pid as libc::pid_t, libc::SIGTERM);
+            }
+            if tokio::time::timeout(EXIT_GRACE, self.child.wait())
+                .await
+                .is_ok()
+            {
+                return Ok(());
+            }
+        }
+        self.child.kill().await
+    }
+}
+
+/// A started server process: its transport, and the task that reads its stderr.
+pub(crate) struct Spawned {
+    pub transport: ChildTransport,
+    pub stderr_reader: tokio::task::JoinHandle<()>,
+}
+
+/// Start a stdio server with the environment its entry names.
+pub(crate) fn spawn(
+    spec: &ServerSpec,
+    trace: &Trace,
+    tail: &Tail,
+    health: &Arc<Health>,
+) -> Result<Spawned, ConnectError> {
+    let ServerTransport::Stdio {
+        command,
+        args,
+        env,
+        cwd,
+        pass,
+    } = &spec.transport
+    else {
+        return Err(ConnectError::Spawn {
+            server: spec.name.clone(),
+            command: String::new(),
+            reason: "not a stdio server".into(),
+        });
+    };
+    // The server's environment is what its entry says: the base set, the names it passes
+    // through, its own `env`; never the host's credentials by accident.
+    let mut cmd = tokio::process::Command::new(command);
+    cmd.args(args)
+        .env_clear()
+        .envs(pass.select(std::env::vars_os()))
+        .envs(env)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    if let Some(cwd) = cwd {
+        cmd.current_dir(cwd);
+    }
+    let mut child = cmd.spawn().map_err(|e| ConnectError::Spawn {
+        server: spec.name.clone(),
+        command: command.clone(),
+        reason: match e.kind() {
+            std::io::ErrorKind::NotFound => "no such command".into(),
+            std::io::ErrorKind::PermissionDenied => "permission denied".into(),
+            _ => e.to_string(),
+        },
+    })?;
+    let pipes = (child.stdout.take(), child.stdin.take(), child.stderr.take());
+    let (Some(stdout), Some(stdin), Some(stderr)) = pipes else {
+        return Err(ConnectError::Spawn {
+            server: spec.name.clone(),
+            command: command.clone(),
+            reason: "its standard streams could not be opened".into(),
+        });
+    };
+    let stdout = BoundedLines {
+        inner: stdout,
+        since_newline: 0,
+        health: health.clone(),
+    };
+    // rmcp's own bound is set just past ours, so ours is the one that acts.
+    let transport =
+        AsyncRwTransport::new(stdout, stdin).with_max_line_length(MAX_MESSAGE_BYTES + 2);
+    let stderr_reader = tokio::spawn(relay_stderr(
+        stderr,
+        spec.name.clone(),
+        trace.clone(),
+        tail.clone(),
+    ));
+    Ok(Spawned {
+        transport: ChildTransport { transport, child },
+        stderr_reader,
+    })
+}
+
+/// Relay a server's stderr to the observer line by line, each cut at
+/// [`MAX_STDERR_LINE_BYTES`], keeping the last few for error messages.
+async fn relay_stderr(
+    mut stderr: tokio::process::ChildStderr,
+    server: String,
+    trace: Trace,
+    tail: Tail,
+) {
+    let observer = trace.observer();
+    let mut chunk = vec![0u8; 8 * 1024];
+    let mut line: Vec<u8> = Vec::new();
+    let mut cut = 0usize;
+    let emit = |line: &mut Vec<u8>, cut: &mut usize| {
+        let mut text = String::from_utf8_lossy(line).into_owned();
+        if *cut > 0 {
+            text.push_str(&format!(" … ({} more bytes)", *cut));
+        }
+        let text = trace.secrets().text(&text).into_owned();
+        observer.server_stderr(&server, &text);
+        let mut t = tail.lock().unwrap_or_else(|e| e.into_inner());
+        if t.len() == STDERR_TAIL_LINES {
+            t.pop_front();
+        }
+        t.push_back(text);
+        line.clear();
+        *cut = 0;
+    };
+    loop {
+        let n = match stderr.read(&mut chunk).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        for &b in &chunk[..n] {
+            if b == b'\n' {
+                emit(&mut line, &mut cut);
+            } else if line.len() < MAX_STDERR_LINE_BYTES {
+                line.push(b);
+            } else {
+                cut += 1;
+            }
+        }
+    }
+    if !line.is_empty() || cut > 0 {
+        emit(&mut line, &mut cut);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_line_past_the_bound_fails_the_read_and_says_why() {
+        let health = Arc::new(Health::default());
+        let mut data = vec![b'{'; MAX_MESSAGE_BYTES];
+        data.push(b'\n');
+        data.extend(vec![b'x'; MAX_MESSAGE_BYTES + 1]);
+        let mut reader = BoundedLines {
+            inner: &data[..],
+            since_newline: 0,
+            health: health.clone(),
+        };
+        let mut first = vec![0u8; MAX_MESSAGE_BYTES + 1];
+        reader.read_exact(&mut first).await.unwrap();
+        assert!(
+            health.broken_reason().is_none(),
+            "a line at the bound passes"
+        );
+        let mut sink = Vec::new();
+        let err = reader.read_to_end(&mut sink).await.unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::InvalidData);
+        assert!(health.broken_reason().unwrap().contains("16 MiB"));
+    }
+}
