@@ -89,6 +89,29 @@ fn questions_whose_lowercase_is_longer_do_not_panic() {
     );
 }
 
+/// `ask --json --record DIR/run.jsonl` with this servers file and model: the run, and
+/// what was recorded.
+fn ask_recorded(dir: &Path, config: &str, model: &str, env: &[(&str, &str)]) -> (Ran, String) {
+    let record = dir.join("run.jsonl");
+    let record_arg = record.to_string_lossy().into_owned();
+    let ran = run(
+        &[
+            "ask",
+            "x",
+            "--config",
+            config,
+            "--model",
+            model,
+            "--json",
+            "--record",
+            &record_arg,
+        ],
+        env,
+    );
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    (ran, std::fs::read_to_string(&record).unwrap())
+}
+
 /// The names of the variables a stdio server got, with this entry and host environment.
 fn server_env(entry_extra: Value, host_env: &[(&str, &str)]) -> Vec<String> {
     let dir = tempfile::tempdir().unwrap();
@@ -105,23 +128,7 @@ fn server_env(entry_extra: Value, host_env: &[(&str, &str)]) -> Vec<String> {
         dir.path(),
         json!([{"tool_calls": [{"name": "probe__env", "arguments": {}}]}, {"answer": "ok"}]),
     );
-    let record = dir.path().join("run.jsonl");
-    let ran = run(
-        &[
-            "ask",
-            "x",
-            "--config",
-            &config,
-            "--model",
-            &model,
-            "--json",
-            "--record",
-            &record.to_string_lossy(),
-        ],
-        host_env,
-    );
-    assert_eq!(ran.status, 0, "{}", ran.stderr);
-    let recorded = std::fs::read_to_string(&record).unwrap();
+    let (_, recorded) = ask_recorded(dir.path(), &config, &model, host_env);
     let line = recorded
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
@@ -178,23 +185,8 @@ fn a_server_that_echoes_its_credentials_has_them_redacted_everywhere() {
         json!([{"tool_calls": [{"name": "leaky__echo_env", "arguments": {"names": ["GITHUB_TOKEN"]}}]},
                {"answer": "ok"}]),
     );
+    let (ran, recorded) = ask_recorded(dir.path(), &config, &model, &[("GITHUB_TOKEN", token)]);
     let record = dir.path().join("run.jsonl");
-    let ran = run(
-        &[
-            "ask",
-            "x",
-            "--config",
-            &config,
-            "--model",
-            &model,
-            "--json",
-            "--record",
-            &record.to_string_lossy(),
-        ],
-        &[("GITHUB_TOKEN", token)],
-    );
-    assert_eq!(ran.status, 0, "{}", ran.stderr);
-    let recorded = std::fs::read_to_string(&record).unwrap();
     for (what, text) in [
         ("stdout", ran.stdout.as_str()),
         ("stderr", ran.stderr.as_str()),

@@ -122,6 +122,25 @@ pub fn scratch_dir() -> PathBuf {
     dir
 }
 
+/// `gatehouse ARGS` with extra environment, its output piped, in a fresh world: its own
+/// ticket store, and no servers file of the machine's user found by accident.
+pub fn gatehouse_command(args: &[&str], env: &[(&str, &str)]) -> Command {
+    let mut cmd = Command::new(exe());
+    cmd.args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .env_remove("HOST_TOOL_TIMEOUT")
+        .env_remove("GATEHOUSE_TICKETS_KEY")
+        .env_remove("GATEHOUSE_CONFIG")
+        .env("XDG_CONFIG_HOME", scratch_dir())
+        .env("GATEHOUSE_TICKETS_DB", scratch_dir().join("tickets.db"));
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
 /// Run `gatehouse ARGS` with extra environment, no stdin. The tickets server gets a store
 /// of its own unless the environment names one.
 pub fn run(args: &[&str], env: &[(&str, &str)]) -> Ran {
@@ -131,24 +150,12 @@ pub fn run(args: &[&str], env: &[(&str, &str)]) -> Ran {
 /// As [`run`], with text on stdin.
 pub fn run_with_stdin(args: &[&str], env: &[(&str, &str)], stdin: Option<&str>) -> Ran {
     use std::io::Write;
-    let mut cmd = Command::new(exe());
-    cmd.args(args)
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .env_remove("HOST_TOOL_TIMEOUT")
-        .env_remove("GATEHOUSE_TICKETS_KEY")
-        .env_remove("GATEHOUSE_CONFIG")
-        // No servers file of the machine's user is found by accident.
-        .env("XDG_CONFIG_HOME", scratch_dir())
-        .env("GATEHOUSE_TICKETS_DB", scratch_dir().join("tickets.db"));
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
+    let mut cmd = gatehouse_command(args, env);
+    cmd.stdin(if stdin.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    });
     let mut child = cmd.spawn().expect("the gatehouse binary runs");
     if let Some(text) = stdin {
         child
@@ -218,20 +225,9 @@ pub fn peak_rss_kib(pid: u32) -> Option<u64> {
 pub fn run_watched(args: &[&str], env: &[(&str, &str)], limit: std::time::Duration) -> Watched {
     use std::io::Read;
     let started = std::time::Instant::now();
-    let mut cmd = Command::new(exe());
-    cmd.args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .env_remove("HOST_TOOL_TIMEOUT")
-        .env_remove("GATEHOUSE_TICKETS_KEY")
-        .env_remove("GATEHOUSE_CONFIG")
-        .env("XDG_CONFIG_HOME", scratch_dir())
-        .env("GATEHOUSE_TICKETS_DB", scratch_dir().join("tickets.db"));
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.spawn().expect("the gatehouse binary runs");
+    let mut child = gatehouse_command(args, env)
+        .spawn()
+        .expect("the gatehouse binary runs");
     let pid = child.id();
     // Read both pipes as the host writes them, so a chatty host never blocks on a full pipe.
     let mut out = child.stdout.take().unwrap();
