@@ -1,10 +1,12 @@
-//! The call itself: `tools/call` with a time limit per server round, and the
-//! `input_required` rounds of revision 2026-07-28 driven by the host.
+//! The request itself: `tools/call` (and the host's own `resources/read`) with a time
+//! limit per server round, the person's Stop, and the `input_required` rounds of revision
+//! 2026-07-28 driven by the host.
 //!
 //! The host drives the rounds itself (rather than rmcp's automatic loop) so that the time
 //! limit covers each server round and never the person's thinking, the rounds are capped,
 //! and every question reaches the person with the name of the server that asks. When a
-//! round runs out of time, dropping its request makes rmcp send `notifications/cancelled`.
+//! round runs out of time, or the person stops it, the request is cancelled: rmcp sends
+//! `notifications/cancelled`, awaited until written.
 
 use std::{
     sync::{Arc, Mutex},
@@ -17,10 +19,10 @@ use tokio_util::sync::CancellationToken;
 use rmcp::{
     ServiceError,
     model::{
-        CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult, ClientRequest,
-        ErrorData, InputRequest, InputResponses, JsonObject, RequestMetaObject, ServerResult,
+        CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, ErrorData,
+        InputRequest, InputRequiredResult, InputResponses, JsonObject, ReadResourceRequest,
+        ReadResourceRequestParams, ReadResourceResult, RequestMetaObject, ServerResult,
     },
-    service::PeerRequestOptions,
 };
 use serde_json::json;
 
@@ -30,11 +32,12 @@ use crate::{
     trace::{ProgressEvent, Trace},
 };
 
-/// How a call ended, before it is shaped for the model.
+/// How a request ended, before it is shaped for the model: `T` is what a complete answer
+/// holds (a tool's result, or a resource's contents).
 #[derive(Debug)]
-pub enum CallEnd {
-    /// The server answered with a result (which may be `isError: true`).
-    Result(CallToolResult),
+pub enum CallEnd<T = CallToolResult> {
+    /// The server answered with a result (for a tool, possibly `isError: true`).
+    Result(T),
     /// The server answered with a JSON-RPC error.
     ProtocolError(ErrorData),
     /// A server round took longer than the limit; the request was cancelled.
@@ -45,8 +48,8 @@ pub enum CallEnd {
     Stopped,
 }
 
-/// Stops the call in flight, if any: its request is dropped, which sends
-/// `notifications/cancelled` to the server. Cheap to clone and to hand to a signal handler.
+/// Stops the call in flight, if any: its request is cancelled on the server. Cheap to
+/// clone and to hand to a signal handler.
 #[derive(Clone, Default)]
 pub struct Stopper {
     current: Arc<Mutex<Option<CancellationToken>>>,
@@ -76,19 +79,22 @@ impl Stopper {
         token
     }
 
+    /// The call in flight ended; a Stop now stops nothing.
     pub fn finish(&self) {
         *self.current.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 }
 
-/// A finished call: how it ended, and what it took.
+/// A finished request: how it ended, and what it took.
 #[derive(Debug)]
-pub struct Dispatched {
-    pub end: CallEnd,
+pub struct Dispatched<T = CallToolResult> {
+    /// How it ended.
+    pub end: CallEnd<T>,
     /// Did the server ask the person anything during this call?
     pub asked_user: bool,
     /// Server rounds sent (1 without `input_required`).
     pub rounds: usize,
+    /// From the first round sent to the end.
     pub elapsed: Duration,
 }
 
@@ -99,6 +105,7 @@ pub struct CallLimits {
     pub round_timeout: Duration,
     /// Progress extends a round's limit, but never past this.
     pub max_round_timeout: Duration,
+    /// Most `input_required` rounds before the host gives up.
     pub max_input_rounds: usize,
 }
 
@@ -106,104 +113,115 @@ pub struct CallLimits {
 /// live but not kept, so a chatty server cannot fill memory.
 pub const MAX_PROGRESS_STEPS: usize = 200;
 
+/// How long the host waits for a cancellation to be written to the server.
+pub const CANCEL_SEND_LIMIT: Duration = Duration::from_secs(2);
+
 /// How one server round ended. It lives for one match on the stack, so the large answer
 /// is not worth a heap allocation per call.
 #[allow(clippy::large_enum_variant)]
 enum Round {
-    Answered(Result<CallToolResponse, ServiceError>),
+    Answered(Result<ServerResult, ServiceError>),
     TimedOut(Duration),
     Stopped,
 }
 
-/// Wait for one server round: its answer, the time limit (extended by progress up to the
-/// hard maximum), or the person's stop. Progress is reported as it comes.
-async fn one_round(
-    conn: &Connection,
-    params: CallToolRequestParams,
-    tool: &str,
+/// What one round is about, for the progress it reports.
+struct Round1<'a> {
+    conn: &'a Connection,
+    label: &'a str,
     limits: CallLimits,
-    trace: &Trace,
-    stop: &CancellationToken,
-    progress_steps: &mut usize,
-) -> Round {
-    let started = tokio::time::Instant::now();
-    // Sent by hand rather than with `call_tool_once`, for two reasons: the request's own
-    // progress token routes only its progress to this call, and a cancellation is
-    // awaited until it is written, so a server hears it even if the host exits next.
-    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-    let mut handle = match conn
-        .client
-        .peer()
-        .send_request_with_option(request, PeerRequestOptions::no_options())
-        .await
-    {
-        Ok(handle) => handle,
-        Err(e) => return Round::Answered(Err(e)),
-    };
-    let (tx, mut rx) = mpsc::channel(MAX_QUEUED_PROGRESS);
-    let handler = conn.client.service();
-    handler.route_progress(Some((handle.progress_token.clone(), tx)));
-    let hard_deadline = started + limits.max_round_timeout.max(limits.round_timeout);
-    let mut deadline = started + limits.round_timeout;
-    let mut record = |p: rmcp::model::ProgressNotificationParam| {
-        let event = ProgressEvent {
-            server: conn.name.clone(),
-            tool: tool.to_owned(),
-            progress: p.progress,
-            total: p.total,
-            message: p.message,
-        };
-        *progress_steps += 1;
-        trace.progress(&event, *progress_steps <= MAX_PROGRESS_STEPS);
-    };
-    let round = loop {
-        tokio::select! {
-            answer = &mut handle.rx => {
-                let answer = answer
-                    .map_err(|_| ServiceError::TransportClosed)
-                    .and_then(|r| r)
-                    .and_then(|result| match result {
-                        ServerResult::CallToolResult(r) => Ok(CallToolResponse::Complete(r)),
-                        ServerResult::InputRequiredResult(r) => Ok(CallToolResponse::InputRequired(r)),
-                        ServerResult::CreateTaskResult(r) => Ok(CallToolResponse::Task(r)),
-                        _ => Err(ServiceError::UnexpectedResponse),
-                    });
-                handler.route_progress(None);
-                // Progress the server sent before its answer was routed as it was read
-                // (`connect::InOrder`), so it is all here: shown before the result.
-                while let Ok(p) = rx.try_recv() {
-                    record(p);
-                }
-                return Round::Answered(answer);
-            }
-            Some(p) = rx.recv() => {
-                deadline = (tokio::time::Instant::now() + limits.round_timeout).min(hard_deadline);
-                record(p);
-            }
-            _ = tokio::time::sleep_until(deadline) => break (Round::TimedOut(started.elapsed()), "request timeout"),
-            _ = stop.cancelled() => break (Round::Stopped, "stopped by the person"),
-        }
-    };
-    handler.route_progress(None);
-    let (round, reason) = round;
-    // Bounded: a server that stops reading its input must not hold the host here.
-    let _ = tokio::time::timeout(CANCEL_SEND_LIMIT, handle.cancel(Some(reason.into()))).await;
-    round
+    trace: &'a Trace,
+    stop: &'a CancellationToken,
 }
 
-/// How long the host waits for a cancellation to be written to the server.
-pub const CANCEL_SEND_LIMIT: Duration = Duration::from_secs(2);
+impl Round1<'_> {
+    /// Wait for one server round: its answer, the time limit (extended by progress up to
+    /// the hard maximum), or the person's stop. Progress is reported as it comes.
+    async fn send(&self, request: ClientRequest, progress_steps: &mut usize) -> Round {
+        let (conn, limits) = (self.conn, self.limits);
+        let started = tokio::time::Instant::now();
+        // Sent by hand rather than with rmcp's helpers, for two reasons: the request's own
+        // progress token routes only its progress here, and a cancellation is awaited until
+        // it is written, so a server hears it even if the host exits next.
+        let mut handle = match conn.send(request).await {
+            Ok(handle) => handle,
+            Err(e) => return Round::Answered(Err(e)),
+        };
+        let (tx, mut rx) = mpsc::channel(MAX_QUEUED_PROGRESS);
+        let handler = conn.handler();
+        handler.route_progress(Some((handle.progress_token.clone(), tx)));
+        let hard_deadline = started + limits.max_round_timeout.max(limits.round_timeout);
+        let mut deadline = started + limits.round_timeout;
+        let mut record = |p: rmcp::model::ProgressNotificationParam| {
+            let event = ProgressEvent {
+                server: conn.name.clone(),
+                tool: self.label.to_owned(),
+                progress: p.progress,
+                total: p.total,
+                message: p.message,
+            };
+            *progress_steps += 1;
+            self.trace
+                .progress(&event, *progress_steps <= MAX_PROGRESS_STEPS);
+        };
+        let ended = loop {
+            tokio::select! {
+                answer = &mut handle.rx => {
+                    handler.route_progress(None);
+                    // Progress the server sent before its answer was routed as it was read
+                    // (`connect::InOrder`), so it is all here: shown before the result.
+                    while let Ok(p) = rx.try_recv() {
+                        record(p);
+                    }
+                    let answer = answer.map_err(|_| ServiceError::TransportClosed).and_then(|r| r);
+                    return Round::Answered(answer);
+                }
+                Some(p) = rx.recv() => {
+                    deadline = (tokio::time::Instant::now() + limits.round_timeout).min(hard_deadline);
+                    record(p);
+                }
+                _ = tokio::time::sleep_until(deadline) => break (Round::TimedOut(started.elapsed()), "request timeout"),
+                _ = self.stop.cancelled() => break (Round::Stopped, "stopped by the person"),
+            }
+        };
+        handler.route_progress(None);
+        let (round, reason) = ended;
+        // Bounded: a server that stops reading its input must not hold the host here.
+        let _ = tokio::time::timeout(CANCEL_SEND_LIMIT, handle.cancel(Some(reason.into()))).await;
+        round
+    }
+}
+
+/// The end of a round that did not answer, or an answer that is an error.
+fn failed<T>(
+    conn: &Connection,
+    reply: Result<ServerResult, ServiceError>,
+) -> Result<ServerResult, CallEnd<T>> {
+    match reply {
+        Ok(result) => Ok(result),
+        Err(ServiceError::McpError(e)) => Err(CallEnd::ProtocolError(e)),
+        Err(ServiceError::TransportClosed) => Err(CallEnd::Failed(match conn.broken_reason() {
+            Some(why) => format!("{}: {why}", conn.name),
+            None => format!("the connection to {} closed during the call", conn.name),
+        })),
+        Err(e) => Err(CallEnd::Failed(e.to_string())),
+    }
+}
 
 /// One call to send: to which server, which tool (its name on the wire), with what.
 pub struct Call<'a> {
+    /// The server's connection.
     pub conn: &'a Connection,
+    /// The tool's own name, as the server lists it.
     pub wire_name: &'a str,
+    /// The checked arguments.
     pub arguments: JsonObject,
     /// Request `_meta` beyond the protocol envelope (trace context).
     pub meta: Option<RequestMetaObject>,
 }
 
-/// Send one call and see it through to its end.
+/// Send one call and see it through to its end, answering the server's questions through
+/// the person.
 pub async fn call_tool(
     call: Call<'_>,
     limits: CallLimits,
@@ -213,48 +231,40 @@ pub async fn call_tool(
 ) -> Dispatched {
     let start = Instant::now();
     let conn = call.conn;
+    let round = Round1 {
+        conn,
+        label: call.wire_name,
+        limits,
+        trace,
+        stop,
+    };
     let mut params =
         CallToolRequestParams::new(call.wire_name.to_owned()).with_arguments(call.arguments);
     params.meta = call.meta;
-    let mut asked_user = false;
-    let mut rounds = 0;
-    let mut progress_steps = 0;
+    let (mut asked_user, mut rounds, mut progress_steps) = (false, 0, 0);
     let end = loop {
         rounds += 1;
-        let round = one_round(
-            conn,
-            params.clone(),
-            call.wire_name,
-            limits,
-            trace,
-            stop,
-            &mut progress_steps,
-        )
-        .await;
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()));
+        let sent = round.send(request, &mut progress_steps).await;
         // An older server may have asked with elicitation/create during the round.
-        asked_user |= conn.client.service().take_asked();
-        let reply = match round {
+        asked_user |= conn.handler().take_asked();
+        let reply = match sent {
             Round::Answered(reply) => reply,
             Round::TimedOut(after) => break CallEnd::TimedOut(after),
             Round::Stopped => break CallEnd::Stopped,
         };
-        let response = match reply {
-            Err(ServiceError::McpError(e)) => break CallEnd::ProtocolError(e),
-            Err(ServiceError::TransportClosed) => {
-                break CallEnd::Failed(match conn.broken_reason() {
-                    Some(why) => format!("{}: {why}", conn.name),
-                    None => format!("the connection to {} closed during the call", conn.name),
-                });
-            }
-            Err(e) => break CallEnd::Failed(e.to_string()),
-            Ok(response) => response,
-        };
-        let asked = match response {
-            CallToolResponse::Complete(result) => break CallEnd::Result(result),
-            CallToolResponse::InputRequired(asked) => asked,
-            _ => {
+        let asked = match failed(conn, reply) {
+            Err(end) => break end,
+            Ok(ServerResult::CallToolResult(result)) => break CallEnd::Result(result),
+            Ok(ServerResult::InputRequiredResult(asked)) => asked,
+            Ok(ServerResult::CreateTaskResult(_)) => {
                 break CallEnd::Failed(
                     "the server answered with a task, which this host did not ask for".into(),
+                );
+            }
+            Ok(_) => {
+                break CallEnd::Failed(
+                    "the server answered with something that is not a tool's result".into(),
                 );
             }
         };
@@ -264,51 +274,115 @@ pub async fn call_tool(
                 limits.max_input_rounds
             ));
         }
-        let mut responses = InputResponses::new();
-        let mut refused = None;
-        for (key, request) in asked.input_requests.iter().flatten() {
-            match request {
-                InputRequest::Elicitation(req) => {
-                    asked_user = true;
-                    let answer =
-                        person::ask_person(&conn.name, key, &req.params, person, trace).await;
-                    responses.insert(
-                        key.clone(),
-                        serde_json::to_value(&answer).unwrap_or_default(),
-                    );
-                }
-                InputRequest::ListRoots(_) => {
-                    // The host shares no filesystem roots with servers.
-                    responses.insert(key.clone(), json!({"roots": []}));
-                }
-                InputRequest::CreateMessage(_) => {
-                    refused = Some(format!(
-                        "{} asked to use the host's model (sampling), which this host does not offer",
-                        conn.name
-                    ));
-                }
-                _ => {
-                    refused = Some(format!(
-                        "{} asked for a kind of input this host does not know",
-                        conn.name
-                    ));
-                }
-            }
-        }
-        if let Some(reason) = refused {
-            break CallEnd::Failed(reason);
-        }
-        params = params.with_input_responses(responses);
-        if let Some(state) = asked.request_state {
-            params = params.with_request_state(state);
-        } else {
-            params.request_state = None;
+        asked_user |= asked
+            .input_requests
+            .iter()
+            .flatten()
+            .any(|(_, r)| matches!(r, InputRequest::Elicitation(_)));
+        match answers(conn, &asked, person, trace).await {
+            Ok(responses) => params = next_round(params, responses, asked.request_state),
+            Err(reason) => break CallEnd::Failed(reason),
         }
     };
     Dispatched {
         end,
         asked_user,
         rounds,
+        elapsed: start.elapsed(),
+    }
+}
+
+/// The same call again, with the answers and the server's state echoed byte for byte.
+fn next_round(
+    params: CallToolRequestParams,
+    responses: InputResponses,
+    state: Option<String>,
+) -> CallToolRequestParams {
+    let mut params = params.with_input_responses(responses);
+    match state {
+        Some(state) => params.with_request_state(state),
+        None => {
+            params.request_state = None;
+            params
+        }
+    }
+}
+
+/// Answer every question of an `input_required` round: forms through the person, roots
+/// as none; a request for the host's model is refused (the host offers no sampling).
+async fn answers(
+    conn: &Connection,
+    asked: &InputRequiredResult,
+    person: &dyn Person,
+    trace: &Trace,
+) -> Result<InputResponses, String> {
+    let mut responses = InputResponses::new();
+    for (key, request) in asked.input_requests.iter().flatten() {
+        match request {
+            InputRequest::Elicitation(req) => {
+                let answer = person::ask_person(&conn.name, key, &req.params, person, trace).await;
+                responses.insert(
+                    key.clone(),
+                    serde_json::to_value(&answer).unwrap_or_default(),
+                );
+            }
+            // The host shares no filesystem roots with servers.
+            InputRequest::ListRoots(_) => {
+                responses.insert(key.clone(), json!({"roots": []}));
+            }
+            InputRequest::CreateMessage(_) => {
+                return Err(format!(
+                    "{} asked to use the host's model (sampling), which this host does not offer",
+                    conn.name
+                ));
+            }
+            _ => {
+                return Err(format!(
+                    "{} asked for a kind of input this host does not know",
+                    conn.name
+                ));
+            }
+        }
+    }
+    Ok(responses)
+}
+
+/// Read one resource, through the same time limit and Stop as a call (one round: the host
+/// answers no questions on a read).
+pub async fn read_resource(
+    conn: &Connection,
+    uri: &str,
+    meta: Option<RequestMetaObject>,
+    limits: CallLimits,
+    trace: &Trace,
+    stop: &CancellationToken,
+) -> Dispatched<ReadResourceResult> {
+    let start = Instant::now();
+    let mut params = ReadResourceRequestParams::new(uri.to_owned());
+    params.meta = meta;
+    let round = Round1 {
+        conn,
+        label: "read_resource",
+        limits,
+        trace,
+        stop,
+    };
+    let request = ClientRequest::ReadResourceRequest(ReadResourceRequest::new(params));
+    let end = match round.send(request, &mut 0).await {
+        Round::TimedOut(after) => CallEnd::TimedOut(after),
+        Round::Stopped => CallEnd::Stopped,
+        Round::Answered(reply) => match failed(conn, reply) {
+            Err(end) => end,
+            Ok(ServerResult::ReadResourceResult(read)) => CallEnd::Result(read),
+            Ok(_) => CallEnd::Failed(
+                "the server answered with something that is not a resource's contents".into(),
+            ),
+        },
+    };
+    Dispatched {
+        end,
+        asked_user: false,
+        rounds: 1,
         elapsed: start.elapsed(),
     }
 }

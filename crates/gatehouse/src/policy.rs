@@ -20,12 +20,16 @@ use crate::{
 pub enum Verdict<'c> {
     /// On the allow-list: run it without asking.
     Run {
+        /// The tool in the catalog.
         tool: &'c CatalogTool,
+        /// Its arguments, checked.
         arguments: JsonObject,
     },
     /// Not on the allow-list: show the person the exact call and ask.
     Ask {
+        /// The tool in the catalog.
         tool: &'c CatalogTool,
+        /// Its arguments, checked.
         arguments: JsonObject,
     },
     /// Refused: nothing is sent, and the model is told why.
@@ -35,21 +39,31 @@ pub enum Verdict<'c> {
 /// Why a proposal was refused before anything was sent.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Refusal {
+    /// The name is not in the catalog (invented, mistyped, or filtered out).
     UnknownTool {
+        /// The name the model gave.
         name: String,
     },
+    /// The arguments are longer than the bound.
     TooLarge {
+        /// How long they are.
         chars: usize,
+        /// The bound.
         max: usize,
     },
+    /// The arguments are not JSON.
     NotJson {
+        /// The parser's words.
         error: String,
     },
+    /// The arguments are JSON, but not an object.
     NotAnObject {
+        /// What they are instead.
         found: &'static str,
     },
     /// The arguments do not fit the tool's input schema.
     InvalidArguments {
+        /// Every problem, in plain words.
         problems: Vec<String>,
     },
 }
@@ -106,6 +120,7 @@ impl Refusal {
         }
     }
 
+    /// The data of the refusal's step.
     pub fn data(&self) -> Value {
         match self {
             Refusal::TooLarge { chars, max } => {

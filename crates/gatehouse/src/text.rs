@@ -89,6 +89,16 @@ pub fn clip(text: &str, max: usize) -> Cow<'_, str> {
     }
 }
 
+/// A duration as the run says it: `10 s`, `0.5 s`.
+pub fn seconds(d: std::time::Duration) -> String {
+    let s = d.as_secs_f64();
+    if s.fract() == 0.0 {
+        format!("{s:.0} s")
+    } else {
+        format!("{s:.1} s")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

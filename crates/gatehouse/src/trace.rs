@@ -11,13 +11,18 @@ use serde_json::Value;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Who {
+    /// The host: discovery, decisions, refusals, time limits.
     Host,
+    /// The model: what it proposed, its answer.
     Model,
+    /// A server: results, errors, progress, questions.
     Server,
+    /// The person: approvals, answers.
     Person,
 }
 
 impl Who {
+    /// The word the run shows (`host`, `model`, …).
     pub fn as_str(self) -> &'static str {
         match self {
             Who::Host => "host",
@@ -31,8 +36,11 @@ impl Who {
 /// One line of the run: who, a sentence, and the data behind it.
 #[derive(Debug, Clone, Serialize)]
 pub struct Step {
+    /// Who acted.
     pub who: Who,
+    /// What happened, in a sentence.
     pub text: String,
+    /// The data behind it.
     pub data: Value,
 }
 
@@ -65,11 +73,15 @@ pub trait Observer: Send + Sync {
 /// Progress a server reported on one call (`notifications/progress`).
 #[derive(Debug, Clone, Serialize)]
 pub struct ProgressEvent {
+    /// The server's name.
     pub server: String,
     /// The tool as the model named it.
     pub tool: String,
+    /// How far it is.
     pub progress: f64,
+    /// Out of how much, when it knows.
     pub total: Option<f64>,
+    /// What it says it is doing.
     pub message: Option<String>,
 }
 
@@ -77,22 +89,28 @@ pub struct ProgressEvent {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Direction {
+    /// From the host to the server.
     ToServer,
+    /// From the server to the host.
     FromServer,
 }
 
 /// One JSON-RPC message as the host sent or received it, for recordings and the explorer.
 #[derive(Debug, Clone, Serialize)]
 pub struct WireEvent {
+    /// The server's name.
     pub server: String,
+    /// Which way.
     pub direction: Direction,
     /// request, result, error or notification.
     pub kind: &'static str,
+    /// Its JSON-RPC id, for requests and answers.
     pub id: Option<Value>,
     /// The method of a request or notification.
     pub method: Option<String>,
     /// Bytes of the message as compact JSON.
     pub bytes: usize,
+    /// The whole message (the host's secrets replaced).
     pub message: Value,
 }
 
@@ -125,21 +143,48 @@ impl WireEvent {
     }
 }
 
+/// How one proposed call ended, as its `host.tool_call` record says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// A result went back to the model.
+    Ok,
+    /// The tool ran and reported an error (`isError`, or a result that breaks its schema).
+    ToolError,
+    /// A protocol error, or the call failed (connection, server).
+    Error,
+    /// The model proposed a tool that is not in the catalog.
+    UnknownTool,
+    /// The host refused it before sending anything (size, schema, a link not given).
+    Refused,
+    /// The person said no.
+    Declined,
+    /// A server round passed its time limit; the call was cancelled.
+    Timeout,
+    /// The person stopped it.
+    Stopped,
+}
+
 /// The host's record of one proposed call, whatever became of it.
 #[derive(Debug, Clone, Serialize)]
 pub struct ToolEvent {
+    /// The host's session.
     pub session_id: String,
+    /// The question's trace (a W3C trace id).
     pub trace_id: String,
+    /// The call's number in the turn.
     pub step: u64,
     /// The server's name, or `-` when the tool is not in the catalog.
     pub server: String,
+    /// The tool, as the model named it.
     pub tool: String,
     /// The argument names only: values may be personal or large.
     pub arg_keys: Vec<String>,
-    /// ok, tool_error, error, unknown_tool, refused, declined or timeout.
-    pub outcome: &'static str,
+    /// How it ended.
+    pub outcome: Outcome,
     /// Did the server ask the person anything during the call?
     pub asked_user: bool,
+    /// From the proposal to what the model reads.
     pub ms: f64,
     /// Bytes of what went back into the model's context.
     pub result_bytes: usize,
@@ -187,6 +232,7 @@ pub struct Trace {
 }
 
 impl Trace {
+    /// A trace that shows each step to `observer` as it is added.
     pub fn new(observer: Arc<dyn Observer>) -> Self {
         Trace {
             steps: Arc::new(Mutex::new(Vec::new())),

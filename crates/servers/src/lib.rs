@@ -5,6 +5,7 @@
 //! tells who is calling.
 
 pub mod auth;
+pub mod built_in;
 pub mod cmdb;
 pub mod command;
 pub mod common;

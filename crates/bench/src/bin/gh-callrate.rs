@@ -26,10 +26,10 @@ use std::{
 
 use gatehouse::{
     config::{Config, Identity},
+    host::Host,
     model::ToolCall,
     person::{FixedAnswers, Terminal},
     trace::{Quiet, Trace},
-    turn::Host,
 };
 use gatehouse_bench::{Flags, extend, latency_stats};
 use rmcp::{
@@ -147,14 +147,16 @@ async fn host_mode(flags: &Flags) -> anyhow::Result<Value> {
         name: "support__get_ticket".into(),
         arguments: json!({ "ticket_id": TICKET }).to_string(),
     };
-    let first = host.propose(&call).await;
+    // One long turn, as a benchmark's calls are one question's.
+    let mut turn = host.turn();
+    let first = turn.propose(&call).await;
     anyhow::ensure!(
         first.text.contains("Hugo"),
         "the host did not run the call: {}",
         first.text
     );
     for i in 0..warmup {
-        host.propose(&call).await;
+        turn.propose(&call).await;
         if i % 256 == 0 {
             host.trace().take();
         }
@@ -163,7 +165,7 @@ async fn host_mode(flags: &Flags) -> anyhow::Result<Value> {
     let start = Instant::now();
     for i in 0..calls {
         let t = Instant::now();
-        let shown = host.propose(&call).await;
+        let shown = turn.propose(&call).await;
         samples.push(t.elapsed());
         debug_assert!(shown.text.contains("Hugo"));
         if i % 256 == 0 {
@@ -172,6 +174,7 @@ async fn host_mode(flags: &Flags) -> anyhow::Result<Value> {
         }
     }
     let wall = start.elapsed().as_secs_f64();
+    drop(turn);
     host.shutdown().await;
     Ok(extend(
         json!({

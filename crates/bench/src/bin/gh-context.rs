@@ -24,9 +24,9 @@ use std::{
 
 use gatehouse::{
     config::{Config, Identity},
+    host::Host,
     person::{FixedAnswers, Terminal},
     trace::{Direction, Observer, Step, Trace, WireEvent},
-    turn::Host,
 };
 use gatehouse_bench::Flags;
 use serde_json::{Value, json};
@@ -121,10 +121,15 @@ fn main() -> anyhow::Result<()> {
     let identity = Identity::default();
     let config = match (flags.get("config"), flags.get("built-in")) {
         (Some(path), _) => Config::load(std::path::Path::new(path), &identity)?,
-        (None, Some(exe)) => Config::built_in(
-            &gatehouse::config::built_in_launcher(std::path::Path::new(exe)),
-            &identity,
-        ),
+        (None, Some(exe)) => {
+            use gatehouse_servers::built_in;
+            let launcher = built_in::launcher(std::path::Path::new(exe));
+            Config::from_value(
+                built_in::servers_file(&launcher),
+                "built-in servers",
+                &identity,
+            )?
+        }
         _ => anyhow::bail!("give --config FILE or --built-in GATEHOUSE_EXE"),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()

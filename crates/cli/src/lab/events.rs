@@ -233,7 +233,7 @@ mod tests {
             server: "a".into(),
             tool: "a__b".into(),
             arg_keys: vec!["x".into()],
-            outcome: "ok",
+            outcome: gatehouse::trace::Outcome::Ok,
             asked_user: false,
             ms: 1.0,
             result_bytes: 10,

@@ -22,7 +22,7 @@ pub mod session;
 
 use std::{net::SocketAddr, sync::Arc};
 
-use gatehouse::{trace::Trace, turn::Host};
+use gatehouse::{host::Host, trace::Trace};
 use tokio_util::sync::CancellationToken;
 
 use crate::args::LabArgs;
@@ -46,7 +46,7 @@ pub async fn run(args: LabArgs) -> anyhow::Result<()> {
     let recordings = Arc::new(record::Recordings::new());
     let person = Arc::new(person::WebPerson::new(hub.clone()));
     let observer = Arc::new(events::LabObserver::new(hub.clone(), recordings.clone()));
-    let mut host = Host::start(&config, person.clone(), Trace::new(observer)).await;
+    let host = Host::start(&config, person.clone(), Trace::new(observer)).await;
     if let Some(only) = &args.host.tools {
         host.offer_only(only);
     }

@@ -5,8 +5,8 @@
 use std::{sync::Arc, time::Instant};
 
 use gatehouse::{
+    host::Host,
     model::{Message, Model, ToolCall},
-    turn::Host,
 };
 use serde_json::{Value, json};
 use tokio::sync::{Mutex, OwnedMutexGuard};
@@ -32,6 +32,9 @@ pub struct Lab {
     /// The model's name, or `None` in manual mode.
     pub model_name: Option<String>,
     chat: Arc<Mutex<Chat>>,
+    /// The manual panel's calls go on in one turn, so a `read_resource` may follow a link
+    /// an earlier manual call gave; a question starts afresh.
+    manual: Arc<Mutex<Option<gatehouse::turn::TurnState>>>,
     /// Held for the whole of a turn.
     busy: Arc<Mutex<()>>,
 }
@@ -61,6 +64,7 @@ impl Lab {
                 model,
                 conversation: Vec::new(),
             })),
+            manual: Arc::new(Mutex::new(None)),
             busy: Arc::new(Mutex::new(())),
         }
     }
@@ -111,6 +115,7 @@ impl Lab {
                 inner: model.as_mut(),
                 hub: &lab.hub,
             };
+            lab.manual.lock().await.take();
             let (answer, usage) = lab.host.ask(&mut timed, conversation, &question).await;
             // What went back to the model for each call, in the order of the calls.
             let sent = conversation[before..].iter().filter_map(|m| match m {
@@ -148,7 +153,14 @@ impl Lab {
                 name: tool,
                 arguments,
             };
-            let shown = lab.host.propose(&call).await;
+            let mut state = lab.manual.lock().await;
+            let mut turn = match state.take() {
+                Some(kept) => lab.host.resume(kept),
+                None => lab.host.turn(),
+            };
+            let shown = turn.propose(&call).await;
+            *state = Some(turn.into_state());
+            drop(state);
             lab.hub
                 .emit("call_detail", json!({"index": 0, "for_model": shown.text}));
             lab.hub.emit(

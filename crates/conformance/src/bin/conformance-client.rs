@@ -181,7 +181,7 @@ impl Client {
     }
 
     async fn list_tools(&self) -> anyhow::Result<Vec<rmcp::model::Tool>> {
-        let listing = catalog::list_tools(&self.conn, config::MAX_LIST_PAGES).await?;
+        let listing = catalog::list_tools(&self.conn, catalog::live::MAX_LIST_PAGES).await?;
         // The host's catalog checks every schema (no network `$ref` is ever fetched).
         let catalog = Catalog::build(vec![(SERVER.to_owned(), listing.tools.clone())]);
         for reason in &catalog.left_out {
@@ -225,9 +225,7 @@ impl Client {
     }
 
     async fn shutdown(self) {
-        let Client { conn, .. } = self;
-        let mut client = conn.client;
-        let _ = client.close_with_timeout(Duration::from_secs(2)).await;
+        self.conn.close().await;
     }
 }
 
@@ -317,7 +315,7 @@ async fn scenario_exchange(client: &Client, scenario: &str) -> anyhow::Result<()
                     .call(&tool.name, stub_arguments(&tool.input_schema))
                     .await?;
             }
-            let peer = client.conn.client.peer();
+            let peer = client.conn.peer();
             let resources = peer.list_resources(None).await?;
             if let Some(resource) = resources.resources.first() {
                 peer.read_resource(ReadResourceRequestParams::new(resource.uri.clone()))

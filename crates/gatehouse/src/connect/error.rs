@@ -7,29 +7,41 @@ pub enum ConnectError {
     /// The command could not be started.
     #[error("server {server}: cannot start `{command}`: {reason}")]
     Spawn {
+        /// The server's name.
         server: String,
+        /// The command, as the servers file gives it.
         command: String,
+        /// Why it did not start.
         reason: String,
     },
     /// It started but the start-up exchange failed.
     #[error("server {server}: {reason}{}", tail_text(.stderr))]
     Handshake {
+        /// The server's name.
         server: String,
+        /// What went wrong, in words.
         reason: String,
+        /// Its last stderr lines.
         stderr: Vec<String>,
     },
     /// An HTTP server could not be reached or refused.
     #[error("server {server} at {}: {reason}", crate::redact::url(.url))]
     Http {
+        /// The server's name.
         server: String,
+        /// Its URL (shown without credentials).
         url: String,
+        /// What went wrong, in words.
         reason: String,
     },
     /// No answer in time.
     #[error("server {server}: no answer within {seconds:.1} s of starting{}", tail_text(.stderr))]
     Timeout {
+        /// The server's name.
         server: String,
+        /// The time limit that passed.
         seconds: f64,
+        /// Its last stderr lines.
         stderr: Vec<String>,
     },
 }

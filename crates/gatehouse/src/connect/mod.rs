@@ -41,26 +41,108 @@ use crate::{
     trace::Trace,
 };
 
-/// A live connection to one server.
+/// A live connection to one server. The rmcp client stays inside: the host's stages use
+/// the requests it offers, so every one goes through the same taps and checks.
 pub struct Connection {
     /// The server's name in the servers file (the namespace of its tools).
     pub name: String,
-    pub client: RunningService<RoleClient, HostHandler>,
+    /// The revision both sides agreed on.
     pub protocol: ProtocolVersion,
+    /// The server's name and version, as it gave them.
     pub implementation: Option<Implementation>,
+    /// The server's instructions (never passed to the model: a server must not depend on
+    /// them for safety).
     pub instructions: Option<String>,
     /// The server process id, when it is a child process.
     pub pid: Option<u32>,
+    client: RunningService<RoleClient, HostHandler>,
     /// Reads the server's stderr; awaited at shutdown so its last lines are not lost.
-    pub stderr_reader: Option<tokio::task::JoinHandle<()>>,
+    stderr_reader: Option<tokio::task::JoinHandle<()>>,
     /// What broke the connection, when the host broke it.
-    pub health: Arc<Health>,
+    health: Arc<Health>,
 }
+
+/// How long a server gets to close when the host ends a session.
+pub const CLOSE_LIMIT: Duration = Duration::from_secs(2);
 
 impl Connection {
     /// Why the connection is closed, in words, when the host knows more than "closed".
     pub fn broken_reason(&self) -> Option<String> {
         self.health.broken_reason()
+    }
+
+    /// One page of the server's tool list, from `cursor`.
+    pub async fn list_tools_page(
+        &self,
+        cursor: Option<String>,
+    ) -> Result<rmcp::model::ListToolsResult, rmcp::ServiceError> {
+        let params = rmcp::model::PaginatedRequestParams::default().with_cursor(cursor);
+        self.client.list_tools(Some(params)).await
+    }
+
+    /// Send one request and return its handle: the answer to wait for, the progress
+    /// token it carries, and the way to cancel it. Tool calls and resource reads are sent
+    /// this way, so one time limit and one Stop path serve both (`dispatch`).
+    pub async fn send(
+        &self,
+        request: rmcp::model::ClientRequest,
+    ) -> Result<rmcp::service::RequestHandle<RoleClient>, rmcp::ServiceError> {
+        self.client
+            .peer()
+            .send_request_with_option(request, rmcp::service::PeerRequestOptions::no_options())
+            .await
+    }
+
+    /// The client side of this connection (progress routing, questions asked).
+    pub fn handler(&self) -> &HostHandler {
+        self.client.service()
+    }
+
+    /// The rmcp peer, for requests the host itself never makes (prompt and resource
+    /// lists, as the conformance client asks for).
+    pub fn peer(&self) -> &rmcp::Peer<RoleClient> {
+        self.client.peer()
+    }
+
+    /// Does the server offer resources (so `read_resource` may follow its links)?
+    pub fn offers_resources(&self) -> bool {
+        self.client
+            .peer_info()
+            .is_some_and(|i| i.capabilities.resources.is_some())
+    }
+
+    /// Does the server say it announces changes to its tool list?
+    pub fn announces_tool_changes(&self) -> bool {
+        self.client.peer_info().is_some_and(|i| {
+            i.capabilities
+                .tools
+                .as_ref()
+                .and_then(|t| t.list_changed)
+                .unwrap_or(false)
+        })
+    }
+
+    /// Open a `subscriptions/listen` stream for tool-list changes (2026-07-28), waiting
+    /// for its acknowledgment so no change made after this is missed.
+    pub async fn listen_for_tool_changes(&self) -> Option<rmcp::service::Subscription> {
+        let filter = rmcp::model::SubscriptionFilter::builder()
+            .tools_list_changed()
+            .build();
+        self.client.peer().listen(filter).await.ok()
+    }
+
+    /// Close the connection: the server gets [`CLOSE_LIMIT`] to exit, and its last
+    /// stderr lines are read.
+    pub async fn close(self) {
+        let Connection {
+            mut client,
+            stderr_reader,
+            ..
+        } = self;
+        let _ = client.close_with_timeout(CLOSE_LIMIT).await;
+        if let Some(reader) = stderr_reader {
+            let _ = tokio::time::timeout(STDERR_DRAIN, reader).await;
+        }
     }
 }
 

@@ -15,25 +15,35 @@ use crate::catalog::ToolSpec;
 /// not even be JSON, and the host checks it before anything else.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolCall {
+    /// The call's id, which its answer goes back with.
     pub id: String,
+    /// The tool, as the model named it.
     pub name: String,
+    /// The arguments, as the model wrote them.
     pub arguments: String,
 }
 
 /// The conversation, in the shape chat-completion APIs use.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Message {
+    /// The host's instructions to the model.
     System(String),
+    /// The person's question.
     User(String),
     /// What the model said: optional text beside its tool calls.
     Assistant {
+        /// Words beside the calls (or the answer, with no calls).
         text: Option<String>,
+        /// The calls it proposed.
         tool_calls: Vec<ToolCall>,
     },
     /// The host's answer to one tool call, matched by the call's id.
     Tool {
+        /// The id of the call this answers.
         call_id: String,
+        /// The tool, as the model named it.
         name: String,
+        /// What the model reads (bounded).
         content: String,
         /// Images and audio from the result, for models that take them as input
         /// (`modelAcceptsMedia` in the settings); otherwise `content` describes them.
@@ -46,6 +56,7 @@ pub enum Message {
 pub struct Media {
     /// `image` or `audio`.
     pub kind: String,
+    /// Its MIME type.
     pub mime: String,
     /// Base64, as the server sent it.
     pub data: String,
@@ -54,13 +65,18 @@ pub struct Media {
 /// Tokens a model reported, added up over a run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Usage {
+    /// Tokens of the prompts.
     pub prompt_tokens: u64,
+    /// Tokens the model wrote.
     pub completion_tokens: u64,
+    /// Both.
     pub total_tokens: u64,
+    /// How many model calls they came from.
     pub model_calls: u64,
 }
 
 impl Usage {
+    /// Add another's counts to these.
     pub fn add(&mut self, other: &Usage) {
         self.prompt_tokens += other.prompt_tokens;
         self.completion_tokens += other.completion_tokens;
@@ -72,7 +88,9 @@ impl Usage {
 /// What the model proposes: tool calls, or (with none) a final answer in `text`.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Decision {
+    /// The final answer, or words beside the calls.
     pub text: Option<String>,
+    /// The proposed calls; none means the model answered.
     pub tool_calls: Vec<ToolCall>,
     /// Tokens this decision cost, when the model reports them.
     pub usage: Option<Usage>,

@@ -17,18 +17,21 @@ use crate::catalog::ToolSpec;
 /// The answer once every decision in the file was used.
 pub const EXHAUSTED: &str = "(the playback file has no more decisions)";
 
+/// A model that plays back decisions from a file, in order across the session.
 pub struct Playback {
     decisions: Vec<Decision>,
     next: usize,
 }
 
 impl Playback {
+    /// Read a playback file.
     pub fn load(path: &Path) -> Result<Self, String> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read playback file {}: {e}", path.display()))?;
         Self::parse(&text).map_err(|e| format!("playback file {}: {e}", path.display()))
     }
 
+    /// Read the text of a playback file.
     pub fn parse(text: &str) -> Result<Self, String> {
         let value: Value =
             serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;

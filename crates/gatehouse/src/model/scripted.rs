@@ -22,6 +22,7 @@ const MIN_QUERY_CHARS: usize = 3;
 /// A turn never goes past this many tool calls, whatever comes back.
 const MAX_CALLS_PER_TURN: usize = 4;
 
+/// The scripted model (see the module's text for what it does).
 pub struct Scripted;
 
 /// A tool of the catalog by its server-side name (`get_ticket` matches `support__get_ticket`).

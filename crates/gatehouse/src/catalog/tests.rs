@@ -1,0 +1,189 @@
+//! Names made safe and unique, decoys kept out, schemas checked, changes flagged.
+
+use super::*;
+use serde_json::json;
+
+fn tool(name: &str) -> Tool {
+    serde_json::from_value(json!({"name": name, "inputSchema": {"type": "object"}})).unwrap()
+}
+
+#[test]
+fn names_are_namespaced_and_safe() {
+    assert_eq!(namespaced("support", "get_ticket"), "support__get_ticket");
+    assert_eq!(namespaced("fs", "read.file/v2"), "fs__read_file_v2");
+    assert_eq!(namespaced("s", &"x".repeat(100)).len(), MAX_MODEL_TOOL_NAME);
+}
+
+#[test]
+fn collisions_keep_both_tools_under_stable_names() {
+    let c = Catalog::build(vec![("a".into(), vec![tool("x.y"), tool("x_y")])]);
+    assert_eq!(c.len(), 2);
+    // The name that was already safe keeps it, whichever the server listed first.
+    assert_eq!(c.get("a__x_y").unwrap().tool.name, "x_y");
+    assert_eq!(c.get("a__x_y_2").unwrap().tool.name, "x.y");
+    assert_eq!(c.collisions.len(), 1);
+    assert!(c.collisions[0].contains("a__x_y_2"));
+    // The listing's order is kept for the model.
+    assert_eq!(c.tools()[0].tool.name, "x.y");
+}
+
+#[test]
+fn a_decoy_listed_first_cannot_take_a_real_tools_name() {
+    let c = Catalog::build(vec![(
+        "support".into(),
+        vec![tool("search.knowledge"), tool("search_knowledge")],
+    )]);
+    assert_eq!(
+        c.get("support__search_knowledge").unwrap().tool.name,
+        "search_knowledge"
+    );
+    assert_eq!(
+        c.get("support__search_knowledge_2").unwrap().tool.name,
+        "search.knowledge"
+    );
+    // Across servers too, and a server whose name could be read two ways yields.
+    let c = Catalog::build(vec![
+        ("a".into(), vec![tool("b__c")]),
+        ("a__b".into(), vec![tool("c")]),
+    ]);
+    assert_eq!(c.get("a__b__c").unwrap().origin, Origin::Server("a".into()));
+    assert_eq!(
+        c.get("a__b__c_2").unwrap().origin,
+        Origin::Server("a__b".into())
+    );
+}
+
+#[test]
+fn names_that_cannot_be_read_plainly_are_left_out() {
+    let names = [
+        "",
+        &"n".repeat(129),
+        "get\u{1b}[2J",
+        "get ticket",
+        "get\u{200b}ticket",
+        "get\u{202e}tekcit",
+        "dup",
+        "dup",
+    ];
+    let c = Catalog::build(vec![("s".into(), names.iter().map(|n| tool(n)).collect())]);
+    assert_eq!(c.len(), 1, "{:?}", c.left_out);
+    let reasons = c.left_out.join("\n");
+    for expected in [
+        "is empty",
+        "129 characters long",
+        "control character (U+001B)",
+        "whitespace (U+0020)",
+        "invisible character (U+200B)",
+        "invisible character (U+202E)",
+        "lists that name twice",
+    ] {
+        assert!(reasons.contains(expected), "{expected}: {reasons}");
+    }
+    assert!(
+        !reasons.contains('\u{1b}'),
+        "reasons are shown to the person"
+    );
+}
+
+#[test]
+fn a_server_named_host_keeps_its_tools() {
+    let mut c = Catalog::build(vec![("host".into(), vec![tool("read_resource")])]);
+    c.add_host_tool(read_resource_tool());
+    assert_eq!(
+        c.get("host__read_resource").unwrap().origin,
+        Origin::Server("host".into())
+    );
+    assert_eq!(c.get(READ_RESOURCE).unwrap().origin, Origin::Host);
+}
+
+use proptest::prelude::*;
+
+proptest! {
+    /// Whatever names servers give, every catalog name is unique and valid for model
+    /// APIs, and every tool whose name was already safe keeps exactly that name.
+    #[test]
+    fn names_are_unique_valid_and_safe_ones_kept(
+        listings in prop::collection::vec(
+            ("[a-z_.]{1,6}", prop::collection::vec("[a-zA-Z0-9_.\\-/ ]{0,70}", 0..12)),
+            1..4,
+        ),
+    ) {
+        let listings: Vec<(String, Vec<Tool>)> = listings
+            .into_iter()
+            .map(|(server, names)| (server, names.iter().map(|n| tool(n)).collect()))
+            .collect();
+        let c = Catalog::build(listings.clone());
+        let mut seen = std::collections::HashSet::new();
+        for t in c.tools() {
+            prop_assert!(seen.insert(t.name.clone()), "{} twice", t.name);
+            prop_assert!(!t.name.is_empty() && t.name.len() <= MAX_MODEL_TOOL_NAME);
+            prop_assert!(t.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'));
+            prop_assert_eq!(c.get(&t.name).map(|g| &g.tool.name), Some(&t.tool.name));
+        }
+        for (server, tools) in &listings {
+            for t in tools {
+                let exact = format!("{server}__{}", t.name);
+                let safe = name_problem(&t.name).is_none()
+                    && exact == namespaced(server, &t.name)
+                    && !server.contains("__")
+                    && !server.ends_with('_');
+                if safe {
+                    let got = c.get(&exact).expect("a safe name is kept");
+                    prop_assert_eq!(&got.tool.name, &t.name);
+                    prop_assert_eq!(got.origin.label(), server.as_str());
+                }
+            }
+        }
+        let listed: usize = listings.iter().map(|(_, t)| t.len()).sum();
+        prop_assert_eq!(c.len() + c.left_out.len(), listed);
+    }
+}
+
+#[test]
+fn tools_with_unusable_schemas_are_left_out_with_the_reason() {
+    let broken: Tool = serde_json::from_value(
+        json!({"name": "b", "inputSchema": {"type": "object", "properties": {"x": {"type": 7}}}}),
+    )
+    .unwrap();
+    let array: Tool =
+        serde_json::from_value(json!({"name": "c", "inputSchema": {"type": "array"}})).unwrap();
+    let c = Catalog::build(vec![("s".into(), vec![tool("ok"), broken, array])]);
+    assert_eq!(c.len(), 1);
+    assert_eq!(c.left_out.len(), 2);
+    assert!(
+        c.left_out[0].starts_with("s's tool \"b\" is left out: its input schema does not compile"),
+        "{:?}",
+        c.left_out
+    );
+    assert!(c.left_out[1].contains("not \"object\""));
+}
+
+#[test]
+fn a_changed_allowed_tool_is_flagged_until_approved() {
+    let old = Catalog::build(vec![("s".into(), vec![tool("a"), tool("b")])]);
+    let mut changed_a: Tool = tool("a");
+    changed_a.description = Some("now it deletes things".into());
+    let mut new = Catalog::build(vec![("s".into(), vec![changed_a.clone(), tool("b")])]);
+    let allow = vec!["s__a".to_string()];
+    assert_eq!(new.carry_over(&old, &allow), vec!["s__a".to_string()]);
+    assert!(new.get("s__a").unwrap().changed);
+    assert!(!new.get("s__b").unwrap().changed);
+    let mut again = Catalog::build(vec![("s".into(), vec![changed_a, tool("b")])]);
+    assert!(again.carry_over(&new, &allow).is_empty(), "flagged once");
+    assert!(
+        again.get("s__a").unwrap().changed,
+        "and kept until approved"
+    );
+    again.mark_approved("s__a");
+    assert!(!again.get("s__a").unwrap().changed);
+}
+
+#[test]
+fn retain_only_reports_unknown_names() {
+    let mut c = Catalog::build(vec![("a".into(), vec![tool("one"), tool("two")])]);
+    let unknown = c.retain_only(&["a__two".into(), "a__nope".into()]);
+    assert_eq!(unknown, vec!["a__nope".to_string()]);
+    assert!(c.get("a__one").is_none());
+    assert_eq!(c.get("a__two").unwrap().tool.name, "two");
+    assert_eq!(c.model_tools()[0].description, "[a]");
+}

@@ -1,0 +1,449 @@
+//! The servers file and the host's own settings.
+//!
+//! The file is the `mcpServers` JSON that `.mcp.json` and Claude Desktop use
+//! (`command`, `args`, `env`, `cwd`), so people can bring the file they have. Gatehouse's
+//! own settings (allow-list, bounds, model) live in the same file under `"gatehouse"`.
+//! One broken server entry never takes the others down: it is reported and skipped.
+//!
+//! - [`settings`]: the bounds, each a named constant, validated when read;
+//! - [`environment`]: what of the host's environment a stdio server gets;
+//! - `variables`: `${VAR}` and `${VAR:-default}` in the file's values.
+
+mod environment;
+pub mod settings;
+mod variables;
+
+#[cfg(test)]
+mod tests;
+
+use std::{
+    collections::BTreeMap,
+    path::{Path, PathBuf},
+};
+
+use serde_json::{Map, Value};
+
+pub use environment::{BASE_ENV, EnvPass};
+pub use settings::*;
+use variables::Variables;
+
+/// Environment variable naming the servers file to use when `--config` is not given.
+pub const CONFIG_ENV: &str = "GATEHOUSE_CONFIG";
+
+/// The variable that carries the person's user name (`--user`) into the servers file.
+pub const USER_VAR: &str = "GATEHOUSE_USER";
+/// The variable that carries the person's organization (`--tenant`) into the servers file.
+pub const TENANT_VAR: &str = "GATEHOUSE_TENANT";
+
+/// Who the person at the host is, as given by `--user` and `--tenant`.
+#[derive(Debug, Clone)]
+pub struct Identity {
+    /// The user the servers are told about (`GATEHOUSE_USER`).
+    pub user: String,
+    /// The organization the user acts in (`GATEHOUSE_TENANT`).
+    pub tenant: String,
+}
+
+impl Default for Identity {
+    fn default() -> Self {
+        Identity {
+            user: "usr-sam".into(),
+            tenant: "larkfield".into(),
+        }
+    }
+}
+
+/// How to reach one server, after variables were substituted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerSpec {
+    /// The server's name in the servers file: the namespace of its tools.
+    pub name: String,
+    /// How to start or reach it.
+    pub transport: Transport,
+}
+
+/// A server is a child process on stdio, or a Streamable HTTP endpoint.
+#[derive(Clone, PartialEq)]
+pub enum Transport {
+    /// A child process the host starts and speaks to on stdin and stdout.
+    Stdio {
+        /// The program.
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// The entry's own variables, substituted.
+        env: BTreeMap<String, String>,
+        /// The folder it runs in.
+        cwd: Option<PathBuf>,
+        /// Which of the host's own variables the server also gets.
+        pass: EnvPass,
+    },
+    /// A Streamable HTTP endpoint.
+    Http {
+        /// The endpoint (never shown with its credentials).
+        url: String,
+        /// Sent with every request (e.g. `Authorization`). Values are secrets: they are
+        /// never printed, logged or recorded.
+        headers: BTreeMap<String, String>,
+    },
+}
+
+impl std::fmt::Debug for Transport {
+    /// Header values and environment values stay out of debug output: they hold secrets.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Transport::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+                pass,
+            } => f
+                .debug_struct("Stdio")
+                .field("command", command)
+                .field("args", args)
+                .field("env", &env.keys().collect::<Vec<_>>())
+                .field("cwd", cwd)
+                .field("pass", pass)
+                .finish(),
+            Transport::Http { url, headers } => f
+                .debug_struct("Http")
+                .field("url", url)
+                .field("headers", &headers.keys().collect::<Vec<_>>())
+                .finish(),
+        }
+    }
+}
+
+/// A loaded configuration: the servers that parsed, the ones that did not, and settings.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The servers that parsed, in the file's order.
+    pub servers: Vec<ServerSpec>,
+    /// Entries that could not be used, as (server name, reason). The host reports them.
+    pub broken: Vec<(String, String)>,
+    /// The host's settings (`"gatehouse"`).
+    pub settings: Settings,
+    /// Things worth telling the person that do not stop the host (unknown keys, ...).
+    pub warnings: Vec<String>,
+    /// Where the configuration came from, for messages.
+    pub source: String,
+}
+
+/// A configuration that cannot be used at all.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    /// The file could not be read.
+    Read {
+        /// The file, as given.
+        path: String,
+        /// Why it could not be read.
+        source: std::io::Error,
+    },
+    #[error("{path} is not valid JSON: {message} (line {line}, column {column})")]
+    /// The file is not JSON.
+    Syntax {
+        /// The file, as given.
+        path: String,
+        /// The parser's words.
+        message: String,
+        /// Where: the line.
+        line: usize,
+        /// Where: the column.
+        column: usize,
+    },
+    #[error("{path}: {message}")]
+    /// The JSON is not a servers file: `message` says what is wrong in `path`.
+    Invalid {
+        /// The file, as given.
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl Config {
+    /// Where a servers file is looked for when `--config` is not given, in order:
+    /// `$GATEHOUSE_CONFIG`, `./.mcp.json`, `$XDG_CONFIG_HOME/gatehouse/servers.json`
+    /// (`~/.config/gatehouse/servers.json`), then Claude Desktop's file
+    /// (`~/.config/Claude/claude_desktop_config.json`, or on macOS
+    /// `~/Library/Application Support/Claude/claude_desktop_config.json`).
+    pub fn search_paths() -> Vec<PathBuf> {
+        let mut paths = Vec::new();
+        if let Some(p) = std::env::var_os(CONFIG_ENV).filter(|p| !p.is_empty()) {
+            paths.push(PathBuf::from(p));
+        }
+        paths.push(PathBuf::from(".mcp.json"));
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let config_home = std::env::var_os("XDG_CONFIG_HOME")
+            .filter(|p| !p.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| home.as_ref().map(|h| h.join(".config")));
+        if let Some(c) = &config_home {
+            paths.push(c.join("gatehouse").join("servers.json"));
+            paths.push(c.join("Claude").join("claude_desktop_config.json"));
+        }
+        if let Some(h) = &home {
+            paths.push(h.join("Library/Application Support/Claude/claude_desktop_config.json"));
+        }
+        paths
+    }
+
+    /// The first servers file found in [`Config::search_paths`], if any.
+    pub fn find() -> Option<PathBuf> {
+        Self::search_paths().into_iter().find(|p| p.is_file())
+    }
+
+    /// Load a servers file.
+    pub fn load(path: &Path, identity: &Identity) -> Result<Config, ConfigError> {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: shown.clone(),
+            source,
+        })?;
+        Config::parse(&text, &shown, identity)
+    }
+
+    /// Parse the text of a servers file; `source` names it in messages.
+    pub fn parse(text: &str, source: &str, identity: &Identity) -> Result<Config, ConfigError> {
+        let value: Value = serde_json::from_str(text).map_err(|e| ConfigError::Syntax {
+            path: source.into(),
+            message: e.to_string(),
+            line: e.line(),
+            column: e.column(),
+        })?;
+        Config::from_value(value, source, identity)
+    }
+
+    /// Read a servers file already parsed as JSON; `source` names it in messages.
+    pub fn from_value(
+        value: Value,
+        source: &str,
+        identity: &Identity,
+    ) -> Result<Config, ConfigError> {
+        let invalid = |message: String| ConfigError::Invalid {
+            path: source.into(),
+            message,
+        };
+        let Value::Object(doc) = value else {
+            return Err(invalid("the file must hold a JSON object".into()));
+        };
+        let mut warnings = Vec::new();
+        for key in doc.keys() {
+            if !["mcpServers", "gatehouse", "$schema"].contains(&key.as_str()) {
+                warnings.push(format!("{source}: unknown key \"{key}\" is ignored"));
+            }
+        }
+        let servers_value = doc
+            .get("mcpServers")
+            .ok_or_else(|| invalid("no \"mcpServers\" object".into()))?;
+        let Value::Object(entries) = servers_value else {
+            return Err(invalid(
+                "\"mcpServers\" must be an object of servers".into(),
+            ));
+        };
+        let vars = Variables::new(identity);
+        let mut servers = Vec::new();
+        let mut broken = Vec::new();
+        for (name, entry) in entries {
+            if entry.get("disabled") == Some(&Value::Bool(true)) {
+                warnings.push(format!("server {name} is disabled in {source}"));
+                continue;
+            }
+            match server_spec(name, entry, &vars, &mut warnings) {
+                Ok(spec) => servers.push(spec),
+                Err(reason) => broken.push((name.clone(), reason)),
+            }
+        }
+        let settings = match doc.get("gatehouse") {
+            None => Settings::default(),
+            Some(v) => settings::parse(v, &mut warnings)
+                .map_err(|m| invalid(format!("\"gatehouse\": {m}")))?,
+        };
+        Ok(Config {
+            servers,
+            broken,
+            settings,
+            warnings,
+            source: source.into(),
+        })
+    }
+}
+
+/// The transports a servers file may name in `type`.
+const STDIO_TYPES: &[&str] = &["stdio"];
+const HTTP_TYPES: &[&str] = &["http", "streamable-http", "streamableHttp"];
+
+fn strings(
+    name: &str,
+    value: Option<&Value>,
+    vars: &Variables,
+) -> Result<BTreeMap<String, String>, String> {
+    let mut out = BTreeMap::new();
+    match value {
+        None => {}
+        Some(Value::Object(map)) => {
+            for (k, v) in map {
+                let Value::String(v) = v else {
+                    return Err(format!("{name} {k} must be a string"));
+                };
+                out.insert(
+                    k.clone(),
+                    vars.expand(v).map_err(|e| format!("{name} {k}: {e}"))?,
+                );
+            }
+        }
+        Some(_) => return Err(format!("\"{name}\" must be an object of strings")),
+    }
+    Ok(out)
+}
+
+fn server_spec(
+    name: &str,
+    entry: &Value,
+    vars: &Variables,
+    warnings: &mut Vec<String>,
+) -> Result<ServerSpec, String> {
+    let Value::Object(entry) = entry else {
+        return Err("the entry must be an object".into());
+    };
+    for key in entry.keys() {
+        let known = [
+            "command",
+            "args",
+            "env",
+            "cwd",
+            "type",
+            "url",
+            "headers",
+            "disabled",
+            "passEnv",
+            "inheritEnv",
+        ];
+        if !known.contains(&key.as_str()) {
+            warnings.push(format!("server {name}: unknown key \"{key}\" is ignored"));
+        }
+    }
+    let kind = match entry.get("type") {
+        None => None,
+        Some(Value::String(t)) => Some(t.as_str()),
+        Some(_) => return Err("\"type\" must be a string".into()),
+    };
+    let is_http = match kind {
+        Some(t) if HTTP_TYPES.contains(&t) => true,
+        Some(t) if STDIO_TYPES.contains(&t) => false,
+        Some("sse") => {
+            return Err("the old HTTP+SSE transport (\"type\": \"sse\") is not supported; give the server's Streamable HTTP endpoint with \"type\": \"http\"".into());
+        }
+        Some(other) => {
+            return Err(format!(
+                "unknown transport type \"{other}\" (use stdio or http)"
+            ));
+        }
+        None => entry.contains_key("url") && !entry.contains_key("command"),
+    };
+    if is_http {
+        let url = match entry.get("url") {
+            Some(Value::String(u)) => vars.expand(u)?,
+            Some(_) => return Err("\"url\" must be a string".into()),
+            None => return Err("an http server needs a \"url\"".into()),
+        };
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(format!(
+                "\"url\" must start with http:// or https://, not {url:?}"
+            ));
+        }
+        let headers = strings("headers", entry.get("headers"), vars)?;
+        for (k, v) in &headers {
+            if k.is_empty()
+                || !k
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+            {
+                return Err(format!("header name {k:?} is not a valid HTTP header name"));
+            }
+            if v.bytes().any(|b| b == b'\r' || b == b'\n') {
+                return Err(format!("header {k} has a line break in its value"));
+            }
+            // The value is a credential: the error names the header, never the value.
+            if !v.bytes().all(|b| b == b'\t' || (0x20..0x7f).contains(&b)) {
+                return Err(format!(
+                    "header {k} has a value that is not valid in HTTP (visible ASCII only; the value is not shown)"
+                ));
+            }
+        }
+        return Ok(ServerSpec {
+            name: name.into(),
+            transport: Transport::Http { url, headers },
+        });
+    }
+    let command = match entry.get("command") {
+        Some(Value::String(c)) if !c.trim().is_empty() => vars.expand(c)?,
+        Some(_) => return Err("\"command\" must be a non-empty string".into()),
+        None => {
+            return Err(
+                "no \"command\" to start the server with (or \"url\" for an http server)".into(),
+            );
+        }
+    };
+    let args = match entry.get("args") {
+        None => Vec::new(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|a| match a {
+                Value::String(s) => vars.expand(s),
+                other => Err(format!("\"args\" must hold strings, found {other}")),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err("\"args\" must be an array of strings".into()),
+    };
+    let env = strings("env", entry.get("env"), vars)?;
+    let cwd = match entry.get("cwd") {
+        None => None,
+        Some(Value::String(c)) => Some(PathBuf::from(vars.expand(c)?)),
+        Some(_) => return Err("\"cwd\" must be a string".into()),
+    };
+    let pass = env_pass(entry)?;
+    Ok(ServerSpec {
+        name: name.into(),
+        transport: Transport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+            pass,
+        },
+    })
+}
+
+/// `passEnv` and `inheritEnv` of a stdio entry.
+fn env_pass(entry: &Map<String, Value>) -> Result<EnvPass, String> {
+    let names = match entry.get("passEnv") {
+        None => Vec::new(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|i| match i.as_str() {
+                Some(n)
+                    if !n.is_empty()
+                        && n.trim_end_matches('*')
+                            .chars()
+                            .all(|c| c.is_ascii_alphanumeric() || c == '_')
+                        && n.find('*').is_none_or(|i| i == n.len() - 1) =>
+                {
+                    Ok(n.to_owned())
+                }
+                _ => Err(format!(
+                    "\"passEnv\" holds variable names (or prefixes ending in *), not {i}"
+                )),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err("\"passEnv\" must be an array of variable names".into()),
+    };
+    let all = match entry.get("inheritEnv") {
+        None => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err("\"inheritEnv\" must be true or false".into()),
+    };
+    Ok(EnvPass { names, all })
+}

@@ -1,0 +1,196 @@
+//! The host's own settings (`"gatehouse"` in the servers file): the allow-list and every
+//! bound, each a named constant, validated when the file is read.
+
+use std::{path::PathBuf, time::Duration};
+
+use serde_json::Value;
+
+/// Longest a proposed call's arguments may be, in characters of JSON text.
+pub const MAX_ARGUMENT_CHARS: usize = 2_000;
+/// Most characters of a tool's result that go back into the model's context.
+pub const MAX_RESULT_CHARS: usize = 4_000;
+/// Most model calls in one turn.
+pub const MAX_STEPS: usize = 6;
+/// How long one server round of a tool call may take.
+pub const HOST_TOOL_TIMEOUT: Duration = Duration::from_secs(10);
+/// Environment variable overriding [`HOST_TOOL_TIMEOUT`], in seconds (fractions allowed).
+pub const HOST_TOOL_TIMEOUT_ENV: &str = "HOST_TOOL_TIMEOUT";
+/// Progress extends a call's time limit, up to this.
+pub const HOST_TOOL_MAX_TIMEOUT: Duration = Duration::from_secs(120);
+/// Environment variable overriding [`HOST_TOOL_MAX_TIMEOUT`], in seconds.
+pub const HOST_TOOL_MAX_TIMEOUT_ENV: &str = "HOST_TOOL_MAX_TIMEOUT";
+/// How long a server may take from spawn to a ready catalog.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
+/// Most `input_required` rounds one call may take before the host gives up.
+pub const MAX_INPUT_ROUNDS: usize = 10;
+
+/// The largest `maxArgumentChars` a servers file may set.
+pub const MAX_ARGUMENT_CHARS_LIMIT: usize = 1_000_000;
+/// The largest `maxSteps` a servers file may set (`--max-steps` too).
+pub const MAX_STEPS_LIMIT: usize = 1_000;
+/// The largest time limit a servers file may set for a call (`toolTimeoutMs`,
+/// `toolMaxTimeoutMs`): one day.
+pub const MAX_TIMEOUT_MS: u64 = 86_400_000;
+/// The largest `connectTimeoutMs`: ten minutes.
+pub const MAX_CONNECT_TIMEOUT_MS: u64 = 600_000;
+/// The largest `maxInputRounds`.
+pub const MAX_INPUT_ROUNDS_LIMIT: usize = 100;
+
+/// The host's own limits and lists. Every bound has a named default above.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Tools the host runs without asking, by their namespaced name (`server__tool`).
+    pub allow: Vec<String>,
+    /// Longest arguments a proposal may have, in characters (`maxArgumentChars`).
+    pub max_argument_chars: usize,
+    /// Most characters of a result the model reads (`maxResultChars`).
+    pub max_result_chars: usize,
+    /// Most model calls in one question (`maxSteps`: the seed's "steps").
+    pub max_model_calls: usize,
+    /// How long one server round may take (`toolTimeoutMs`, `HOST_TOOL_TIMEOUT`).
+    pub tool_timeout: Duration,
+    /// Progress extends `tool_timeout` up to this.
+    pub tool_max_timeout: Duration,
+    /// How long a server may take from start to a ready catalog (`connectTimeoutMs`).
+    pub connect_timeout: Duration,
+    /// Most `input_required` rounds in one call (`maxInputRounds`).
+    pub max_input_rounds: usize,
+    /// What the model is told first in every conversation (`systemPrompt`); none when
+    /// `None`. The command line gives its own default.
+    pub system_prompt: Option<String>,
+    /// The model to use when `--model` is not given.
+    pub model: Option<String>,
+    /// Where binary result blocks are saved for the person (default: a folder per
+    /// session under the system's temporary folder).
+    pub save_dir: Option<PathBuf>,
+    /// Pass images and audio to the model as input parts (for models that take them);
+    /// otherwise the model reads a short description of each.
+    pub model_accepts_media: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            allow: Vec::new(),
+            max_argument_chars: MAX_ARGUMENT_CHARS,
+            max_result_chars: MAX_RESULT_CHARS,
+            max_model_calls: MAX_STEPS,
+            tool_timeout: HOST_TOOL_TIMEOUT,
+            tool_max_timeout: HOST_TOOL_MAX_TIMEOUT,
+            connect_timeout: CONNECT_TIMEOUT,
+            max_input_rounds: MAX_INPUT_ROUNDS,
+            system_prompt: None,
+            model: None,
+            save_dir: None,
+            model_accepts_media: false,
+        }
+    }
+}
+
+/// Read the `"gatehouse"` object of a servers file.
+pub(super) fn parse(value: &Value, warnings: &mut Vec<String>) -> Result<Settings, String> {
+    let Value::Object(map) = value else {
+        return Err("must be an object".into());
+    };
+    let mut s = Settings::default();
+    for (key, v) in map {
+        let bounded = |range: std::ops::RangeInclusive<u64>| whole_number(key, v, range);
+        match key.as_str() {
+            "allow" => {
+                let Value::Array(items) = v else {
+                    return Err("\"allow\" must be an array of tool names".into());
+                };
+                s.allow = items
+                    .iter()
+                    .map(|i| {
+                        i.as_str()
+                            .map(str::to_owned)
+                            .ok_or_else(|| "\"allow\" must hold strings".to_string())
+                    })
+                    .collect::<Result<_, _>>()?;
+            }
+            "maxArgumentChars" => {
+                s.max_argument_chars = bounded(1..=MAX_ARGUMENT_CHARS_LIMIT as u64)? as usize
+            }
+            "maxResultChars" => {
+                s.max_result_chars = bounded(
+                    crate::result::MIN_RESULT_CHARS as u64
+                        ..=crate::result::MAX_RESULT_CHARS_LIMIT as u64,
+                )? as usize
+            }
+            "maxSteps" => s.max_model_calls = bounded(1..=MAX_STEPS_LIMIT as u64)? as usize,
+            "systemPrompt" => {
+                s.system_prompt = Some(
+                    v.as_str()
+                        .ok_or_else(|| "\"systemPrompt\" must be a string".to_string())?
+                        .into(),
+                )
+            }
+            "toolTimeoutMs" => s.tool_timeout = Duration::from_millis(bounded(1..=MAX_TIMEOUT_MS)?),
+            "toolMaxTimeoutMs" => {
+                s.tool_max_timeout = Duration::from_millis(bounded(1..=MAX_TIMEOUT_MS)?)
+            }
+            "connectTimeoutMs" => {
+                s.connect_timeout = Duration::from_millis(bounded(1..=MAX_CONNECT_TIMEOUT_MS)?)
+            }
+            "maxInputRounds" => {
+                s.max_input_rounds = bounded(1..=MAX_INPUT_ROUNDS_LIMIT as u64)? as usize
+            }
+            "model" => {
+                s.model = Some(
+                    v.as_str()
+                        .ok_or_else(|| "\"model\" must be a string".to_string())?
+                        .into(),
+                )
+            }
+            "modelAcceptsMedia" => {
+                s.model_accepts_media = v
+                    .as_bool()
+                    .ok_or_else(|| "\"modelAcceptsMedia\" must be true or false".to_string())?
+            }
+            "saveDir" => {
+                s.save_dir = Some(PathBuf::from(
+                    v.as_str()
+                        .ok_or_else(|| "\"saveDir\" must be a path".to_string())?,
+                ))
+            }
+            other => warnings.push(format!("gatehouse: unknown setting \"{other}\" is ignored")),
+        }
+    }
+    Ok(s)
+}
+
+/// A setting that must be a whole number in `range`: zero, negative, fractional, too
+/// large or not a number at all is an error naming the key and the range.
+fn whole_number(key: &str, v: &Value, range: std::ops::RangeInclusive<u64>) -> Result<u64, String> {
+    v.as_u64().filter(|n| range.contains(n)).ok_or_else(|| {
+        format!(
+            "\"{key}\" must be a whole number from {} to {}, not {v}",
+            range.start(),
+            range.end()
+        )
+    })
+}
+
+/// The tool time limit from [`HOST_TOOL_TIMEOUT_ENV`], if set; a bad value is an error.
+pub fn tool_timeout_from_env() -> Result<Option<Duration>, String> {
+    seconds_from_env(HOST_TOOL_TIMEOUT_ENV)
+}
+
+/// The hard maximum from [`HOST_TOOL_MAX_TIMEOUT_ENV`], if set; a bad value is an error.
+pub fn tool_max_timeout_from_env() -> Result<Option<Duration>, String> {
+    seconds_from_env(HOST_TOOL_MAX_TIMEOUT_ENV)
+}
+
+fn seconds_from_env(name: &str) -> Result<Option<Duration>, String> {
+    match std::env::var(name) {
+        Err(_) => Ok(None),
+        Ok(v) => v
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|s| s.is_finite() && *s > 0.0 && *s < 86_400.0)
+            .map(|s| Some(Duration::from_secs_f64(s)))
+            .ok_or_else(|| format!("{name}={v:?} is not a number of seconds (e.g. 10 or 0.5)")),
+    }
+}

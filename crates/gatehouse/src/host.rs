@@ -1,0 +1,294 @@
+//! The host: one connection per server, the live catalog, the settings, the person and the
+//! session's trace. It starts every server at once, makes a [`Turn`] for each question, and
+//! closes everything at the end. What belongs to one question (its trace id, its calls,
+//! the links its results gave) lives in the turn, not here.
+
+use std::{
+    path::{Path, PathBuf},
+    sync::{
+        Arc, RwLockReadGuard,
+        atomic::{AtomicU64, Ordering},
+    },
+};
+
+use serde_json::json;
+
+use crate::{
+    catalog::{self, Catalog, Listing, Live},
+    config::{Config, Settings, Transport},
+    connect::{self, Connection},
+    dispatch::Stopper,
+    model::{Message, Model, Usage},
+    person::Person,
+    redact,
+    trace::{Trace, Who, random_hex},
+    turn::{Turn, TurnState},
+};
+
+/// The host of one session.
+pub struct Host {
+    connections: Vec<Connection>,
+    catalog: Live,
+    settings: Settings,
+    person: Arc<dyn Person>,
+    trace: Trace,
+    /// One id for the host's whole session (a chat), sent to every server.
+    session_id: String,
+    /// Where binary blocks (images, audio, blobs) are saved for the person.
+    save_dir: PathBuf,
+    /// Stops the call in flight (Ctrl-C, the lab's Stop button).
+    stopper: Stopper,
+    /// Questions begun so far; lists are re-read by age only after the first.
+    turns: AtomicU64,
+}
+
+impl Host {
+    /// Start every configured server at once, discover their tools, and report every
+    /// server that could not be used without stopping the others.
+    pub async fn start(config: &Config, person: Arc<dyn Person>, trace: Trace) -> Host {
+        for warning in &config.warnings {
+            trace.add(Who::Host, format!("warning: {warning}"), json!({}));
+        }
+        for (name, reason) in &config.broken {
+            trace.add(
+                Who::Host,
+                format!("server {name} is not used: {reason}"),
+                json!({"server": name, "error": reason}),
+            );
+        }
+        register_secrets(config, trace.secrets());
+        let (connections, listings) = connect_all(config, &person, &trace).await;
+        let catalog = Live::start(listings, &connections).await;
+        report_catalog(&catalog.current(), &trace);
+        let session_id = random_hex(16);
+        Host {
+            connections,
+            catalog,
+            save_dir: config
+                .settings
+                .save_dir
+                .clone()
+                .unwrap_or_else(|| std::env::temp_dir().join(format!("gatehouse-{session_id}"))),
+            settings: config.settings.clone(),
+            person,
+            trace,
+            session_id,
+            stopper: Stopper::default(),
+            turns: AtomicU64::new(0),
+        }
+    }
+
+    /// A handle that stops the call in flight, for signal handlers and user interfaces.
+    pub fn stopper(&self) -> Stopper {
+        self.stopper.clone()
+    }
+
+    /// Offer the model only these tools (`--tools`). Any other proposal, even one made
+    /// directly through this library, is then refused as an unknown tool.
+    pub fn offer_only(&self, names: &[String]) {
+        for name in self.catalog.offer_only(names) {
+            self.trace.add(
+                Who::Host,
+                format!("warning: --tools names {name}, which no server offers"),
+                json!({"tool": name}),
+            );
+        }
+    }
+
+    /// The session's id, the same in every request of every turn.
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    /// The catalog as it is now. Do not hold the guard across an `.await`.
+    pub fn catalog(&self) -> RwLockReadGuard<'_, Catalog> {
+        self.catalog.current()
+    }
+
+    /// Where binary blocks of results are saved for the person.
+    pub fn save_dir(&self) -> &Path {
+        &self.save_dir
+    }
+
+    /// The settings the host runs with.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// The session's trace.
+    pub fn trace(&self) -> &Trace {
+        &self.trace
+    }
+
+    /// A new turn: a question, with a trace of its own.
+    pub fn turn(&self) -> Turn<'_> {
+        let number = self.turns.fetch_add(1, Ordering::SeqCst) + 1;
+        Turn::new(self, TurnState::new(number))
+    }
+
+    /// Go on with a turn set aside (the lab's manual panel keeps one between its calls).
+    pub fn resume(&self, state: TurnState) -> Turn<'_> {
+        Turn::new(self, state)
+    }
+
+    /// One question in a new turn: at most `maxSteps` model calls. The conversation is
+    /// extended in place, so a chat keeps its history across turns.
+    pub async fn ask(
+        &self,
+        model: &mut dyn Model,
+        conversation: &mut Vec<Message>,
+        question: &str,
+    ) -> (String, Usage) {
+        self.turn().ask(model, conversation, question).await
+    }
+
+    /// Re-read the lists that changed (and, `by_age`, the stale ones); whether the catalog
+    /// was rebuilt.
+    pub(crate) async fn refresh_catalog(&self, by_age: bool) -> bool {
+        self.catalog
+            .refresh(
+                &self.connections,
+                by_age,
+                &self.settings.allow,
+                self.settings.connect_timeout,
+                &self.trace,
+            )
+            .await
+    }
+
+    /// The live catalog, for the turn that decides on a call.
+    pub(crate) fn live(&self) -> &Live {
+        &self.catalog
+    }
+
+    /// The connection to a server, by its name.
+    pub(crate) fn connection(&self, server: &str) -> Option<&Connection> {
+        self.connections.iter().find(|c| c.name == server)
+    }
+
+    /// The person, for the turn's approvals.
+    pub(crate) fn person(&self) -> &dyn Person {
+        self.person.as_ref()
+    }
+
+    /// Close every connection; servers get a moment to exit on their own.
+    pub async fn shutdown(self) {
+        self.catalog.close().await;
+        futures::future::join_all(self.connections.into_iter().map(Connection::close)).await;
+    }
+}
+
+/// Start every server at once, each within the connect time limit, with its tool list.
+/// A server that cannot be used is reported and left out.
+async fn connect_all(
+    config: &Config,
+    person: &Arc<dyn Person>,
+    trace: &Trace,
+) -> (Vec<Connection>, Vec<Listing>) {
+    let timeout = config.settings.connect_timeout;
+    let limits = connect::Limits {
+        timeout,
+        max_questions: config.settings.max_input_rounds,
+    };
+    let attempts = config.servers.iter().map(|spec| async move {
+        let conn = connect::connect(spec, person.clone(), trace, limits)
+            .await
+            .map_err(|e| e.to_string())?;
+        let listed = tokio::time::timeout(
+            timeout,
+            catalog::list_tools(&conn, catalog::live::MAX_LIST_PAGES),
+        )
+        .await;
+        let tools = match listed {
+            Err(_) => Err(format!(
+                "server {}: tools/list got no answer within {:.1} s",
+                spec.name,
+                timeout.as_secs_f64()
+            )),
+            Ok(Err(e)) => Err(format!("server {}: {e}", spec.name)),
+            Ok(Ok(tools)) => Ok(tools),
+        }?;
+        Ok::<_, String>((conn, tools))
+    });
+    let mut connections = Vec::new();
+    let mut listings = Vec::new();
+    for (spec, outcome) in config
+        .servers
+        .iter()
+        .zip(futures::future::join_all(attempts).await)
+    {
+        match outcome {
+            Ok((conn, listing)) => {
+                report_discovery(&conn, &listing, trace);
+                listings.push(listing);
+                connections.push(conn);
+            }
+            Err(text) => trace.add(
+                Who::Host,
+                format!("server unavailable: {text}"),
+                json!({"server": spec.name, "error": text}),
+            ),
+        }
+    }
+    (connections, listings)
+}
+
+/// `discovered N tools on S: …`, with the revision and the server's own name.
+fn report_discovery(conn: &Connection, listing: &Listing, trace: &Trace) {
+    let tools = &listing.tools;
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    let implementation = conn.implementation.as_ref();
+    trace.add(
+        Who::Host,
+        format!(
+            "discovered {} tool{} on {}: {}",
+            tools.len(),
+            if tools.len() == 1 { "" } else { "s" },
+            conn.name,
+            names.join(", ")
+        ),
+        json!({
+            "protocol": conn.protocol.to_string(),
+            "server": implementation.map(|i| i.name.clone()).unwrap_or_else(|| conn.name.clone()),
+            "version": implementation.map(|i| i.version.clone()),
+        }),
+    );
+}
+
+/// What the catalog left out or renamed, in words, for the person.
+fn report_catalog(catalog: &Catalog, trace: &Trace) {
+    for reason in &catalog.left_out {
+        trace.add(Who::Host, reason.clone(), json!({}));
+    }
+    for collision in &catalog.collisions {
+        trace.add(Who::Host, format!("renamed a tool: {collision}"), json!({}));
+    }
+}
+
+/// Tell the trace every secret the servers file gives: header values (and the token of a
+/// bearer header), credentials in a URL, and stdio `env` values whose names say they are
+/// secrets. They are replaced wherever the run shows, records or passes on text.
+fn register_secrets(config: &Config, secrets: &redact::Secrets) {
+    for spec in &config.servers {
+        match &spec.transport {
+            Transport::Http { url, headers } => {
+                for value in headers.values() {
+                    secrets.add(value);
+                    if let Some((_, token)) = value.split_once(' ') {
+                        secrets.add(token);
+                    }
+                }
+                for secret in redact::url_secrets(url) {
+                    secrets.add(&secret);
+                }
+            }
+            Transport::Stdio { env, .. } => {
+                for (name, value) in env {
+                    if redact::is_secret_name(name) {
+                        secrets.add(value);
+                    }
+                }
+            }
+        }
+    }
+}

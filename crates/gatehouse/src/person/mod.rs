@@ -1,0 +1,185 @@
+//! The person at the host: the only one who approves a call or answers a server's question.
+//! The model never answers here. Every way of asking defaults to "no".
+//!
+//! - this module: the [`Person`] trait, and the two questions as the run records them:
+//!   [`approve_call`] (the approval flow) and [`ask_person`] (a server's question);
+//! - [`terminal`]: the person at a terminal, or options in a script;
+//! - [`form`]: a server's flat form, its fields, and answers given by options.
+
+pub mod form;
+pub mod terminal;
+
+#[cfg(test)]
+mod tests;
+
+use futures::future::BoxFuture;
+use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
+use serde_json::{Map, Value, json};
+
+pub use form::{FormAnswer, FormField, answers_for, fill_from_options, form_fields};
+pub use terminal::{FixedAnswers, Terminal, describe_call};
+
+use crate::trace::{Trace, Who};
+
+/// How an answer was given, so the run can say so.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AnsweredBy {
+    /// A command-line option (`--yes`, `--no`, `--answer`, `--decline`).
+    Option,
+    /// The person typed it.
+    Terminal,
+    /// Nobody could answer (no terminal, end of input): the default, no.
+    Nobody,
+}
+
+/// The person's answer to "run this call?".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Approval {
+    /// Run it?
+    pub yes: bool,
+    /// Who said so.
+    pub by: AnsweredBy,
+}
+
+/// What the person is shown before a call that is not on the allow-list.
+#[derive(Debug, Clone)]
+pub struct ApprovalRequest {
+    /// The server that offers the tool.
+    pub server: String,
+    /// The tool, as the model named it.
+    pub tool: String,
+    /// The exact arguments.
+    pub arguments: Value,
+    /// What the server says about the tool (hints, never trusted).
+    pub annotations: Value,
+}
+
+/// The person, however they are reached.
+pub trait Person: Send + Sync {
+    /// Ask whether to run one call.
+    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Approval>;
+    /// Answer a server's question (elicitation). `server` names who asks.
+    fn elicit<'a>(
+        &'a self,
+        server: &'a str,
+        request: &'a ElicitRequestParams,
+    ) -> BoxFuture<'a, (ElicitResult, AnsweredBy)>;
+}
+
+pub(crate) fn decline() -> ElicitResult {
+    ElicitResult::new(ElicitationAction::Decline)
+}
+
+/// Ask the person whether to run one call, the way the run shows it: why the host asks,
+/// the exact call, the answer and who gave it. `why` is the policy's reason, in words.
+pub async fn approve_call(
+    person: &dyn Person,
+    trace: &Trace,
+    tool: &crate::catalog::CatalogTool,
+    arguments: &rmcp::model::JsonObject,
+    why: &str,
+) -> Approval {
+    let server = tool.origin.label();
+    let annotations = annotations_for_display(tool.tool.annotations.as_ref());
+    trace.add(
+        Who::Host,
+        why,
+        json!({"decision": "ask", "server": server, "annotations": annotations}),
+    );
+    let arguments = Value::Object(arguments.clone());
+    trace.add(
+        Who::Host,
+        format!("The assistant wants to run {} with {arguments}", tool.name),
+        json!({}),
+    );
+    let request = ApprovalRequest {
+        server: server.to_owned(),
+        tool: tool.name.clone(),
+        arguments,
+        annotations,
+    };
+    let approval = person.approve(&request).await;
+    let said = if approval.yes { "yes" } else { "no" };
+    match approval.by {
+        AnsweredBy::Option => trace.add(
+            Who::Host,
+            format!("Answer given by option: {said}"),
+            json!({}),
+        ),
+        AnsweredBy::Nobody => trace.add(Who::Host, "No answer could be read: no", json!({})),
+        AnsweredBy::Terminal => {}
+    }
+    if approval.yes {
+        trace.add(Who::Person, "said yes", json!({"decision": "approved"}));
+    } else {
+        trace.add(Who::Person, "said no", json!({"decision": "declined"}));
+    }
+    approval
+}
+
+/// Put a server's question to the person, and record both the question and the answer.
+/// Used for `input_required` rounds and for the `elicitation/create` of older revisions
+/// alike, so both look the same in the run.
+pub async fn ask_person(
+    server: &str,
+    key: &str,
+    params: &rmcp::model::ElicitRequestParams,
+    person: &dyn Person,
+    trace: &Trace,
+) -> rmcp::model::ElicitResult {
+    // A URL is shown whole, so the person sees where it would take them; the host never
+    // opens it.
+    let (message, data) = match params {
+        rmcp::model::ElicitRequestParams::FormElicitationParams { message, .. } => (
+            message.clone(),
+            json!({"server": server, "key": key, "mode": "form"}),
+        ),
+        rmcp::model::ElicitRequestParams::UrlElicitationParams { message, url, .. } => (
+            message.clone(),
+            json!({"server": server, "key": key, "mode": "url", "url": url}),
+        ),
+        _ => (
+            String::new(),
+            json!({"server": server, "key": key, "mode": "unknown"}),
+        ),
+    };
+    trace.add(Who::Server, format!("{server} asks: {message}"), data);
+    let (answer, by) = person.elicit(server, params).await;
+    let action = serde_json::to_value(&answer.action).unwrap_or_default();
+    let how = match by {
+        AnsweredBy::Option => "by option",
+        AnsweredBy::Terminal => "at the terminal",
+        AnsweredBy::Nobody => "by default: nobody could answer",
+    };
+    let mut data = json!({"action": action, "answered": how});
+    if let Some(content) = &answer.content {
+        data["content"] = content.clone();
+    }
+    trace.add(
+        Who::Person,
+        format!("answered {}", action.as_str().unwrap_or("?")),
+        data,
+    );
+    answer
+}
+
+/// The annotations of a tool in the host's own words, for showing (never for trusting).
+pub fn annotations_for_display(annotations: Option<&rmcp::model::ToolAnnotations>) -> Value {
+    match annotations {
+        None => json!({}),
+        Some(a) => {
+            let mut m = Map::new();
+            for (k, v) in [
+                ("read_only_hint", a.read_only_hint),
+                ("destructive_hint", a.destructive_hint),
+                ("idempotent_hint", a.idempotent_hint),
+                ("open_world_hint", a.open_world_hint),
+            ] {
+                if let Some(v) = v {
+                    m.insert(k.into(), Value::Bool(v));
+                }
+            }
+            Value::Object(m)
+        }
+    }
+}

@@ -1,0 +1,212 @@
+//! The person at a terminal: "Run it?" and a server's forms asked on stderr and read from
+//! stdin, or answered by options in a script. With no terminal and no options, no.
+
+use std::{
+    io::{BufRead, IsTerminal, Write},
+    sync::Mutex,
+};
+
+use futures::future::BoxFuture;
+use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
+use serde_json::{Map, Value};
+
+use super::{
+    AnsweredBy, Approval, ApprovalRequest, Person, decline,
+    form::{FormAnswer, answers_for, fill_from_options, form_fields},
+};
+use crate::text::{visible, visible_line};
+
+/// Answers fixed in advance by options, for scripts and tests. Anything not given is "no".
+#[derive(Debug, Default)]
+pub struct FixedAnswers {
+    /// `Some(true)` for `--yes`, `Some(false)` for `--no`; `None` falls back to the terminal.
+    pub approve: Option<bool>,
+    /// `--answer [SERVER:]FIELD=VALUE` for forms.
+    pub fields: Vec<FormAnswer>,
+    /// `--decline`: decline every form.
+    pub decline_forms: bool,
+}
+
+/// The terminal: prompts on stderr, reads stdin. With no terminal and no options, no.
+pub struct Terminal {
+    /// Answers given by options.
+    pub fixed: FixedAnswers,
+    /// Show the call itself with "Run it?": set when the run's steps (which show it) are
+    /// not on the person's screen, as with `--json`. The person always sees what they approve.
+    show_calls: bool,
+    /// Serialises questions, so two never interleave on the screen.
+    lock: Mutex<()>,
+}
+
+impl Terminal {
+    /// The terminal, with these options.
+    pub fn new(fixed: FixedAnswers) -> Self {
+        Terminal {
+            fixed,
+            show_calls: false,
+            lock: Mutex::new(()),
+        }
+    }
+
+    /// Show each call with its "Run it?" question (the run's steps are not on screen).
+    pub fn showing_calls(mut self, show: bool) -> Self {
+        self.show_calls = show;
+        self
+    }
+}
+
+/// Read one line from stdin; `None` at end of input or on error.
+fn read_line(prompt: &str) -> Option<String> {
+    let mut err = std::io::stderr().lock();
+    let _ = write!(err, "{prompt}");
+    let _ = err.flush();
+    drop(err);
+    let mut line = String::new();
+    match std::io::stdin().lock().read_line(&mut line) {
+        Ok(0) | Err(_) => None,
+        Ok(_) => Some(line.trim().to_owned()),
+    }
+}
+
+fn said_yes(answer: Option<String>) -> bool {
+    answer.is_some_and(|a| matches!(a.to_lowercase().as_str(), "y" | "yes"))
+}
+
+/// The call as the person reads it before saying yes: server, tool, arguments, hints.
+pub fn describe_call(request: &ApprovalRequest) -> String {
+    let hints = match &request.annotations {
+        Value::Object(m) if !m.is_empty() => {
+            format!(" (hints from the server: {})", request.annotations)
+        }
+        _ => String::new(),
+    };
+    visible(&format!(
+        "{} on {} wants to run with {}{hints}",
+        request.tool, request.server, request.arguments
+    ))
+    .into_owned()
+}
+
+impl Person for Terminal {
+    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
+        Box::pin(async move {
+            if let Some(yes) = self.fixed.approve {
+                return Approval {
+                    yes,
+                    by: AnsweredBy::Option,
+                };
+            }
+            let answer = tokio::task::block_in_place(|| {
+                let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+                if self.show_calls {
+                    eprintln!("[host] {}", describe_call(request));
+                }
+                read_line("[host] Run it? [y/N] ")
+            });
+            match answer {
+                None => Approval {
+                    yes: false,
+                    by: AnsweredBy::Nobody,
+                },
+                Some(a) => Approval {
+                    yes: said_yes(Some(a)),
+                    by: AnsweredBy::Terminal,
+                },
+            }
+        })
+    }
+
+    fn elicit<'a>(
+        &'a self,
+        server: &'a str,
+        request: &'a ElicitRequestParams,
+    ) -> BoxFuture<'a, (ElicitResult, AnsweredBy)> {
+        Box::pin(async move {
+            if self.fixed.decline_forms {
+                return (decline(), AnsweredBy::Option);
+            }
+            let at_terminal = std::io::stdin().is_terminal();
+            let shown_server = visible_line(server);
+            let (message, schema) = match request {
+                ElicitRequestParams::FormElicitationParams {
+                    message,
+                    requested_schema,
+                    ..
+                } => (
+                    message,
+                    serde_json::to_value(requested_schema).unwrap_or(Value::Null),
+                ),
+                ElicitRequestParams::UrlElicitationParams { message, url, .. } => {
+                    // Never opened automatically; without a person at a terminal, declined.
+                    if !at_terminal {
+                        return (decline(), AnsweredBy::Nobody);
+                    }
+                    let yes = tokio::task::block_in_place(|| {
+                        let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+                        eprintln!(
+                            "\n[{shown_server} asks] {}\n  It wants you to open: {}",
+                            visible(message),
+                            visible_line(url)
+                        );
+                        said_yes(read_line("  Open it yourself and continue? [y/N] "))
+                    });
+                    let action = if yes {
+                        ElicitationAction::Accept
+                    } else {
+                        ElicitationAction::Decline
+                    };
+                    return (ElicitResult::new(action), AnsweredBy::Terminal);
+                }
+                _ => return (decline(), AnsweredBy::Nobody),
+            };
+            let fields = form_fields(&schema);
+            // Options answer a form only when they name its fields (and its server, if they
+            // name one); a form they do not fill is the person's, or declined.
+            if let Some(given) = answers_for(&self.fixed.fields, server, &fields) {
+                return match fill_from_options(&fields, &given) {
+                    Ok(content) => (
+                        ElicitResult::new(ElicitationAction::Accept).with_content(content),
+                        AnsweredBy::Option,
+                    ),
+                    Err(_) => (decline(), AnsweredBy::Option),
+                };
+            }
+            if !at_terminal {
+                return (decline(), AnsweredBy::Nobody);
+            }
+            tokio::task::block_in_place(|| {
+                let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+                eprintln!("\n[{shown_server} asks] {}", visible(message));
+                if !said_yes(read_line("  Accept? [y/N] ")) {
+                    return (decline(), AnsweredBy::Terminal);
+                }
+                let mut content = Map::new();
+                for field in &fields {
+                    loop {
+                        let Some(raw) = read_line(&format!("  {} ", field.prompt())) else {
+                            return (
+                                ElicitResult::new(ElicitationAction::Cancel),
+                                AnsweredBy::Terminal,
+                            );
+                        };
+                        if raw.is_empty() && !field.required {
+                            break;
+                        }
+                        match field.parse(&raw) {
+                            Ok(v) => {
+                                content.insert(field.name.clone(), v);
+                                break;
+                            }
+                            Err(e) => eprintln!("  {}", visible(&e)),
+                        }
+                    }
+                }
+                (
+                    ElicitResult::new(ElicitationAction::Accept)
+                        .with_content(Value::Object(content)),
+                    AnsweredBy::Terminal,
+                )
+            })
+        })
+    }
+}

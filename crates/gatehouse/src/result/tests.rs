@@ -1,0 +1,226 @@
+//! The bound on what the model reads, for every input, and every kind of block.
+
+use super::*;
+use rmcp::model::{CallToolResult, ContentBlock};
+
+#[test]
+fn small_results_go_back_whole() {
+    let r = success("t", &json!({"a": 1}), 4_000);
+    assert_eq!(r.text, r#"{"tool":"t","result":{"a":1}}"#);
+    assert!(!r.clipped);
+}
+
+#[test]
+fn large_results_are_cut_with_a_note_and_fit_the_bound() {
+    let big = json!({"rows": "x\"y".repeat(5_000)});
+    let r = success("t", &big, 4_000);
+    assert!(r.clipped);
+    assert!(r.chars <= 4_000, "{}", r.chars);
+    let v: Value = serde_json::from_str(&r.text).unwrap();
+    let total = big.to_string().chars().count();
+    assert!(
+        v["note"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("had {total} characters"))
+    );
+}
+
+#[test]
+fn whole_results_read_as_the_json_object_they_stand_for() {
+    let value = json!({"b": [1, "two\n\"3\""], "a": null});
+    let links = vec!["[link x://1 \"One\" text/plain]".to_owned()];
+    assert_eq!(
+        success_with("s__t", &value, &links, 4_000).text,
+        json!({"tool": "s__t", "result": value, "attachments": links}).to_string()
+    );
+    assert_eq!(
+        success("s__t", &value, 4_000).text,
+        json!({"tool": "s__t", "result": value}).to_string()
+    );
+}
+
+#[test]
+fn a_cut_keeps_as_much_as_fits_whatever_the_escaping() {
+    for (unit, max) in [
+        ("ab", 300),
+        ("\"\\", 301),
+        ("\u{1}é\n", 333),
+        ("日本", 4_000),
+    ] {
+        let value = Value::String(unit.repeat(3_000));
+        let r = success("t", &value, max);
+        assert!(r.clipped && r.chars <= max, "{unit:?}: {} > {max}", r.chars);
+        let v: Value = serde_json::from_str(&r.text).unwrap();
+        let head = v["result"].as_str().unwrap();
+        let kept = head.chars().count();
+        assert!(
+            v["note"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("only the first {kept} "))
+        );
+        // One more character would not have fitted.
+        let longer: String = unit.repeat(3_000).chars().take(kept + 1).collect();
+        let bigger = json!({"tool": "t", "result": longer, "note": v["note"]}).to_string();
+        assert!(
+            bigger.chars().count() > max,
+            "{unit:?}: kept {kept} of a possible more"
+        );
+    }
+}
+
+#[test]
+fn errors_fit_the_bound_too() {
+    let r = failure("t", &"e".repeat(10_000), 100);
+    assert!(r.chars <= 100);
+    assert!(r.text.ends_with("…\"}"));
+}
+
+#[test]
+fn a_long_tool_name_cannot_hold_the_bound_hostage() {
+    // Before: the frame alone was longer than the bound, the error was cut to "…",
+    // and the loop never ended.
+    let name = "x".repeat(5_000);
+    let r = failure(&name, "unknown tool", 4_000);
+    assert!(r.chars <= 4_000);
+    let v: Value = serde_json::from_str(&r.text).unwrap();
+    assert_eq!(
+        v["tool"].as_str().unwrap().chars().count(),
+        MAX_SHOWN_TOOL_NAME
+    );
+    assert_eq!(v["error"], "unknown tool");
+    let r = failure("s__t", &"e".repeat(1_000), MIN_RESULT_CHARS);
+    assert!(r.clipped && r.chars <= MIN_RESULT_CHARS);
+    let r = success(
+        &"\"".repeat(300),
+        &json!("y".repeat(10_000)),
+        MIN_RESULT_CHARS,
+    );
+    assert!(r.clipped && r.chars <= MIN_RESULT_CHARS, "{}", r.chars);
+}
+
+#[test]
+fn structured_results_keep_their_links_as_attachments() {
+    let r: CallToolResult = serde_json::from_value(json!({
+        "content": [{"type": "text", "text": "{}"},
+                    {"type": "resource_link", "uri": "orders://A-1002", "name": "Order A-1002", "mimeType": "application/json"}],
+        "structuredContent": {"order_id": "A-1002", "nested": [{"uri": "policy://larkfield/x"}]}
+    })).unwrap();
+    let (value, attachments) = result_value(&r);
+    assert_eq!(value["order_id"], "A-1002");
+    assert_eq!(
+        attachments,
+        vec!["[link orders://A-1002 \"Order A-1002\" application/json]"]
+    );
+    assert_eq!(
+        linked_uris(&r),
+        vec!["orders://A-1002", "policy://larkfield/x"]
+    );
+    let shown = success_with("t", &value, &attachments, 4_000);
+    assert!(shown.text.contains("\"attachments\""));
+}
+
+#[test]
+fn binary_blocks_are_saved_and_bad_ones_reported() {
+    let dir = std::env::temp_dir().join(format!("gatehouse-blocks-{}", std::process::id()));
+    let blocks: Vec<ContentBlock> = serde_json::from_value(json!([
+        {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
+        {"type": "audio", "data": "not base64!!", "mimeType": "audio/wav"},
+        {"type": "text", "text": "x"}
+    ]))
+    .unwrap();
+    let (saved, problems) = save_binaries(&blocks, &dir, "step1");
+    assert_eq!(saved.len(), 1);
+    assert_eq!(saved[0].bytes, 8);
+    assert!(saved[0].path.ends_with("step1-1.png"));
+    assert_eq!(
+        std::fs::read(&saved[0].path).unwrap()[..4],
+        [0x89, b'P', b'N', b'G']
+    );
+    assert!(problems[0].contains("not valid base64"));
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn blocks_for_the_person_only_stay_out_of_the_model_context() {
+    let r: CallToolResult = serde_json::from_value(json!({"content": [
+        {"type": "text", "text": "for everyone"},
+        {"type": "text", "text": "for the person", "annotations": {"audience": ["user"]}},
+        {"type": "text", "text": "for the model", "annotations": {"audience": ["assistant", "user"]}}
+    ]})).unwrap();
+    let (value, _) = result_value(&r);
+    assert_eq!(value, json!("for everyone\nfor the model"));
+}
+
+#[test]
+fn every_block_type_has_a_text_form() {
+    let blocks: Vec<ContentBlock> = serde_json::from_value(json!([
+        {"type": "text", "text": "hello"},
+        {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
+        {"type": "resource_link", "uri": "orders://A-1001", "name": "Order A-1001", "mimeType": "application/json"},
+        {"type": "resource", "resource": {"uri": "kb://shipping", "mimeType": "text/plain", "text": "3 to 6 days."}}
+    ])).unwrap();
+    let text = content_text(&blocks);
+    assert!(text.contains("hello"));
+    assert!(text.contains("[image image/png, 12 bytes of base64]"));
+    assert!(text.contains("[link orders://A-1001"));
+    assert!(text.contains("3 to 6 days."));
+}
+
+use proptest::prelude::*;
+
+/// Any JSON value, a few levels deep, with any strings.
+fn any_value() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        any::<String>().prop_map(Value::from),
+    ];
+    leaf.prop_recursive(3, 64, 8, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..8).prop_map(Value::Array),
+            prop::collection::btree_map(any::<String>(), inner, 0..8)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+proptest! {
+    /// Whatever the tool name, the error and the bound (from the smallest allowed),
+    /// what the model reads fits, is one JSON object, and says when it was cut.
+    #[test]
+    fn every_error_fits_its_bound(
+        tool in ".{0,300}", error in any::<String>(), extra in 0usize..3_000,
+    ) {
+        let max = MIN_RESULT_CHARS + extra;
+        let r = failure(&tool, &error, max);
+        prop_assert!(r.chars <= max, "{} > {max}", r.chars);
+        prop_assert_eq!(r.chars, r.text.chars().count());
+        let v: Value = serde_json::from_str(&r.text).unwrap();
+        let shown = v["error"].as_str().unwrap();
+        if r.clipped {
+            prop_assert!(shown.ends_with('…'));
+            prop_assert!(error.starts_with(shown.trim_end_matches('…')));
+        } else {
+            prop_assert_eq!(shown, error.as_str());
+        }
+    }
+
+    #[test]
+    fn every_result_fits_its_bound(
+        tool in ".{0,300}", value in any_value(), extra in 0usize..3_000,
+        attachments in prop::collection::vec(any::<String>(), 0..3),
+    ) {
+        let max = MIN_RESULT_CHARS + extra;
+        let r = success_with(&tool, &value, &attachments, max);
+        prop_assert!(r.chars <= max, "{} > {max}", r.chars);
+        let v: Value = serde_json::from_str(&r.text).unwrap();
+        if r.clipped {
+            prop_assert!(v["note"].as_str().unwrap().starts_with("cut: "));
+        } else {
+            prop_assert_eq!(&v["result"], &value);
+        }
+    }
+}
