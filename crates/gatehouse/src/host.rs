@@ -1,5 +1,5 @@
 //! The host: one connection per server, the live catalog, the settings, the person and the
-//! session's trace. It starts every server at once, makes a [`Turn`] for each question, and
+//! session's trace. It starts every server at once, makes a turn for each question, and
 //! closes everything at the end. What belongs to one question (its trace id, its calls,
 //! the links its results gave) lives in the turn, not here.
 
@@ -18,11 +18,9 @@ use crate::{
     config::{Config, Settings, Transport},
     connect::{self, Connection},
     dispatch::Stopper,
-    model::{Message, Model, Usage},
     person::Person,
     redact,
     trace::{Trace, Who, random_hex},
-    turn::{Turn, TurnState},
 };
 
 /// The host of one session.
@@ -120,26 +118,9 @@ impl Host {
         &self.trace
     }
 
-    /// A new turn: a question, with a trace of its own.
-    pub fn turn(&self) -> Turn<'_> {
-        let number = self.turns.fetch_add(1, Ordering::SeqCst) + 1;
-        Turn::new(self, TurnState::new(number))
-    }
-
-    /// Go on with a turn set aside (the lab's manual panel keeps one between its calls).
-    pub fn resume(&self, state: TurnState) -> Turn<'_> {
-        Turn::new(self, state)
-    }
-
-    /// One question in a new turn: at most `maxSteps` model calls. The conversation is
-    /// extended in place, so a chat keeps its history across turns.
-    pub async fn ask(
-        &self,
-        model: &mut dyn Model,
-        conversation: &mut Vec<Message>,
-        question: &str,
-    ) -> (String, Usage) {
-        self.turn().ask(model, conversation, question).await
+    /// The next question's number in the session (from 1).
+    pub(crate) fn next_turn(&self) -> u64 {
+        self.turns.fetch_add(1, Ordering::SeqCst) + 1
     }
 
     /// Re-read the lists that changed (and, `by_age`, the stale ones); whether the catalog

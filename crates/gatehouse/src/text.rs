@@ -89,7 +89,16 @@ pub fn clip(text: &str, max: usize) -> Cow<'_, str> {
     }
 }
 
-/// A duration as the run says it: `10 s`, `0.5 s`.
+/// The first `max` characters of `text`, unmarked: for text that must stay within a
+/// bound and be used as it is (a search query), where [`clip`] marks what it cuts.
+pub fn head(text: &str, max: usize) -> &str {
+    match text.char_indices().nth(max) {
+        Some((end, _)) => &text[..end],
+        None => text,
+    }
+}
+
+/// A duration as the run says it: whole seconds (`10 s`), else to a tenth (`0.5 s`).
 pub fn seconds(d: std::time::Duration) -> String {
     let s = d.as_secs_f64();
     if s.fract() == 0.0 {
@@ -125,6 +134,16 @@ mod tests {
         let mut v = json!({"k\u{1b}": ["\u{9b}x", 1, {"n": "\u{202e}"}]});
         visible_json(&mut v);
         assert_eq!(v, json!({"k\\u{1b}": ["\\u{9b}x", 1, {"n": "\\u{202e}"}]}));
+    }
+
+    #[test]
+    fn durations_read_as_seconds() {
+        use std::time::Duration;
+        assert_eq!(seconds(Duration::from_secs(10)), "10 s");
+        assert_eq!(seconds(Duration::from_millis(500)), "0.5 s");
+        assert_eq!(seconds(Duration::from_millis(3_012)), "3.0 s");
+        assert_eq!(head("ééé", 2), "éé");
+        assert_eq!(head("ab", 5), "ab");
     }
 
     #[test]

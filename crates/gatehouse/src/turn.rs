@@ -40,7 +40,7 @@ pub struct TurnState {
 
 impl TurnState {
     /// A fresh state for question `number`.
-    pub(crate) fn new(number: u64) -> TurnState {
+    fn new(number: u64) -> TurnState {
         TurnState {
             trace_id: random_hex(16),
             number,
@@ -72,11 +72,33 @@ struct Ended {
     asked_user: bool,
 }
 
-impl<'h> Turn<'h> {
-    pub(crate) fn new(host: &'h Host, state: TurnState) -> Turn<'h> {
-        Turn { host, state }
+impl Host {
+    /// A new turn: a question, with a trace of its own.
+    pub fn turn(&self) -> Turn<'_> {
+        Turn {
+            host: self,
+            state: TurnState::new(self.next_turn()),
+        }
     }
 
+    /// Go on with a turn set aside (the lab's manual panel keeps one between its calls).
+    pub fn resume(&self, state: TurnState) -> Turn<'_> {
+        Turn { host: self, state }
+    }
+
+    /// One question in a new turn: at most `maxSteps` model calls. The conversation is
+    /// extended in place, so a chat keeps its history across turns.
+    pub async fn ask(
+        &self,
+        model: &mut dyn Model,
+        conversation: &mut Vec<Message>,
+        question: &str,
+    ) -> (String, Usage) {
+        self.turn().ask(model, conversation, question).await
+    }
+}
+
+impl Turn<'_> {
     /// This turn's trace id.
     pub fn trace_id(&self) -> &str {
         &self.state.trace_id
@@ -241,8 +263,13 @@ impl<'h> Turn<'h> {
     async fn ask_person(&self, call: &ToolCall, decided: &Decided) -> Option<Ended> {
         let why = decided.ask?;
         let (host, tool) = (self.host, &decided.tool);
-        let approval =
-            person::approve_call(host.person(), host.trace(), tool, &decided.arguments, why).await;
+        let proposed = person::Proposed {
+            server: tool.origin.label(),
+            tool: &tool.name,
+            arguments: &decided.arguments,
+            annotations: tool.tool.annotations.as_ref(),
+        };
+        let approval = person::approve_call(host.person(), host.trace(), &proposed, why).await;
         if !approval.yes {
             let text = "the person declined this call";
             return Some(self.ended(call, text, Outcome::Declined, tool.origin.label()));

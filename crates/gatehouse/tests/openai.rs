@@ -481,7 +481,7 @@ async fn a_slow_answer_hits_the_request_time_limit() {
         .await
         .unwrap_err()
         .to_string();
-    assert!(e.contains("gave no answer within 200 ms"), "{e}");
+    assert!(e.contains("gave no answer within 0.2 s"), "{e}");
     assert!(e.contains("after 1 attempt:"), "{e}");
 }
 

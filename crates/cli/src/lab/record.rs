@@ -23,11 +23,7 @@ use serde_json::{Value, json};
 const SUMMARY_CHARS: usize = 120;
 
 fn clip(text: &str) -> String {
-    let mut s: String = text.chars().take(SUMMARY_CHARS).collect();
-    if text.chars().count() > SUMMARY_CHARS {
-        s.push('…');
-    }
-    s
+    gatehouse::text::clip(text, SUMMARY_CHARS).into_owned()
 }
 
 /// Milliseconds since `start`, to a tenth.

@@ -271,6 +271,20 @@ impl Config {
     }
 }
 
+/// The keys a server's entry may have; others are warned about.
+const ENTRY_KEYS: &[&str] = &[
+    "command",
+    "args",
+    "env",
+    "cwd",
+    "type",
+    "url",
+    "headers",
+    "disabled",
+    "passEnv",
+    "inheritEnv",
+];
+
 /// The transports a servers file may name in `type`.
 const STDIO_TYPES: &[&str] = &["stdio"];
 const HTTP_TYPES: &[&str] = &["http", "streamable-http", "streamableHttp"];
@@ -308,22 +322,8 @@ fn server_spec(
     let Value::Object(entry) = entry else {
         return Err("the entry must be an object".into());
     };
-    for key in entry.keys() {
-        let known = [
-            "command",
-            "args",
-            "env",
-            "cwd",
-            "type",
-            "url",
-            "headers",
-            "disabled",
-            "passEnv",
-            "inheritEnv",
-        ];
-        if !known.contains(&key.as_str()) {
-            warnings.push(format!("server {name}: unknown key \"{key}\" is ignored"));
-        }
+    for key in entry.keys().filter(|k| !ENTRY_KEYS.contains(&k.as_str())) {
+        warnings.push(format!("server {name}: unknown key \"{key}\" is ignored"));
     }
     let kind = match entry.get("type") {
         None => None,
@@ -344,39 +344,7 @@ fn server_spec(
         None => entry.contains_key("url") && !entry.contains_key("command"),
     };
     if is_http {
-        let url = match entry.get("url") {
-            Some(Value::String(u)) => vars.expand(u)?,
-            Some(_) => return Err("\"url\" must be a string".into()),
-            None => return Err("an http server needs a \"url\"".into()),
-        };
-        if !(url.starts_with("http://") || url.starts_with("https://")) {
-            return Err(format!(
-                "\"url\" must start with http:// or https://, not {url:?}"
-            ));
-        }
-        let headers = strings("headers", entry.get("headers"), vars)?;
-        for (k, v) in &headers {
-            if k.is_empty()
-                || !k
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-            {
-                return Err(format!("header name {k:?} is not a valid HTTP header name"));
-            }
-            if v.bytes().any(|b| b == b'\r' || b == b'\n') {
-                return Err(format!("header {k} has a line break in its value"));
-            }
-            // The value is a credential: the error names the header, never the value.
-            if !v.bytes().all(|b| b == b'\t' || (0x20..0x7f).contains(&b)) {
-                return Err(format!(
-                    "header {k} has a value that is not valid in HTTP (visible ASCII only; the value is not shown)"
-                ));
-            }
-        }
-        return Ok(ServerSpec {
-            name: name.into(),
-            transport: Transport::Http { url, headers },
-        });
+        return http_spec(name, entry, vars);
     }
     let command = match entry.get("command") {
         Some(Value::String(c)) if !c.trim().is_empty() => vars.expand(c)?,
@@ -414,6 +382,47 @@ fn server_spec(
             cwd,
             pass,
         },
+    })
+}
+
+/// A Streamable HTTP entry: its URL and headers, substituted and checked.
+fn http_spec(
+    name: &str,
+    entry: &Map<String, Value>,
+    vars: &Variables,
+) -> Result<ServerSpec, String> {
+    let url = match entry.get("url") {
+        Some(Value::String(u)) => vars.expand(u)?,
+        Some(_) => return Err("\"url\" must be a string".into()),
+        None => return Err("an http server needs a \"url\"".into()),
+    };
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        return Err(format!(
+            "\"url\" must start with http:// or https://, not {url:?}"
+        ));
+    }
+    let headers = strings("headers", entry.get("headers"), vars)?;
+    for (k, v) in &headers {
+        if k.is_empty()
+            || !k
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        {
+            return Err(format!("header name {k:?} is not a valid HTTP header name"));
+        }
+        if v.bytes().any(|b| b == b'\r' || b == b'\n') {
+            return Err(format!("header {k} has a line break in its value"));
+        }
+        // The value is a credential: the error names the header, never the value.
+        if !v.bytes().all(|b| b == b'\t' || (0x20..0x7f).contains(&b)) {
+            return Err(format!(
+                "header {k} has a value that is not valid in HTTP (visible ASCII only; the value is not shown)"
+            ));
+        }
+    }
+    Ok(ServerSpec {
+        name: name.into(),
+        transport: Transport::Http { url, headers },
     })
 }
 

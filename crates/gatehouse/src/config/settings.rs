@@ -24,6 +24,11 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
 /// Most `input_required` rounds one call may take before the host gives up.
 pub const MAX_INPUT_ROUNDS: usize = 10;
 
+/// The smallest bound a result may be given (`maxResultChars`): room for the longest frame
+/// (a cut result's, with the longest tool name and its note) and some of the result.
+pub const MIN_RESULT_CHARS: usize = 400;
+/// The largest bound a result may be given.
+pub const MAX_RESULT_CHARS_LIMIT: usize = 10_000_000;
 /// The largest `maxArgumentChars` a servers file may set.
 pub const MAX_ARGUMENT_CHARS_LIMIT: usize = 1_000_000;
 /// The largest `maxSteps` a servers file may set (`--max-steps` too).
@@ -113,10 +118,8 @@ pub(super) fn parse(value: &Value, warnings: &mut Vec<String>) -> Result<Setting
                 s.max_argument_chars = bounded(1..=MAX_ARGUMENT_CHARS_LIMIT as u64)? as usize
             }
             "maxResultChars" => {
-                s.max_result_chars = bounded(
-                    crate::result::MIN_RESULT_CHARS as u64
-                        ..=crate::result::MAX_RESULT_CHARS_LIMIT as u64,
-                )? as usize
+                s.max_result_chars =
+                    bounded(MIN_RESULT_CHARS as u64..=MAX_RESULT_CHARS_LIMIT as u64)? as usize
             }
             "maxSteps" => s.max_model_calls = bounded(1..=MAX_STEPS_LIMIT as u64)? as usize,
             "systemPrompt" => {

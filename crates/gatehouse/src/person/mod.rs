@@ -70,17 +70,35 @@ pub(crate) fn decline() -> ElicitResult {
     ElicitResult::new(ElicitationAction::Decline)
 }
 
+/// A call the host asks the person about: which server's tool, with what, and what the
+/// server says about the tool.
+#[derive(Debug, Clone, Copy)]
+pub struct Proposed<'a> {
+    /// The server that offers the tool.
+    pub server: &'a str,
+    /// The tool, as the model named it.
+    pub tool: &'a str,
+    /// The checked arguments.
+    pub arguments: &'a rmcp::model::JsonObject,
+    /// The tool's annotations (hints, shown, never trusted).
+    pub annotations: Option<&'a rmcp::model::ToolAnnotations>,
+}
+
 /// Ask the person whether to run one call, the way the run shows it: why the host asks,
 /// the exact call, the answer and who gave it. `why` is the policy's reason, in words.
 pub async fn approve_call(
     person: &dyn Person,
     trace: &Trace,
-    tool: &crate::catalog::CatalogTool,
-    arguments: &rmcp::model::JsonObject,
+    call: &Proposed<'_>,
     why: &str,
 ) -> Approval {
-    let server = tool.origin.label();
-    let annotations = annotations_for_display(tool.tool.annotations.as_ref());
+    let Proposed {
+        server,
+        tool,
+        arguments,
+        annotations,
+    } = *call;
+    let annotations = annotations_for_display(annotations);
     trace.add(
         Who::Host,
         why,
@@ -89,12 +107,12 @@ pub async fn approve_call(
     let arguments = Value::Object(arguments.clone());
     trace.add(
         Who::Host,
-        format!("The assistant wants to run {} with {arguments}", tool.name),
+        format!("The assistant wants to run {tool} with {arguments}"),
         json!({}),
     );
     let request = ApprovalRequest {
         server: server.to_owned(),
-        tool: tool.name.clone(),
+        tool: tool.to_owned(),
         arguments,
         annotations,
     };

@@ -125,88 +125,105 @@ impl Person for Terminal {
             if self.fixed.decline_forms {
                 return (decline(), AnsweredBy::Option);
             }
-            let at_terminal = std::io::stdin().is_terminal();
-            let shown_server = visible_line(server);
-            let (message, schema) = match request {
+            match request {
                 ElicitRequestParams::FormElicitationParams {
                     message,
                     requested_schema,
                     ..
-                } => (
-                    message,
-                    serde_json::to_value(requested_schema).unwrap_or(Value::Null),
-                ),
+                } => {
+                    let schema = serde_json::to_value(requested_schema).unwrap_or(Value::Null);
+                    self.form(server, message, &schema)
+                }
                 ElicitRequestParams::UrlElicitationParams { message, url, .. } => {
-                    // Never opened automatically; without a person at a terminal, declined.
-                    if !at_terminal {
-                        return (decline(), AnsweredBy::Nobody);
-                    }
-                    let yes = tokio::task::block_in_place(|| {
-                        let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
-                        eprintln!(
-                            "\n[{shown_server} asks] {}\n  It wants you to open: {}",
-                            visible(message),
-                            visible_line(url)
-                        );
-                        said_yes(read_line("  Open it yourself and continue? [y/N] "))
-                    });
-                    let action = if yes {
-                        ElicitationAction::Accept
-                    } else {
-                        ElicitationAction::Decline
-                    };
-                    return (ElicitResult::new(action), AnsweredBy::Terminal);
+                    self.url(server, message, url)
                 }
-                _ => return (decline(), AnsweredBy::Nobody),
-            };
-            let fields = form_fields(&schema);
-            // Options answer a form only when they name its fields (and its server, if they
-            // name one); a form they do not fill is the person's, or declined.
-            if let Some(given) = answers_for(&self.fixed.fields, server, &fields) {
-                return match fill_from_options(&fields, &given) {
-                    Ok(content) => (
-                        ElicitResult::new(ElicitationAction::Accept).with_content(content),
-                        AnsweredBy::Option,
-                    ),
-                    Err(_) => (decline(), AnsweredBy::Option),
-                };
+                _ => (decline(), AnsweredBy::Nobody),
             }
-            if !at_terminal {
-                return (decline(), AnsweredBy::Nobody);
-            }
-            tokio::task::block_in_place(|| {
-                let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
-                eprintln!("\n[{shown_server} asks] {}", visible(message));
-                if !said_yes(read_line("  Accept? [y/N] ")) {
-                    return (decline(), AnsweredBy::Terminal);
-                }
-                let mut content = Map::new();
-                for field in &fields {
-                    loop {
-                        let Some(raw) = read_line(&format!("  {} ", field.prompt())) else {
-                            return (
-                                ElicitResult::new(ElicitationAction::Cancel),
-                                AnsweredBy::Terminal,
-                            );
-                        };
-                        if raw.is_empty() && !field.required {
-                            break;
-                        }
-                        match field.parse(&raw) {
-                            Ok(v) => {
-                                content.insert(field.name.clone(), v);
-                                break;
-                            }
-                            Err(e) => eprintln!("  {}", visible(&e)),
-                        }
-                    }
-                }
-                (
-                    ElicitResult::new(ElicitationAction::Accept)
-                        .with_content(Value::Object(content)),
-                    AnsweredBy::Terminal,
-                )
-            })
         })
+    }
+}
+
+impl Terminal {
+    /// A URL-mode question: the URL shown whole, never opened by the host; without a
+    /// person at a terminal, declined.
+    fn url(&self, server: &str, message: &str, url: &str) -> (ElicitResult, AnsweredBy) {
+        if !std::io::stdin().is_terminal() {
+            return (decline(), AnsweredBy::Nobody);
+        }
+        let yes = tokio::task::block_in_place(|| {
+            let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+            eprintln!(
+                "\n[{} asks] {}\n  It wants you to open: {}",
+                visible_line(server),
+                visible(message),
+                visible_line(url)
+            );
+            said_yes(read_line("  Open it yourself and continue? [y/N] "))
+        });
+        let action = if yes {
+            ElicitationAction::Accept
+        } else {
+            ElicitationAction::Decline
+        };
+        (ElicitResult::new(action), AnsweredBy::Terminal)
+    }
+
+    /// A form: answered by the options that fill it (they name its fields, and its server
+    /// if they name one), else field by field at the terminal, else declined.
+    fn form(&self, server: &str, message: &str, schema: &Value) -> (ElicitResult, AnsweredBy) {
+        let fields = form_fields(schema);
+        if let Some(given) = answers_for(&self.fixed.fields, server, &fields) {
+            return match fill_from_options(&fields, &given) {
+                Ok(content) => (
+                    ElicitResult::new(ElicitationAction::Accept).with_content(content),
+                    AnsweredBy::Option,
+                ),
+                Err(_) => (decline(), AnsweredBy::Option),
+            };
+        }
+        if !std::io::stdin().is_terminal() {
+            return (decline(), AnsweredBy::Nobody);
+        }
+        tokio::task::block_in_place(|| {
+            let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+            eprintln!("\n[{} asks] {}", visible_line(server), visible(message));
+            if !said_yes(read_line("  Accept? [y/N] ")) {
+                return (decline(), AnsweredBy::Terminal);
+            }
+            let mut content = Map::new();
+            for field in &fields {
+                match ask_field(field) {
+                    Some(Some(v)) => {
+                        content.insert(field.name.clone(), v);
+                    }
+                    Some(None) => {}
+                    None => {
+                        return (
+                            ElicitResult::new(ElicitationAction::Cancel),
+                            AnsweredBy::Terminal,
+                        );
+                    }
+                }
+            }
+            (
+                ElicitResult::new(ElicitationAction::Accept).with_content(Value::Object(content)),
+                AnsweredBy::Terminal,
+            )
+        })
+    }
+}
+
+/// One field asked until its answer fits: `Some(None)` for an optional field left blank,
+/// `None` at the end of input.
+fn ask_field(field: &super::FormField) -> Option<Option<Value>> {
+    loop {
+        let raw = read_line(&format!("  {} ", field.prompt()))?;
+        if raw.is_empty() && !field.required {
+            return Some(None);
+        }
+        match field.parse(&raw) {
+            Ok(v) => return Some(Some(v)),
+            Err(e) => eprintln!("  {}", visible(&e)),
+        }
     }
 }

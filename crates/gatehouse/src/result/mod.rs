@@ -76,6 +76,12 @@ pub fn success_with(
         _ if attachments.is_empty() => value_json,
         _ => format!("{value_json}\n{}", attachments.join("\n")),
     };
+    cut(tool, &inner, max_chars)
+}
+
+/// The start of a result that does not fit, framed with a note that says how much of it
+/// the model reads, as long as the bound allows.
+fn cut(tool: &str, inner: &str, max_chars: usize) -> ForModel {
     let total = inner.chars().count();
     let note = |kept: usize| {
         format!(
@@ -191,8 +197,4 @@ fn shown_tool_name(tool: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// The smallest bound a result may be given (`maxResultChars`): room for the longest frame
-/// (a cut result's, with the longest tool name and its note) and some of the result.
-pub const MIN_RESULT_CHARS: usize = 400;
-/// The largest bound a result may be given.
-pub const MAX_RESULT_CHARS_LIMIT: usize = 10_000_000;
+pub use crate::config::{MAX_RESULT_CHARS_LIMIT, MIN_RESULT_CHARS};

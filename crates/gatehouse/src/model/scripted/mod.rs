@@ -50,8 +50,9 @@ pub fn ticket_id(text: &str) -> Option<String> {
     })
 }
 
-fn clip(text: &str, max: usize) -> String {
-    text.chars().take(max).collect::<String>().trim().to_owned()
+/// The first `max` characters, trimmed: a query within the server's bound.
+fn trimmed_head(text: &str, max: usize) -> String {
+    crate::text::head(text, max).trim().to_owned()
 }
 
 /// What came back for one call this turn.
@@ -197,6 +198,18 @@ struct Planned {
     arguments: Value,
 }
 
+impl Planned {
+    /// The call to `tool` with `arguments`, if the catalog offers the tool.
+    fn of(tool: Option<&str>, arguments: Value) -> Vec<Planned> {
+        tool.map(|tool| Planned {
+            tool: tool.to_owned(),
+            arguments,
+        })
+        .into_iter()
+        .collect()
+    }
+}
+
 impl Scripted {
     /// Every call this question needs, given what came back so far.
     fn calls(
@@ -204,24 +217,14 @@ impl Scripted {
         tools: &[ToolSpec],
         outcomes: &[Outcome],
     ) -> (Vec<Planned>, Vec<String>) {
-        let mut calls = Vec::new();
-        let mut cannot = Vec::new();
-        let plan = |calls: &mut Vec<Planned>, tool: Option<&str>, arguments: Value| {
-            if let Some(tool) = tool {
-                calls.push(Planned {
-                    tool: tool.to_owned(),
-                    arguments,
-                });
-            }
-        };
         let search = find_tool(tools, "search_knowledge");
         let searchable = |text: &str| {
-            let q = clip(text, MAX_QUERY_CHARS);
+            let q = trimmed_head(text, MAX_QUERY_CHARS);
             (search.is_some() && q.chars().count() >= MIN_QUERY_CHARS).then_some(q)
         };
+        let search_for = |q: String| Planned::of(search, json!({ "query": q }));
         if let (Some(tid), Some(get_ticket)) = (ticket_id(question), find_tool(tools, "get_ticket"))
         {
-            plan(&mut calls, Some(get_ticket), json!({ "ticket_id": tid }));
             let query = match outcomes.first() {
                 Some(Outcome {
                     result: Some(ticket),
@@ -234,57 +237,60 @@ impl Scripted {
                 }
                 None => None,
             };
-            if let Some(q) = query {
-                plan(&mut calls, search, json!({ "query": q }));
-            }
-            return (calls, cannot);
+            let mut calls = Planned::of(Some(get_ticket), json!({ "ticket_id": tid }));
+            calls.extend(query.map(search_for).unwrap_or_default());
+            return (calls, Vec::new());
         }
         if let (Some(id), Some(tool)) = (order_id(question), find_tool(tools, "get_order_status")) {
-            plan(&mut calls, Some(tool), json!({ "order_id": id }));
+            return (
+                Planned::of(Some(tool), json!({ "order_id": id })),
+                Vec::new(),
+            );
+        }
+        let (calls, cannot) = Self::host_calls(question, tools);
+        if !calls.is_empty() || !cannot.is_empty() {
             return (calls, cannot);
         }
+        (
+            searchable(question).map(search_for).unwrap_or_default(),
+            cannot,
+        )
+    }
+
+    /// The calls a question about a host or its tickets needs, and what cannot be done.
+    fn host_calls(question: &str, tools: &[ToolSpec]) -> (Vec<Planned>, Vec<String>) {
+        let (mut calls, mut cannot) = (Vec::new(), Vec::new());
         let host = hostname(question);
-        let (new_ticket, listing) = (wants_new_ticket(question), wants_ticket_list(question));
-        if host.is_some() || new_ticket || listing {
-            if let Some(h) = &host {
-                plan(
-                    &mut calls,
-                    find_tool(tools, "get_asset"),
-                    json!({ "hostname": h }),
-                );
-            }
-            if new_ticket {
-                match (find_tool(tools, "open_ticket"), &host) {
-                    (Some(t), Some(h)) => plan(
-                        &mut calls,
-                        Some(t),
-                        json!({"host": h, "summary": summary_of(question)}),
-                    ),
-                    (None, _) => cannot.push(
-                        "I cannot open a ticket: none of the tools offered to me does that.".into(),
-                    ),
-                    (_, None) => cannot
-                        .push("To open a ticket I need the exact hostname it is about.".into()),
+        if let Some(h) = &host {
+            calls.extend(Planned::of(
+                find_tool(tools, "get_asset"),
+                json!({ "hostname": h }),
+            ));
+        }
+        if wants_new_ticket(question) {
+            match (find_tool(tools, "open_ticket"), &host) {
+                (Some(t), Some(h)) => calls.extend(Planned::of(
+                    Some(t),
+                    json!({"host": h, "summary": summary_of(question)}),
+                )),
+                (None, _) => cannot.push(
+                    "I cannot open a ticket: none of the tools offered to me does that.".into(),
+                ),
+                (_, None) => {
+                    cannot.push("To open a ticket I need the exact hostname it is about.".into())
                 }
-            }
-            if listing {
-                match find_tool(tools, "list_tickets") {
-                    Some(t) => plan(
-                        &mut calls,
-                        Some(t),
-                        host.as_ref().map_or(json!({}), |h| json!({ "host": h })),
-                    ),
-                    None => cannot.push(
-                        "I cannot list tickets: none of the tools offered to me does that.".into(),
-                    ),
-                }
-            }
-            if !calls.is_empty() || !cannot.is_empty() {
-                return (calls, cannot);
             }
         }
-        if let Some(q) = searchable(question) {
-            plan(&mut calls, search, json!({ "query": q }));
+        if wants_ticket_list(question) {
+            match find_tool(tools, "list_tickets") {
+                Some(t) => calls.extend(Planned::of(
+                    Some(t),
+                    host.as_ref().map_or(json!({}), |h| json!({ "host": h })),
+                )),
+                None => cannot.push(
+                    "I cannot list tickets: none of the tools offered to me does that.".into(),
+                ),
+            }
         }
         (calls, cannot)
     }
@@ -337,63 +343,7 @@ impl Scripted {
 
     /// The final answer from everything this turn returned.
     fn compose(outcomes: &[Outcome]) -> String {
-        let mut lines: Vec<String> = Vec::new();
-        for o in outcomes {
-            if let Some(e) = &o.error {
-                lines.push(format!("I could not use {}: {e}", o.tool));
-                continue;
-            }
-            let Some(r) = &o.result else { continue };
-            let s = |k: &str| r[k].as_str().unwrap_or("?").to_owned();
-            match o.tool.as_str() {
-                "get_asset" => lines.push(format!(
-                    "{} ({}, {}) is owned by {} ({}).",
-                    s("hostname"),
-                    s("service"),
-                    s("env"),
-                    s("owner_name"),
-                    s("owner_email")
-                )),
-                "open_ticket" => lines.push(format!(
-                    "I opened {} ({}) for {}: {}",
-                    s("id"),
-                    s("priority"),
-                    s("host"),
-                    s("summary")
-                )),
-                "list_tickets" => lines.push(Self::ticket_list(r)),
-                "get_order_status" => {
-                    let items: Vec<&str> = r["items"]
-                        .as_array()
-                        .map(|i| i.iter().filter_map(|i| i["name"].as_str()).collect())
-                        .unwrap_or_default();
-                    let what = if items.is_empty() {
-                        "it".to_owned()
-                    } else {
-                        items.join(", ")
-                    };
-                    let when = long_date(&s("eta"));
-                    lines.push(match s("status").as_str() {
-                        "processing" => format!(
-                            "Order {} ({what}) is being prepared and should arrive on {when}.",
-                            s("order_id")
-                        ),
-                        "shipped" => format!(
-                            "Order {} ({what}) is on its way and should arrive on {when}.",
-                            s("order_id")
-                        ),
-                        "delivered" => {
-                            format!("Order {} ({what}) was delivered on {when}.", s("order_id"))
-                        }
-                        other => format!(
-                            "Order {} ({what}) is {other}; expected {when}.",
-                            s("order_id")
-                        ),
-                    });
-                }
-                _ => {}
-            }
-        }
+        let mut lines: Vec<String> = outcomes.iter().filter_map(Self::line_for).collect();
         let ticket = outcomes
             .iter()
             .find(|o| o.tool == "get_ticket" && o.error.is_none())
@@ -426,6 +376,58 @@ impl Scripted {
             lines.push("I have nothing to go on for this question.".into());
         }
         lines.join("\n\n")
+    }
+
+    /// What one call's outcome says in the answer, if anything on its own.
+    fn line_for(o: &Outcome) -> Option<String> {
+        if let Some(e) = &o.error {
+            return Some(format!("I could not use {}: {e}", o.tool));
+        }
+        let r = o.result.as_ref()?;
+        let s = |k: &str| r[k].as_str().unwrap_or("?").to_owned();
+        match o.tool.as_str() {
+            "get_asset" => Some(format!(
+                "{} ({}, {}) is owned by {} ({}).",
+                s("hostname"),
+                s("service"),
+                s("env"),
+                s("owner_name"),
+                s("owner_email")
+            )),
+            "open_ticket" => Some(format!(
+                "I opened {} ({}) for {}: {}",
+                s("id"),
+                s("priority"),
+                s("host"),
+                s("summary")
+            )),
+            "list_tickets" => Some(Self::ticket_list(r)),
+            "get_order_status" => Some(Self::order_line(r)),
+            _ => None,
+        }
+    }
+
+    /// An order's status in a sentence.
+    fn order_line(r: &Value) -> String {
+        let s = |k: &str| r[k].as_str().unwrap_or("?").to_owned();
+        let items: Vec<&str> = r["items"]
+            .as_array()
+            .map(|i| i.iter().filter_map(|i| i["name"].as_str()).collect())
+            .unwrap_or_default();
+        let what = if items.is_empty() {
+            "it".to_owned()
+        } else {
+            items.join(", ")
+        };
+        let (id, when) = (s("order_id"), long_date(&s("eta")));
+        match s("status").as_str() {
+            "processing" => {
+                format!("Order {id} ({what}) is being prepared and should arrive on {when}.")
+            }
+            "shipped" => format!("Order {id} ({what}) is on its way and should arrive on {when}."),
+            "delivered" => format!("Order {id} ({what}) was delivered on {when}."),
+            other => format!("Order {id} ({what}) is {other}; expected {when}."),
+        }
     }
 
     fn ticket_list(r: &Value) -> String {
@@ -489,191 +491,4 @@ impl Model for Scripted {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn spec(name: &str) -> ToolSpec {
-        ToolSpec {
-            name: name.into(),
-            description: String::new(),
-            parameters: Default::default(),
-        }
-    }
-
-    #[test]
-    fn finds_ticket_ids_only_as_whole_words() {
-        assert_eq!(
-            ticket_id("Draft a reply to ticket T-30002").as_deref(),
-            Some("T-30002")
-        );
-        assert_eq!(ticket_id("XT-30002 or T-300021"), None);
-        assert_eq!(ticket_id("T-40003."), Some("T-40003".into()));
-    }
-
-    #[test]
-    fn a_ticket_question_starts_with_the_ticket_then_searches_its_subject() {
-        let tools = [
-            spec("support__search_knowledge"),
-            spec("support__get_ticket"),
-        ];
-        let mut msgs = vec![Message::User("Draft a reply to ticket T-30002".into())];
-        let d = Scripted::plan(&msgs, &tools);
-        assert_eq!(d.tool_calls[0].name, "support__get_ticket");
-        msgs.push(Message::Tool {
-            call_id: "c".into(),
-            name: "support__get_ticket".into(),
-            content: json!({"tool": "support__get_ticket", "result": {"subject": "Charged twice", "customer_name": "Hugo"}}).to_string(),
-            media: vec![],
-        });
-        let d = Scripted::plan(&msgs, &tools);
-        assert_eq!(d.tool_calls[0].arguments, r#"{"query":"Charged twice"}"#);
-    }
-
-    #[test]
-    fn hostnames_and_ticket_requests_are_recognised() {
-        assert_eq!(
-            hostname("who owns jump-prod-02? Open").as_deref(),
-            Some("jump-prod-02")
-        );
-        assert_eq!(hostname("T-30002 and LK-182074"), None);
-        assert_eq!(
-            hostname("customer-db-prod-01's disk"),
-            Some("customer-db-prod-01".into())
-        );
-        assert_eq!(
-            summary_of("who owns x? Open a ticket for it: brute force then a login"),
-            "brute force then a login"
-        );
-        assert!(wants_new_ticket("Open a ticket for it"));
-        assert!(wants_ticket_list("please list tickets for jump-prod-02"));
-    }
-
-    #[test]
-    fn the_seed_question_looks_up_the_host_then_opens_a_ticket() {
-        let tools = [spec("cmdb__get_asset"), spec("tickets__open_ticket")];
-        let q = "who owns jump-prod-02? Open a ticket for it: brute force then a login from 203.0.113.77";
-        let mut msgs = vec![Message::User(q.into())];
-        let d = Scripted::plan(&msgs, &tools);
-        assert_eq!(d.tool_calls[0].name, "cmdb__get_asset");
-        msgs.push(Message::Tool {
-            call_id: "c".into(),
-            name: "cmdb__get_asset".into(),
-            content: json!({"tool": "cmdb__get_asset", "result": {"hostname": "jump-prod-02", "owner_name": "Camille Michel"}}).to_string(),
-            media: vec![],
-        });
-        let d = Scripted::plan(&msgs, &tools);
-        assert_eq!(d.tool_calls[0].name, "tickets__open_ticket");
-        assert_eq!(
-            serde_json::from_str::<Value>(&d.tool_calls[0].arguments).unwrap(),
-            json!({"host": "jump-prod-02", "summary": "brute force then a login from 203.0.113.77"})
-        );
-    }
-
-    #[test]
-    fn an_order_question_asks_for_the_order_status() {
-        assert_eq!(
-            order_id("When will A-1002 arrive?").as_deref(),
-            Some("A-1002")
-        );
-        assert_eq!(order_id("BA-1002 or A-10021"), None);
-        assert_eq!(long_date("2026-10-18"), "18 October 2026");
-        let tools = [spec("orders__get_order_status")];
-        let d = Scripted::plan(&[Message::User("When will A-1002 arrive?".into())], &tools);
-        assert_eq!(d.tool_calls[0].arguments, r#"{"order_id":"A-1002"}"#);
-    }
-
-    #[test]
-    fn a_missing_tool_is_said_not_invented() {
-        let tools = [spec("cmdb__get_asset")];
-        let q = "Open a ticket for jump-prod-02: disk full";
-        let mut msgs = vec![Message::User(q.into())];
-        assert_eq!(
-            Scripted::plan(&msgs, &tools).tool_calls[0].name,
-            "cmdb__get_asset"
-        );
-        msgs.push(Message::Tool {
-            call_id: "c".into(),
-            name: "cmdb__get_asset".into(),
-            content: json!({"tool": "cmdb__get_asset", "result": {"hostname": "jump-prod-02"}})
-                .to_string(),
-            media: vec![],
-        });
-        let d = Scripted::plan(&msgs, &tools);
-        assert!(d.text.unwrap().contains("I cannot open a ticket"));
-    }
-
-    #[test]
-    fn no_fitting_tool_is_said_plainly() {
-        let d = Scripted::plan(&[Message::User("hello there".into())], &[]);
-        assert!(d.text.unwrap().contains("None of my tools"));
-    }
-
-    use proptest::prelude::*;
-
-    fn all_tools() -> Vec<ToolSpec> {
-        [
-            "support__search_knowledge",
-            "support__get_ticket",
-            "cmdb__get_asset",
-            "tickets__open_ticket",
-            "tickets__list_tickets",
-            "orders__get_order_status",
-        ]
-        .map(spec)
-        .to_vec()
-    }
-
-    proptest! {
-        /// Any question, and anything a tool sends back, gives a decision: no panic, and
-        /// only tools that were offered are proposed.
-        #[test]
-        fn any_text_gives_a_decision(
-            question in any::<String>(),
-            words in prop::collection::vec(prop_oneof![
-                Just("T-30002".to_string()), Just("A-1002".to_string()),
-                Just("jump-prod-02".to_string()), Just("open a ticket:".to_string()),
-                Just("İ".to_string()), Just("list tickets".to_string()), any::<String>()
-            ], 0..6),
-            replies in prop::collection::vec(any::<String>(), 0..5),
-        ) {
-            let tools = all_tools();
-            let q = format!("{question} {}", words.join(" "));
-            let mut msgs = vec![Message::User(q)];
-            for (i, reply) in replies.iter().enumerate() {
-                let d = Scripted::plan(&msgs, &tools);
-                let Some(call) = d.tool_calls.first() else { break };
-                prop_assert!(tools.iter().any(|t| t.name == call.name));
-                msgs.push(Message::Tool {
-                    call_id: format!("c{i}"),
-                    name: call.name.clone(),
-                    content: reply.clone(),
-                    media: vec![],
-                });
-            }
-            let _ = Scripted::plan(&msgs, &tools);
-        }
-    }
-
-    proptest! {
-        /// Text whose lowercase has other byte lengths (İ, Ⱥ, ẞ) around the words the
-        /// model looks for: the summary is always a piece of the question.
-        #[test]
-        fn summaries_are_cut_at_character_boundaries(
-            parts in prop::collection::vec(prop_oneof![
-                Just("İ"), Just("Ⱥ"), Just("ẞ"), Just("ticket"), Just("TICKET"),
-                Just("incident"), Just(":"), Just(" "), Just("é"), Just("x")
-            ], 0..40),
-        ) {
-            let q: String = parts.concat();
-            let summary = summary_of(&q);
-            prop_assert!(q.contains(summary.as_str()));
-        }
-    }
-
-    #[test]
-    fn non_ascii_questions_do_not_panic() {
-        let q = "İİİİİİİ open a ticketé: brute force on jump-prod-02";
-        assert_eq!(summary_of(q), "brute force on jump-prod-02");
-        assert_eq!(summary_of("İncident TİCKET"), "İncident TİCKET");
-    }
-}
+mod tests;

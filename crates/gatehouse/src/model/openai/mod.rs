@@ -16,8 +16,10 @@ use futures::future::BoxFuture;
 use reqwest::{StatusCode, Url, header};
 use serde_json::{Value, json};
 
-use super::{Decision, Message, Model, ModelError, ToolCall, Usage};
+use super::{Decision, Message, Model, ModelError};
 use crate::catalog::ToolSpec;
+
+mod wire;
 
 /// Where requests go when `OPENAI_BASE_URL` is not set.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -42,7 +44,7 @@ pub const PREFLIGHT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Most characters of a server's own error text quoted in an error.
 const MAX_QUOTED_CHARS: usize = 300;
 /// The `finish_reason` values chat-completion servers send (absent or null is fine too).
-const KNOWN_FINISH_REASONS: [&str; 5] = [
+pub(crate) const KNOWN_FINISH_REASONS: [&str; 5] = [
     "stop",
     "tool_calls",
     "length",
@@ -201,7 +203,7 @@ impl OpenAi {
     pub fn request_body(&self, messages: &[Message], tools: &[ToolSpec]) -> Value {
         let mut body = json!({
             "model": self.model,
-            "messages": messages.iter().flat_map(message_json).collect::<Vec<_>>(),
+            "messages": messages.iter().flat_map(wire::message_json).collect::<Vec<_>>(),
         });
         if !tools.is_empty() {
             body["tools"] = tools
@@ -273,7 +275,7 @@ impl OpenAi {
             return Err(Failure::Retry {
                 what: format!(
                     "the model endpoint answered {status}{}",
-                    self.quoted(&server_message(&text))
+                    self.quoted(&wire::server_message(&text))
                 ),
                 retry_after,
             });
@@ -289,108 +291,15 @@ impl OpenAi {
                 self.quoted(&text)
             )))
         })?;
-        self.parse_decision(&value, ids_in_use)
-            .map_err(Failure::Fatal)
-    }
-
-    /// Read `choices[0].message` into a decision. A call without an id gets a `call_N`
-    /// that no other call of the conversation or of this answer has.
-    fn parse_decision(
-        &mut self,
-        value: &Value,
-        ids_in_use: &HashSet<&str>,
-    ) -> Result<Decision, ModelError> {
-        let fail = |why: String| Err(ModelError(why));
-        let Some(object) = value.as_object() else {
-            return fail("the model endpoint's answer is not a JSON object".into());
-        };
-        let choice = match object.get("choices").and_then(Value::as_array) {
-            Some(choices) if !choices.is_empty() => &choices[0],
-            _ => {
-                if let Some(error) = object.get("error").filter(|e| !e.is_null()) {
-                    return fail(format!(
-                        "the model endpoint reported an error{}",
-                        self.quoted(&error_text(error))
-                    ));
-                }
-                return fail("the model endpoint's answer has no choices".into());
-            }
-        };
-        let finish = match choice.get("finish_reason") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) if KNOWN_FINISH_REASONS.contains(&s.as_str()) => {
-                Some(s.as_str())
-            }
-            Some(other) => {
-                return fail(format!(
-                    "the model stopped for an unknown reason (finish_reason {})",
-                    clip(&other.to_string(), 60)
-                ));
-            }
-        };
-        let Some(message) = choice.get("message").and_then(Value::as_object) else {
-            return fail("the model endpoint's answer has no message in its first choice".into());
-        };
-        let text = content_text(message.get("content"))?;
-        let mut tool_calls = Vec::new();
-        match message.get("tool_calls") {
-            None | Some(Value::Null) => {}
-            Some(Value::Array(calls)) => {
-                for (i, call) in calls.iter().enumerate() {
-                    tool_calls.push(tool_call(i + 1, call)?);
-                }
-            }
-            Some(_) => return fail("the model's tool_calls is not a list".into()),
-        }
-        // The legacy single `function_call`, which some servers still send.
-        if tool_calls.is_empty()
-            && let Some(call) = message.get("function_call").filter(|c| !c.is_null())
-        {
-            tool_calls.push(tool_call(1, &json!({ "function": call }))?);
-        }
-        let taken: HashSet<String> = tool_calls
-            .iter()
-            .map(|c| c.id.clone())
-            .filter(|id| !id.is_empty())
-            .collect();
-        for call in tool_calls.iter_mut().filter(|c| c.id.is_empty()) {
-            call.id = loop {
-                self.generated_ids += 1;
-                let id = format!("call_{}", self.generated_ids);
-                if !taken.contains(&id) && !ids_in_use.contains(id.as_str()) {
-                    break id;
-                }
-            };
-        }
-        if text.is_none() && tool_calls.is_empty() {
-            // Reasoning fields are never the answer; only say that they were there.
-            let reasoned = ["reasoning_content", "reasoning"]
-                .iter()
-                .any(|k| message.get(*k).is_some_and(|r| !r.is_null()));
-            return fail(match finish {
-                Some("length") => {
-                    "the model ran out of output tokens before it answered (finish_reason length)"
-                        .into()
-                }
-                Some("content_filter") => {
-                    "the provider's content filter withheld the model's answer".into()
-                }
-                _ if reasoned => "the model only reasoned, and gave neither an answer nor a \
-                                  tool call"
-                    .into(),
-                _ => "the model gave neither an answer nor a tool call".into(),
-            });
-        }
-        Ok(Decision {
-            text,
-            tool_calls,
-            usage: Some(usage(object.get("usage"))),
-        })
+        let mut next_id = self.generated_ids;
+        let decision = wire::decision(&value, ids_in_use, &mut next_id, |t| self.quoted(t));
+        self.generated_ids = next_id;
+        decision.map_err(Failure::Fatal)
     }
 
     /// A 4xx other than 429: the request will not get better by sending it again.
     fn refusal(&self, status: StatusCode, body: &str) -> ModelError {
-        let message = self.quoted(&server_message(body));
+        let message = self.quoted(&wire::server_message(body));
         let code = status.as_u16();
         ModelError(match status {
             StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN if self.key.is_none() => format!(
@@ -413,7 +322,7 @@ impl OpenAi {
         if text.is_empty() {
             String::new()
         } else {
-            format!(": {}", clip(&text, MAX_QUOTED_CHARS))
+            format!(": {}", crate::text::clip(&text, MAX_QUOTED_CHARS))
         }
     }
 
@@ -423,7 +332,7 @@ impl OpenAi {
         if e.is_timeout() {
             format!(
                 "the model endpoint {base} gave no answer within {}",
-                seconds(limit)
+                crate::text::seconds(limit)
             )
         } else if e.is_connect() {
             format!("cannot reach the model endpoint {base}: {}", cause(e))
@@ -485,7 +394,7 @@ impl Model for OpenAi {
                 if out_of_time {
                     format!(
                         " (the retry budget of {} is spent)",
-                        seconds(limits.retry_budget)
+                        crate::text::seconds(limits.retry_budget)
                     )
                 } else {
                     String::new()
@@ -515,130 +424,9 @@ impl Model for OpenAi {
             Err(ModelError(format!(
                 "the model endpoint {} answered GET /models with {status}{}",
                 self.shown_base,
-                self.quoted(&server_message(&body))
+                self.quoted(&wire::server_message(&body))
             )))
         })
-    }
-}
-
-/// One entry of `tool_calls` (`n` counts from 1, for the error message).
-fn tool_call(n: usize, call: &Value) -> Result<ToolCall, ModelError> {
-    let function = call.get("function");
-    let name = function
-        .and_then(|f| f.get("name"))
-        .and_then(Value::as_str)
-        .filter(|s| !s.trim().is_empty())
-        .ok_or_else(|| ModelError(format!("the model's tool call {n} has no function name")))?;
-    let arguments = match function.and_then(|f| f.get("arguments")) {
-        None | Some(Value::Null) => "{}".to_owned(),
-        // The model's own text, exactly: the host checks it, not this adapter.
-        Some(Value::String(raw)) => raw.clone(),
-        Some(other) => other.to_string(),
-    };
-    // A missing id is left empty here and made up by the caller.
-    let id = call
-        .get("id")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
-    Ok(ToolCall {
-        id,
-        name: name.to_owned(),
-        arguments,
-    })
-}
-
-/// One message as chat-completion APIs take it: one entry, or for a tool result with media
-/// two — the tool message, then a user message carrying the images and audio as input
-/// parts, since tool messages take text only.
-fn message_json(message: &Message) -> Vec<Value> {
-    if let Message::Tool {
-        call_id,
-        name,
-        content,
-        media,
-    } = message
-        && !media.is_empty()
-    {
-        let mut parts = vec![
-            json!({"type": "text", "text": format!("Media returned by {name} (call {call_id}):")}),
-        ];
-        for m in media {
-            parts.push(match m.kind.as_str() {
-                "audio" => json!({"type": "input_audio", "input_audio": {
-                    "data": m.data, "format": m.mime.rsplit('/').next().unwrap_or("wav")}}),
-                _ => json!({"type": "image_url", "image_url": {"url": format!("data:{};base64,{}", m.mime, m.data)}}),
-            });
-        }
-        return vec![
-            json!({"role": "tool", "tool_call_id": call_id, "content": content}),
-            json!({"role": "user", "content": parts}),
-        ];
-    }
-    vec![message_one(message)]
-}
-
-fn message_one(message: &Message) -> Value {
-    match message {
-        Message::System(text) => json!({"role": "system", "content": text}),
-        Message::User(text) => json!({"role": "user", "content": text}),
-        Message::Assistant { text, tool_calls } => {
-            let mut m = json!({"role": "assistant", "content": text});
-            if !tool_calls.is_empty() {
-                m["tool_calls"] = tool_calls
-                    .iter()
-                    .map(|c| {
-                        json!({"id": c.id, "type": "function", "function": {
-                            "name": c.name,
-                            "arguments": c.arguments,
-                        }})
-                    })
-                    .collect();
-            }
-            m
-        }
-        Message::Tool {
-            call_id, content, ..
-        } => json!({"role": "tool", "tool_call_id": call_id, "content": content}),
-    }
-}
-
-/// The message's text: a string, null, or (from some servers) a list of text parts. Blank
-/// text counts as none.
-fn content_text(content: Option<&Value>) -> Result<Option<String>, ModelError> {
-    let text = match content {
-        None | Some(Value::Null) => return Ok(None),
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|p| match p {
-                Value::String(s) => Some(s.as_str()),
-                Value::Object(o) if o.get("type").and_then(Value::as_str) == Some("text") => {
-                    o.get("text").and_then(Value::as_str)
-                }
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join(""),
-        Some(_) => {
-            return Err(ModelError(
-                "the model's message content is neither text nor null".into(),
-            ));
-        }
-    };
-    Ok((!text.trim().is_empty()).then_some(text))
-}
-
-/// `usage` as reported, one model call whether or not tokens were reported.
-fn usage(value: Option<&Value>) -> Usage {
-    let count = |k: &str| value.and_then(|u| u.get(k)).and_then(Value::as_u64);
-    let prompt_tokens = count("prompt_tokens").unwrap_or(0);
-    let completion_tokens = count("completion_tokens").unwrap_or(0);
-    Usage {
-        prompt_tokens,
-        completion_tokens,
-        total_tokens: count("total_tokens").unwrap_or(prompt_tokens + completion_tokens),
-        model_calls: 1,
     }
 }
 
@@ -647,46 +435,6 @@ fn retry_after(headers: &header::HeaderMap) -> Option<Duration> {
     let text = headers.get(header::RETRY_AFTER)?.to_str().ok()?.trim();
     let secs: f64 = text.parse().ok()?;
     (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(86_400.0)))
-}
-
-/// The server's own message from an error body: `{"error": {"message"}}`, `{"error": "…"}`,
-/// `{"message"}` or `{"detail"}`, else the body's text.
-fn server_message(body: &str) -> String {
-    match serde_json::from_str::<Value>(body) {
-        Ok(Value::Object(o)) => {
-            let found = ["error", "message", "detail"]
-                .iter()
-                .find_map(|k| o.get(*k).filter(|v| !v.is_null()));
-            match found {
-                Some(v) => error_text(v),
-                None => body.to_owned(),
-            }
-        }
-        _ => body.to_owned(),
-    }
-}
-
-/// The text of an `error` value: its `message` when it has one.
-fn error_text(error: &Value) -> String {
-    match error {
-        Value::String(s) => s.clone(),
-        Value::Object(o) => match o.get("message") {
-            Some(Value::String(s)) => s.clone(),
-            _ => error.to_string(),
-        },
-        other => other.to_string(),
-    }
-}
-
-/// The first characters of a text, marked when cut.
-fn clip(text: &str, max: usize) -> String {
-    let mut chars = text.chars();
-    let head: String = chars.by_ref().take(max).collect();
-    if chars.next().is_some() {
-        format!("{head}…")
-    } else {
-        head
-    }
 }
 
 /// The root cause of a transport error, as short as a person would say it.
@@ -708,15 +456,4 @@ fn cause(e: &reqwest::Error) -> String {
         source = s.source();
     }
     innermost.map_or_else(|| e.to_string(), ToString::to_string)
-}
-
-fn seconds(d: Duration) -> String {
-    let s = d.as_secs_f64();
-    if s < 1.0 {
-        format!("{} ms", d.as_millis())
-    } else if s.fract() == 0.0 {
-        format!("{s:.0} s")
-    } else {
-        format!("{s:.1} s")
-    }
 }

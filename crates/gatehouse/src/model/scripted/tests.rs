@@ -1,0 +1,189 @@
+//! The scripted model's plans for the seed's questions, and any text it may be given.
+
+use super::*;
+
+fn spec(name: &str) -> ToolSpec {
+    ToolSpec {
+        name: name.into(),
+        description: String::new(),
+        parameters: Default::default(),
+    }
+}
+
+#[test]
+fn finds_ticket_ids_only_as_whole_words() {
+    assert_eq!(
+        ticket_id("Draft a reply to ticket T-30002").as_deref(),
+        Some("T-30002")
+    );
+    assert_eq!(ticket_id("XT-30002 or T-300021"), None);
+    assert_eq!(ticket_id("T-40003."), Some("T-40003".into()));
+}
+
+#[test]
+fn a_ticket_question_starts_with_the_ticket_then_searches_its_subject() {
+    let tools = [
+        spec("support__search_knowledge"),
+        spec("support__get_ticket"),
+    ];
+    let mut msgs = vec![Message::User("Draft a reply to ticket T-30002".into())];
+    let d = Scripted::plan(&msgs, &tools);
+    assert_eq!(d.tool_calls[0].name, "support__get_ticket");
+    msgs.push(Message::Tool {
+        call_id: "c".into(),
+        name: "support__get_ticket".into(),
+        content: json!({"tool": "support__get_ticket", "result": {"subject": "Charged twice", "customer_name": "Hugo"}}).to_string(),
+        media: vec![],
+    });
+    let d = Scripted::plan(&msgs, &tools);
+    assert_eq!(d.tool_calls[0].arguments, r#"{"query":"Charged twice"}"#);
+}
+
+#[test]
+fn hostnames_and_ticket_requests_are_recognised() {
+    assert_eq!(
+        hostname("who owns jump-prod-02? Open").as_deref(),
+        Some("jump-prod-02")
+    );
+    assert_eq!(hostname("T-30002 and LK-182074"), None);
+    assert_eq!(
+        hostname("customer-db-prod-01's disk"),
+        Some("customer-db-prod-01".into())
+    );
+    assert_eq!(
+        summary_of("who owns x? Open a ticket for it: brute force then a login"),
+        "brute force then a login"
+    );
+    assert!(wants_new_ticket("Open a ticket for it"));
+    assert!(wants_ticket_list("please list tickets for jump-prod-02"));
+}
+
+#[test]
+fn the_seed_question_looks_up_the_host_then_opens_a_ticket() {
+    let tools = [spec("cmdb__get_asset"), spec("tickets__open_ticket")];
+    let q =
+        "who owns jump-prod-02? Open a ticket for it: brute force then a login from 203.0.113.77";
+    let mut msgs = vec![Message::User(q.into())];
+    let d = Scripted::plan(&msgs, &tools);
+    assert_eq!(d.tool_calls[0].name, "cmdb__get_asset");
+    msgs.push(Message::Tool {
+        call_id: "c".into(),
+        name: "cmdb__get_asset".into(),
+        content: json!({"tool": "cmdb__get_asset", "result": {"hostname": "jump-prod-02", "owner_name": "Camille Michel"}}).to_string(),
+        media: vec![],
+    });
+    let d = Scripted::plan(&msgs, &tools);
+    assert_eq!(d.tool_calls[0].name, "tickets__open_ticket");
+    assert_eq!(
+        serde_json::from_str::<Value>(&d.tool_calls[0].arguments).unwrap(),
+        json!({"host": "jump-prod-02", "summary": "brute force then a login from 203.0.113.77"})
+    );
+}
+
+#[test]
+fn an_order_question_asks_for_the_order_status() {
+    assert_eq!(
+        order_id("When will A-1002 arrive?").as_deref(),
+        Some("A-1002")
+    );
+    assert_eq!(order_id("BA-1002 or A-10021"), None);
+    assert_eq!(long_date("2026-10-18"), "18 October 2026");
+    let tools = [spec("orders__get_order_status")];
+    let d = Scripted::plan(&[Message::User("When will A-1002 arrive?".into())], &tools);
+    assert_eq!(d.tool_calls[0].arguments, r#"{"order_id":"A-1002"}"#);
+}
+
+#[test]
+fn a_missing_tool_is_said_not_invented() {
+    let tools = [spec("cmdb__get_asset")];
+    let q = "Open a ticket for jump-prod-02: disk full";
+    let mut msgs = vec![Message::User(q.into())];
+    assert_eq!(
+        Scripted::plan(&msgs, &tools).tool_calls[0].name,
+        "cmdb__get_asset"
+    );
+    msgs.push(Message::Tool {
+        call_id: "c".into(),
+        name: "cmdb__get_asset".into(),
+        content: json!({"tool": "cmdb__get_asset", "result": {"hostname": "jump-prod-02"}})
+            .to_string(),
+        media: vec![],
+    });
+    let d = Scripted::plan(&msgs, &tools);
+    assert!(d.text.unwrap().contains("I cannot open a ticket"));
+}
+
+#[test]
+fn no_fitting_tool_is_said_plainly() {
+    let d = Scripted::plan(&[Message::User("hello there".into())], &[]);
+    assert!(d.text.unwrap().contains("None of my tools"));
+}
+
+use proptest::prelude::*;
+
+fn all_tools() -> Vec<ToolSpec> {
+    [
+        "support__search_knowledge",
+        "support__get_ticket",
+        "cmdb__get_asset",
+        "tickets__open_ticket",
+        "tickets__list_tickets",
+        "orders__get_order_status",
+    ]
+    .map(spec)
+    .to_vec()
+}
+
+proptest! {
+    /// Any question, and anything a tool sends back, gives a decision: no panic, and
+    /// only tools that were offered are proposed.
+    #[test]
+    fn any_text_gives_a_decision(
+        question in any::<String>(),
+        words in prop::collection::vec(prop_oneof![
+            Just("T-30002".to_string()), Just("A-1002".to_string()),
+            Just("jump-prod-02".to_string()), Just("open a ticket:".to_string()),
+            Just("İ".to_string()), Just("list tickets".to_string()), any::<String>()
+        ], 0..6),
+        replies in prop::collection::vec(any::<String>(), 0..5),
+    ) {
+        let tools = all_tools();
+        let q = format!("{question} {}", words.join(" "));
+        let mut msgs = vec![Message::User(q)];
+        for (i, reply) in replies.iter().enumerate() {
+            let d = Scripted::plan(&msgs, &tools);
+            let Some(call) = d.tool_calls.first() else { break };
+            prop_assert!(tools.iter().any(|t| t.name == call.name));
+            msgs.push(Message::Tool {
+                call_id: format!("c{i}"),
+                name: call.name.clone(),
+                content: reply.clone(),
+                media: vec![],
+            });
+        }
+        let _ = Scripted::plan(&msgs, &tools);
+    }
+}
+
+proptest! {
+    /// Text whose lowercase has other byte lengths (İ, Ⱥ, ẞ) around the words the
+    /// model looks for: the summary is always a piece of the question.
+    #[test]
+    fn summaries_are_cut_at_character_boundaries(
+        parts in prop::collection::vec(prop_oneof![
+            Just("İ"), Just("Ⱥ"), Just("ẞ"), Just("ticket"), Just("TICKET"),
+            Just("incident"), Just(":"), Just(" "), Just("é"), Just("x")
+        ], 0..40),
+    ) {
+        let q: String = parts.concat();
+        let summary = summary_of(&q);
+        prop_assert!(q.contains(summary.as_str()));
+    }
+}
+
+#[test]
+fn non_ascii_questions_do_not_panic() {
+    let q = "İİİİİİİ open a ticketé: brute force on jump-prod-02";
+    assert_eq!(summary_of(q), "brute force on jump-prod-02");
+    assert_eq!(summary_of("İncident TİCKET"), "İncident TİCKET");
+}
