@@ -7,11 +7,13 @@
 //! `-- interop_foreign_servers::`.
 
 mod common;
+mod fake_model;
 mod interop_peers;
 
 mod calls_that_go_wrong;
 mod conformance;
 mod execution;
+mod first_minutes;
 mod fuzz_proposals;
 mod host_decisions;
 mod hostile_input;

@@ -41,6 +41,27 @@ pub const MODEL_MAX_BACKOFF: Duration = Duration::from_secs(8);
 /// How long the preflight `GET {base}/models` may take: it only proves the endpoint is there.
 pub const PREFLIGHT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The answers to `GET {base}/models` that mean "no model list here", not "no endpoint":
+/// some OpenAI-compatible servers and proxies serve chat completions only.
+pub const NO_MODEL_LIST: [StatusCode; 3] = [
+    StatusCode::NOT_FOUND,
+    StatusCode::METHOD_NOT_ALLOWED,
+    StatusCode::NOT_IMPLEMENTED,
+];
+/// Most bytes of a model list read (a hosted provider lists a few hundred models).
+pub const MAX_MODEL_LIST_BYTES: usize = 1 << 20;
+
+/// What an endpoint's `GET {base}/models` said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModelList {
+    /// The ids of the models it serves.
+    Listed(Vec<String>),
+    /// It answered, but not with a list the host can read.
+    Unreadable,
+    /// It has no model list (the HTTP status it answered with).
+    NotOffered(u16),
+}
+
 /// Most characters of a server's own error text quoted in an error.
 const MAX_QUOTED_CHARS: usize = 300;
 /// The `finish_reason` values chat-completion servers send (absent or null is fine too).
@@ -185,6 +206,48 @@ impl OpenAi {
     /// The endpoint as shown in messages (no credentials in it).
     pub fn base_url(&self) -> &str {
         &self.shown_base
+    }
+
+    /// What `GET {base}/models` says the endpoint serves. An endpoint without the list
+    /// (404, 405 or 501, as some OpenAI-compatible servers and proxies answer) is there all
+    /// the same; a refused key, another error status or no answer is an error.
+    pub async fn served_models(&self) -> Result<ModelList, ModelError> {
+        let limit = self.limits.preflight_timeout;
+        let mut response = self
+            .request(reqwest::Method::GET, "models")
+            .timeout(limit)
+            .send()
+            .await
+            .map_err(|e| ModelError(self.describe_send_error(&e, limit)))?;
+        let status = response.status();
+        if NO_MODEL_LIST.contains(&status) {
+            return Ok(ModelList::NotOffered(status.as_u16()));
+        }
+        let mut body = Vec::new();
+        while let Ok(Some(chunk)) = response.chunk().await {
+            let room = MAX_MODEL_LIST_BYTES.saturating_sub(body.len());
+            body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            if room <= chunk.len() {
+                break;
+            }
+        }
+        let body = String::from_utf8_lossy(&body);
+        if status.is_success() {
+            return Ok(wire::model_ids(&body).map_or(ModelList::Unreadable, ModelList::Listed));
+        }
+        if matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN) {
+            return Err(self.refusal(status, &body));
+        }
+        Err(ModelError(format!(
+            "the model endpoint {} answered GET /models with {status}{}",
+            self.shown_base,
+            self.quoted(&wire::server_message(&body))
+        )))
+    }
+
+    /// The model's name at the endpoint (`NAME` of `openai:NAME`).
+    pub fn model(&self) -> &str {
+        &self.model
     }
 
     fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
@@ -404,29 +467,8 @@ impl Model for OpenAi {
     }
 
     fn preflight<'a>(&'a mut self) -> BoxFuture<'a, Result<(), ModelError>> {
-        Box::pin(async move {
-            let limit = self.limits.preflight_timeout;
-            let response = self
-                .request(reqwest::Method::GET, "models")
-                .timeout(limit)
-                .send()
-                .await
-                .map_err(|e| ModelError(self.describe_send_error(&e, limit)))?;
-            let status = response.status();
-            // Some servers have no /models; answering at all shows the endpoint is there.
-            if status.is_success() || status == StatusCode::NOT_FOUND {
-                return Ok(());
-            }
-            let body = response.text().await.unwrap_or_default();
-            if matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN) {
-                return Err(self.refusal(status, &body));
-            }
-            Err(ModelError(format!(
-                "the model endpoint {} answered GET /models with {status}{}",
-                self.shown_base,
-                self.quoted(&wire::server_message(&body))
-            )))
-        })
+        // Answering at all shows the endpoint is there, list or no list.
+        Box::pin(async move { self.served_models().await.map(|_| ()) })
     }
 }
 

@@ -273,3 +273,21 @@ fn error_text(error: &Value) -> String {
         other => other.to_string(),
     }
 }
+
+/// Most model ids kept from one list.
+const MAX_LISTED_MODELS: usize = 1_000;
+
+/// The model ids of a `GET /models` answer (`{"data": [{"id": …}, …]}`), at most
+/// [`MAX_LISTED_MODELS`] of them; `None` when the body is not such a list.
+pub(super) fn model_ids(body: &str) -> Option<Vec<String>> {
+    let value: Value = serde_json::from_str(body).ok()?;
+    let items = value.get("data")?.as_array()?;
+    Some(
+        items
+            .iter()
+            .filter_map(|m| m.get("id")?.as_str())
+            .take(MAX_LISTED_MODELS)
+            .map(str::to_owned)
+            .collect(),
+    )
+}
