@@ -148,6 +148,19 @@ fn person(answers: &AnswerArgs, show_calls: bool) -> Arc<Terminal> {
     )
 }
 
+/// Must each "Run it?" show the call itself? Yes, unless the run's steps (which show it)
+/// are on the screen the question is asked on: the terminal when stdin is one, else stderr.
+fn calls_need_showing(steps: StepsTo) -> bool {
+    let at_terminal = gatehouse::person::asks_at_terminal();
+    let stderr_is_terminal = std::io::stderr().is_terminal();
+    let beside_the_questions = match steps {
+        StepsTo::Stdout => std::io::stdout().is_terminal() && (at_terminal || stderr_is_terminal),
+        StepsTo::Stderr => !at_terminal || stderr_is_terminal,
+        StepsTo::Nowhere => false,
+    };
+    !beside_the_questions
+}
+
 /// Start the host on every configured server, offering only `--tools` if given.
 async fn start_host(
     host_args: &HostArgs,
@@ -196,9 +209,12 @@ async fn ask(args: AskArgs) -> anyhow::Result<()> {
         None => printer,
     };
     let trace = Trace::new(observer);
-    // The prompt is on stderr; the call it is about must be on the person's screen too.
-    let steps_on_screen = !args.json && std::io::stdout().is_terminal();
-    let person = person(&args.answers, !steps_on_screen);
+    let steps = if args.json {
+        StepsTo::Nowhere
+    } else {
+        StepsTo::Stdout
+    };
+    let person = person(&args.answers, calls_need_showing(steps));
     let host = start_host(&args.host, &config, person, trace.clone()).await;
     let mut conversation = Vec::new();
     let (answer, usage) = host
@@ -256,14 +272,8 @@ async fn chat(args: ChatArgs) -> anyhow::Result<()> {
     model.preflight().await?;
     // Steps go to stderr, beside the host's records; stdout is the conversation.
     let trace = Trace::new(Arc::new(Printer::new(StepsTo::Stderr)));
-    // Steps are on stderr, where the prompts are.
-    let host = start_host(
-        &args.host,
-        &config,
-        person(&args.answers, false),
-        trace.clone(),
-    )
-    .await;
+    let person = person(&args.answers, calls_need_showing(StepsTo::Stderr));
+    let host = start_host(&args.host, &config, person, trace.clone()).await;
     let mut conversation = Vec::new();
     loop {
         print!("\nyou> ");

@@ -28,5 +28,6 @@ mod lab_browser;
 mod lab_http;
 mod many_servers;
 mod openai_endpoint;
+mod screens;
 mod support_desk;
 mod tickets_confirmation;

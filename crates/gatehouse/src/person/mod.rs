@@ -17,7 +17,7 @@ use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
 use serde_json::{Map, Value, json};
 
 pub use form::{FormAnswer, FormField, answers_for, fill_from_options, form_fields};
-pub use terminal::{FixedAnswers, Terminal, describe_call};
+pub use terminal::{FixedAnswers, Terminal, asks_at_terminal, describe_call};
 
 use crate::trace::{Trace, Who};
 

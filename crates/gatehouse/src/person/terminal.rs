@@ -1,5 +1,9 @@
-//! The person at a terminal: "Run it?" and a server's forms asked on stderr and read from
-//! stdin, or answered by options in a script. With no terminal and no options, no.
+//! The person at a terminal: "Run it?" and a server's forms read from stdin, or answered
+//! by options in a script. With no terminal and no options, no.
+//!
+//! The questions are written where the answer comes from: when stdin is a terminal, to
+//! that terminal itself, whatever stdout and stderr were sent to (`gatehouse chat
+//! 2>host.log` still shows "Run it?"); otherwise to stderr.
 
 use std::{
     io::{BufRead, IsTerminal, Write},
@@ -27,7 +31,8 @@ pub struct FixedAnswers {
     pub decline_forms: bool,
 }
 
-/// The terminal: prompts on stderr, reads stdin. With no terminal and no options, no.
+/// The terminal: prompts where the person reads them, answers from stdin. With no terminal
+/// and no options, no.
 pub struct Terminal {
     /// Answers given by options.
     pub fixed: FixedAnswers,
@@ -55,12 +60,35 @@ impl Terminal {
     }
 }
 
-/// Read one line from stdin; `None` at end of input or on error.
-fn read_line(prompt: &str) -> Option<String> {
-    let mut err = std::io::stderr().lock();
-    let _ = write!(err, "{prompt}");
-    let _ = err.flush();
-    drop(err);
+/// The terminal device the person's answers are typed at.
+#[cfg(unix)]
+const TERMINAL: &str = "/dev/tty";
+/// The terminal device the person's answers are typed at.
+#[cfg(windows)]
+const TERMINAL: &str = "CONOUT$";
+
+/// Are the person's questions written to the terminal itself (stdin is one), rather than
+/// to stderr?
+pub fn asks_at_terminal() -> bool {
+    std::io::stdin().is_terminal()
+}
+
+/// Where the person's questions are written: the terminal the answers are typed at when
+/// stdin is one (whatever stdout and stderr were sent to), else stderr.
+fn screen() -> Box<dyn Write> {
+    if asks_at_terminal()
+        && let Ok(terminal) = std::fs::OpenOptions::new().write(true).open(TERMINAL)
+    {
+        return Box::new(terminal);
+    }
+    Box::new(std::io::stderr())
+}
+
+/// Show `prompt` on `screen` and read one line from stdin; `None` at end of input or on
+/// error.
+fn read_line(screen: &mut dyn Write, prompt: &str) -> Option<String> {
+    let _ = write!(screen, "{prompt}");
+    let _ = screen.flush();
     let mut line = String::new();
     match std::io::stdin().lock().read_line(&mut line) {
         Ok(0) | Err(_) => None,
@@ -98,10 +126,11 @@ impl Person for Terminal {
             }
             let answer = tokio::task::block_in_place(|| {
                 let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+                let mut screen = screen();
                 if self.show_calls {
-                    eprintln!("[host] {}", describe_call(request));
+                    let _ = writeln!(screen, "[host] {}", describe_call(request));
                 }
-                read_line("[host] Run it? [y/N] ")
+                read_line(&mut *screen, "[host] Run it? [y/N] ")
             });
             match answer {
                 None => Approval {
@@ -152,13 +181,18 @@ impl Terminal {
         }
         let yes = tokio::task::block_in_place(|| {
             let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
-            eprintln!(
+            let mut screen = screen();
+            let _ = writeln!(
+                screen,
                 "\n[{} asks] {}\n  It wants you to open: {}",
                 visible_line(server),
                 visible(message),
                 visible_line(url)
             );
-            said_yes(read_line("  Open it yourself and continue? [y/N] "))
+            said_yes(read_line(
+                &mut *screen,
+                "  Open it yourself and continue? [y/N] ",
+            ))
         });
         let action = if yes {
             ElicitationAction::Accept
@@ -186,13 +220,19 @@ impl Terminal {
         }
         tokio::task::block_in_place(|| {
             let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
-            eprintln!("\n[{} asks] {}", visible_line(server), visible(message));
-            if !said_yes(read_line("  Accept? [y/N] ")) {
+            let mut screen = screen();
+            let _ = writeln!(
+                screen,
+                "\n[{} asks] {}",
+                visible_line(server),
+                visible(message)
+            );
+            if !said_yes(read_line(&mut *screen, "  Accept? [y/N] ")) {
                 return (decline(), AnsweredBy::Terminal);
             }
             let mut content = Map::new();
             for field in &fields {
-                match ask_field(field) {
+                match ask_field(&mut *screen, field) {
                     Some(Some(v)) => {
                         content.insert(field.name.clone(), v);
                     }
@@ -215,15 +255,17 @@ impl Terminal {
 
 /// One field asked until its answer fits: `Some(None)` for an optional field left blank,
 /// `None` at the end of input.
-fn ask_field(field: &super::FormField) -> Option<Option<Value>> {
+fn ask_field(screen: &mut dyn Write, field: &super::FormField) -> Option<Option<Value>> {
     loop {
-        let raw = read_line(&format!("  {} ", field.prompt()))?;
+        let raw = read_line(screen, &format!("  {} ", field.prompt()))?;
         if raw.is_empty() && !field.required {
             return Some(None);
         }
         match field.parse(&raw) {
             Ok(v) => return Some(Some(v)),
-            Err(e) => eprintln!("  {}", visible(&e)),
+            Err(e) => {
+                let _ = writeln!(screen, "  {}", visible(&e));
+            }
         }
     }
 }
