@@ -75,18 +75,42 @@ pub struct AnswerArgs {
     pub decline: bool,
 }
 
+/// How much of a run is shown, and where every record is kept.
+#[derive(Args, Debug, Clone)]
+pub struct ScreenArgs {
+    /// Show everything: every line the servers write on stderr (their `mcp.request`
+    /// records too) and the host's `host.tool_call` records.
+    #[arg(short, long, conflicts_with = "quiet")]
+    pub verbose: bool,
+    /// Show only the answer (and the questions you must answer).
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Add every record of the run (the host's steps and records, every server's stderr
+    /// lines, as JSON lines) to FILE, readable by you only. Overrides `logFile`.
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
+    /// Colour for who acted and for refusals: auto (on a terminal, unless NO_COLOR is
+    /// set), always or never.
+    #[arg(long, value_name = "WHEN", default_value = "auto")]
+    pub color: clap::ColorChoice,
+}
+
 #[derive(Args, Debug)]
 pub struct ChatArgs {
     #[command(flatten)]
     pub host: HostArgs,
     #[command(flatten)]
     pub answers: AnswerArgs,
+    #[command(flatten)]
+    pub screen: ScreenArgs,
 }
 
 #[derive(Args, Debug)]
 pub struct ToolsArgs {
     #[command(flatten)]
     pub host: HostArgs,
+    #[command(flatten)]
+    pub screen: ScreenArgs,
     /// Print the catalog as JSON (name, server, description, annotations).
     #[arg(long)]
     pub json: bool,
@@ -100,6 +124,8 @@ pub struct AskArgs {
     pub host: HostArgs,
     #[command(flatten)]
     pub answers: AnswerArgs,
+    #[command(flatten)]
+    pub screen: ScreenArgs,
     /// Print the run as one JSON object on stdout, and nothing else there.
     #[arg(long)]
     pub json: bool,

@@ -4,8 +4,9 @@ mod allocator;
 mod args;
 mod lab;
 mod output;
+mod screen;
 
-use std::{io::IsTerminal, process::ExitCode, sync::Arc};
+use std::{process::ExitCode, sync::Arc};
 
 use clap::Parser;
 use gatehouse::text::visible;
@@ -18,8 +19,8 @@ use gatehouse::{
 };
 use serde_json::json;
 
-use args::{AnswerArgs, AskArgs, ChatArgs, Cli, Command, HostArgs, ToolsArgs};
-use output::{Printer, StepsTo};
+use args::{AnswerArgs, AskArgs, ChatArgs, Cli, Command, HostArgs, ScreenArgs, ToolsArgs};
+use screen::{Level, Log, Printer, StepsTo};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -77,15 +78,16 @@ struct Run {
     steps: Vec<gatehouse::trace::Step>,
 }
 
-/// The configuration a command runs with: a servers file, or the built-in servers.
-fn load_config(host: &HostArgs) -> anyhow::Result<Config> {
+/// The configuration a command runs with: a servers file, or the built-in servers. With
+/// `say_which`, a file found without `--config` is named on stderr.
+fn load_config(host: &HostArgs, say_which: bool) -> anyhow::Result<Config> {
     let identity = Identity {
         user: host.user.clone(),
         tenant: host.tenant.clone(),
     };
     let mut config = match host.config.clone().or_else(Config::find) {
         Some(path) => {
-            if host.config.is_none() {
+            if host.config.is_none() && say_which {
                 eprintln!(
                     "gatehouse: using the servers file {} (found without --config)",
                     path.display()
@@ -148,17 +150,28 @@ fn person(answers: &AnswerArgs, show_calls: bool) -> Arc<Terminal> {
     )
 }
 
-/// Must each "Run it?" show the call itself? Yes, unless the run's steps (which show it)
-/// are on the screen the question is asked on: the terminal when stdin is one, else stderr.
-fn calls_need_showing(steps: StepsTo) -> bool {
-    let at_terminal = gatehouse::person::asks_at_terminal();
-    let stderr_is_terminal = std::io::stderr().is_terminal();
-    let beside_the_questions = match steps {
-        StepsTo::Stdout => std::io::stdout().is_terminal() && (at_terminal || stderr_is_terminal),
-        StepsTo::Stderr => !at_terminal || stderr_is_terminal,
-        StepsTo::Nowhere => false,
+/// How much the screen shows: `-q`, `-v`, or the default.
+fn level(screen: &ScreenArgs) -> Level {
+    match (screen.quiet, screen.verbose) {
+        (true, _) => Level::Quiet,
+        (_, true) => Level::Verbose,
+        _ => Level::Normal,
+    }
+}
+
+/// The printer of a command that runs the host: its steps to `steps` at the level asked
+/// for, and every record to the log that `--log` or `logFile` names.
+fn printer(screen: &ScreenArgs, config: &Config, steps: StepsTo) -> anyhow::Result<Arc<Printer>> {
+    let log = match screen.log.as_ref().or(config.settings.log_file.as_ref()) {
+        Some(path) => Some(Log::open(path)?),
+        None => None,
     };
-    !beside_the_questions
+    Ok(Arc::new(Printer::new(
+        steps,
+        level(screen),
+        screen.color,
+        log,
+    )))
 }
 
 /// Start the host on every configured server, offering only `--tools` if given.
@@ -194,27 +207,24 @@ fn stop_on_ctrl_c(stopper: gatehouse::dispatch::Stopper) {
 }
 
 async fn ask(args: AskArgs) -> anyhow::Result<()> {
-    let config = load_config(&args.host)?;
+    let level = level(&args.screen);
+    let config = load_config(&args.host, level > Level::Quiet)?;
     let mut model = load_model(&args.host, &config)?;
     // An unusable model endpoint is reported before any server starts.
     model.preflight().await?;
-    let printer: Arc<dyn gatehouse::trace::Observer> = Arc::new(Printer::new(if args.json {
+    let steps = if args.json {
         StepsTo::Nowhere
     } else {
         StepsTo::Stdout
-    }));
+    };
+    let printer = printer(&args.screen, &config, steps)?;
+    let person = person(&args.answers, printer.calls_need_showing());
     // `--record FILE`: every message of the run, as JSON lines, beside the usual output.
     let observer: Arc<dyn gatehouse::trace::Observer> = match &args.record {
         Some(path) => Arc::new(lab::record::RecordingObserver::create(path, printer)?),
         None => printer,
     };
     let trace = Trace::new(observer);
-    let steps = if args.json {
-        StepsTo::Nowhere
-    } else {
-        StepsTo::Stdout
-    };
-    let person = person(&args.answers, calls_need_showing(steps));
     let host = start_host(&args.host, &config, person, trace.clone()).await;
     let mut conversation = Vec::new();
     let (answer, usage) = host
@@ -232,6 +242,8 @@ async fn ask(args: AskArgs) -> anyhow::Result<()> {
             steps: trace.take(),
         };
         println!("{}", serde_json::to_string_pretty(&run)?);
+    } else if level == Level::Quiet {
+        println!("{}", visible(&answer));
     } else {
         println!("\n{}", visible(&answer));
         println!("\n{}", output::usage_line(&usage));
@@ -267,12 +279,13 @@ async fn next_line() -> anyhow::Result<Option<String>> {
 }
 
 async fn chat(args: ChatArgs) -> anyhow::Result<()> {
-    let config = load_config(&args.host)?;
+    let config = load_config(&args.host, level(&args.screen) > Level::Quiet)?;
     let mut model = load_model(&args.host, &config)?;
     model.preflight().await?;
     // Steps go to stderr, beside the host's records; stdout is the conversation.
-    let trace = Trace::new(Arc::new(Printer::new(StepsTo::Stderr)));
-    let person = person(&args.answers, calls_need_showing(StepsTo::Stderr));
+    let printer = printer(&args.screen, &config, StepsTo::Stderr)?;
+    let person = person(&args.answers, printer.calls_need_showing());
+    let trace = Trace::new(printer);
     let host = start_host(&args.host, &config, person, trace.clone()).await;
     let mut conversation = Vec::new();
     loop {
@@ -298,8 +311,8 @@ async fn chat(args: ChatArgs) -> anyhow::Result<()> {
 }
 
 async fn tools(args: ToolsArgs) -> anyhow::Result<()> {
-    let config = load_config(&args.host)?;
-    let trace = Trace::new(Arc::new(Printer::new(StepsTo::Stderr)));
+    let config = load_config(&args.host, level(&args.screen) > Level::Quiet)?;
+    let trace = Trace::new(printer(&args.screen, &config, StepsTo::Stderr)?);
     let terminal = Arc::new(Terminal::new(FixedAnswers::default()));
     let host = start_host(&args.host, &config, terminal, trace).await;
     let rows: Vec<serde_json::Value> = host

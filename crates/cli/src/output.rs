@@ -1,16 +1,9 @@
-//! How a run looks on a terminal: `[who] text {data}` lines as they happen, the servers'
-//! own stderr lines marked as theirs, then the answer.
-
-use std::io::Write;
-
-use std::{
-    io::IsTerminal,
-    sync::atomic::{AtomicBool, Ordering},
-};
+//! How a run's pieces look as text: `[who] text {data}` lines, the progress bar, the usage
+//! line and the tool table. Which of them reach the screen is `screen`'s business.
 
 use gatehouse::{
     text::{visible, visible_line},
-    trace::{Observer, ProgressEvent, Step, ToolEvent},
+    trace::{ProgressEvent, Step},
 };
 use serde_json::Value;
 
@@ -50,38 +43,6 @@ pub fn step_line(step: &Step) -> String {
     visible(&line).into_owned()
 }
 
-/// Where a run's steps are shown.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StepsTo {
-    Stdout,
-    Stderr,
-    Nowhere,
-}
-
-/// Prints steps as they happen. Server stderr and `host.tool_call` records always go to
-/// stderr, so `--json` keeps stdout for the one object.
-pub struct Printer {
-    pub steps: StepsTo,
-    /// A progress bar is drawn on stderr (a terminal) and must be cleared before the next line.
-    bar: AtomicBool,
-}
-
-impl Printer {
-    pub fn new(steps: StepsTo) -> Self {
-        Printer {
-            steps,
-            bar: AtomicBool::new(false),
-        }
-    }
-
-    /// Clear a progress bar left on the terminal.
-    fn clear_bar(&self) {
-        if self.bar.swap(false, Ordering::SeqCst) {
-            let _ = write!(std::io::stderr().lock(), "\r\x1b[2K");
-        }
-    }
-}
-
 /// A one-line bar: `[server] export_report ██████░░░░░░ 50% 50000 of 100000 rows`.
 pub fn progress_bar(event: &ProgressEvent) -> String {
     const WIDTH: usize = 24;
@@ -102,48 +63,6 @@ pub fn progress_bar(event: &ProgressEvent) -> String {
         visible_line(&event.server),
         visible_line(&event.tool)
     )
-}
-
-impl Observer for Printer {
-    fn step(&self, step: &Step) {
-        self.clear_bar();
-        match self.steps {
-            StepsTo::Stdout => {
-                let mut out = std::io::stdout().lock();
-                let _ = writeln!(out, "{}", step_line(step));
-                let _ = out.flush();
-            }
-            StepsTo::Stderr => {
-                let _ = writeln!(std::io::stderr().lock(), "{}", step_line(step));
-            }
-            StepsTo::Nowhere => {}
-        }
-    }
-
-    fn progress(&self, event: &ProgressEvent) {
-        let mut err = std::io::stderr().lock();
-        if err.is_terminal() {
-            let _ = write!(err, "\r\x1b[2K{}", progress_bar(event));
-            let _ = err.flush();
-            self.bar.store(true, Ordering::SeqCst);
-        }
-    }
-
-    fn tool_event(&self, event: &ToolEvent) {
-        self.clear_bar();
-        let _ = writeln!(std::io::stderr().lock(), "{}", event.record());
-    }
-
-    fn server_stderr(&self, server: &str, line: &str) {
-        self.clear_bar();
-        let mut err = std::io::stderr().lock();
-        let _ = writeln!(
-            err,
-            "[{} stderr] {}",
-            visible_line(server),
-            visible_line(line)
-        );
-    }
 }
 
 /// The run's cost in one line, the last of the human output.

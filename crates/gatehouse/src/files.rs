@@ -1,5 +1,6 @@
-//! Files the host writes for the person (saved results, recordings): readable by the user
-//! only (0600 files in 0700 folders), and never written over an earlier file.
+//! Files the host writes for the person (saved results, recordings, the log): readable by
+//! the user only (0600 files in 0700 folders); a saved result never written over an
+//! earlier file.
 
 use std::{
     fs::{DirBuilder, File, OpenOptions},
@@ -22,14 +23,24 @@ pub fn private_dir(dir: &Path) -> io::Result<()> {
     builder.create(dir)
 }
 
-fn options(new: bool) -> OpenOptions {
+/// How a private file is opened.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Open {
+    /// A new file, never one that exists.
+    New,
+    /// Created, or emptied when it exists.
+    Truncate,
+    /// Created, or added to when it exists.
+    Append,
+}
+
+fn options(how: Open) -> OpenOptions {
     let mut options = OpenOptions::new();
-    options.write(true);
-    if new {
-        options.create_new(true);
-    } else {
-        options.create(true).truncate(true);
-    }
+    match how {
+        Open::New => options.write(true).create_new(true),
+        Open::Truncate => options.write(true).create(true).truncate(true),
+        Open::Append => options.append(true).create(true),
+    };
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
@@ -38,12 +49,13 @@ fn options(new: bool) -> OpenOptions {
     options
 }
 
-/// Create (or truncate) the file at `path`, readable by the user only.
-pub fn create_private(path: &Path) -> io::Result<File> {
+/// Open `path` as `how` says, its missing folders created private, and the file made
+/// private even when it existed with another mode.
+fn open_private(path: &Path, how: Open) -> io::Result<File> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         private_dir(dir)?;
     }
-    let file = options(false).open(path)?;
+    let file = options(how).open(path)?;
     #[cfg(unix)]
     {
         // An existing file keeps its mode on open; make it private too.
@@ -51,6 +63,17 @@ pub fn create_private(path: &Path) -> io::Result<File> {
         file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
     }
     Ok(file)
+}
+
+/// Create (or truncate) the file at `path`, readable by the user only.
+pub fn create_private(path: &Path) -> io::Result<File> {
+    open_private(path, Open::Truncate)
+}
+
+/// Open the file at `path` to add to it (a log that several runs write), creating it if
+/// need be; readable by the user only.
+pub fn append_private(path: &Path) -> io::Result<File> {
+    open_private(path, Open::Append)
 }
 
 /// Write `bytes` to a new file in `dir` named `stem.ext`, or `stem-2.ext`, … if taken:
@@ -65,7 +88,7 @@ pub fn write_new(dir: &Path, stem: &str, ext: &str, bytes: &[u8]) -> io::Result<
             format!("{stem}-{n}.{ext}")
         };
         let path = dir.join(name);
-        match options(true).open(&path) {
+        match options(Open::New).open(&path) {
             Ok(mut file) => {
                 file.write_all(bytes)?;
                 return Ok(path);
@@ -104,6 +127,18 @@ mod tests {
             std::fs::write(&record, b"x").unwrap();
             drop(create_private(&record).unwrap());
             assert_eq!(mode(&record), 0o600);
+            let log = dir.join("host.log");
+            std::fs::write(&log, b"first\n").unwrap();
+            std::fs::set_permissions(&log, std::fs::Permissions::from_mode(0o644)).unwrap();
+            {
+                use std::io::Write;
+                append_private(&log)
+                    .unwrap()
+                    .write_all(b"second\n")
+                    .unwrap();
+            }
+            assert_eq!(std::fs::read(&log).unwrap(), b"first\nsecond\n");
+            assert_eq!(mode(&log), 0o600);
         }
         let _ = std::fs::remove_dir_all(dir.parent().unwrap());
     }

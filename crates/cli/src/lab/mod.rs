@@ -29,7 +29,7 @@ use crate::args::LabArgs;
 
 /// Start the host and serve the lab until Ctrl-C.
 pub async fn run(args: LabArgs) -> anyhow::Result<()> {
-    let config = crate::load_config(&args.host)?;
+    let config = crate::load_config(&args.host, true)?;
     let model = if args.manual {
         None
     } else {

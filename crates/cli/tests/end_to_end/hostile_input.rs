@@ -472,8 +472,11 @@ fn at_terminal(args: &[&str], answers: &[(&str, &str)]) -> String {
         cmd.arg(format!("{prompt}={answer}"));
     }
     cmd.arg("--").arg(exe()).args(args);
+    // The host's own colours are the only escapes it may write; these tests look for any
+    // other, so they run without colour.
     cmd.env("GATEHOUSE_TICKETS_DB", scratch_dir().join("tickets.db"))
         .env("XDG_CONFIG_HOME", scratch_dir())
+        .env("NO_COLOR", "1")
         .env_remove("GATEHOUSE_CONFIG");
     let out = cmd.output().expect("python3 runs the pseudo-terminal");
     assert_eq!(

@@ -71,6 +71,57 @@ pub struct Settings {
     /// Pass images and audio to the model as input parts (for models that take them);
     /// otherwise the model reads a short description of each.
     pub model_accepts_media: bool,
+    /// Where every record of a run is added as JSON lines (`logFile`; `--log` overrides).
+    pub log_file: Option<PathBuf>,
+}
+
+/// Whether a place the host writes is a file or a folder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathKind {
+    /// A file.
+    File,
+    /// A folder.
+    Folder,
+}
+
+/// A file or folder the host writes, as a setting names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WrittenPath {
+    /// What it holds, in words.
+    pub what: &'static str,
+    /// The setting that names it.
+    pub setting: &'static str,
+    /// Where it is.
+    pub path: PathBuf,
+    /// File or folder.
+    pub kind: PathKind,
+}
+
+impl Settings {
+    /// Every file or folder the host itself writes that a setting names: the save folder
+    /// and the log. A new setting naming a place the host writes belongs here, so that
+    /// `gatehouse doctor` checks it (that it can be written, and is readable by the user
+    /// only).
+    pub fn written_paths(&self) -> Vec<WrittenPath> {
+        let mut paths = Vec::new();
+        if let Some(dir) = &self.save_dir {
+            paths.push(WrittenPath {
+                what: "saved results (images, audio, files)",
+                setting: "saveDir",
+                path: dir.clone(),
+                kind: PathKind::Folder,
+            });
+        }
+        if let Some(file) = &self.log_file {
+            paths.push(WrittenPath {
+                what: "the log of every record",
+                setting: "logFile",
+                path: file.clone(),
+                kind: PathKind::File,
+            });
+        }
+        paths
+    }
 }
 
 impl Default for Settings {
@@ -88,6 +139,7 @@ impl Default for Settings {
             model: None,
             save_dir: None,
             model_accepts_media: false,
+            log_file: None,
         }
     }
 }
@@ -151,16 +203,20 @@ pub(super) fn parse(value: &Value, warnings: &mut Vec<String>) -> Result<Setting
                     .as_bool()
                     .ok_or_else(|| "\"modelAcceptsMedia\" must be true or false".to_string())?
             }
-            "saveDir" => {
-                s.save_dir = Some(PathBuf::from(
-                    v.as_str()
-                        .ok_or_else(|| "\"saveDir\" must be a path".to_string())?,
-                ))
-            }
+            "saveDir" => s.save_dir = Some(path(key, v)?),
+            "logFile" => s.log_file = Some(path(key, v)?),
             other => warnings.push(format!("gatehouse: unknown setting \"{other}\" is ignored")),
         }
     }
     Ok(s)
+}
+
+/// A setting that names a place: a string that is not empty.
+fn path(key: &str, v: &Value) -> Result<PathBuf, String> {
+    v.as_str()
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+        .ok_or_else(|| format!("\"{key}\" must be a path"))
 }
 
 /// A setting that must be a whole number in `range`: zero, negative, fractional, too

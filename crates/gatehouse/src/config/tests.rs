@@ -206,3 +206,34 @@ fn a_server_gets_only_the_base_environment_and_what_its_entry_names() {
     assert_eq!(c.broken.len(), 2, "{:?}", c.broken);
     assert!(c.broken[0].1.contains("passEnv"));
 }
+
+#[test]
+fn every_place_the_host_writes_is_named_by_its_setting() {
+    let c = Config::parse(
+        r#"{"mcpServers": {}, "gatehouse": {"saveDir": "out", "logFile": "logs/host.log"}}"#,
+        "f",
+        &id(),
+    )
+    .unwrap();
+    let written = c.settings.written_paths();
+    let named: Vec<(&str, &str, PathKind)> = written
+        .iter()
+        .map(|w| (w.setting, w.path.to_str().unwrap(), w.kind))
+        .collect();
+    assert_eq!(
+        named,
+        [
+            ("saveDir", "out", PathKind::Folder),
+            ("logFile", "logs/host.log", PathKind::File)
+        ]
+    );
+    assert!(Settings::default().written_paths().is_empty());
+    let err = Config::parse(
+        r#"{"mcpServers": {}, "gatehouse": {"logFile": ""}}"#,
+        "f",
+        &id(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("\"logFile\" must be a path"), "{err}");
+}
