@@ -29,6 +29,115 @@ pub enum Command {
     /// Serve the lab: a local web interface to the host (conversation, tool calls, forms,
     /// a manual panel and a message explorer) on 127.0.0.1.
     Lab(LabArgs),
+    /// Add, remove, list and show servers in a servers file (this project's .mcp.json, or
+    /// yours).
+    Mcp(McpArgs),
+}
+
+/// `gatehouse mcp …`.
+#[derive(Args, Debug)]
+pub struct McpArgs {
+    #[command(subcommand)]
+    pub command: McpCommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum McpCommand {
+    /// Add a server: `NAME -- COMMAND [ARGS]…` (stdio) or `--transport http NAME URL`.
+    Add(McpAddArgs),
+    /// Remove a server by its name.
+    Remove(McpRemoveArgs),
+    /// Each server of the servers file, with its state after a quick connect.
+    List(McpListArgs),
+    /// One server's entry (secrets hidden) and its state after a quick connect.
+    Get(McpGetArgs),
+}
+
+/// Which servers file a `gatehouse mcp` command works on.
+#[derive(Args, Debug, Clone)]
+pub struct McpFileArgs {
+    /// `project`: ./.mcp.json; `user`: your own file,
+    /// $XDG_CONFIG_HOME/gatehouse/servers.json (~/.config/gatehouse/servers.json).
+    /// `add` and `remove` default to `project`; `list` and `get` to the file the host
+    /// would use.
+    #[arg(long, value_enum, conflicts_with = "config")]
+    pub scope: Option<Scope>,
+    /// This servers file instead.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
+/// Where a server is kept.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// This project's `.mcp.json`, in the current folder.
+    Project,
+    /// Your own servers file.
+    User,
+}
+
+/// How the host reaches a server being added.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum McpTransport {
+    /// A program the host starts, speaking on its stdin and stdout.
+    Stdio,
+    /// A Streamable HTTP endpoint.
+    #[value(alias = "streamable-http")]
+    Http,
+}
+
+#[derive(Args, Debug)]
+pub struct McpAddArgs {
+    /// The server's name: its tools are offered as NAME__TOOL.
+    pub name: String,
+    /// stdio: the command and its arguments, after `--` when they start with `-`; http:
+    /// the URL.
+    #[arg(value_name = "COMMAND|URL", required = true, num_args = 1..)]
+    pub target: Vec<String>,
+    /// How the host reaches it.
+    #[arg(long, value_enum, default_value = "stdio")]
+    pub transport: McpTransport,
+    /// A variable for a stdio server (repeatable): `KEY=VALUE`. A value written
+    /// `'${VAR}'` is stored as that reference, never expanded.
+    #[arg(short, long = "env", value_name = "KEY=VALUE")]
+    pub env: Vec<String>,
+    /// A header for an http server (repeatable): `'Authorization: Bearer ${TOKEN}'` is
+    /// stored as written, the token read from TOKEN when the host connects.
+    #[arg(short = 'H', long = "header", value_name = "NAME: VALUE")]
+    pub headers: Vec<String>,
+    /// Replace a server of the same name (it keeps its place in the file).
+    #[arg(long)]
+    pub replace: bool,
+    #[command(flatten)]
+    pub file: McpFileArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct McpRemoveArgs {
+    /// The server's name.
+    pub name: String,
+    #[command(flatten)]
+    pub file: McpFileArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct McpGetArgs {
+    /// The server's name.
+    pub name: String,
+    #[command(flatten)]
+    pub file: McpFileArgs,
+    /// Print it as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct McpListArgs {
+    #[command(flatten)]
+    pub file: McpFileArgs,
+    /// Print the list as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Where the servers come from and who is asking.

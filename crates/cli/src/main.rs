@@ -3,6 +3,7 @@
 mod allocator;
 mod args;
 mod lab;
+mod mcp;
 mod output;
 mod screen;
 
@@ -30,6 +31,7 @@ fn main() -> ExitCode {
         Command::Chat(c) => on_thread_pool(chat(c)),
         Command::Tools(t) => on_thread_pool(tools(t)),
         Command::Lab(l) => on_thread_pool(lab::run(l)),
+        Command::Mcp(m) => on_thread_pool(mcp::run(m)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -95,11 +97,7 @@ fn load_config(host: &HostArgs, say_which: bool) -> anyhow::Result<Config> {
             }
             Config::load(&path, &identity)?
         }
-        None => {
-            use gatehouse_servers::built_in;
-            let file = built_in::servers_file(&built_in::launcher(&std::env::current_exe()?));
-            Config::from_value(file, "built-in servers", &identity)?
-        }
+        None => Config::from_value(built_in_file()?, "built-in servers", &identity)?,
     };
     config
         .settings
@@ -120,6 +118,15 @@ fn load_config(host: &HostArgs, say_which: bool) -> anyhow::Result<Config> {
         config.settings.max_model_calls = n;
     }
     Ok(config)
+}
+
+/// The servers file of the built-in servers, started from the servers binary beside this
+/// one (else from this one, as `gatehouse serve NAME`).
+fn built_in_file() -> anyhow::Result<serde_json::Value> {
+    use gatehouse_servers::built_in;
+    Ok(built_in::servers_file(&built_in::launcher(
+        &std::env::current_exe()?,
+    )))
 }
 
 /// The model named by `--model`, the servers file, or the default.

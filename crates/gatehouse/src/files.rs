@@ -70,6 +70,11 @@ pub fn create_private(path: &Path) -> io::Result<File> {
     open_private(path, Open::Truncate)
 }
 
+/// Create the file at `path`, which must not exist yet, readable by the user only.
+pub fn create_new_private(path: &Path) -> io::Result<File> {
+    options(Open::New).open(path)
+}
+
 /// Open the file at `path` to add to it (a log that several runs write), creating it if
 /// need be; readable by the user only.
 pub fn append_private(path: &Path) -> io::Result<File> {

@@ -14,7 +14,8 @@
 //! - [`result`]: what goes back into the model's context, bounded;
 //! - [`turn`]: one question, from the model's first proposal to its answer;
 //! - [`host`]: the session: the connections, the catalog, start and shutdown;
-//! - [`trace`]: the steps of a run, for people and scripts.
+//! - [`trace`]: the steps of a run, for people and scripts;
+//! - [`probe`]: a quick look at every server, without a model (`mcp list`, `doctor`).
 //!
 //! Beside them: [`text`] (a peer's text made safe to show), [`redact`] (the host's secrets
 //! kept out of what is shown, recorded or sent), [`files`] (files written for the person).
@@ -28,6 +29,7 @@ pub mod host;
 pub mod model;
 pub mod person;
 pub mod policy;
+pub mod probe;
 pub mod result;
 pub mod schema;
 pub mod trace;

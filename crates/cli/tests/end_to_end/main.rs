@@ -27,6 +27,7 @@ mod interop_http_foreign_servers;
 mod lab_browser;
 mod lab_http;
 mod many_servers;
+mod mcp_command;
 mod openai_endpoint;
 mod screens;
 mod support_desk;

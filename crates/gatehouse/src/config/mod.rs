@@ -7,8 +7,10 @@
 //!
 //! - [`settings`]: the bounds, each a named constant, validated when read;
 //! - [`environment`]: what of the host's environment a stdio server gets;
-//! - `variables`: `${VAR}` and `${VAR:-default}` in the file's values.
+//! - `variables`: `${VAR}` and `${VAR:-default}` in the file's values;
+//! - [`edit`]: servers added to and removed from a file (`gatehouse mcp`).
 
+pub mod edit;
 mod environment;
 pub mod settings;
 mod variables;
@@ -174,13 +176,9 @@ impl Config {
         if let Some(p) = std::env::var_os(CONFIG_ENV).filter(|p| !p.is_empty()) {
             paths.push(PathBuf::from(p));
         }
-        paths.push(PathBuf::from(".mcp.json"));
+        paths.push(Self::project_path());
         let home = std::env::var_os("HOME").map(PathBuf::from);
-        let config_home = std::env::var_os("XDG_CONFIG_HOME")
-            .filter(|p| !p.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| home.as_ref().map(|h| h.join(".config")));
-        if let Some(c) = &config_home {
+        if let Some(c) = config_home() {
             paths.push(c.join("gatehouse").join("servers.json"));
             paths.push(c.join("Claude").join("claude_desktop_config.json"));
         }
@@ -188,6 +186,17 @@ impl Config {
             paths.push(h.join("Library/Application Support/Claude/claude_desktop_config.json"));
         }
         paths
+    }
+
+    /// This project's servers file: `./.mcp.json`.
+    pub fn project_path() -> PathBuf {
+        PathBuf::from(".mcp.json")
+    }
+
+    /// The user's own servers file: `$XDG_CONFIG_HOME/gatehouse/servers.json`, else
+    /// `~/.config/gatehouse/servers.json`; `None` with neither variable set.
+    pub fn user_path() -> Option<PathBuf> {
+        config_home().map(|c| c.join("gatehouse").join("servers.json"))
     }
 
     /// The first servers file found in [`Config::search_paths`], if any.
@@ -269,6 +278,14 @@ impl Config {
             source: source.into(),
         })
     }
+}
+
+/// `$XDG_CONFIG_HOME`, else `~/.config`.
+fn config_home() -> Option<PathBuf> {
+    std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
 }
 
 /// The keys a server's entry may have; others are warned about.
@@ -403,27 +420,38 @@ fn http_spec(
     }
     let headers = strings("headers", entry.get("headers"), vars)?;
     for (k, v) in &headers {
-        if k.is_empty()
-            || !k
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-        {
-            return Err(format!("header name {k:?} is not a valid HTTP header name"));
-        }
-        if v.bytes().any(|b| b == b'\r' || b == b'\n') {
-            return Err(format!("header {k} has a line break in its value"));
-        }
-        // The value is a credential: the error names the header, never the value.
-        if !v.bytes().all(|b| b == b'\t' || (0x20..0x7f).contains(&b)) {
-            return Err(format!(
-                "header {k} has a value that is not valid in HTTP (visible ASCII only; the value is not shown)"
-            ));
-        }
+        check_header(k, v)?;
     }
     Ok(ServerSpec {
         name: name.into(),
         transport: Transport::Http { url, headers },
     })
+}
+
+/// A header an http server is sent: a valid name, and a value HTTP can carry. The value
+/// is a credential: an error names the header, never the value.
+pub(crate) fn check_header(name: &str, value: &str) -> Result<(), String> {
+    if name.is_empty()
+        || !name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    {
+        return Err(format!(
+            "header name {name:?} is not a valid HTTP header name"
+        ));
+    }
+    if value.bytes().any(|b| b == b'\r' || b == b'\n') {
+        return Err(format!("header {name} has a line break in its value"));
+    }
+    if !value
+        .bytes()
+        .all(|b| b == b'\t' || (0x20..0x7f).contains(&b))
+    {
+        return Err(format!(
+            "header {name} has a value that is not valid in HTTP (visible ASCII only; the value is not shown)"
+        ));
+    }
+    Ok(())
 }
 
 /// `passEnv` and `inheritEnv` of a stdio entry.

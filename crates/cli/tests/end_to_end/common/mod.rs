@@ -177,6 +177,23 @@ pub fn run_with_stdin(args: &[&str], env: &[(&str, &str)], stdin: Option<&str>) 
     }
 }
 
+/// As [`run`], in the folder `dir`: a person at work in their project.
+pub fn run_in(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Ran {
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = gatehouse_command(args, env)
+        .current_dir(dir)
+        .output()
+        .expect("the gatehouse binary runs");
+    Ran {
+        status: status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&stderr).into_owned(),
+    }
+}
+
 /// A servers entry that starts one of the binary's own servers, passing it the test's
 /// ticket store (a server gets only the environment its entry names).
 pub fn builtin_server(name: &str, env: Value) -> Value {

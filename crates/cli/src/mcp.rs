@@ -1,0 +1,461 @@
+//! `gatehouse mcp add|remove|list|get`: the servers file edited from the command line, as
+//! other hosts do it, and each server's state after a quick connect. The file is the
+//! `mcpServers` file people already have; `gatehouse::config::edit` keeps the rest of it
+//! as it was.
+
+use std::{path::PathBuf, sync::Arc, time::Duration};
+
+use gatehouse::{
+    config::{
+        Config, Identity,
+        edit::{Added, NewServer, ServersFile, parse_env, parse_header},
+    },
+    probe::{self, Probe},
+    text::{visible, visible_json, visible_line},
+    trace::{Quiet, Trace},
+};
+use serde_json::{Map, Value, json};
+
+use crate::args::{
+    McpAddArgs, McpArgs, McpCommand, McpFileArgs, McpGetArgs, McpListArgs, McpRemoveArgs,
+    McpTransport, Scope,
+};
+
+/// The longest `list` and `get` wait for one server: a quick look, not a session.
+pub const QUICK_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Most characters of a server's command line or URL in a list row.
+const TARGET_CHARS: usize = 80;
+
+pub async fn run(args: McpArgs) -> anyhow::Result<()> {
+    match args.command {
+        McpCommand::Add(a) => add(a),
+        McpCommand::Remove(r) => remove(r),
+        McpCommand::List(l) => list(l).await,
+        McpCommand::Get(g) => get(g).await,
+    }
+}
+
+/// A servers file, and how to name it to the person.
+struct Target {
+    path: PathBuf,
+    label: &'static str,
+}
+
+impl Target {
+    fn shown(&self) -> String {
+        format!("{} ({})", self.path.display(), self.label)
+    }
+}
+
+/// The user's servers file, or why there is none.
+fn user_file() -> anyhow::Result<Target> {
+    let path = Config::user_path().ok_or_else(|| {
+        anyhow::anyhow!("no user servers file: neither XDG_CONFIG_HOME nor HOME is set")
+    })?;
+    Ok(Target {
+        path,
+        label: "user",
+    })
+}
+
+/// The file `add` and `remove` change: `--config`, `--scope`, else this project's.
+fn file_to_change(file: &McpFileArgs) -> anyhow::Result<Target> {
+    match (&file.config, file.scope) {
+        (Some(path), _) => Ok(Target {
+            path: path.clone(),
+            label: "--config",
+        }),
+        (None, Some(Scope::User)) => user_file(),
+        (None, _) => Ok(Target {
+            path: Config::project_path(),
+            label: "project",
+        }),
+    }
+}
+
+/// The file `list` and `get` read: `--config`, `--scope`, else the one the host would
+/// use; `None` when there is none (the host then starts its built-in servers).
+fn file_to_read(file: &McpFileArgs) -> anyhow::Result<Option<Target>> {
+    if file.config.is_some() || file.scope.is_some() {
+        return file_to_change(file).map(Some);
+    }
+    let Some(path) = Config::find() else {
+        return Ok(None);
+    };
+    let label = if std::env::var_os(gatehouse::config::CONFIG_ENV)
+        .is_some_and(|p| !p.is_empty() && path == p)
+    {
+        "$GATEHOUSE_CONFIG"
+    } else if path == Config::project_path() {
+        "project"
+    } else if Some(&path) == Config::user_path().as_ref() {
+        "user"
+    } else {
+        "found"
+    };
+    Ok(Some(Target { path, label }))
+}
+
+/// Every `--env` or `--header` given, each read by `parse`.
+fn parsed(
+    given: &[String],
+    parse: fn(&str) -> Result<(String, String), String>,
+) -> anyhow::Result<Vec<(String, String)>> {
+    given
+        .iter()
+        .map(|g| parse(g))
+        .collect::<Result<_, _>>()
+        .map_err(anyhow::Error::msg)
+}
+
+fn add(args: McpAddArgs) -> anyhow::Result<()> {
+    let server = match args.transport {
+        McpTransport::Stdio => {
+            anyhow::ensure!(
+                args.headers.is_empty(),
+                "--header is for http servers; a stdio server takes --env"
+            );
+            let (command, rest) = args.target.split_first().expect("clap requires one");
+            NewServer::Stdio {
+                command: command.clone(),
+                args: rest.to_vec(),
+                env: parsed(&args.env, parse_env)?,
+            }
+        }
+        McpTransport::Http => {
+            anyhow::ensure!(
+                args.env.is_empty(),
+                "--env is for stdio servers; an http server's credentials go in --header"
+            );
+            let [url] = args.target.as_slice() else {
+                anyhow::bail!(
+                    "an http server takes one URL after its name, not {} words",
+                    args.target.len()
+                );
+            };
+            NewServer::Http {
+                url: url.clone(),
+                headers: parsed(&args.headers, parse_header)?,
+            }
+        }
+    };
+    let (entry, warnings) = server.entry().map_err(anyhow::Error::msg)?;
+    let target = file_to_change(&args.file)?;
+    let mut file = ServersFile::open(&target.path)?;
+    let added = file
+        .add(&args.name, entry, args.replace)
+        .map_err(anyhow::Error::msg)?;
+    file.save()
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", target.path.display()))?;
+    for warning in warnings {
+        eprintln!("gatehouse: warning: {}", visible(&warning));
+    }
+    let kind = match args.transport {
+        McpTransport::Stdio => "stdio",
+        McpTransport::Http => "http",
+    };
+    let verb = match added {
+        Added::New => "Added",
+        Added::Replaced => "Replaced",
+    };
+    println!(
+        "{verb} {kind} server {} in {}",
+        visible_line(&args.name),
+        target.shown()
+    );
+    note_if_shadowed(&target);
+    Ok(())
+}
+
+fn remove(args: McpRemoveArgs) -> anyhow::Result<()> {
+    let target = file_to_change(&args.file)?;
+    anyhow::ensure!(
+        target.path.exists(),
+        "there is no servers file at {}",
+        target.shown()
+    );
+    let mut file = ServersFile::open(&target.path)?;
+    file.remove(&args.name)
+        .map_err(|e| anyhow::anyhow!("{}", visible(&e)))?;
+    file.save()
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", target.path.display()))?;
+    println!(
+        "Removed server {} from {}",
+        visible_line(&args.name),
+        target.shown()
+    );
+    Ok(())
+}
+
+/// Tell the person when the file just changed is not the one the host reads.
+fn note_if_shadowed(target: &Target) {
+    let same = |a: &std::path::Path, b: &std::path::Path| match (a.canonicalize(), b.canonicalize())
+    {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    };
+    if let Some(found) = Config::find()
+        && !same(&found, &target.path)
+    {
+        eprintln!(
+            "gatehouse: note: the host reads {} first; it uses {} only with --config {0} or once that one is gone",
+            found.display(),
+            target.path.display()
+        );
+    }
+}
+
+/// A servers file (or the built-in servers) as `list` and `get` read it: the document,
+/// its configuration, and how to name it.
+struct Servers {
+    doc: Value,
+    config: Config,
+    heading: String,
+}
+
+fn read_servers(file: &McpFileArgs) -> anyhow::Result<Servers> {
+    let identity = Identity::default();
+    match file_to_read(file)? {
+        Some(target) => {
+            anyhow::ensure!(
+                target.path.exists(),
+                "there is no servers file at {}; `gatehouse mcp add` creates it",
+                target.shown()
+            );
+            let doc = ServersFile::open(&target.path)?.document();
+            let config =
+                Config::from_value(doc.clone(), &target.path.display().to_string(), &identity)?;
+            Ok(Servers {
+                doc,
+                config,
+                heading: target.shown(),
+            })
+        }
+        None => {
+            let doc = crate::built_in_file()?;
+            let config = Config::from_value(doc.clone(), "built-in servers", &identity)?;
+            Ok(Servers {
+                doc,
+                config,
+                heading: "the built-in servers (no servers file found; `gatehouse mcp add` writes ./.mcp.json)".into(),
+            })
+        }
+    }
+}
+
+/// Quick-connect every server that is not disabled or broken.
+async fn probe_servers(config: &Config) -> Vec<Probe> {
+    let timeout = config.settings.connect_timeout.min(QUICK_CONNECT_TIMEOUT);
+    probe::probe_all(config, timeout, &Trace::new(Arc::new(Quiet))).await
+}
+
+/// One server as `list` and `get` show it: the entry's facts and its state.
+fn row(name: &str, entry: &Value, probes: &[Probe]) -> Value {
+    let is_http = entry.get("url").is_some() && entry.get("command").is_none()
+        || entry["type"].as_str().is_some_and(|t| t != "stdio");
+    let target = if is_http {
+        gatehouse::redact::url(entry["url"].as_str().unwrap_or(""))
+    } else {
+        let mut words = vec![entry["command"].as_str().unwrap_or("").to_owned()];
+        if let Some(args) = entry["args"].as_array() {
+            words.extend(args.iter().map(|a| a.as_str().unwrap_or("?").to_owned()));
+        }
+        words.join(" ")
+    };
+    let mut row = json!({
+        "name": name,
+        "transport": if is_http { "http" } else { "stdio" },
+        "target": target,
+    });
+    if entry.get("disabled") == Some(&Value::Bool(true)) {
+        row["state"] = json!("disabled");
+        return row;
+    }
+    let Some(probe) = probes.iter().find(|p| p.server == name) else {
+        row["state"] = json!("not used");
+        return row;
+    };
+    row["ms"] = json!(probe.elapsed.as_millis() as u64);
+    match &probe.outcome {
+        Ok(reached) => {
+            row["state"] = json!("connected");
+            row["protocol"] = json!(reached.protocol);
+            row["server"] = json!(
+                reached
+                    .implementation
+                    .as_ref()
+                    .map(|(n, v)| format!("{n} {v}"))
+            );
+            row["tools"] = json!(reached.tools);
+            row["left_out"] = json!(reached.left_out);
+        }
+        Err(failure) => {
+            row["state"] = json!("failed");
+            row["error"] = json!(failure.reason);
+            row["fix"] = json!(failure.fix);
+        }
+    }
+    row
+}
+
+/// A row's state in words: `connected: 2 tools, protocol 2026-07-28, 41 ms`.
+fn state_line(row: &Value) -> String {
+    match row["state"].as_str().unwrap_or("") {
+        "connected" => {
+            let tools = row["tools"].as_array().map_or(0, Vec::len);
+            let left_out = row["left_out"].as_array().map_or(0, Vec::len);
+            format!(
+                "connected: {tools} tool{}{}, protocol {}, {} ms",
+                if tools == 1 { "" } else { "s" },
+                if left_out > 0 {
+                    format!(" ({left_out} left out)")
+                } else {
+                    String::new()
+                },
+                row["protocol"].as_str().unwrap_or("?"),
+                row["ms"]
+            )
+        }
+        "failed" => format!("failed: {}", row["error"].as_str().unwrap_or("")),
+        other => other.to_owned(),
+    }
+}
+
+async fn list(args: McpListArgs) -> anyhow::Result<()> {
+    let servers = read_servers(&args.file)?;
+    let probes = probe_servers(&servers.config).await;
+    let entries = servers.doc["mcpServers"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    let mut rows: Value = entries
+        .iter()
+        .map(|(name, entry)| row(name, entry, &probes))
+        .collect();
+    visible_json(&mut rows);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(());
+    }
+    println!("Servers in {}:", servers.heading);
+    let rows = rows.as_array().cloned().unwrap_or_default();
+    if rows.is_empty() {
+        println!("  none yet: gatehouse mcp add NAME -- COMMAND [ARGS]…");
+    }
+    for row in rows {
+        let target =
+            gatehouse::text::clip(row["target"].as_str().unwrap_or(""), TARGET_CHARS).into_owned();
+        println!(
+            "  {}: {} ({}) - {}",
+            row["name"].as_str().unwrap_or(""),
+            visible_line(&target),
+            row["transport"].as_str().unwrap_or(""),
+            visible_line(&state_line(&row))
+        );
+        if let Some(fix) = row["fix"].as_str() {
+            println!("    fix: {}", visible_line(fix));
+        }
+    }
+    Ok(())
+}
+
+/// An entry as it may be shown: header values and secret-named variables given as plain
+/// text hidden, `${VAR}` references shown as written, the URL without its credentials.
+fn shown_entry(entry: &Value) -> Value {
+    let mut shown = entry.clone();
+    let hide = |map: &mut Map<String, Value>, secret: &dyn Fn(&str) -> bool| {
+        for (key, value) in map.iter_mut() {
+            if secret(key) && !value.as_str().is_some_and(|v| v.contains("${")) {
+                *value = json!(gatehouse::redact::REDACTED);
+            }
+        }
+    };
+    if let Some(env) = shown.get_mut("env").and_then(Value::as_object_mut) {
+        hide(env, &gatehouse::redact::is_secret_name);
+    }
+    if let Some(headers) = shown.get_mut("headers").and_then(Value::as_object_mut) {
+        hide(headers, &|_| true);
+    }
+    if let Some(url) = shown.get("url").and_then(Value::as_str) {
+        shown["url"] = json!(gatehouse::redact::url(url));
+    }
+    visible_json(&mut shown);
+    shown
+}
+
+async fn get(args: McpGetArgs) -> anyhow::Result<()> {
+    let servers = read_servers(&args.file)?;
+    let Some(entry) = servers.doc["mcpServers"].get(&args.name).cloned() else {
+        let names: Vec<String> = servers.doc["mcpServers"]
+            .as_object()
+            .map(|m| m.keys().map(|k| visible_line(k).into_owned()).collect())
+            .unwrap_or_default();
+        anyhow::bail!(
+            "{} has no server named {}{}",
+            servers.heading,
+            visible_line(&args.name),
+            if names.is_empty() {
+                String::new()
+            } else {
+                format!("; it has {}", names.join(", "))
+            }
+        );
+    };
+    let probes = probe_servers(&servers.config).await;
+    let mut row = row(&args.name, &entry, &probes);
+    visible_json(&mut row);
+    let shown = shown_entry(&entry);
+    if args.json {
+        row["entry"] = shown;
+        row["file"] = json!(servers.heading);
+        println!("{}", serde_json::to_string_pretty(&row)?);
+        return Ok(());
+    }
+    println!(
+        "{}, in {}",
+        row["name"].as_str().unwrap_or(""),
+        servers.heading
+    );
+    for (key, value) in shown.as_object().into_iter().flatten() {
+        if value.as_array().is_some_and(Vec::is_empty) {
+            continue;
+        }
+        let text = match value {
+            Value::String(s) => s.clone(),
+            Value::Array(items) => items
+                .iter()
+                .map(|i| i.as_str().map_or_else(|| i.to_string(), str::to_owned))
+                .collect::<Vec<_>>()
+                .join(" "),
+            Value::Object(m) => {
+                let between = if key == "headers" { ": " } else { "=" };
+                m.iter()
+                    .map(|(k, v)| {
+                        let v = v.as_str().map_or_else(|| v.to_string(), str::to_owned);
+                        format!("{k}{between}{v}")
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+            other => other.to_string(),
+        };
+        println!("  {key}: {}", visible_line(&text));
+    }
+    println!("  state: {}", visible_line(&state_line(&row)));
+    if let Some(server) = row["server"].as_str() {
+        println!("  server: {server}");
+    }
+    for (label, key) in [("tools", "tools"), ("left out", "left_out")] {
+        let items: Vec<&str> = row[key]
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        if !items.is_empty() {
+            println!("  {label}: {}", items.join(", "));
+        }
+    }
+    if let Some(fix) = row["fix"].as_str() {
+        println!("  fix: {fix}");
+    }
+    Ok(())
+}

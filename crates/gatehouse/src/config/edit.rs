@@ -1,0 +1,626 @@
+//! Servers added to and removed from a servers file, as `gatehouse mcp add|remove` do it.
+//!
+//! The file stays the person's: its other keys, their order and its indentation are kept,
+//! values are stored as given (a `${VAR}` stays a reference, never expanded), and every
+//! entry is checked before it is written. The file is replaced at once (a temporary file
+//! beside it, then a rename), keeping its permissions; a new file is readable by the user
+//! only.
+
+use std::{
+    io::Write,
+    path::{Path, PathBuf},
+};
+
+use serde_json::{Map, Value};
+
+use super::{ConfigError, variables};
+
+/// Longest server name: it prefixes every tool name the model sees (`server__tool`), and
+/// model APIs take tool names of at most 64 characters.
+pub const MAX_SERVER_NAME_CHARS: usize = 32;
+
+/// Why a name cannot name a server, if it cannot.
+pub fn name_problem(name: &str) -> Option<String> {
+    if name.is_empty() {
+        return Some("a server needs a name".into());
+    }
+    if name.chars().count() > MAX_SERVER_NAME_CHARS {
+        return Some(format!(
+            "the name {name:?} is longer than {MAX_SERVER_NAME_CHARS} characters"
+        ));
+    }
+    if !name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        return Some(format!(
+            "the name {name:?} must start with a letter or digit and hold only letters, digits, - and _"
+        ));
+    }
+    if name.contains(crate::catalog::NAMESPACE_SEPARATOR) || name.ends_with('_') {
+        return Some(format!(
+            "the name {name:?} must not hold \"__\" or end with \"_\": its tools are named {name}__TOOL, which must read one way only"
+        ));
+    }
+    None
+}
+
+/// A server to add, as the command line gives it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NewServer {
+    /// A program the host starts and speaks to on stdio.
+    Stdio {
+        /// The program.
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Its variables, `KEY=VALUE` as given.
+        env: Vec<(String, String)>,
+    },
+    /// A Streamable HTTP endpoint.
+    Http {
+        /// The endpoint.
+        url: String,
+        /// Its headers, as given.
+        headers: Vec<(String, String)>,
+    },
+}
+
+impl NewServer {
+    /// The entry as the file stores it, once it is checked; with the warnings worth telling
+    /// the person (a secret stored as plain text).
+    pub fn entry(&self) -> Result<(Value, Vec<String>), String> {
+        let mut warnings = Vec::new();
+        let mut entry = Map::new();
+        match self {
+            NewServer::Stdio { command, args, env } => {
+                if command.trim().is_empty() {
+                    return Err("a stdio server needs a command to start it with".into());
+                }
+                checked_text("the command", command)?;
+                for a in args {
+                    checked_text("an argument", a)?;
+                }
+                entry.insert("command".into(), command.as_str().into());
+                entry.insert("args".into(), args.clone().into());
+                let vars = Pairs {
+                    what: "variable",
+                    check: &|key, _| {
+                        if is_variable_name(key) {
+                            Ok(())
+                        } else {
+                            Err(format!(
+                                "{key:?} is not a variable name (letters, digits and _, not starting with a digit)"
+                            ))
+                        }
+                    },
+                    secret: &crate::redact::is_secret_name,
+                    instead: &|key| format!("--env {key}='${{{key}}}'"),
+                }
+                .checked(env, &mut warnings)?;
+                if !vars.is_empty() {
+                    entry.insert("env".into(), Value::Object(vars));
+                }
+            }
+            NewServer::Http { url, headers } => {
+                checked_text("the URL", url)?;
+                check_url(url)?;
+                entry.insert("type".into(), "http".into());
+                entry.insert("url".into(), url.as_str().into());
+                let named = Pairs {
+                    what: "header",
+                    check: &super::check_header,
+                    secret: &is_secret_header,
+                    instead: &|name| format!("--header '{name}: Bearer ${{TOKEN}}'"),
+                }
+                .checked(headers, &mut warnings)?;
+                if !named.is_empty() {
+                    entry.insert("headers".into(), Value::Object(named));
+                }
+            }
+        }
+        Ok((Value::Object(entry), warnings))
+    }
+}
+
+/// How the named values of an entry (`env`, `headers`) are checked.
+struct Pairs<'a> {
+    /// What one is called in messages.
+    what: &'a str,
+    /// Is this name and value usable?
+    check: &'a dyn Fn(&str, &str) -> Result<(), String>,
+    /// Does the name say its value is a secret?
+    secret: &'a dyn Fn(&str) -> bool,
+    /// The option that would store a reference instead of the plain secret.
+    instead: &'a dyn Fn(&str) -> String,
+}
+
+impl Pairs<'_> {
+    /// The pairs checked and in their order; a secret given as plain text is warned about.
+    fn checked(
+        &self,
+        pairs: &[(String, String)],
+        warnings: &mut Vec<String>,
+    ) -> Result<Map<String, Value>, String> {
+        let mut out = Map::new();
+        for (name, value) in pairs {
+            (self.check)(name, value)?;
+            checked_text(&format!("{} {name}", self.what), value)?;
+            if (self.secret)(name) && !value.contains("${") {
+                warnings.push(plain_secret(
+                    &format!("{} {name}", self.what),
+                    &(self.instead)(name),
+                ));
+            }
+            out.insert(name.clone(), value.as_str().into());
+        }
+        Ok(out)
+    }
+}
+
+/// `KEY=VALUE`, as `--env` takes it.
+pub fn parse_env(text: &str) -> Result<(String, String), String> {
+    text.split_once('=')
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .ok_or_else(|| format!("{text:?} is not KEY=VALUE"))
+}
+
+/// `Name: value`, as `--header` takes it.
+pub fn parse_header(text: &str) -> Result<(String, String), String> {
+    text.split_once(':')
+        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+        .ok_or_else(|| format!("{text:?} is not a header (Name: value)"))
+}
+
+fn is_variable_name(name: &str) -> bool {
+    name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+fn is_secret_header(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    lower == "authorization" || lower == "cookie" || crate::redact::is_secret_name(name)
+}
+
+fn plain_secret(what: &str, instead: &str) -> String {
+    format!(
+        "{what} is stored in the file as plain text; {instead} stores a reference to a variable instead"
+    )
+}
+
+/// A value with no line breaks or other control characters, and whose `${…}` parse.
+fn checked_text(what: &str, text: &str) -> Result<(), String> {
+    if let Some(c) = text.chars().find(|c| c.is_control()) {
+        return Err(format!(
+            "{what} holds a control character (U+{:04X})",
+            c as u32
+        ));
+    }
+    variables::references(text)
+        .map(|_| ())
+        .map_err(|e| format!("{what}: {e}"))
+}
+
+/// An http server's URL: http or https, with a host, unless a `${VAR}` gives that part.
+fn check_url(url: &str) -> Result<(), String> {
+    let lower = url.to_ascii_lowercase();
+    if !(lower.starts_with("http://") || lower.starts_with("https://")) {
+        return Err(format!(
+            "the URL {:?} must start with http:// or https://",
+            crate::redact::url(url)
+        ));
+    }
+    if url.contains("${") {
+        return Ok(());
+    }
+    match reqwest::Url::parse(url) {
+        Ok(u) if u.host_str().is_some_and(|h| !h.is_empty()) => Ok(()),
+        Ok(_) => Err("the URL has no host".into()),
+        Err(e) => Err(format!(
+            "the URL {:?} is not valid: {e}",
+            crate::redact::url(url)
+        )),
+    }
+}
+
+/// What an add did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Added {
+    /// A new entry, at the end of `mcpServers`.
+    New,
+    /// An entry of that name was replaced, in its place.
+    Replaced,
+}
+
+/// A servers file open for changes.
+#[derive(Debug, Clone)]
+pub struct ServersFile {
+    path: PathBuf,
+    doc: Map<String, Value>,
+    /// The file's own indentation, kept when it is written again.
+    indent: String,
+    existed: bool,
+}
+
+impl ServersFile {
+    /// Open the file at `path`; a file that does not exist yet is an empty one.
+    pub fn open(path: &Path) -> Result<ServersFile, ConfigError> {
+        let shown = path.display().to_string();
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => Some(t),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(source) => {
+                return Err(ConfigError::Read {
+                    path: shown,
+                    source,
+                });
+            }
+        };
+        let Some(text) = text else {
+            return Ok(ServersFile {
+                path: path.to_owned(),
+                doc: Map::new(),
+                indent: "  ".into(),
+                existed: false,
+            });
+        };
+        let value: Value = serde_json::from_str(&text).map_err(|e| ConfigError::Syntax {
+            path: shown.clone(),
+            message: e.to_string(),
+            line: e.line(),
+            column: e.column(),
+        })?;
+        let Value::Object(doc) = value else {
+            return Err(ConfigError::Invalid {
+                path: shown,
+                message: "the file must hold a JSON object".into(),
+            });
+        };
+        let file = ServersFile {
+            path: path.to_owned(),
+            doc,
+            indent: indentation(&text),
+            existed: true,
+        };
+        file.servers()?;
+        Ok(file)
+    }
+
+    /// Where the file is.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Did the file exist when it was opened?
+    pub fn existed(&self) -> bool {
+        self.existed
+    }
+
+    /// The whole file as it is now.
+    pub fn document(&self) -> Value {
+        Value::Object(self.doc.clone())
+    }
+
+    /// Its servers, by name, in the file's order.
+    pub fn servers(&self) -> Result<Map<String, Value>, ConfigError> {
+        match self.doc.get("mcpServers") {
+            None => Ok(Map::new()),
+            Some(Value::Object(m)) => Ok(m.clone()),
+            Some(_) => Err(ConfigError::Invalid {
+                path: self.path.display().to_string(),
+                message: "\"mcpServers\" must be an object of servers".into(),
+            }),
+        }
+    }
+
+    /// One server's entry, as the file has it.
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        self.doc.get("mcpServers")?.get(name)
+    }
+
+    fn entries(&mut self) -> &mut Map<String, Value> {
+        let servers = self
+            .doc
+            .entry("mcpServers")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if !servers.is_object() {
+            *servers = Value::Object(Map::new());
+        }
+        servers.as_object_mut().expect("made an object above")
+    }
+
+    /// Add a server under `name`; one already there is refused unless `replace`, and then
+    /// replaced in its place.
+    pub fn add(&mut self, name: &str, entry: Value, replace: bool) -> Result<Added, String> {
+        if let Some(problem) = name_problem(name) {
+            return Err(problem);
+        }
+        let shown = self.path.display().to_string();
+        let entries = self.entries();
+        match entries.get_mut(name) {
+            Some(_) if !replace => Err(format!(
+                "{shown} has a server named {name} already; remove it first, or add it again with --replace"
+            )),
+            Some(old) => {
+                *old = entry;
+                Ok(Added::Replaced)
+            }
+            None => {
+                entries.insert(name.to_owned(), entry);
+                Ok(Added::New)
+            }
+        }
+    }
+
+    /// Remove the server `name`, keeping the others in order; its entry is returned.
+    pub fn remove(&mut self, name: &str) -> Result<Value, String> {
+        let shown = self.path.display().to_string();
+        let entries = self.entries();
+        entries.shift_remove(name).ok_or_else(|| {
+            let names: Vec<&str> = entries.keys().map(String::as_str).collect();
+            if names.is_empty() {
+                format!("{shown} has no servers")
+            } else {
+                format!(
+                    "{shown} has no server named {name}; it has {}",
+                    names.join(", ")
+                )
+            }
+        })
+    }
+
+    /// The file's text, in its own indentation, ending with a newline.
+    pub fn text(&self) -> String {
+        let mut out = Vec::new();
+        let formatter = serde_json::ser::PrettyFormatter::with_indent(self.indent.as_bytes());
+        let mut ser = serde_json::Serializer::with_formatter(&mut out, formatter);
+        serde::Serialize::serialize(&self.doc, &mut ser).expect("a JSON map always serializes");
+        let mut text = String::from_utf8(out).expect("JSON is UTF-8");
+        text.push('\n');
+        text
+    }
+
+    /// Write the file: a temporary file beside it, then a rename over it, so a reader sees
+    /// the old file or the new one, never half of one. A file behind a link is written
+    /// where the link points; the file keeps its permissions, and a new one (with any
+    /// missing folder) is readable by the user only.
+    pub fn save(&self) -> std::io::Result<()> {
+        let target = match std::fs::symlink_metadata(&self.path) {
+            Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(&self.path)?,
+            _ => self.path.clone(),
+        };
+        let dir = match target.parent().filter(|d| !d.as_os_str().is_empty()) {
+            Some(d) => d.to_owned(),
+            None => PathBuf::from("."),
+        };
+        if !dir.exists() {
+            crate::files::private_dir(&dir)?;
+        }
+        let permissions = std::fs::metadata(&target).ok().map(|m| m.permissions());
+        let name = target
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "servers.json".into());
+        let temp = dir.join(format!(
+            ".{name}.{}.{}.tmp",
+            std::process::id(),
+            crate::trace::random_hex(4)
+        ));
+        let written = (|| {
+            let mut file = crate::files::create_new_private(&temp)?;
+            file.write_all(self.text().as_bytes())?;
+            if let Some(p) = permissions {
+                file.set_permissions(p)?;
+            }
+            file.sync_all()?;
+            std::fs::rename(&temp, &target)
+        })();
+        if written.is_err() {
+            let _ = std::fs::remove_file(&temp);
+        }
+        written
+    }
+}
+
+/// The indentation a JSON file uses: the leading white space of its first indented line
+/// (two spaces when it has none).
+fn indentation(text: &str) -> String {
+    text.lines()
+        .skip(1)
+        .map(|l| &l[..l.len() - l.trim_start().len()])
+        .find(|ws| !ws.is_empty())
+        .unwrap_or("  ")
+        .to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn stdio(env: &[(&str, &str)]) -> NewServer {
+        NewServer::Stdio {
+            command: "npx".into(),
+            args: vec!["-y".into(), "@acme/mcp".into()],
+            env: env
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn names_that_read_two_ways_or_not_at_all_are_refused() {
+        for good in ["support", "my-server", "a1", "x_y"] {
+            assert_eq!(name_problem(good), None, "{good}");
+        }
+        for (bad, why) in [
+            ("", "needs a name"),
+            ("a__b", "\"__\""),
+            ("tickets_", "end with"),
+            ("-x", "start with"),
+            ("has space", "only letters"),
+            ("dé", "only letters"),
+        ] {
+            let problem = name_problem(bad).unwrap_or_default();
+            assert!(problem.contains(why), "{bad}: {problem}");
+        }
+        assert!(name_problem(&"a".repeat(MAX_SERVER_NAME_CHARS + 1)).is_some());
+    }
+
+    #[test]
+    fn references_are_stored_as_written_and_plain_secrets_are_warned_about() {
+        let (entry, warnings) = stdio(&[("API_KEY", "${ACME_KEY}"), ("REGION", "eu")])
+            .entry()
+            .unwrap();
+        assert_eq!(
+            entry,
+            json!({"command": "npx", "args": ["-y", "@acme/mcp"],
+                   "env": {"API_KEY": "${ACME_KEY}", "REGION": "eu"}})
+        );
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let (_, warnings) = stdio(&[("API_KEY", "sk-123")]).entry().unwrap();
+        assert!(warnings[0].contains("plain text"), "{warnings:?}");
+        let http = NewServer::Http {
+            url: "https://desk.example.com/mcp".into(),
+            headers: vec![("Authorization".into(), "Bearer ${DESK_TOKEN}".into())],
+        };
+        let (entry, warnings) = http.entry().unwrap();
+        assert_eq!(
+            entry,
+            json!({"type": "http", "url": "https://desk.example.com/mcp",
+                   "headers": {"Authorization": "Bearer ${DESK_TOKEN}"}})
+        );
+        assert!(warnings.is_empty());
+    }
+
+    #[test]
+    fn what_would_not_load_is_refused_before_it_is_written() {
+        let url = |u: &str| NewServer::Http {
+            url: u.into(),
+            headers: vec![],
+        };
+        for (server, why) in [
+            (url("ftp://x/mcp"), "must start with http:// or https://"),
+            (url("http://"), "not valid"),
+            (url("https://x/${UNCLOSED"), "unclosed"),
+            (stdio(&[("1BAD", "x")]), "not a variable name"),
+            (stdio(&[("OK", "${not a name}")]), "is not a variable name"),
+            (stdio(&[("OK", "line\nbreak")]), "control character"),
+            (
+                NewServer::Http {
+                    url: "https://x/mcp".into(),
+                    headers: vec![("Bad Name".into(), "v".into())],
+                },
+                "not a valid HTTP header name",
+            ),
+            (
+                NewServer::Stdio {
+                    command: " ".into(),
+                    args: vec![],
+                    env: vec![],
+                },
+                "needs a command",
+            ),
+        ] {
+            let err = server.entry().unwrap_err();
+            assert!(err.contains(why), "{server:?}: {err}");
+        }
+        assert!(url("https://${DESK_HOST}/mcp").entry().is_ok());
+        assert_eq!(
+            parse_header("Authorization: Bearer x").unwrap().1,
+            "Bearer x"
+        );
+        assert!(parse_env("NOVALUE").is_err());
+    }
+
+    #[test]
+    fn an_add_keeps_the_file_as_it_was_and_a_name_once() {
+        let dir = std::env::temp_dir().join(format!("gatehouse-edit-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(".mcp.json");
+        let original = "{\n    \"$schema\": \"x\",\n    \"mcpServers\": {\n        \"b\": {\"command\": \"b\"},\n        \"a\": {\"command\": \"a\"}\n    },\n    \"gatehouse\": {\"allow\": [\"b__t\"], \"maxSteps\": 3},\n    \"zeta\": 1\n}\n";
+        std::fs::write(&path, original).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+        }
+        let mut file = ServersFile::open(&path).unwrap();
+        let (entry, _) = stdio(&[]).entry().unwrap();
+        assert_eq!(file.add("c", entry.clone(), false), Ok(Added::New));
+        let again = file.add("a", entry.clone(), false).unwrap_err();
+        assert!(again.contains("--replace"), "{again}");
+        assert_eq!(
+            file.add("a", json!({"command": "a2"}), true),
+            Ok(Added::Replaced)
+        );
+        file.save().unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let doc: Value = serde_json::from_str(&text).unwrap();
+        let keys: Vec<&String> = doc.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["$schema", "mcpServers", "gatehouse", "zeta"]);
+        let servers: Vec<&String> = doc["mcpServers"].as_object().unwrap().keys().collect();
+        assert_eq!(servers, ["b", "a", "c"]);
+        assert_eq!(doc["mcpServers"]["a"]["command"], "a2");
+        assert_eq!(doc["gatehouse"], json!({"allow": ["b__t"], "maxSteps": 3}));
+        assert!(text.starts_with("{\n    \"$schema\""), "{text}");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o640);
+        }
+        let mut file = ServersFile::open(&path).unwrap();
+        file.remove("b").unwrap();
+        assert!(file.remove("b").unwrap_err().contains("it has a, c"));
+        file.save().unwrap();
+        let doc: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let servers: Vec<&String> = doc["mcpServers"].as_object().unwrap().keys().collect();
+        assert_eq!(servers, ["a", "c"]);
+        let leftovers: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+            .collect();
+        assert!(leftovers.is_empty());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_new_file_is_private_and_a_link_is_written_through() {
+        let dir = std::env::temp_dir().join(format!("gatehouse-edit-new-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let path = dir.join("gatehouse/servers.json");
+        let mut file = ServersFile::open(&path).unwrap();
+        assert!(!file.existed());
+        file.add("s", json!({"command": "s"}), false).unwrap();
+        file.save().unwrap();
+        assert_eq!(
+            serde_json::from_str::<Value>(&std::fs::read_to_string(&path).unwrap()).unwrap(),
+            json!({"mcpServers": {"s": {"command": "s"}}})
+        );
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode(&path), 0o600);
+            assert_eq!(mode(path.parent().unwrap()), 0o700);
+            let link = dir.join("link.json");
+            std::os::unix::fs::symlink(&path, &link).unwrap();
+            let mut through = ServersFile::open(&link).unwrap();
+            through.add("t", json!({"command": "t"}), false).unwrap();
+            through.save().unwrap();
+            assert!(
+                std::fs::symlink_metadata(&link)
+                    .unwrap()
+                    .file_type()
+                    .is_symlink()
+            );
+            assert!(std::fs::read_to_string(&path).unwrap().contains("\"t\""));
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -1,0 +1,189 @@
+//! A quick look at every configured server, without a model or a question: start or reach
+//! it, agree on a revision, read its tools as the catalog would take them, and close. What
+//! `gatehouse mcp list` and `gatehouse doctor` report; a failure comes with what to do.
+
+use std::{
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use futures::future::BoxFuture;
+use rmcp::model::{ElicitRequestParams, ElicitResult};
+
+use crate::{
+    catalog::{self, Catalog},
+    config::{Config, ServerSpec, Transport},
+    connect::{self, ConnectError},
+    person::{AnsweredBy, Approval, ApprovalRequest, Person},
+    trace::Trace,
+};
+
+/// How one server did.
+#[derive(Debug, Clone)]
+pub struct Probe {
+    /// The server's name in the servers file.
+    pub server: String,
+    /// How long it took to start (or reach) it and read its tools.
+    pub elapsed: Duration,
+    /// What came of it.
+    pub outcome: Result<Reached, Failure>,
+}
+
+/// A server that started and listed its tools.
+#[derive(Debug, Clone)]
+pub struct Reached {
+    /// The revision both sides agreed on.
+    pub protocol: String,
+    /// The server's own name and version, as it gave them.
+    pub implementation: Option<(String, String)>,
+    /// Its tools as the model would be offered them (`server__tool`).
+    pub tools: Vec<String>,
+    /// The tools left out, each with the reason.
+    pub left_out: Vec<String>,
+}
+
+/// A server the host could not use, and what to do about it.
+#[derive(Debug, Clone)]
+pub struct Failure {
+    /// What went wrong, in words.
+    pub reason: String,
+    /// What to do about it, in words.
+    pub fix: String,
+}
+
+/// Nobody to ask: no call is made while probing, and a question is declined.
+struct NoOne;
+
+impl Person for NoOne {
+    fn approve<'a>(&'a self, _request: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
+        Box::pin(async {
+            Approval {
+                yes: false,
+                by: AnsweredBy::Nobody,
+            }
+        })
+    }
+
+    fn elicit<'a>(
+        &'a self,
+        _server: &'a str,
+        _request: &'a ElicitRequestParams,
+    ) -> BoxFuture<'a, (ElicitResult, AnsweredBy)> {
+        Box::pin(async { (crate::person::decline(), AnsweredBy::Nobody) })
+    }
+}
+
+/// Probe every server of `config` at once, each within `timeout` (to start and to list),
+/// in the configuration's order: the servers that parsed, then the entries that did not.
+/// Their stderr and any step goes to `trace`.
+pub async fn probe_all(config: &Config, timeout: Duration, trace: &Trace) -> Vec<Probe> {
+    let person: Arc<dyn Person> = Arc::new(NoOne);
+    let limits = connect::Limits {
+        timeout,
+        max_questions: config.settings.max_input_rounds,
+    };
+    let probes = config
+        .servers
+        .iter()
+        .map(|spec| probe(spec, person.clone(), trace, limits));
+    let mut all = futures::future::join_all(probes).await;
+    all.extend(config.broken.iter().map(|(name, reason)| Probe {
+        server: name.clone(),
+        elapsed: Duration::ZERO,
+        outcome: Err(Failure {
+            reason: reason.clone(),
+            fix: if reason.contains("is not set and has no default") {
+                "set that variable where the host runs, or give it a default (${NAME:-value})"
+                    .into()
+            } else {
+                format!("correct the entry {name} in {}", config.source)
+            },
+        }),
+    }));
+    all
+}
+
+async fn probe(
+    spec: &ServerSpec,
+    person: Arc<dyn Person>,
+    trace: &Trace,
+    limits: connect::Limits,
+) -> Probe {
+    let started = Instant::now();
+    let outcome = match connect::connect(spec, person, trace, limits).await {
+        Err(e) => Err(connect_failure(spec, &e)),
+        Ok(conn) => {
+            let listed = tokio::time::timeout(
+                limits.timeout,
+                catalog::list_tools(&conn, catalog::live::MAX_LIST_PAGES),
+            )
+            .await;
+            let outcome = match listed {
+                Err(_) => Err(Failure {
+                    reason: format!(
+                        "tools/list got no answer within {}",
+                        crate::text::seconds(limits.timeout)
+                    ),
+                    fix: "the server started but does not list its tools: run it by hand and look at its stderr".into(),
+                }),
+                Ok(Err(e)) => Err(Failure {
+                    reason: e.to_string(),
+                    fix: "the server started but its tool list could not be read: check its version, or report it to its authors".into(),
+                }),
+                Ok(Ok(listing)) => {
+                    let catalog = Catalog::build(vec![(spec.name.clone(), listing.tools)]);
+                    Ok(Reached {
+                        protocol: conn.protocol.to_string(),
+                        implementation: conn
+                            .implementation
+                            .as_ref()
+                            .map(|i| (i.name.clone(), i.version.clone())),
+                        tools: catalog.tools().iter().map(|t| t.name.clone()).collect(),
+                        left_out: catalog.left_out,
+                    })
+                }
+            };
+            conn.close().await;
+            outcome
+        }
+    };
+    Probe {
+        server: spec.name.clone(),
+        elapsed: started.elapsed(),
+        outcome,
+    }
+}
+
+/// Why a server could not be reached, with the fix in words.
+fn connect_failure(spec: &ServerSpec, e: &ConnectError) -> Failure {
+    let fix = match (e, &spec.transport) {
+        (ConnectError::Spawn { command, .. }, _) => format!(
+            "install {command}, or correct \"command\" of {} (it must be a program on the PATH or a full path)",
+            spec.name
+        ),
+        (ConnectError::Handshake { .. }, Transport::Stdio { command, args, .. }) => format!(
+            "run it by hand to see why it stops: {command} {}",
+            args.join(" ")
+        ),
+        (ConnectError::Timeout { .. }, _) => "it may still be starting (a first npx or uvx run downloads it): run it by hand, or raise connectTimeoutMs".into(),
+        (ConnectError::Http { reason, .. }, _) if reason.contains("(401)") || reason.contains("(403)") => {
+            "renew the token its \"headers\" name (a ${VAR} must be set, and current, where the host runs)".into()
+        }
+        (ConnectError::Http { .. }, Transport::Http { .. }) => {
+            "check that the server runs and that \"url\" is its MCP endpoint".into()
+        }
+        _ => "run the server by hand and look at what it says".into(),
+    };
+    // The report names the server and its URL already.
+    let reason = match e {
+        ConnectError::Http { reason, .. } => reason.clone(),
+        other => {
+            let text = other.to_string();
+            let prefix = format!("server {}: ", spec.name);
+            text.strip_prefix(&prefix)
+                .map(str::to_owned)
+                .unwrap_or(text)
+        }
+    };
+    Failure { reason, fix }
+}
