@@ -32,6 +32,19 @@ pub enum Command {
     /// Add, remove, list and show servers in a servers file (this project's .mcp.json, or
     /// yours).
     Mcp(McpArgs),
+    /// Check everything the host needs: each server, the model endpoint, the places it
+    /// writes; each with a verdict and the fix. Exits 1 when anything is broken.
+    Doctor(DoctorArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct DoctorArgs {
+    #[command(flatten)]
+    pub host: HostArgs,
+    /// Print the checks as JSON: {checks: [{area, name, verdict, detail, fix}], broken,
+    /// warnings}.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `gatehouse mcp …`.

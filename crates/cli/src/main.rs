@@ -2,6 +2,7 @@
 
 mod allocator;
 mod args;
+mod doctor;
 mod lab;
 mod mcp;
 mod output;
@@ -32,6 +33,11 @@ fn main() -> ExitCode {
         Command::Tools(t) => on_thread_pool(tools(t)),
         Command::Lab(l) => on_thread_pool(lab::run(l)),
         Command::Mcp(m) => on_thread_pool(mcp::run(m)),
+        Command::Doctor(d) => match on_thread_pool(doctor::run(d)) {
+            // Something is broken: the report says what, and the status says so to scripts.
+            Ok(false) => return ExitCode::from(1),
+            other => other.map(|_| ()),
+        },
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -45,9 +51,9 @@ fn main() -> ExitCode {
 
 /// Run one of the host's commands on a thread pool: servers, the model and the person
 /// are all waited on at once.
-fn on_thread_pool(
-    work: impl Future<Output = anyhow::Result<()>> + Send + 'static,
-) -> anyhow::Result<()> {
+fn on_thread_pool<T: Send + 'static>(
+    work: impl Future<Output = anyhow::Result<T>> + Send + 'static,
+) -> anyhow::Result<T> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

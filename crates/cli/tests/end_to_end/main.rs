@@ -12,6 +12,7 @@ mod interop_peers;
 
 mod calls_that_go_wrong;
 mod conformance;
+mod doctor;
 mod execution;
 mod first_minutes;
 mod fuzz_proposals;

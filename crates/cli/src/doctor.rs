@@ -1,0 +1,471 @@
+//! `gatehouse doctor`: is everything the host needs in order? The servers file, each
+//! configured server (started or reached, the revision agreed, its tools and any left out
+//! with the reason, the time it took), the model endpoint (reachable, the model served),
+//! and every place the host writes (there or creatable, and readable by the user only),
+//! each with a plain verdict and, when it is not `ok`, the fix in words.
+
+use std::{
+    path::{Path, PathBuf},
+    sync::Arc,
+    time::Instant,
+};
+
+use gatehouse::{
+    config::{Config, PathKind, ServerSpec, Transport},
+    model::openai::{ModelList, OpenAi},
+    probe::{self, Probe},
+    text::{visible_json, visible_line},
+    trace::{Quiet, Trace},
+};
+use serde::Serialize;
+use serde_json::json;
+
+use crate::args::DoctorArgs;
+
+/// How one thing stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// In order.
+    Ok,
+    /// Works, but something deserves a look.
+    Warning,
+    /// Does not work.
+    Broken,
+}
+
+/// One thing looked at.
+#[derive(Debug, Clone, Serialize)]
+pub struct Check {
+    /// `config`, `server`, `model` or `data`.
+    pub area: &'static str,
+    /// What was looked at.
+    pub name: String,
+    pub verdict: Verdict,
+    /// What was found.
+    pub detail: String,
+    /// What to do, when it is not `ok`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fix: Option<String>,
+}
+
+fn check(area: &'static str, name: impl Into<String>, verdict: Verdict, detail: String) -> Check {
+    Check {
+        area,
+        name: name.into(),
+        verdict,
+        detail,
+        fix: None,
+    }
+}
+
+impl Check {
+    fn fix(mut self, fix: impl Into<String>) -> Check {
+        self.fix = Some(fix.into());
+        self
+    }
+}
+
+/// Look at everything and report; `Ok(false)` when anything is broken.
+pub async fn run(args: DoctorArgs) -> anyhow::Result<bool> {
+    let mut checks = Vec::new();
+    let config = match crate::load_config(&args.host, false) {
+        Ok(config) => {
+            checks.extend(config_checks(&config));
+            Some(config)
+        }
+        Err(e) => {
+            checks.push(
+                check("config", "servers file", Verdict::Broken, format!("{e:#}")).fix(
+                    "correct the file where the message says; the host cannot start without it",
+                ),
+            );
+            None
+        }
+    };
+    if let Some(config) = &config {
+        let probes = probe::probe_all(
+            config,
+            config.settings.connect_timeout,
+            &Trace::new(Arc::new(Quiet)),
+        )
+        .await;
+        checks.extend(server_checks(config, &probes));
+    }
+    let settings = config
+        .as_ref()
+        .map(|c| c.settings.clone())
+        .unwrap_or_default();
+    let spec = args
+        .host
+        .model
+        .clone()
+        .or(settings.model.clone())
+        .unwrap_or_else(|| "scripted".into());
+    checks.push(model_check(&spec).await);
+    checks.extend(data_checks(config.as_ref(), &settings));
+    for c in &mut checks {
+        c.name = visible_line(&c.name).into_owned();
+    }
+    let broken = checks
+        .iter()
+        .filter(|c| c.verdict == Verdict::Broken)
+        .count();
+    let warnings = checks
+        .iter()
+        .filter(|c| c.verdict == Verdict::Warning)
+        .count();
+    if args.json {
+        let mut report = json!({"checks": checks, "broken": broken, "warnings": warnings});
+        visible_json(&mut report);
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_report(&checks, broken, warnings);
+    }
+    Ok(broken == 0)
+}
+
+fn print_report(checks: &[Check], broken: usize, warnings: usize) {
+    let mut area = "";
+    for c in checks {
+        if c.area != area {
+            area = c.area;
+            println!("{area}");
+        }
+        let verdict = match c.verdict {
+            Verdict::Ok => "ok",
+            Verdict::Warning => "warning",
+            Verdict::Broken => "broken",
+        };
+        println!("  {verdict:<8} {}: {}", c.name, visible_line(&c.detail));
+        if let Some(fix) = &c.fix {
+            println!("           fix: {}", visible_line(fix));
+        }
+    }
+    println!();
+    if broken == 0 && warnings == 0 {
+        println!("Everything is in order.");
+    } else {
+        let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+        println!(
+            "{} broken, {}: the fixes are above.",
+            broken,
+            plural(warnings, "warning")
+        );
+    }
+}
+
+/// Which servers file is used, and what in it the host ignores.
+fn config_checks(config: &Config) -> Vec<Check> {
+    let mut checks = vec![check(
+        "config",
+        "servers file",
+        Verdict::Ok,
+        format!("using {}", config.source),
+    )];
+    for warning in &config.warnings {
+        let disabled = warning.contains(" is disabled in ");
+        let verdict = if disabled {
+            Verdict::Ok
+        } else {
+            Verdict::Warning
+        };
+        let c = check("config", "servers file", verdict, warning.clone());
+        checks.push(if disabled {
+            c
+        } else {
+            c.fix(format!("correct or remove it in {}", config.source))
+        });
+    }
+    if config.servers.is_empty() && config.broken.is_empty() {
+        checks.push(
+            check(
+                "config",
+                "servers file",
+                Verdict::Warning,
+                "no servers are configured".into(),
+            )
+            .fix("add one: gatehouse mcp add NAME -- COMMAND [ARGS]…"),
+        );
+    }
+    checks
+}
+
+/// How a server is started or reached, in words.
+fn how_reached(spec: Option<&ServerSpec>) -> String {
+    match spec.map(|s| &s.transport) {
+        Some(Transport::Stdio { command, args, .. }) => {
+            format!("started {command} {}", args.join(" "))
+                .trim_end()
+                .to_owned()
+        }
+        Some(Transport::Http { url, .. }) => format!("reached {}", gatehouse::redact::url(url)),
+        None => "not used".into(),
+    }
+}
+
+fn server_checks(config: &Config, probes: &[Probe]) -> Vec<Check> {
+    probes
+        .iter()
+        .map(|p| {
+            let spec = config.servers.iter().find(|s| s.name == p.server);
+            let ms = p.elapsed.as_millis();
+            match &p.outcome {
+                Err(failure) => {
+                    check("server", &p.server, Verdict::Broken, failure.reason.clone())
+                        .fix(failure.fix.clone())
+                }
+                Ok(reached) => {
+                    let tools = reached
+                        .tools
+                        .iter()
+                        .map(|t| t.split_once("__").map_or(t.as_str(), |(_, tool)| tool))
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    let mut detail = format!(
+                        "{}; revision {}, {} tool{} ({tools}), {ms} ms",
+                        how_reached(spec),
+                        reached.protocol,
+                        reached.tools.len(),
+                        if reached.tools.len() == 1 { "" } else { "s" },
+                    );
+                    if reached.left_out.is_empty() {
+                        return check("server", &p.server, Verdict::Ok, detail);
+                    }
+                    detail.push_str(&format!("; left out: {}", reached.left_out.join("; ")));
+                    check("server", &p.server, Verdict::Warning, detail).fix(
+                        "the tools left out are not offered to the model; the server's authors can fix their definitions",
+                    )
+                }
+            }
+        })
+        .collect()
+}
+
+/// The model: a built-in one needs nothing; an endpoint must answer and serve the model.
+async fn model_check(spec: &str) -> Check {
+    let name = spec.to_owned();
+    let Some(model) = spec.strip_prefix("openai:") else {
+        return match gatehouse::model::from_spec(spec) {
+            Ok(_) => check(
+                "model",
+                name,
+                Verdict::Ok,
+                "built in: no endpoint to reach".into(),
+            ),
+            Err(e) => check("model", name, Verdict::Broken, e)
+                .fix("use --model scripted, playback:FILE or openai:MODEL"),
+        };
+    };
+    let endpoint = match OpenAi::from_env(model) {
+        Ok(e) => e,
+        Err(e) => {
+            return check("model", name, Verdict::Broken, e.to_string())
+                .fix("set OPENAI_BASE_URL to the endpoint, e.g. http://127.0.0.1:8000/v1");
+        }
+    };
+    let base = endpoint.base_url().to_owned();
+    let started = Instant::now();
+    let listed = endpoint.served_models().await;
+    let ms = started.elapsed().as_millis();
+    match listed {
+        Ok(ModelList::Listed(ids)) if ids.iter().any(|id| id == model) => check(
+            "model",
+            name,
+            Verdict::Ok,
+            format!("{base} answers and serves {model} ({} model{} listed), {ms} ms", ids.len(), if ids.len() == 1 { "" } else { "s" }),
+        ),
+        Ok(ModelList::Listed(ids)) => {
+            let served: Vec<&str> = ids.iter().take(10).map(String::as_str).collect();
+            check(
+                "model",
+                name,
+                Verdict::Broken,
+                format!("{base} answers, but does not list {model}; it lists {}", if served.is_empty() { "no model".into() } else { served.join(", ") }),
+            )
+            .fix("use --model openai:ID with an ID it lists, or load the model on the server")
+        }
+        Ok(ModelList::Unreadable) => check(
+            "model",
+            name,
+            Verdict::Warning,
+            format!("{base} answers GET /models, but not with a model list, so {model} cannot be checked"),
+        )
+        .fix("is OPENAI_BASE_URL the API's base URL? It usually ends in /v1"),
+        Ok(ModelList::NotOffered(status)) => check(
+            "model",
+            name,
+            Verdict::Warning,
+            format!("{base} answers, but has no model list ({status}), so {model} cannot be checked"),
+        )
+        .fix("nothing to do if questions work; the first question will say if the model is not served"),
+        Err(e) => {
+            let text = e.to_string();
+            let fix = if text.contains("key") {
+                "set OPENAI_API_KEY to a key the endpoint accepts (a key can expire)"
+            } else if text.contains("cannot reach") || text.contains("no answer") {
+                "start the model server, or set OPENAI_BASE_URL to where it listens (…/v1)"
+            } else {
+                "check OPENAI_BASE_URL: it must be the API's base URL, usually ending in /v1"
+            };
+            check("model", name, Verdict::Broken, text).fix(fix)
+        }
+    }
+}
+
+/// Every place the host (or its reference tickets server) writes.
+fn data_checks(config: Option<&Config>, settings: &gatehouse::config::Settings) -> Vec<Check> {
+    let mut checks = Vec::new();
+    if settings.save_dir.is_none() {
+        let tmp = std::env::temp_dir();
+        checks.push(match std::fs::metadata(&tmp) {
+            Ok(m) if m.is_dir() => check(
+                "data",
+                "saved results (saveDir)",
+                Verdict::Ok,
+                format!(
+                    "a new folder per session under {}, readable by you only",
+                    tmp.display()
+                ),
+            ),
+            _ => check(
+                "data",
+                "saved results (saveDir)",
+                Verdict::Broken,
+                format!("the temporary folder {} is missing", tmp.display()),
+            )
+            .fix("set TMPDIR to a folder that exists, or saveDir in the servers file"),
+        });
+    }
+    for written in settings.written_paths() {
+        let name = format!("{} ({})", written.what, written.setting);
+        checks.push(place(&name, &written.path, written.kind));
+    }
+    let stores = config
+        .map(|c| {
+            c.servers
+                .iter()
+                .filter_map(tickets_store)
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
+    for db in stores {
+        if let Some(dir) = db.parent().filter(|d| !d.as_os_str().is_empty()) {
+            checks.push(place("tickets store folder", dir, PathKind::Folder));
+        }
+        checks.push(place("tickets store", &db, PathKind::File));
+        if std::env::var_os(gatehouse_servers::tickets::ENV_KEY).is_none() {
+            // The tickets server keeps its sealing key beside the store (tickets::load_key).
+            checks.push(place(
+                "tickets sealing key",
+                &db.with_extension("key"),
+                PathKind::File,
+            ));
+        }
+    }
+    checks
+}
+
+/// The store of a configured reference tickets server (`gatehouse serve tickets` or
+/// `gatehouse-servers tickets`): its `--db`, the entry's GATEHOUSE_TICKETS_DB, else the
+/// default the built-in servers get from the host's environment.
+fn tickets_store(spec: &ServerSpec) -> Option<PathBuf> {
+    let Transport::Stdio {
+        command, args, env, ..
+    } = &spec.transport
+    else {
+        return None;
+    };
+    let program = Path::new(command).file_stem()?.to_str()?;
+    let ours = ["gatehouse", gatehouse_servers::built_in::SERVERS_BINARY].contains(&program);
+    if !ours || !args.iter().any(|a| a == "tickets") {
+        return None;
+    }
+    if let Some(i) = args.iter().position(|a| a == "--db") {
+        return args.get(i + 1).map(PathBuf::from);
+    }
+    Some(
+        env.get(gatehouse_servers::tickets::ENV_DB)
+            .map(PathBuf::from)
+            .unwrap_or_else(gatehouse_servers::tickets::default_db_path),
+    )
+}
+
+/// A place the host writes: there (or its folder there to create it in), of the right
+/// kind, and readable by the user only.
+fn place(name: &str, path: &Path, kind: PathKind) -> Check {
+    let shown = path.display().to_string();
+    let (noun, private_mode) = match kind {
+        PathKind::File => ("file", "600"),
+        PathKind::Folder => ("folder", "700"),
+    };
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return check(
+                "data",
+                name,
+                Verdict::Ok,
+                format!(
+                    "{shown} is not there yet; it is created readable by you only when first written"
+                ),
+            );
+        }
+        Err(e) => {
+            return check(
+                "data",
+                name,
+                Verdict::Broken,
+                format!("{shown} cannot be read: {e}"),
+            )
+            .fix(format!(
+                "make it readable by you (chmod u+rw {shown}), or name another place"
+            ));
+        }
+    };
+    let problem = if meta.is_dir() != (kind == PathKind::Folder) {
+        Some((
+            Verdict::Broken,
+            format!("{shown} is not a {noun}"),
+            format!("move it away, or name another place for the {noun}"),
+        ))
+    } else if meta.permissions().readonly() {
+        Some((
+            Verdict::Broken,
+            format!("{shown} cannot be written"),
+            format!("chmod u+w {shown}"),
+        ))
+    } else {
+        readable_by_others(&meta).map(|mode| {
+            (
+                Verdict::Warning,
+                format!("{shown} can be read by others (mode {mode:o})"),
+                format!("chmod {private_mode} {shown}"),
+            )
+        })
+    };
+    match problem {
+        Some((verdict, detail, fix)) => check("data", name, verdict, detail).fix(fix),
+        None => check(
+            "data",
+            name,
+            Verdict::Ok,
+            format!("{shown}, readable by you only"),
+        ),
+    }
+}
+
+/// The mode of a file or folder that others than its owner may read or enter.
+fn readable_by_others(meta: &std::fs::Metadata) -> Option<u32> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = meta.permissions().mode() & 0o777;
+        (mode & 0o077 != 0).then_some(mode)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        None
+    }
+}
