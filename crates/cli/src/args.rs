@@ -35,6 +35,18 @@ pub enum Command {
     /// Check everything the host needs: each server, the model endpoint, the places it
     /// writes; each with a verdict and the fix. Exits 1 when anything is broken.
     Doctor(DoctorArgs),
+    /// Print a completion script for a shell, made from these very flags:
+    /// `gatehouse completions bash > ~/.local/share/bash-completion/completions/gatehouse`.
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff), made from these very flags: `gatehouse man | man -l -`.
+    Man,
+}
+
+#[derive(Args, Debug)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }
 
 #[derive(Args, Debug)]

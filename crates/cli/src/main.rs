@@ -4,6 +4,7 @@ mod allocator;
 mod args;
 mod doctor;
 mod lab;
+mod manual;
 mod mcp;
 mod output;
 mod screen;
@@ -33,6 +34,12 @@ fn main() -> ExitCode {
         Command::Tools(t) => on_thread_pool(tools(t)),
         Command::Lab(l) => on_thread_pool(lab::run(l)),
         Command::Mcp(m) => on_thread_pool(mcp::run(m)),
+        Command::Completions(c) => {
+            manual::completions(c.shell, &mut std::io::stdout().lock());
+            Ok(())
+        }
+        Command::Man => manual::man(&mut std::io::stdout().lock())
+            .map_err(|e| anyhow::anyhow!("cannot write the manual page: {e}")),
         Command::Doctor(d) => match on_thread_pool(doctor::run(d)) {
             // Something is broken: the report says what, and the status says so to scripts.
             Ok(false) => return ExitCode::from(1),

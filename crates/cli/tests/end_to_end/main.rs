@@ -11,6 +11,7 @@ mod fake_model;
 mod interop_peers;
 
 mod calls_that_go_wrong;
+mod completions;
 mod conformance;
 mod doctor;
 mod execution;
