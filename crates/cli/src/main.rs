@@ -134,12 +134,13 @@ fn load_config(host: &HostArgs, say_which: bool) -> anyhow::Result<Config> {
 }
 
 /// The servers file of the built-in servers, started from the servers binary beside this
-/// one (else from this one, as `gatehouse serve NAME`).
+/// one (else from this one, as `gatehouse serve NAME`). "This one" is the installed file,
+/// not a link to it on the PATH: `cargo install` puts both binaries side by side.
 fn built_in_file() -> anyhow::Result<serde_json::Value> {
     use gatehouse_servers::built_in;
-    Ok(built_in::servers_file(&built_in::launcher(
-        &std::env::current_exe()?,
-    )))
+    let exe = std::env::current_exe()?;
+    let exe = exe.canonicalize().unwrap_or(exe);
+    Ok(built_in::servers_file(&built_in::launcher(&exe)))
 }
 
 /// The model named by `--model`, the servers file, or the default.

@@ -100,3 +100,72 @@ fn a_server_added_to_a_fresh_project_is_listed_and_asked() {
         asked.answer()
     );
 }
+
+/// Put the built binary `exe` into `dir`, as `cargo install` would (a hard link where it
+/// can, else a copy).
+fn install(exe: &std::path::Path, dir: &std::path::Path) -> std::path::PathBuf {
+    let to = dir.join(exe.file_name().unwrap());
+    if std::fs::hard_link(exe, &to).is_err() {
+        std::fs::copy(exe, &to).unwrap();
+    }
+    to
+}
+
+/// `PROGRAM ARGS` with nothing of this environment but a home: no PATH, no variables.
+fn bare(program: &std::path::Path, args: &[&str], home: &std::path::Path) -> Ran {
+    let out = std::process::Command::new(program)
+        .args(args)
+        .env_clear()
+        .env("HOME", home)
+        .current_dir(home)
+        .output()
+        .unwrap();
+    Ran {
+        status: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+#[test]
+fn an_installed_pair_of_binaries_finds_its_servers_with_no_path() {
+    let bin = scratch_dir();
+    let gatehouse = install(&exe(), &bin);
+    let servers = install(
+        std::path::Path::new(env!("CARGO_BIN_EXE_gatehouse-servers")),
+        &bin,
+    );
+    // On the PATH through a link, as a person's ~/.local/bin often has it.
+    let links = scratch_dir();
+    std::os::unix::fs::symlink(&gatehouse, links.join("gatehouse")).unwrap();
+    let home = scratch_dir();
+    let ask = ["ask", "Draft a reply to ticket T-30002", "--json"];
+    for program in [gatehouse.clone(), links.join("gatehouse")] {
+        let ran = bare(&program, &ask, &home);
+        assert_eq!(ran.status, 0, "{program:?}: {}", ran.stderr);
+        assert!(
+            ran.answer()
+                .contains("policy://larkfield/refunds-and-payments")
+        );
+        let doctor = bare(&program, &["doctor", "--json"], &home);
+        let report: serde_json::Value = serde_json::from_str(&doctor.stdout).unwrap();
+        let support = report["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == "support")
+            .unwrap();
+        let started = format!("started {} support;", servers.display());
+        assert!(
+            support["detail"].as_str().unwrap().starts_with(&started),
+            "{support}"
+        );
+    }
+    // Without the servers binary, the host's own `serve` runs the same servers.
+    std::fs::remove_file(&servers).unwrap();
+    let ran = bare(&gatehouse, &ask, &home);
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    let doctor = bare(&gatehouse, &["doctor", "--json"], &home);
+    let started = format!("started {} serve support;", gatehouse.display());
+    assert!(doctor.stdout.contains(&started), "{}", doctor.stdout);
+}
