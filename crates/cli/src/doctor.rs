@@ -22,6 +22,9 @@ use serde_json::json;
 
 use crate::args::DoctorArgs;
 
+/// Most model ids named when an endpoint does not list the model asked for.
+const MODELS_NAMED: usize = 10;
+
 /// How one thing stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -276,7 +279,7 @@ async fn model_check(spec: &str) -> Check {
             format!("{base} answers and serves {model} ({} model{} listed), {ms} ms", ids.len(), if ids.len() == 1 { "" } else { "s" }),
         ),
         Ok(ModelList::Listed(ids)) => {
-            let served: Vec<&str> = ids.iter().take(10).map(String::as_str).collect();
+            let served: Vec<&str> = ids.iter().take(MODELS_NAMED).map(String::as_str).collect();
             check(
                 "model",
                 name,
