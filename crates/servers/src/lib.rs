@@ -1,5 +1,6 @@
 //! The reference MCP servers Gatehouse is shown and tested with. Each module is one server;
-//! `common` holds what they share (identity, logging, result shapes). Every server runs on
+//! `common` holds what they share (identity, logging, result shapes), `membership` who
+//! belongs to which organization and what each role may do. Every server runs on
 //! stdio ([`serve_stdio`]) or over Streamable HTTP ([`serve_http`], `http`), where `auth`
 //! tells who is calling.
 
@@ -9,6 +10,7 @@ pub mod command;
 pub mod common;
 pub mod data;
 pub mod http;
+pub mod membership;
 pub mod orders;
 pub mod support;
 pub mod testbed;

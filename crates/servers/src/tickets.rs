@@ -530,11 +530,7 @@ mod tests {
     use super::*;
 
     fn caller(user: &str, tenant: &str) -> Caller {
-        Caller {
-            user: user.into(),
-            tenant: tenant.into(),
-            client: "http".into(),
-        }
+        Caller::new(user, tenant, "http")
     }
 
     #[test]
