@@ -1,5 +1,12 @@
 //! `tickets`: the incident-ticket desk. Its one write, `open_ticket`, asks the person first.
 //!
+//! Like the support desk, it serves organizations: a ticket belongs to the organization its
+//! opener acted in, and `list_tickets` shows only the caller's organization's tickets. Every
+//! call is checked before its tool runs, against the memberships shared with the support
+//! desk ([`crate::membership`]): no membership is JSON-RPC -32003; `list_tickets` needs
+//! `incidents:read` (every role) and `open_ticket` `incidents:write` (staff and admin),
+//! else a tool error. Both ways of asking the person (below) come after these checks.
+//!
 //! On revision 2026-07-28 the server never sends requests to the client, so the question
 //! travels as a multi-round-trip call: round 1 answers `input_required` with a form and a
 //! sealed `requestState`; the client asks the person and sends the same call again with
@@ -40,6 +47,7 @@ use sha2::{Digest, Sha256};
 use crate::{
     common::{self, Caller, RequestLog},
     data,
+    membership::{self, Memberships, Refusal},
 };
 
 pub const INSTRUCTIONS: &str = "Incident tickets. Opening a ticket always asks the user to confirm it and choose its priority first.";
@@ -140,16 +148,36 @@ pub fn open_store(path: &Path) -> anyhow::Result<Connection> {
         "CREATE TABLE IF NOT EXISTS tickets (
              number INTEGER PRIMARY KEY, host TEXT NOT NULL, summary TEXT NOT NULL,
              priority TEXT NOT NULL, status TEXT NOT NULL, opened_by TEXT NOT NULL,
-             opened_at TEXT NOT NULL);
+             opened_at TEXT NOT NULL, tenant TEXT NOT NULL DEFAULT '');
          CREATE TABLE IF NOT EXISTS used_confirmations (
              nonce TEXT PRIMARY KEY, used_at TEXT NOT NULL, outcome TEXT NOT NULL);",
     )?;
+    // A store from before organizations: its tickets get no organization, so no one lists
+    // them; the ticket numbers go on from where they were.
+    add_column(&db, "tickets", "tenant", "TEXT NOT NULL DEFAULT ''")?;
+    db.execute_batch("CREATE INDEX IF NOT EXISTS tickets_by_tenant ON tickets (tenant, number)")?;
     Ok(db)
+}
+
+/// Add a column to a table of an older store, once (SQLite has no ADD COLUMN IF NOT EXISTS).
+fn add_column(db: &Connection, table: &str, column: &str, declaration: &str) -> anyhow::Result<()> {
+    let present = db
+        .prepare(&format!(
+            "SELECT 1 FROM pragma_table_info('{table}') WHERE name = ?1"
+        ))?
+        .exists(params![column])?;
+    if !present {
+        db.execute_batch(&format!(
+            "ALTER TABLE {table} ADD COLUMN {column} {declaration}"
+        ))?;
+    }
+    Ok(())
 }
 
 #[derive(Clone)]
 pub struct TicketsServer {
     db: Arc<Mutex<Connection>>,
+    members: &'static Memberships,
     codec: Arc<RequestStateCodec>,
     ttl: Duration,
     /// The caller when a request names none: the one this server was started for (stdio).
@@ -187,6 +215,7 @@ impl TicketsServer {
             .collect();
         Ok(TicketsServer {
             db: Arc::new(Mutex::new(db)),
+            members: Memberships::embedded()?,
             codec: Arc::new(codec),
             ttl,
             caller,
@@ -317,14 +346,17 @@ impl TicketsServer {
                 .flatten()
                 .map_or(FIRST_TICKET, |n| n + 1);
             tx.execute(
-                "INSERT INTO tickets VALUES (?1, ?2, ?3, ?4, 'open', ?5, ?6)",
+                "INSERT INTO tickets (number, host, summary, priority, status, opened_by,
+                                      opened_at, tenant)
+                 VALUES (?1, ?2, ?3, ?4, 'open', ?5, ?6, ?7)",
                 params![
                     number,
                     host,
                     summary,
                     priority,
                     caller.user,
-                    common::timestamp()
+                    common::timestamp(),
+                    caller.tenant
                 ],
             )
             .map_err(|e| format!("the ticket store is unavailable: {e}"))?;
@@ -377,6 +409,7 @@ impl TicketsServer {
 
     async fn open_ticket(
         &self,
+        caller: &Caller,
         request: &CallToolRequestParams,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
@@ -390,7 +423,6 @@ impl TicketsServer {
             Ok(v) => v,
             Err(e) => return Ok(common::tool_error(e, &self.info).into()),
         };
-        let caller = Caller::of_request(&self.caller, context);
         let can_ask = context
             .client_capabilities()
             .and_then(|c| c.elicitation)
@@ -408,13 +440,13 @@ impl TicketsServer {
             .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
         if !modern {
             return Ok(self
-                .open_ticket_legacy(&caller, &host, &summary, context)
+                .open_ticket_legacy(caller, &host, &summary, context)
                 .await);
         }
-        match self.round2(&caller, &host, &summary, request)? {
-            Round2::Ask => Ok(self.ask(&caller, &host, &summary)),
+        match self.round2(caller, &host, &summary, request)? {
+            Round2::Ask => Ok(self.ask(caller, &host, &summary)),
             Round2::Answered { nonce, answer } => {
-                Ok(self.decide(&caller, &host, &summary, &nonce, &answer))
+                Ok(self.decide(caller, &host, &summary, &nonce, &answer))
             }
         }
     }
@@ -446,7 +478,7 @@ impl TicketsServer {
         }
     }
 
-    fn list_tickets(&self, args: &Map<String, Value>) -> Result<Value, String> {
+    fn list_tickets(&self, caller: &Caller, args: &Map<String, Value>) -> Result<Value, String> {
         common::no_unknown_args(args, &["host"])?;
         let host = match args.get("host") {
             None | Some(Value::Null) => None,
@@ -456,11 +488,11 @@ impl TicketsServer {
         let mut stmt = db
             .prepare_cached(
                 "SELECT number, host, summary, priority, status FROM tickets
-                 WHERE ?1 IS NULL OR host = ?1 ORDER BY number",
+                 WHERE tenant = ?1 AND (?2 IS NULL OR host = ?2) ORDER BY number",
             )
             .map_err(|e| format!("the ticket store is unavailable: {e}"))?;
         let tickets: Vec<Value> = stmt
-            .query_map(params![host], |r| {
+            .query_map(params![caller.tenant, host], |r| {
                 Ok(json!({"id": format!("INC-{}", r.get::<_, i64>(0)?), "host": r.get::<_, String>(1)?,
                           "summary": r.get::<_, String>(2)?, "priority": r.get::<_, String>(3)?,
                           "status": r.get::<_, String>(4)?}))
@@ -469,6 +501,52 @@ impl TicketsServer {
             .collect::<Result<_, _>>()
             .map_err(|e| format!("the ticket store is unavailable: {e}"))?;
         Ok(json!({"total": tickets.len(), "tickets": tickets}))
+    }
+}
+
+impl TicketsServer {
+    /// Check the caller, then run the tool: no membership is -32003 before anything else
+    /// (even an unknown tool's name is not looked at), a role without the tool's scope a
+    /// tool error.
+    async fn run_tool(
+        &self,
+        caller: &Caller,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if !self.members.is_member(caller) {
+            return Err(membership::not_a_member());
+        }
+        let scope = match request.name.as_ref() {
+            "open_ticket" => membership::INCIDENTS_WRITE,
+            "list_tickets" => membership::INCIDENTS_READ,
+            other => {
+                return Err(ErrorData::invalid_params(
+                    format!("unknown tool: {other}"),
+                    None,
+                ));
+            }
+        };
+        match self.members.check(caller, scope) {
+            Ok(_) => {}
+            Err(Refusal::NotMember) => return Err(membership::not_a_member()),
+            Err(refusal @ Refusal::Scope { role, .. }) => {
+                common::log_line(json!({
+                    "ts": common::timestamp(), "event": "tool_call", "user": caller.user,
+                    "tenant": caller.tenant, "role": role.name(), "client": caller.client,
+                    "tool": request.name, "outcome": "forbidden",
+                }));
+                return Ok(common::tool_error(refusal.message(), &self.info).into());
+            }
+        }
+        if scope == membership::INCIDENTS_WRITE {
+            return self.open_ticket(caller, request, context).await;
+        }
+        let args = common::arguments(request.arguments.as_ref());
+        Ok(match self.list_tickets(caller, &args) {
+            Ok(v) => common::structured_result(v, &self.info).into(),
+            Err(e) => common::tool_error(e, &self.info).into(),
+        })
     }
 }
 
@@ -506,20 +584,8 @@ impl ServerHandler for TicketsServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let log = RequestLog::start("tickets", "tools/call", Some(&request.name), &context.meta);
-        let response = match request.name.as_ref() {
-            "open_ticket" => self.open_ticket(&request, &context).await,
-            "list_tickets" => {
-                let args = common::arguments(request.arguments.as_ref());
-                Ok(match self.list_tickets(&args) {
-                    Ok(v) => common::structured_result(v, &self.info).into(),
-                    Err(e) => common::tool_error(e, &self.info).into(),
-                })
-            }
-            other => Err(ErrorData::invalid_params(
-                format!("unknown tool: {other}"),
-                None,
-            )),
-        };
+        let caller = Caller::of_request(&self.caller, &context);
+        let response = self.run_tool(&caller, &request, &context).await;
         log.finish(common::call_outcome(&response));
         response
     }
@@ -553,5 +619,49 @@ mod tests {
             TicketsServer::binding(&caller("a|b", "c"), "h", "s"),
             TicketsServer::binding(&caller("a", "b|c"), "h", "s")
         );
+    }
+
+    #[test]
+    fn a_store_from_before_organizations_keeps_its_numbers_and_shows_its_tickets_to_no_one() {
+        let dir =
+            std::env::temp_dir().join(format!("gatehouse-tickets-old-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("tickets.db");
+        {
+            let old = Connection::open(&path).unwrap();
+            old.execute_batch(
+                "CREATE TABLE tickets (
+                     number INTEGER PRIMARY KEY, host TEXT NOT NULL, summary TEXT NOT NULL,
+                     priority TEXT NOT NULL, status TEXT NOT NULL, opened_by TEXT NOT NULL,
+                     opened_at TEXT NOT NULL);
+                 INSERT INTO tickets VALUES (4100, 'jump-prod-02', 'brute force', 'P1', 'open',
+                                             'usr-sam', '2026-10-01T09:00:00.000Z');",
+            )
+            .unwrap();
+        }
+        let server = TicketsServer::new(caller("usr-sam", "larkfield"), &path).unwrap();
+        let listed = server
+            .list_tickets(&caller("usr-sam", "larkfield"), &Map::new())
+            .unwrap();
+        assert_eq!(listed["total"], 0);
+        let opened = server
+            .consume(
+                &caller("usr-sam", "larkfield"),
+                "n1",
+                Some(("jump-prod-01", "disk full", "P3")),
+            )
+            .unwrap()
+            .unwrap();
+        assert_eq!(opened["id"], "INC-4101");
+        // Opening the store again changes nothing more.
+        drop(server);
+        let again = TicketsServer::new(caller("usr-sam", "larkfield"), &path).unwrap();
+        let listed = again
+            .list_tickets(&caller("usr-sam", "larkfield"), &Map::new())
+            .unwrap();
+        assert_eq!(listed["tickets"][0]["id"], "INC-4101");
+        assert_eq!(listed["total"], 1);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -26,6 +26,10 @@ use serde_json::{Value, json};
 
 const SAM: &str = "tok-sam-larkfield-6c1f0e9a2b7d4f38";
 const OMAR: &str = "tok-omar-larkfield-0b8e5d2c9a14e7f6";
+/// Staff at Larkfield, like Sam.
+const JUN: &str = "tok-jun-larkfield-5d7a1c3e9b2f4086";
+/// Staff at Bramble Books.
+const CAMILLE: &str = "tok-camille-bramble-8f2b6d0e4a1c3957";
 /// A member of Bramble Books, with a token that acts in Larkfield.
 const CAMILLE_IN_LARKFIELD: &str = "tok-camille-larkfield-e3a9c07d51b2";
 /// The sealing key two tickets instances share.
@@ -43,6 +47,8 @@ fn tokens_file(dir: &Path) -> PathBuf {
             {"user": "usr-sam", "tenant": "larkfield", "sha256": hash(SAM), "client": "sam-laptop"},
             {"user": "usr-omar", "tenant": "larkfield", "sha256": hash(OMAR)},
             {"user": "usr-camille", "tenant": "larkfield", "sha256": hash(CAMILLE_IN_LARKFIELD)},
+            {"user": "usr-jun", "tenant": "larkfield", "sha256": hash(JUN)},
+            {"user": "usr-camille", "tenant": "bramble", "sha256": hash(CAMILLE)},
         ])
         .to_string(),
     )
@@ -949,14 +955,12 @@ const SUMMARY: &str = "brute force, then a login from 203.0.113.77";
 
 /// Round 1 of `open_ticket` as `token` at `url`: the sealed state.
 async fn round1(url: &str, token: &str, id: i64) -> String {
-    let r = call_tool(
-        url,
-        token,
-        id,
-        "open_ticket",
-        json!({"host": HOST, "summary": SUMMARY}),
-    )
-    .await;
+    round1_of(url, token, id, json!({"host": HOST, "summary": SUMMARY})).await
+}
+
+/// Round 1 of `open_ticket` with these arguments: the sealed state.
+async fn round1_of(url: &str, token: &str, id: i64, arguments: Value) -> String {
+    let r = call_tool(url, token, id, "open_ticket", arguments).await;
     let result = r.result(id);
     assert_eq!(result["resultType"], "input_required", "{result}");
     assert_eq!(
@@ -966,20 +970,53 @@ async fn round1(url: &str, token: &str, id: i64) -> String {
     result["requestState"].as_str().unwrap().to_owned()
 }
 
-/// Round 2: the person's answer and the state.
+/// Round 2: the person's answer (accept, P1) and the state.
 async fn round2(url: &str, token: &str, id: i64, state: &str) -> Answer {
+    let answer = json!({"action": "accept", "content": {"priority": "P1"}});
+    round2_of(
+        url,
+        token,
+        id,
+        json!({"host": HOST, "summary": SUMMARY}),
+        answer,
+        state,
+    )
+    .await
+}
+
+/// Round 2 of `open_ticket` with these arguments, this answer and the state.
+async fn round2_of(
+    url: &str,
+    token: &str,
+    id: i64,
+    arguments: Value,
+    answer: Value,
+    state: &str,
+) -> Answer {
     post(
         url,
         Some(token),
         &request(
             id,
             "tools/call",
-            json!({"name": "open_ticket", "arguments": {"host": HOST, "summary": SUMMARY},
-                   "inputResponses": {"confirm": {"action": "accept", "content": {"priority": "P1"}}},
-                   "requestState": state}),
+            json!({"name": "open_ticket", "arguments": arguments,
+                   "inputResponses": {"confirm": answer}, "requestState": state}),
         ),
     )
     .await
+}
+
+/// A tickets server over HTTP with the test's tokens and a store in `dir`.
+fn tickets_server(dir: &Path, env: &[(&str, &str)]) -> Served {
+    let tokens = tokens_file(dir);
+    let db = dir.join("tickets.db");
+    let args = [
+        "--tokens",
+        tokens.to_str().unwrap(),
+        "--db",
+        db.to_str().unwrap(),
+    ];
+    serve("tickets", &args, env)
 }
 
 async fn ticket_total(url: &str) -> i64 {
@@ -1002,20 +1039,10 @@ fn assert_already_used(answer: &Answer, id: i64) {
 #[tokio::test]
 async fn one_users_confirmation_cannot_be_used_with_another_users_token() {
     let dir = tempfile::tempdir().unwrap();
-    let tokens = tokens_file(dir.path());
-    let db = dir.path().join("tickets.db");
-    let server = serve(
-        "tickets",
-        &[
-            "--tokens",
-            tokens.to_str().unwrap(),
-            "--db",
-            db.to_str().unwrap(),
-        ],
-        &[],
-    );
+    let server = tickets_server(dir.path(), &[]);
     let state = round1(&server.url, SAM, 1).await;
-    let stolen = round2(&server.url, OMAR, 2, &state).await;
+    // Jun is staff at Larkfield too, so only the binding stands in his way.
+    let stolen = round2(&server.url, JUN, 2, &state).await;
     assert_eq!(stolen.error_code(2), -32602, "{}", stolen.text);
     assert_eq!(
         stolen.reply(2)["error"]["message"],
@@ -1031,23 +1058,86 @@ async fn one_users_confirmation_cannot_be_used_with_another_users_token() {
         .into_iter()
         .find(|r| r["event"] == "request_state_rejected")
         .expect("the refusal is logged");
-    assert_eq!(rejected["user"], "usr-omar");
+    assert_eq!(rejected["user"], "usr-jun");
+}
+
+/// The (id, host) of every ticket `token`'s caller may list at `url`.
+async fn tickets_listed(url: &str, token: &str) -> Vec<(String, String)> {
+    let r = call_tool(url, token, 98, "list_tickets", json!({})).await;
+    common::ids_and_hosts(&r.result(98)["structuredContent"])
+}
+
+#[tokio::test]
+async fn the_tickets_server_checks_membership_and_role_and_keeps_organizations_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = tickets_server(dir.path(), &[]);
+    let open = json!({"host": HOST, "summary": SUMMARY});
+
+    // A token acting in an organization its user is no member of: -32003, for every tool.
+    for (id, tool, arguments) in [
+        (1, "open_ticket", open.clone()),
+        (2, "list_tickets", json!({})),
+    ] {
+        let r = call_tool(&server.url, CAMILLE_IN_LARKFIELD, id, tool, arguments).await;
+        assert_eq!(r.error_code(id), -32003, "{tool}: {}", r.text);
+        assert_eq!(
+            r.reply(id)["error"]["message"],
+            "forbidden: you have no access to this organization"
+        );
+    }
+
+    // Read-only: may list, may not open (not even be asked).
+    assert_eq!(tickets_listed(&server.url, OMAR).await, vec![]);
+    let r = call_tool(&server.url, OMAR, 3, "open_ticket", open.clone()).await;
+    let refused = r.result(3);
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert!(refused.get("inputRequests").is_none(), "{refused}");
+    assert!(
+        text_of(refused).contains("your role (read_only) does not allow incidents:write"),
+        "{refused}"
+    );
+
+    // Larkfield's ticket, then Bramble's: each organization sees its own.
+    let state = round1(&server.url, SAM, 4).await;
+    assert_eq!(
+        assert_opened(&round2(&server.url, SAM, 5, &state).await, 5)["id"],
+        "INC-4100"
+    );
+    assert_eq!(tickets_listed(&server.url, CAMILLE).await, vec![]);
+    let index =
+        json!({"host": "search-index-prod-01", "summary": "the policy index stopped updating"});
+    let state = round1_of(&server.url, CAMILLE, 6, index.clone()).await;
+    let p2 = json!({"action": "accept", "content": {"priority": "P2"}});
+    let r = round2_of(&server.url, CAMILLE, 7, index, p2, &state).await;
+    assert_eq!(assert_opened(&r, 7)["id"], "INC-4101");
+    assert_eq!(
+        tickets_listed(&server.url, CAMILLE).await,
+        vec![("INC-4101".to_owned(), "search-index-prod-01".to_owned())]
+    );
+    assert_eq!(
+        tickets_listed(&server.url, SAM).await,
+        vec![("INC-4100".to_owned(), HOST.to_owned())]
+    );
+    assert_eq!(
+        tickets_listed(&server.url, OMAR).await,
+        vec![("INC-4100".to_owned(), HOST.to_owned())]
+    );
+    let forbidden = server
+        .records()
+        .into_iter()
+        .filter(|r| r["event"] == "tool_call" && r["outcome"] == "forbidden")
+        .map(|r| (r["user"].clone(), r["role"].clone(), r["tool"].clone()))
+        .collect::<Vec<_>>();
+    assert_eq!(
+        forbidden,
+        vec![(json!("usr-omar"), json!("read_only"), json!("open_ticket"))]
+    );
 }
 
 /// Two tickets instances sharing the sealing key and the store.
 fn two_instances(dir: &Path) -> (Served, Served) {
-    let tokens = tokens_file(dir);
-    let db = dir.join("tickets.db");
-    let args = [
-        "--tokens",
-        tokens.to_str().unwrap(),
-        "--db",
-        db.to_str().unwrap(),
-    ];
     let env = [("GATEHOUSE_TICKETS_KEY", SHARED_KEY)];
-    let a = serve("tickets", &args, &env);
-    let b = serve("tickets", &args, &env);
-    (a, b)
+    (tickets_server(dir, &env), tickets_server(dir, &env))
 }
 
 #[tokio::test]

@@ -193,3 +193,24 @@ pub fn playback(dir: &Path, decisions: Value) -> String {
         write(dir, "playback.json", &json!({"decisions": decisions}))
     )
 }
+
+/// The (id, host) of every ticket in a `list_tickets` result, checked against its `total`.
+pub fn ids_and_hosts(listed: &Value) -> Vec<(String, String)> {
+    let tickets = listed["tickets"]
+        .as_array()
+        .unwrap_or_else(|| panic!("not a ticket list: {listed}"));
+    assert_eq!(
+        listed["total"].as_u64(),
+        Some(tickets.len() as u64),
+        "{listed}"
+    );
+    tickets
+        .iter()
+        .map(|t| {
+            (
+                t["id"].as_str().unwrap().to_owned(),
+                t["host"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
