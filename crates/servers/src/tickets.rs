@@ -19,6 +19,11 @@
 //! - it carries a random nonce recorded when used, in the same database transaction that
 //!   stores the ticket, so a confirmation opens at most one ticket, across restarts and
 //!   across instances sharing the store;
+//! - the nonce is recorded with the answer and the ticket it opened, so a second round
+//!   sent again (its answer was lost: the server stopped after the ticket was written)
+//!   with the same state and the same answer gets that same ticket back, while any other
+//!   reuse (another priority, an accept after a decline) is refused as already used. Only
+//!   the caller and arguments the state is bound to can present it at all;
 //! - the sealing key comes from configuration, so a restart or another instance between
 //!   the rounds still accepts an honest answer.
 //!
@@ -65,6 +70,8 @@ pub const FIRST_TICKET: i64 = 4100;
 pub const CONFIRM_KEY: &str = "confirm";
 /// Longest summary a ticket may have.
 pub const MAX_SUMMARY_CHARS: usize = 2_000;
+/// The refusal for a confirmation used before with another answer.
+pub const ALREADY_USED: &str = "this confirmation was already used: no ticket was opened. Ask the user again if they want another ticket.";
 /// The refusal for any state that does not verify, whatever the reason (the reason goes
 /// to the server's log only).
 pub const INVALID_STATE: &str = "Invalid or expired requestState";
@@ -155,6 +162,10 @@ pub fn open_store(path: &Path) -> anyhow::Result<Connection> {
     // A store from before organizations: its tickets get no organization, so no one lists
     // them; the ticket numbers go on from where they were.
     add_column(&db, "tickets", "tenant", "TEXT NOT NULL DEFAULT ''")?;
+    // What each confirmation was answered with and the ticket it opened, so that the same
+    // answer sent again gets the same ticket.
+    add_column(&db, "used_confirmations", "answer", "TEXT")?;
+    add_column(&db, "used_confirmations", "ticket", "INTEGER")?;
     db.execute_batch("CREATE INDEX IF NOT EXISTS tickets_by_tenant ON tickets (tenant, number)")?;
     Ok(db)
 }
@@ -184,6 +195,29 @@ pub struct TicketsServer {
     caller: Caller,
     info: Implementation,
     tools: Arc<Vec<Tool>>,
+}
+
+/// What recording a confirmation's use came to.
+enum Used {
+    /// Its first use: the ticket opened (none for a decline).
+    Fresh(Option<Value>),
+    /// The same answer to the same confirmation again, as a client sends it when the first
+    /// answer was lost: what the first use gave, and nothing new.
+    Again(Option<Value>),
+    /// Used before with another answer: refused.
+    Refused,
+}
+
+/// The columns [`ticket_of_row`] reads, in its order.
+const TICKET_COLUMNS: &str = "number, host, summary, priority, status";
+
+/// A ticket as the tools show it, from a row of [`TICKET_COLUMNS`].
+fn ticket_of_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Value> {
+    Ok(
+        json!({"id": format!("INC-{}", r.get::<_, i64>(0)?), "host": r.get::<_, String>(1)?,
+              "summary": r.get::<_, String>(2)?, "priority": r.get::<_, String>(3)?,
+              "status": r.get::<_, String>(4)?}),
+    )
 }
 
 /// What a second round may carry.
@@ -309,18 +343,31 @@ impl TicketsServer {
         })
     }
 
-    /// Record the confirmation as used and, if `priority` is given, open the ticket, in one
-    /// transaction. `Ok(None)` when the confirmation was already used.
+    /// Record the confirmation as used with `answer` and, if `ticket` is given, open it, in
+    /// one transaction. A confirmation used before is refused unless this is the same answer
+    /// again, which gets what the first use gave.
     fn consume(
         &self,
         caller: &Caller,
         nonce: &str,
+        answer: &str,
         ticket: Option<(&str, &str, &str)>,
-    ) -> Result<Option<Value>, String> {
+    ) -> Result<Used, String> {
+        let unavailable = |e: rusqlite::Error| format!("the ticket store is unavailable: {e}");
         let mut db = self.db.lock().unwrap_or_else(|e| e.into_inner());
         let tx = db
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(|e| format!("the ticket store is unavailable: {e}"))?;
+            .map_err(unavailable)?;
+        let number = match ticket {
+            None => None,
+            Some(_) => Some(
+                tx.query_row("SELECT max(number) FROM tickets", [], |r| {
+                    r.get::<_, Option<i64>>(0)
+                })
+                .map_err(unavailable)?
+                .map_or(FIRST_TICKET, |n| n + 1),
+            ),
+        };
         let outcome = if ticket.is_some() {
             "opened"
         } else {
@@ -328,23 +375,42 @@ impl TicketsServer {
         };
         let fresh = tx
             .execute(
-                "INSERT OR IGNORE INTO used_confirmations VALUES (?1, ?2, ?3)",
-                params![nonce, common::timestamp(), outcome],
+                "INSERT OR IGNORE INTO used_confirmations (nonce, used_at, outcome, answer, ticket)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![nonce, common::timestamp(), outcome, answer, number],
             )
-            .map_err(|e| format!("the ticket store is unavailable: {e}"))?;
+            .map_err(unavailable)?;
         if fresh == 0 {
-            return Ok(None);
-        }
-        let mut opened = json!(null);
-        if let Some((host, summary, priority)) = ticket {
-            let number: i64 = tx
-                .query_row("SELECT max(number) FROM tickets", [], |r| {
-                    r.get::<_, Option<i64>>(0)
-                })
+            // Used before. Only the same answer again (its first answer was lost on the
+            // way back) gets what the first use gave; a store from before answers were
+            // kept has none, so its confirmations stay refused.
+            let (first_answer, first_ticket): (Option<String>, Option<i64>) = tx
+                .query_row(
+                    "SELECT answer, ticket FROM used_confirmations WHERE nonce = ?1",
+                    params![nonce],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .map_err(unavailable)?;
+            if first_answer.as_deref() != Some(answer) {
+                return Ok(Used::Refused);
+            }
+            let Some(first_ticket) = first_ticket else {
+                return Ok(Used::Again(None));
+            };
+            let opened = tx
+                .query_row(
+                    &format!(
+                        "SELECT {TICKET_COLUMNS} FROM tickets WHERE number = ?1 AND tenant = ?2"
+                    ),
+                    params![first_ticket, caller.tenant],
+                    ticket_of_row,
+                )
                 .optional()
-                .map_err(|e| format!("the ticket store is unavailable: {e}"))?
-                .flatten()
-                .map_or(FIRST_TICKET, |n| n + 1);
+                .map_err(unavailable)?;
+            return Ok(opened.map_or(Used::Refused, |t| Used::Again(Some(t))));
+        }
+        let mut opened = None;
+        if let (Some((host, summary, priority)), Some(number)) = (ticket, number) {
             tx.execute(
                 "INSERT INTO tickets (number, host, summary, priority, status, opened_by,
                                       opened_at, tenant)
@@ -359,13 +425,14 @@ impl TicketsServer {
                     caller.tenant
                 ],
             )
-            .map_err(|e| format!("the ticket store is unavailable: {e}"))?;
-            opened = json!({"id": format!("INC-{number}"), "host": host, "summary": summary,
-                            "priority": priority, "status": "open"});
+            .map_err(unavailable)?;
+            opened = Some(
+                json!({"id": format!("INC-{number}"), "host": host, "summary": summary,
+                                 "priority": priority, "status": "open"}),
+            );
         }
-        tx.commit()
-            .map_err(|e| format!("the ticket store is unavailable: {e}"))?;
-        Ok(Some(opened))
+        tx.commit().map_err(unavailable)?;
+        Ok(Used::Fresh(opened))
     }
 
     /// The person's answer, as the ticket to open or the tool error to return.
@@ -379,13 +446,14 @@ impl TicketsServer {
     ) -> CallToolResponse {
         let error = |m: String| common::tool_error(m, &self.info).into();
         if answer.action != ElicitationAction::Accept {
-            let said = if answer.action == ElicitationAction::Decline {
-                "declined"
+            let (said, word) = if answer.action == ElicitationAction::Decline {
+                ("declined", "decline")
             } else {
-                "closed the form"
+                ("closed the form", "cancel")
             };
-            return match self.consume(caller, nonce, None) {
+            return match self.consume(caller, nonce, word, None) {
                 Err(e) => error(e),
+                Ok(Used::Refused) => error(ALREADY_USED.into()),
                 Ok(_) => error(format!(
                     "the user {said}: no ticket was opened. Don't retry unless they ask again."
                 )),
@@ -400,10 +468,18 @@ impl TicketsServer {
         let Some(priority) = priority else {
             return error("the confirmation came back without a valid priority (P1, P2 or P3); no ticket was opened.".into());
         };
-        match self.consume(caller, nonce, Some((host, summary, priority))) {
+        let answer = format!("accept:{priority}");
+        match self.consume(caller, nonce, &answer, Some((host, summary, priority))) {
             Err(e) => error(e),
-            Ok(None) => error("this confirmation was already used: no ticket was opened. Ask the user again if they want another ticket.".into()),
-            Ok(Some(ticket)) => common::structured_result(ticket, &self.info).into(),
+            Ok(Used::Fresh(Some(ticket))) => common::structured_result(ticket, &self.info).into(),
+            Ok(Used::Again(Some(ticket))) => {
+                common::log_line(json!({
+                    "ts": common::timestamp(), "event": "confirmation_answered_again",
+                    "user": caller.user, "tenant": caller.tenant, "ticket": ticket["id"],
+                }));
+                common::structured_result(ticket, &self.info).into()
+            }
+            Ok(_) => error(ALREADY_USED.into()),
         }
     }
 
@@ -486,17 +562,13 @@ impl TicketsServer {
         };
         let db = self.db.lock().unwrap_or_else(|e| e.into_inner());
         let mut stmt = db
-            .prepare_cached(
-                "SELECT number, host, summary, priority, status FROM tickets
-                 WHERE tenant = ?1 AND (?2 IS NULL OR host = ?2) ORDER BY number",
-            )
+            .prepare_cached(&format!(
+                "SELECT {TICKET_COLUMNS} FROM tickets
+                 WHERE tenant = ?1 AND (?2 IS NULL OR host = ?2) ORDER BY number"
+            ))
             .map_err(|e| format!("the ticket store is unavailable: {e}"))?;
         let tickets: Vec<Value> = stmt
-            .query_map(params![caller.tenant, host], |r| {
-                Ok(json!({"id": format!("INC-{}", r.get::<_, i64>(0)?), "host": r.get::<_, String>(1)?,
-                          "summary": r.get::<_, String>(2)?, "priority": r.get::<_, String>(3)?,
-                          "status": r.get::<_, String>(4)?}))
-            })
+            .query_map(params![caller.tenant, host], ticket_of_row)
             .map_err(|e| format!("the ticket store is unavailable: {e}"))?
             .collect::<Result<_, _>>()
             .map_err(|e| format!("the ticket store is unavailable: {e}"))?;
@@ -622,7 +694,8 @@ mod tests {
     }
 
     #[test]
-    fn a_store_from_before_organizations_keeps_its_numbers_and_shows_its_tickets_to_no_one() {
+    fn an_older_store_keeps_its_numbers_shows_its_tickets_to_no_one_and_refuses_its_used_confirmations()
+     {
         let dir =
             std::env::temp_dir().join(format!("gatehouse-tickets-old-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -636,7 +709,10 @@ mod tests {
                      priority TEXT NOT NULL, status TEXT NOT NULL, opened_by TEXT NOT NULL,
                      opened_at TEXT NOT NULL);
                  INSERT INTO tickets VALUES (4100, 'jump-prod-02', 'brute force', 'P1', 'open',
-                                             'usr-sam', '2026-10-01T09:00:00.000Z');",
+                                             'usr-sam', '2026-10-01T09:00:00.000Z');
+                 CREATE TABLE used_confirmations (
+                     nonce TEXT PRIMARY KEY, used_at TEXT NOT NULL, outcome TEXT NOT NULL);
+                 INSERT INTO used_confirmations VALUES ('n0', '2026-10-01T09:00:00.000Z', 'opened');",
             )
             .unwrap();
         }
@@ -645,15 +721,39 @@ mod tests {
             .list_tickets(&caller("usr-sam", "larkfield"), &Map::new())
             .unwrap();
         assert_eq!(listed["total"], 0);
-        let opened = server
+        let Used::Fresh(Some(opened)) = server
             .consume(
                 &caller("usr-sam", "larkfield"),
                 "n1",
+                "accept:P3",
                 Some(("jump-prod-01", "disk full", "P3")),
             )
             .unwrap()
-            .unwrap();
+        else {
+            panic!("no ticket opened");
+        };
         assert_eq!(opened["id"], "INC-4101");
+        // A confirmation used before answers were kept stays refused, whatever the answer.
+        let sam = caller("usr-sam", "larkfield");
+        let ticket = Some(("jump-prod-02", "brute force", "P1"));
+        assert!(matches!(
+            server.consume(&sam, "n0", "accept:P1", ticket),
+            Ok(Used::Refused)
+        ));
+        // One used now: the same answer again gets the same ticket, another is refused.
+        let ticket = Some(("jump-prod-01", "disk full", "P3"));
+        match server.consume(&sam, "n1", "accept:P3", ticket) {
+            Ok(Used::Again(Some(t))) => assert_eq!(t["id"], "INC-4101"),
+            _ => panic!("the same answer again must get the same ticket"),
+        }
+        assert!(matches!(
+            server.consume(&sam, "n1", "accept:P1", ticket),
+            Ok(Used::Refused)
+        ));
+        assert!(matches!(
+            server.consume(&sam, "n1", "decline", None),
+            Ok(Used::Refused)
+        ));
         // Opening the store again changes nothing more.
         drop(server);
         let again = TicketsServer::new(caller("usr-sam", "larkfield"), &path).unwrap();

@@ -1,8 +1,9 @@
 //! The reference servers over Streamable HTTP (`gatehouse serve NAME --http ADDR`), through
 //! the real binary: every server answers, bearer tokens decide who is calling, the
 //! revision's headers, `Origin` and body size are checked, SIGTERM lets the call in flight
-//! finish, and two tickets instances sharing a key and a store (directly, and behind
-//! Debian's nginx) open exactly one ticket per confirmation.
+//! finish, two tickets instances sharing a key and a store (directly, and behind Debian's
+//! nginx) open exactly one ticket per confirmation, and a second round whose answer was
+//! lost gets its ticket when sent again, even across a crash.
 
 use crate::common;
 
@@ -1140,17 +1141,102 @@ fn two_instances(dir: &Path) -> (Served, Served) {
     (tickets_server(dir, &env), tickets_server(dir, &env))
 }
 
+/// Round 2 with another answer than [`round2`]'s: priority P3.
+async fn round2_p3(url: &str, token: &str, id: i64, state: &str) -> Answer {
+    let p3 = json!({"action": "accept", "content": {"priority": "P3"}});
+    let arguments = json!({"host": HOST, "summary": SUMMARY});
+    round2_of(url, token, id, arguments, p3, state).await
+}
+
 #[tokio::test]
-async fn rounds_on_two_instances_open_one_ticket_and_a_replay_on_the_other_is_refused() {
+async fn rounds_on_two_instances_open_one_ticket_and_either_knows_the_answer_it_was_given() {
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = two_instances(dir.path());
     let state = round1(&a.url, SAM, 1).await;
     let opened = round2(&b.url, SAM, 2, &state).await;
     assert_eq!(assert_opened(&opened, 2)["id"], "INC-4100");
-    assert_already_used(&round2(&a.url, SAM, 3, &state).await, 3);
-    assert_already_used(&round2(&b.url, SAM, 4, &state).await, 4);
+    // The same answer again, on either instance: the same ticket, no second one.
+    assert_eq!(
+        assert_opened(&round2(&a.url, SAM, 3, &state).await, 3)["id"],
+        "INC-4100"
+    );
+    assert_eq!(
+        assert_opened(&round2(&b.url, SAM, 4, &state).await, 4)["id"],
+        "INC-4100"
+    );
+    // Another answer with the same state: refused on both.
+    assert_already_used(&round2_p3(&a.url, SAM, 5, &state).await, 5);
+    assert_already_used(&round2_p3(&b.url, SAM, 6, &state).await, 6);
     assert_eq!(ticket_total(&a.url).await, 1);
     assert_eq!(ticket_total(&b.url).await, 1);
+}
+
+/// POST `body` on a raw connection and return it unread: an answer that will be lost.
+fn post_and_never_read(port: u16, token: &str, body: &Value) -> std::net::TcpStream {
+    use std::io::Write;
+    let text = body.to_string();
+    let mut head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nAuthorization: Bearer {token}\r\n\
+         Content-Length: {}\r\n",
+        text.len()
+    );
+    for (k, v) in standard_headers(body) {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    let mut socket = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    socket.write_all(head.as_bytes()).unwrap();
+    socket.write_all(text.as_bytes()).unwrap();
+    socket
+}
+
+#[tokio::test]
+async fn a_second_round_whose_answer_was_lost_in_a_crash_gets_its_ticket_after_the_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = tickets_server(dir.path(), &[]);
+    let state = round1(&server.url, SAM, 1).await;
+    let round2_body = request(
+        2,
+        "tools/call",
+        json!({"name": "open_ticket", "arguments": {"host": HOST, "summary": SUMMARY},
+               "inputResponses": {"confirm": {"action": "accept", "content": {"priority": "P1"}}},
+               "requestState": state}),
+    );
+    // The server writes the ticket, logs the call, and dies before anyone reads the answer.
+    let unread = post_and_never_read(server.port(), SAM, &round2_body);
+    assert!(
+        server.wait_calls("open_ticket", 2).await,
+        "round 2 was not served: {:?}",
+        server.stderr()
+    );
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    drop(unread);
+
+    // Restarted on the same store (and the key file beside it), the same round 2 again.
+    let restarted = tickets_server(dir.path(), &[]);
+    assert_eq!(
+        ticket_total(&restarted.url).await,
+        1,
+        "the ticket was written"
+    );
+    let again = post(&restarted.url, Some(SAM), &round2_body).await;
+    let ticket = assert_opened(&again, 2);
+    assert_eq!(ticket["id"], "INC-4100");
+    assert_eq!(ticket["priority"], "P1");
+    assert_eq!(ticket_total(&restarted.url).await, 1, "no second ticket");
+    assert!(
+        restarted
+            .records()
+            .iter()
+            .any(|r| r["event"] == "confirmation_answered_again" && r["ticket"] == "INC-4100"),
+        "{:?}",
+        restarted.stderr()
+    );
+    // Another user with a valid role still cannot present it.
+    let r = post(&restarted.url, Some(JUN), &round2_body).await;
+    assert_eq!(r.error_code(2), -32602, "{}", r.text);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1319,10 +1405,16 @@ async fn behind_nginx_round_robin_one_confirmation_opens_one_ticket() {
     assert_eq!(ticket["id"], "INC-4100");
     assert_eq!(ticket["priority"], "P1");
 
-    // The same answer again, on the instance that asked: refused.
-    assert_already_used(&round2(&instances[first].url, SAM, 3, &state).await, 3);
-    // And through the proxy, wherever it lands.
-    assert_already_used(&round2(&proxy.url, SAM, 4, &state).await, 4);
+    // The same answer again, on the instance that asked: the same ticket.
+    let again = round2(&instances[first].url, SAM, 3, &state).await;
+    assert_eq!(assert_opened(&again, 3)["id"], "INC-4100");
+    // Through the proxy, wherever it lands: the same answer gets the same ticket, another
+    // answer is refused.
+    assert_eq!(
+        assert_opened(&round2(&proxy.url, SAM, 4, &state).await, 4)["id"],
+        "INC-4100"
+    );
+    assert_already_used(&round2_p3(&proxy.url, SAM, 6, &state).await, 6);
     assert_eq!(ticket_total(&proxy.url).await, 1);
     assert_eq!(ticket_total(&a.url).await, 1);
 

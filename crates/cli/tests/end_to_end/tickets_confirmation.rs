@@ -184,7 +184,7 @@ async fn ticket_count(client: &RunningService<RoleClient, Client>) -> i64 {
 }
 
 #[tokio::test]
-async fn an_honest_confirmation_opens_one_ticket_and_its_replay_opens_nothing() {
+async fn an_honest_confirmation_opens_one_ticket_and_the_same_answer_again_gets_it_back() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("tickets.db");
     let client = modern_client(&db, "usr-sam").await;
@@ -203,16 +203,28 @@ async fn an_honest_confirmation_opens_one_ticket_and_its_replay_opens_nothing() 
             .starts_with("Open an incident ticket for jump-prod-02?")
     );
 
-    let round2 = answered(params, &accept("P1"), &state);
+    let round2 = answered(params.clone(), &accept("P1"), &state);
     let opened = complete(client.call_tool_once(round2.clone()).await);
     assert_eq!(opened.is_error, Some(false));
     let ticket = opened.structured_content.unwrap();
     assert_eq!(ticket["id"], "INC-4100");
     assert_eq!(ticket["priority"], "P1");
 
-    let replay = complete(client.call_tool_once(round2).await);
-    assert_eq!(replay.is_error, Some(true));
-    assert!(text(&replay).contains("already used"), "{}", text(&replay));
+    // The same round 2 again, as a client sends it when the answer was lost: the ticket
+    // it already opened, and no second one.
+    let again = complete(client.call_tool_once(round2).await);
+    assert_eq!(again.is_error, Some(false), "{}", text(&again));
+    assert_eq!(again.structured_content.unwrap(), ticket);
+    // The same state with any other answer is refused.
+    for other in [accept("P2"), ElicitResult::new(ElicitationAction::Decline)] {
+        let replay = complete(
+            client
+                .call_tool_once(answered(params.clone(), &other, &state))
+                .await,
+        );
+        assert_eq!(replay.is_error, Some(true));
+        assert!(text(&replay).contains("already used"), "{}", text(&replay));
+    }
     assert_eq!(ticket_count(&client).await, 1);
 
     // The next honest confirmation gets the next number.
@@ -296,7 +308,7 @@ async fn an_expired_state_is_refused() {
 }
 
 #[tokio::test]
-async fn a_restart_between_the_rounds_still_accepts_the_honest_answer_and_keeps_refusing_replays() {
+async fn a_restart_between_the_rounds_still_accepts_the_honest_answer_and_keeps_it_single_use() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("tickets.db");
     let params = open_ticket("jump-prod-02", "brute force");
@@ -314,14 +326,21 @@ async fn a_restart_between_the_rounds_still_accepts_the_honest_answer_and_keeps_
         );
     }
     let second = modern_client(&db, "usr-sam").await;
-    let round2 = answered(params, &accept("P1"), &state);
+    let round2 = answered(params.clone(), &accept("P1"), &state);
     let ok = complete(second.call_tool_once(round2.clone()).await);
     assert_eq!(ok.structured_content.unwrap()["id"], "INC-4100");
     second.cancel().await.unwrap();
 
-    // Single use holds across a restart too.
+    // Single use holds across a restart too: the same answer gets the same ticket, another
+    // answer nothing.
     let third = modern_client(&db, "usr-sam").await;
-    let replay = complete(third.call_tool_once(round2).await);
+    let again = complete(third.call_tool_once(round2).await);
+    assert_eq!(again.structured_content.unwrap()["id"], "INC-4100");
+    let replay = complete(
+        third
+            .call_tool_once(answered(params, &accept("P3"), &state))
+            .await,
+    );
     assert!(text(&replay).contains("already used"));
     assert_eq!(ticket_count(&third).await, 1);
 }
@@ -352,17 +371,24 @@ async fn decline_and_cancel_open_nothing() {
     ] {
         let params = open_ticket("jump-prod-02", "brute force");
         let (_, state) = round1(&client, params.clone()).await;
+        let round2 = answered(params.clone(), &ElicitResult::new(action), &state);
+        // Sent again (its answer lost), the same answer is answered as the first time.
+        for _ in 0..2 {
+            let r = complete(client.call_tool_once(round2.clone()).await);
+            assert_eq!(r.is_error, Some(true));
+            let t = text(&r);
+            assert!(
+                t.contains(said) && t.contains("no ticket was opened") && t.contains("Don't retry"),
+                "{t}"
+            );
+        }
+        // An accept with the state of a declined confirmation opens nothing.
         let r = complete(
             client
-                .call_tool_once(answered(params, &ElicitResult::new(action), &state))
+                .call_tool_once(answered(params, &accept("P1"), &state))
                 .await,
         );
-        assert_eq!(r.is_error, Some(true));
-        let t = text(&r);
-        assert!(
-            t.contains(said) && t.contains("no ticket was opened") && t.contains("Don't retry"),
-            "{t}"
-        );
+        assert!(text(&r).contains("already used"), "{}", text(&r));
     }
     // Accepting without a valid priority opens nothing either.
     let params = open_ticket("jump-prod-02", "brute force");
