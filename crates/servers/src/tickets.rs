@@ -92,7 +92,7 @@ pub fn default_db_path() -> PathBuf {
 }
 
 /// The sealing key: from [`ENV_KEY`], else a key file beside the store, created with mode
-/// 0600 on first start.
+/// 0600 on first start (its folder is the store's, 0700 when the store created it).
 pub fn load_key(db_path: &Path) -> anyhow::Result<Vec<u8>> {
     if let Ok(k) = std::env::var(ENV_KEY) {
         anyhow::ensure!(k.len() >= 32, "{ENV_KEY} must be at least 32 bytes long");
@@ -122,6 +122,19 @@ pub fn load_key(db_path: &Path) -> anyhow::Result<Vec<u8>> {
 
 fn write_private(path: &Path, text: &str) -> anyhow::Result<()> {
     use std::io::Write;
+    match create_private(path) {
+        Ok(Some(mut f)) => Ok(f.write_all(text.as_bytes())?),
+        Ok(None) => Ok(()),
+        Err(e) => Err(anyhow::anyhow!(
+            "cannot create the key file {}: {e}",
+            path.display()
+        )),
+    }
+}
+
+/// Create `path` readable and writable by this user only (0600); `None` when it exists
+/// already (another instance may have just made it), which is left as it is.
+fn create_private(path: &Path) -> std::io::Result<Option<std::fs::File>> {
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]
@@ -130,23 +143,38 @@ fn write_private(path: &Path, text: &str) -> anyhow::Result<()> {
         options.mode(0o600);
     }
     match options.open(path) {
-        Ok(mut f) => Ok(f.write_all(text.as_bytes())?),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(anyhow::anyhow!(
-            "cannot create the key file {}: {e}",
-            path.display()
-        )),
+        Ok(f) => Ok(Some(f)),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(None),
+        Err(e) => Err(e),
     }
 }
 
+/// Create a folder and any missing parents, each one usable by this user only (0700).
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir)
+}
+
 /// Open (or create) the ticket store: WAL, so several instances can share it.
+///
+/// Tickets name hosts and incidents, and the used confirmations sit beside them, so the
+/// store is private: a folder it creates is 0700, and the database file is created 0600
+/// before SQLite opens it, since SQLite gives its `-wal` and `-shm` files the database
+/// file's mode (a file that exists already keeps its mode).
 pub fn open_store(path: &Path) -> anyhow::Result<Connection> {
     if let Some(dir) = path.parent()
         && !dir.as_os_str().is_empty()
     {
-        std::fs::create_dir_all(dir)
+        create_private_dir(dir)
             .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
     }
+    create_private(path).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", path.display()))?;
     let db = Connection::open(path)
         .map_err(|e| anyhow::anyhow!("cannot open {}: {e}", path.display()))?;
     db.busy_timeout(Duration::from_secs(5))?;

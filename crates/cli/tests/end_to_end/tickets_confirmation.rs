@@ -650,3 +650,40 @@ async fn each_organization_lists_only_its_own_tickets() {
         vec![("INC-4101".to_owned(), "search-index-prod-01".to_owned())]
     );
 }
+
+#[cfg(unix)]
+#[tokio::test]
+async fn the_store_its_files_and_its_folder_are_the_users_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("gatehouse").join("store");
+    let db = store.join("tickets.db");
+    let client = modern_client(&db, "usr-sam").await;
+    let params = open_ticket("jump-prod-02", "brute force");
+    let (_, state) = round1(&client, params.clone()).await;
+    complete(
+        client
+            .call_tool_once(answered(params, &accept("P1"), &state))
+            .await,
+    );
+    // While the server runs, with a ticket written: the WAL files exist.
+    let mode = |p: &Path| {
+        std::fs::metadata(p)
+            .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    for folder in [dir.path().join("gatehouse"), store.clone()] {
+        assert_eq!(mode(&folder), 0o700, "{}", folder.display());
+    }
+    for file in [
+        "tickets.db",
+        "tickets.db-wal",
+        "tickets.db-shm",
+        "tickets.key",
+    ] {
+        assert_eq!(mode(&store.join(file)), 0o600, "{file}");
+    }
+    assert_eq!(ticket_count(&client).await, 1);
+}
