@@ -7,15 +7,22 @@
 //! `initialize` (`Mcp-Session-Id`, rmcp's `LocalSessionManager`), so servers can still send
 //! them requests such as `elicitation/create`. rmcp also checks `Host` (loopback names by
 //! default) and `Origin` (this server's own loopback origins by default) against DNS
-//! rebinding, with 403, and bounds the body it reads ([`MAX_REQUEST_BODY_BYTES`], 413).
+//! rebinding, with 403.
 //!
-//! Around it, two layers of ours:
+//! Around it, layers of ours:
 //!
+//! - **connections** ([`connections`]): our own accept loop serves at most
+//!   `--max-connections` at once and closes a connection that keeps the server waiting
+//!   (idle, headers too slow, answer unread); at the bound the longest-waiting connection
+//!   makes room, so slow or idle sockets never starve other clients.
 //! - **who is calling**: the bearer token is looked up in the tokens file
 //!   ([`crate::auth`]); a missing or unknown token gets 401 with `WWW-Authenticate`. The
 //!   token's caller is put in the HTTP request's extensions, which rmcp hands to the
 //!   handler inside `http::request::Parts`, where [`Caller::of_request`] finds it. A legacy
 //!   session belongs to the caller that opened it; another token cannot use it.
+//! - **the body**: an authenticated POST's body is read here, whole, within
+//!   `--body-timeout` (408 after) and [`MAX_REQUEST_BODY_BYTES`] (413 beyond, whether it
+//!   declares its length or comes chunked), before rmcp parses it.
 //! - **how long, and shutting down**: a POST may take [`REQUEST_TIMEOUT`], answer
 //!   included; SIGTERM or Ctrl-C stops accepting connections, lets the POSTs in flight
 //!   finish for up to [`SHUTDOWN_DRAIN`] (a second signal cuts that short), then closes
@@ -33,7 +40,7 @@ use std::{
 
 use axum::{
     Router,
-    body::{Body, HttpBody},
+    body::{Body, Bytes, HttpBody},
     extract::{Request, State},
     http::{HeaderValue, Method, StatusCode, header},
     middleware::{self, Next},
@@ -52,11 +59,18 @@ use crate::{
     common::{self, Caller},
 };
 
+pub mod connections;
+
+use connections::Connections;
+
 /// Where the MCP endpoint is served.
 pub const MCP_PATH: &str = "/mcp";
 /// The largest request body accepted (413 beyond it). MCP requests are small; tool
 /// arguments that need more are better sent as resources.
 pub const MAX_REQUEST_BODY_BYTES: usize = 1024 * 1024;
+/// The deepest nesting of arrays and objects a request body may have (400 beyond it):
+/// below serde_json's own limit of 128, so whatever passes here rmcp can parse.
+pub const MAX_JSON_DEPTH: usize = 100;
 /// The longest one POST may take, its streamed answer included: room for long calls that
 /// report progress (the testbed's longest `sleep` is 600 s). When it runs out the answer
 /// stream ends and the call is cancelled.
@@ -75,6 +89,32 @@ pub const MAX_SESSION_OWNERS: usize = 10_000;
 /// The session header of the legacy (handshake) revisions.
 const SESSION_HEADER: &str = "mcp-session-id";
 
+/// The bounds of an HTTP server, each with a flag of `gatehouse serve` (checked there).
+#[derive(Debug, Clone)]
+pub struct HttpLimits {
+    /// `--max-connections`: most connections open at once; `None` means
+    /// [`connections::DEFAULT_MAX_CONNECTIONS`], or fewer if the open-file limit says so.
+    pub max_connections: Option<usize>,
+    /// `--header-timeout`: how long a request's headers may take from their first byte.
+    pub header_timeout: Duration,
+    /// `--body-timeout`: how long a request's body may take after its headers.
+    pub body_timeout: Duration,
+    /// `--idle-timeout`: how long a connection may wait for a request, or leave its
+    /// answer unread.
+    pub idle_timeout: Duration,
+}
+
+impl Default for HttpLimits {
+    fn default() -> Self {
+        HttpLimits {
+            max_connections: None,
+            header_timeout: connections::HEADER_TIMEOUT,
+            body_timeout: connections::BODY_TIMEOUT,
+            idle_timeout: connections::IDLE_TIMEOUT,
+        }
+    }
+}
+
 /// How `gatehouse serve NAME --http ADDR` was asked to serve.
 #[derive(Debug, Clone)]
 pub struct HttpOptions {
@@ -90,6 +130,8 @@ pub struct HttpOptions {
     pub allowed_origins: Vec<String>,
     /// `Host` values accepted (`--allowed-host`); empty means loopback names only.
     pub allowed_hosts: Vec<String>,
+    /// Connections, times and sessions.
+    pub limits: HttpLimits,
 }
 
 /// How requests are authenticated.
@@ -152,6 +194,9 @@ pub async fn serve<S>(server: S, auth: Auth, options: &HttpOptions) -> anyhow::R
 where
     S: rmcp::ServerHandler + Clone + Send + Sync + 'static,
 {
+    let limits = &options.limits;
+    let max_connections =
+        connections::max_connections(limits.max_connections, connections::open_file_limit())?;
     let listener = tokio::net::TcpListener::bind(options.addr)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", options.addr))?;
@@ -180,6 +225,7 @@ where
     let tracker = Arc::new(Tracker::default());
     let gate = Arc::new(Gate {
         auth: auth.clone(),
+        body_timeout: limits.body_timeout,
         owners: Mutex::new(HashMap::new()),
     });
     let app = Router::new()
@@ -202,32 +248,41 @@ where
             std::env::var(common::ENV_TENANT).unwrap_or_default()
         ),
     }
+    eprintln!(
+        "bounds: {max_connections} connections; headers {} s, bodies {} s, idle {} s",
+        limits.header_timeout.as_secs(),
+        limits.body_timeout.as_secs(),
+        limits.idle_timeout.as_secs(),
+    );
     // Signals are ours before anyone learns the address, so a SIGTERM is always graceful.
     let mut signals = Signals::new()?;
     eprintln!("listening on http://{local}{MCP_PATH}");
 
     let stop_accepting = CancellationToken::new();
-    let serving = axum::serve(listener, app)
-        .with_graceful_shutdown(stop_accepting.clone().cancelled_owned())
-        .into_future();
-    let mut serving = tokio::spawn(serving);
-
-    tokio::select! {
-        ended = &mut serving => {
-            // The server stopped by itself: an accept error it could not get past.
-            return ended
-                .map_err(|e| anyhow::anyhow!("the HTTP server failed: {e}"))?
-                .map_err(|e| anyhow::anyhow!("the HTTP server failed: {e}"));
-        }
-        _ = signals.next() => {}
-    }
+    let connections = Arc::new(Connections::new(
+        max_connections,
+        connections::Timeouts {
+            header: limits.header_timeout,
+            idle: limits.idle_timeout,
+        },
+    ));
+    let accepting = tokio::spawn(connections::accept(
+        listener,
+        app,
+        connections.clone(),
+        stop_accepting.clone(),
+    ));
+    signals.next().await;
 
     let in_flight = tracker.count();
     eprintln!(
         "shutting down: no new connections; {in_flight} request(s) in flight get up to {} s to finish",
         SHUTDOWN_DRAIN.as_secs()
     );
+    // The listener is closed once the loop has seen this; connections finish their
+    // request in flight, then close.
     stop_accepting.cancel();
+    let _ = accepting.await;
     let mut counter = tracker.in_flight.subscribe();
     tokio::select! {
         drained = tokio::time::timeout(SHUTDOWN_DRAIN, counter.wait_for(|n| *n == 0)) => {
@@ -241,11 +296,14 @@ where
     }
     // Ends sessions, their notification streams and any answer stream still open.
     closing.cancel();
-    if tokio::time::timeout(SHUTDOWN_CLOSE, &mut serving)
+    if tokio::time::timeout(SHUTDOWN_CLOSE, connections.closed())
         .await
         .is_err()
     {
-        serving.abort();
+        eprintln!(
+            "shutting down: closing {} connection(s) still open",
+            connections.open()
+        );
     }
     eprintln!("stopped");
     Ok(())
@@ -387,9 +445,11 @@ fn timed_out_log() {
 // Who is calling.
 // ---------------------------------------------------------------------------------------
 
-/// The authentication layer's state: the tokens, and who opened each legacy session.
+/// The authentication layer's state: the tokens, how long a body may take, and who opened
+/// each legacy session.
 struct Gate {
     auth: Auth,
+    body_timeout: Duration,
     owners: Mutex<HashMap<String, (Caller, Instant)>>,
 }
 
@@ -462,42 +522,32 @@ impl Gate {
     }
 }
 
-/// Check the bearer token, attach its caller to the request, and keep legacy sessions to
-/// the caller that opened them. Bodies declared too large are refused before reading.
-async fn authenticate(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) -> Response {
+/// Check the bearer token, attach its caller to the request, keep legacy sessions to the
+/// caller that opened them, and read a POST's body within its bounds. Bodies declared too
+/// large are refused before reading, and nothing is read before the token is checked.
+async fn authenticate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
+    let started = tokio::time::Instant::now();
     let declared = request
         .headers()
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
-    let Auth::Tokens(tokens) = &gate.auth else {
-        if declared.is_some_and(|n| n > MAX_REQUEST_BODY_BYTES as u64) {
-            return too_large();
-        }
-        return next.run(request).await;
-    };
-    let caller = match request.headers().get(header::AUTHORIZATION) {
-        None => {
-            refused_log("missing");
-            return unauthorized(None);
-        }
-        Some(value) => match value.to_str().ok().and_then(auth::bearer_token) {
-            None => {
-                refused_log("malformed");
-                return unauthorized(Some("invalid_token"));
-            }
-            Some(token) => match tokens.caller_for(token) {
-                None => {
-                    refused_log("unknown");
-                    return unauthorized(Some("invalid_token"));
-                }
-                Some(caller) => caller,
-            },
+    let caller = match &gate.auth {
+        Auth::Off => None,
+        Auth::Tokens(tokens) => match caller_of(tokens, &request) {
+            Ok(caller) => Some(caller),
+            Err(refusal) => return refusal.response(),
         },
     };
     if declared.is_some_and(|n| n > MAX_REQUEST_BODY_BYTES as u64) {
         return too_large();
     }
+    let Some(caller) = caller else {
+        return match read_post(request, started + gate.body_timeout, &gate).await {
+            Ok(request) => next.run(request).await,
+            Err(refusal) => refusal,
+        };
+    };
     let session = request
         .headers()
         .get(SESSION_HEADER)
@@ -509,6 +559,10 @@ async fn authenticate(State(gate): State<Arc<Gate>>, mut request: Request, next:
         return session_not_found();
     }
     let deleting = request.method() == Method::DELETE;
+    let mut request = match read_post(request, started + gate.body_timeout, &gate).await {
+        Ok(request) => request,
+        Err(refusal) => return refusal,
+    };
     request.extensions_mut().insert(caller.clone());
     let response = next.run(request).await;
     match (&session, response.headers().get(SESSION_HEADER)) {
@@ -523,10 +577,173 @@ async fn authenticate(State(gate): State<Arc<Gate>>, mut request: Request, next:
     response
 }
 
+/// Why a request gets 401: the reason logged, and the `error` its challenge names.
+struct Unauthorized {
+    reason: &'static str,
+    error: Option<&'static str>,
+}
+
+impl Unauthorized {
+    fn response(self) -> Response {
+        refused_log(self.reason);
+        unauthorized(self.error)
+    }
+}
+
+/// The caller a request's bearer token stands for, or why it has none.
+fn caller_of(tokens: &Tokens, request: &Request) -> Result<Caller, Unauthorized> {
+    let refused = |reason, error| Unauthorized { reason, error };
+    let Some(value) = request.headers().get(header::AUTHORIZATION) else {
+        return Err(refused("missing", None));
+    };
+    let Some(token) = value.to_str().ok().and_then(auth::bearer_token) else {
+        return Err(refused("malformed", Some("invalid_token")));
+    };
+    tokens
+        .caller_for(token)
+        .ok_or_else(|| refused("unknown", Some("invalid_token")))
+}
+
+/// A POST with its body read whole (by `deadline`, at most [`MAX_REQUEST_BODY_BYTES`]) and
+/// checked to be JSON; other methods as they are (rmcp reads no body for them).
+async fn read_post(
+    request: Request,
+    deadline: tokio::time::Instant,
+    gate: &Gate,
+) -> Result<Request, Response> {
+    if request.method() != Method::POST {
+        return Ok(request);
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = read_body(body, deadline).await.map_err(|refusal| {
+        body_refused_log(refusal);
+        match refusal {
+            BodyRefusal::TooLarge => too_large(),
+            BodyRefusal::TooSlow => too_slow(gate.body_timeout),
+            BodyRefusal::Broken => (
+                StatusCode::BAD_REQUEST,
+                [(header::CONNECTION, "close")],
+                "Bad Request: the request body could not be read",
+            )
+                .into_response(),
+        }
+    })?;
+    if nests_deeper_than(&bytes, MAX_JSON_DEPTH) {
+        return Err(parse_error(format!(
+            "the body nests deeper than {MAX_JSON_DEPTH} levels"
+        )));
+    }
+    if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
+        return Err(parse_error(e.to_string()));
+    }
+    Ok(Request::from_parts(parts, Body::from(bytes)))
+}
+
+/// Whether JSON text opens more than `max` arrays or objects inside one another. One pass
+/// over the bytes, nothing allocated; brackets inside strings do not count. Malformed text
+/// is left to the parser.
+fn nests_deeper_than(text: &[u8], max: usize) -> bool {
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for &b in text {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > max {
+                    return true;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    false
+}
+
+/// 400 with JSON-RPC's parse error, for a body that is not JSON at all or nests too deep:
+/// a clearer answer than rmcp's 415, and nothing of the body is kept.
+fn parse_error(why: String) -> Response {
+    let body = json!({"jsonrpc": "2.0", "id": null,
+                      "error": {"code": -32700, "message": format!("Parse error: {why}")}});
+    (
+        StatusCode::BAD_REQUEST,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+/// Why a body was not read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BodyRefusal {
+    /// More than [`MAX_REQUEST_BODY_BYTES`], declared or not.
+    TooLarge,
+    /// Not all there by the deadline.
+    TooSlow,
+    /// The client broke it off or sent it malformed (a bad chunk, a short body).
+    Broken,
+}
+
+/// Read a whole body, chunk by chunk, never holding more than [`MAX_REQUEST_BODY_BYTES`].
+async fn read_body(body: Body, deadline: tokio::time::Instant) -> Result<Bytes, BodyRefusal> {
+    let hint = usize::try_from(body.size_hint().lower()).unwrap_or(usize::MAX);
+    let mut collected = Vec::with_capacity(hint.min(MAX_REQUEST_BODY_BYTES));
+    let mut chunks = body.into_data_stream();
+    loop {
+        let next = tokio::time::timeout_at(deadline, chunks.next())
+            .await
+            .map_err(|_| BodyRefusal::TooSlow)?;
+        match next {
+            None => return Ok(Bytes::from(collected)),
+            Some(Err(_)) => return Err(BodyRefusal::Broken),
+            Some(Ok(chunk)) => {
+                if chunk.len() > MAX_REQUEST_BODY_BYTES - collected.len() {
+                    return Err(BodyRefusal::TooLarge);
+                }
+                collected.extend_from_slice(&chunk);
+            }
+        }
+    }
+}
+
+fn body_refused_log(refusal: BodyRefusal) {
+    common::log_line(json!({
+        "ts": common::timestamp(), "event": "http_body_refused",
+        "reason": match refusal {
+            BodyRefusal::TooLarge => "too_large",
+            BodyRefusal::TooSlow => "too_slow",
+            BodyRefusal::Broken => "broken",
+        },
+    }));
+}
+
 fn too_large() -> Response {
+    // The rest of the body is not read: the connection closes after the answer.
     (
         StatusCode::PAYLOAD_TOO_LARGE,
+        [(header::CONNECTION, "close")],
         format!("Payload Too Large: request body exceeds {MAX_REQUEST_BODY_BYTES} bytes"),
+    )
+        .into_response()
+}
+
+fn too_slow(limit: Duration) -> Response {
+    (
+        StatusCode::REQUEST_TIMEOUT,
+        [(header::CONNECTION, "close")],
+        format!(
+            "Request Timeout: the request body took longer than {} s",
+            limit.as_secs()
+        ),
     )
         .into_response()
 }
@@ -542,6 +759,7 @@ mod tests {
             no_auth,
             allowed_origins: vec![],
             allowed_hosts: vec![],
+            limits: HttpLimits::default(),
         }
     }
 
@@ -560,6 +778,23 @@ mod tests {
     }
 
     #[test]
+    fn nesting_is_counted_outside_strings_only() {
+        assert!(!nests_deeper_than(br#"{"a":[1,{"b":[]}]}"#, 4));
+        assert!(nests_deeper_than(br#"{"a":[1,{"b":[]}]}"#, 3));
+        assert!(!nests_deeper_than(br#"{"a":"[[[[{{{{\"[[["}"#, 1));
+        let deep = "[".repeat(100_000);
+        assert!(nests_deeper_than(deep.as_bytes(), MAX_JSON_DEPTH));
+        let fits = format!(
+            "{}{}",
+            "[".repeat(MAX_JSON_DEPTH),
+            "]".repeat(MAX_JSON_DEPTH)
+        );
+        assert!(!nests_deeper_than(fits.as_bytes(), MAX_JSON_DEPTH));
+        // What passes is what serde_json (and so rmcp) can parse.
+        assert!(serde_json::from_str::<serde_json::Value>(&fits).is_ok());
+    }
+
+    #[test]
     fn default_origins_are_this_servers_own() {
         let o = default_origins("127.0.0.1:4123".parse().unwrap());
         assert!(o.contains(&"http://127.0.0.1:4123".to_owned()));
@@ -571,6 +806,7 @@ mod tests {
     fn a_session_belongs_to_the_caller_that_opened_it() {
         let gate = Gate {
             auth: Auth::Off,
+            body_timeout: connections::BODY_TIMEOUT,
             owners: Mutex::new(HashMap::new()),
         };
         let sam = Caller {

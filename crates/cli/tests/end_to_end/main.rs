@@ -13,6 +13,7 @@ mod calls_that_go_wrong;
 mod conformance;
 mod execution;
 mod host_decisions;
+mod http_abuse;
 mod http_host;
 mod http_servers;
 mod interop_foreign_clients;

@@ -40,6 +40,7 @@ async fn main() -> anyhow::Result<()> {
         no_auth: true,
         allowed_origins: vec![],
         allowed_hosts: vec![],
+        limits: http::HttpLimits::default(),
     };
     http::serve(Fixture::new(), Auth::Off, &options).await
 }

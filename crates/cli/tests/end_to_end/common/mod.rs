@@ -2,6 +2,8 @@
 //! server processes, and read what it printed.
 #![allow(dead_code)]
 
+pub mod http_server;
+
 use std::{
     path::{Path, PathBuf},
     process::{Command, Output, Stdio},

@@ -1,0 +1,372 @@
+//! The HTTP servers under abuse, on loopback: sockets that send half a header or nothing,
+//! more idle connections than the server may hold (under `ulimit -n 128`), every
+//! connection busy, bodies too large, too slow or too deep, and many legacy sessions. Each
+//! test checks that another client is served meanwhile; each is bounded in connections and
+//! time (small limits through the servers' flags) and stops by itself.
+
+use crate::common::http_server::*;
+
+use std::{
+    io::{ErrorKind, Read, Write},
+    net::TcpStream,
+    time::{Duration, Instant},
+};
+
+use serde_json::{Value, json};
+
+/// Longest any raw socket here waits for the server.
+const SOCKET_WAIT: Duration = Duration::from_secs(15);
+
+fn connect(port: u16) -> TcpStream {
+    let socket = TcpStream::connect(("127.0.0.1", port)).expect("the server accepts");
+    socket.set_read_timeout(Some(SOCKET_WAIT)).unwrap();
+    socket
+}
+
+/// Read until the server closes the socket; how long that took from `since`, and what it
+/// sent first. `None` if it stayed open for [`SOCKET_WAIT`].
+fn closed_after(mut socket: TcpStream, since: Instant) -> (Option<Duration>, String) {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match socket.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                return (None, String::from_utf8_lossy(&got).into_owned());
+            }
+            // A reset is a close too.
+            Err(_) => break,
+        }
+    }
+    (
+        Some(since.elapsed()),
+        String::from_utf8_lossy(&got).into_owned(),
+    )
+}
+
+/// Whether the server has closed this socket (without waiting).
+fn is_closed(socket: &TcpStream) -> bool {
+    socket.set_nonblocking(true).unwrap();
+    let mut buf = [0u8; 256];
+    let closed = match (&*socket).read(&mut buf) {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(e) if e.kind() == ErrorKind::WouldBlock => false,
+        Err(_) => true,
+    };
+    socket.set_nonblocking(false).unwrap();
+    closed
+}
+
+/// The head of a POST to /mcp with Sam's token, the standard headers for `body`, and
+/// these framing headers.
+fn post_head(port: u16, body: &Value, framing: &str) -> String {
+    let mut head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nAuthorization: Bearer {SAM}\r\n{framing}"
+    );
+    for (k, v) in standard_headers(body) {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    head
+}
+
+/// An echo call by Sam: the server still answers other clients.
+async fn served(url: &str, id: i64) {
+    let call = call_tool(url, SAM, id, "echo", json!({"text": "still here"}));
+    let answer = tokio::time::timeout(Duration::from_secs(10), call)
+        .await
+        .unwrap_or_else(|_| panic!("call {id}: no answer within 10 s"));
+    assert_eq!(answer.status, 200, "call {id}: {}", answer.text);
+    assert_eq!(
+        answer.result(id)["structuredContent"]["text"],
+        "still here",
+        "call {id}"
+    );
+}
+
+fn testbed(extra: &[&str]) -> (tempfile::TempDir, Served) {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = tokens_file(dir.path());
+    let mut args = vec!["--tokens", tokens.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let server = serve("testbed", &args, &[]);
+    (dir, server)
+}
+
+/// What a `sleep` call started with [`sleeping`] says it slept.
+async fn slept(response: reqwest::Response) -> f64 {
+    let messages = rest_of(response).await;
+    messages
+        .iter()
+        .find_map(|m| m["result"]["structuredContent"]["slept"].as_f64())
+        .unwrap_or_else(|| panic!("the call was cut: {messages:?}"))
+}
+
+// ---------------------------------------------------------------------------------------
+// Slow and idle sockets.
+// ---------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn slow_headers_silent_sockets_and_idle_keep_alive_are_closed_in_time_while_others_are_served()
+ {
+    let (_dir, server) = testbed(&["--header-timeout", "1", "--idle-timeout", "2"]);
+    let port = server.port();
+
+    // Connects and sends nothing.
+    let silent = connect(port);
+    let silent_since = Instant::now();
+    // Half a header, then silence.
+    let mut slow = connect(port);
+    slow.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Ty")
+        .unwrap();
+    let slow_since = Instant::now();
+    // One whole request, answered, then nothing: an idle keep-alive connection.
+    let mut kept = connect(port);
+    kept.write_all(format!("GET /elsewhere HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n").as_bytes())
+        .unwrap();
+    let mut head = [0u8; 12];
+    kept.read_exact(&mut head).unwrap();
+    assert!(head.starts_with(b"HTTP/1.1 "), "{head:?}");
+    let kept_since = Instant::now();
+
+    let watchers = [
+        (silent, silent_since),
+        (slow, slow_since),
+        (kept, kept_since),
+    ]
+    .map(|(socket, since)| std::thread::spawn(move || closed_after(socket, since)));
+
+    // Meanwhile a normal client is answered, and a call longer than both limits
+    // (nothing is sent for 3 s) is not cut.
+    for id in 1..=4 {
+        served(&server.url, id).await;
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let long = call_tool(
+        &server.url,
+        SAM,
+        9,
+        "sleep",
+        json!({"seconds": 3, "quiet": true}),
+    )
+    .await;
+    assert_eq!(
+        long.result(9)["structuredContent"]["slept"],
+        3.0,
+        "{}",
+        long.text
+    );
+
+    let [silent, slow, kept] = watchers.map(|w| w.join().unwrap());
+    let (slow, _) = slow;
+    let (silent, _) = silent;
+    let (kept, _) = kept;
+    eprintln!(
+        "closed after: half a header {slow:?}, nothing sent {silent:?}, idle keep-alive {kept:?}"
+    );
+    let within = |got: Option<Duration>, limit: f64, what: &str| {
+        let got = got.unwrap_or_else(|| panic!("{what}: still open after {SOCKET_WAIT:?}"));
+        let secs = got.as_secs_f64();
+        assert!(
+            secs >= limit - 0.1 && secs < limit + 1.5,
+            "{what}: closed after {secs:.2} s, the limit is {limit} s"
+        );
+    };
+    within(slow, 1.0, "half a header");
+    within(silent, 2.0, "a socket that sent nothing");
+    within(kept, 2.0, "an idle keep-alive connection");
+    served(&server.url, 10).await;
+}
+
+#[tokio::test]
+async fn many_idle_connections_past_the_bound_under_a_low_open_file_limit_leave_the_server_reachable()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = tokens_file(dir.path());
+    let mut server =
+        serve_with_open_files(128, "testbed", &["--tokens", tokens.to_str().unwrap()], &[]);
+    let bound = 128 - gatehouse_servers::http::connections::FD_HEADROOM;
+    assert!(
+        server
+            .stderr()
+            .iter()
+            .any(|l| l.starts_with(&format!("bounds: {bound} connections"))),
+        "{:?}",
+        server.stderr()
+    );
+    let port = server.port();
+    let started = Instant::now();
+    let idle: Vec<TcpStream> = (0..200).map(|_| connect(port)).collect();
+
+    // Past the open-file limit itself: every new client is still answered.
+    for id in 1..=8 {
+        served(&server.url, id).await;
+    }
+    eprintln!(
+        "200 idle connections and 8 calls in {:.2} s",
+        started.elapsed().as_secs_f64()
+    );
+    // The server keeps no more than its bound: the longest-waiting made room.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut closed = idle.iter().filter(|s| is_closed(s)).count();
+    while closed < 200 - bound && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        closed = idle.iter().filter(|s| is_closed(s)).count();
+    }
+    assert!(
+        closed >= 200 - bound,
+        "only {closed} of 200 idle connections were closed"
+    );
+    // The oldest went first: the last ones connected are still open.
+    assert!(
+        !is_closed(idle.last().unwrap()),
+        "the newest idle connection was closed"
+    );
+    assert!(server.running(), "{:?}", server.stderr());
+    let evicted: u64 = server
+        .records()
+        .iter()
+        .filter(|r| r["event"] == "http_connection_closed" && r["reason"] == "evicted")
+        .filter_map(|r| r["count"].as_u64())
+        .sum();
+    assert!(evicted >= 1, "no eviction logged: {:?}", server.stderr());
+}
+
+#[tokio::test]
+async fn when_every_connection_is_busy_a_newcomer_gets_503_and_an_idle_one_makes_room() {
+    let (_dir, server) = testbed(&["--max-connections", "2"]);
+    let port = server.port();
+
+    // One idle connection and one busy call: a newcomer takes the idle one's place.
+    let idle = connect(port);
+    let first = sleeping(&server.url, 1, 3).await;
+    served(&server.url, 2).await;
+    let (closed, _) = closed_after(idle, Instant::now());
+    assert!(closed.is_some(), "the idle connection was not closed");
+
+    // Two busy calls: a newcomer is turned away at once, with 503.
+    let second = sleeping(&server.url, 3, 3).await;
+    let refused_at = Instant::now();
+    let (closed, answer) = closed_after(connect(port), refused_at);
+    assert!(
+        answer.starts_with("HTTP/1.1 503 Service Unavailable"),
+        "{answer:?}"
+    );
+    assert!(
+        closed.is_some_and(|d| d < Duration::from_secs(2)),
+        "{closed:?}"
+    );
+
+    // The busy calls are not cut, and once they end, newcomers are served again.
+    assert_eq!(slept(first).await, 3.0);
+    assert_eq!(slept(second).await, 3.0);
+    served(&server.url, 4).await;
+}
+
+// ---------------------------------------------------------------------------------------
+// Bodies.
+// ---------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn bodies_too_large_too_slow_or_too_deep_get_a_clear_4xx_and_others_are_served() {
+    let (_dir, mut server) = testbed(&["--body-timeout", "1"]);
+    let port = server.port();
+    let max = gatehouse_servers::http::MAX_REQUEST_BODY_BYTES;
+    served(&server.url, 1).await;
+    let rss_before = server.rss_kib();
+    let call = request(
+        2,
+        "tools/call",
+        json!({"name": "echo", "arguments": {"text": "x"}}),
+    );
+
+    // Declared too large: refused before the body is read.
+    let mut declared = connect(port);
+    declared
+        .write_all(post_head(port, &call, &format!("Content-Length: {}\r\n", 2 * max)).as_bytes())
+        .unwrap();
+    let (_, answer) = closed_after(declared, Instant::now());
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer:?}");
+
+    // Chunked, without a length, past the bound: 413 too, without holding it all.
+    let mut chunked = connect(port);
+    chunked
+        .write_all(post_head(port, &call, "Transfer-Encoding: chunked\r\n").as_bytes())
+        .unwrap();
+    let chunk = vec![b' '; 64 * 1024];
+    for _ in 0..(3 * max / chunk.len()) {
+        let framed = [format!("{:x}\r\n", chunk.len()).as_bytes(), &chunk, b"\r\n"].concat();
+        if chunked.write_all(&framed).is_err() {
+            break; // the server has answered and closed
+        }
+    }
+    let (_, answer) = closed_after(chunked, Instant::now());
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer:?}");
+    served(&server.url, 3).await;
+
+    // A body that trickles in: 408 once the body time limit has passed.
+    let text = call.to_string();
+    let mut slow = connect(port);
+    slow.write_all(
+        post_head(port, &call, &format!("Content-Length: {}\r\n", text.len())).as_bytes(),
+    )
+    .unwrap();
+    slow.write_all(&text.as_bytes()[..10]).unwrap();
+    let slow_since = Instant::now();
+    let trickle = {
+        let mut socket = slow.try_clone().unwrap();
+        let rest = text.as_bytes()[10..].to_vec();
+        std::thread::spawn(move || {
+            for byte in rest {
+                std::thread::sleep(Duration::from_millis(300));
+                if socket.write_all(&[byte]).is_err() {
+                    break;
+                }
+            }
+        })
+    };
+    let (closed, answer) = closed_after(slow, slow_since);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer:?}");
+    let closed = closed.expect("closed after its 408");
+    eprintln!(
+        "a trickled body was refused after {:.2} s",
+        closed.as_secs_f64()
+    );
+    assert!(closed >= Duration::from_millis(900) && closed < Duration::from_secs(3));
+    served(&server.url, 4).await;
+
+    // 100,000 nested arrays: a JSON-RPC parse error, not a crash or a stack overflow.
+    let deep = format!(
+        r#"{{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{{"name":"echo","arguments":{{"text":{}}}}}}}"#,
+        "[".repeat(100_000)
+    );
+    let r = post_raw(&server.url, Some(SAM), &standard_headers(&call), deep).await;
+    assert_eq!(r.status, 400, "{}", &r.text[..r.text.len().min(300)]);
+    assert_eq!(r.messages[0]["error"]["code"], -32700, "{}", r.text);
+    assert!(r.text.contains("nests deeper than"), "{}", r.text);
+    // Malformed JSON too.
+    let r = post_raw(
+        &server.url,
+        Some(SAM),
+        &standard_headers(&call),
+        "{\"jsonrpc\":".into(),
+    )
+    .await;
+    assert_eq!(
+        (r.status, r.messages[0]["error"]["code"].clone()),
+        (400, json!(-32700))
+    );
+    served(&server.url, 6).await;
+
+    trickle.join().unwrap();
+    let rss_after = server.rss_kib();
+    eprintln!("RSS: {rss_before} KiB before the bodies, {rss_after} KiB after");
+    assert!(
+        rss_after < rss_before + 20 * 1024,
+        "RSS grew from {rss_before} to {rss_after} KiB"
+    );
+    assert!(server.running());
+}
