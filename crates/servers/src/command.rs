@@ -7,7 +7,7 @@ use std::{path::PathBuf, time::Duration};
 
 use clap::Args;
 
-use crate::http::connections;
+use crate::http::{connections, sessions};
 
 /// Which server to run, and how.
 #[derive(Args, Debug, Clone)]
@@ -64,6 +64,21 @@ pub struct ServeArgs {
           default_value_t = connections::IDLE_TIMEOUT.as_secs(),
           value_parser = clap::value_parser!(u64).range(1..=connections::MAX_IDLE_TIMEOUT_SECS))]
     pub idle_timeout: u64,
+    /// Most legacy (initialize) sessions the server holds; past it a new one gets 503.
+    #[arg(long, value_name = "N", requires = "http",
+          default_value_t = sessions::MAX_SESSIONS as u64,
+          value_parser = clap::value_parser!(u64).range(1..=sessions::MAX_SESSIONS_LIMIT as u64))]
+    pub max_sessions: u64,
+    /// Most legacy sessions one caller (user and organization) holds; past it 429.
+    #[arg(long, value_name = "N", requires = "http",
+          default_value_t = sessions::MAX_SESSIONS_PER_CALLER as u64,
+          value_parser = clap::value_parser!(u64).range(1..=sessions::MAX_SESSIONS_LIMIT as u64))]
+    pub max_sessions_per_caller: u64,
+    /// Seconds a legacy session may go unused before it is ended.
+    #[arg(long, value_name = "SECS", requires = "http",
+          default_value_t = sessions::SESSION_IDLE.as_secs(),
+          value_parser = clap::value_parser!(u64).range(1..=sessions::MAX_SESSION_IDLE_SECS))]
+    pub session_idle: u64,
 }
 
 impl ServeArgs {
@@ -77,6 +92,11 @@ impl ServeArgs {
             header_timeout: Duration::from_secs(self.header_timeout),
             body_timeout: Duration::from_secs(self.body_timeout),
             idle_timeout: Duration::from_secs(self.idle_timeout),
+            sessions: sessions::SessionLimits {
+                total: usize::try_from(self.max_sessions).unwrap_or(usize::MAX),
+                per_caller: usize::try_from(self.max_sessions_per_caller).unwrap_or(usize::MAX),
+                idle: Duration::from_secs(self.session_idle),
+            },
         }
     }
 }

@@ -4,8 +4,9 @@
 //! rmcp's `StreamableHttpService` speaks the protocol: clients on 2026-07-28 are served
 //! statelessly, one POST per request, with `MCP-Protocol-Version`, `Mcp-Method` and
 //! `Mcp-Name` checked against the body (400, -32020); older clients get a session after
-//! `initialize` (`Mcp-Session-Id`, rmcp's `LocalSessionManager`), so servers can still send
-//! them requests such as `elicitation/create`. rmcp also checks `Host` (loopback names by
+//! `initialize` (`Mcp-Session-Id`, rmcp's `LocalSessionManager` inside our
+//! [`sessions::BoundedSessions`]), so servers can still send them requests such as
+//! `elicitation/create`. rmcp also checks `Host` (loopback names by
 //! default) and `Origin` (this server's own loopback origins by default) against DNS
 //! rebinding, with 403.
 //!
@@ -20,6 +21,10 @@
 //!   token's caller is put in the HTTP request's extensions, which rmcp hands to the
 //!   handler inside `http::request::Parts`, where [`Caller::of_request`] finds it. A legacy
 //!   session belongs to the caller that opened it; another token cannot use it.
+//! - **sessions** ([`sessions`]): an `initialize` opens a session only within
+//!   `--max-sessions-per-caller` (429 past it) and `--max-sessions` (503), never pushing
+//!   out a live one, and on the servers that check membership only for a member (403,
+//!   -32003); a session unused for `--session-idle` ends and gives its place back.
 //! - **the body**: an authenticated POST's body is read here, whole, within
 //!   `--body-timeout` (408 after) and [`MAX_REQUEST_BODY_BYTES`] (413 beyond, whether it
 //!   declares its length or comes chunked), before rmcp parses it.
@@ -29,13 +34,12 @@
 //!   what is left (sessions' notification streams) and returns.
 
 use std::{
-    collections::HashMap,
     net::SocketAddr,
     path::PathBuf,
     pin::Pin,
-    sync::{Arc, Mutex},
+    sync::Arc,
     task::{Context, Poll},
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use axum::{
@@ -47,21 +51,23 @@ use axum::{
     response::{IntoResponse, Response},
 };
 use futures::{Stream, StreamExt};
-use rmcp::transport::streamable_http_server::{
-    StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
-};
-use serde_json::json;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use serde::Deserialize;
+use serde_json::{Value, json};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
     auth::{self, Tokens},
     common::{self, Caller},
+    membership::{self, Memberships},
 };
 
 pub mod connections;
+pub mod sessions;
 
-use connections::Connections;
+use connections::{Connections, ThrottledLog};
+use sessions::{BoundedSessions, Refused, SessionLimits, Sessions};
 
 /// Where the MCP endpoint is served.
 pub const MCP_PATH: &str = "/mcp";
@@ -81,11 +87,9 @@ pub const SHUTDOWN_DRAIN: Duration = Duration::from_secs(30);
 pub const SHUTDOWN_CLOSE: Duration = Duration::from_secs(2);
 /// The realm named in `WWW-Authenticate`.
 pub const AUTH_REALM: &str = "gatehouse";
-/// A legacy session unused this long is forgotten by the owner check (rmcp closes idle
-/// sessions after 5 minutes); a request naming it then gets 404 and starts a new one.
-pub const SESSION_OWNER_IDLE: Duration = Duration::from_secs(60 * 60);
-/// Most legacy sessions whose owners are remembered; the least recently used goes first.
-pub const MAX_SESSION_OWNERS: usize = 10_000;
+/// The JSON-RPC error code of a refused `initialize` when a session bound is reached (429
+/// for the caller's, 503 for the server's); `data.reason` says which.
+pub const SESSION_LIMIT_CODE: i32 = -32004;
 /// The session header of the legacy (handshake) revisions.
 const SESSION_HEADER: &str = "mcp-session-id";
 
@@ -102,6 +106,8 @@ pub struct HttpLimits {
     /// `--idle-timeout`: how long a connection may wait for a request, or leave its
     /// answer unread.
     pub idle_timeout: Duration,
+    /// `--max-sessions`, `--max-sessions-per-caller`, `--session-idle`: legacy sessions.
+    pub sessions: SessionLimits,
 }
 
 impl Default for HttpLimits {
@@ -111,8 +117,20 @@ impl Default for HttpLimits {
             header_timeout: connections::HEADER_TIMEOUT,
             body_timeout: connections::BODY_TIMEOUT,
             idle_timeout: connections::IDLE_TIMEOUT,
+            sessions: SessionLimits::default(),
         }
     }
+}
+
+/// Who may open a legacy session, beyond holding a valid token.
+#[derive(Debug, Clone, Copy)]
+pub enum SessionAccess {
+    /// Any caller: servers that check no membership (cmdb, orders, testbed).
+    AnyCaller,
+    /// Only a member of the organization it acts in: servers that check membership on
+    /// every call (support, tickets). A session would be of no use to anyone else, and
+    /// costs memory; they get 403 with JSON-RPC -32003 instead.
+    Members(&'static Memberships),
 }
 
 /// How `gatehouse serve NAME --http ADDR` was asked to serve.
@@ -190,7 +208,13 @@ fn default_origins(addr: SocketAddr) -> Vec<String> {
 }
 
 /// Serve `server` over Streamable HTTP until SIGTERM or Ctrl-C, then drain and return.
-pub async fn serve<S>(server: S, auth: Auth, options: &HttpOptions) -> anyhow::Result<()>
+/// `access` says who may open a legacy session.
+pub async fn serve<S>(
+    server: S,
+    auth: Auth,
+    access: SessionAccess,
+    options: &HttpOptions,
+) -> anyhow::Result<()>
 where
     S: rmcp::ServerHandler + Clone + Send + Sync + 'static,
 {
@@ -216,17 +240,24 @@ where
     if !options.allowed_hosts.is_empty() {
         config = config.with_allowed_hosts(options.allowed_hosts.clone());
     }
+    // Without authentication every request is the same caller: only the server's bound
+    // means anything then.
+    let sessions = Sessions::new(limits.sessions, matches!(auth, Auth::Tokens(_)));
     let service = StreamableHttpService::new(
         move || Ok(server.clone()),
-        Arc::new(LocalSessionManager::default()),
+        Arc::new(BoundedSessions::new(sessions.clone())),
         config,
     );
 
     let tracker = Arc::new(Tracker::default());
+    let gate_sessions = sessions.clone();
     let gate = Arc::new(Gate {
+        caller: auth.default_caller(),
         auth: auth.clone(),
+        access,
         body_timeout: limits.body_timeout,
-        owners: Mutex::new(HashMap::new()),
+        sessions,
+        log: ThrottledLog::default(),
     });
     let app = Router::new()
         .route_service(MCP_PATH, service)
@@ -249,10 +280,14 @@ where
         ),
     }
     eprintln!(
-        "bounds: {max_connections} connections; headers {} s, bodies {} s, idle {} s",
+        "bounds: {max_connections} connections; headers {} s, bodies {} s, idle {} s; \
+         legacy sessions {} in all, {} per caller, ended after {} s unused",
         limits.header_timeout.as_secs(),
         limits.body_timeout.as_secs(),
         limits.idle_timeout.as_secs(),
+        limits.sessions.total,
+        limits.sessions.per_caller,
+        limits.sessions.idle.as_secs(),
     );
     // Signals are ours before anyone learns the address, so a SIGTERM is always graceful.
     let mut signals = Signals::new()?;
@@ -266,6 +301,7 @@ where
             idle: limits.idle_timeout,
         },
     ));
+    tokio::spawn(gate_sessions.clone().give_memory_back());
     let accepting = tokio::spawn(connections::accept(
         listener,
         app,
@@ -279,6 +315,10 @@ where
         "shutting down: no new connections; {in_flight} request(s) in flight get up to {} s to finish",
         SHUTDOWN_DRAIN.as_secs()
     );
+    let open = gate_sessions.count();
+    if open > 0 {
+        eprintln!("shutting down: {open} legacy session(s) end after that");
+    }
     // The listener is closed once the loop has seen this; connections finish their
     // request in flight, then close.
     stop_accepting.cancel();
@@ -445,12 +485,16 @@ fn timed_out_log() {
 // Who is calling.
 // ---------------------------------------------------------------------------------------
 
-/// The authentication layer's state: the tokens, how long a body may take, and who opened
-/// each legacy session.
+/// The authentication layer's state: the tokens, how long a body may take, and the legacy
+/// sessions with who may open one.
 struct Gate {
     auth: Auth,
+    /// Who every request is without authentication (`--no-auth`).
+    caller: Caller,
+    access: SessionAccess,
     body_timeout: Duration,
-    owners: Mutex<HashMap<String, (Caller, Instant)>>,
+    sessions: Arc<Sessions>,
+    log: ThrottledLog,
 }
 
 fn unauthorized(error: Option<&str>) -> Response {
@@ -483,48 +527,84 @@ fn session_not_found() -> Response {
 }
 
 impl Gate {
-    /// Whether `caller` may use the legacy session `id`: only the caller that opened it.
-    fn may_use(&self, id: &str, caller: &Caller) -> bool {
-        let mut owners = self.owners.lock().unwrap_or_else(|e| e.into_inner());
-        match owners.get_mut(id) {
-            Some((owner, seen))
-                if owner.user == caller.user
-                    && owner.tenant == caller.tenant
-                    && seen.elapsed() < SESSION_OWNER_IDLE =>
-            {
-                *seen = Instant::now();
-                true
-            }
-            _ => false,
-        }
-    }
-
-    /// Remember that `caller` opened the session `id`.
-    fn opened(&self, id: &str, caller: &Caller) {
-        let mut owners = self.owners.lock().unwrap_or_else(|e| e.into_inner());
-        owners.retain(|_, (_, seen)| seen.elapsed() < SESSION_OWNER_IDLE);
-        if owners.len() >= MAX_SESSION_OWNERS
-            && let Some(oldest) = owners
-                .iter()
-                .min_by_key(|(_, (_, seen))| *seen)
-                .map(|(k, _)| k.clone())
+    /// Admit an `initialize` from `caller`, or say why not: no membership where sessions
+    /// need one, or a session bound reached.
+    fn admit(&self, caller: &Caller) -> Result<sessions::Admission, NoSession> {
+        if let SessionAccess::Members(members) = self.access
+            && !members.is_member(caller)
         {
-            owners.remove(&oldest);
+            return Err(NoSession::NotAMember);
         }
-        owners.insert(id.to_owned(), (caller.clone(), Instant::now()));
+        self.sessions.reserve(caller).map_err(NoSession::Full)
     }
 
-    fn closed(&self, id: &str) {
-        self.owners
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(id);
+    /// The answer refusing an `initialize` (request `id`): 403 with -32003 for a caller
+    /// with no membership, 429 at the caller's bound, 503 at the server's.
+    fn refuse_session(&self, why: NoSession, id: &Value) -> Response {
+        let (status, code, message, data, reason) = match why {
+            NoSession::NotAMember => (
+                StatusCode::FORBIDDEN,
+                common::FORBIDDEN_CODE,
+                membership::FORBIDDEN_MESSAGE.to_owned(),
+                None,
+                "not_a_member",
+            ),
+            NoSession::Full(Refused::CallerFull(limit)) => (
+                StatusCode::TOO_MANY_REQUESTS,
+                SESSION_LIMIT_CODE,
+                format!(
+                    "too many sessions: you already hold {limit}, the most one caller may; \
+                     end one (DELETE) or use a 2026-07-28 client, which needs none"
+                ),
+                Some(json!({"reason": "caller_session_limit", "limit": limit})),
+                "caller_limit",
+            ),
+            NoSession::Full(Refused::ServerFull(limit)) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                SESSION_LIMIT_CODE,
+                format!(
+                    "the server holds its most sessions ({limit}); try again later, or use \
+                     a 2026-07-28 client, which needs none"
+                ),
+                Some(json!({"reason": "server_session_limit", "limit": limit})),
+                "server_limit",
+            ),
+        };
+        self.log.note("http_session_refused", reason, json!({}));
+        jsonrpc_refusal(status, id, code, &message, data)
     }
 }
 
+/// Why an `initialize` opens no session.
+enum NoSession {
+    NotAMember,
+    Full(Refused),
+}
+
+/// An HTTP error whose body is a JSON-RPC error answering request `id`.
+fn jsonrpc_refusal(
+    status: StatusCode,
+    id: &Value,
+    code: i32,
+    message: &str,
+    data: Option<Value>,
+) -> Response {
+    let mut error = json!({"code": code, "message": message});
+    if let Some(data) = data {
+        error["data"] = data;
+    }
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        json!({"jsonrpc": "2.0", "id": id, "error": error}).to_string(),
+    )
+        .into_response()
+}
+
 /// Check the bearer token, attach its caller to the request, keep legacy sessions to the
-/// caller that opened them, and read a POST's body within its bounds. Bodies declared too
-/// large are refused before reading, and nothing is read before the token is checked.
+/// caller that opened them, read a POST's body within its bounds, and admit an
+/// `initialize` (a new session) only within the session bounds. Bodies declared too large
+/// are refused before reading, and nothing is read before the token is checked.
 async fn authenticate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
     let started = tokio::time::Instant::now();
     let declared = request
@@ -533,48 +613,40 @@ async fn authenticate(State(gate): State<Arc<Gate>>, request: Request, next: Nex
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     let caller = match &gate.auth {
-        Auth::Off => None,
+        Auth::Off => gate.caller.clone(),
         Auth::Tokens(tokens) => match caller_of(tokens, &request) {
-            Ok(caller) => Some(caller),
+            Ok(caller) => caller,
             Err(refusal) => return refusal.response(),
         },
     };
     if declared.is_some_and(|n| n > MAX_REQUEST_BODY_BYTES as u64) {
         return too_large();
     }
-    let Some(caller) = caller else {
-        return match read_post(request, started + gate.body_timeout, &gate).await {
-            Ok(request) => next.run(request).await,
-            Err(refusal) => refusal,
-        };
-    };
-    let session = request
-        .headers()
-        .get(SESSION_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
+    let session = request.headers().get(SESSION_HEADER).cloned();
     if let Some(id) = &session
-        && !gate.may_use(id, &caller)
+        && !id
+            .to_str()
+            .is_ok_and(|id| gate.sessions.may_use(id, &caller))
     {
         return session_not_found();
     }
-    let deleting = request.method() == Method::DELETE;
-    let mut request = match read_post(request, started + gate.body_timeout, &gate).await {
-        Ok(request) => request,
+    let (mut request, message) = match read_post(request, started + gate.body_timeout, &gate).await
+    {
+        Ok(read) => read,
         Err(refusal) => return refusal,
     };
     request.extensions_mut().insert(caller.clone());
-    let response = next.run(request).await;
-    match (&session, response.headers().get(SESSION_HEADER)) {
-        (None, Some(opened)) => {
-            if let Ok(id) = opened.to_str() {
-                gate.opened(id, &caller);
-            }
-        }
-        (Some(id), _) if deleting && response.status().is_success() => gate.closed(id),
-        _ => {}
-    }
-    response
+    let admission = match message {
+        Some(Peek {
+            id,
+            method: Some(method),
+        }) if session.is_none() && method == "initialize" => match gate.admit(&caller) {
+            Ok(admission) => Some(admission),
+            Err(why) => return gate.refuse_session(why, &id.unwrap_or(Value::Null)),
+        },
+        _ => None,
+    };
+    sessions::with_admission(admission, next.run(request)).await
 }
 
 /// Why a request gets 401: the reason logged, and the `error` its challenge names.
@@ -604,15 +676,16 @@ fn caller_of(tokens: &Tokens, request: &Request) -> Result<Caller, Unauthorized>
         .ok_or_else(|| refused("unknown", Some("invalid_token")))
 }
 
-/// A POST with its body read whole (by `deadline`, at most [`MAX_REQUEST_BODY_BYTES`]) and
-/// checked to be JSON; other methods as they are (rmcp reads no body for them).
+/// A POST with its body read whole (by `deadline`, at most [`MAX_REQUEST_BODY_BYTES`]),
+/// checked to be JSON, and the message's id and method; other methods as they are (rmcp
+/// reads no body for them).
 async fn read_post(
     request: Request,
     deadline: tokio::time::Instant,
     gate: &Gate,
-) -> Result<Request, Response> {
+) -> Result<(Request, Option<Peek>), Response> {
     if request.method() != Method::POST {
-        return Ok(request);
+        return Ok((request, None));
     }
     let (parts, body) = request.into_parts();
     let bytes = read_body(body, deadline).await.map_err(|refusal| {
@@ -633,10 +706,23 @@ async fn read_post(
             "the body nests deeper than {MAX_JSON_DEPTH} levels"
         )));
     }
-    if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
-        return Err(parse_error(e.to_string()));
-    }
-    Ok(Request::from_parts(parts, Body::from(bytes)))
+    // The whole text is parsed (whatever is not the id or the method only checked), so
+    // that malformed JSON is answered here; a message of another shape is rmcp's to judge.
+    let message = match serde_json::from_slice::<Peek>(&bytes) {
+        Ok(message) => Some(message),
+        Err(e) if e.is_data() => None,
+        Err(e) => return Err(parse_error(e.to_string())),
+    };
+    Ok((Request::from_parts(parts, Body::from(bytes)), message))
+}
+
+/// What the HTTP layer reads of a JSON-RPC message: its id and its method.
+#[derive(Deserialize)]
+struct Peek {
+    #[serde(default)]
+    id: Option<Value>,
+    #[serde(default)]
+    method: Option<String>,
 }
 
 /// Whether JSON text opens more than `max` arrays or objects inside one another. One pass
@@ -800,29 +886,5 @@ mod tests {
         assert!(o.contains(&"http://127.0.0.1:4123".to_owned()));
         assert!(o.contains(&"http://localhost:4123".to_owned()));
         assert!(o.iter().all(|o| o.ends_with(":4123")));
-    }
-
-    #[test]
-    fn a_session_belongs_to_the_caller_that_opened_it() {
-        let gate = Gate {
-            auth: Auth::Off,
-            body_timeout: connections::BODY_TIMEOUT,
-            owners: Mutex::new(HashMap::new()),
-        };
-        let sam = Caller {
-            user: "usr-sam".into(),
-            tenant: "larkfield".into(),
-            client: "http".into(),
-        };
-        let omar = Caller {
-            user: "usr-omar".into(),
-            ..sam.clone()
-        };
-        gate.opened("s1", &sam);
-        assert!(gate.may_use("s1", &sam));
-        assert!(!gate.may_use("s1", &omar));
-        assert!(!gate.may_use("s2", &sam));
-        gate.closed("s1");
-        assert!(!gate.may_use("s1", &sam));
     }
 }

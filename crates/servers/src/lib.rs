@@ -131,20 +131,25 @@ pub async fn serve_http(
     let auth = http::Auth::from_options(&http_options)?;
     let caller = auth.default_caller();
     let o = &http_options;
+    // The servers that check membership on every call open legacy sessions for members
+    // only; the others for any caller with a token.
+    let members = http::SessionAccess::Members(membership::Memberships::embedded()?);
+    let anyone = http::SessionAccess::AnyCaller;
     match name {
-        "support" => http::serve(support::SupportServer::new(caller)?, auth, o).await,
-        "cmdb" => http::serve(cmdb::CmdbServer::new(caller)?, auth, o).await,
-        "orders" => http::serve(orders::OrdersServer::new(caller)?, auth, o).await,
+        "support" => http::serve(support::SupportServer::new(caller)?, auth, members, o).await,
+        "cmdb" => http::serve(cmdb::CmdbServer::new(caller)?, auth, anyone, o).await,
+        "orders" => http::serve(orders::OrdersServer::new(caller)?, auth, anyone, o).await,
         "tickets" => {
             let db = options.db.unwrap_or_else(tickets::default_db_path);
-            http::serve(tickets::TicketsServer::new(caller, &db)?, auth, o).await
+            let server = tickets::TicketsServer::new(caller, &db)?;
+            http::serve(server, auth, members, o).await
         }
         _ => {
             if !testbed::misbehave_at_start() {
                 std::process::exit(1);
             }
             let server = testbed::Testbed::new(testbed::TestbedOptions::from_env()?);
-            http::serve(server, auth, o).await
+            http::serve(server, auth, anyone, o).await
         }
     }
 }

@@ -370,3 +370,257 @@ async fn bodies_too_large_too_slow_or_too_deep_get_a_clear_4xx_and_others_are_se
     );
     assert!(server.running());
 }
+
+// ---------------------------------------------------------------------------------------
+// Legacy sessions.
+// ---------------------------------------------------------------------------------------
+
+/// `initialize` as a 2025-11-25 client sends it: no session yet, no revision headers.
+async fn initialize(url: &str, token: &str, id: i64) -> Answer {
+    let init = json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "legacy", "version": "1"}}});
+    post_raw(url, Some(token), &[], init.to_string()).await
+}
+
+fn session_of(answer: &Answer) -> Option<String> {
+    answer
+        .headers
+        .get("mcp-session-id")
+        .map(|v| v.to_str().unwrap().to_owned())
+}
+
+/// Open a session as `token` and finish its handshake.
+async fn open_session(url: &str, token: &str, id: i64) -> String {
+    let opened = initialize(url, token, id).await;
+    assert_eq!(opened.status, 200, "{}", opened.text);
+    let session = session_of(&opened).expect("a session");
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let ack = post_raw(
+        url,
+        Some(token),
+        &in_session(&session),
+        initialized.to_string(),
+    )
+    .await;
+    assert_eq!(ack.status, 202, "{}", ack.text);
+    session
+}
+
+fn in_session(session: &str) -> Vec<(String, String)> {
+    vec![
+        ("Mcp-Session-Id".to_owned(), session.to_owned()),
+        ("MCP-Protocol-Version".to_owned(), "2025-11-25".to_owned()),
+    ]
+}
+
+/// `tools/list` in a session: its HTTP status.
+async fn list_in(url: &str, token: &str, session: &str) -> u16 {
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string();
+    post_raw(url, Some(token), &in_session(session), list)
+        .await
+        .status
+}
+
+/// The refusal of an `initialize`: HTTP status and the JSON-RPC error, with no session.
+fn refusal(answer: &Answer, id: i64) -> (u16, Value) {
+    assert!(
+        session_of(answer).is_none(),
+        "a refused initialize opened a session"
+    );
+    (answer.status, answer.reply(id)["error"].clone())
+}
+
+#[tokio::test]
+async fn a_caller_past_its_session_bound_is_refused_and_nobody_elses_session_is_pushed_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = tokens_file(dir.path());
+    let server = serve(
+        "support",
+        &["--tokens", tokens.to_str().unwrap(), "--max-sessions", "30"],
+        &[],
+    );
+    let url = &server.url;
+    let per_caller = gatehouse_servers::http::sessions::MAX_SESSIONS_PER_CALLER;
+    // Omar's session first; it must keep working whatever the others do.
+    let omars = open_session(url, OMAR, 1).await;
+
+    // Sam opens as many as he may, then is refused, clearly, with 429.
+    for id in 0..per_caller as i64 {
+        open_session(url, SAM, 10 + id).await;
+    }
+    for id in [100, 101] {
+        let (status, error) = refusal(&initialize(url, SAM, id).await, id);
+        assert_eq!(status, 429, "{error}");
+        assert_eq!(error["code"], gatehouse_servers::http::SESSION_LIMIT_CODE);
+        assert_eq!(error["data"]["reason"], "caller_session_limit");
+        assert!(
+            error["message"]
+                .as_str()
+                .unwrap()
+                .contains("too many sessions")
+        );
+    }
+    assert_eq!(
+        list_in(url, OMAR, &omars).await,
+        200,
+        "Omar's session was pushed out"
+    );
+
+    // A user with no membership, or a token acting in another organization: no session.
+    for token in [TOMAS, CAMILLE_IN_LARKFIELD] {
+        let (status, error) = refusal(&initialize(url, token, 200).await, 200);
+        assert_eq!(status, 403);
+        assert_eq!(error["code"], -32003);
+        assert_eq!(
+            error["message"],
+            "forbidden: you have no access to this organization"
+        );
+    }
+
+    // The server's own bound (30): Jun fills it; then even a caller under its own bound
+    // gets 503, and still nobody's session goes.
+    let mut juns = Vec::new();
+    for id in 0..(30 - 1 - per_caller) as i64 {
+        juns.push(open_session(url, JUN, 300 + id).await);
+    }
+    let (status, error) = refusal(&initialize(url, OMAR, 400).await, 400);
+    assert_eq!(status, 503, "{error}");
+    assert_eq!(error["data"]["reason"], "server_session_limit");
+    assert_eq!(list_in(url, OMAR, &omars).await, 200);
+
+    // Ending one (DELETE) gives its place back.
+    let ended = reqwest::Client::new()
+        .delete(url)
+        .bearer_auth(JUN)
+        .header("Mcp-Session-Id", &juns[0])
+        .header("MCP-Protocol-Version", "2025-11-25")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ended.status().as_u16(), 204);
+    assert_eq!(list_in(url, JUN, &juns[0]).await, 404);
+    open_session(url, OMAR, 401).await;
+    // A 2026-07-28 client needs no session and is served all along.
+    let r = call_tool(
+        url,
+        SAM,
+        500,
+        "search_knowledge",
+        json!({"query": "refund"}),
+    )
+    .await;
+    assert_eq!(r.result(500)["isError"], false, "{}", r.text);
+}
+
+#[tokio::test]
+async fn thousands_of_sessions_stop_at_the_servers_bound_and_give_their_memory_back_when_they_expire()
+ {
+    const SESSIONS: usize = 2000;
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = tokens_file(dir.path());
+    let bound = SESSIONS.to_string();
+    // Sam alone opens them all: his own bound is above the server's.
+    let per_caller = (SESSIONS + 1).to_string();
+    // The servers binary, with the system's allocator, whose free memory the server hands
+    // back (malloc_trim); the `gatehouse` binary's mimalloc keeps it for reuse instead.
+    let mut server = serve_servers_binary(
+        "support",
+        &[
+            "--tokens",
+            tokens.to_str().unwrap(),
+            "--max-sessions",
+            &bound,
+            "--max-sessions-per-caller",
+            &per_caller,
+            "--session-idle",
+            "3",
+        ],
+        &[],
+    );
+    let url = server.url.clone();
+    // Warm up (the first requests allocate the server's lasting state), then measure.
+    let first = open_session(&url, SAM, 1).await;
+    served_support(&url, 2).await;
+    let before = server.rss_kib();
+
+    use futures::StreamExt;
+    let client = reqwest::Client::new();
+    let opened: Vec<bool> = futures::stream::iter((0..SESSIONS - 1).map(|i| {
+        let (client, url) = (client.clone(), url.clone());
+        async move {
+            let init = json!({"jsonrpc": "2.0", "id": i, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "legacy", "version": "1"}}});
+            let r = client
+                .post(&url)
+                .bearer_auth(SAM)
+                .header("Content-Type", "application/json")
+                .header("Accept", "application/json, text/event-stream")
+                .body(init.to_string())
+                .send()
+                .await
+                .unwrap();
+            let ok = r.status() == 200 && r.headers().contains_key("mcp-session-id");
+            let _ = r.text().await;
+            ok
+        }
+    }))
+    .buffer_unordered(32)
+    .collect()
+    .await;
+    assert!(
+        opened.iter().all(|ok| *ok),
+        "every initialize within the bound opens a session"
+    );
+    let peak = server.rss_kib();
+    let (status, error) = refusal(&initialize(&url, SAM, 9000).await, 9000);
+    assert_eq!(
+        (status, error["data"]["reason"].clone()),
+        (503, json!("server_session_limit"))
+    );
+    served_support(&url, 3).await;
+
+    // Unused for 3 s, they end: their places come back (a refused initialize touches no
+    // session, so asking does not keep them alive), and so does their memory.
+    let full_at = Instant::now();
+    let deadline = full_at + Duration::from_secs(20);
+    loop {
+        let r = initialize(&url, SAM, 9001).await;
+        if r.status == 200 {
+            break;
+        }
+        assert_eq!(r.status, 503, "{}", r.text);
+        assert!(Instant::now() < deadline, "the sessions did not expire");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    eprintln!(
+        "places came back {:.1} s after the server was full",
+        full_at.elapsed().as_secs_f64()
+    );
+    assert_eq!(
+        list_in(&url, SAM, &first).await,
+        404,
+        "the first session expired"
+    );
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let after = server.rss_kib();
+    eprintln!(
+        "RSS with {SESSIONS} sessions: {before} KiB before, {peak} KiB at the peak, {after} KiB after they expired"
+    );
+    assert!(
+        peak > before + 10 * 1024,
+        "{SESSIONS} sessions cost less than 10 MiB?"
+    );
+    assert!(
+        after < before + (peak - before) / 4,
+        "RSS {before} KiB before, {peak} KiB at the peak, still {after} KiB after"
+    );
+    assert!(server.running());
+}
+
+/// A `search_knowledge` call by Sam on the support desk: other clients are served.
+async fn served_support(url: &str, id: i64) {
+    let r = call_tool(url, SAM, id, "search_knowledge", json!({"query": "refund"})).await;
+    assert_eq!(r.result(id)["isError"], false, "{}", r.text);
+}

@@ -42,5 +42,11 @@ async fn main() -> anyhow::Result<()> {
         allowed_hosts: vec![],
         limits: http::HttpLimits::default(),
     };
-    http::serve(Fixture::new(), Auth::Off, &options).await
+    http::serve(
+        Fixture::new(),
+        Auth::Off,
+        http::SessionAccess::AnyCaller,
+        &options,
+    )
+    .await
 }

@@ -79,6 +79,8 @@ pub const ACCEPT_ERROR_BACKOFF: Duration = Duration::from_millis(50);
 /// a flood of connections must not become a flood of log lines.
 pub const CLOSE_LOG_INTERVAL: Duration = Duration::from_secs(1);
 
+/// The log event of a connection closed or turned away.
+const CLOSED: &str = "http_connection_closed";
 /// What the server answers a connection it has no room for.
 const TURNED_AWAY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n\
 Content-Length: 56\r\nRetry-After: 1\r\nConnection: close\r\n\r\n\
@@ -275,7 +277,7 @@ pub(super) struct Connections {
     table: Mutex<HashMap<u64, Arc<Conn>>>,
     open: watch::Sender<usize>,
     next_id: AtomicU64,
-    log: CloseLog,
+    log: ThrottledLog,
 }
 
 impl Connections {
@@ -286,7 +288,7 @@ impl Connections {
             table: Mutex::new(HashMap::new()),
             open: watch::Sender::new(0),
             next_id: AtomicU64::new(0),
-            log: CloseLog::default(),
+            log: ThrottledLog::default(),
         }
     }
 
@@ -306,7 +308,7 @@ impl Connections {
         };
         conn.evict.cancel();
         self.open.send_replace(table.len());
-        self.log.note("evicted");
+        self.log.note(CLOSED, "evicted", json!({}));
         true
     }
 
@@ -376,7 +378,7 @@ pub(super) async fn accept(
                         // Best effort, never waiting: the socket is fresh, its send buffer
                         // empty.
                         let _ = stream.try_write(TURNED_AWAY);
-                        connections.log.note("turned_away");
+                        connections.log.note(CLOSED, "turned_away", json!({}));
                     }
                 }
             }
@@ -391,7 +393,11 @@ pub(super) async fn accept(
                     let mut table = connections.table();
                     connections.evict_longest_waiting(&mut table);
                 }
-                connections.log.note_error(&e);
+                connections.log.note(
+                    "http_accept_error",
+                    "accept",
+                    json!({"error": e.to_string()}),
+                );
                 tokio::select! {
                     _ = stop.cancelled() => break,
                     _ = tokio::time::sleep(ACCEPT_ERROR_BACKOFF) => {}
@@ -455,7 +461,7 @@ async fn serve(
     };
     connections.remove(conn.id);
     if let Some(why) = closed_for {
-        connections.log.note(why);
+        connections.log.note(CLOSED, why, json!({}));
     }
 }
 
@@ -564,37 +570,37 @@ impl http_body::Body for Guarded {
     }
 }
 
-/// Counts connections closed or refused, by reason, and logs each reason at most once per
-/// [`CLOSE_LOG_INTERVAL`] with the count since its last line.
+/// Counts events by kind and reason, and logs each at most once per [`CLOSE_LOG_INTERVAL`]
+/// with the count since its last line: a flood of connections or refusals must not
+/// become a flood of log lines.
 #[derive(Default)]
-struct CloseLog {
-    reasons: Mutex<HashMap<&'static str, (u64, Option<std::time::Instant>)>>,
+pub(crate) struct ThrottledLog {
+    seen: Mutex<HashMap<(&'static str, &'static str), Tally>>,
 }
 
-impl CloseLog {
-    fn note(&self, reason: &'static str) {
-        let mut reasons = self.reasons.lock().unwrap_or_else(|e| e.into_inner());
-        let (count, last) = reasons.entry(reason).or_insert((0, None));
-        *count += 1;
-        if last.is_none_or(|at| at.elapsed() >= CLOSE_LOG_INTERVAL) {
-            common::log_line(json!({
-                "ts": common::timestamp(), "event": "http_connection_closed",
-                "reason": reason, "count": *count,
-            }));
-            *count = 0;
-            *last = Some(std::time::Instant::now());
-        }
-    }
+/// How many since the last line, and when that line was written.
+type Tally = (u64, Option<std::time::Instant>);
 
-    fn note_error(&self, error: &io::Error) {
-        let mut reasons = self.reasons.lock().unwrap_or_else(|e| e.into_inner());
-        let (count, last) = reasons.entry("accept_error").or_insert((0, None));
+impl ThrottledLog {
+    /// One more `event` for `reason`; `detail` goes into the line if one is written.
+    pub(crate) fn note(
+        &self,
+        event: &'static str,
+        reason: &'static str,
+        detail: serde_json::Value,
+    ) {
+        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        let (count, last) = seen.entry((event, reason)).or_insert((0, None));
         *count += 1;
         if last.is_none_or(|at| at.elapsed() >= CLOSE_LOG_INTERVAL) {
-            common::log_line(json!({
-                "ts": common::timestamp(), "event": "http_accept_error",
-                "error": error.to_string(), "count": *count,
-            }));
+            let mut line = json!({
+                "ts": common::timestamp(), "event": event, "reason": reason, "count": *count,
+            });
+            if let (Some(line), serde_json::Value::Object(detail)) = (line.as_object_mut(), detail)
+            {
+                line.extend(detail);
+            }
+            common::log_line(line);
             *count = 0;
             *last = Some(std::time::Instant::now());
         }

@@ -111,6 +111,15 @@ pub fn serve(name: &str, extra: &[&str], env: &[(&str, &str)]) -> Served {
     started(name, serve_command(&args, env))
 }
 
+/// As [`serve`], with the `gatehouse-servers` binary (`gatehouse-servers NAME …`), the one
+/// the built-in configuration starts: the system's allocator, where `gatehouse` has
+/// mimalloc.
+pub fn serve_servers_binary(name: &str, extra: &[&str], env: &[(&str, &str)]) -> Served {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gatehouse-servers"));
+    cmd.args([name, "--http", "127.0.0.1:0"]).args(extra);
+    started(name, with_clean_env(cmd, env))
+}
+
 /// As [`serve`], under an open-file limit (`ulimit -n`).
 pub fn serve_with_open_files(
     open_files: u32,
