@@ -266,6 +266,97 @@ async fn when_every_connection_is_busy_a_newcomer_gets_503_and_an_idle_one_makes
     served(&server.url, 4).await;
 }
 
+/// The server's CPU time so far (user and system), in clock ticks (/proc/PID/stat).
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // The fields after the command's closing parenthesis; utime and stime are 14 and 15.
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
+
+#[tokio::test]
+async fn out_of_descriptors_the_accept_loop_makes_room_and_neither_stops_nor_spins() {
+    let (_dir, mut server) = testbed(&[]);
+    let pid = server.child.id();
+    // Leave the running server a few descriptors more than it uses now: accepting soon
+    // fails with EMFILE, below its connection bound (1024).
+    let in_use = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .count();
+    let limit = in_use + 6;
+    let set = std::process::Command::new("prlimit")
+        .args([
+            "--pid",
+            &pid.to_string(),
+            &format!("--nofile={limit}:{limit}"),
+        ])
+        .status()
+        .expect("prlimit (util-linux) runs");
+    assert!(set.success());
+    let idle: Vec<TcpStream> = (0..40).map(|_| connect(server.port())).collect();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    // Out of descriptors with sockets still waiting to be accepted: the loop backs off
+    // instead of spinning…
+    let (ticks, at) = (cpu_ticks(pid), Instant::now());
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let used = cpu_ticks(pid) - ticks;
+    eprintln!(
+        "out of descriptors: {used} clock ticks of CPU in {:.1} s",
+        at.elapsed().as_secs_f64()
+    );
+    assert!(used < 50, "the accept loop spins: {used} ticks in 2 s");
+    // …and closes the longest-waiting connections, so a new client is still answered.
+    served(&server.url, 1).await;
+    served(&server.url, 2).await;
+    assert!(server.running(), "{:?}", server.stderr());
+    let errors: Vec<Value> = server
+        .records()
+        .into_iter()
+        .filter(|r| r["event"] == "http_accept_error")
+        .collect();
+    assert!(
+        errors.iter().any(|r| r["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("Too many open files")),
+        "{errors:?}"
+    );
+    assert!(idle.iter().filter(|s| is_closed(s)).count() >= 1);
+}
+
+#[test]
+fn bounds_out_of_range_are_refused_at_start_naming_the_flag_and_the_range() {
+    let refused = |command: &mut std::process::Command| {
+        let out = command.output().unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let base = ["testbed", "--http", "127.0.0.1:0", "--no-auth"];
+    for (flag, value, range) in [
+        ("--header-timeout", "0", "1..=300"),
+        ("--body-timeout", "601", "1..=600"),
+        ("--idle-timeout", "0", "1..=3600"),
+        ("--max-sessions", "0", "1..=100000"),
+        ("--max-sessions-per-caller", "100001", "1..=100000"),
+        ("--session-idle", "0", "1..=86400"),
+        ("--max-connections", "0", "1..=65536"),
+    ] {
+        let args = [&base[..], &[flag, value]].concat();
+        let err = refused(&mut serve_command(&args, &[]));
+        assert!(err.contains(flag) && err.contains(range), "{flag}: {err}");
+    }
+    // Above what the open-file limit leaves room for.
+    let args = [&base[..], &["--max-connections", "200"]].concat();
+    let err = refused(&mut serve_command_with_open_files(128, &args, &[]));
+    assert!(
+        err.contains("--max-connections must be between 1 and 96")
+            && err.contains("ulimit -n) is 128"),
+        "{err}"
+    );
+}
+
 // ---------------------------------------------------------------------------------------
 // Bodies.
 // ---------------------------------------------------------------------------------------
