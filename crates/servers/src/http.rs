@@ -6,9 +6,8 @@
 //! `Mcp-Name` checked against the body (400, -32020); older clients get a session after
 //! `initialize` (`Mcp-Session-Id`, rmcp's `LocalSessionManager` inside our
 //! [`sessions::BoundedSessions`]), so servers can still send them requests such as
-//! `elicitation/create`. rmcp also checks `Host` (loopback names by
-//! default) and `Origin` (this server's own loopback origins by default) against DNS
-//! rebinding, with 403.
+//! `elicitation/create`. rmcp also checks `Host` (loopback names by default) and `Origin`
+//! (this server's own loopback origins by default) against DNS rebinding, with 403.
 //!
 //! Around it, layers of ours:
 //!

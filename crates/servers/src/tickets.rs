@@ -241,11 +241,12 @@ const TICKET_COLUMNS: &str = "number, host, summary, priority, status";
 
 /// A ticket as the tools show it, from a row of [`TICKET_COLUMNS`].
 fn ticket_of_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Value> {
-    Ok(
-        json!({"id": format!("INC-{}", r.get::<_, i64>(0)?), "host": r.get::<_, String>(1)?,
-              "summary": r.get::<_, String>(2)?, "priority": r.get::<_, String>(3)?,
-              "status": r.get::<_, String>(4)?}),
-    )
+    let number: i64 = r.get(0)?;
+    Ok(json!({
+        "id": format!("INC-{number}"), "host": r.get::<_, String>(1)?,
+        "summary": r.get::<_, String>(2)?, "priority": r.get::<_, String>(3)?,
+        "status": r.get::<_, String>(4)?,
+    }))
 }
 
 /// What a second round may carry.
@@ -454,10 +455,10 @@ impl TicketsServer {
                 ],
             )
             .map_err(unavailable)?;
-            opened = Some(
-                json!({"id": format!("INC-{number}"), "host": host, "summary": summary,
-                                 "priority": priority, "status": "open"}),
-            );
+            opened = Some(json!({
+                "id": format!("INC-{number}"), "host": host, "summary": summary,
+                "priority": priority, "status": "open",
+            }));
         }
         tx.commit().map_err(unavailable)?;
         Ok(Used::Fresh(opened))
