@@ -608,6 +608,9 @@ async fn a_caller_past_its_session_bound_is_refused_and_nobody_elses_session_is_
 async fn thousands_of_sessions_stop_at_the_servers_bound_and_give_their_memory_back_when_they_expire()
  {
     const SESSIONS: usize = 2000;
+    // Long enough for the last session to be opened before the first expires, even on a
+    // busy machine (2,000 take about 2 s).
+    const IDLE_SECS: u64 = 10;
     let dir = tempfile::tempdir().unwrap();
     let tokens = tokens_file(dir.path());
     let bound = SESSIONS.to_string();
@@ -625,12 +628,13 @@ async fn thousands_of_sessions_stop_at_the_servers_bound_and_give_their_memory_b
             "--max-sessions-per-caller",
             &per_caller,
             "--session-idle",
-            "3",
+            &IDLE_SECS.to_string(),
         ],
         &[],
     );
     let url = server.url.clone();
     // Warm up (the first requests allocate the server's lasting state), then measure.
+    let opening = Instant::now();
     let first = open_session(&url, SAM, 1).await;
     served_support(&url, 2).await;
     let before = server.rss_kib();
@@ -665,6 +669,11 @@ async fn thousands_of_sessions_stop_at_the_servers_bound_and_give_their_memory_b
         "every initialize within the bound opens a session"
     );
     let peak = server.rss_kib();
+    assert!(
+        opening.elapsed() < Duration::from_secs(IDLE_SECS - 1),
+        "opening {SESSIONS} sessions took {:?}, about as long as they live unused",
+        opening.elapsed()
+    );
     let (status, error) = refusal(&initialize(&url, SAM, 9000).await, 9000);
     assert_eq!(
         (status, error["data"]["reason"].clone()),
@@ -672,10 +681,10 @@ async fn thousands_of_sessions_stop_at_the_servers_bound_and_give_their_memory_b
     );
     served_support(&url, 3).await;
 
-    // Unused for 3 s, they end: their places come back (a refused initialize touches no
+    // Unused for IDLE_SECS, they end: their places come back (a refused initialize touches no
     // session, so asking does not keep them alive), and so does their memory.
     let full_at = Instant::now();
-    let deadline = full_at + Duration::from_secs(20);
+    let deadline = full_at + Duration::from_secs(IDLE_SECS + 20);
     loop {
         let r = initialize(&url, SAM, 9001).await;
         if r.status == 200 {
