@@ -40,6 +40,15 @@ pub struct Caller {
 }
 
 impl Caller {
+    /// A caller by name (the tokens file and the tests name them).
+    pub fn new(user: &str, tenant: &str, client: &str) -> Self {
+        Caller {
+            user: user.into(),
+            tenant: tenant.into(),
+            client: client.into(),
+        }
+    }
+
     /// Read the caller from the environment; a missing user or tenant means "nobody",
     /// which every membership check then refuses.
     pub fn from_env() -> Self {

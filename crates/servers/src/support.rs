@@ -5,6 +5,7 @@
 //! Every call is checked here, whatever the host decided: the caller must be a member of
 //! the organization (else JSON-RPC -32003 before any tool runs), the role must grant the
 //! tool's scope, and an object from another organization is "not found", never "elsewhere".
+//! Memberships, roles and scopes are [`crate::membership`]'s, shared with the tickets server.
 
 use std::{
     sync::{Arc, Mutex},
@@ -27,6 +28,7 @@ use serde_json::{Value, json};
 use crate::{
     common::{self, Caller, RequestLog},
     data,
+    membership::{self, Memberships, Refusal},
 };
 
 /// What the server tells a client about itself at discovery.
@@ -41,20 +43,11 @@ pub const MAX_LAST_MESSAGES: usize = 3;
 pub const DEFAULT_SEARCH_LIMIT: i64 = 3;
 pub const MAX_SEARCH_LIMIT: i64 = 5;
 
-/// What a role may do. A scope names one kind of data and one action.
-fn scopes(role: &str) -> &'static [&'static str] {
-    match role {
-        "admin" | "staff" => &["policies:read", "tickets:read"],
-        "read_only" => &["policies:read"],
-        _ => &[],
-    }
-}
-
-/// The scope each tool needs.
+/// The scope each tool needs (the roles' scopes are in [`crate::membership`]).
 fn scope_of(tool: &str) -> &'static str {
     match tool {
-        "get_ticket" => "tickets:read",
-        _ => "policies:read",
+        "get_ticket" => membership::TICKETS_READ,
+        _ => membership::POLICIES_READ,
     }
 }
 
@@ -80,20 +73,11 @@ struct MessageRecord {
     created_at: String,
 }
 
-#[derive(Deserialize)]
-struct Membership {
-    user: String,
-    tenant: String,
-    role: String,
-}
-
 /// Build the support database in memory from the embedded data files.
 pub fn build_database() -> anyhow::Result<Connection> {
     let db = Connection::open_in_memory()?;
     db.execute_batch(
-        "CREATE TABLE memberships (user TEXT NOT NULL, tenant TEXT NOT NULL, role TEXT NOT NULL,
-                                   PRIMARY KEY (user, tenant));
-         CREATE TABLE policies (tenant TEXT NOT NULL, doc_id TEXT NOT NULL, title TEXT NOT NULL,
+        "CREATE TABLE policies (tenant TEXT NOT NULL, doc_id TEXT NOT NULL, title TEXT NOT NULL,
                                 body TEXT NOT NULL, PRIMARY KEY (tenant, doc_id));
          CREATE VIRTUAL TABLE policy_fts USING fts5(
              tenant UNINDEXED, doc_id UNINDEXED, title, text, tokenize = 'porter unicode61');
@@ -103,16 +87,6 @@ pub fn build_database() -> anyhow::Result<Connection> {
                                status TEXT NOT NULL, created_at TEXT NOT NULL,
                                messages TEXT NOT NULL);",
     )?;
-    let memberships: Vec<Membership> = serde_json::from_str(
-        data::file("data/support/memberships.json")
-            .ok_or_else(|| anyhow::anyhow!("no memberships file"))?,
-    )?;
-    for m in memberships {
-        db.execute(
-            "INSERT INTO memberships VALUES (?1, ?2, ?3)",
-            params![m.user, m.tenant, m.role],
-        )?;
-    }
     for (path, text) in data::files_under("data/support/policies/") {
         let rest = &path["data/support/policies/".len()..];
         let Some((tenant, file)) = rest.split_once('/') else {
@@ -221,15 +195,11 @@ fn bound_snippet(s: &str) -> String {
 #[derive(Clone)]
 pub struct SupportServer {
     db: Arc<Mutex<Connection>>,
+    members: &'static Memberships,
     /// The caller when a request names none: the one this server was started for (stdio).
     caller: Caller,
     info: Implementation,
     tools: Arc<Vec<Tool>>,
-}
-
-enum Refusal {
-    /// JSON-RPC error: the caller may not act in this organization at all.
-    Protocol(ErrorData),
 }
 
 impl SupportServer {
@@ -246,28 +216,21 @@ impl SupportServer {
             .collect();
         Ok(SupportServer {
             db: Arc::new(Mutex::new(build_database()?)),
+            members: Memberships::embedded()?,
             caller,
             info: Implementation::new("support-mcp", "1.0.0"),
             tools: Arc::new(tools),
         })
     }
 
-    /// The caller's role in their organization, or the forbidden error. The message is
-    /// the same for a missing membership and for an organization that does not exist.
-    fn role(&self, caller: &Caller) -> Result<String, Refusal> {
-        let db = self.db.lock().unwrap_or_else(|e| e.into_inner());
-        // Cached statements: every call checks the membership, so SQL is parsed once.
-        db.prepare_cached("SELECT role FROM memberships WHERE user = ?1 AND tenant = ?2")
-            .and_then(|mut s| {
-                s.query_row(params![caller.user, caller.tenant], |r| {
-                    r.get::<_, String>(0)
-                })
-            })
-            .map_err(|_| {
-                Refusal::Protocol(common::forbidden(
-                    "forbidden: you have no access to this organization",
-                ))
-            })
+    /// Refuse a caller with no membership in the organization it acts in (JSON-RPC
+    /// -32003), before anything else is looked at.
+    fn member(&self, caller: &Caller) -> Result<(), ErrorData> {
+        if self.members.is_member(caller) {
+            Ok(())
+        } else {
+            Err(membership::not_a_member())
+        }
     }
 
     fn log(
@@ -494,34 +457,29 @@ impl SupportServer {
                 None,
             ));
         }
-        let role = match self.role(caller) {
-            Ok(role) => role,
-            Err(Refusal::Protocol(e)) => return Err(e),
+        let role = match self.members.check(caller, scope_of(&name)) {
+            Ok(role) => role.name(),
+            Err(Refusal::NotMember) => return Err(membership::not_a_member()),
+            Err(refusal @ Refusal::Scope { role, .. }) => {
+                self.log(caller, role.name(), &name, "forbidden", json!({}), start);
+                return Ok(common::tool_error(refusal.message(), &self.info).into());
+            }
         };
-        let scope = scope_of(&name);
-        if !scopes(&role).contains(&scope) {
-            self.log(caller, &role, &name, "forbidden", json!({}), start);
-            return Ok(common::tool_error(
-                format!("forbidden: your role ({role}) does not allow {scope}"),
-                &self.info,
-            )
-            .into());
-        }
         let args = common::arguments(request.arguments.as_ref());
         let result: CallToolResult = match name.as_str() {
             "search_knowledge" => match self.search_knowledge(caller, &args) {
                 Ok((value, n)) => {
-                    self.log(caller, &role, &name, "ok", json!({"results": n}), start);
+                    self.log(caller, role, &name, "ok", json!({"results": n}), start);
                     common::structured_result(value, &self.info)
                 }
                 Err(e) => {
-                    self.log(caller, &role, &name, "invalid_arguments", json!({}), start);
+                    self.log(caller, role, &name, "invalid_arguments", json!({}), start);
                     common::tool_error(e, &self.info)
                 }
             },
             _ => match self.get_ticket(caller, &args) {
                 Ok(value) => {
-                    self.log(caller, &role, &name, "ok", json!({}), start);
+                    self.log(caller, role, &name, "ok", json!({}), start);
                     common::structured_result(value, &self.info)
                 }
                 Err(e) => {
@@ -530,7 +488,7 @@ impl SupportServer {
                     } else {
                         "invalid_arguments"
                     };
-                    self.log(caller, &role, &name, outcome, json!({}), start);
+                    self.log(caller, role, &name, outcome, json!({}), start);
                     common::tool_error(e, &self.info)
                 }
             },
@@ -543,11 +501,7 @@ impl SupportServer {
         caller: &Caller,
         _request: Option<PaginatedRequestParams>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let Ok(_role) = self.role(caller) else {
-            return Err(common::forbidden(
-                "forbidden: you have no access to this organization",
-            ));
-        };
+        self.member(caller)?;
         let db = self.db.lock().unwrap_or_else(|e| e.into_inner());
         let mut stmt = db
             .prepare_cached("SELECT doc_id, title FROM policies WHERE tenant = ?1 ORDER BY doc_id")
@@ -576,11 +530,7 @@ impl SupportServer {
         caller: &Caller,
         request: ReadResourceRequestParams,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        if self.role(caller).is_err() {
-            return Err(common::forbidden(
-                "forbidden: you have no access to this organization",
-            ));
-        }
+        self.member(caller)?;
         let uri = request.uri.clone();
         let not_found = || {
             ErrorData::resource_not_found(format!("no policy at {uri}"), Some(json!({"uri": uri})))
@@ -667,11 +617,6 @@ mod data_tests {
                 "SELECT count(*) FROM tickets WHERE tenant = 'bramble' AND ticket_id LIKE 'T-4%'"
             ) >= 25
         );
-        assert_eq!(
-            count("SELECT count(*) FROM memberships WHERE user = 'usr-tomas'"),
-            0
-        );
-        assert!(count("SELECT count(*) FROM memberships") >= 6);
         let (subject, body, messages): (String, String, String) = db
             .query_row(
                 "SELECT subject, body, messages FROM tickets WHERE ticket_id = 'T-30002' AND tenant = 'larkfield'",
@@ -682,14 +627,6 @@ mod data_tests {
         assert_eq!(subject, "Charged twice for order LK-182074");
         assert!(body.starts_with("My card was charged two times"));
         assert!(messages.contains("Could you send the receipt"));
-        let (role,): (String,) = db
-            .query_row(
-                "SELECT role FROM memberships WHERE user = 'usr-omar' AND tenant = 'larkfield'",
-                [],
-                |r| Ok((r.get(0)?,)),
-            )
-            .unwrap();
-        assert_eq!(role, "read_only");
     }
 
     #[test]
