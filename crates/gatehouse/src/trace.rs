@@ -208,7 +208,7 @@ impl ToolEvent {
     /// The record as one JSON object, `operation` first, its strings made visible (the
     /// tool's name is the model's own text).
     pub fn record(&self) -> Value {
-        let mut v = serde_json::json!({"operation": "host.tool_call"});
+        let mut v = serde_json::json!({"operation": gatehouse_contract::TOOL_CALL_RECORD});
         if let (Some(m), Ok(Value::Object(more))) = (v.as_object_mut(), serde_json::to_value(self))
         {
             m.extend(more);

@@ -4,6 +4,7 @@
 //! what each role may do. Every server runs on
 //! stdio ([`serve_stdio`]) or over Streamable HTTP ([`serve_http`], `http`), where `auth`
 //! tells who is calling.
+#![warn(missing_docs)]
 
 pub mod auth;
 pub mod built_in;
@@ -11,6 +12,7 @@ pub mod cmdb;
 pub mod command;
 pub mod common;
 pub mod data;
+pub mod desk;
 pub mod hostile;
 pub mod http;
 pub mod membership;
@@ -22,6 +24,8 @@ pub mod tickets;
 use std::path::PathBuf;
 
 use rmcp::ServiceExt;
+
+use desk::Served;
 
 /// The servers `gatehouse serve NAME` can start.
 pub const SERVER_NAMES: &[&str] = &["support", "cmdb", "tickets", "orders", "testbed", "hostile"];
@@ -98,12 +102,12 @@ fn stdio_pipes() -> anyhow::Result<Option<(tokio::io::Stdin, tokio::io::Stdout)>
 pub async fn serve_stdio(name: &str, options: ServeOptions) -> anyhow::Result<()> {
     let caller = common::Caller::from_env();
     match name {
-        "support" => run(support::SupportServer::new(caller)?.into_dyn()).await,
-        "cmdb" => run(cmdb::CmdbServer::new(caller)?.into_dyn()).await,
-        "orders" => run(orders::OrdersServer::new(caller)?.into_dyn()).await,
+        "support" => run(Served::new(support::SupportServer::new(caller)?).into_dyn()).await,
+        "cmdb" => run(Served::new(cmdb::CmdbServer::new(caller)?).into_dyn()).await,
+        "orders" => run(Served::new(orders::OrdersServer::new(caller)?).into_dyn()).await,
         "tickets" => {
             let db = options.db.unwrap_or_else(tickets::default_db_path);
-            run(tickets::TicketsServer::new(caller, &db)?.into_dyn()).await
+            run(Served::new(tickets::TicketsServer::new(caller, &db)?).into_dyn()).await
         }
         "testbed" => {
             if !testbed::misbehave_at_start() {
@@ -145,12 +149,28 @@ pub async fn serve_http(
     let members = http::SessionAccess::Members(membership::Memberships::embedded()?);
     let anyone = http::SessionAccess::AnyCaller;
     match name {
-        "support" => http::serve(support::SupportServer::new(caller)?, auth, members, o).await,
-        "cmdb" => http::serve(cmdb::CmdbServer::new(caller)?, auth, anyone, o).await,
-        "orders" => http::serve(orders::OrdersServer::new(caller)?, auth, anyone, o).await,
+        "support" => {
+            http::serve(
+                Served::new(support::SupportServer::new(caller)?),
+                auth,
+                members,
+                o,
+            )
+            .await
+        }
+        "cmdb" => http::serve(Served::new(cmdb::CmdbServer::new(caller)?), auth, anyone, o).await,
+        "orders" => {
+            http::serve(
+                Served::new(orders::OrdersServer::new(caller)?),
+                auth,
+                anyone,
+                o,
+            )
+            .await
+        }
         "tickets" => {
             let db = options.db.unwrap_or_else(tickets::default_db_path);
-            let server = tickets::TicketsServer::new(caller, &db)?;
+            let server = Served::new(tickets::TicketsServer::new(caller, &db)?);
             http::serve(server, auth, members, o).await
         }
         _ => {

@@ -35,8 +35,11 @@ pub const INCIDENTS_WRITE: &str = "incidents:write";
 /// A member's role in one organization.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
+    /// Everything, including the organization's settings.
     Admin,
+    /// Reads and writes the organization's data.
     Staff,
+    /// Reads only.
     ReadOnly,
 }
 
@@ -83,7 +86,12 @@ pub enum Refusal {
     /// No membership in the organization: refused with JSON-RPC -32003 before anything runs.
     NotMember,
     /// A member whose role does not grant the scope: a tool error.
-    Scope { role: Role, scope: &'static str },
+    Scope {
+        /// The member's role.
+        role: Role,
+        /// The scope the tool needs.
+        scope: &'static str,
+    },
 }
 
 impl Refusal {

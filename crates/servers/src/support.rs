@@ -7,27 +7,20 @@
 //! tool's scope, and an object from another organization is "not found", never "elsewhere".
 //! Memberships, roles and scopes are [`crate::membership`]'s, shared with the tickets server.
 
-use std::{
-    sync::{Arc, Mutex},
-    time::Instant,
-};
+use std::sync::{Arc, Mutex};
 
 use rmcp::{
-    ErrorData, RoleServer, ServerHandler,
-    model::{
-        CallToolRequestParams, CallToolResponse, CallToolResult, Implementation,
-        ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
-        ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig, Tool,
-    },
-    service::RequestContext,
+    ErrorData,
+    model::{Implementation, ListResourcesResult, ReadResourceResponse, ServerCapabilities, Tool},
 };
 use rusqlite::{Connection, params};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::{
-    common::{self, Caller, RequestLog},
+    common::{self, Caller},
     data,
+    desk::{Admission, Call, Desk, Done, Failure, Ran},
     membership::{self, Memberships, Refusal},
 };
 
@@ -41,6 +34,7 @@ const SNIPPET_TOKENS: i32 = 24;
 pub const MAX_LAST_MESSAGES: usize = 3;
 /// Search results per call: default and maximum.
 pub const DEFAULT_SEARCH_LIMIT: i64 = 3;
+/// The most search results one call may ask for.
 pub const MAX_SEARCH_LIMIT: i64 = 5;
 
 /// The scope each tool needs (the roles' scopes are in [`crate::membership`]).
@@ -233,37 +227,11 @@ impl SupportServer {
         }
     }
 
-    fn log(
-        &self,
-        caller: &Caller,
-        role: &str,
-        tool: &str,
-        outcome: &str,
-        extra: Value,
-        start: Instant,
-    ) {
-        let mut record = json!({
-            "ts": common::timestamp(),
-            "event": "tool_call",
-            "user": caller.user,
-            "tenant": caller.tenant,
-            "role": role,
-            "client": caller.client,
-            "tool": tool,
-            "outcome": outcome,
-        });
-        if let (Some(obj), Value::Object(more)) = (record.as_object_mut(), extra) {
-            obj.extend(more);
-        }
-        record["ms"] = json!(common::elapsed_ms(start));
-        common::log_line(record);
-    }
-
     fn search_knowledge(
         &self,
         caller: &Caller,
         args: &serde_json::Map<String, Value>,
-    ) -> Result<(Value, usize), String> {
+    ) -> Result<(Value, usize), Failure> {
         common::no_unknown_args(args, &["query", "limit"])?;
         let query = common::string_arg(args, "query", 3, 200)?;
         let limit = common::int_arg(args, "limit", DEFAULT_SEARCH_LIMIT, 1, MAX_SEARCH_LIMIT)?;
@@ -276,7 +244,7 @@ impl SupportServer {
                      FROM policy_fts WHERE policy_fts MATCH ?2 AND tenant = ?3
                      ORDER BY bm25(policy_fts), doc_id LIMIT ?4",
                 )
-                .map_err(|e| format!("search failed: {e}"))?;
+                .map_err(|e| Failure::Unavailable(format!("search failed: {e}")))?;
             let rows = stmt
                 .query_map(params![SNIPPET_TOKENS, q, caller.tenant, limit], |r| {
                     Ok((
@@ -286,10 +254,10 @@ impl SupportServer {
                         r.get::<_, f64>(3)?,
                     ))
                 })
-                .map_err(|e| format!("search failed: {e}"))?;
+                .map_err(|e| Failure::Unavailable(format!("search failed: {e}")))?;
             for row in rows {
                 let (doc_id, title, snippet, bm25) =
-                    row.map_err(|e| format!("search failed: {e}"))?;
+                    row.map_err(|e| Failure::Unavailable(format!("search failed: {e}")))?;
                 // FTS5's bm25 is lower-is-better and negative; show it as a positive score.
                 let score = ((-bm25) * 1000.0).round() / 1000.0;
                 results.push(json!({
@@ -309,15 +277,15 @@ impl SupportServer {
         &self,
         caller: &Caller,
         args: &serde_json::Map<String, Value>,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, Failure> {
         common::no_unknown_args(args, &["ticket_id"])?;
         let id = common::string_arg(args, "ticket_id", 1, 32)?;
         let valid =
             id.len() == 7 && id.starts_with("T-") && id[2..].bytes().all(|b| b.is_ascii_digit());
         if !valid {
-            return Err(format!(
+            return Err(Failure::InvalidArguments(format!(
                 "invalid arguments: \"ticket_id\" must look like T-30002, not {id:?}"
-            ));
+            )));
         }
         let db = self.db.lock().unwrap_or_else(|e| e.into_inner());
         let mut statement = db
@@ -325,7 +293,7 @@ impl SupportServer {
                 "SELECT ticket_id, customer_name, subject, body, team, priority, status, created_at, messages
                  FROM tickets WHERE ticket_id = ?1 AND tenant = ?2",
             )
-            .map_err(|e| format!("the ticket store is unavailable: {e}"))?;
+            .map_err(|e| Failure::Unavailable(format!("the ticket store is unavailable: {e}")))?;
         let row = statement.query_row(params![id, caller.tenant], |r| {
             Ok((
                 r.get::<_, String>(0)?,
@@ -351,9 +319,9 @@ impl SupportServer {
             messages,
         )) = row
         else {
-            return Err(format!(
-                "not_found: there is no ticket {id} in this organization"
-            ));
+            return Err(Failure::NotFound(format!(
+                "there is no ticket {id} in this organization"
+            )));
         };
         let messages: Vec<Value> = serde_json::from_str(&messages).unwrap_or_default();
         let skip = messages.len().saturating_sub(MAX_LAST_MESSAGES);
@@ -371,136 +339,65 @@ impl SupportServer {
     }
 }
 
-impl ServerHandler for SupportServer {
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_resources()
-                .build(),
-        )
-        .with_server_info(self.info.clone())
-        .with_instructions(INSTRUCTIONS)
+impl Desk for SupportServer {
+    const NAME: &'static str = "support";
+    const INSTRUCTIONS: &'static str = INSTRUCTIONS;
+
+    fn info(&self) -> &Implementation {
+        &self.info
     }
 
-    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
-        std::borrow::Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS)
+    fn tools(&self) -> &[Tool] {
+        &self.tools
     }
 
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        let mut result = common::tool_list("support", &self.tools, &self.info, &context.meta);
-        // Private: what a caller may do with the list depends on who they are.
-        result.cache_scope = Some(rmcp::model::CacheScope::Private);
-        result.ttl_ms = Some(0);
-        Ok(result)
+    fn default_caller(&self) -> &Caller {
+        &self.caller
     }
 
-    fn get_tool(&self, name: &str) -> Option<Tool> {
-        common::find_tool(&self.tools, name)
+    fn capabilities(&self) -> ServerCapabilities {
+        ServerCapabilities::builder()
+            .enable_tools()
+            .enable_resources()
+            .build()
     }
 
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let log = RequestLog::start("support", "tools/call", Some(&request.name), &context.meta);
-        let caller = Caller::of_request(&self.caller, &context);
-        let response = self.run_tool(&caller, request).await;
-        log.finish(common::call_outcome(&response));
-        response
+    /// Membership first (-32003 before anything is looked at), then the tool's scope.
+    fn admit(&self, caller: &Caller, tool: &str) -> Admission {
+        match self.members.check(caller, scope_of(tool)) {
+            Ok(role) => Admission::Admitted(Some(role.name())),
+            Err(Refusal::NotMember) => Admission::Refused(membership::not_a_member()),
+            Err(refusal @ Refusal::Scope { role, .. }) => Admission::Forbidden {
+                role: role.name(),
+                message: refusal.message(),
+            },
+        }
     }
 
-    async fn list_resources(
-        &self,
-        request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListResourcesResult, ErrorData> {
-        let log = RequestLog::start("support", "resources/list", None, &context.meta);
-        let response = self.policies(&Caller::of_request(&self.caller, &context), request);
-        log.finish(if response.is_ok() { "ok" } else { "error" });
-        response
+    async fn run(&self, call: Call<'_>) -> Result<Done, Failure> {
+        match call.name {
+            "search_knowledge" => {
+                let (value, n) = self.search_knowledge(call.caller, &call.args)?;
+                Ok(Done {
+                    ran: Ran::Value(value),
+                    extra: json!({"results": n}),
+                })
+            }
+            _ => Ok(Done::value(self.get_ticket(call.caller, &call.args)?)),
+        }
     }
 
-    async fn read_resource(
-        &self,
-        request: ReadResourceRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ReadResourceResponse, ErrorData> {
-        let log = RequestLog::start(
-            "support",
-            "resources/read",
-            Some(&request.uri),
-            &context.meta,
-        );
-        let response = self.policy(&Caller::of_request(&self.caller, &context), request);
-        log.finish(if response.is_ok() { "ok" } else { "error" });
-        response
+    fn list_resources(&self, caller: &Caller) -> Result<ListResourcesResult, ErrorData> {
+        self.policies(caller)
+    }
+
+    fn read_resource(&self, caller: &Caller, uri: &str) -> Result<ReadResourceResponse, ErrorData> {
+        self.policy(caller, uri)
     }
 }
 
 impl SupportServer {
-    async fn run_tool(
-        &self,
-        caller: &Caller,
-        request: CallToolRequestParams,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let start = Instant::now();
-        let name = request.name.to_string();
-        if self.get_tool(&name).is_none() {
-            return Err(ErrorData::invalid_params(
-                format!("unknown tool: {name}"),
-                None,
-            ));
-        }
-        let role = match self.members.check(caller, scope_of(&name)) {
-            Ok(role) => role.name(),
-            Err(Refusal::NotMember) => return Err(membership::not_a_member()),
-            Err(refusal @ Refusal::Scope { role, .. }) => {
-                self.log(caller, role.name(), &name, "forbidden", json!({}), start);
-                return Ok(common::tool_error(refusal.message(), &self.info).into());
-            }
-        };
-        let args = common::arguments(request.arguments.as_ref());
-        let result: CallToolResult = match name.as_str() {
-            "search_knowledge" => match self.search_knowledge(caller, &args) {
-                Ok((value, n)) => {
-                    self.log(caller, role, &name, "ok", json!({"results": n}), start);
-                    common::structured_result(value, &self.info)
-                }
-                Err(e) => {
-                    self.log(caller, role, &name, "invalid_arguments", json!({}), start);
-                    common::tool_error(e, &self.info)
-                }
-            },
-            _ => match self.get_ticket(caller, &args) {
-                Ok(value) => {
-                    self.log(caller, role, &name, "ok", json!({}), start);
-                    common::structured_result(value, &self.info)
-                }
-                Err(e) => {
-                    let outcome = if e.starts_with("not_found") {
-                        "not_found"
-                    } else {
-                        "invalid_arguments"
-                    };
-                    self.log(caller, role, &name, outcome, json!({}), start);
-                    common::tool_error(e, &self.info)
-                }
-            },
-        };
-        Ok(result.into())
-    }
-
-    fn policies(
-        &self,
-        caller: &Caller,
-        _request: Option<PaginatedRequestParams>,
-    ) -> Result<ListResourcesResult, ErrorData> {
+    fn policies(&self, caller: &Caller) -> Result<ListResourcesResult, ErrorData> {
         self.member(caller)?;
         let db = self.db.lock().unwrap_or_else(|e| e.into_inner());
         let mut stmt = db
@@ -525,13 +422,8 @@ impl SupportServer {
         Ok(result)
     }
 
-    fn policy(
-        &self,
-        caller: &Caller,
-        request: ReadResourceRequestParams,
-    ) -> Result<ReadResourceResponse, ErrorData> {
+    fn policy(&self, caller: &Caller, uri: &str) -> Result<ReadResourceResponse, ErrorData> {
         self.member(caller)?;
-        let uri = request.uri.clone();
         let not_found = || {
             ErrorData::resource_not_found(format!("no policy at {uri}"), Some(json!({"uri": uri})))
         };
@@ -656,10 +548,10 @@ mod data_tests {
         }
         let bad = serde_json::from_value(json!({"query": "ab"})).unwrap();
         assert!(
-            server
-                .search_knowledge(&server.caller, &bad)
-                .unwrap_err()
-                .contains("at least 3")
+            server.search_knowledge(&server.caller, &bad).unwrap_err()
+                == Failure::InvalidArguments(
+                    "invalid arguments: \"query\" must be at least 3 characters".into()
+                )
         );
         let bad = serde_json::from_value(json!({"query": "returns", "limit": 9})).unwrap();
         assert!(server.search_knowledge(&server.caller, &bad).is_err());

@@ -36,12 +36,11 @@ use std::{
 };
 
 use rmcp::{
-    ErrorData, RoleServer, ServerHandler,
+    ErrorData, RoleServer,
     model::{
         CallToolRequestParams, CallToolResponse, ElicitRequest, ElicitRequestParams, ElicitResult,
         ElicitationAction, ElicitationSchema, Implementation, InputRequest, InputRequiredResult,
-        ListToolsResult, PaginatedRequestParams, ProtocolVersion, RequestStateCodec, SealOptions,
-        ServerCapabilities, ServerConfig, Tool,
+        ProtocolVersion, RequestStateCodec, SealOptions, Tool,
     },
     service::RequestContext,
 };
@@ -50,11 +49,13 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::{
-    common::{self, Caller, RequestLog},
+    common::{self, Caller},
     data,
+    desk::{Admission, Call, Desk, Done, Failure, Ran},
     membership::{self, Memberships, Refusal},
 };
 
+/// What the tickets server tells a client about itself at discovery.
 pub const INSTRUCTIONS: &str = "Incident tickets. Opening a ticket always asks the user to confirm it and choose its priority first.";
 /// How long a confirmation stays valid between round 1 and round 2.
 pub const CONFIRMATION_TTL: Duration = Duration::from_secs(600);
@@ -214,6 +215,7 @@ fn add_column(db: &Connection, table: &str, column: &str, declaration: &str) -> 
 }
 
 #[derive(Clone)]
+/// The tickets server: its store, its sealing key, and who it was started for.
 pub struct TicketsServer {
     db: Arc<Mutex<Connection>>,
     members: &'static Memberships,
@@ -258,6 +260,7 @@ enum Round2 {
 }
 
 impl TicketsServer {
+    /// A tickets server on the store at `db_path` (created if missing, with its key beside it).
     pub fn new(caller: Caller, db_path: &Path) -> anyhow::Result<Self> {
         // The store first: it creates the folder the key file lives in.
         let db = open_store(db_path)?;
@@ -381,8 +384,10 @@ impl TicketsServer {
         nonce: &str,
         answer: &str,
         ticket: Option<(&str, &str, &str)>,
-    ) -> Result<Used, String> {
-        let unavailable = |e: rusqlite::Error| format!("the ticket store is unavailable: {e}");
+    ) -> Result<Used, Failure> {
+        let unavailable = |e: rusqlite::Error| {
+            Failure::Unavailable(format!("the ticket store is unavailable: {e}"))
+        };
         let mut db = self.db.lock().unwrap_or_else(|e| e.into_inner());
         let tx = db
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
@@ -464,7 +469,7 @@ impl TicketsServer {
         Ok(Used::Fresh(opened))
     }
 
-    /// The person's answer, as the ticket to open or the tool error to return.
+    /// The person's answer, as the ticket opened or why none was.
     fn decide(
         &self,
         caller: &Caller,
@@ -472,20 +477,19 @@ impl TicketsServer {
         summary: &str,
         nonce: &str,
         answer: &ElicitResult,
-    ) -> CallToolResponse {
-        let error = |m: String| common::tool_error(m, &self.info).into();
+    ) -> Result<Value, Failure> {
+        let used = || Failure::InvalidArguments(ALREADY_USED.into());
         if answer.action != ElicitationAction::Accept {
             let (said, word) = if answer.action == ElicitationAction::Decline {
                 ("declined", "decline")
             } else {
                 ("closed the form", "cancel")
             };
-            return match self.consume(caller, nonce, word, None) {
-                Err(e) => error(e),
-                Ok(Used::Refused) => error(ALREADY_USED.into()),
-                Ok(_) => error(format!(
+            return match self.consume(caller, nonce, word, None)? {
+                Used::Refused => Err(used()),
+                _ => Err(Failure::Declined(format!(
                     "the user {said}: no ticket was opened. Don't retry unless they ask again."
-                )),
+                ))),
             };
         }
         let priority = answer
@@ -495,65 +499,61 @@ impl TicketsServer {
             .and_then(Value::as_str)
             .filter(|p| ["P1", "P2", "P3"].contains(p));
         let Some(priority) = priority else {
-            return error("the confirmation came back without a valid priority (P1, P2 or P3); no ticket was opened.".into());
+            return Err(Failure::InvalidArguments("the confirmation came back without a valid priority (P1, P2 or P3); no ticket was opened.".into()));
         };
         let answer = format!("accept:{priority}");
-        match self.consume(caller, nonce, &answer, Some((host, summary, priority))) {
-            Err(e) => error(e),
-            Ok(Used::Fresh(Some(ticket))) => common::structured_result(ticket, &self.info).into(),
-            Ok(Used::Again(Some(ticket))) => {
+        match self.consume(caller, nonce, &answer, Some((host, summary, priority)))? {
+            Used::Fresh(Some(ticket)) => Ok(ticket),
+            Used::Again(Some(ticket)) => {
                 common::log_line(json!({
                     "ts": common::timestamp(), "event": "confirmation_answered_again",
                     "user": caller.user, "tenant": caller.tenant, "ticket": ticket["id"],
                 }));
-                common::structured_result(ticket, &self.info).into()
+                Ok(ticket)
             }
-            Ok(_) => error(ALREADY_USED.into()),
+            _ => Err(used()),
         }
     }
 
-    async fn open_ticket(
-        &self,
-        caller: &Caller,
-        request: &CallToolRequestParams,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let args = common::arguments(request.arguments.as_ref());
-        let checked = common::no_unknown_args(&args, &["host", "summary"])
-            .and_then(|_| common::string_arg(&args, "host", 1, 253))
-            .and_then(|h| {
-                common::string_arg(&args, "summary", 1, MAX_SUMMARY_CHARS).map(|s| (h, s))
-            });
-        let (host, summary) = match checked {
-            Ok(v) => v,
-            Err(e) => return Ok(common::tool_error(e, &self.info).into()),
-        };
+    async fn open_ticket(&self, call: &Call<'_>) -> Result<Done, Failure> {
+        let (caller, args, context) = (call.caller, &call.args, call.context);
+        common::no_unknown_args(args, &["host", "summary"])?;
+        let host = common::string_arg(args, "host", 1, 253)?;
+        let summary = common::string_arg(args, "summary", 1, MAX_SUMMARY_CHARS)?;
         let can_ask = context
             .client_capabilities()
             .and_then(|c| c.elicitation)
             .is_some_and(|e| e.form.is_some() || e.url.is_none());
         if !can_ask {
-            return Ok(common::tool_error(
+            return Err(Failure::Unavailable(
                 "opening a ticket needs a host that can ask the user to confirm it, and this one can't. \
-                 No ticket was opened; tell the user to open it by hand.",
-                &self.info,
-            )
-            .into());
+                 No ticket was opened; tell the user to open it by hand."
+                    .into(),
+            ));
         }
         let modern = context
             .protocol_version()
             .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
-        if !modern {
-            return Ok(self
-                .open_ticket_legacy(caller, &host, &summary, context)
-                .await);
-        }
-        match self.round2(caller, &host, &summary, request)? {
-            Round2::Ask => Ok(self.ask(caller, &host, &summary)),
-            Round2::Answered { nonce, answer } => {
-                Ok(self.decide(caller, &host, &summary, &nonce, &answer))
+        let ticket = if modern {
+            match self
+                .round2(caller, &host, &summary, call.request)
+                .map_err(Failure::Protocol)?
+            {
+                Round2::Ask => {
+                    return Ok(Done {
+                        ran: Ran::Asking(self.ask(caller, &host, &summary)),
+                        extra: json!({}),
+                    });
+                }
+                Round2::Answered { nonce, answer } => {
+                    self.decide(caller, &host, &summary, &nonce, &answer)?
+                }
             }
-        }
+        } else {
+            self.open_ticket_legacy(caller, &host, &summary, context)
+                .await?
+        };
+        Ok(Done::value(ticket))
     }
 
     /// Older revisions: ask with a server-sent `elicitation/create` inside the call.
@@ -563,31 +563,30 @@ impl TicketsServer {
         host: &str,
         summary: &str,
         context: &RequestContext<RoleServer>,
-    ) -> CallToolResponse {
+    ) -> Result<Value, Failure> {
         let answer = context
             .peer
             .create_elicitation(Self::question(host, summary))
-            .await;
-        match answer {
-            Ok(answer) => {
-                let mut nonce = [0u8; 16];
-                rand::fill(&mut nonce);
-                let nonce: String = nonce.iter().map(|b| format!("{b:02x}")).collect();
-                self.decide(caller, host, summary, &nonce, &answer)
-            }
-            Err(e) => common::tool_error(
-                format!("the user could not be asked ({e}); no ticket was opened."),
-                &self.info,
-            )
-            .into(),
-        }
+            .await
+            .map_err(|e| {
+                Failure::Unavailable(format!(
+                    "the user could not be asked ({e}); no ticket was opened."
+                ))
+            })?;
+        let mut nonce = [0u8; 16];
+        rand::fill(&mut nonce);
+        let nonce: String = nonce.iter().map(|b| format!("{b:02x}")).collect();
+        self.decide(caller, host, summary, &nonce, &answer)
     }
 
-    fn list_tickets(&self, caller: &Caller, args: &Map<String, Value>) -> Result<Value, String> {
+    fn list_tickets(&self, caller: &Caller, args: &Map<String, Value>) -> Result<Value, Failure> {
         common::no_unknown_args(args, &["host"])?;
         let host = match args.get("host") {
             None | Some(Value::Null) => None,
             Some(_) => Some(common::string_arg(args, "host", 1, 253)?),
+        };
+        let unavailable = |e: rusqlite::Error| {
+            Failure::Unavailable(format!("the ticket store is unavailable: {e}"))
         };
         let db = self.db.lock().unwrap_or_else(|e| e.into_inner());
         let mut stmt = db
@@ -595,100 +594,57 @@ impl TicketsServer {
                 "SELECT {TICKET_COLUMNS} FROM tickets
                  WHERE tenant = ?1 AND (?2 IS NULL OR host = ?2) ORDER BY number"
             ))
-            .map_err(|e| format!("the ticket store is unavailable: {e}"))?;
+            .map_err(unavailable)?;
         let tickets: Vec<Value> = stmt
             .query_map(params![caller.tenant, host], ticket_of_row)
-            .map_err(|e| format!("the ticket store is unavailable: {e}"))?
+            .map_err(unavailable)?
             .collect::<Result<_, _>>()
-            .map_err(|e| format!("the ticket store is unavailable: {e}"))?;
+            .map_err(unavailable)?;
         Ok(json!({"total": tickets.len(), "tickets": tickets}))
     }
 }
 
-impl TicketsServer {
-    /// Check the caller, then run the tool: no membership is -32003 before anything else
-    /// (even an unknown tool's name is not looked at), a role without the tool's scope a
-    /// tool error.
-    async fn run_tool(
-        &self,
-        caller: &Caller,
-        request: &CallToolRequestParams,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
+impl Desk for TicketsServer {
+    const NAME: &'static str = "tickets";
+    const INSTRUCTIONS: &'static str = INSTRUCTIONS;
+
+    fn info(&self) -> &Implementation {
+        &self.info
+    }
+
+    fn tools(&self) -> &[Tool] {
+        &self.tools
+    }
+
+    fn default_caller(&self) -> &Caller {
+        &self.caller
+    }
+
+    /// No membership is -32003 before anything else (even an unknown tool's name is not
+    /// looked at); a role without the tool's scope, a tool error.
+    fn admit(&self, caller: &Caller, tool: &str) -> Admission {
         if !self.members.is_member(caller) {
-            return Err(membership::not_a_member());
+            return Admission::Refused(membership::not_a_member());
         }
-        let scope = match request.name.as_ref() {
+        let scope = match tool {
             "open_ticket" => membership::INCIDENTS_WRITE,
-            "list_tickets" => membership::INCIDENTS_READ,
-            other => {
-                return Err(ErrorData::invalid_params(
-                    format!("unknown tool: {other}"),
-                    None,
-                ));
-            }
+            _ => membership::INCIDENTS_READ,
         };
         match self.members.check(caller, scope) {
-            Ok(_) => {}
-            Err(Refusal::NotMember) => return Err(membership::not_a_member()),
-            Err(refusal @ Refusal::Scope { role, .. }) => {
-                common::log_line(json!({
-                    "ts": common::timestamp(), "event": "tool_call", "user": caller.user,
-                    "tenant": caller.tenant, "role": role.name(), "client": caller.client,
-                    "tool": request.name, "outcome": "forbidden",
-                }));
-                return Ok(common::tool_error(refusal.message(), &self.info).into());
-            }
+            Ok(role) => Admission::Admitted(Some(role.name())),
+            Err(Refusal::NotMember) => Admission::Refused(membership::not_a_member()),
+            Err(refusal @ Refusal::Scope { role, .. }) => Admission::Forbidden {
+                role: role.name(),
+                message: refusal.message(),
+            },
         }
-        if scope == membership::INCIDENTS_WRITE {
-            return self.open_ticket(caller, request, context).await;
+    }
+
+    async fn run(&self, call: Call<'_>) -> Result<Done, Failure> {
+        match call.name {
+            "open_ticket" => self.open_ticket(&call).await,
+            _ => Ok(Done::value(self.list_tickets(call.caller, &call.args)?)),
         }
-        let args = common::arguments(request.arguments.as_ref());
-        Ok(match self.list_tickets(caller, &args) {
-            Ok(v) => common::structured_result(v, &self.info).into(),
-            Err(e) => common::tool_error(e, &self.info).into(),
-        })
-    }
-}
-
-impl ServerHandler for TicketsServer {
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(self.info.clone())
-            .with_instructions(INSTRUCTIONS)
-    }
-
-    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
-        std::borrow::Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS)
-    }
-
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        Ok(common::tool_list(
-            "tickets",
-            &self.tools,
-            &self.info,
-            &context.meta,
-        ))
-    }
-
-    fn get_tool(&self, name: &str) -> Option<Tool> {
-        common::find_tool(&self.tools, name)
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let log = RequestLog::start("tickets", "tools/call", Some(&request.name), &context.meta);
-        let caller = Caller::of_request(&self.caller, &context);
-        let response = self.run_tool(&caller, &request, &context).await;
-        log.finish(common::call_outcome(&response));
-        response
     }
 }
 

@@ -89,7 +89,9 @@ Service Unavailable: every connection is serving a call\n";
 /// The time limits of a connection.
 #[derive(Debug, Clone, Copy)]
 pub struct Timeouts {
+    /// How long a started request head may take to arrive.
     pub header: Duration,
+    /// How long a connection may wait for its next request.
     pub idle: Duration,
 }
 

@@ -58,8 +58,11 @@ pub const MEMORY_TRIM_DELAY: Duration = Duration::from_secs(1);
 /// The bounds on sessions.
 #[derive(Debug, Clone, Copy)]
 pub struct SessionLimits {
+    /// Most legacy sessions open at once.
     pub total: usize,
+    /// Most legacy sessions one caller may hold.
     pub per_caller: usize,
+    /// How long a session may go unused before it is closed.
     pub idle: Duration,
 }
 
