@@ -3,14 +3,13 @@
 
 use std::sync::{Arc, Mutex};
 
-use rmcp::model::{Implementation, Tool};
 use rusqlite::{Connection, params_from_iter, types::Value as SqlValue};
 use serde_json::{Map, Value, json};
 
 use crate::{
     common::{self, Caller},
     data,
-    desk::{Call, Desk, Done, Failure, Ran},
+    desk::{Call, Desk, Done, Failure, Parts, Ran},
 };
 
 /// What the CMDB tells a client about itself at discovery.
@@ -64,10 +63,7 @@ pub fn build_database() -> anyhow::Result<Connection> {
 /// The CMDB server: its database, built at start from the embedded hosts file.
 pub struct CmdbServer {
     db: Arc<Mutex<Connection>>,
-    /// The caller when a request names none: the one this server was started for (stdio).
-    caller: Caller,
-    info: Implementation,
-    tools: Arc<Vec<Tool>>,
+    parts: Parts,
 }
 
 fn row_to_json(row: &rusqlite::Row) -> rusqlite::Result<Value> {
@@ -81,19 +77,15 @@ fn row_to_json(row: &rusqlite::Row) -> rusqlite::Result<Value> {
 impl CmdbServer {
     /// A CMDB whose requests act as `caller` unless the HTTP layer says who is calling.
     pub fn new(caller: Caller) -> anyhow::Result<Self> {
-        let tools = ["get_asset", "find_assets"]
-            .iter()
-            .map(|n| {
-                common::tool_from_json(
-                    data::file(&format!("tools/cmdb.{n}.json")).expect("tool file embedded"),
-                )
-            })
-            .collect();
         Ok(CmdbServer {
             db: Arc::new(Mutex::new(build_database()?)),
-            caller,
-            info: Implementation::new("cmdb", "1.0.0"),
-            tools: Arc::new(tools),
+            parts: Parts::new(
+                "cmdb",
+                "cmdb",
+                "1.0.0",
+                &["get_asset", "find_assets"],
+                caller,
+            ),
         })
     }
 
@@ -159,16 +151,8 @@ impl Desk for CmdbServer {
     const NAME: &'static str = "cmdb";
     const INSTRUCTIONS: &'static str = INSTRUCTIONS;
 
-    fn info(&self) -> &Implementation {
-        &self.info
-    }
-
-    fn tools(&self) -> &[Tool] {
-        &self.tools
-    }
-
-    fn default_caller(&self) -> &Caller {
-        &self.caller
+    fn parts(&self) -> &Parts {
+        &self.parts
     }
 
     async fn run(&self, call: Call<'_>) -> Result<Done, Failure> {
@@ -245,7 +229,7 @@ mod tests {
 
     #[test]
     fn tool_definitions_parse_and_keep_their_output_schemas() {
-        for t in server().tools.iter() {
+        for t in server().parts.tools.iter() {
             assert!(t.output_schema.is_some(), "{}", t.name);
         }
     }

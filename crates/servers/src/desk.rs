@@ -139,6 +139,37 @@ pub enum Admission {
     },
 }
 
+/// What every reference server holds the same way: its name and version, its tools read
+/// from their definition files (`tools/SERVER.TOOL.json`), and the caller it was started for.
+#[derive(Debug, Clone)]
+pub struct Parts {
+    /// Its name and version, as discovery gives them.
+    pub info: Implementation,
+    /// Its tools.
+    pub tools: Arc<Vec<Tool>>,
+    /// The caller when a request names none: the one it was started for (stdio).
+    pub caller: Caller,
+}
+
+impl Parts {
+    /// The parts of the server `server` (its files' prefix), named `name` at `version`,
+    /// with these tools, started for `caller`.
+    pub fn new(server: &str, name: &str, version: &str, tools: &[&str], caller: Caller) -> Self {
+        let tools = tools
+            .iter()
+            .map(|t| {
+                let file = format!("tools/{server}.{t}.json");
+                common::tool_from_json(crate::data::file(&file).expect("tool file embedded"))
+            })
+            .collect();
+        Parts {
+            info: Implementation::new(name, version),
+            tools: Arc::new(tools),
+            caller,
+        }
+    }
+}
+
 /// What a reference server is, apart from the protocol plumbing they all share.
 pub trait Desk: Clone + Send + Sync + 'static {
     /// The server's name in its records (`support`, `tickets`, …).
@@ -146,12 +177,20 @@ pub trait Desk: Clone + Send + Sync + 'static {
     /// What the server tells a client about itself at discovery.
     const INSTRUCTIONS: &'static str;
 
+    /// What it holds the same way as every other server.
+    fn parts(&self) -> &Parts;
     /// Its name and version.
-    fn info(&self) -> &Implementation;
+    fn info(&self) -> &Implementation {
+        &self.parts().info
+    }
     /// Its tools, from their definition files.
-    fn tools(&self) -> &[Tool];
+    fn tools(&self) -> &[Tool] {
+        &self.parts().tools
+    }
     /// The caller when a request names none: the one it was started for (stdio).
-    fn default_caller(&self) -> &Caller;
+    fn default_caller(&self) -> &Caller {
+        &self.parts().caller
+    }
     /// What it offers besides tools.
     fn capabilities(&self) -> ServerCapabilities {
         ServerCapabilities::builder().enable_tools().build()

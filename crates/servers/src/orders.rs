@@ -8,8 +8,8 @@ use std::{sync::Arc, time::Duration};
 use rmcp::{
     ErrorData, RoleServer,
     model::{
-        CallToolResult, Implementation, ListResourcesResult, ProgressNotificationParam,
-        ReadResourceResponse, ServerCapabilities, Tool,
+        CallToolResult, ListResourcesResult, ProgressNotificationParam, ReadResourceResponse,
+        ServerCapabilities,
     },
     service::RequestContext,
 };
@@ -18,7 +18,7 @@ use serde_json::{Map, Value, json};
 use crate::{
     common::{self, Caller},
     data,
-    desk::{Call, Desk, Done, Failure, Ran},
+    desk::{Call, Desk, Done, Failure, Parts, Ran},
 };
 
 /// What the orders server tells a client about itself at discovery.
@@ -36,10 +36,7 @@ pub const MAX_EXPORT_ROWS: i64 = 100_000;
 /// The orders server: Larkfield's orders, read at start from the embedded data.
 pub struct OrdersServer {
     orders: Arc<Vec<Map<String, Value>>>,
-    /// The caller when a request names none: the one this server was started for (stdio).
-    caller: Caller,
-    info: Implementation,
-    tools: Arc<Vec<Tool>>,
+    parts: Parts,
 }
 
 fn uri_of(order_id: &str) -> String {
@@ -53,19 +50,15 @@ impl OrdersServer {
             data::file("data/orders/orders.json")
                 .ok_or_else(|| anyhow::anyhow!("no orders file"))?,
         )?;
-        let tools = ["get_order_status", "export_report"]
-            .iter()
-            .map(|n| {
-                common::tool_from_json(
-                    data::file(&format!("tools/orders.{n}.json")).expect("tool file embedded"),
-                )
-            })
-            .collect();
         Ok(OrdersServer {
             orders: Arc::new(orders),
-            caller,
-            info: Implementation::new("orders", "1.0.0"),
-            tools: Arc::new(tools),
+            parts: Parts::new(
+                "orders",
+                "orders",
+                "1.0.0",
+                &["get_order_status", "export_report"],
+                caller,
+            ),
         })
     }
 
@@ -120,7 +113,7 @@ impl OrdersServer {
             "isError": false,
         }))
         .map_err(|e| Failure::Unavailable(format!("internal: {e}")))?;
-        result.meta = Some(common::server_meta(&self.info));
+        result.meta = Some(common::server_meta(&self.parts.info));
         Ok(result)
     }
 
@@ -201,16 +194,8 @@ impl Desk for OrdersServer {
     const NAME: &'static str = "orders";
     const INSTRUCTIONS: &'static str = INSTRUCTIONS;
 
-    fn info(&self) -> &Implementation {
-        &self.info
-    }
-
-    fn tools(&self) -> &[Tool] {
-        &self.tools
-    }
-
-    fn default_caller(&self) -> &Caller {
-        &self.caller
+    fn parts(&self) -> &Parts {
+        &self.parts
     }
 
     fn capabilities(&self) -> ServerCapabilities {
@@ -241,7 +226,7 @@ impl Desk for OrdersServer {
         let mut result: ListResourcesResult =
             serde_json::from_value(json!({"resultType": "complete", "resources": resources}))
                 .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-        result.meta = Some(common::server_meta(&self.info));
+        result.meta = Some(common::server_meta(&self.parts.info));
         Ok(result)
     }
 
@@ -262,7 +247,7 @@ impl Desk for OrdersServer {
                           "text": serde_json::to_string_pretty(order).unwrap_or_default()}]
         }))
         .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-        result.meta = Some(common::server_meta(&self.info));
+        result.meta = Some(common::server_meta(&self.parts.info));
         Ok(result.into())
     }
 }

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use rmcp::{
     ErrorData,
-    model::{Implementation, ListResourcesResult, ReadResourceResponse, ServerCapabilities, Tool},
+    model::{ListResourcesResult, ReadResourceResponse, ServerCapabilities},
 };
 use rusqlite::{Connection, params};
 use serde::Deserialize;
@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use crate::{
     common::{self, Caller},
     data,
-    desk::{Admission, Call, Desk, Done, Failure, Ran},
+    desk::{Admission, Call, Desk, Done, Failure, Parts, Ran},
     membership::{self, Memberships, Refusal},
 };
 
@@ -190,30 +190,23 @@ fn bound_snippet(s: &str) -> String {
 pub struct SupportServer {
     db: Arc<Mutex<Connection>>,
     members: &'static Memberships,
-    /// The caller when a request names none: the one this server was started for (stdio).
-    caller: Caller,
-    info: Implementation,
-    tools: Arc<Vec<Tool>>,
+    parts: Parts,
 }
 
 impl SupportServer {
     /// A server whose requests act as `caller` unless the HTTP layer says who is calling,
     /// with its database built from the embedded data.
     pub fn new(caller: Caller) -> anyhow::Result<Self> {
-        let tools = ["search_knowledge", "get_ticket"]
-            .iter()
-            .map(|n| {
-                common::tool_from_json(
-                    data::file(&format!("tools/support.{n}.json")).expect("tool file embedded"),
-                )
-            })
-            .collect();
         Ok(SupportServer {
             db: Arc::new(Mutex::new(build_database()?)),
             members: Memberships::embedded()?,
-            caller,
-            info: Implementation::new("support-mcp", "1.0.0"),
-            tools: Arc::new(tools),
+            parts: Parts::new(
+                "support",
+                "support-mcp",
+                "1.0.0",
+                &["search_knowledge", "get_ticket"],
+                caller,
+            ),
         })
     }
 
@@ -343,16 +336,8 @@ impl Desk for SupportServer {
     const NAME: &'static str = "support";
     const INSTRUCTIONS: &'static str = INSTRUCTIONS;
 
-    fn info(&self) -> &Implementation {
-        &self.info
-    }
-
-    fn tools(&self) -> &[Tool] {
-        &self.tools
-    }
-
-    fn default_caller(&self) -> &Caller {
-        &self.caller
+    fn parts(&self) -> &Parts {
+        &self.parts
     }
 
     fn capabilities(&self) -> ServerCapabilities {
@@ -418,7 +403,7 @@ impl SupportServer {
             json!({"resultType": "complete", "resources": resources, "ttlMs": 0, "cacheScope": "private"}),
         )
         .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-        result.meta = Some(common::server_meta(&self.info));
+        result.meta = Some(common::server_meta(&self.parts.info));
         Ok(result)
     }
 
@@ -450,7 +435,7 @@ impl SupportServer {
             "ttlMs": 0, "cacheScope": "private"
         }))
         .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-        result.meta = Some(common::server_meta(&self.info));
+        result.meta = Some(common::server_meta(&self.parts.info));
         Ok(result.into())
     }
 }
@@ -531,7 +516,9 @@ mod data_tests {
         .unwrap();
         let args =
             serde_json::from_value(json!({"query": "Charged twice for order LK-182074"})).unwrap();
-        let (result, n) = server.search_knowledge(&server.caller, &args).unwrap();
+        let (result, n) = server
+            .search_knowledge(&server.parts.caller, &args)
+            .unwrap();
         assert_eq!(n, 3);
         assert_eq!(
             result["results"][0]["uri"],
@@ -548,12 +535,14 @@ mod data_tests {
         }
         let bad = serde_json::from_value(json!({"query": "ab"})).unwrap();
         assert!(
-            server.search_knowledge(&server.caller, &bad).unwrap_err()
+            server
+                .search_knowledge(&server.parts.caller, &bad)
+                .unwrap_err()
                 == Failure::InvalidArguments(
                     "invalid arguments: \"query\" must be at least 3 characters".into()
                 )
         );
         let bad = serde_json::from_value(json!({"query": "returns", "limit": 9})).unwrap();
-        assert!(server.search_knowledge(&server.caller, &bad).is_err());
+        assert!(server.search_knowledge(&server.parts.caller, &bad).is_err());
     }
 }

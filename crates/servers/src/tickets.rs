@@ -39,8 +39,8 @@ use rmcp::{
     ErrorData, RoleServer,
     model::{
         CallToolRequestParams, CallToolResponse, ElicitRequest, ElicitRequestParams, ElicitResult,
-        ElicitationAction, ElicitationSchema, Implementation, InputRequest, InputRequiredResult,
-        ProtocolVersion, RequestStateCodec, SealOptions, Tool,
+        ElicitationAction, ElicitationSchema, InputRequest, InputRequiredResult, ProtocolVersion,
+        RequestStateCodec, SealOptions,
     },
     service::RequestContext,
 };
@@ -50,8 +50,7 @@ use sha2::{Digest, Sha256};
 
 use crate::{
     common::{self, Caller},
-    data,
-    desk::{Admission, Call, Desk, Done, Failure, Ran},
+    desk::{Admission, Call, Desk, Done, Failure, Parts, Ran},
     membership::{self, Memberships, Refusal},
 };
 
@@ -221,10 +220,7 @@ pub struct TicketsServer {
     members: &'static Memberships,
     codec: Arc<RequestStateCodec>,
     ttl: Duration,
-    /// The caller when a request names none: the one this server was started for (stdio).
-    caller: Caller,
-    info: Implementation,
-    tools: Arc<Vec<Tool>>,
+    parts: Parts,
 }
 
 /// What recording a confirmation's use came to.
@@ -271,22 +267,18 @@ impl TicketsServer {
             .and_then(|v| v.parse::<u64>().ok())
             .map(Duration::from_millis)
             .unwrap_or(CONFIRMATION_TTL);
-        let tools = ["open_ticket", "list_tickets"]
-            .iter()
-            .map(|n| {
-                common::tool_from_json(
-                    data::file(&format!("tools/tickets.{n}.json")).expect("tool file embedded"),
-                )
-            })
-            .collect();
         Ok(TicketsServer {
             db: Arc::new(Mutex::new(db)),
             members: Memberships::embedded()?,
             codec: Arc::new(codec),
             ttl,
-            caller,
-            info: Implementation::new("tickets", "1.0.0"),
-            tools: Arc::new(tools),
+            parts: Parts::new(
+                "tickets",
+                "tickets",
+                "1.0.0",
+                &["open_ticket", "list_tickets"],
+                caller,
+            ),
         })
     }
 
@@ -608,16 +600,8 @@ impl Desk for TicketsServer {
     const NAME: &'static str = "tickets";
     const INSTRUCTIONS: &'static str = INSTRUCTIONS;
 
-    fn info(&self) -> &Implementation {
-        &self.info
-    }
-
-    fn tools(&self) -> &[Tool] {
-        &self.tools
-    }
-
-    fn default_caller(&self) -> &Caller {
-        &self.caller
+    fn parts(&self) -> &Parts {
+        &self.parts
     }
 
     /// No membership is -32003 before anything else (even an unknown tool's name is not
