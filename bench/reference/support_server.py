@@ -33,6 +33,10 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = Path(os.environ.get("SUPPORT_DATA_DIR", REPO / "crates/servers/data/support"))
+# Shared by the support desk and the tickets server, so it sits beside their folders.
+MEMBERSHIPS = Path(
+    os.environ.get("SUPPORT_MEMBERSHIPS", REPO / "crates/servers/data/memberships.json")
+)
 
 INSTRUCTIONS = (
     "Support knowledge for one organization: its policy documents and its tickets. Search the "
@@ -80,7 +84,7 @@ def build_database() -> sqlite3.Connection:
                                  status TEXT NOT NULL, created_at TEXT NOT NULL,
                                  messages TEXT NOT NULL);"""
     )
-    for m in json.loads((DATA / "memberships.json").read_text()):
+    for m in json.loads(MEMBERSHIPS.read_text()):
         db.execute("INSERT INTO memberships VALUES (?, ?, ?)", (m["user"], m["tenant"], m["role"]))
     for path in sorted((DATA / "policies").glob("*/*.md")):
         tenant, doc_id, text = path.parent.name, path.stem, path.read_text()

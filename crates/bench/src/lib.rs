@@ -6,6 +6,7 @@
 //! - `gh-pipe-floor`: the transport's floor, a JSON line echoed over a pipe.
 //! - `gh-gen-server`: a server of N generated tools, for the catalog-scale row.
 //! - `gh-context`: bytes of tool definitions, raw from `tools/list` and as the model gets them.
+#![warn(missing_docs)]
 
 use std::time::Duration;
 
@@ -48,6 +49,7 @@ pub struct Flags {
 }
 
 impl Flags {
+    /// The flags of this process's command line.
     pub fn parse() -> Flags {
         let mut args = std::env::args().skip(1).peekable();
         let mut pairs = Vec::new();
@@ -66,6 +68,7 @@ impl Flags {
         Flags { pairs, rest }
     }
 
+    /// The value of `--NAME VALUE`, if given.
     pub fn get(&self, name: &str) -> Option<&str> {
         self.pairs
             .iter()
@@ -74,10 +77,12 @@ impl Flags {
             .and_then(|(_, v)| v.as_deref())
     }
 
+    /// Whether `--NAME` was given.
     pub fn has(&self, name: &str) -> bool {
         self.pairs.iter().any(|(k, _)| k == name)
     }
 
+    /// The number of `--NAME N`, or `default`; anything but a whole number is an error naming the flag.
     pub fn number(&self, name: &str, default: usize) -> anyhow::Result<usize> {
         match self.get(name) {
             None => Ok(default),

@@ -1,15 +1,13 @@
 //! `gatehouse mcp add|remove|list|get`: the servers file edited from the command line, as
 //! other hosts do it, and each server's state after a quick connect. The file is the
-//! `mcpServers` file people already have; `gatehouse::config::edit` keeps the rest of it
+//! `mcpServers` file people already have; `gatehouse::edit` keeps the rest of it
 //! as it was.
 
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
 use gatehouse::{
-    config::{
-        Config, Identity,
-        edit::{Added, NewServer, ServersFile, parse_env, parse_header},
-    },
+    config::{Config, Identity},
+    edit::{Added, NewServer, ServersFile, parse_env, parse_header},
     probe::{self, Probe},
     text::{visible, visible_json, visible_line},
     trace::{Quiet, Trace},

@@ -115,6 +115,7 @@ struct Changes {
 }
 
 #[derive(Clone)]
+/// The conformance fixture: the server surface the harness's scenarios call by name.
 pub struct Fixture {
     info: Implementation,
     tools: Arc<Vec<Tool>>,
@@ -239,6 +240,7 @@ fn level_rank(level: LoggingLevel) -> u8 {
 }
 
 impl Fixture {
+    /// A fixture with its tools, prompts and resources.
     pub fn new() -> Self {
         // A fresh key per process: states from an earlier run never open.
         let mut key = [0u8; 32];

@@ -5,5 +5,6 @@
 //!   `gatehouse_servers::http`); binary `conformance-fixture`.
 //! - `conformance-client` (binary): a client on the host library (`gatehouse::config`,
 //!   `connect`, `dispatch`, `person`) that acts on `MCP_CONFORMANCE_SCENARIO`.
+#![warn(missing_docs)]
 
 pub mod fixture;

@@ -14,11 +14,12 @@
 //! - [`result`]: what goes back into the model's context, bounded;
 //! - [`turn`]: one question, from the model's first proposal to its answer;
 //! - [`host`]: the session: the connections, the catalog, start and shutdown;
-//! - [`trace`]: the steps of a run, for people and scripts;
-//! - [`probe`]: a quick look at every server, without a model (`mcp list`, `doctor`).
+//! - [`trace`]: the steps of a run, for people and scripts.
 //!
 //! Beside them: [`text`] (a peer's text made safe to show), [`redact`] (the host's secrets
-//! kept out of what is shown, recorded or sent), [`files`] (files written for the person).
+//! kept out of what is shown, recorded or sent), [`files`] (files written for the person),
+//! and for the command line: [`probe`] (a quick look at every server, without a model) and
+//! [`edit`] (servers added to and removed from a servers file).
 #![warn(missing_docs)]
 
 pub mod catalog;
@@ -35,6 +36,7 @@ pub mod schema;
 pub mod trace;
 pub mod turn;
 
+pub mod edit;
 pub mod files;
 pub mod redact;
 pub mod text;

@@ -95,6 +95,20 @@ pub enum Direction {
     FromServer,
 }
 
+/// What a JSON-RPC message is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MessageKind {
+    /// It has a method and an id: it wants an answer.
+    Request,
+    /// It answers a request with a result.
+    Result,
+    /// It answers a request with an error.
+    Error,
+    /// It has a method and no id.
+    Notification,
+}
+
 /// One JSON-RPC message as the host sent or received it, for recordings and the explorer.
 #[derive(Debug, Clone, Serialize)]
 pub struct WireEvent {
@@ -102,8 +116,8 @@ pub struct WireEvent {
     pub server: String,
     /// Which way.
     pub direction: Direction,
-    /// request, result, error or notification.
-    pub kind: &'static str,
+    /// Request, result, error or notification.
+    pub kind: MessageKind,
     /// Its JSON-RPC id, for requests and answers.
     pub id: Option<Value>,
     /// The method of a request or notification.
@@ -119,14 +133,14 @@ impl WireEvent {
     pub fn new(server: &str, direction: Direction, message: Value) -> Self {
         let kind = if message.get("method").is_some() {
             if message.get("id").is_some() {
-                "request"
+                MessageKind::Request
             } else {
-                "notification"
+                MessageKind::Notification
             }
         } else if message.get("error").is_some() {
-            "error"
+            MessageKind::Error
         } else {
-            "result"
+            MessageKind::Result
         };
         WireEvent {
             server: server.to_owned(),
@@ -194,7 +208,7 @@ impl ToolEvent {
     /// The record as one JSON object, `operation` first, its strings made visible (the
     /// tool's name is the model's own text).
     pub fn record(&self) -> Value {
-        let mut v = serde_json::json!({"operation": "host.tool_call"});
+        let mut v = serde_json::json!({"operation": gatehouse_contract::TOOL_CALL_RECORD});
         if let (Some(m), Ok(Value::Object(more))) = (v.as_object_mut(), serde_json::to_value(self))
         {
             m.extend(more);

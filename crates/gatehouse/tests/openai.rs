@@ -747,7 +747,7 @@ fn media_from_a_tool_result_goes_to_the_model_as_input_parts() {
         name: "testbed__content".into(),
         content: r#"{"result":"[image image/png]"}"#.into(),
         media: vec![gatehouse::model::Media {
-            kind: "image".into(),
+            kind: gatehouse::model::MediaKind::Image,
             mime: "image/png".into(),
             data: "iVBORw0KGgo=".into(),
         }],

@@ -3,25 +3,20 @@
 
 use std::sync::{Arc, Mutex};
 
-use rmcp::{
-    ErrorData, RoleServer, ServerHandler,
-    model::{
-        CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
-        PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
-    },
-    service::RequestContext,
-};
 use rusqlite::{Connection, params_from_iter, types::Value as SqlValue};
 use serde_json::{Map, Value, json};
 
 use crate::{
-    common::{self, Caller, RequestLog},
+    common::{self, Caller},
     data,
+    desk::{Call, Desk, Done, Failure, Parts, Ran},
 };
 
+/// What the CMDB tells a client about itself at discovery.
 pub const INSTRUCTIONS: &str = "The configuration database (CMDB) of the support platform's hosts: owner, service, environment, address and criticality of each. Look hosts up by exact hostname; list them by service and environment.";
 /// Hosts returned by `find_assets`: default and most.
 pub const DEFAULT_FIND_LIMIT: i64 = 10;
+/// The most hosts `find_assets` returns.
 pub const MAX_FIND_LIMIT: i64 = 50;
 
 const COLUMNS: [&str; 9] = [
@@ -65,12 +60,10 @@ pub fn build_database() -> anyhow::Result<Connection> {
 }
 
 #[derive(Clone)]
+/// The CMDB server: its database, built at start from the embedded hosts file.
 pub struct CmdbServer {
     db: Arc<Mutex<Connection>>,
-    /// The caller when a request names none: the one this server was started for (stdio).
-    caller: Caller,
-    info: Implementation,
-    tools: Arc<Vec<Tool>>,
+    parts: Parts,
 }
 
 fn row_to_json(row: &rusqlite::Row) -> rusqlite::Result<Value> {
@@ -82,24 +75,21 @@ fn row_to_json(row: &rusqlite::Row) -> rusqlite::Result<Value> {
 }
 
 impl CmdbServer {
+    /// A CMDB whose requests act as `caller` unless the HTTP layer says who is calling.
     pub fn new(caller: Caller) -> anyhow::Result<Self> {
-        let tools = ["get_asset", "find_assets"]
-            .iter()
-            .map(|n| {
-                common::tool_from_json(
-                    data::file(&format!("tools/cmdb.{n}.json")).expect("tool file embedded"),
-                )
-            })
-            .collect();
         Ok(CmdbServer {
             db: Arc::new(Mutex::new(build_database()?)),
-            caller,
-            info: Implementation::new("cmdb", "1.0.0"),
-            tools: Arc::new(tools),
+            parts: Parts::new(
+                "cmdb",
+                "cmdb",
+                "1.0.0",
+                &["get_asset", "find_assets"],
+                caller,
+            ),
         })
     }
 
-    fn get_asset(&self, args: &Map<String, Value>) -> Result<Value, String> {
+    fn get_asset(&self, args: &Map<String, Value>) -> Result<Value, Failure> {
         common::no_unknown_args(args, &["hostname"])?;
         let hostname = common::string_arg(args, "hostname", 1, 253)?;
         let db = self.db.lock().unwrap_or_else(|e| e.into_inner());
@@ -108,10 +98,10 @@ impl CmdbServer {
             [&hostname],
             row_to_json,
         )
-        .map_err(|_| format!("not_found: there is no host named {hostname:?} in the CMDB; hostnames must match exactly (for example jump-prod-02)"))
+        .map_err(|_| Failure::NotFound(format!("there is no host named {hostname:?} in the CMDB; hostnames must match exactly (for example jump-prod-02)")))
     }
 
-    fn find_assets(&self, args: &Map<String, Value>) -> Result<Value, String> {
+    fn find_assets(&self, args: &Map<String, Value>) -> Result<Value, Failure> {
         common::no_unknown_args(args, &["service", "env", "limit"])?;
         let limit = common::int_arg(args, "limit", DEFAULT_FIND_LIMIT, 1, MAX_FIND_LIMIT)?;
         let mut filters = Vec::new();
@@ -125,9 +115,9 @@ impl CmdbServer {
         if let Some(env) = args.get("env").and_then(Value::as_str)
             && !["prod", "staging", "dev"].contains(&env)
         {
-            return Err(format!(
+            return Err(Failure::InvalidArguments(format!(
                 "invalid arguments: \"env\" must be prod, staging or dev, not {env:?}"
-            ));
+            )));
         }
         let filter = if filters.is_empty() {
             String::new()
@@ -141,111 +131,40 @@ impl CmdbServer {
                 params_from_iter(values.iter()),
                 |r| r.get(0),
             )
-            .map_err(|e| format!("lookup failed: {e}"))?;
+            .map_err(|e| Failure::Unavailable(format!("lookup failed: {e}")))?;
         let mut stmt = db
             .prepare(&format!(
                 "SELECT {} FROM hosts {filter} ORDER BY hostname LIMIT {limit}",
                 COLUMNS.join(", ")
             ))
-            .map_err(|e| format!("lookup failed: {e}"))?;
+            .map_err(|e| Failure::Unavailable(format!("lookup failed: {e}")))?;
         let assets: Vec<Value> = stmt
             .query_map(params_from_iter(values.iter()), row_to_json)
-            .map_err(|e| format!("lookup failed: {e}"))?
+            .map_err(|e| Failure::Unavailable(format!("lookup failed: {e}")))?
             .collect::<Result<_, _>>()
-            .map_err(|e| format!("lookup failed: {e}"))?;
+            .map_err(|e| Failure::Unavailable(format!("lookup failed: {e}")))?;
         Ok(json!({"total": total, "assets": assets}))
-    }
-
-    fn log(
-        &self,
-        caller: &Caller,
-        tool: &str,
-        outcome: &str,
-        extra: Value,
-        start: std::time::Instant,
-    ) {
-        let mut record = json!({
-            "ts": common::timestamp(), "event": "tool_call", "user": caller.user,
-            "client": caller.client, "tool": tool, "outcome": outcome,
-        });
-        if let (Some(obj), Value::Object(more)) = (record.as_object_mut(), extra) {
-            obj.extend(more);
-        }
-        record["ms"] = json!(common::elapsed_ms(start));
-        common::log_line(record);
     }
 }
 
-impl ServerHandler for CmdbServer {
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(self.info.clone())
-            .with_instructions(INSTRUCTIONS)
+impl Desk for CmdbServer {
+    const NAME: &'static str = "cmdb";
+    const INSTRUCTIONS: &'static str = INSTRUCTIONS;
+
+    fn parts(&self) -> &Parts {
+        &self.parts
     }
 
-    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
-        std::borrow::Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS)
-    }
-
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        Ok(common::tool_list(
-            "cmdb",
-            &self.tools,
-            &self.info,
-            &context.meta,
-        ))
-    }
-
-    fn get_tool(&self, name: &str) -> Option<Tool> {
-        common::find_tool(&self.tools, name)
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let log = RequestLog::start("cmdb", "tools/call", Some(&request.name), &context.meta);
-        let start = std::time::Instant::now();
-        let caller = Caller::of_request(&self.caller, &context);
-        let args = common::arguments(request.arguments.as_ref());
-        let name = request.name.to_string();
-        let outcome = match name.as_str() {
-            "get_asset" => self.get_asset(&args).map(|v| (v, json!({}))),
-            "find_assets" => self.find_assets(&args).map(|v| {
-                let n = v["assets"].as_array().map_or(0, Vec::len);
-                (v, json!({"results": n}))
-            }),
-            other => {
-                let e = Err(ErrorData::invalid_params(
-                    format!("unknown tool: {other}"),
-                    None,
-                ));
-                log.finish("error");
-                return e;
-            }
-        };
-        let response: Result<CallToolResponse, ErrorData> = Ok(match outcome {
-            Ok((value, extra)) => {
-                self.log(&caller, &name, "ok", extra, start);
-                common::structured_result(value, &self.info).into()
-            }
-            Err(e) => {
-                let word = if e.starts_with("not_found") {
-                    "not_found"
-                } else {
-                    "invalid_arguments"
-                };
-                self.log(&caller, &name, word, json!({}), start);
-                common::tool_error(e, &self.info).into()
-            }
-        });
-        log.finish(common::call_outcome(&response));
-        response
+    async fn run(&self, call: Call<'_>) -> Result<Done, Failure> {
+        if call.name == "get_asset" {
+            return Ok(Done::value(self.get_asset(&call.args)?));
+        }
+        let found = self.find_assets(&call.args)?;
+        let n = found["assets"].as_array().map_or(0, Vec::len);
+        Ok(Done {
+            ran: Ran::Value(found),
+            extra: json!({"results": n}),
+        })
     }
 }
 
@@ -278,7 +197,8 @@ mod tests {
             server()
                 .get_asset(&args(json!({"hostname": "JUMP-PROD-02"})))
                 .unwrap_err()
-                .starts_with("not_found")
+                .word()
+                == "not_found"
         );
     }
 
@@ -309,7 +229,7 @@ mod tests {
 
     #[test]
     fn tool_definitions_parse_and_keep_their_output_schemas() {
-        for t in server().tools.iter() {
+        for t in server().parts.tools.iter() {
             assert!(t.output_schema.is_some(), "{}", t.name);
         }
     }

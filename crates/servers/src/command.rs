@@ -3,9 +3,11 @@
 //! configuration starts the first, a binary of its own, so that each server process maps
 //! only server code, not the host's HTTP client, TLS, lab and schema compiler.
 
-use std::path::PathBuf;
+use std::{path::PathBuf, time::Duration};
 
 use clap::Args;
+
+use crate::http::{connections, sessions};
 
 /// Which server to run, and how.
 #[derive(Args, Debug, Clone)]
@@ -40,6 +42,63 @@ pub struct ServeArgs {
     /// A Host header value accepted (repeatable; replaces the default, loopback names).
     #[arg(long = "allowed-host", value_name = "HOST", requires = "http")]
     pub allowed_hosts: Vec<String>,
+    /// Most HTTP connections open at once [default: 1024, or fewer if the open-file limit
+    /// (ulimit -n) leaves room for fewer]. At the bound the connection that has kept the
+    /// server waiting longest is closed for a newcomer.
+    #[arg(long, value_name = "N", requires = "http",
+          value_parser = clap::value_parser!(u64).range(1..=connections::MAX_CONNECTIONS_LIMIT as u64))]
+    pub max_connections: Option<u64>,
+    /// Seconds a request's headers may take, from their first byte.
+    #[arg(long, value_name = "SECS", requires = "http",
+          default_value_t = connections::HEADER_TIMEOUT.as_secs(),
+          value_parser = clap::value_parser!(u64).range(1..=connections::MAX_HEADER_TIMEOUT_SECS))]
+    pub header_timeout: u64,
+    /// Seconds a request's body may take, after its headers.
+    #[arg(long, value_name = "SECS", requires = "http",
+          default_value_t = connections::BODY_TIMEOUT.as_secs(),
+          value_parser = clap::value_parser!(u64).range(1..=connections::MAX_BODY_TIMEOUT_SECS))]
+    pub body_timeout: u64,
+    /// Seconds a connection may wait for a request (or leave an answer unread) before it
+    /// is closed.
+    #[arg(long, value_name = "SECS", requires = "http",
+          default_value_t = connections::IDLE_TIMEOUT.as_secs(),
+          value_parser = clap::value_parser!(u64).range(1..=connections::MAX_IDLE_TIMEOUT_SECS))]
+    pub idle_timeout: u64,
+    /// Most legacy (initialize) sessions the server holds; past it a new one gets 503.
+    #[arg(long, value_name = "N", requires = "http",
+          default_value_t = sessions::MAX_SESSIONS as u64,
+          value_parser = clap::value_parser!(u64).range(1..=sessions::MAX_SESSIONS_LIMIT as u64))]
+    pub max_sessions: u64,
+    /// Most legacy sessions one caller (user and organization) holds; past it 429.
+    #[arg(long, value_name = "N", requires = "http",
+          default_value_t = sessions::MAX_SESSIONS_PER_CALLER as u64,
+          value_parser = clap::value_parser!(u64).range(1..=sessions::MAX_SESSIONS_LIMIT as u64))]
+    pub max_sessions_per_caller: u64,
+    /// Seconds a legacy session may go unused before it is ended.
+    #[arg(long, value_name = "SECS", requires = "http",
+          default_value_t = sessions::SESSION_IDLE.as_secs(),
+          value_parser = clap::value_parser!(u64).range(1..=sessions::MAX_SESSION_IDLE_SECS))]
+    pub session_idle: u64,
+}
+
+impl ServeArgs {
+    /// The HTTP bounds these flags ask for (clap has checked each range; the connection
+    /// bound is checked against the open-file limit when serving starts).
+    pub fn http_limits(&self) -> crate::http::HttpLimits {
+        crate::http::HttpLimits {
+            max_connections: self
+                .max_connections
+                .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+            header_timeout: Duration::from_secs(self.header_timeout),
+            body_timeout: Duration::from_secs(self.body_timeout),
+            idle_timeout: Duration::from_secs(self.idle_timeout),
+            sessions: sessions::SessionLimits {
+                total: usize::try_from(self.max_sessions).unwrap_or(usize::MAX),
+                per_caller: usize::try_from(self.max_sessions_per_caller).unwrap_or(usize::MAX),
+                idle: Duration::from_secs(self.session_idle),
+            },
+        }
+    }
 }
 
 /// Run the server `args` names until its client goes away (stdio) or SIGTERM (HTTP).
@@ -55,7 +114,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .map_err(|e| anyhow::anyhow!("cannot start the async runtime: {e}"))?;
-    let options = crate::ServeOptions { db: args.db };
+    let options = crate::ServeOptions {
+        db: args.db.clone(),
+    };
+    let limits = args.http_limits();
     let result = runtime.block_on(async {
         match args.http {
             None => crate::serve_stdio(&args.name, options).await,
@@ -66,6 +128,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
                     no_auth: args.no_auth,
                     allowed_origins: args.allowed_origins,
                     allowed_hosts: args.allowed_hosts,
+                    limits,
                 };
                 crate::serve_http(&args.name, options, http).await
             }

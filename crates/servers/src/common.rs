@@ -27,19 +27,30 @@ pub const ENV_CLIENT: &str = "MCP_CLIENT";
 
 /// The `_meta` key under which every result names the server (2026-07-28 SHOULD).
 pub const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
-/// The `_meta` key under which the Gatehouse host sends its step and session id.
-pub const HOST_TRACE_KEY: &str = "io.gatehouse/trace";
+use gatehouse_contract as contract;
 
 /// Who is calling: on stdio as the server was told at start, over HTTP as the request's
 /// bearer token says. Never taken from a request's arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caller {
+    /// The user, by id (`usr-sam`).
     pub user: String,
+    /// The organization the user acts in (`larkfield`).
     pub tenant: String,
+    /// The client, for the logs (`local` on stdio, a token's client over HTTP).
     pub client: String,
 }
 
 impl Caller {
+    /// A caller by name (the tokens file and the tests name them).
+    pub fn new(user: &str, tenant: &str, client: &str) -> Self {
+        Caller {
+            user: user.into(),
+            tenant: tenant.into(),
+            client: client.into(),
+        }
+    }
+
     /// Read the caller from the environment; a missing user or tenant means "nobody",
     /// which every membership check then refuses.
     pub fn from_env() -> Self {
@@ -269,18 +280,6 @@ pub struct RequestLog {
     start: Instant,
 }
 
-/// The trace id inside a W3C `traceparent` (`00-<32 hex>-<16 hex>-<2 hex>`), if well formed.
-pub fn trace_id_of(traceparent: &str) -> Option<String> {
-    let parts: Vec<&str> = traceparent.split('-').collect();
-    let hex = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_hexdigit());
-    (parts.len() == 4
-        && hex(parts[0], 2)
-        && hex(parts[1], 32)
-        && hex(parts[2], 16)
-        && hex(parts[3], 2))
-    .then(|| parts[1].to_ascii_lowercase())
-}
-
 impl RequestLog {
     /// Start timing a request; nothing is written until [`RequestLog::finish`].
     pub fn start(
@@ -289,17 +288,19 @@ impl RequestLog {
         name: Option<&str>,
         meta: &rmcp::model::RequestMetaObject,
     ) -> Self {
-        let host = meta.get(HOST_TRACE_KEY);
+        let host = meta.get(contract::TRACE_META_KEY);
         RequestLog {
             server,
             method,
             name: name.map(str::to_owned),
-            trace_id: meta.get_traceparent().and_then(trace_id_of),
-            step: host.and_then(|h| h.get("step")).and_then(Value::as_u64),
+            trace_id: meta.get_traceparent().and_then(contract::trace_id_of),
+            step: host
+                .and_then(|h| h.get(contract::STEP_FIELD))
+                .and_then(Value::as_u64),
             session_id: host
-                .and_then(|h| h.get("session_id"))
+                .and_then(|h| h.get(contract::SESSION_FIELD))
                 .and_then(Value::as_str)
-                .filter(|s| s.len() <= 64)
+                .filter(|s| s.chars().count() <= contract::MAX_SESSION_ID_CHARS)
                 .map(str::to_owned),
             start: Instant::now(),
         }
@@ -309,7 +310,7 @@ impl RequestLog {
     pub fn finish(self, outcome: &str) {
         log_line(json!({
             "ts": timestamp(),
-            "operation": "mcp.request",
+            "operation": contract::REQUEST_RECORD,
             "server": self.server,
             "method": self.method,
             "name": self.name,

@@ -4,59 +4,78 @@
 //! rmcp's `StreamableHttpService` speaks the protocol: clients on 2026-07-28 are served
 //! statelessly, one POST per request, with `MCP-Protocol-Version`, `Mcp-Method` and
 //! `Mcp-Name` checked against the body (400, -32020); older clients get a session after
-//! `initialize` (`Mcp-Session-Id`, rmcp's `LocalSessionManager`), so servers can still send
-//! them requests such as `elicitation/create`. rmcp also checks `Host` (loopback names by
-//! default) and `Origin` (this server's own loopback origins by default) against DNS
-//! rebinding, with 403, and bounds the body it reads ([`MAX_REQUEST_BODY_BYTES`], 413).
+//! `initialize` (`Mcp-Session-Id`, rmcp's `LocalSessionManager` inside our
+//! [`sessions::BoundedSessions`]), so servers can still send them requests such as
+//! `elicitation/create`. rmcp also checks `Host` (loopback names by default) and `Origin`
+//! (this server's own loopback origins by default) against DNS rebinding, with 403.
 //!
-//! Around it, two layers of ours:
+//! Around it, layers of ours:
 //!
+//! - **connections** ([`connections`]): our own accept loop serves at most
+//!   `--max-connections` at once and closes a connection that keeps the server waiting
+//!   (idle, headers too slow, answer unread); at the bound the longest-waiting connection
+//!   makes room, so slow or idle sockets never starve other clients.
 //! - **who is calling**: the bearer token is looked up in the tokens file
 //!   ([`crate::auth`]); a missing or unknown token gets 401 with `WWW-Authenticate`. The
 //!   token's caller is put in the HTTP request's extensions, which rmcp hands to the
 //!   handler inside `http::request::Parts`, where [`Caller::of_request`] finds it. A legacy
 //!   session belongs to the caller that opened it; another token cannot use it.
+//! - **sessions** ([`sessions`]): an `initialize` opens a session only within
+//!   `--max-sessions-per-caller` (429 past it) and `--max-sessions` (503), never pushing
+//!   out a live one, and on the servers that check membership only for a member (403,
+//!   -32003); a session unused for `--session-idle` ends and gives its place back.
+//! - **the body**: an authenticated POST's body is read here, whole, within
+//!   `--body-timeout` (408 after) and [`MAX_REQUEST_BODY_BYTES`] (413 beyond, whether it
+//!   declares its length or comes chunked), before rmcp parses it.
 //! - **how long, and shutting down**: a POST may take [`REQUEST_TIMEOUT`], answer
 //!   included; SIGTERM or Ctrl-C stops accepting connections, lets the POSTs in flight
 //!   finish for up to [`SHUTDOWN_DRAIN`] (a second signal cuts that short), then closes
 //!   what is left (sessions' notification streams) and returns.
 
 use std::{
-    collections::HashMap,
     net::SocketAddr,
     path::PathBuf,
     pin::Pin,
-    sync::{Arc, Mutex},
+    sync::Arc,
     task::{Context, Poll},
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use axum::{
     Router,
-    body::{Body, HttpBody},
+    body::{Body, Bytes, HttpBody},
     extract::{Request, State},
     http::{HeaderValue, Method, StatusCode, header},
     middleware::{self, Next},
     response::{IntoResponse, Response},
 };
 use futures::{Stream, StreamExt};
-use rmcp::transport::streamable_http_server::{
-    StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
-};
-use serde_json::json;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use serde::Deserialize;
+use serde_json::{Value, json};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
     auth::{self, Tokens},
     common::{self, Caller},
+    membership::{self, Memberships},
 };
+
+pub mod connections;
+pub mod sessions;
+
+use connections::{Connections, ThrottledLog};
+use sessions::{BoundedSessions, Refused, SessionLimits, Sessions};
 
 /// Where the MCP endpoint is served.
 pub const MCP_PATH: &str = "/mcp";
 /// The largest request body accepted (413 beyond it). MCP requests are small; tool
 /// arguments that need more are better sent as resources.
 pub const MAX_REQUEST_BODY_BYTES: usize = 1024 * 1024;
+/// The deepest nesting of arrays and objects a request body may have (400 beyond it):
+/// below serde_json's own limit of 128, so whatever passes here rmcp can parse.
+pub const MAX_JSON_DEPTH: usize = 100;
 /// The longest one POST may take, its streamed answer included: room for long calls that
 /// report progress (the testbed's longest `sleep` is 600 s). When it runs out the answer
 /// stream ends and the call is cancelled.
@@ -67,13 +86,51 @@ pub const SHUTDOWN_DRAIN: Duration = Duration::from_secs(30);
 pub const SHUTDOWN_CLOSE: Duration = Duration::from_secs(2);
 /// The realm named in `WWW-Authenticate`.
 pub const AUTH_REALM: &str = "gatehouse";
-/// A legacy session unused this long is forgotten by the owner check (rmcp closes idle
-/// sessions after 5 minutes); a request naming it then gets 404 and starts a new one.
-pub const SESSION_OWNER_IDLE: Duration = Duration::from_secs(60 * 60);
-/// Most legacy sessions whose owners are remembered; the least recently used goes first.
-pub const MAX_SESSION_OWNERS: usize = 10_000;
+/// The JSON-RPC error code of a refused `initialize` when a session bound is reached (429
+/// for the caller's, 503 for the server's); `data.reason` says which.
+pub const SESSION_LIMIT_CODE: i32 = -32004;
 /// The session header of the legacy (handshake) revisions.
 const SESSION_HEADER: &str = "mcp-session-id";
+
+/// The bounds of an HTTP server, each with a flag of `gatehouse serve` (checked there).
+#[derive(Debug, Clone)]
+pub struct HttpLimits {
+    /// `--max-connections`: most connections open at once; `None` means
+    /// [`connections::DEFAULT_MAX_CONNECTIONS`], or fewer if the open-file limit says so.
+    pub max_connections: Option<usize>,
+    /// `--header-timeout`: how long a request's headers may take from their first byte.
+    pub header_timeout: Duration,
+    /// `--body-timeout`: how long a request's body may take after its headers.
+    pub body_timeout: Duration,
+    /// `--idle-timeout`: how long a connection may wait for a request, or leave its
+    /// answer unread.
+    pub idle_timeout: Duration,
+    /// `--max-sessions`, `--max-sessions-per-caller`, `--session-idle`: legacy sessions.
+    pub sessions: SessionLimits,
+}
+
+impl Default for HttpLimits {
+    fn default() -> Self {
+        HttpLimits {
+            max_connections: None,
+            header_timeout: connections::HEADER_TIMEOUT,
+            body_timeout: connections::BODY_TIMEOUT,
+            idle_timeout: connections::IDLE_TIMEOUT,
+            sessions: SessionLimits::default(),
+        }
+    }
+}
+
+/// Who may open a legacy session, beyond holding a valid token.
+#[derive(Debug, Clone, Copy)]
+pub enum SessionAccess {
+    /// Any caller: servers that check no membership (cmdb, orders, testbed).
+    AnyCaller,
+    /// Only a member of the organization it acts in: servers that check membership on
+    /// every call (support, tickets). A session would be of no use to anyone else, and
+    /// costs memory; they get 403 with JSON-RPC -32003 instead.
+    Members(&'static Memberships),
+}
 
 /// How `gatehouse serve NAME --http ADDR` was asked to serve.
 #[derive(Debug, Clone)]
@@ -90,6 +147,8 @@ pub struct HttpOptions {
     pub allowed_origins: Vec<String>,
     /// `Host` values accepted (`--allowed-host`); empty means loopback names only.
     pub allowed_hosts: Vec<String>,
+    /// Connections, times and sessions.
+    pub limits: HttpLimits,
 }
 
 /// How requests are authenticated.
@@ -148,10 +207,19 @@ fn default_origins(addr: SocketAddr) -> Vec<String> {
 }
 
 /// Serve `server` over Streamable HTTP until SIGTERM or Ctrl-C, then drain and return.
-pub async fn serve<S>(server: S, auth: Auth, options: &HttpOptions) -> anyhow::Result<()>
+/// `access` says who may open a legacy session.
+pub async fn serve<S>(
+    server: S,
+    auth: Auth,
+    access: SessionAccess,
+    options: &HttpOptions,
+) -> anyhow::Result<()>
 where
     S: rmcp::ServerHandler + Clone + Send + Sync + 'static,
 {
+    let limits = &options.limits;
+    let max_connections =
+        connections::max_connections(limits.max_connections, connections::open_file_limit())?;
     let listener = tokio::net::TcpListener::bind(options.addr)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", options.addr))?;
@@ -171,16 +239,24 @@ where
     if !options.allowed_hosts.is_empty() {
         config = config.with_allowed_hosts(options.allowed_hosts.clone());
     }
+    // Without authentication every request is the same caller: only the server's bound
+    // means anything then.
+    let sessions = Sessions::new(limits.sessions, matches!(auth, Auth::Tokens(_)));
     let service = StreamableHttpService::new(
         move || Ok(server.clone()),
-        Arc::new(LocalSessionManager::default()),
+        Arc::new(BoundedSessions::new(sessions.clone())),
         config,
     );
 
     let tracker = Arc::new(Tracker::default());
+    let gate_sessions = sessions.clone();
     let gate = Arc::new(Gate {
+        caller: auth.default_caller(),
         auth: auth.clone(),
-        owners: Mutex::new(HashMap::new()),
+        access,
+        body_timeout: limits.body_timeout,
+        sessions,
+        log: ThrottledLog::default(),
     });
     let app = Router::new()
         .route_service(MCP_PATH, service)
@@ -202,32 +278,50 @@ where
             std::env::var(common::ENV_TENANT).unwrap_or_default()
         ),
     }
+    eprintln!(
+        "bounds: {max_connections} connections; headers {} s, bodies {} s, idle {} s; \
+         legacy sessions {} in all, {} per caller, ended after {} s unused",
+        limits.header_timeout.as_secs(),
+        limits.body_timeout.as_secs(),
+        limits.idle_timeout.as_secs(),
+        limits.sessions.total,
+        limits.sessions.per_caller,
+        limits.sessions.idle.as_secs(),
+    );
     // Signals are ours before anyone learns the address, so a SIGTERM is always graceful.
     let mut signals = Signals::new()?;
     eprintln!("listening on http://{local}{MCP_PATH}");
 
     let stop_accepting = CancellationToken::new();
-    let serving = axum::serve(listener, app)
-        .with_graceful_shutdown(stop_accepting.clone().cancelled_owned())
-        .into_future();
-    let mut serving = tokio::spawn(serving);
-
-    tokio::select! {
-        ended = &mut serving => {
-            // The server stopped by itself: an accept error it could not get past.
-            return ended
-                .map_err(|e| anyhow::anyhow!("the HTTP server failed: {e}"))?
-                .map_err(|e| anyhow::anyhow!("the HTTP server failed: {e}"));
-        }
-        _ = signals.next() => {}
-    }
+    let connections = Arc::new(Connections::new(
+        max_connections,
+        connections::Timeouts {
+            header: limits.header_timeout,
+            idle: limits.idle_timeout,
+        },
+    ));
+    tokio::spawn(gate_sessions.clone().give_memory_back());
+    let accepting = tokio::spawn(connections::accept(
+        listener,
+        app,
+        connections.clone(),
+        stop_accepting.clone(),
+    ));
+    signals.next().await;
 
     let in_flight = tracker.count();
     eprintln!(
         "shutting down: no new connections; {in_flight} request(s) in flight get up to {} s to finish",
         SHUTDOWN_DRAIN.as_secs()
     );
+    let open = gate_sessions.count();
+    if open > 0 {
+        eprintln!("shutting down: {open} legacy session(s) end after that");
+    }
+    // The listener is closed once the loop has seen this; connections finish their
+    // request in flight, then close.
     stop_accepting.cancel();
+    let _ = accepting.await;
     let mut counter = tracker.in_flight.subscribe();
     tokio::select! {
         drained = tokio::time::timeout(SHUTDOWN_DRAIN, counter.wait_for(|n| *n == 0)) => {
@@ -241,11 +335,14 @@ where
     }
     // Ends sessions, their notification streams and any answer stream still open.
     closing.cancel();
-    if tokio::time::timeout(SHUTDOWN_CLOSE, &mut serving)
+    if tokio::time::timeout(SHUTDOWN_CLOSE, connections.closed())
         .await
         .is_err()
     {
-        serving.abort();
+        eprintln!(
+            "shutting down: closing {} connection(s) still open",
+            connections.open()
+        );
     }
     eprintln!("stopped");
     Ok(())
@@ -387,10 +484,16 @@ fn timed_out_log() {
 // Who is calling.
 // ---------------------------------------------------------------------------------------
 
-/// The authentication layer's state: the tokens, and who opened each legacy session.
+/// The authentication layer's state: the tokens, how long a body may take, and the legacy
+/// sessions with who may open one.
 struct Gate {
     auth: Auth,
-    owners: Mutex<HashMap<String, (Caller, Instant)>>,
+    /// Who every request is without authentication (`--no-auth`).
+    caller: Caller,
+    access: SessionAccess,
+    body_timeout: Duration,
+    sessions: Arc<Sessions>,
+    log: ThrottledLog,
 }
 
 fn unauthorized(error: Option<&str>) -> Response {
@@ -423,110 +526,309 @@ fn session_not_found() -> Response {
 }
 
 impl Gate {
-    /// Whether `caller` may use the legacy session `id`: only the caller that opened it.
-    fn may_use(&self, id: &str, caller: &Caller) -> bool {
-        let mut owners = self.owners.lock().unwrap_or_else(|e| e.into_inner());
-        match owners.get_mut(id) {
-            Some((owner, seen))
-                if owner.user == caller.user
-                    && owner.tenant == caller.tenant
-                    && seen.elapsed() < SESSION_OWNER_IDLE =>
-            {
-                *seen = Instant::now();
-                true
-            }
-            _ => false,
-        }
-    }
-
-    /// Remember that `caller` opened the session `id`.
-    fn opened(&self, id: &str, caller: &Caller) {
-        let mut owners = self.owners.lock().unwrap_or_else(|e| e.into_inner());
-        owners.retain(|_, (_, seen)| seen.elapsed() < SESSION_OWNER_IDLE);
-        if owners.len() >= MAX_SESSION_OWNERS
-            && let Some(oldest) = owners
-                .iter()
-                .min_by_key(|(_, (_, seen))| *seen)
-                .map(|(k, _)| k.clone())
+    /// Admit an `initialize` from `caller`, or say why not: no membership where sessions
+    /// need one, or a session bound reached.
+    fn admit(&self, caller: &Caller) -> Result<sessions::Admission, NoSession> {
+        if let SessionAccess::Members(members) = self.access
+            && !members.is_member(caller)
         {
-            owners.remove(&oldest);
+            return Err(NoSession::NotAMember);
         }
-        owners.insert(id.to_owned(), (caller.clone(), Instant::now()));
+        self.sessions.reserve(caller).map_err(NoSession::Full)
     }
 
-    fn closed(&self, id: &str) {
-        self.owners
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(id);
+    /// The answer refusing an `initialize` (request `id`): 403 with -32003 for a caller
+    /// with no membership, 429 at the caller's bound, 503 at the server's.
+    fn refuse_session(&self, why: NoSession, id: &Value) -> Response {
+        let (status, code, message, data, reason) = match why {
+            NoSession::NotAMember => (
+                StatusCode::FORBIDDEN,
+                common::FORBIDDEN_CODE,
+                membership::FORBIDDEN_MESSAGE.to_owned(),
+                None,
+                "not_a_member",
+            ),
+            NoSession::Full(Refused::CallerFull(limit)) => (
+                StatusCode::TOO_MANY_REQUESTS,
+                SESSION_LIMIT_CODE,
+                format!(
+                    "too many sessions: you already hold {limit}, the most one caller may; \
+                     end one (DELETE) or use a 2026-07-28 client, which needs none"
+                ),
+                Some(json!({"reason": "caller_session_limit", "limit": limit})),
+                "caller_limit",
+            ),
+            NoSession::Full(Refused::ServerFull(limit)) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                SESSION_LIMIT_CODE,
+                format!(
+                    "the server holds its most sessions ({limit}); try again later, or use \
+                     a 2026-07-28 client, which needs none"
+                ),
+                Some(json!({"reason": "server_session_limit", "limit": limit})),
+                "server_limit",
+            ),
+        };
+        self.log.note("http_session_refused", reason, json!({}));
+        jsonrpc_refusal(status, id, code, &message, data)
     }
 }
 
-/// Check the bearer token, attach its caller to the request, and keep legacy sessions to
-/// the caller that opened them. Bodies declared too large are refused before reading.
-async fn authenticate(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) -> Response {
+/// Why an `initialize` opens no session.
+enum NoSession {
+    NotAMember,
+    Full(Refused),
+}
+
+/// An HTTP error whose body is a JSON-RPC error answering request `id`.
+fn jsonrpc_refusal(
+    status: StatusCode,
+    id: &Value,
+    code: i32,
+    message: &str,
+    data: Option<Value>,
+) -> Response {
+    let mut error = json!({"code": code, "message": message});
+    if let Some(data) = data {
+        error["data"] = data;
+    }
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        json!({"jsonrpc": "2.0", "id": id, "error": error}).to_string(),
+    )
+        .into_response()
+}
+
+/// Check the bearer token, attach its caller to the request, keep legacy sessions to the
+/// caller that opened them, read a POST's body within its bounds, and admit an
+/// `initialize` (a new session) only within the session bounds. Bodies declared too large
+/// are refused before reading, and nothing is read before the token is checked.
+async fn authenticate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
+    let started = tokio::time::Instant::now();
     let declared = request
         .headers()
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
-    let Auth::Tokens(tokens) = &gate.auth else {
-        if declared.is_some_and(|n| n > MAX_REQUEST_BODY_BYTES as u64) {
-            return too_large();
-        }
-        return next.run(request).await;
-    };
-    let caller = match request.headers().get(header::AUTHORIZATION) {
-        None => {
-            refused_log("missing");
-            return unauthorized(None);
-        }
-        Some(value) => match value.to_str().ok().and_then(auth::bearer_token) {
-            None => {
-                refused_log("malformed");
-                return unauthorized(Some("invalid_token"));
-            }
-            Some(token) => match tokens.caller_for(token) {
-                None => {
-                    refused_log("unknown");
-                    return unauthorized(Some("invalid_token"));
-                }
-                Some(caller) => caller,
-            },
+    let caller = match &gate.auth {
+        Auth::Off => gate.caller.clone(),
+        Auth::Tokens(tokens) => match caller_of(tokens, &request) {
+            Ok(caller) => caller,
+            Err(refusal) => return refusal.response(),
         },
     };
     if declared.is_some_and(|n| n > MAX_REQUEST_BODY_BYTES as u64) {
         return too_large();
     }
-    let session = request
-        .headers()
-        .get(SESSION_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
+    let session = request.headers().get(SESSION_HEADER).cloned();
     if let Some(id) = &session
-        && !gate.may_use(id, &caller)
+        && !id
+            .to_str()
+            .is_ok_and(|id| gate.sessions.may_use(id, &caller))
     {
         return session_not_found();
     }
-    let deleting = request.method() == Method::DELETE;
+    let (mut request, message) = match read_post(request, started + gate.body_timeout, &gate).await
+    {
+        Ok(read) => read,
+        Err(refusal) => return refusal,
+    };
     request.extensions_mut().insert(caller.clone());
-    let response = next.run(request).await;
-    match (&session, response.headers().get(SESSION_HEADER)) {
-        (None, Some(opened)) => {
-            if let Ok(id) = opened.to_str() {
-                gate.opened(id, &caller);
+    let admission = match message {
+        Some(Peek {
+            id,
+            method: Some(method),
+        }) if session.is_none() && method == "initialize" => match gate.admit(&caller) {
+            Ok(admission) => Some(admission),
+            Err(why) => return gate.refuse_session(why, &id.unwrap_or(Value::Null)),
+        },
+        _ => None,
+    };
+    sessions::with_admission(admission, next.run(request)).await
+}
+
+/// Why a request gets 401: the reason logged, and the `error` its challenge names.
+struct Unauthorized {
+    reason: &'static str,
+    error: Option<&'static str>,
+}
+
+impl Unauthorized {
+    fn response(self) -> Response {
+        refused_log(self.reason);
+        unauthorized(self.error)
+    }
+}
+
+/// The caller a request's bearer token stands for, or why it has none.
+fn caller_of(tokens: &Tokens, request: &Request) -> Result<Caller, Unauthorized> {
+    let refused = |reason, error| Unauthorized { reason, error };
+    let Some(value) = request.headers().get(header::AUTHORIZATION) else {
+        return Err(refused("missing", None));
+    };
+    let Some(token) = value.to_str().ok().and_then(auth::bearer_token) else {
+        return Err(refused("malformed", Some("invalid_token")));
+    };
+    tokens
+        .caller_for(token)
+        .ok_or_else(|| refused("unknown", Some("invalid_token")))
+}
+
+/// A POST with its body read whole (by `deadline`, at most [`MAX_REQUEST_BODY_BYTES`]),
+/// checked to be JSON, and the message's id and method; other methods as they are (rmcp
+/// reads no body for them).
+async fn read_post(
+    request: Request,
+    deadline: tokio::time::Instant,
+    gate: &Gate,
+) -> Result<(Request, Option<Peek>), Response> {
+    if request.method() != Method::POST {
+        return Ok((request, None));
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = read_body(body, deadline).await.map_err(|refusal| {
+        body_refused_log(refusal);
+        match refusal {
+            BodyRefusal::TooLarge => too_large(),
+            BodyRefusal::TooSlow => too_slow(gate.body_timeout),
+            BodyRefusal::Broken => (
+                StatusCode::BAD_REQUEST,
+                [(header::CONNECTION, "close")],
+                "Bad Request: the request body could not be read",
+            )
+                .into_response(),
+        }
+    })?;
+    if nests_deeper_than(&bytes, MAX_JSON_DEPTH) {
+        return Err(parse_error(format!(
+            "the body nests deeper than {MAX_JSON_DEPTH} levels"
+        )));
+    }
+    // The whole text is parsed (whatever is not the id or the method only checked), so
+    // that malformed JSON is answered here; a message of another shape is rmcp's to judge.
+    let message = match serde_json::from_slice::<Peek>(&bytes) {
+        Ok(message) => Some(message),
+        Err(e) if e.is_data() => None,
+        Err(e) => return Err(parse_error(e.to_string())),
+    };
+    Ok((Request::from_parts(parts, Body::from(bytes)), message))
+}
+
+/// What the HTTP layer reads of a JSON-RPC message: its id and its method.
+#[derive(Deserialize)]
+struct Peek {
+    #[serde(default)]
+    id: Option<Value>,
+    #[serde(default)]
+    method: Option<String>,
+}
+
+/// Whether JSON text opens more than `max` arrays or objects inside one another. One pass
+/// over the bytes, nothing allocated; brackets inside strings do not count. Malformed text
+/// is left to the parser.
+fn nests_deeper_than(text: &[u8], max: usize) -> bool {
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for &b in text {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > max {
+                    return true;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    false
+}
+
+/// 400 with JSON-RPC's parse error, for a body that is not JSON at all or nests too deep:
+/// a clearer answer than rmcp's 415, and nothing of the body is kept.
+fn parse_error(why: String) -> Response {
+    let body = json!({"jsonrpc": "2.0", "id": null,
+                      "error": {"code": -32700, "message": format!("Parse error: {why}")}});
+    (
+        StatusCode::BAD_REQUEST,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+/// Why a body was not read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BodyRefusal {
+    /// More than [`MAX_REQUEST_BODY_BYTES`], declared or not.
+    TooLarge,
+    /// Not all there by the deadline.
+    TooSlow,
+    /// The client broke it off or sent it malformed (a bad chunk, a short body).
+    Broken,
+}
+
+/// Read a whole body, chunk by chunk, never holding more than [`MAX_REQUEST_BODY_BYTES`].
+async fn read_body(body: Body, deadline: tokio::time::Instant) -> Result<Bytes, BodyRefusal> {
+    let hint = usize::try_from(body.size_hint().lower()).unwrap_or(usize::MAX);
+    let mut collected = Vec::with_capacity(hint.min(MAX_REQUEST_BODY_BYTES));
+    let mut chunks = body.into_data_stream();
+    loop {
+        let next = tokio::time::timeout_at(deadline, chunks.next())
+            .await
+            .map_err(|_| BodyRefusal::TooSlow)?;
+        match next {
+            None => return Ok(Bytes::from(collected)),
+            Some(Err(_)) => return Err(BodyRefusal::Broken),
+            Some(Ok(chunk)) => {
+                if chunk.len() > MAX_REQUEST_BODY_BYTES - collected.len() {
+                    return Err(BodyRefusal::TooLarge);
+                }
+                collected.extend_from_slice(&chunk);
             }
         }
-        (Some(id), _) if deleting && response.status().is_success() => gate.closed(id),
-        _ => {}
     }
-    response
+}
+
+fn body_refused_log(refusal: BodyRefusal) {
+    common::log_line(json!({
+        "ts": common::timestamp(), "event": "http_body_refused",
+        "reason": match refusal {
+            BodyRefusal::TooLarge => "too_large",
+            BodyRefusal::TooSlow => "too_slow",
+            BodyRefusal::Broken => "broken",
+        },
+    }));
 }
 
 fn too_large() -> Response {
+    // The rest of the body is not read: the connection closes after the answer.
     (
         StatusCode::PAYLOAD_TOO_LARGE,
+        [(header::CONNECTION, "close")],
         format!("Payload Too Large: request body exceeds {MAX_REQUEST_BODY_BYTES} bytes"),
+    )
+        .into_response()
+}
+
+fn too_slow(limit: Duration) -> Response {
+    (
+        StatusCode::REQUEST_TIMEOUT,
+        [(header::CONNECTION, "close")],
+        format!(
+            "Request Timeout: the request body took longer than {} s",
+            limit.as_secs()
+        ),
     )
         .into_response()
 }
@@ -542,6 +844,7 @@ mod tests {
             no_auth,
             allowed_origins: vec![],
             allowed_hosts: vec![],
+            limits: HttpLimits::default(),
         }
     }
 
@@ -560,33 +863,27 @@ mod tests {
     }
 
     #[test]
+    fn nesting_is_counted_outside_strings_only() {
+        assert!(!nests_deeper_than(br#"{"a":[1,{"b":[]}]}"#, 4));
+        assert!(nests_deeper_than(br#"{"a":[1,{"b":[]}]}"#, 3));
+        assert!(!nests_deeper_than(br#"{"a":"[[[[{{{{\"[[["}"#, 1));
+        let deep = "[".repeat(100_000);
+        assert!(nests_deeper_than(deep.as_bytes(), MAX_JSON_DEPTH));
+        let fits = format!(
+            "{}{}",
+            "[".repeat(MAX_JSON_DEPTH),
+            "]".repeat(MAX_JSON_DEPTH)
+        );
+        assert!(!nests_deeper_than(fits.as_bytes(), MAX_JSON_DEPTH));
+        // What passes is what serde_json (and so rmcp) can parse.
+        assert!(serde_json::from_str::<serde_json::Value>(&fits).is_ok());
+    }
+
+    #[test]
     fn default_origins_are_this_servers_own() {
         let o = default_origins("127.0.0.1:4123".parse().unwrap());
         assert!(o.contains(&"http://127.0.0.1:4123".to_owned()));
         assert!(o.contains(&"http://localhost:4123".to_owned()));
         assert!(o.iter().all(|o| o.ends_with(":4123")));
-    }
-
-    #[test]
-    fn a_session_belongs_to_the_caller_that_opened_it() {
-        let gate = Gate {
-            auth: Auth::Off,
-            owners: Mutex::new(HashMap::new()),
-        };
-        let sam = Caller {
-            user: "usr-sam".into(),
-            tenant: "larkfield".into(),
-            client: "http".into(),
-        };
-        let omar = Caller {
-            user: "usr-omar".into(),
-            ..sam.clone()
-        };
-        gate.opened("s1", &sam);
-        assert!(gate.may_use("s1", &sam));
-        assert!(!gate.may_use("s1", &omar));
-        assert!(!gate.may_use("s2", &sam));
-        gate.closed("s1");
-        assert!(!gate.may_use("s1", &sam));
     }
 }

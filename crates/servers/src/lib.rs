@@ -1,8 +1,10 @@
 //! The reference MCP servers Gatehouse is shown and tested with, and two for its tests
-//! (`testbed`, `hostile`). Each module is one server;
-//! `common` holds what they share (identity, logging, result shapes). Every server runs on
+//! (`testbed`, `hostile`). Each module is one server; `common` holds what they share
+//! (identity, logging, result shapes), `membership` who belongs to which organization and
+//! what each role may do. Every server runs on
 //! stdio ([`serve_stdio`]) or over Streamable HTTP ([`serve_http`], `http`), where `auth`
 //! tells who is calling.
+#![warn(missing_docs)]
 
 pub mod auth;
 pub mod built_in;
@@ -10,8 +12,10 @@ pub mod cmdb;
 pub mod command;
 pub mod common;
 pub mod data;
+pub mod desk;
 pub mod hostile;
 pub mod http;
+pub mod membership;
 pub mod orders;
 pub mod support;
 pub mod testbed;
@@ -20,6 +24,8 @@ pub mod tickets;
 use std::path::PathBuf;
 
 use rmcp::ServiceExt;
+
+use desk::Served;
 
 /// The servers `gatehouse serve NAME` can start.
 pub const SERVER_NAMES: &[&str] = &["support", "cmdb", "tickets", "orders", "testbed", "hostile"];
@@ -96,12 +102,12 @@ fn stdio_pipes() -> anyhow::Result<Option<(tokio::io::Stdin, tokio::io::Stdout)>
 pub async fn serve_stdio(name: &str, options: ServeOptions) -> anyhow::Result<()> {
     let caller = common::Caller::from_env();
     match name {
-        "support" => run(support::SupportServer::new(caller)?.into_dyn()).await,
-        "cmdb" => run(cmdb::CmdbServer::new(caller)?.into_dyn()).await,
-        "orders" => run(orders::OrdersServer::new(caller)?.into_dyn()).await,
+        "support" => run(Served::new(support::SupportServer::new(caller)?).into_dyn()).await,
+        "cmdb" => run(Served::new(cmdb::CmdbServer::new(caller)?).into_dyn()).await,
+        "orders" => run(Served::new(orders::OrdersServer::new(caller)?).into_dyn()).await,
         "tickets" => {
             let db = options.db.unwrap_or_else(tickets::default_db_path);
-            run(tickets::TicketsServer::new(caller, &db)?.into_dyn()).await
+            run(Served::new(tickets::TicketsServer::new(caller, &db)?).into_dyn()).await
         }
         "testbed" => {
             if !testbed::misbehave_at_start() {
@@ -138,20 +144,41 @@ pub async fn serve_http(
     let auth = http::Auth::from_options(&http_options)?;
     let caller = auth.default_caller();
     let o = &http_options;
+    // The servers that check membership on every call open legacy sessions for members
+    // only; the others for any caller with a token.
+    let members = http::SessionAccess::Members(membership::Memberships::embedded()?);
+    let anyone = http::SessionAccess::AnyCaller;
     match name {
-        "support" => http::serve(support::SupportServer::new(caller)?, auth, o).await,
-        "cmdb" => http::serve(cmdb::CmdbServer::new(caller)?, auth, o).await,
-        "orders" => http::serve(orders::OrdersServer::new(caller)?, auth, o).await,
+        "support" => {
+            http::serve(
+                Served::new(support::SupportServer::new(caller)?),
+                auth,
+                members,
+                o,
+            )
+            .await
+        }
+        "cmdb" => http::serve(Served::new(cmdb::CmdbServer::new(caller)?), auth, anyone, o).await,
+        "orders" => {
+            http::serve(
+                Served::new(orders::OrdersServer::new(caller)?),
+                auth,
+                anyone,
+                o,
+            )
+            .await
+        }
         "tickets" => {
             let db = options.db.unwrap_or_else(tickets::default_db_path);
-            http::serve(tickets::TicketsServer::new(caller, &db)?, auth, o).await
+            let server = Served::new(tickets::TicketsServer::new(caller, &db)?);
+            http::serve(server, auth, members, o).await
         }
         _ => {
             if !testbed::misbehave_at_start() {
                 std::process::exit(1);
             }
             let server = testbed::Testbed::new(testbed::TestbedOptions::from_env()?);
-            http::serve(server, auth, o).await
+            http::serve(server, auth, anyone, o).await
         }
     }
 }

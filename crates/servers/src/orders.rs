@@ -6,22 +6,22 @@
 use std::{sync::Arc, time::Duration};
 
 use rmcp::{
-    ErrorData, RoleServer, ServerHandler,
+    ErrorData, RoleServer,
     model::{
-        CallToolRequestParams, CallToolResponse, CallToolResult, Implementation,
-        ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
-        ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
-        ServerConfig, Tool,
+        CallToolResult, ListResourcesResult, ProgressNotificationParam, ReadResourceResponse,
+        ServerCapabilities,
     },
     service::RequestContext,
 };
 use serde_json::{Map, Value, json};
 
 use crate::{
-    common::{self, Caller, RequestLog},
+    common::{self, Caller},
     data,
+    desk::{Call, Desk, Done, Failure, Parts, Ran},
 };
 
+/// What the orders server tells a client about itself at discovery.
 pub const INSTRUCTIONS: &str = "Larkfield's orders: status, delivery dates and items of each order, and reports over order lines.";
 /// Rows `export_report` builds between two looks at cancellation and progress.
 pub const EXPORT_CHUNK_ROWS: usize = 500;
@@ -29,15 +29,14 @@ pub const EXPORT_CHUNK_ROWS: usize = 500;
 pub const EXPORT_ROW_COST: Duration = Duration::from_micros(50);
 /// Progress is reported at least this often, as a share of the rows.
 pub const PROGRESS_EVERY_PERCENT: usize = 5;
+/// The most rows `export_report` builds.
 pub const MAX_EXPORT_ROWS: i64 = 100_000;
 
 #[derive(Clone)]
+/// The orders server: Larkfield's orders, read at start from the embedded data.
 pub struct OrdersServer {
     orders: Arc<Vec<Map<String, Value>>>,
-    /// The caller when a request names none: the one this server was started for (stdio).
-    caller: Caller,
-    info: Implementation,
-    tools: Arc<Vec<Tool>>,
+    parts: Parts,
 }
 
 fn uri_of(order_id: &str) -> String {
@@ -45,24 +44,21 @@ fn uri_of(order_id: &str) -> String {
 }
 
 impl OrdersServer {
+    /// An orders server whose requests act as `caller` unless the HTTP layer says who is calling.
     pub fn new(caller: Caller) -> anyhow::Result<Self> {
         let orders: Vec<Map<String, Value>> = serde_json::from_str(
             data::file("data/orders/orders.json")
                 .ok_or_else(|| anyhow::anyhow!("no orders file"))?,
         )?;
-        let tools = ["get_order_status", "export_report"]
-            .iter()
-            .map(|n| {
-                common::tool_from_json(
-                    data::file(&format!("tools/orders.{n}.json")).expect("tool file embedded"),
-                )
-            })
-            .collect();
         Ok(OrdersServer {
             orders: Arc::new(orders),
-            caller,
-            info: Implementation::new("orders", "1.0.0"),
-            tools: Arc::new(tools),
+            parts: Parts::new(
+                "orders",
+                "orders",
+                "1.0.0",
+                &["get_order_status", "export_report"],
+                caller,
+            ),
         })
     }
 
@@ -72,18 +68,18 @@ impl OrdersServer {
             .find(|o| o.get("order_id").and_then(Value::as_str) == Some(order_id))
     }
 
-    fn get_order_status(&self, args: &Map<String, Value>) -> Result<CallToolResult, String> {
+    fn get_order_status(&self, args: &Map<String, Value>) -> Result<CallToolResult, Failure> {
         common::no_unknown_args(args, &["order_id"])?;
         let id = common::string_arg(args, "order_id", 6, 6)?;
         let valid = id.starts_with("A-") && id[2..].bytes().all(|b| b.is_ascii_digit());
         if !valid {
-            return Err(format!(
+            return Err(Failure::InvalidArguments(format!(
                 "invalid arguments: \"order_id\" must look like A-1002, not {id:?}"
-            ));
+            )));
         }
         let order = self
             .find(&id)
-            .ok_or_else(|| format!("not_found: there is no order {id}"))?;
+            .ok_or_else(|| Failure::NotFound(format!("there is no order {id}")))?;
         let status = json!({
             "order_id": id,
             "status": order["status"],
@@ -116,8 +112,8 @@ impl OrdersServer {
             "structuredContent": status,
             "isError": false,
         }))
-        .map_err(|e| format!("internal: {e}"))?;
-        result.meta = Some(common::server_meta(&self.info));
+        .map_err(|e| Failure::Unavailable(format!("internal: {e}")))?;
+        result.meta = Some(common::server_meta(&self.parts.info));
         Ok(result)
     }
 
@@ -125,11 +121,13 @@ impl OrdersServer {
         &self,
         args: &Map<String, Value>,
         context: &RequestContext<RoleServer>,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, Failure> {
         common::no_unknown_args(args, &["rows"])?;
         let rows = common::int_arg(args, "rows", 0, 1, MAX_EXPORT_ROWS)?;
         if rows == 0 {
-            return Err("invalid arguments: \"rows\" is required".into());
+            return Err(Failure::InvalidArguments(
+                "invalid arguments: \"rows\" is required".into(),
+            ));
         }
         let rows = rows as usize;
         let token = context.meta.get_progress_token();
@@ -167,7 +165,7 @@ impl OrdersServer {
             tokio::select! {
                 _ = context.ct.cancelled() => {
                     common::log_line(json!({"ts": common::timestamp(), "event": "cancelled", "tool": "export_report", "rows_done": done, "rows": rows}));
-                    return Err("cancelled".into());
+                    return Err(Failure::Cancelled);
                 }
                 _ = tokio::time::sleep(EXPORT_ROW_COST * n as u32) => {}
             }
@@ -190,101 +188,35 @@ impl OrdersServer {
             "preview": preview,
         }))
     }
-
-    fn log(caller: &Caller, tool: &str, outcome: &str) {
-        common::log_line(
-            json!({"ts": common::timestamp(), "event": "tool_call", "user": caller.user,
-            "client": caller.client, "tool": tool, "outcome": outcome}),
-        );
-    }
 }
 
-impl ServerHandler for OrdersServer {
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_resources()
-                .build(),
-        )
-        .with_server_info(self.info.clone())
-        .with_instructions(INSTRUCTIONS)
+impl Desk for OrdersServer {
+    const NAME: &'static str = "orders";
+    const INSTRUCTIONS: &'static str = INSTRUCTIONS;
+
+    fn parts(&self) -> &Parts {
+        &self.parts
     }
 
-    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
-        std::borrow::Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS)
+    fn capabilities(&self) -> ServerCapabilities {
+        ServerCapabilities::builder()
+            .enable_tools()
+            .enable_resources()
+            .build()
     }
 
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        Ok(common::tool_list(
-            "orders",
-            &self.tools,
-            &self.info,
-            &context.meta,
-        ))
-    }
-
-    fn get_tool(&self, name: &str) -> Option<Tool> {
-        common::find_tool(&self.tools, name)
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let log = RequestLog::start("orders", "tools/call", Some(&request.name), &context.meta);
-        let args = common::arguments(request.arguments.as_ref());
-        let caller = Caller::of_request(&self.caller, &context);
-        let response: Result<CallToolResponse, ErrorData> = match request.name.as_ref() {
-            "get_order_status" => Ok(match self.get_order_status(&args) {
-                Ok(r) => {
-                    Self::log(&caller, "get_order_status", "ok");
-                    r.into()
-                }
-                Err(e) => {
-                    Self::log(
-                        &caller,
-                        "get_order_status",
-                        if e.starts_with("not_found") {
-                            "not_found"
-                        } else {
-                            "invalid_arguments"
-                        },
-                    );
-                    common::tool_error(e, &self.info).into()
-                }
-            }),
-            "export_report" => match self.export_report(&args, &context).await {
-                Ok(v) => {
-                    Self::log(&caller, "export_report", "ok");
-                    Ok(common::structured_result(v, &self.info).into())
-                }
-                Err(e) if e == "cancelled" => Err(ErrorData::internal_error("cancelled", None)),
-                Err(e) => {
-                    Self::log(&caller, "export_report", "invalid_arguments");
-                    Ok(common::tool_error(e, &self.info).into())
-                }
-            },
-            other => Err(ErrorData::invalid_params(
-                format!("unknown tool: {other}"),
-                None,
-            )),
+    async fn run(&self, call: Call<'_>) -> Result<Done, Failure> {
+        let ran = match call.name {
+            "get_order_status" => Ran::Result(self.get_order_status(&call.args)?),
+            _ => Ran::Value(self.export_report(&call.args, call.context).await?),
         };
-        log.finish(common::call_outcome(&response));
-        response
+        Ok(Done {
+            ran,
+            extra: json!({}),
+        })
     }
 
-    async fn list_resources(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListResourcesResult, ErrorData> {
-        let log = RequestLog::start("orders", "resources/list", None, &context.meta);
+    fn list_resources(&self, _caller: &Caller) -> Result<ListResourcesResult, ErrorData> {
         let resources: Vec<Value> = self
             .orders
             .iter()
@@ -294,41 +226,28 @@ impl ServerHandler for OrdersServer {
         let mut result: ListResourcesResult =
             serde_json::from_value(json!({"resultType": "complete", "resources": resources}))
                 .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-        result.meta = Some(common::server_meta(&self.info));
-        log.finish("ok");
+        result.meta = Some(common::server_meta(&self.parts.info));
         Ok(result)
     }
 
-    async fn read_resource(
+    fn read_resource(
         &self,
-        request: ReadResourceRequestParams,
-        context: RequestContext<RoleServer>,
+        _caller: &Caller,
+        uri: &str,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let log = RequestLog::start(
-            "orders",
-            "resources/read",
-            Some(&request.uri),
-            &context.meta,
-        );
-        let order = request
-            .uri
-            .strip_prefix("orders://")
-            .and_then(|id| self.find(id));
-        let Some(order) = order else {
-            log.finish("error");
+        let Some(order) = uri.strip_prefix("orders://").and_then(|id| self.find(id)) else {
             return Err(ErrorData::resource_not_found(
-                format!("no order at {}", request.uri),
-                Some(json!({"uri": request.uri})),
+                format!("no order at {uri}"),
+                Some(json!({"uri": uri})),
             ));
         };
         let mut result: rmcp::model::ReadResourceResult = serde_json::from_value(json!({
             "resultType": "complete",
-            "contents": [{"uri": request.uri, "mimeType": "application/json",
+            "contents": [{"uri": uri, "mimeType": "application/json",
                           "text": serde_json::to_string_pretty(order).unwrap_or_default()}]
         }))
         .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-        result.meta = Some(common::server_meta(&self.info));
-        log.finish("ok");
+        result.meta = Some(common::server_meta(&self.parts.info));
         Ok(result.into())
     }
 }
@@ -360,12 +279,7 @@ mod tests {
         let bad = serde_json::from_value(json!({"order_id": "B-1002"})).unwrap();
         assert!(server().get_order_status(&bad).is_err());
         let missing = serde_json::from_value(json!({"order_id": "A-9999"})).unwrap();
-        assert!(
-            server()
-                .get_order_status(&missing)
-                .unwrap_err()
-                .starts_with("not_found")
-        );
+        assert!(server().get_order_status(&missing).unwrap_err().word() == "not_found");
     }
 
     #[test]

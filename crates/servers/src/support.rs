@@ -5,28 +5,23 @@
 //! Every call is checked here, whatever the host decided: the caller must be a member of
 //! the organization (else JSON-RPC -32003 before any tool runs), the role must grant the
 //! tool's scope, and an object from another organization is "not found", never "elsewhere".
+//! Memberships, roles and scopes are [`crate::membership`]'s, shared with the tickets server.
 
-use std::{
-    sync::{Arc, Mutex},
-    time::Instant,
-};
+use std::sync::{Arc, Mutex};
 
 use rmcp::{
-    ErrorData, RoleServer, ServerHandler,
-    model::{
-        CallToolRequestParams, CallToolResponse, CallToolResult, Implementation,
-        ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
-        ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig, Tool,
-    },
-    service::RequestContext,
+    ErrorData,
+    model::{ListResourcesResult, ReadResourceResponse, ServerCapabilities},
 };
 use rusqlite::{Connection, params};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::{
-    common::{self, Caller, RequestLog},
+    common::{self, Caller},
     data,
+    desk::{Admission, Call, Desk, Done, Failure, Parts, Ran},
+    membership::{self, Memberships, Refusal},
 };
 
 /// What the server tells a client about itself at discovery.
@@ -39,22 +34,14 @@ const SNIPPET_TOKENS: i32 = 24;
 pub const MAX_LAST_MESSAGES: usize = 3;
 /// Search results per call: default and maximum.
 pub const DEFAULT_SEARCH_LIMIT: i64 = 3;
+/// The most search results one call may ask for.
 pub const MAX_SEARCH_LIMIT: i64 = 5;
 
-/// What a role may do. A scope names one kind of data and one action.
-fn scopes(role: &str) -> &'static [&'static str] {
-    match role {
-        "admin" | "staff" => &["policies:read", "tickets:read"],
-        "read_only" => &["policies:read"],
-        _ => &[],
-    }
-}
-
-/// The scope each tool needs.
+/// The scope each tool needs (the roles' scopes are in [`crate::membership`]).
 fn scope_of(tool: &str) -> &'static str {
     match tool {
-        "get_ticket" => "tickets:read",
-        _ => "policies:read",
+        "get_ticket" => membership::TICKETS_READ,
+        _ => membership::POLICIES_READ,
     }
 }
 
@@ -80,20 +67,11 @@ struct MessageRecord {
     created_at: String,
 }
 
-#[derive(Deserialize)]
-struct Membership {
-    user: String,
-    tenant: String,
-    role: String,
-}
-
 /// Build the support database in memory from the embedded data files.
 pub fn build_database() -> anyhow::Result<Connection> {
     let db = Connection::open_in_memory()?;
     db.execute_batch(
-        "CREATE TABLE memberships (user TEXT NOT NULL, tenant TEXT NOT NULL, role TEXT NOT NULL,
-                                   PRIMARY KEY (user, tenant));
-         CREATE TABLE policies (tenant TEXT NOT NULL, doc_id TEXT NOT NULL, title TEXT NOT NULL,
+        "CREATE TABLE policies (tenant TEXT NOT NULL, doc_id TEXT NOT NULL, title TEXT NOT NULL,
                                 body TEXT NOT NULL, PRIMARY KEY (tenant, doc_id));
          CREATE VIRTUAL TABLE policy_fts USING fts5(
              tenant UNINDEXED, doc_id UNINDEXED, title, text, tokenize = 'porter unicode61');
@@ -103,16 +81,6 @@ pub fn build_database() -> anyhow::Result<Connection> {
                                status TEXT NOT NULL, created_at TEXT NOT NULL,
                                messages TEXT NOT NULL);",
     )?;
-    let memberships: Vec<Membership> = serde_json::from_str(
-        data::file("data/support/memberships.json")
-            .ok_or_else(|| anyhow::anyhow!("no memberships file"))?,
-    )?;
-    for m in memberships {
-        db.execute(
-            "INSERT INTO memberships VALUES (?1, ?2, ?3)",
-            params![m.user, m.tenant, m.role],
-        )?;
-    }
     for (path, text) in data::files_under("data/support/policies/") {
         let rest = &path["data/support/policies/".len()..];
         let Some((tenant, file)) = rest.split_once('/') else {
@@ -221,86 +189,42 @@ fn bound_snippet(s: &str) -> String {
 #[derive(Clone)]
 pub struct SupportServer {
     db: Arc<Mutex<Connection>>,
-    /// The caller when a request names none: the one this server was started for (stdio).
-    caller: Caller,
-    info: Implementation,
-    tools: Arc<Vec<Tool>>,
-}
-
-enum Refusal {
-    /// JSON-RPC error: the caller may not act in this organization at all.
-    Protocol(ErrorData),
+    members: &'static Memberships,
+    parts: Parts,
 }
 
 impl SupportServer {
     /// A server whose requests act as `caller` unless the HTTP layer says who is calling,
     /// with its database built from the embedded data.
     pub fn new(caller: Caller) -> anyhow::Result<Self> {
-        let tools = ["search_knowledge", "get_ticket"]
-            .iter()
-            .map(|n| {
-                common::tool_from_json(
-                    data::file(&format!("tools/support.{n}.json")).expect("tool file embedded"),
-                )
-            })
-            .collect();
         Ok(SupportServer {
             db: Arc::new(Mutex::new(build_database()?)),
-            caller,
-            info: Implementation::new("support-mcp", "1.0.0"),
-            tools: Arc::new(tools),
+            members: Memberships::embedded()?,
+            parts: Parts::new(
+                "support",
+                "support-mcp",
+                "1.0.0",
+                &["search_knowledge", "get_ticket"],
+                caller,
+            ),
         })
     }
 
-    /// The caller's role in their organization, or the forbidden error. The message is
-    /// the same for a missing membership and for an organization that does not exist.
-    fn role(&self, caller: &Caller) -> Result<String, Refusal> {
-        let db = self.db.lock().unwrap_or_else(|e| e.into_inner());
-        // Cached statements: every call checks the membership, so SQL is parsed once.
-        db.prepare_cached("SELECT role FROM memberships WHERE user = ?1 AND tenant = ?2")
-            .and_then(|mut s| {
-                s.query_row(params![caller.user, caller.tenant], |r| {
-                    r.get::<_, String>(0)
-                })
-            })
-            .map_err(|_| {
-                Refusal::Protocol(common::forbidden(
-                    "forbidden: you have no access to this organization",
-                ))
-            })
-    }
-
-    fn log(
-        &self,
-        caller: &Caller,
-        role: &str,
-        tool: &str,
-        outcome: &str,
-        extra: Value,
-        start: Instant,
-    ) {
-        let mut record = json!({
-            "ts": common::timestamp(),
-            "event": "tool_call",
-            "user": caller.user,
-            "tenant": caller.tenant,
-            "role": role,
-            "client": caller.client,
-            "tool": tool,
-            "outcome": outcome,
-        });
-        if let (Some(obj), Value::Object(more)) = (record.as_object_mut(), extra) {
-            obj.extend(more);
+    /// Refuse a caller with no membership in the organization it acts in (JSON-RPC
+    /// -32003), before anything else is looked at.
+    fn member(&self, caller: &Caller) -> Result<(), ErrorData> {
+        if self.members.is_member(caller) {
+            Ok(())
+        } else {
+            Err(membership::not_a_member())
         }
-        record["ms"] = json!(common::elapsed_ms(start));
-        common::log_line(record);
     }
 
     fn search_knowledge(
         &self,
         caller: &Caller,
         args: &serde_json::Map<String, Value>,
-    ) -> Result<(Value, usize), String> {
+    ) -> Result<(Value, usize), Failure> {
         common::no_unknown_args(args, &["query", "limit"])?;
         let query = common::string_arg(args, "query", 3, 200)?;
         let limit = common::int_arg(args, "limit", DEFAULT_SEARCH_LIMIT, 1, MAX_SEARCH_LIMIT)?;
@@ -313,7 +237,7 @@ impl SupportServer {
                      FROM policy_fts WHERE policy_fts MATCH ?2 AND tenant = ?3
                      ORDER BY bm25(policy_fts), doc_id LIMIT ?4",
                 )
-                .map_err(|e| format!("search failed: {e}"))?;
+                .map_err(|e| Failure::Unavailable(format!("search failed: {e}")))?;
             let rows = stmt
                 .query_map(params![SNIPPET_TOKENS, q, caller.tenant, limit], |r| {
                     Ok((
@@ -323,10 +247,10 @@ impl SupportServer {
                         r.get::<_, f64>(3)?,
                     ))
                 })
-                .map_err(|e| format!("search failed: {e}"))?;
+                .map_err(|e| Failure::Unavailable(format!("search failed: {e}")))?;
             for row in rows {
                 let (doc_id, title, snippet, bm25) =
-                    row.map_err(|e| format!("search failed: {e}"))?;
+                    row.map_err(|e| Failure::Unavailable(format!("search failed: {e}")))?;
                 // FTS5's bm25 is lower-is-better and negative; show it as a positive score.
                 let score = ((-bm25) * 1000.0).round() / 1000.0;
                 results.push(json!({
@@ -346,15 +270,15 @@ impl SupportServer {
         &self,
         caller: &Caller,
         args: &serde_json::Map<String, Value>,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, Failure> {
         common::no_unknown_args(args, &["ticket_id"])?;
         let id = common::string_arg(args, "ticket_id", 1, 32)?;
         let valid =
             id.len() == 7 && id.starts_with("T-") && id[2..].bytes().all(|b| b.is_ascii_digit());
         if !valid {
-            return Err(format!(
+            return Err(Failure::InvalidArguments(format!(
                 "invalid arguments: \"ticket_id\" must look like T-30002, not {id:?}"
-            ));
+            )));
         }
         let db = self.db.lock().unwrap_or_else(|e| e.into_inner());
         let mut statement = db
@@ -362,7 +286,7 @@ impl SupportServer {
                 "SELECT ticket_id, customer_name, subject, body, team, priority, status, created_at, messages
                  FROM tickets WHERE ticket_id = ?1 AND tenant = ?2",
             )
-            .map_err(|e| format!("the ticket store is unavailable: {e}"))?;
+            .map_err(|e| Failure::Unavailable(format!("the ticket store is unavailable: {e}")))?;
         let row = statement.query_row(params![id, caller.tenant], |r| {
             Ok((
                 r.get::<_, String>(0)?,
@@ -388,9 +312,9 @@ impl SupportServer {
             messages,
         )) = row
         else {
-            return Err(format!(
-                "not_found: there is no ticket {id} in this organization"
-            ));
+            return Err(Failure::NotFound(format!(
+                "there is no ticket {id} in this organization"
+            )));
         };
         let messages: Vec<Value> = serde_json::from_str(&messages).unwrap_or_default();
         let skip = messages.len().saturating_sub(MAX_LAST_MESSAGES);
@@ -408,146 +332,58 @@ impl SupportServer {
     }
 }
 
-impl ServerHandler for SupportServer {
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_resources()
-                .build(),
-        )
-        .with_server_info(self.info.clone())
-        .with_instructions(INSTRUCTIONS)
+impl Desk for SupportServer {
+    const NAME: &'static str = "support";
+    const INSTRUCTIONS: &'static str = INSTRUCTIONS;
+
+    fn parts(&self) -> &Parts {
+        &self.parts
     }
 
-    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
-        std::borrow::Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS)
+    fn capabilities(&self) -> ServerCapabilities {
+        ServerCapabilities::builder()
+            .enable_tools()
+            .enable_resources()
+            .build()
     }
 
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        let mut result = common::tool_list("support", &self.tools, &self.info, &context.meta);
-        // Private: what a caller may do with the list depends on who they are.
-        result.cache_scope = Some(rmcp::model::CacheScope::Private);
-        result.ttl_ms = Some(0);
-        Ok(result)
+    /// Membership first (-32003 before anything is looked at), then the tool's scope.
+    fn admit(&self, caller: &Caller, tool: &str) -> Admission {
+        match self.members.check(caller, scope_of(tool)) {
+            Ok(role) => Admission::Admitted(Some(role.name())),
+            Err(Refusal::NotMember) => Admission::Refused(membership::not_a_member()),
+            Err(refusal @ Refusal::Scope { role, .. }) => Admission::Forbidden {
+                role: role.name(),
+                message: refusal.message(),
+            },
+        }
     }
 
-    fn get_tool(&self, name: &str) -> Option<Tool> {
-        common::find_tool(&self.tools, name)
+    async fn run(&self, call: Call<'_>) -> Result<Done, Failure> {
+        match call.name {
+            "search_knowledge" => {
+                let (value, n) = self.search_knowledge(call.caller, &call.args)?;
+                Ok(Done {
+                    ran: Ran::Value(value),
+                    extra: json!({"results": n}),
+                })
+            }
+            _ => Ok(Done::value(self.get_ticket(call.caller, &call.args)?)),
+        }
     }
 
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let log = RequestLog::start("support", "tools/call", Some(&request.name), &context.meta);
-        let caller = Caller::of_request(&self.caller, &context);
-        let response = self.run_tool(&caller, request).await;
-        log.finish(common::call_outcome(&response));
-        response
+    fn list_resources(&self, caller: &Caller) -> Result<ListResourcesResult, ErrorData> {
+        self.policies(caller)
     }
 
-    async fn list_resources(
-        &self,
-        request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListResourcesResult, ErrorData> {
-        let log = RequestLog::start("support", "resources/list", None, &context.meta);
-        let response = self.policies(&Caller::of_request(&self.caller, &context), request);
-        log.finish(if response.is_ok() { "ok" } else { "error" });
-        response
-    }
-
-    async fn read_resource(
-        &self,
-        request: ReadResourceRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ReadResourceResponse, ErrorData> {
-        let log = RequestLog::start(
-            "support",
-            "resources/read",
-            Some(&request.uri),
-            &context.meta,
-        );
-        let response = self.policy(&Caller::of_request(&self.caller, &context), request);
-        log.finish(if response.is_ok() { "ok" } else { "error" });
-        response
+    fn read_resource(&self, caller: &Caller, uri: &str) -> Result<ReadResourceResponse, ErrorData> {
+        self.policy(caller, uri)
     }
 }
 
 impl SupportServer {
-    async fn run_tool(
-        &self,
-        caller: &Caller,
-        request: CallToolRequestParams,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let start = Instant::now();
-        let name = request.name.to_string();
-        if self.get_tool(&name).is_none() {
-            return Err(ErrorData::invalid_params(
-                format!("unknown tool: {name}"),
-                None,
-            ));
-        }
-        let role = match self.role(caller) {
-            Ok(role) => role,
-            Err(Refusal::Protocol(e)) => return Err(e),
-        };
-        let scope = scope_of(&name);
-        if !scopes(&role).contains(&scope) {
-            self.log(caller, &role, &name, "forbidden", json!({}), start);
-            return Ok(common::tool_error(
-                format!("forbidden: your role ({role}) does not allow {scope}"),
-                &self.info,
-            )
-            .into());
-        }
-        let args = common::arguments(request.arguments.as_ref());
-        let result: CallToolResult = match name.as_str() {
-            "search_knowledge" => match self.search_knowledge(caller, &args) {
-                Ok((value, n)) => {
-                    self.log(caller, &role, &name, "ok", json!({"results": n}), start);
-                    common::structured_result(value, &self.info)
-                }
-                Err(e) => {
-                    self.log(caller, &role, &name, "invalid_arguments", json!({}), start);
-                    common::tool_error(e, &self.info)
-                }
-            },
-            _ => match self.get_ticket(caller, &args) {
-                Ok(value) => {
-                    self.log(caller, &role, &name, "ok", json!({}), start);
-                    common::structured_result(value, &self.info)
-                }
-                Err(e) => {
-                    let outcome = if e.starts_with("not_found") {
-                        "not_found"
-                    } else {
-                        "invalid_arguments"
-                    };
-                    self.log(caller, &role, &name, outcome, json!({}), start);
-                    common::tool_error(e, &self.info)
-                }
-            },
-        };
-        Ok(result.into())
-    }
-
-    fn policies(
-        &self,
-        caller: &Caller,
-        _request: Option<PaginatedRequestParams>,
-    ) -> Result<ListResourcesResult, ErrorData> {
-        let Ok(_role) = self.role(caller) else {
-            return Err(common::forbidden(
-                "forbidden: you have no access to this organization",
-            ));
-        };
+    fn policies(&self, caller: &Caller) -> Result<ListResourcesResult, ErrorData> {
+        self.member(caller)?;
         let db = self.db.lock().unwrap_or_else(|e| e.into_inner());
         let mut stmt = db
             .prepare_cached("SELECT doc_id, title FROM policies WHERE tenant = ?1 ORDER BY doc_id")
@@ -567,21 +403,12 @@ impl SupportServer {
             json!({"resultType": "complete", "resources": resources, "ttlMs": 0, "cacheScope": "private"}),
         )
         .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-        result.meta = Some(common::server_meta(&self.info));
+        result.meta = Some(common::server_meta(&self.parts.info));
         Ok(result)
     }
 
-    fn policy(
-        &self,
-        caller: &Caller,
-        request: ReadResourceRequestParams,
-    ) -> Result<ReadResourceResponse, ErrorData> {
-        if self.role(caller).is_err() {
-            return Err(common::forbidden(
-                "forbidden: you have no access to this organization",
-            ));
-        }
-        let uri = request.uri.clone();
+    fn policy(&self, caller: &Caller, uri: &str) -> Result<ReadResourceResponse, ErrorData> {
+        self.member(caller)?;
         let not_found = || {
             ErrorData::resource_not_found(format!("no policy at {uri}"), Some(json!({"uri": uri})))
         };
@@ -608,7 +435,7 @@ impl SupportServer {
             "ttlMs": 0, "cacheScope": "private"
         }))
         .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-        result.meta = Some(common::server_meta(&self.info));
+        result.meta = Some(common::server_meta(&self.parts.info));
         Ok(result.into())
     }
 }
@@ -667,11 +494,6 @@ mod data_tests {
                 "SELECT count(*) FROM tickets WHERE tenant = 'bramble' AND ticket_id LIKE 'T-4%'"
             ) >= 25
         );
-        assert_eq!(
-            count("SELECT count(*) FROM memberships WHERE user = 'usr-tomas'"),
-            0
-        );
-        assert!(count("SELECT count(*) FROM memberships") >= 6);
         let (subject, body, messages): (String, String, String) = db
             .query_row(
                 "SELECT subject, body, messages FROM tickets WHERE ticket_id = 'T-30002' AND tenant = 'larkfield'",
@@ -682,14 +504,6 @@ mod data_tests {
         assert_eq!(subject, "Charged twice for order LK-182074");
         assert!(body.starts_with("My card was charged two times"));
         assert!(messages.contains("Could you send the receipt"));
-        let (role,): (String,) = db
-            .query_row(
-                "SELECT role FROM memberships WHERE user = 'usr-omar' AND tenant = 'larkfield'",
-                [],
-                |r| Ok((r.get(0)?,)),
-            )
-            .unwrap();
-        assert_eq!(role, "read_only");
     }
 
     #[test]
@@ -702,7 +516,9 @@ mod data_tests {
         .unwrap();
         let args =
             serde_json::from_value(json!({"query": "Charged twice for order LK-182074"})).unwrap();
-        let (result, n) = server.search_knowledge(&server.caller, &args).unwrap();
+        let (result, n) = server
+            .search_knowledge(&server.parts.caller, &args)
+            .unwrap();
         assert_eq!(n, 3);
         assert_eq!(
             result["results"][0]["uri"],
@@ -720,11 +536,13 @@ mod data_tests {
         let bad = serde_json::from_value(json!({"query": "ab"})).unwrap();
         assert!(
             server
-                .search_knowledge(&server.caller, &bad)
+                .search_knowledge(&server.parts.caller, &bad)
                 .unwrap_err()
-                .contains("at least 3")
+                == Failure::InvalidArguments(
+                    "invalid arguments: \"query\" must be at least 3 characters".into()
+                )
         );
         let bad = serde_json::from_value(json!({"query": "returns", "limit": 9})).unwrap();
-        assert!(server.search_knowledge(&server.caller, &bad).is_err());
+        assert!(server.search_knowledge(&server.parts.caller, &bad).is_err());
     }
 }

@@ -72,6 +72,7 @@ const FIXED_TOOLS: &str = r#"[
 ]"#;
 
 #[derive(Clone)]
+/// The testbed server: the tests' misbehaving one.
 pub struct Testbed {
     info: Implementation,
     tools: Arc<RwLock<Vec<Tool>>>,
@@ -90,12 +91,16 @@ pub struct Testbed {
 /// Settings read from the environment at start.
 #[derive(Debug, Default, Clone)]
 pub struct TestbedOptions {
+    /// The newest revision it speaks (`TESTBED_MAX_VERSION`).
     pub max_version: Option<ProtocolVersion>,
+    /// How many generated tools it lists after the fixed ones (`TESTBED_TOOLS`).
     pub generated_tools: usize,
+    /// The size of its `tools/list` pages (`TESTBED_PAGE_SIZE`).
     pub page_size: Option<usize>,
 }
 
 impl TestbedOptions {
+    /// Read the options from the environment; a bad value is an error naming it.
     pub fn from_env() -> anyhow::Result<Self> {
         let number = |name: &str| -> anyhow::Result<Option<usize>> {
             match std::env::var(name) {
@@ -140,6 +145,7 @@ fn generated_tool(i: usize) -> Tool {
 }
 
 impl Testbed {
+    /// A testbed with these options.
     pub fn new(options: TestbedOptions) -> Self {
         let mut tools: Vec<Tool> =
             serde_json::from_str(FIXED_TOOLS).expect("the fixed tools parse");

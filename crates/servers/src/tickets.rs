@@ -1,5 +1,12 @@
 //! `tickets`: the incident-ticket desk. Its one write, `open_ticket`, asks the person first.
 //!
+//! Like the support desk, it serves organizations: a ticket belongs to the organization its
+//! opener acted in, and `list_tickets` shows only the caller's organization's tickets. Every
+//! call is checked before its tool runs, against the memberships shared with the support
+//! desk ([`crate::membership`]): no membership is JSON-RPC -32003; `list_tickets` needs
+//! `incidents:read` (every role) and `open_ticket` `incidents:write` (staff and admin),
+//! else a tool error. Both ways of asking the person (below) come after these checks.
+//!
 //! On revision 2026-07-28 the server never sends requests to the client, so the question
 //! travels as a multi-round-trip call: round 1 answers `input_required` with a form and a
 //! sealed `requestState`; the client asks the person and sends the same call again with
@@ -12,6 +19,11 @@
 //! - it carries a random nonce recorded when used, in the same database transaction that
 //!   stores the ticket, so a confirmation opens at most one ticket, across restarts and
 //!   across instances sharing the store;
+//! - the nonce is recorded with the answer and the ticket it opened, so a second round
+//!   sent again (its answer was lost: the server stopped after the ticket was written)
+//!   with the same state and the same answer gets that same ticket back, while any other
+//!   reuse (another priority, an accept after a decline) is refused as already used. Only
+//!   the caller and arguments the state is bound to can present it at all;
 //! - the sealing key comes from configuration, so a restart or another instance between
 //!   the rounds still accepts an honest answer.
 //!
@@ -24,12 +36,11 @@ use std::{
 };
 
 use rmcp::{
-    ErrorData, RoleServer, ServerHandler,
+    ErrorData, RoleServer,
     model::{
         CallToolRequestParams, CallToolResponse, ElicitRequest, ElicitRequestParams, ElicitResult,
-        ElicitationAction, ElicitationSchema, Implementation, InputRequest, InputRequiredResult,
-        ListToolsResult, PaginatedRequestParams, ProtocolVersion, RequestStateCodec, SealOptions,
-        ServerCapabilities, ServerConfig, Tool,
+        ElicitationAction, ElicitationSchema, InputRequest, InputRequiredResult, ProtocolVersion,
+        RequestStateCodec, SealOptions,
     },
     service::RequestContext,
 };
@@ -38,10 +49,12 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::{
-    common::{self, Caller, RequestLog},
-    data,
+    common::{self, Caller},
+    desk::{Admission, Call, Desk, Done, Failure, Parts, Ran},
+    membership::{self, Memberships, Refusal},
 };
 
+/// What the tickets server tells a client about itself at discovery.
 pub const INSTRUCTIONS: &str = "Incident tickets. Opening a ticket always asks the user to confirm it and choose its priority first.";
 /// How long a confirmation stays valid between round 1 and round 2.
 pub const CONFIRMATION_TTL: Duration = Duration::from_secs(600);
@@ -57,6 +70,8 @@ pub const FIRST_TICKET: i64 = 4100;
 pub const CONFIRM_KEY: &str = "confirm";
 /// Longest summary a ticket may have.
 pub const MAX_SUMMARY_CHARS: usize = 2_000;
+/// The refusal for a confirmation used before with another answer.
+pub const ALREADY_USED: &str = "this confirmation was already used: no ticket was opened. Ask the user again if they want another ticket.";
 /// The refusal for any state that does not verify, whatever the reason (the reason goes
 /// to the server's log only).
 pub const INVALID_STATE: &str = "Invalid or expired requestState";
@@ -77,7 +92,7 @@ pub fn default_db_path() -> PathBuf {
 }
 
 /// The sealing key: from [`ENV_KEY`], else a key file beside the store, created with mode
-/// 0600 on first start.
+/// 0600 on first start (its folder is the store's, 0700 when the store created it).
 pub fn load_key(db_path: &Path) -> anyhow::Result<Vec<u8>> {
     if let Ok(k) = std::env::var(ENV_KEY) {
         anyhow::ensure!(k.len() >= 32, "{ENV_KEY} must be at least 32 bytes long");
@@ -107,6 +122,19 @@ pub fn load_key(db_path: &Path) -> anyhow::Result<Vec<u8>> {
 
 fn write_private(path: &Path, text: &str) -> anyhow::Result<()> {
     use std::io::Write;
+    match create_private(path) {
+        Ok(Some(mut f)) => Ok(f.write_all(text.as_bytes())?),
+        Ok(None) => Ok(()),
+        Err(e) => Err(anyhow::anyhow!(
+            "cannot create the key file {}: {e}",
+            path.display()
+        )),
+    }
+}
+
+/// Create `path` readable and writable by this user only (0600); `None` when it exists
+/// already (another instance may have just made it), which is left as it is.
+fn create_private(path: &Path) -> std::io::Result<Option<std::fs::File>> {
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]
@@ -115,23 +143,38 @@ fn write_private(path: &Path, text: &str) -> anyhow::Result<()> {
         options.mode(0o600);
     }
     match options.open(path) {
-        Ok(mut f) => Ok(f.write_all(text.as_bytes())?),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(anyhow::anyhow!(
-            "cannot create the key file {}: {e}",
-            path.display()
-        )),
+        Ok(f) => Ok(Some(f)),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(None),
+        Err(e) => Err(e),
     }
 }
 
+/// Create a folder and any missing parents, each one usable by this user only (0700).
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir)
+}
+
 /// Open (or create) the ticket store: WAL, so several instances can share it.
+///
+/// Tickets name hosts and incidents, and the used confirmations sit beside them, so the
+/// store is private: a folder it creates is 0700, and the database file is created 0600
+/// before SQLite opens it, since SQLite gives its `-wal` and `-shm` files the database
+/// file's mode (a file that exists already keeps its mode).
 pub fn open_store(path: &Path) -> anyhow::Result<Connection> {
     if let Some(dir) = path.parent()
         && !dir.as_os_str().is_empty()
     {
-        std::fs::create_dir_all(dir)
+        create_private_dir(dir)
             .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
     }
+    create_private(path).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", path.display()))?;
     let db = Connection::open(path)
         .map_err(|e| anyhow::anyhow!("cannot open {}: {e}", path.display()))?;
     db.busy_timeout(Duration::from_secs(5))?;
@@ -140,22 +183,68 @@ pub fn open_store(path: &Path) -> anyhow::Result<Connection> {
         "CREATE TABLE IF NOT EXISTS tickets (
              number INTEGER PRIMARY KEY, host TEXT NOT NULL, summary TEXT NOT NULL,
              priority TEXT NOT NULL, status TEXT NOT NULL, opened_by TEXT NOT NULL,
-             opened_at TEXT NOT NULL);
+             opened_at TEXT NOT NULL, tenant TEXT NOT NULL DEFAULT '');
          CREATE TABLE IF NOT EXISTS used_confirmations (
              nonce TEXT PRIMARY KEY, used_at TEXT NOT NULL, outcome TEXT NOT NULL);",
     )?;
+    // A store from before organizations: its tickets get no organization, so no one lists
+    // them; the ticket numbers go on from where they were.
+    add_column(&db, "tickets", "tenant", "TEXT NOT NULL DEFAULT ''")?;
+    // What each confirmation was answered with and the ticket it opened, so that the same
+    // answer sent again gets the same ticket.
+    add_column(&db, "used_confirmations", "answer", "TEXT")?;
+    add_column(&db, "used_confirmations", "ticket", "INTEGER")?;
+    db.execute_batch("CREATE INDEX IF NOT EXISTS tickets_by_tenant ON tickets (tenant, number)")?;
     Ok(db)
 }
 
+/// Add a column to a table of an older store, once (SQLite has no ADD COLUMN IF NOT EXISTS).
+fn add_column(db: &Connection, table: &str, column: &str, declaration: &str) -> anyhow::Result<()> {
+    let present = db
+        .prepare(&format!(
+            "SELECT 1 FROM pragma_table_info('{table}') WHERE name = ?1"
+        ))?
+        .exists(params![column])?;
+    if !present {
+        db.execute_batch(&format!(
+            "ALTER TABLE {table} ADD COLUMN {column} {declaration}"
+        ))?;
+    }
+    Ok(())
+}
+
 #[derive(Clone)]
+/// The tickets server: its store, its sealing key, and who it was started for.
 pub struct TicketsServer {
     db: Arc<Mutex<Connection>>,
+    members: &'static Memberships,
     codec: Arc<RequestStateCodec>,
     ttl: Duration,
-    /// The caller when a request names none: the one this server was started for (stdio).
-    caller: Caller,
-    info: Implementation,
-    tools: Arc<Vec<Tool>>,
+    parts: Parts,
+}
+
+/// What recording a confirmation's use came to.
+enum Used {
+    /// Its first use: the ticket opened (none for a decline).
+    Fresh(Option<Value>),
+    /// The same answer to the same confirmation again, as a client sends it when the first
+    /// answer was lost: what the first use gave, and nothing new.
+    Again(Option<Value>),
+    /// Used before with another answer: refused.
+    Refused,
+}
+
+/// The columns [`ticket_of_row`] reads, in its order.
+const TICKET_COLUMNS: &str = "number, host, summary, priority, status";
+
+/// A ticket as the tools show it, from a row of [`TICKET_COLUMNS`].
+fn ticket_of_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Value> {
+    let number: i64 = r.get(0)?;
+    Ok(json!({
+        "id": format!("INC-{number}"), "host": r.get::<_, String>(1)?,
+        "summary": r.get::<_, String>(2)?, "priority": r.get::<_, String>(3)?,
+        "status": r.get::<_, String>(4)?,
+    }))
 }
 
 /// What a second round may carry.
@@ -167,6 +256,7 @@ enum Round2 {
 }
 
 impl TicketsServer {
+    /// A tickets server on the store at `db_path` (created if missing, with its key beside it).
     pub fn new(caller: Caller, db_path: &Path) -> anyhow::Result<Self> {
         // The store first: it creates the folder the key file lives in.
         let db = open_store(db_path)?;
@@ -177,21 +267,18 @@ impl TicketsServer {
             .and_then(|v| v.parse::<u64>().ok())
             .map(Duration::from_millis)
             .unwrap_or(CONFIRMATION_TTL);
-        let tools = ["open_ticket", "list_tickets"]
-            .iter()
-            .map(|n| {
-                common::tool_from_json(
-                    data::file(&format!("tools/tickets.{n}.json")).expect("tool file embedded"),
-                )
-            })
-            .collect();
         Ok(TicketsServer {
             db: Arc::new(Mutex::new(db)),
+            members: Memberships::embedded()?,
             codec: Arc::new(codec),
             ttl,
-            caller,
-            info: Implementation::new("tickets", "1.0.0"),
-            tools: Arc::new(tools),
+            parts: Parts::new(
+                "tickets",
+                "tickets",
+                "1.0.0",
+                &["open_ticket", "list_tickets"],
+                caller,
+            ),
         })
     }
 
@@ -280,18 +367,33 @@ impl TicketsServer {
         })
     }
 
-    /// Record the confirmation as used and, if `priority` is given, open the ticket, in one
-    /// transaction. `Ok(None)` when the confirmation was already used.
+    /// Record the confirmation as used with `answer` and, if `ticket` is given, open it, in
+    /// one transaction. A confirmation used before is refused unless this is the same answer
+    /// again, which gets what the first use gave.
     fn consume(
         &self,
         caller: &Caller,
         nonce: &str,
+        answer: &str,
         ticket: Option<(&str, &str, &str)>,
-    ) -> Result<Option<Value>, String> {
+    ) -> Result<Used, Failure> {
+        let unavailable = |e: rusqlite::Error| {
+            Failure::Unavailable(format!("the ticket store is unavailable: {e}"))
+        };
         let mut db = self.db.lock().unwrap_or_else(|e| e.into_inner());
         let tx = db
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(|e| format!("the ticket store is unavailable: {e}"))?;
+            .map_err(unavailable)?;
+        let number = match ticket {
+            None => None,
+            Some(_) => Some(
+                tx.query_row("SELECT max(number) FROM tickets", [], |r| {
+                    r.get::<_, Option<i64>>(0)
+                })
+                .map_err(unavailable)?
+                .map_or(FIRST_TICKET, |n| n + 1),
+            ),
+        };
         let outcome = if ticket.is_some() {
             "opened"
         } else {
@@ -299,44 +401,67 @@ impl TicketsServer {
         };
         let fresh = tx
             .execute(
-                "INSERT OR IGNORE INTO used_confirmations VALUES (?1, ?2, ?3)",
-                params![nonce, common::timestamp(), outcome],
+                "INSERT OR IGNORE INTO used_confirmations (nonce, used_at, outcome, answer, ticket)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![nonce, common::timestamp(), outcome, answer, number],
             )
-            .map_err(|e| format!("the ticket store is unavailable: {e}"))?;
+            .map_err(unavailable)?;
         if fresh == 0 {
-            return Ok(None);
-        }
-        let mut opened = json!(null);
-        if let Some((host, summary, priority)) = ticket {
-            let number: i64 = tx
-                .query_row("SELECT max(number) FROM tickets", [], |r| {
-                    r.get::<_, Option<i64>>(0)
-                })
+            // Used before. Only the same answer again (its first answer was lost on the
+            // way back) gets what the first use gave; a store from before answers were
+            // kept has none, so its confirmations stay refused.
+            let (first_answer, first_ticket): (Option<String>, Option<i64>) = tx
+                .query_row(
+                    "SELECT answer, ticket FROM used_confirmations WHERE nonce = ?1",
+                    params![nonce],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .map_err(unavailable)?;
+            if first_answer.as_deref() != Some(answer) {
+                return Ok(Used::Refused);
+            }
+            let Some(first_ticket) = first_ticket else {
+                return Ok(Used::Again(None));
+            };
+            let opened = tx
+                .query_row(
+                    &format!(
+                        "SELECT {TICKET_COLUMNS} FROM tickets WHERE number = ?1 AND tenant = ?2"
+                    ),
+                    params![first_ticket, caller.tenant],
+                    ticket_of_row,
+                )
                 .optional()
-                .map_err(|e| format!("the ticket store is unavailable: {e}"))?
-                .flatten()
-                .map_or(FIRST_TICKET, |n| n + 1);
+                .map_err(unavailable)?;
+            return Ok(opened.map_or(Used::Refused, |t| Used::Again(Some(t))));
+        }
+        let mut opened = None;
+        if let (Some((host, summary, priority)), Some(number)) = (ticket, number) {
             tx.execute(
-                "INSERT INTO tickets VALUES (?1, ?2, ?3, ?4, 'open', ?5, ?6)",
+                "INSERT INTO tickets (number, host, summary, priority, status, opened_by,
+                                      opened_at, tenant)
+                 VALUES (?1, ?2, ?3, ?4, 'open', ?5, ?6, ?7)",
                 params![
                     number,
                     host,
                     summary,
                     priority,
                     caller.user,
-                    common::timestamp()
+                    common::timestamp(),
+                    caller.tenant
                 ],
             )
-            .map_err(|e| format!("the ticket store is unavailable: {e}"))?;
-            opened = json!({"id": format!("INC-{number}"), "host": host, "summary": summary,
-                            "priority": priority, "status": "open"});
+            .map_err(unavailable)?;
+            opened = Some(json!({
+                "id": format!("INC-{number}"), "host": host, "summary": summary,
+                "priority": priority, "status": "open",
+            }));
         }
-        tx.commit()
-            .map_err(|e| format!("the ticket store is unavailable: {e}"))?;
-        Ok(Some(opened))
+        tx.commit().map_err(unavailable)?;
+        Ok(Used::Fresh(opened))
     }
 
-    /// The person's answer, as the ticket to open or the tool error to return.
+    /// The person's answer, as the ticket opened or why none was.
     fn decide(
         &self,
         caller: &Caller,
@@ -344,19 +469,19 @@ impl TicketsServer {
         summary: &str,
         nonce: &str,
         answer: &ElicitResult,
-    ) -> CallToolResponse {
-        let error = |m: String| common::tool_error(m, &self.info).into();
+    ) -> Result<Value, Failure> {
+        let used = || Failure::InvalidArguments(ALREADY_USED.into());
         if answer.action != ElicitationAction::Accept {
-            let said = if answer.action == ElicitationAction::Decline {
-                "declined"
+            let (said, word) = if answer.action == ElicitationAction::Decline {
+                ("declined", "decline")
             } else {
-                "closed the form"
+                ("closed the form", "cancel")
             };
-            return match self.consume(caller, nonce, None) {
-                Err(e) => error(e),
-                Ok(_) => error(format!(
+            return match self.consume(caller, nonce, word, None)? {
+                Used::Refused => Err(used()),
+                _ => Err(Failure::Declined(format!(
                     "the user {said}: no ticket was opened. Don't retry unless they ask again."
-                )),
+                ))),
             };
         }
         let priority = answer
@@ -366,57 +491,61 @@ impl TicketsServer {
             .and_then(Value::as_str)
             .filter(|p| ["P1", "P2", "P3"].contains(p));
         let Some(priority) = priority else {
-            return error("the confirmation came back without a valid priority (P1, P2 or P3); no ticket was opened.".into());
+            return Err(Failure::InvalidArguments("the confirmation came back without a valid priority (P1, P2 or P3); no ticket was opened.".into()));
         };
-        match self.consume(caller, nonce, Some((host, summary, priority))) {
-            Err(e) => error(e),
-            Ok(None) => error("this confirmation was already used: no ticket was opened. Ask the user again if they want another ticket.".into()),
-            Ok(Some(ticket)) => common::structured_result(ticket, &self.info).into(),
+        let answer = format!("accept:{priority}");
+        match self.consume(caller, nonce, &answer, Some((host, summary, priority)))? {
+            Used::Fresh(Some(ticket)) => Ok(ticket),
+            Used::Again(Some(ticket)) => {
+                common::log_line(json!({
+                    "ts": common::timestamp(), "event": "confirmation_answered_again",
+                    "user": caller.user, "tenant": caller.tenant, "ticket": ticket["id"],
+                }));
+                Ok(ticket)
+            }
+            _ => Err(used()),
         }
     }
 
-    async fn open_ticket(
-        &self,
-        request: &CallToolRequestParams,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let args = common::arguments(request.arguments.as_ref());
-        let checked = common::no_unknown_args(&args, &["host", "summary"])
-            .and_then(|_| common::string_arg(&args, "host", 1, 253))
-            .and_then(|h| {
-                common::string_arg(&args, "summary", 1, MAX_SUMMARY_CHARS).map(|s| (h, s))
-            });
-        let (host, summary) = match checked {
-            Ok(v) => v,
-            Err(e) => return Ok(common::tool_error(e, &self.info).into()),
-        };
-        let caller = Caller::of_request(&self.caller, context);
+    async fn open_ticket(&self, call: &Call<'_>) -> Result<Done, Failure> {
+        let (caller, args, context) = (call.caller, &call.args, call.context);
+        common::no_unknown_args(args, &["host", "summary"])?;
+        let host = common::string_arg(args, "host", 1, 253)?;
+        let summary = common::string_arg(args, "summary", 1, MAX_SUMMARY_CHARS)?;
         let can_ask = context
             .client_capabilities()
             .and_then(|c| c.elicitation)
             .is_some_and(|e| e.form.is_some() || e.url.is_none());
         if !can_ask {
-            return Ok(common::tool_error(
+            return Err(Failure::Unavailable(
                 "opening a ticket needs a host that can ask the user to confirm it, and this one can't. \
-                 No ticket was opened; tell the user to open it by hand.",
-                &self.info,
-            )
-            .into());
+                 No ticket was opened; tell the user to open it by hand."
+                    .into(),
+            ));
         }
         let modern = context
             .protocol_version()
             .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
-        if !modern {
-            return Ok(self
-                .open_ticket_legacy(&caller, &host, &summary, context)
-                .await);
-        }
-        match self.round2(&caller, &host, &summary, request)? {
-            Round2::Ask => Ok(self.ask(&caller, &host, &summary)),
-            Round2::Answered { nonce, answer } => {
-                Ok(self.decide(&caller, &host, &summary, &nonce, &answer))
+        let ticket = if modern {
+            match self
+                .round2(caller, &host, &summary, call.request)
+                .map_err(Failure::Protocol)?
+            {
+                Round2::Ask => {
+                    return Ok(Done {
+                        ran: Ran::Asking(self.ask(caller, &host, &summary)),
+                        extra: json!({}),
+                    });
+                }
+                Round2::Answered { nonce, answer } => {
+                    self.decide(caller, &host, &summary, &nonce, &answer)?
+                }
             }
-        }
+        } else {
+            self.open_ticket_legacy(caller, &host, &summary, context)
+                .await?
+        };
+        Ok(Done::value(ticket))
     }
 
     /// Older revisions: ask with a server-sent `elicitation/create` inside the call.
@@ -426,102 +555,80 @@ impl TicketsServer {
         host: &str,
         summary: &str,
         context: &RequestContext<RoleServer>,
-    ) -> CallToolResponse {
+    ) -> Result<Value, Failure> {
         let answer = context
             .peer
             .create_elicitation(Self::question(host, summary))
-            .await;
-        match answer {
-            Ok(answer) => {
-                let mut nonce = [0u8; 16];
-                rand::fill(&mut nonce);
-                let nonce: String = nonce.iter().map(|b| format!("{b:02x}")).collect();
-                self.decide(caller, host, summary, &nonce, &answer)
-            }
-            Err(e) => common::tool_error(
-                format!("the user could not be asked ({e}); no ticket was opened."),
-                &self.info,
-            )
-            .into(),
-        }
+            .await
+            .map_err(|e| {
+                Failure::Unavailable(format!(
+                    "the user could not be asked ({e}); no ticket was opened."
+                ))
+            })?;
+        let mut nonce = [0u8; 16];
+        rand::fill(&mut nonce);
+        let nonce: String = nonce.iter().map(|b| format!("{b:02x}")).collect();
+        self.decide(caller, host, summary, &nonce, &answer)
     }
 
-    fn list_tickets(&self, args: &Map<String, Value>) -> Result<Value, String> {
+    fn list_tickets(&self, caller: &Caller, args: &Map<String, Value>) -> Result<Value, Failure> {
         common::no_unknown_args(args, &["host"])?;
         let host = match args.get("host") {
             None | Some(Value::Null) => None,
             Some(_) => Some(common::string_arg(args, "host", 1, 253)?),
         };
+        let unavailable = |e: rusqlite::Error| {
+            Failure::Unavailable(format!("the ticket store is unavailable: {e}"))
+        };
         let db = self.db.lock().unwrap_or_else(|e| e.into_inner());
         let mut stmt = db
-            .prepare_cached(
-                "SELECT number, host, summary, priority, status FROM tickets
-                 WHERE ?1 IS NULL OR host = ?1 ORDER BY number",
-            )
-            .map_err(|e| format!("the ticket store is unavailable: {e}"))?;
+            .prepare_cached(&format!(
+                "SELECT {TICKET_COLUMNS} FROM tickets
+                 WHERE tenant = ?1 AND (?2 IS NULL OR host = ?2) ORDER BY number"
+            ))
+            .map_err(unavailable)?;
         let tickets: Vec<Value> = stmt
-            .query_map(params![host], |r| {
-                Ok(json!({"id": format!("INC-{}", r.get::<_, i64>(0)?), "host": r.get::<_, String>(1)?,
-                          "summary": r.get::<_, String>(2)?, "priority": r.get::<_, String>(3)?,
-                          "status": r.get::<_, String>(4)?}))
-            })
-            .map_err(|e| format!("the ticket store is unavailable: {e}"))?
+            .query_map(params![caller.tenant, host], ticket_of_row)
+            .map_err(unavailable)?
             .collect::<Result<_, _>>()
-            .map_err(|e| format!("the ticket store is unavailable: {e}"))?;
+            .map_err(unavailable)?;
         Ok(json!({"total": tickets.len(), "tickets": tickets}))
     }
 }
 
-impl ServerHandler for TicketsServer {
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(self.info.clone())
-            .with_instructions(INSTRUCTIONS)
+impl Desk for TicketsServer {
+    const NAME: &'static str = "tickets";
+    const INSTRUCTIONS: &'static str = INSTRUCTIONS;
+
+    fn parts(&self) -> &Parts {
+        &self.parts
     }
 
-    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
-        std::borrow::Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS)
-    }
-
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        Ok(common::tool_list(
-            "tickets",
-            &self.tools,
-            &self.info,
-            &context.meta,
-        ))
-    }
-
-    fn get_tool(&self, name: &str) -> Option<Tool> {
-        common::find_tool(&self.tools, name)
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let log = RequestLog::start("tickets", "tools/call", Some(&request.name), &context.meta);
-        let response = match request.name.as_ref() {
-            "open_ticket" => self.open_ticket(&request, &context).await,
-            "list_tickets" => {
-                let args = common::arguments(request.arguments.as_ref());
-                Ok(match self.list_tickets(&args) {
-                    Ok(v) => common::structured_result(v, &self.info).into(),
-                    Err(e) => common::tool_error(e, &self.info).into(),
-                })
-            }
-            other => Err(ErrorData::invalid_params(
-                format!("unknown tool: {other}"),
-                None,
-            )),
+    /// No membership is -32003 before anything else (even an unknown tool's name is not
+    /// looked at); a role without the tool's scope, a tool error.
+    fn admit(&self, caller: &Caller, tool: &str) -> Admission {
+        if !self.members.is_member(caller) {
+            return Admission::Refused(membership::not_a_member());
+        }
+        let scope = match tool {
+            "open_ticket" => membership::INCIDENTS_WRITE,
+            _ => membership::INCIDENTS_READ,
         };
-        log.finish(common::call_outcome(&response));
-        response
+        match self.members.check(caller, scope) {
+            Ok(role) => Admission::Admitted(Some(role.name())),
+            Err(Refusal::NotMember) => Admission::Refused(membership::not_a_member()),
+            Err(refusal @ Refusal::Scope { role, .. }) => Admission::Forbidden {
+                role: role.name(),
+                message: refusal.message(),
+            },
+        }
+    }
+
+    async fn run(&self, call: Call<'_>) -> Result<Done, Failure> {
+        match call.name {
+            "open_ticket" => self.open_ticket(&call).await,
+            _ => Ok(Done::value(self.list_tickets(call.caller, &call.args)?)),
+        }
     }
 }
 
@@ -530,11 +637,7 @@ mod tests {
     use super::*;
 
     fn caller(user: &str, tenant: &str) -> Caller {
-        Caller {
-            user: user.into(),
-            tenant: tenant.into(),
-            client: "http".into(),
-        }
+        Caller::new(user, tenant, "http")
     }
 
     #[test]
@@ -557,5 +660,77 @@ mod tests {
             TicketsServer::binding(&caller("a|b", "c"), "h", "s"),
             TicketsServer::binding(&caller("a", "b|c"), "h", "s")
         );
+    }
+
+    #[test]
+    fn an_older_store_keeps_its_numbers_shows_its_tickets_to_no_one_and_refuses_its_used_confirmations()
+     {
+        let dir =
+            std::env::temp_dir().join(format!("gatehouse-tickets-old-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("tickets.db");
+        {
+            let old = Connection::open(&path).unwrap();
+            old.execute_batch(
+                "CREATE TABLE tickets (
+                     number INTEGER PRIMARY KEY, host TEXT NOT NULL, summary TEXT NOT NULL,
+                     priority TEXT NOT NULL, status TEXT NOT NULL, opened_by TEXT NOT NULL,
+                     opened_at TEXT NOT NULL);
+                 INSERT INTO tickets VALUES (4100, 'jump-prod-02', 'brute force', 'P1', 'open',
+                                             'usr-sam', '2026-10-01T09:00:00.000Z');
+                 CREATE TABLE used_confirmations (
+                     nonce TEXT PRIMARY KEY, used_at TEXT NOT NULL, outcome TEXT NOT NULL);
+                 INSERT INTO used_confirmations VALUES ('n0', '2026-10-01T09:00:00.000Z', 'opened');",
+            )
+            .unwrap();
+        }
+        let server = TicketsServer::new(caller("usr-sam", "larkfield"), &path).unwrap();
+        let listed = server
+            .list_tickets(&caller("usr-sam", "larkfield"), &Map::new())
+            .unwrap();
+        assert_eq!(listed["total"], 0);
+        let Used::Fresh(Some(opened)) = server
+            .consume(
+                &caller("usr-sam", "larkfield"),
+                "n1",
+                "accept:P3",
+                Some(("jump-prod-01", "disk full", "P3")),
+            )
+            .unwrap()
+        else {
+            panic!("no ticket opened");
+        };
+        assert_eq!(opened["id"], "INC-4101");
+        // A confirmation used before answers were kept stays refused, whatever the answer.
+        let sam = caller("usr-sam", "larkfield");
+        let ticket = Some(("jump-prod-02", "brute force", "P1"));
+        assert!(matches!(
+            server.consume(&sam, "n0", "accept:P1", ticket),
+            Ok(Used::Refused)
+        ));
+        // One used now: the same answer again gets the same ticket, another is refused.
+        let ticket = Some(("jump-prod-01", "disk full", "P3"));
+        match server.consume(&sam, "n1", "accept:P3", ticket) {
+            Ok(Used::Again(Some(t))) => assert_eq!(t["id"], "INC-4101"),
+            _ => panic!("the same answer again must get the same ticket"),
+        }
+        assert!(matches!(
+            server.consume(&sam, "n1", "accept:P1", ticket),
+            Ok(Used::Refused)
+        ));
+        assert!(matches!(
+            server.consume(&sam, "n1", "decline", None),
+            Ok(Used::Refused)
+        ));
+        // Opening the store again changes nothing more.
+        drop(server);
+        let again = TicketsServer::new(caller("usr-sam", "larkfield"), &path).unwrap();
+        let listed = again
+            .list_tickets(&caller("usr-sam", "larkfield"), &Map::new())
+            .unwrap();
+        assert_eq!(listed["tickets"][0]["id"], "INC-4101");
+        assert_eq!(listed["total"], 1);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -53,7 +53,7 @@ impl Observer for Lists {
             Direction::ToServer if event.method.as_deref() == Some("tools/list") => {
                 self.asked.lock().unwrap().push(key);
             }
-            Direction::FromServer if event.kind == "result" => {
+            Direction::FromServer if event.kind == gatehouse::trace::MessageKind::Result => {
                 let mut asked = self.asked.lock().unwrap();
                 if let Some(i) = asked.iter().position(|k| *k == key) {
                     asked.remove(i);

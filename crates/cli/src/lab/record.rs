@@ -16,7 +16,7 @@ use std::{
     time::Instant,
 };
 
-use gatehouse::trace::{Observer, ProgressEvent, Step, ToolEvent, WireEvent};
+use gatehouse::trace::{MessageKind, Observer, ProgressEvent, Step, ToolEvent, WireEvent};
 use serde_json::{Value, json};
 
 /// Longest summary of a stderr line or an error.
@@ -49,15 +49,15 @@ impl Summaries {
         );
         let mut methods = self.methods.lock().unwrap_or_else(|e| e.into_inner());
         let summary = match (event.kind, &event.method) {
-            ("request", Some(m)) => {
+            (MessageKind::Request, Some(m)) => {
                 methods.insert(key, m.clone());
                 match event.message["params"]["name"].as_str() {
                     Some(tool) if m == "tools/call" => format!("call {tool}"),
                     _ => format!("request {m}"),
                 }
             }
-            ("notification", Some(m)) => format!("notification {m}"),
-            ("error", _) => {
+            (MessageKind::Notification, Some(m)) => format!("notification {m}"),
+            (MessageKind::Error, _) => {
                 let of = methods.remove(&key).unwrap_or_else(|| "?".into());
                 let message = event.message["error"]["message"].as_str().unwrap_or("");
                 format!("error for {of}: {}", clip(message))

@@ -1,16 +1,15 @@
 //! The reference servers over Streamable HTTP (`gatehouse serve NAME --http ADDR`), through
 //! the real binary: every server answers, bearer tokens decide who is calling, the
 //! revision's headers, `Origin` and body size are checked, SIGTERM lets the call in flight
-//! finish, and two tickets instances sharing a key and a store (directly, and behind
-//! Debian's nginx) open exactly one ticket per confirmation.
+//! finish, two tickets instances sharing a key and a store (directly, and behind Debian's
+//! nginx) open exactly one ticket per confirmation, and a second round whose answer was
+//! lost gets its ticket when sent again, even across a crash.
 
-use crate::common;
+use crate::common::{self, http_server::*};
 
 use std::{
-    io::{BufRead, BufReader},
     path::{Path, PathBuf},
     process::{Child, Command, Stdio},
-    sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
 
@@ -24,316 +23,8 @@ use rmcp::{
 };
 use serde_json::{Value, json};
 
-const SAM: &str = "tok-sam-larkfield-6c1f0e9a2b7d4f38";
-const OMAR: &str = "tok-omar-larkfield-0b8e5d2c9a14e7f6";
-/// A member of Bramble Books, with a token that acts in Larkfield.
-const CAMILLE_IN_LARKFIELD: &str = "tok-camille-larkfield-e3a9c07d51b2";
 /// The sealing key two tickets instances share.
 const SHARED_KEY: &str = "http-servers-test-key-0123456789abcdef";
-/// Longest wait for a server to print its address, or to exit.
-const START_TIMEOUT: Duration = Duration::from_secs(30);
-const PROTOCOL: &str = "2026-07-28";
-
-fn tokens_file(dir: &Path) -> PathBuf {
-    let hash = gatehouse_servers::auth::hash_token;
-    let path = dir.join("tokens.json");
-    std::fs::write(
-        &path,
-        json!([
-            {"user": "usr-sam", "tenant": "larkfield", "sha256": hash(SAM), "client": "sam-laptop"},
-            {"user": "usr-omar", "tenant": "larkfield", "sha256": hash(OMAR)},
-            {"user": "usr-camille", "tenant": "larkfield", "sha256": hash(CAMILLE_IN_LARKFIELD)},
-        ])
-        .to_string(),
-    )
-    .unwrap();
-    path
-}
-
-// ---------------------------------------------------------------------------------------
-// A server process on HTTP.
-// ---------------------------------------------------------------------------------------
-
-/// `gatehouse serve NAME --http 127.0.0.1:0 …`, its stderr collected; killed when dropped.
-struct Served {
-    child: Child,
-    url: String,
-    stderr: Arc<Mutex<Vec<String>>>,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// A bare `gatehouse serve …` command with a clean environment.
-fn serve_command(args: &[&str], env: &[(&str, &str)]) -> Command {
-    let mut cmd = Command::new(common::exe());
-    cmd.arg("serve")
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .env_remove("GATEHOUSE_TICKETS_KEY")
-        .env_remove("GATEHOUSE_TICKETS_CONFIRM_TTL_MS")
-        .env_remove("MCP_USER")
-        .env_remove("MCP_TENANT")
-        .env(
-            "GATEHOUSE_TICKETS_DB",
-            common::scratch_dir().join("tickets.db"),
-        );
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    cmd
-}
-
-fn serve(name: &str, extra: &[&str], env: &[(&str, &str)]) -> Served {
-    let mut args = vec![name, "--http", "127.0.0.1:0"];
-    args.extend_from_slice(extra);
-    let mut child = serve_command(&args, env)
-        .spawn()
-        .expect("the gatehouse binary runs");
-    let stderr = Arc::new(Mutex::new(Vec::new()));
-    let (tx, rx) = std::sync::mpsc::channel();
-    let lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let sink = stderr.clone();
-    std::thread::spawn(move || {
-        for line in lines.map_while(Result::ok) {
-            if let Some(url) = line.strip_prefix("listening on ") {
-                let _ = tx.send(url.trim().to_owned());
-            }
-            sink.lock().unwrap().push(line);
-        }
-    });
-    let url = match rx.recv_timeout(START_TIMEOUT) {
-        Ok(url) => url,
-        Err(_) => {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "`gatehouse serve {name}` printed no address; stderr:\n{}",
-                stderr.lock().unwrap().join("\n")
-            );
-        }
-    };
-    assert!(
-        url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
-        "{url}"
-    );
-    Served { child, url, stderr }
-}
-
-impl Served {
-    fn stderr(&self) -> Vec<String> {
-        self.stderr.lock().unwrap().clone()
-    }
-
-    /// The server's JSON log records.
-    fn records(&self) -> Vec<Value> {
-        self.stderr()
-            .iter()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect()
-    }
-
-    /// How many `tools/call` requests for `tool` this instance has logged.
-    fn calls_of(&self, tool: &str) -> usize {
-        self.records()
-            .iter()
-            .filter(|r| {
-                r["operation"] == "mcp.request" && r["method"] == "tools/call" && r["name"] == tool
-            })
-            .count()
-    }
-
-    /// Wait (bounded) until this instance has logged `n` calls of `tool`.
-    async fn wait_calls(&self, tool: &str, n: usize) -> bool {
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if self.calls_of(tool) >= n {
-                return true;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        false
-    }
-
-    fn port(&self) -> u16 {
-        self.url
-            .trim_start_matches("http://127.0.0.1:")
-            .trim_end_matches("/mcp")
-            .parse()
-            .unwrap()
-    }
-
-    fn sigterm(&self) {
-        let ok = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "kill -TERM failed");
-    }
-
-    /// Wait (bounded) for the process to exit; its exit code.
-    fn wait_exit(&mut self, within: Duration) -> Option<i32> {
-        let deadline = Instant::now() + within;
-        while Instant::now() < deadline {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return Some(status.code().unwrap_or(-1));
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        None
-    }
-}
-
-// ---------------------------------------------------------------------------------------
-// Raw Streamable HTTP requests, as a 2026-07-28 client sends them.
-// ---------------------------------------------------------------------------------------
-
-/// What one POST got back.
-struct Answer {
-    status: u16,
-    headers: reqwest::header::HeaderMap,
-    /// The body as text.
-    text: String,
-    /// Every JSON-RPC message in the body (plain JSON, or the `data:` lines of SSE).
-    messages: Vec<Value>,
-}
-
-impl Answer {
-    /// The response (or error) to request `id`.
-    fn reply(&self, id: i64) -> &Value {
-        self.messages
-            .iter()
-            .find(|m| m["id"] == id && (m.get("result").is_some() || m.get("error").is_some()))
-            .unwrap_or_else(|| {
-                panic!(
-                    "no reply to request {id}: HTTP {}\n{}",
-                    self.status, self.text
-                )
-            })
-    }
-
-    fn result(&self, id: i64) -> &Value {
-        let reply = self.reply(id);
-        assert!(reply.get("error").is_none(), "an error: {reply}");
-        &reply["result"]
-    }
-
-    fn error_code(&self, id: i64) -> i64 {
-        self.reply(id)["error"]["code"].as_i64().unwrap_or_else(|| {
-            panic!("expected an error, got {}", self.reply(id));
-        })
-    }
-}
-
-fn parse_messages(text: &str) -> Vec<Value> {
-    if let Ok(v) = serde_json::from_str::<Value>(text) {
-        return vec![v];
-    }
-    text.lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .filter_map(|d| serde_json::from_str(d.trim()).ok())
-        .collect()
-}
-
-/// A 2026-07-28 request body: `params` plus the per-request `_meta`.
-fn request(id: i64, method: &str, params: Value) -> Value {
-    let mut params = params;
-    let meta = json!({
-        "io.modelcontextprotocol/protocolVersion": PROTOCOL,
-        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
-        "io.modelcontextprotocol/clientInfo": {"name": "http-servers-test", "version": "0.1.0"},
-    });
-    match params.get_mut("_meta").and_then(Value::as_object_mut) {
-        Some(m) => m.extend(meta.as_object().unwrap().clone()),
-        None => params["_meta"] = meta,
-    }
-    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-}
-
-/// The headers the revision requires for `body`: version, method, and the name when the
-/// method has one.
-fn standard_headers(body: &Value) -> Vec<(String, String)> {
-    let method = body["method"].as_str().unwrap_or_default().to_owned();
-    let mut headers = vec![
-        ("MCP-Protocol-Version".to_owned(), PROTOCOL.to_owned()),
-        ("Mcp-Method".to_owned(), method.clone()),
-    ];
-    let name = match method.as_str() {
-        "tools/call" | "prompts/get" => body["params"]["name"].as_str(),
-        "resources/read" => body["params"]["uri"].as_str(),
-        _ => None,
-    };
-    if let Some(name) = name {
-        headers.push(("Mcp-Name".to_owned(), name.to_owned()));
-    }
-    headers
-}
-
-/// POST exactly these headers and this body.
-async fn post_raw(
-    url: &str,
-    token: Option<&str>,
-    headers: &[(String, String)],
-    body: String,
-) -> Answer {
-    let mut req = reqwest::Client::new()
-        .post(url)
-        .header("Content-Type", "application/json")
-        .header("Accept", "application/json, text/event-stream")
-        .timeout(Duration::from_secs(60));
-    if let Some(token) = token {
-        req = req.header("Authorization", format!("Bearer {token}"));
-    }
-    for (k, v) in headers {
-        req = req.header(k.as_str(), v.as_str());
-    }
-    let response = req.body(body).send().await.expect("the server answers");
-    let status = response.status().as_u16();
-    let headers = response.headers().clone();
-    let text = response.text().await.unwrap_or_default();
-    let messages = parse_messages(&text);
-    Answer {
-        status,
-        headers,
-        text,
-        messages,
-    }
-}
-
-/// POST a request with the standard headers.
-async fn post(url: &str, token: Option<&str>, body: &Value) -> Answer {
-    post_raw(url, token, &standard_headers(body), body.to_string()).await
-}
-
-async fn call_tool(url: &str, token: &str, id: i64, tool: &str, arguments: Value) -> Answer {
-    post(
-        url,
-        Some(token),
-        &request(
-            id,
-            "tools/call",
-            json!({"name": tool, "arguments": arguments}),
-        ),
-    )
-    .await
-}
-
-fn text_of(result: &Value) -> String {
-    result["content"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|c| c["text"].as_str())
-        .collect::<Vec<_>>()
-        .join(" ")
-}
 
 // ---------------------------------------------------------------------------------------
 // Every server answers.
@@ -872,29 +563,9 @@ async fn sigterm_lets_the_call_in_flight_finish_then_exits_0() {
     let dir = tempfile::tempdir().unwrap();
     let tokens = tokens_file(dir.path());
     let mut server = serve("testbed", &["--tokens", tokens.to_str().unwrap()], &[]);
-    let body = request(
-        7,
-        "tools/call",
-        json!({"name": "sleep", "arguments": {"seconds": 2}, "_meta": {"progressToken": "p7"}}),
-    );
-    let mut req = reqwest::Client::new()
-        .post(&server.url)
-        .header("Content-Type", "application/json")
-        .header("Accept", "application/json, text/event-stream")
-        .header("Authorization", format!("Bearer {SAM}"))
-        .timeout(Duration::from_secs(30));
-    for (k, v) in standard_headers(&body) {
-        req = req.header(k, v);
-    }
     let started = Instant::now();
-    let mut response = req.body(body.to_string()).send().await.unwrap();
-    assert_eq!(response.status(), 200);
     // The first progress event proves the call is running; then the signal.
-    let mut text = String::new();
-    while !text.contains("notifications/progress") {
-        let chunk = response.chunk().await.unwrap().expect("the stream goes on");
-        text.push_str(&String::from_utf8_lossy(&chunk));
-    }
+    let response = sleeping(&server.url, 7, 2).await;
     server.sigterm();
 
     // No new connections once the server is shutting down.
@@ -911,14 +582,11 @@ async fn sigterm_lets_the_call_in_flight_finish_then_exits_0() {
         "the server still accepts connections after SIGTERM"
     );
 
-    while let Some(chunk) = response.chunk().await.unwrap() {
-        text.push_str(&String::from_utf8_lossy(&chunk));
-    }
-    let messages = parse_messages(&text);
+    let messages = rest_of(response).await;
     let reply = messages
         .iter()
         .find(|m| m["id"] == 7)
-        .unwrap_or_else(|| panic!("the call was cut: {text}"));
+        .unwrap_or_else(|| panic!("the call was cut: {messages:?}"));
     assert_eq!(
         reply["result"]["structuredContent"]["slept"], 2.0,
         "{reply}"
@@ -949,14 +617,12 @@ const SUMMARY: &str = "brute force, then a login from 203.0.113.77";
 
 /// Round 1 of `open_ticket` as `token` at `url`: the sealed state.
 async fn round1(url: &str, token: &str, id: i64) -> String {
-    let r = call_tool(
-        url,
-        token,
-        id,
-        "open_ticket",
-        json!({"host": HOST, "summary": SUMMARY}),
-    )
-    .await;
+    round1_of(url, token, id, json!({"host": HOST, "summary": SUMMARY})).await
+}
+
+/// Round 1 of `open_ticket` with these arguments: the sealed state.
+async fn round1_of(url: &str, token: &str, id: i64, arguments: Value) -> String {
+    let r = call_tool(url, token, id, "open_ticket", arguments).await;
     let result = r.result(id);
     assert_eq!(result["resultType"], "input_required", "{result}");
     assert_eq!(
@@ -966,20 +632,45 @@ async fn round1(url: &str, token: &str, id: i64) -> String {
     result["requestState"].as_str().unwrap().to_owned()
 }
 
-/// Round 2: the person's answer and the state.
+/// Round 2: the person's answer (accept, P1) and the state.
 async fn round2(url: &str, token: &str, id: i64, state: &str) -> Answer {
-    post(
+    let answer = json!({"action": "accept", "content": {"priority": "P1"}});
+    round2_of(
         url,
-        Some(token),
-        &request(
-            id,
-            "tools/call",
-            json!({"name": "open_ticket", "arguments": {"host": HOST, "summary": SUMMARY},
-                   "inputResponses": {"confirm": {"action": "accept", "content": {"priority": "P1"}}},
-                   "requestState": state}),
-        ),
+        token,
+        id,
+        json!({"host": HOST, "summary": SUMMARY}),
+        answer,
+        state,
     )
     .await
+}
+
+/// Round 2 of `open_ticket` with these arguments, this answer and the state.
+async fn round2_of(
+    url: &str,
+    token: &str,
+    id: i64,
+    arguments: Value,
+    answer: Value,
+    state: &str,
+) -> Answer {
+    let params = json!({"name": "open_ticket", "arguments": arguments,
+                        "inputResponses": {"confirm": answer}, "requestState": state});
+    call(url, token, id, params).await
+}
+
+/// A tickets server over HTTP with the test's tokens and a store in `dir`.
+fn tickets_server(dir: &Path, env: &[(&str, &str)]) -> Served {
+    let tokens = tokens_file(dir);
+    let db = dir.join("tickets.db");
+    let args = [
+        "--tokens",
+        tokens.to_str().unwrap(),
+        "--db",
+        db.to_str().unwrap(),
+    ];
+    serve("tickets", &args, env)
 }
 
 async fn ticket_total(url: &str) -> i64 {
@@ -1002,20 +693,10 @@ fn assert_already_used(answer: &Answer, id: i64) {
 #[tokio::test]
 async fn one_users_confirmation_cannot_be_used_with_another_users_token() {
     let dir = tempfile::tempdir().unwrap();
-    let tokens = tokens_file(dir.path());
-    let db = dir.path().join("tickets.db");
-    let server = serve(
-        "tickets",
-        &[
-            "--tokens",
-            tokens.to_str().unwrap(),
-            "--db",
-            db.to_str().unwrap(),
-        ],
-        &[],
-    );
+    let server = tickets_server(dir.path(), &[]);
     let state = round1(&server.url, SAM, 1).await;
-    let stolen = round2(&server.url, OMAR, 2, &state).await;
+    // Jun is staff at Larkfield too, so only the binding stands in his way.
+    let stolen = round2(&server.url, JUN, 2, &state).await;
     assert_eq!(stolen.error_code(2), -32602, "{}", stolen.text);
     assert_eq!(
         stolen.reply(2)["error"]["message"],
@@ -1031,36 +712,184 @@ async fn one_users_confirmation_cannot_be_used_with_another_users_token() {
         .into_iter()
         .find(|r| r["event"] == "request_state_rejected")
         .expect("the refusal is logged");
-    assert_eq!(rejected["user"], "usr-omar");
+    assert_eq!(rejected["user"], "usr-jun");
+}
+
+/// The (id, host) of every ticket `token`'s caller may list at `url`.
+async fn tickets_listed(url: &str, token: &str) -> Vec<(String, String)> {
+    let r = call_tool(url, token, 98, "list_tickets", json!({})).await;
+    common::ids_and_hosts(&r.result(98)["structuredContent"])
+}
+
+#[tokio::test]
+async fn the_tickets_server_checks_membership_and_role_and_keeps_organizations_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = tickets_server(dir.path(), &[]);
+    let open = json!({"host": HOST, "summary": SUMMARY});
+
+    // A token acting in an organization its user is no member of: -32003, for every tool.
+    for (id, tool, arguments) in [
+        (1, "open_ticket", open.clone()),
+        (2, "list_tickets", json!({})),
+    ] {
+        let r = call_tool(&server.url, CAMILLE_IN_LARKFIELD, id, tool, arguments).await;
+        assert_eq!(r.error_code(id), -32003, "{tool}: {}", r.text);
+        assert_eq!(
+            r.reply(id)["error"]["message"],
+            "forbidden: you have no access to this organization"
+        );
+    }
+
+    // Read-only: may list, may not open (not even be asked).
+    assert_eq!(tickets_listed(&server.url, OMAR).await, vec![]);
+    let r = call_tool(&server.url, OMAR, 3, "open_ticket", open.clone()).await;
+    let refused = r.result(3);
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert!(refused.get("inputRequests").is_none(), "{refused}");
+    assert!(
+        text_of(refused).contains("your role (read_only) does not allow incidents:write"),
+        "{refused}"
+    );
+
+    // Larkfield's ticket, then Bramble's: each organization sees its own.
+    let state = round1(&server.url, SAM, 4).await;
+    assert_eq!(
+        assert_opened(&round2(&server.url, SAM, 5, &state).await, 5)["id"],
+        "INC-4100"
+    );
+    assert_eq!(tickets_listed(&server.url, CAMILLE).await, vec![]);
+    let index =
+        json!({"host": "search-index-prod-01", "summary": "the policy index stopped updating"});
+    let state = round1_of(&server.url, CAMILLE, 6, index.clone()).await;
+    let p2 = json!({"action": "accept", "content": {"priority": "P2"}});
+    let r = round2_of(&server.url, CAMILLE, 7, index, p2, &state).await;
+    assert_eq!(assert_opened(&r, 7)["id"], "INC-4101");
+    assert_eq!(
+        tickets_listed(&server.url, CAMILLE).await,
+        vec![("INC-4101".to_owned(), "search-index-prod-01".to_owned())]
+    );
+    assert_eq!(
+        tickets_listed(&server.url, SAM).await,
+        vec![("INC-4100".to_owned(), HOST.to_owned())]
+    );
+    assert_eq!(
+        tickets_listed(&server.url, OMAR).await,
+        vec![("INC-4100".to_owned(), HOST.to_owned())]
+    );
+    let forbidden = server
+        .records()
+        .into_iter()
+        .filter(|r| r["event"] == "tool_call" && r["outcome"] == "forbidden")
+        .map(|r| (r["user"].clone(), r["role"].clone(), r["tool"].clone()))
+        .collect::<Vec<_>>();
+    assert_eq!(
+        forbidden,
+        vec![(json!("usr-omar"), json!("read_only"), json!("open_ticket"))]
+    );
 }
 
 /// Two tickets instances sharing the sealing key and the store.
 fn two_instances(dir: &Path) -> (Served, Served) {
-    let tokens = tokens_file(dir);
-    let db = dir.join("tickets.db");
-    let args = [
-        "--tokens",
-        tokens.to_str().unwrap(),
-        "--db",
-        db.to_str().unwrap(),
-    ];
     let env = [("GATEHOUSE_TICKETS_KEY", SHARED_KEY)];
-    let a = serve("tickets", &args, &env);
-    let b = serve("tickets", &args, &env);
-    (a, b)
+    (tickets_server(dir, &env), tickets_server(dir, &env))
+}
+
+/// Round 2 with another answer than [`round2`]'s: priority P3.
+async fn round2_p3(url: &str, token: &str, id: i64, state: &str) -> Answer {
+    let p3 = json!({"action": "accept", "content": {"priority": "P3"}});
+    let arguments = json!({"host": HOST, "summary": SUMMARY});
+    round2_of(url, token, id, arguments, p3, state).await
 }
 
 #[tokio::test]
-async fn rounds_on_two_instances_open_one_ticket_and_a_replay_on_the_other_is_refused() {
+async fn rounds_on_two_instances_open_one_ticket_and_either_knows_the_answer_it_was_given() {
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = two_instances(dir.path());
     let state = round1(&a.url, SAM, 1).await;
     let opened = round2(&b.url, SAM, 2, &state).await;
     assert_eq!(assert_opened(&opened, 2)["id"], "INC-4100");
-    assert_already_used(&round2(&a.url, SAM, 3, &state).await, 3);
-    assert_already_used(&round2(&b.url, SAM, 4, &state).await, 4);
+    // The same answer again, on either instance: the same ticket, no second one.
+    assert_eq!(
+        assert_opened(&round2(&a.url, SAM, 3, &state).await, 3)["id"],
+        "INC-4100"
+    );
+    assert_eq!(
+        assert_opened(&round2(&b.url, SAM, 4, &state).await, 4)["id"],
+        "INC-4100"
+    );
+    // Another answer with the same state: refused on both.
+    assert_already_used(&round2_p3(&a.url, SAM, 5, &state).await, 5);
+    assert_already_used(&round2_p3(&b.url, SAM, 6, &state).await, 6);
     assert_eq!(ticket_total(&a.url).await, 1);
     assert_eq!(ticket_total(&b.url).await, 1);
+}
+
+/// POST `body` on a raw connection and return it unread: an answer that will be lost.
+fn post_and_never_read(port: u16, token: &str, body: &Value) -> std::net::TcpStream {
+    use std::io::Write;
+    let text = body.to_string();
+    let mut head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nAuthorization: Bearer {token}\r\n\
+         Content-Length: {}\r\n",
+        text.len()
+    );
+    for (k, v) in standard_headers(body) {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    let mut socket = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    socket.write_all(head.as_bytes()).unwrap();
+    socket.write_all(text.as_bytes()).unwrap();
+    socket
+}
+
+#[tokio::test]
+async fn a_second_round_whose_answer_was_lost_in_a_crash_gets_its_ticket_after_the_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = tickets_server(dir.path(), &[]);
+    let state = round1(&server.url, SAM, 1).await;
+    let round2_body = request(
+        2,
+        "tools/call",
+        json!({"name": "open_ticket", "arguments": {"host": HOST, "summary": SUMMARY},
+               "inputResponses": {"confirm": {"action": "accept", "content": {"priority": "P1"}}},
+               "requestState": state}),
+    );
+    // The server writes the ticket, logs the call, and dies before anyone reads the answer.
+    let unread = post_and_never_read(server.port(), SAM, &round2_body);
+    assert!(
+        server.wait_calls("open_ticket", 2).await,
+        "round 2 was not served: {:?}",
+        server.stderr()
+    );
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    drop(unread);
+
+    // Restarted on the same store (and the key file beside it), the same round 2 again.
+    let restarted = tickets_server(dir.path(), &[]);
+    assert_eq!(
+        ticket_total(&restarted.url).await,
+        1,
+        "the ticket was written"
+    );
+    let again = post(&restarted.url, Some(SAM), &round2_body).await;
+    let ticket = assert_opened(&again, 2);
+    assert_eq!(ticket["id"], "INC-4100");
+    assert_eq!(ticket["priority"], "P1");
+    assert_eq!(ticket_total(&restarted.url).await, 1, "no second ticket");
+    assert!(
+        restarted
+            .records()
+            .iter()
+            .any(|r| r["event"] == "confirmation_answered_again" && r["ticket"] == "INC-4100"),
+        "{:?}",
+        restarted.stderr()
+    );
+    // Another user with a valid role still cannot present it.
+    let r = post(&restarted.url, Some(JUN), &round2_body).await;
+    assert_eq!(r.error_code(2), -32602, "{}", r.text);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1229,10 +1058,16 @@ async fn behind_nginx_round_robin_one_confirmation_opens_one_ticket() {
     assert_eq!(ticket["id"], "INC-4100");
     assert_eq!(ticket["priority"], "P1");
 
-    // The same answer again, on the instance that asked: refused.
-    assert_already_used(&round2(&instances[first].url, SAM, 3, &state).await, 3);
-    // And through the proxy, wherever it lands.
-    assert_already_used(&round2(&proxy.url, SAM, 4, &state).await, 4);
+    // The same answer again, on the instance that asked: the same ticket.
+    let again = round2(&instances[first].url, SAM, 3, &state).await;
+    assert_eq!(assert_opened(&again, 3)["id"], "INC-4100");
+    // Through the proxy, wherever it lands: the same answer gets the same ticket, another
+    // answer is refused.
+    assert_eq!(
+        assert_opened(&round2(&proxy.url, SAM, 4, &state).await, 4)["id"],
+        "INC-4100"
+    );
+    assert_already_used(&round2_p3(&proxy.url, SAM, 6, &state).await, 6);
     assert_eq!(ticket_total(&proxy.url).await, 1);
     assert_eq!(ticket_total(&a.url).await, 1);
 

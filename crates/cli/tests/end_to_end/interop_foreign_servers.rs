@@ -1164,7 +1164,8 @@ async fn the_python_sdk_refuses_its_sealed_state_replayed_with_other_arguments()
     assert_eq!(ticket["id"], "INC-7100");
     assert_eq!(ticket["priority"], "P2");
     // The SDK binds but does not make a state single-use: the same round again, within
-    // its 600 s lifetime, opens a second ticket. (Our tickets server refuses that.)
+    // its 600 s lifetime, opens a second ticket. (Ours answers it with the ticket it
+    // already opened.)
     let again = opened(once(&client, with_answer(params, "P2", &state)).await);
     assert_eq!(again["id"], "INC-7101");
     client.cancel().await.unwrap();

@@ -20,6 +20,7 @@ mod fuzz_proposals;
 mod host_decisions;
 mod hostile_input;
 mod hostile_servers;
+mod http_abuse;
 mod http_host;
 mod http_servers;
 mod interop_foreign_clients;

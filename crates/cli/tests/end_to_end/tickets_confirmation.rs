@@ -4,7 +4,14 @@
 
 use crate::common;
 
-use std::{path::Path, time::Duration};
+use std::{
+    path::Path,
+    sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::Duration,
+};
 
 use rmcp::{
     ClientHandler, ClientLifecycleMode, ClientServiceExt, ErrorData, RoleClient, ServiceError,
@@ -14,10 +21,22 @@ use rmcp::{
 };
 use serde_json::{Value, json};
 
-/// A client that declares `caps` and answers every elicitation/create with `answer`.
+/// A client that declares `caps` and answers every elicitation/create with `answer`,
+/// counting the questions in `asked`.
 struct Client {
     caps: ClientCapabilities,
     answer: ElicitResult,
+    asked: Arc<AtomicUsize>,
+}
+
+impl Client {
+    fn new(caps: ClientCapabilities, answer: ElicitResult) -> Self {
+        Client {
+            caps,
+            answer,
+            asked: Arc::default(),
+        }
+    }
 }
 
 impl ClientHandler for Client {
@@ -33,6 +52,7 @@ impl ClientHandler for Client {
         _request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
+        self.asked.fetch_add(1, Ordering::SeqCst);
         Ok(self.answer.clone())
     }
 }
@@ -84,10 +104,7 @@ async fn modern_client(db: &Path, user: &str) -> RunningService<RoleClient, Clie
         user,
         &[],
         modern(),
-        Client {
-            caps: can_ask(),
-            answer: accept("P1"),
-        },
+        Client::new(can_ask(), accept("P1")),
     )
     .await
 }
@@ -167,7 +184,7 @@ async fn ticket_count(client: &RunningService<RoleClient, Client>) -> i64 {
 }
 
 #[tokio::test]
-async fn an_honest_confirmation_opens_one_ticket_and_its_replay_opens_nothing() {
+async fn an_honest_confirmation_opens_one_ticket_and_the_same_answer_again_gets_it_back() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("tickets.db");
     let client = modern_client(&db, "usr-sam").await;
@@ -186,16 +203,28 @@ async fn an_honest_confirmation_opens_one_ticket_and_its_replay_opens_nothing() 
             .starts_with("Open an incident ticket for jump-prod-02?")
     );
 
-    let round2 = answered(params, &accept("P1"), &state);
+    let round2 = answered(params.clone(), &accept("P1"), &state);
     let opened = complete(client.call_tool_once(round2.clone()).await);
     assert_eq!(opened.is_error, Some(false));
     let ticket = opened.structured_content.unwrap();
     assert_eq!(ticket["id"], "INC-4100");
     assert_eq!(ticket["priority"], "P1");
 
-    let replay = complete(client.call_tool_once(round2).await);
-    assert_eq!(replay.is_error, Some(true));
-    assert!(text(&replay).contains("already used"), "{}", text(&replay));
+    // The same round 2 again, as a client sends it when the answer was lost: the ticket
+    // it already opened, and no second one.
+    let again = complete(client.call_tool_once(round2).await);
+    assert_eq!(again.is_error, Some(false), "{}", text(&again));
+    assert_eq!(again.structured_content.unwrap(), ticket);
+    // The same state with any other answer is refused.
+    for other in [accept("P2"), ElicitResult::new(ElicitationAction::Decline)] {
+        let replay = complete(
+            client
+                .call_tool_once(answered(params.clone(), &other, &state))
+                .await,
+        );
+        assert_eq!(replay.is_error, Some(true));
+        assert!(text(&replay).contains("already used"), "{}", text(&replay));
+    }
     assert_eq!(ticket_count(&client).await, 1);
 
     // The next honest confirmation gets the next number.
@@ -264,10 +293,7 @@ async fn an_expired_state_is_refused() {
         "usr-sam",
         &[("GATEHOUSE_TICKETS_CONFIRM_TTL_MS", "150")],
         modern(),
-        Client {
-            caps: can_ask(),
-            answer: accept("P1"),
-        },
+        Client::new(can_ask(), accept("P1")),
     )
     .await;
     let params = open_ticket("jump-prod-02", "brute force");
@@ -282,7 +308,7 @@ async fn an_expired_state_is_refused() {
 }
 
 #[tokio::test]
-async fn a_restart_between_the_rounds_still_accepts_the_honest_answer_and_keeps_refusing_replays() {
+async fn a_restart_between_the_rounds_still_accepts_the_honest_answer_and_keeps_it_single_use() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("tickets.db");
     let params = open_ticket("jump-prod-02", "brute force");
@@ -300,14 +326,21 @@ async fn a_restart_between_the_rounds_still_accepts_the_honest_answer_and_keeps_
         );
     }
     let second = modern_client(&db, "usr-sam").await;
-    let round2 = answered(params, &accept("P1"), &state);
+    let round2 = answered(params.clone(), &accept("P1"), &state);
     let ok = complete(second.call_tool_once(round2.clone()).await);
     assert_eq!(ok.structured_content.unwrap()["id"], "INC-4100");
     second.cancel().await.unwrap();
 
-    // Single use holds across a restart too.
+    // Single use holds across a restart too: the same answer gets the same ticket, another
+    // answer nothing.
     let third = modern_client(&db, "usr-sam").await;
-    let replay = complete(third.call_tool_once(round2).await);
+    let again = complete(third.call_tool_once(round2).await);
+    assert_eq!(again.structured_content.unwrap()["id"], "INC-4100");
+    let replay = complete(
+        third
+            .call_tool_once(answered(params, &accept("P3"), &state))
+            .await,
+    );
     assert!(text(&replay).contains("already used"));
     assert_eq!(ticket_count(&third).await, 1);
 }
@@ -319,11 +352,13 @@ async fn one_users_confirmation_cannot_be_used_by_another() {
     let params = open_ticket("jump-prod-02", "brute force");
     let sam = modern_client(&db, "usr-sam").await;
     let (_, state) = round1(&sam, params.clone()).await;
-    let omar = modern_client(&db, "usr-omar").await;
+    // Jun is staff at Larkfield too, so only the binding stands in his way.
+    let jun = modern_client(&db, "usr-jun").await;
     invalid_state(
-        omar.call_tool_once(answered(params, &accept("P1"), &state))
+        jun.call_tool_once(answered(params, &accept("P1"), &state))
             .await,
     );
+    assert_eq!(ticket_count(&sam).await, 0);
 }
 
 #[tokio::test]
@@ -336,17 +371,24 @@ async fn decline_and_cancel_open_nothing() {
     ] {
         let params = open_ticket("jump-prod-02", "brute force");
         let (_, state) = round1(&client, params.clone()).await;
+        let round2 = answered(params.clone(), &ElicitResult::new(action), &state);
+        // Sent again (its answer lost), the same answer is answered as the first time.
+        for _ in 0..2 {
+            let r = complete(client.call_tool_once(round2.clone()).await);
+            assert_eq!(r.is_error, Some(true));
+            let t = text(&r);
+            assert!(
+                t.contains(said) && t.contains("no ticket was opened") && t.contains("Don't retry"),
+                "{t}"
+            );
+        }
+        // An accept with the state of a declined confirmation opens nothing.
         let r = complete(
             client
-                .call_tool_once(answered(params, &ElicitResult::new(action), &state))
+                .call_tool_once(answered(params, &accept("P1"), &state))
                 .await,
         );
-        assert_eq!(r.is_error, Some(true));
-        let t = text(&r);
-        assert!(
-            t.contains(said) && t.contains("no ticket was opened") && t.contains("Don't retry"),
-            "{t}"
-        );
+        assert!(text(&r).contains("already used"), "{}", text(&r));
     }
     // Accepting without a valid priority opens nothing either.
     let params = open_ticket("jump-prod-02", "brute force");
@@ -385,10 +427,7 @@ async fn a_client_that_cannot_ask_is_refused_and_nothing_opens() {
         "usr-sam",
         &[],
         modern(),
-        Client {
-            caps: ClientCapabilities::default(),
-            answer: accept("P1"),
-        },
+        Client::new(ClientCapabilities::default(), accept("P1")),
     )
     .await;
     let r = complete(
@@ -413,10 +452,7 @@ async fn an_older_client_is_asked_with_elicitation_create() {
         "usr-sam",
         &[],
         ClientLifecycleMode::Initialize,
-        Client {
-            caps: can_ask(),
-            answer: accept("P2"),
-        },
+        Client::new(can_ask(), accept("P2")),
     )
     .await;
     assert_eq!(
@@ -432,4 +468,222 @@ async fn an_older_client_is_asked_with_elicitation_create() {
     let ticket: Value = r.structured_content.unwrap();
     assert_eq!(ticket["id"], "INC-4100");
     assert_eq!(ticket["priority"], "P2");
+}
+
+// ---------------------------------------------------------------------------------------
+// Who may do what: membership, role and organization, checked before any tool runs.
+// ---------------------------------------------------------------------------------------
+
+/// A client of either era acting as `user` in `tenant`, answering every question with P1.
+async fn client_as(
+    db: &Path,
+    user: &str,
+    tenant: &str,
+    mode: ClientLifecycleMode,
+) -> RunningService<RoleClient, Client> {
+    start(
+        db,
+        user,
+        &[("MCP_TENANT", tenant)],
+        mode,
+        Client::new(can_ask(), accept("P1")),
+    )
+    .await
+}
+
+fn forbidden(r: Result<CallToolResponse, ServiceError>) {
+    match r {
+        Err(ServiceError::McpError(e)) => {
+            assert_eq!(e.code.0, -32003);
+            assert_eq!(
+                e.message,
+                "forbidden: you have no access to this organization"
+            );
+        }
+        other => panic!("expected -32003 forbidden, got {other:?}"),
+    }
+}
+
+/// The (id, host) of every ticket `client`'s caller may list.
+async fn listed(client: &RunningService<RoleClient, Client>) -> Vec<(String, String)> {
+    let r = complete(
+        client
+            .call_tool_once(CallToolRequestParams::new("list_tickets"))
+            .await,
+    );
+    common::ids_and_hosts(&r.structured_content.unwrap())
+}
+
+#[tokio::test]
+async fn a_caller_with_no_membership_is_refused_before_anything_and_nothing_opens() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("tickets.db");
+    // Tomás exists but belongs to no organization; Camille belongs to Bramble, not Larkfield.
+    for (user, tenant) in [("usr-tomas", "larkfield"), ("usr-camille", "larkfield")] {
+        for mode in [modern(), ClientLifecycleMode::Initialize] {
+            let client = client_as(&db, user, tenant, mode).await;
+            forbidden(
+                client
+                    .call_tool_once(open_ticket("jump-prod-02", "brute force"))
+                    .await,
+            );
+            forbidden(
+                client
+                    .call_tool_once(CallToolRequestParams::new("list_tickets"))
+                    .await,
+            );
+            // Not even an unknown tool's name is looked at.
+            forbidden(
+                client
+                    .call_tool_once(CallToolRequestParams::new("close_ticket"))
+                    .await,
+            );
+            assert_eq!(
+                client.service().asked.load(Ordering::SeqCst),
+                0,
+                "{user} was asked to confirm"
+            );
+            client.cancel().await.unwrap();
+        }
+    }
+    let sam = modern_client(&db, "usr-sam").await;
+    assert_eq!(ticket_count(&sam).await, 0);
+}
+
+#[tokio::test]
+async fn a_read_only_member_may_list_but_not_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("tickets.db");
+    let sam = modern_client(&db, "usr-sam").await;
+    let params = open_ticket("jump-prod-02", "brute force");
+    let (_, state) = round1(&sam, params.clone()).await;
+    complete(
+        sam.call_tool_once(answered(params.clone(), &accept("P2"), &state))
+            .await,
+    );
+
+    for mode in [modern(), ClientLifecycleMode::Initialize] {
+        let omar = client_as(&db, "usr-omar", "larkfield", mode).await;
+        assert_eq!(
+            listed(&omar).await,
+            vec![("INC-4100".to_owned(), "jump-prod-02".to_owned())]
+        );
+        let refused = complete(
+            omar.call_tool_once(open_ticket("jump-prod-01", "disk full"))
+                .await,
+        );
+        assert_eq!(refused.is_error, Some(true));
+        assert!(
+            text(&refused)
+                .contains("forbidden: your role (read_only) does not allow incidents:write"),
+            "{}",
+            text(&refused)
+        );
+        // Not with Sam's confirmation either (the role is checked before the state).
+        let stolen = complete(
+            omar.call_tool_once(answered(params.clone(), &accept("P1"), &state))
+                .await,
+        );
+        assert!(text(&stolen).contains("does not allow incidents:write"));
+        assert_eq!(omar.service().asked.load(Ordering::SeqCst), 0);
+        omar.cancel().await.unwrap();
+    }
+    // Sam is read-only at Bramble: there he may list, not open.
+    let sam_at_bramble = client_as(&db, "usr-sam", "bramble", modern()).await;
+    let refused = complete(
+        sam_at_bramble
+            .call_tool_once(open_ticket("jump-prod-02", "brute force"))
+            .await,
+    );
+    assert!(text(&refused).contains("your role (read_only)"));
+    assert_eq!(ticket_count(&sam).await, 1);
+}
+
+#[tokio::test]
+async fn each_organization_lists_only_its_own_tickets() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("tickets.db");
+    let sam = modern_client(&db, "usr-sam").await;
+    let params = open_ticket("jump-prod-02", "brute force then a login from 203.0.113.77");
+    let (_, state) = round1(&sam, params.clone()).await;
+    let opened = complete(
+        sam.call_tool_once(answered(params, &accept("P1"), &state))
+            .await,
+    );
+    assert_eq!(opened.structured_content.unwrap()["id"], "INC-4100");
+
+    // Camille, staff at Bramble, on the same store: none of Larkfield's tickets.
+    let camille = client_as(&db, "usr-camille", "bramble", modern()).await;
+    assert_eq!(listed(&camille).await, vec![]);
+    let params = open_ticket("search-index-prod-01", "the policy index stopped updating");
+    let (_, state) = round1(&camille, params.clone()).await;
+    let opened = complete(
+        camille
+            .call_tool_once(answered(params, &accept("P2"), &state))
+            .await,
+    );
+    assert_eq!(opened.structured_content.unwrap()["id"], "INC-4101");
+    assert_eq!(
+        listed(&camille).await,
+        vec![("INC-4101".to_owned(), "search-index-prod-01".to_owned())]
+    );
+    // Filtering by host does not reach across either.
+    let r = complete(
+        camille
+            .call_tool_once(
+                CallToolRequestParams::new("list_tickets")
+                    .with_arguments(json!({"host": "jump-prod-02"}).as_object().unwrap().clone()),
+            )
+            .await,
+    );
+    assert_eq!(r.structured_content.unwrap()["total"], 0);
+
+    assert_eq!(
+        listed(&sam).await,
+        vec![("INC-4100".to_owned(), "jump-prod-02".to_owned())]
+    );
+    // The organization a caller acts in decides, not the user: Sam at Bramble sees Bramble's.
+    let sam_at_bramble =
+        client_as(&db, "usr-sam", "bramble", ClientLifecycleMode::Initialize).await;
+    assert_eq!(
+        listed(&sam_at_bramble).await,
+        vec![("INC-4101".to_owned(), "search-index-prod-01".to_owned())]
+    );
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn the_store_its_files_and_its_folder_are_the_users_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("gatehouse").join("store");
+    let db = store.join("tickets.db");
+    let client = modern_client(&db, "usr-sam").await;
+    let params = open_ticket("jump-prod-02", "brute force");
+    let (_, state) = round1(&client, params.clone()).await;
+    complete(
+        client
+            .call_tool_once(answered(params, &accept("P1"), &state))
+            .await,
+    );
+    // While the server runs, with a ticket written: the WAL files exist.
+    let mode = |p: &Path| {
+        std::fs::metadata(p)
+            .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    for folder in [dir.path().join("gatehouse"), store.clone()] {
+        assert_eq!(mode(&folder), 0o700, "{}", folder.display());
+    }
+    for file in [
+        "tickets.db",
+        "tickets.db-wal",
+        "tickets.db-shm",
+        "tickets.key",
+    ] {
+        assert_eq!(mode(&store.join(file)), 0o600, "{file}");
+    }
+    assert_eq!(ticket_count(&client).await, 1);
 }

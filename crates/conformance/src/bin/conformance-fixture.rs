@@ -40,6 +40,13 @@ async fn main() -> anyhow::Result<()> {
         no_auth: true,
         allowed_origins: vec![],
         allowed_hosts: vec![],
+        limits: http::HttpLimits::default(),
     };
-    http::serve(Fixture::new(), Auth::Off, &options).await
+    http::serve(
+        Fixture::new(),
+        Auth::Off,
+        http::SessionAccess::AnyCaller,
+        &options,
+    )
+    .await
 }

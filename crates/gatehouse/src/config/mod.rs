@@ -7,10 +7,10 @@
 //!
 //! - [`settings`]: the bounds, each a named constant, validated when read;
 //! - [`environment`]: what of the host's environment a stdio server gets;
-//! - `variables`: `${VAR}` and `${VAR:-default}` in the file's values;
-//! - [`edit`]: servers added to and removed from a file (`gatehouse mcp`).
+//! - `variables`: `${VAR}` and `${VAR:-default}` in the file's values.
+//!
+//! Servers are added to and removed from a file by [`crate::edit`].
 
-pub mod edit;
 mod environment;
 pub mod settings;
 mod variables;
@@ -28,6 +28,7 @@ use serde_json::{Map, Value};
 pub use environment::{BASE_ENV, EnvPass};
 pub use settings::*;
 use variables::Variables;
+pub(crate) use variables::references;
 
 /// Environment variable naming the servers file to use when `--config` is not given.
 pub const CONFIG_ENV: &str = "GATEHOUSE_CONFIG";

@@ -51,11 +51,31 @@ pub enum Message {
     },
 }
 
+/// What kind of media a block carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MediaKind {
+    /// An image (`image` block).
+    Image,
+    /// A sound (`audio` block).
+    Audio,
+}
+
+impl MediaKind {
+    /// The content block type it comes from: `image` or `audio`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MediaKind::Image => "image",
+            MediaKind::Audio => "audio",
+        }
+    }
+}
+
 /// An image or audio block passed to the model as input.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Media {
-    /// `image` or `audio`.
-    pub kind: String,
+    /// Image or audio.
+    pub kind: MediaKind,
     /// Its MIME type.
     pub mime: String,
     /// Base64, as the server sent it.

@@ -2,6 +2,8 @@
 //! them, as files saved for the person, and the resource URIs they link to.
 
 use rmcp::model::{CallToolResult, ContentBlock};
+
+use crate::model::MediaKind;
 use serde_json::Value;
 
 /// Most media blocks passed to the model from one result.
@@ -15,14 +17,16 @@ pub fn media_for_model(blocks: &[ContentBlock]) -> Vec<crate::model::Media> {
         .iter()
         .filter_map(|b| {
             let v = serde_json::to_value(b).ok()?;
-            let kind = v["type"]
-                .as_str()
-                .filter(|k| *k == "image" || *k == "audio")?;
+            let kind = match v["type"].as_str()? {
+                "image" => MediaKind::Image,
+                "audio" => MediaKind::Audio,
+                _ => return None,
+            };
             let data = v["data"]
                 .as_str()
                 .filter(|d| d.len() <= MAX_MODEL_MEDIA_BYTES)?;
             Some(crate::model::Media {
-                kind: kind.to_owned(),
+                kind,
                 mime: v["mimeType"]
                     .as_str()
                     .unwrap_or("application/octet-stream")
@@ -96,11 +100,33 @@ pub fn linked_uris(result: &CallToolResult) -> Vec<String> {
     out
 }
 
+/// What kind of block carried bytes to save.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BlockKind {
+    /// An `image` block.
+    Image,
+    /// An `audio` block.
+    Audio,
+    /// An embedded `resource` with a blob.
+    Resource,
+}
+
+impl std::fmt::Display for BlockKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            BlockKind::Image => "image",
+            BlockKind::Audio => "audio",
+            BlockKind::Resource => "resource",
+        })
+    }
+}
+
 /// A binary block kept for the person.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SavedBlock {
-    /// image, audio or resource.
-    pub kind: String,
+    /// What kind of block it was.
+    pub kind: BlockKind,
     /// Its MIME type.
     pub mime: String,
     /// Its size, decoded.
@@ -146,9 +172,10 @@ pub fn save_binaries(
         }
         let v = serde_json::to_value(block).unwrap_or_default();
         let (kind, mime, data) = match v["type"].as_str() {
-            Some(k @ ("image" | "audio")) => (k, v["mimeType"].as_str(), v["data"].as_str()),
+            Some("image") => (BlockKind::Image, v["mimeType"].as_str(), v["data"].as_str()),
+            Some("audio") => (BlockKind::Audio, v["mimeType"].as_str(), v["data"].as_str()),
             Some("resource") if v["resource"]["blob"].is_string() => (
-                "resource",
+                BlockKind::Resource,
                 v["resource"]["mimeType"].as_str(),
                 v["resource"]["blob"].as_str(),
             ),
@@ -170,7 +197,7 @@ pub fn save_binaries(
         let name = format!("{stem}-{}", n + 1);
         match crate::files::write_new(dir, &name, extension(mime), &bytes) {
             Ok(path) => saved.push(SavedBlock {
-                kind: kind.into(),
+                kind,
                 mime: mime.into(),
                 bytes: bytes.len(),
                 path,

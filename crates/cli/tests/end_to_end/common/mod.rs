@@ -2,6 +2,8 @@
 //! server processes, and read what it printed.
 #![allow(dead_code)]
 
+pub mod http_server;
+
 use std::{
     path::{Path, PathBuf},
     process::{Command, Output, Stdio},
@@ -289,4 +291,25 @@ pub fn run_watched(args: &[&str], env: &[(&str, &str)], limit: std::time::Durati
 /// bidi controls)?
 pub fn has_terminal_controls(text: &str) -> bool {
     gatehouse::text::visible(text).len() != text.len()
+}
+
+/// The (id, host) of every ticket in a `list_tickets` result, checked against its `total`.
+pub fn ids_and_hosts(listed: &Value) -> Vec<(String, String)> {
+    let tickets = listed["tickets"]
+        .as_array()
+        .unwrap_or_else(|| panic!("not a ticket list: {listed}"));
+    assert_eq!(
+        listed["total"].as_u64(),
+        Some(tickets.len() as u64),
+        "{listed}"
+    );
+    tickets
+        .iter()
+        .map(|t| {
+            (
+                t["id"].as_str().unwrap().to_owned(),
+                t["host"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
 }

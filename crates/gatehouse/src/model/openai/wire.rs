@@ -167,10 +167,10 @@ pub(super) fn message_json(message: &Message) -> Vec<Value> {
             json!({"type": "text", "text": format!("Media returned by {name} (call {call_id}):")}),
         ];
         for m in media {
-            parts.push(match m.kind.as_str() {
-                "audio" => json!({"type": "input_audio", "input_audio": {
+            parts.push(match m.kind {
+                crate::model::MediaKind::Audio => json!({"type": "input_audio", "input_audio": {
                     "data": m.data, "format": m.mime.rsplit('/').next().unwrap_or("wav")}}),
-                _ => json!({"type": "image_url", "image_url": {"url": format!("data:{};base64,{}", m.mime, m.data)}}),
+                crate::model::MediaKind::Image => json!({"type": "image_url", "image_url": {"url": format!("data:{};base64,{}", m.mime, m.data)}}),
             });
         }
         return vec![

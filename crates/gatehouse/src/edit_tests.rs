@@ -1,4 +1,4 @@
-//! `config::edit` as a person uses it: names, entries, and a file kept as it was.
+//! `edit` as a person uses it: names, entries, and a file kept as it was.
 
 use super::*;
 use serde_json::json;

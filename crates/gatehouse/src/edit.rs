@@ -13,7 +13,7 @@ use std::{
 
 use serde_json::{Map, Value};
 
-use super::{ConfigError, variables};
+use crate::config::{self, ConfigError};
 
 /// Longest server name: it prefixes every tool name the model sees (`server__tool`), and
 /// model APIs take tool names of at most 64 characters.
@@ -110,7 +110,7 @@ impl NewServer {
                 entry.insert("url".into(), url.as_str().into());
                 let named = Pairs {
                     what: "header",
-                    check: &super::check_header,
+                    check: &config::check_header,
                     secret: &is_secret_header,
                     instead: &|name| format!("--header '{name}: Bearer ${{TOKEN}}'"),
                 }
@@ -197,7 +197,7 @@ fn checked_text(what: &str, text: &str) -> Result<(), String> {
             c as u32
         ));
     }
-    variables::references(text)
+    config::references(text)
         .map(|_| ())
         .map_err(|e| format!("{what}: {e}"))
 }
