@@ -485,10 +485,6 @@ fn at_terminal(args: &[&str], answers: &[(&str, &str)]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-fn repo_root() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
 #[test]
 fn with_json_at_a_terminal_the_person_sees_the_call_before_the_question() {
     let screen = at_terminal(
