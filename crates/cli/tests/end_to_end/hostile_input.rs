@@ -45,21 +45,8 @@ fn a_proposed_name_of_5000_characters_gets_an_answer_at_once() {
 
 #[test]
 fn a_result_bound_too_small_for_the_frame_is_refused_when_the_file_is_read() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = write(
-        dir.path(),
-        "servers.json",
-        &json!({"mcpServers": {}, "gatehouse": {"maxResultChars": 30}}),
-    );
-    let ran = run(
-        &[
-            "ask",
-            "Draft a reply to ticket T-40003",
-            "--config",
-            &config,
-        ],
-        &[],
-    );
+    let bed = Bed::new(json!({}), json!({"maxResultChars": 30}));
+    let ran = bed.run(&["ask", "Draft a reply to ticket T-40003"]);
     assert_eq!(ran.status, 2);
     assert!(
         ran.stderr
@@ -209,20 +196,13 @@ fn a_server_that_echoes_its_credentials_has_them_redacted_everywhere() {
 
 #[test]
 fn a_server_named_host_works_like_any_other() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = write(
-        dir.path(),
-        "servers.json",
-        &json!({"mcpServers": {"host": builtin_server("testbed", json!({}))},
-                "gatehouse": {"allow": ["host__echo"]}}),
+    let bed = Bed::new(
+        json!({"host": builtin_server("testbed", json!({}))}),
+        json!({"allow": ["host__echo"]}),
     );
-    let model = playback(
-        dir.path(),
+    let ran = bed.play(
         json!([{"tool_calls": [{"name": "host__echo", "arguments": {"text": "mine"}}]},
                {"answer": "ok"}]),
-    );
-    let ran = run(
-        &["ask", "x", "--config", &config, "--model", &model, "--json"],
         &[],
     );
     let events = ran.tool_events();
@@ -232,25 +212,16 @@ fn a_server_named_host_works_like_any_other() {
 
 /// Run `hostile forms`' tool with these options; the action the server was answered with.
 fn form_answer(options: &[&str]) -> Value {
-    let dir = tempfile::tempdir().unwrap();
-    let config = write(
-        dir.path(),
-        "servers.json",
-        &json!({"mcpServers": {"notes": hostile("forms", json!({}))},
-                "gatehouse": {"allow": ["notes__attack"]}}),
+    let bed = Bed::new(
+        json!({"notes": hostile("forms", json!({}))}),
+        json!({"allow": ["notes__attack"]}),
     );
-    let model = playback(
-        dir.path(),
+    let ran = bed.play(
         json!([{"tool_calls": [{"name": "notes__attack", "arguments": {}}]}, {"answer": "ok"}]),
+        options,
     );
-    let mut args = vec!["ask", "x", "--config", &config, "--model", &model, "--json"];
-    args.extend_from_slice(options);
-    let ran = run(&args, &[]);
     assert_eq!(ran.status, 0, "{}", ran.stderr);
-    let steps = ran.json()["steps"].clone();
-    steps
-        .as_array()
-        .unwrap()
+    ran.steps()
         .iter()
         .find(|s| s["who"] == "person")
         .map(|s| s["data"].clone())
@@ -334,14 +305,11 @@ fn http_failure(response: &'static str, port_digits: &str) -> String {
     let listener = listener_with(port_digits);
     let port = listener.local_addr().unwrap().port();
     answer_http(listener, response, 20);
-    let dir = tempfile::tempdir().unwrap();
-    let config = write(
-        dir.path(),
-        "servers.json",
-        &json!({"mcpServers": {"remote": {"type": "http", "url": format!("http://127.0.0.1:{port}/mcp")}},
-                "gatehouse": {"connectTimeoutMs": 5000}}),
+    let bed = Bed::new(
+        json!({"remote": {"type": "http", "url": format!("http://127.0.0.1:{port}/mcp")}}),
+        json!({"connectTimeoutMs": 5000}),
     );
-    let ran = run(&["ask", "x", "--config", &config, "--json"], &[]);
+    let ran = bed.run(&["ask", "x", "--json"]);
     ran.step_texts()
         .into_iter()
         .find(|s| s.contains("server unavailable"))
@@ -426,15 +394,11 @@ fn saved_results_are_private_and_a_later_turn_keeps_the_earlier_files() {
 
 #[test]
 fn the_same_uri_from_two_servers_is_read_from_the_one_named() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = write(
-        dir.path(),
-        "servers.json",
-        &json!({"mcpServers": {"a": builtin_server("orders", json!({})), "b": builtin_server("orders", json!({}))},
-                "gatehouse": {"allow": ["a__get_order_status", "b__get_order_status", "read_resource"]}}),
+    let bed = Bed::new(
+        json!({"a": builtin_server("orders", json!({})), "b": builtin_server("orders", json!({}))}),
+        json!({"allow": ["a__get_order_status", "b__get_order_status", "read_resource"]}),
     );
-    let model = playback(
-        dir.path(),
+    let ran = bed.play(
         json!([
             {"tool_calls": [
                 {"name": "a__get_order_status", "arguments": {"order_id": "A-1002"}},
@@ -444,9 +408,6 @@ fn the_same_uri_from_two_servers_is_read_from_the_one_named() {
             {"tool_calls": [{"name": "read_resource", "arguments": {"uri": "orders://A-1002", "server": "b"}}]},
             {"answer": "read"}
         ]),
-    );
-    let ran = run(
-        &["ask", "x", "--config", &config, "--model", &model, "--json"],
         &[],
     );
     let steps = ran.step_texts().join("\n");

@@ -240,24 +240,18 @@ fn host_and_server_records_join_on_trace_id_and_step() {
 
 #[test]
 fn a_name_collision_keeps_both_tools_under_distinct_stable_names() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = write(
-        dir.path(),
-        "servers.json",
-        &json!({"mcpServers": {
+    let bed = Bed::new(
+        json!({
             "test.bed": builtin_server("testbed", json!({})),
             "test_bed": builtin_server("testbed", json!({}))
-        }, "gatehouse": {"allow": ["test_bed__echo", "test_bed__echo_2"]}}),
+        }),
+        json!({"allow": ["test_bed__echo", "test_bed__echo_2"]}),
     );
-    let model = playback(
-        dir.path(),
+    let ran = bed.play(
         json!([{"tool_calls": [
             {"name": "test_bed__echo", "arguments": {"text": "one"}},
             {"name": "test_bed__echo_2", "arguments": {"text": "two"}}
         ]}, {"answer": "ok"}]),
-    );
-    let ran = run(
-        &["ask", "x", "--config", &config, "--model", &model, "--json"],
         &[],
     );
     let steps = ran.step_texts().join("\n");
@@ -269,12 +263,7 @@ fn a_name_collision_keeps_both_tools_under_distinct_stable_names() {
     assert_eq!(events[1]["server"], "test.bed");
     assert!(events.iter().all(|e| e["outcome"] == "ok"));
 
-    let tools = run(&["tools", "--config", &config, "--json"], &[]);
-    let names: Vec<String> = serde_json::from_str::<Vec<Value>>(&tools.stdout)
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap().to_owned())
-        .collect();
+    let names = bed.run(&["tools", "--json"]).row_names();
     assert!(
         names.contains(&"test_bed__echo".to_string())
             && names.contains(&"test_bed__echo_2".to_string()),

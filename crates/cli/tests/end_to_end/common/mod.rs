@@ -257,6 +257,55 @@ pub fn ask_args<'a>(config: &'a str, model: &'a str, extra: &[&'a str]) -> Vec<&
     args
 }
 
+/// One test's folder, with a servers file in it.
+pub struct Bed {
+    pub dir: tempfile::TempDir,
+    /// The servers file's path.
+    pub config: String,
+}
+
+impl Bed {
+    /// A servers file with these servers and host settings ([`servers_file`]).
+    pub fn new(servers: Value, settings: Value) -> Bed {
+        let dir = tempfile::tempdir().unwrap();
+        let config = servers_file(dir.path(), servers, settings);
+        Bed { dir, config }
+    }
+
+    /// The binary's testbed server alone, with `env` for it, and these host settings.
+    pub fn testbed(env: Value, settings: Value) -> Bed {
+        Bed::new(json!({"testbed": builtin_server("testbed", env)}), settings)
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// A playback model of these decisions, in the folder.
+    pub fn model(&self, decisions: Value) -> String {
+        playback(self.path(), decisions)
+    }
+
+    /// `gatehouse ask x --config FILE --model playback:… --json ARGS…`, the model's
+    /// `decisions` played back.
+    pub fn play(&self, decisions: Value, extra: &[&str]) -> Ran {
+        self.play_with(decisions, extra, &[])
+    }
+
+    /// As [`Bed::play`], with extra environment.
+    pub fn play_with(&self, decisions: Value, extra: &[&str], env: &[(&str, &str)]) -> Ran {
+        let model = self.model(decisions);
+        run(&ask_args(&self.config, &model, extra), env)
+    }
+
+    /// `gatehouse ARGS… --config FILE`.
+    pub fn run(&self, args: &[&str]) -> Ran {
+        let mut args = args.to_vec();
+        args.extend(["--config", self.config.as_str()]);
+        run(&args, &[])
+    }
+}
+
 /// The time limits of every tool call (`HOST_TOOL_TIMEOUT`, `HOST_TOOL_MAX_TIMEOUT`, in
 /// seconds), as the host's environment.
 pub fn time_limits(timeout: &'static str, max: &'static str) -> [(&'static str, &'static str); 2] {
