@@ -14,15 +14,12 @@ fn testbed(env: Value, allow: &[&str]) -> Bed {
 
 #[test]
 fn maya_asks_when_her_order_arrives() {
-    let ran = run(&["ask", "When will A-1002 arrive?", "--json"], &[]);
+    let ran = ask("When will A-1002 arrive?", &[], &[]);
     assert_eq!(
         ran.answer(),
         "Order A-1002 (Air purifier) is being prepared and should arrive on 18 October 2026."
     );
-    assert!(
-        ran.steps_after_discovery()
-            .contains(&"model: wants orders__get_order_status".to_string())
-    );
+    ran.assert_steps(&["model: wants orders__get_order_status"]);
 }
 
 #[test]
@@ -85,12 +82,8 @@ fn a_tool_with_a_broken_schema_is_left_out_and_said_so() {
     let names = tools.row_names();
     assert!(!names.contains(&"testbed__broken_schema".to_string()));
     assert!(names.contains(&"testbed__echo".to_string()));
-    assert!(
-        tools.stderr.contains(
-            "testbed's tool \"broken_schema\" is left out: its input schema does not compile"
-        ),
-        "{}",
-        tools.stderr
+    tools.assert_stderr(
+        "testbed's tool \"broken_schema\" is left out: its input schema does not compile",
     );
 }
 
@@ -245,13 +238,7 @@ fn progress_is_recorded_and_extends_the_time_limit_up_to_the_hard_maximum() {
     assert!(started.elapsed().as_secs_f64() < 4.5);
     assert_eq!(ran.tool_events()[0]["outcome"], "timeout");
     assert!(progress_steps(&ran).len() >= 3);
-    assert!(
-        ran.server_logs("testbed")
-            .iter()
-            .any(|l| l["event"] == "cancelled"),
-        "{}",
-        ran.stderr
-    );
+    assert!(ran.server_saw("testbed", "cancelled"), "{}", ran.stderr);
 }
 
 /// The progress steps of a run.

@@ -48,23 +48,14 @@ fn a_result_bound_too_small_for_the_frame_is_refused_when_the_file_is_read() {
     let bed = Bed::new(json!({}), json!({"maxResultChars": 30}));
     let ran = bed.run(&["ask", "Draft a reply to ticket T-40003"]);
     assert_eq!(ran.status, 2);
-    assert!(
-        ran.stderr
-            .contains("\"maxResultChars\" must be a whole number from 400 to 10000000, not 30"),
-        "{}",
-        ran.stderr
-    );
+    ran.assert_stderr("\"maxResultChars\" must be a whole number from 400 to 10000000, not 30");
 }
 
 #[test]
 fn questions_whose_lowercase_is_longer_do_not_panic() {
-    let ran = run(
-        &[
-            "ask",
-            "İİİİİİİ open a ticketé: brute force on jump-prod-02",
-            "--json",
-            "--no",
-        ],
+    let ran = ask(
+        "İİİİİİİ open a ticketé: brute force on jump-prod-02",
+        &["--no"],
         &[],
     );
     assert_eq!(ran.status, 0, "{}", ran.stderr);

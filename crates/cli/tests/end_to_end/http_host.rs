@@ -39,25 +39,13 @@ fn the_support_desk_over_http_with_a_token_from_the_environment() {
         &["support__search_knowledge", "support__get_ticket"],
     );
     let record = dir.path().join("run.jsonl");
-    let ran = run(
-        &[
-            "ask",
-            "Draft a reply to ticket T-30002",
-            "--config",
-            &config,
-            "--json",
-            "--record",
-            record.to_str().unwrap(),
-        ],
+    let ran = ask(
+        "Draft a reply to ticket T-30002",
+        &["--config", &config, "--record", record.to_str().unwrap()],
         &[("SUPPORT_URL", &server.url), ("SUPPORT_TOKEN", SAM_TOKEN)],
     );
     assert_eq!(ran.status, 0, "{}", ran.stderr);
-    assert!(
-        ran.answer()
-            .contains("policy://larkfield/refunds-and-payments"),
-        "{}",
-        ran.answer()
-    );
+    ran.assert_answer("policy://larkfield/refunds-and-payments");
     assert_eq!(ran.step_data()[0]["protocol"], "2026-07-28");
     let recorded = std::fs::read_to_string(&record).unwrap();
     assert!(recorded.contains("tools/call"));
@@ -78,21 +66,7 @@ fn the_seed_run_over_http_confirms_through_input_required() {
                "tickets": {"type": "http", "url": tickets.url, "headers": auth}}),
         &["cmdb__get_asset"],
     );
-    let q =
-        "who owns jump-prod-02? Open a ticket for it: brute force then a login from 203.0.113.77";
-    let ran = run(
-        &[
-            "ask",
-            q,
-            "--config",
-            &config,
-            "--yes",
-            "--answer",
-            "priority=P1",
-            "--json",
-        ],
-        &[],
-    );
+    let ran = seed_run("priority=P1", &["--config", &config], &[]);
     let answer = ran.answer();
     assert!(
         answer.contains("Camille Michel") && answer.contains("I opened INC-4100 (P1)"),
@@ -112,16 +86,7 @@ fn a_missing_variable_is_named_and_the_other_servers_work() {
                "support": {"type": "http", "url": server.url, "headers": {"Authorization": format!("Bearer {SAM_TOKEN}")}}}),
         &["support__search_knowledge"],
     );
-    let ran = run(
-        &[
-            "ask",
-            "What is the return window?",
-            "--config",
-            &config,
-            "--json",
-        ],
-        &[],
-    );
+    let ran = ask("What is the return window?", &["--config", &config], &[]);
     let steps = ran.step_texts().join("\n");
     assert!(steps.contains("server needs_token is not used: headers Authorization: variable GATEHOUSE_TEST_NOT_SET is not set"), "{steps}");
     assert!(ran.answer().contains("Returns policy"));

@@ -14,7 +14,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use common::{process::Spawn, repo_root};
+use common::{process::Spawn, repo_root, seed_run};
 use serde_json::json;
 
 /// The longest the browser script may take.
@@ -76,21 +76,8 @@ fn the_lab_works_in_a_real_browser() {
 
     // A run recorded with --record, for the explorer to open.
     let recording = dir.join("ticket-run.jsonl");
-    let ran = common::run(
-        &[
-            "ask",
-            "who owns jump-prod-02? Open a ticket for it: brute force then a login from 203.0.113.77",
-            "--config",
-            &config,
-            "--yes",
-            "--answer",
-            "priority=P1",
-            "--json",
-            "--record",
-            recording.to_str().unwrap(),
-        ],
-        &[],
-    );
+    let record = ["--record", recording.to_str().unwrap(), "--config", &config];
+    let ran = seed_run("priority=P1", &record, &[]);
     assert_eq!(ran.status, 0, "{}", ran.stderr);
 
     let lab = common::serve::lab(&["--config", &config]);

@@ -210,14 +210,9 @@ fn a_manual_lab_has_no_model_to_ask() {
 fn ask_record_writes_every_message_as_json_lines() {
     let dir = common::scratch_dir();
     let file = dir.join("run.jsonl");
-    let ran = common::run(
-        &[
-            "ask",
-            "Draft a reply to ticket T-30002",
-            "--json",
-            "--record",
-            file.to_str().unwrap(),
-        ],
+    let ran = common::ask(
+        "Draft a reply to ticket T-30002",
+        &["--record", file.to_str().unwrap()],
         &[],
     );
     assert_eq!(ran.status, 0, "{}", ran.stderr);

@@ -161,6 +161,22 @@ impl Ran {
         }
     }
 
+    /// The answer holds `part`.
+    pub fn assert_answer(&self, part: &str) {
+        let answer = self.answer();
+        assert!(answer.contains(part), "{part}: {answer}");
+    }
+
+    /// Stderr holds `part`.
+    pub fn assert_stderr(&self, part: &str) {
+        assert!(self.stderr.contains(part), "{part}: {}", self.stderr);
+    }
+
+    /// Whether `server` logged the event `event` (`cancelled`, …).
+    pub fn server_saw(&self, server: &str, event: &str) -> bool {
+        self.server_logs(server).iter().any(|l| l["event"] == event)
+    }
+
     /// The rows of a `tools --json` run.
     pub fn rows(&self) -> Vec<Value> {
         serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
@@ -248,6 +264,25 @@ pub fn run_with_stdin(args: &[&str], env: &[(&str, &str)], stdin: Option<&str>) 
         stdout: String::from_utf8_lossy(&stdout).into_owned(),
         stderr: String::from_utf8_lossy(&stderr).into_owned(),
     }
+}
+
+/// The seed's question: who owns a host, and a ticket for it.
+pub const SEED_QUESTION: &str =
+    "who owns jump-prod-02? Open a ticket for it: brute force then a login from 203.0.113.77";
+
+/// The seed run: [`SEED_QUESTION`] with `--yes --answer ANSWER` (the ticket's priority,
+/// `priority=P1`) and these options.
+pub fn seed_run(answer: &str, extra: &[&str], env: &[(&str, &str)]) -> Ran {
+    let mut args = vec!["--yes", "--answer", answer];
+    args.extend_from_slice(extra);
+    ask(SEED_QUESTION, &args, env)
+}
+
+/// `gatehouse ask QUESTION --json ARGS…` with extra environment.
+pub fn ask(question: &str, extra: &[&str], env: &[(&str, &str)]) -> Ran {
+    let mut args = vec!["ask", question, "--json"];
+    args.extend_from_slice(extra);
+    run(&args, env)
 }
 
 /// The words of `gatehouse ask x --config FILE --model MODEL --json ARGS…`.
