@@ -18,6 +18,14 @@ fn testbed(env: Value) -> Bed {
     )
 }
 
+/// The testbed with `env`, asked to echo `text`.
+fn echo(env: Value, text: &str) -> Ran {
+    testbed(env).play(
+        json!([{"tool_calls": [{"name": "testbed__echo", "arguments": {"text": text}}]}, {"answer": "ok"}]),
+        &[],
+    )
+}
+
 #[test]
 fn a_call_past_the_time_limit_is_cancelled_on_the_server_and_the_loop_goes_on() {
     let started = Instant::now();
@@ -80,10 +88,7 @@ fn a_server_that_crashes_mid_call_is_reported_and_the_turn_goes_on() {
 
 #[test]
 fn a_server_of_an_older_revision_is_reached_through_initialize() {
-    let ran = testbed(json!({"TESTBED_MAX_VERSION": "2025-11-25"})).play(
-        json!([{"tool_calls": [{"name": "testbed__echo", "arguments": {"text": "old"}}]}, {"answer": "ok"}]),
-        &[],
-    );
+    let ran = echo(json!({"TESTBED_MAX_VERSION": "2025-11-25"}), "old");
     assert_eq!(
         ran.step_data()[0]["protocol"],
         "2025-11-25",
@@ -170,10 +175,7 @@ fn a_server_that_never_answers_times_out_at_start() {
 
 #[test]
 fn garbage_lines_before_real_messages_are_skipped() {
-    let ran = testbed(json!({"TESTBED_START": "garbage"})).play(
-        json!([{"tool_calls": [{"name": "testbed__echo", "arguments": {"text": "fine"}}]}, {"answer": "ok"}]),
-        &[],
-    );
+    let ran = echo(json!({"TESTBED_START": "garbage"}), "fine");
     assert!(
         ran.step_texts()[0].starts_with("host: discovered 13 tools on testbed"),
         "{:?}",

@@ -24,16 +24,12 @@ fn maya_asks_when_her_order_arrives() {
 
 #[test]
 fn arguments_that_break_the_schema_go_back_to_the_model_with_every_problem() {
-    let dir = tempfile::tempdir().unwrap();
-    let model = playback(
-        dir.path(),
-        json!([
-            {"tool_calls": [{"name": "orders__export_report", "arguments": {"rows": 0}}]},
-            {"tool_calls": [{"name": "support__get_ticket", "arguments": {"ticket": "T-30002"}}]},
-            {"tool_calls": [{"name": "tickets__open_ticket", "arguments": {"host": "jump-prod-02"}}]},
-            {"answer": "ok"}
-        ]),
-    );
+    let model = play_model(json!([
+        {"tool_calls": [{"name": "orders__export_report", "arguments": {"rows": 0}}]},
+        {"tool_calls": [{"name": "support__get_ticket", "arguments": {"ticket": "T-30002"}}]},
+        {"tool_calls": [{"name": "tickets__open_ticket", "arguments": {"host": "jump-prod-02"}}]},
+        {"answer": "ok"}
+    ]));
     let ran = run(&["ask", "x", "--model", &model, "--yes", "--json"], &[]);
     let refused: Vec<Value> = ran
         .steps()
@@ -153,19 +149,15 @@ fn an_unknown_tool_is_handled_in_both_forms() {
 
 #[test]
 fn linked_resources_can_be_read_and_nothing_else() {
-    let dir = tempfile::tempdir().unwrap();
-    let model = playback(
-        dir.path(),
-        json!([
-            {"tool_calls": [{"name": "read_resource", "arguments": {"uri": "orders://A-1002"}}]},
-            {"tool_calls": [{"name": "orders__get_order_status", "arguments": {"order_id": "A-1002"}}]},
-            {"tool_calls": [{"name": "read_resource", "arguments": {"uri": "orders://A-1002"}}]},
-            {"tool_calls": [{"name": "read_resource", "arguments": {"uri": "orders://A-1001"}}]},
-            {"tool_calls": [{"name": "support__search_knowledge", "arguments": {"query": "double charge"}}]},
-            {"tool_calls": [{"name": "read_resource", "arguments": {"uri": "policy://larkfield/refunds-and-payments"}}]},
-            {"answer": "ok"}
-        ]),
-    );
+    let model = play_model(json!([
+        {"tool_calls": [{"name": "read_resource", "arguments": {"uri": "orders://A-1002"}}]},
+        {"tool_calls": [{"name": "orders__get_order_status", "arguments": {"order_id": "A-1002"}}]},
+        {"tool_calls": [{"name": "read_resource", "arguments": {"uri": "orders://A-1002"}}]},
+        {"tool_calls": [{"name": "read_resource", "arguments": {"uri": "orders://A-1001"}}]},
+        {"tool_calls": [{"name": "support__search_knowledge", "arguments": {"query": "double charge"}}]},
+        {"tool_calls": [{"name": "read_resource", "arguments": {"uri": "policy://larkfield/refunds-and-payments"}}]},
+        {"answer": "ok"}
+    ]));
     let ran = run(&["ask", "x", "--model", &model, "--json"], &[]);
     assert_eq!(
         ran.outcomes(),
@@ -195,9 +187,7 @@ fn linked_resources_can_be_read_and_nothing_else() {
 
 #[test]
 fn progress_is_recorded_and_extends_the_time_limit_up_to_the_hard_maximum() {
-    let dir = tempfile::tempdir().unwrap();
-    let model = playback(
-        dir.path(),
+    let model = play_model(
         json!([{"tool_calls": [{"name": "orders__export_report", "arguments": {"rows": 20000}}]}, {"answer": "ok"}]),
     );
     // Each server round may go 0.4 s without news; the report takes about a second.

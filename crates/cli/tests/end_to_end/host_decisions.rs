@@ -48,11 +48,7 @@ fn an_empty_allow_list_asks_and_no_sends_nothing() {
         ran.answer(),
         "I could not use search_knowledge: the person declined this call"
     );
-    assert!(
-        ran.server_logs("support").is_empty(),
-        "nothing was sent: {}",
-        ran.stderr
-    );
+    ran.assert_quiet("support", "nothing was sent");
 }
 
 #[test]
@@ -120,26 +116,18 @@ fn every_refusal_goes_back_to_the_model_and_nothing_is_sent() {
     );
     ran.assert_steps(&["person: said no"]);
     assert_eq!(ran.answer(), "done");
-    assert!(
-        ran.server_logs("support").is_empty(),
-        "no call reached the server: {}",
-        ran.stderr
-    );
+    ran.assert_quiet("support", "no call reached the server");
 }
 
 #[test]
 fn two_calls_in_one_decision_run_in_order() {
-    let dir = tempfile::tempdir().unwrap();
-    let model = playback(
-        dir.path(),
-        json!([
-            {"tool_calls": [
-                {"name": "support__get_ticket", "arguments": {"ticket_id": "T-30002"}},
-                {"name": "support__search_knowledge", "arguments": {"query": "duplicate charge refund"}}
-            ]},
-            {"answer": "both done"}
-        ]),
-    );
+    let model = play_model(json!([
+        {"tool_calls": [
+            {"name": "support__get_ticket", "arguments": {"ticket_id": "T-30002"}},
+            {"name": "support__search_knowledge", "arguments": {"query": "duplicate charge refund"}}
+        ]},
+        {"answer": "both done"}
+    ]));
     let ran = run(&["ask", "x", "--model", &model, "--json"], &[]);
     let logs = ran.server_logs("support");
     assert_eq!(logs.len(), 2);
@@ -162,9 +150,8 @@ fn two_calls_in_one_decision_run_in_order() {
 
 #[test]
 fn the_step_limit_ends_the_turn() {
-    let dir = tempfile::tempdir().unwrap();
     let call = json!({"tool_calls": [{"name": "support__search_knowledge", "arguments": {"query": "returns"}}]});
-    let model = playback(dir.path(), json!(vec![call; 10]));
+    let model = play_model(json!(vec![call; 10]));
     let ran = run(
         &["ask", "x", "--model", &model, "--max-steps", "3", "--json"],
         &[],

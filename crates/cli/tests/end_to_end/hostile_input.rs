@@ -24,12 +24,9 @@ fn hostile(scenario: &str, env: Value) -> Value {
 
 #[test]
 fn a_proposed_name_of_5000_characters_gets_an_answer_at_once() {
-    let dir = tempfile::tempdir().unwrap();
     let name = "x".repeat(5_000);
-    let model = playback(
-        dir.path(),
-        json!([{"tool_calls": [{"name": name, "arguments": {}}]}, {"answer": "done"}]),
-    );
+    let model =
+        play_model(json!([{"tool_calls": [{"name": name, "arguments": {}}]}, {"answer": "done"}]));
     let w = run_watched(
         &["ask", "x", "--model", &model, "--json"],
         &[],

@@ -95,10 +95,15 @@ fn steps(w: &Watched) -> String {
     w.ran.step_texts().join("\n")
 }
 
+/// The run's steps hold `part`.
+fn says(w: &Watched, part: &str) {
+    assert!(steps(w).contains(part), "{part}: {}", steps(w));
+}
+
 #[test]
 fn garbage_lines_around_the_answers_are_ignored() {
     let w = attack("garbage", &[("attack", json!({}))]);
-    assert!(steps(&w).contains("server: result: "), "{}", steps(&w));
+    says(&w, "server: result: ");
 }
 
 #[test]
@@ -162,27 +167,19 @@ fn a_flood_of_server_requests_never_reaches_past_the_person_s_bounds() {
 #[test]
 fn a_server_that_never_answers_is_timed_out() {
     let w = attack("silent", &[("attack", json!({}))]);
-    assert!(steps(&w).contains("timed out after 3"), "{}", steps(&w));
+    says(&w, "timed out after 3");
 }
 
 #[test]
 fn a_server_that_dies_mid_answer_is_reported() {
     let w = attack("die", &[("attack", json!({}))]);
-    assert!(
-        steps(&w).contains("closed during the call"),
-        "{}",
-        steps(&w)
-    );
+    says(&w, "closed during the call");
 }
 
 #[test]
 fn questions_for_ever_stop_at_the_round_cap() {
     let w = attack("ask-forever", &[("attack", json!({}))]);
-    assert!(
-        steps(&w).contains("asked for input more than 10 times"),
-        "{}",
-        steps(&w)
-    );
+    says(&w, "asked for input more than 10 times");
 }
 
 #[test]
@@ -229,11 +226,7 @@ fn a_tool_list_nested_past_any_parser_leaves_the_server_out_in_time() {
 #[test]
 fn paging_that_never_ends_is_cut() {
     let w = attack("paging-loop", &[]);
-    assert!(
-        steps(&w).contains("did not end after 100 pages"),
-        "{}",
-        steps(&w)
-    );
+    says(&w, "did not end after 100 pages");
 }
 
 #[test]

@@ -105,9 +105,7 @@ fn tools_offers_only_the_named_tools_and_everything_else_is_unknown() {
         "{answer}"
     );
 
-    let dir = tempfile::tempdir().unwrap();
-    let model = playback(
-        dir.path(),
+    let model = play_model(
         json!([{"tool_calls": [{"name": "tickets__open_ticket", "arguments": {"host": "jump-prod-02", "summary": "x"}}]}, {"answer": "ok"}]),
     );
     let ran = ask(

@@ -105,11 +105,7 @@ fn tomas_sees_the_tools_but_every_call_is_refused_by_the_server() {
         ran.answer(),
         "I could not use search_knowledge: forbidden: you have no access to this organization"
     );
-    assert!(
-        ran.server_logs("support").is_empty(),
-        "no tool ran, so no log line: {}",
-        ran.stderr
-    );
+    ran.assert_quiet("support", "no tool ran, so no log line");
 }
 
 #[test]

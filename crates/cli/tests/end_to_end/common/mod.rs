@@ -172,6 +172,15 @@ impl Ran {
         assert!(self.stderr.contains(part), "{part}: {}", self.stderr);
     }
 
+    /// `server` logged nothing about tools (`why` says why it should not have).
+    pub fn assert_quiet(&self, server: &str, why: &str) {
+        assert!(
+            self.server_logs(server).is_empty(),
+            "{why}: {}",
+            self.stderr
+        );
+    }
+
     /// Whether `server` logged the event `event` (`cancelled`, …).
     pub fn server_saw(&self, server: &str, event: &str) -> bool {
         self.server_logs(server).iter().any(|l| l["event"] == event)
@@ -405,6 +414,11 @@ pub fn playback(dir: &Path, decisions: Value) -> String {
         "playback:{}",
         write(dir, "playback.json", &json!({"decisions": decisions}))
     )
+}
+
+/// A playback model of these decisions, in a scratch folder of its own.
+pub fn play_model(decisions: Value) -> String {
+    playback(&scratch_dir(), decisions)
 }
 
 /// What a watched run printed, and the host process's own peak memory.
