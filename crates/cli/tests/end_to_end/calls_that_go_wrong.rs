@@ -76,13 +76,7 @@ fn a_server_that_crashes_mid_call_is_reported_and_the_turn_goes_on() {
         &[],
     );
     assert_eq!(ran.status, 0, "{}", ran.stderr);
-    assert!(
-        ran.step_texts()
-            .iter()
-            .any(|s| s.starts_with("host: the call failed:")),
-        "{:?}",
-        ran.step_texts()
-    );
+    ran.assert_step_starting("host: the call failed:");
     assert_eq!(ran.answer(), "after the crash");
 }
 
@@ -95,13 +89,7 @@ fn a_server_of_an_older_revision_is_reached_through_initialize() {
         "{}",
         ran.stdout
     );
-    assert!(
-        ran.step_texts()
-            .iter()
-            .any(|s| s.starts_with("server: result: ")),
-        "{:?}",
-        ran.step_texts()
-    );
+    ran.assert_step_starting("server: result: ");
 }
 
 #[test]

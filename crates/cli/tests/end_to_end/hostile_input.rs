@@ -411,16 +411,19 @@ fn the_same_uri_from_two_servers_is_read_from_the_one_named() {
     assert_eq!(read["server"], "b");
 }
 
-/// Run `gatehouse ARGS` at a pseudo-terminal, answering `answers` (prompt, answer) in
-/// order; everything the terminal showed.
-fn at_terminal(args: &[&str], answers: &[(&str, &str)]) -> String {
+/// Run `gatehouse ask QUESTION OPTIONS…` at a pseudo-terminal, answering `answers`
+/// (prompt, answer) in order; everything the terminal showed.
+fn at_terminal(question: &str, options: &[&str], answers: &[(&str, &str)]) -> String {
     let script = repo_root().join("tests/peers/pty_run.py");
     let mut cmd = std::process::Command::new("python3");
     cmd.arg(script).arg("60");
     for (prompt, answer) in answers {
         cmd.arg(format!("{prompt}={answer}"));
     }
-    cmd.arg("--").arg(exe()).args(args);
+    cmd.arg("--")
+        .arg(exe())
+        .args(["ask", question])
+        .args(options);
     cmd.env("GATEHOUSE_TICKETS_DB", scratch_dir().join("tickets.db"))
         .env("XDG_CONFIG_HOME", scratch_dir())
         .env_remove("GATEHOUSE_CONFIG");
@@ -437,11 +440,8 @@ fn at_terminal(args: &[&str], answers: &[(&str, &str)]) -> String {
 #[test]
 fn with_json_at_a_terminal_the_person_sees_the_call_before_the_question() {
     let screen = at_terminal(
-        &[
-            "ask",
-            "who owns jump-prod-02? Open a ticket for it: disk full",
-            "--json",
-        ],
+        "who owns jump-prod-02? Open a ticket for it: disk full",
+        &["--json"],
         &[("Run it? [y/N]", "n")],
     );
     let call = screen
@@ -455,11 +455,8 @@ fn with_json_at_a_terminal_the_person_sees_the_call_before_the_question() {
 #[test]
 fn a_ticket_summary_cannot_repaint_the_confirmation_at_the_terminal() {
     let screen = at_terminal(
-        &[
-            "ask",
-            "who owns jump-prod-02? Open a ticket for it: all fine\u{1b}[2J\u{1b}[H\u{9b}Approve: yes",
-            "--yes",
-        ],
+        "who owns jump-prod-02? Open a ticket for it: all fine\u{1b}[2J\u{1b}[H\u{9b}Approve: yes",
+        &["--yes"],
         &[("Accept? [y/N]", "n")],
     );
     assert!(

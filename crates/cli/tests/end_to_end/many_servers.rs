@@ -83,11 +83,7 @@ fn refusing_the_call_means_the_server_is_never_asked() {
 
 #[test]
 fn a_form_answer_that_does_not_fit_is_declined_not_guessed() {
-    let ran = ask(
-        SEED_QUESTION,
-        &["--yes", "--answer", "priority=urgent"],
-        &[],
-    );
+    let ran = seed_run("priority=urgent", &[], &[]);
     ran.assert_answer("no ticket was opened");
 }
 

@@ -161,6 +161,15 @@ impl Ran {
         }
     }
 
+    /// A step ("who: text") starts with `prefix`.
+    pub fn assert_step_starting(&self, prefix: &str) {
+        let texts = self.step_texts();
+        assert!(
+            texts.iter().any(|t| t.starts_with(prefix)),
+            "{prefix}: {texts:#?}"
+        );
+    }
+
     /// The answer holds `part`.
     pub fn assert_answer(&self, part: &str) {
         let answer = self.answer();
