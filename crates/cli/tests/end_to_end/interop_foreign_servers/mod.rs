@@ -14,11 +14,12 @@
 //! `scripts/install-test-peers.sh`; a missing one fails the test and names the command.
 //! See docs/interop.md.
 //!
-//! - `everything.rs`: server-everything (listing, content, progress and cancellation,
-//!   Ctrl-C, forms);
+//! - `everything.rs`: server-everything (what it offers, content, forms);
+//! - `cancellation.rs`: its long operation (progress, time limits, Ctrl-C);
 //! - `python_sdk.rs`: the two Python SDK servers, under the host and under rmcp's client;
 //! - `files_and_memory.rs`: server-filesystem and server-memory, which speak stdio only.
 
+mod cancellation;
 mod everything;
 mod files_and_memory;
 mod python_sdk;
@@ -35,10 +36,10 @@ use crate::interop_peers::*;
 cases! {
     everything::every_foreign_server_is_listed_by_one_host_with_the_revision_it_speaks: stdio, http;
     everything::server_everything_images_links_embedded_resources_structured_and_annotated_results: stdio, http;
-    everything::server_everything_long_operation_shows_progress_and_a_short_limit_cancels_it: stdio, http;
-    everything::progress_of_a_cancelled_call_is_not_counted_for_the_next_one: stdio, http;
-    everything::ctrl_c_stops_server_everythings_long_operation_and_the_turn_goes_on: stdio, http;
-    everything::ctrl_c_on_the_turns_last_call_still_tells_the_server: stdio, http;
+    cancellation::server_everything_long_operation_shows_progress_and_a_short_limit_cancels_it: stdio, http;
+    cancellation::progress_of_a_cancelled_call_is_not_counted_for_the_next_one: stdio, http;
+    cancellation::ctrl_c_stops_server_everythings_long_operation_and_the_turn_goes_on: stdio, http;
+    cancellation::ctrl_c_on_the_turns_last_call_still_tells_the_server: stdio, http;
     everything::server_everythings_form_is_answered_by_answer_options_and_declined_by_default: stdio, http;
     everything::a_form_from_an_older_server_is_shown_like_an_input_required_one: stdio, http;
     everything::form_answers_are_checked_against_the_whole_field_schema: stdio, http;
