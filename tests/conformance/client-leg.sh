@@ -7,12 +7,8 @@
 #   tests/conformance/client-leg.sh 2026-07-28 --scenario request-metadata   (one, no baseline)
 # CONFORMANCE_CLIENT overrides the client binary (its path must hold no spaces).
 set -euo pipefail
-here="$(cd "$(dirname "$0")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
-rev="${1:?usage: client-leg.sh 2026-07-28|2025-11-25 [harness args...]}"; shift
+. "$(dirname "$0")/leg.sh"
 client="${CONFORMANCE_CLIENT:-$root/target/debug/conformance-client}"
 [ -x "$client" ] || { echo "client-leg.sh: $client is missing; cargo build -p gatehouse-conformance" >&2; exit 3; }
 case "$client" in *" "*) echo "client-leg.sh: the harness splits --command on spaces: $client" >&2; exit 3 ;; esac
-select=(--requirements "$rev" --expected-failures "$here/expected-failures.$rev.yml")
-for arg in "$@"; do [ "$arg" = --scenario ] && select=(--spec-version "$rev"); done
 exec "$here/conformance.sh" client --command "$client" --timeout 60000 "${select[@]}" "$@"

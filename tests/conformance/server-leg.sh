@@ -7,9 +7,7 @@
 #   tests/conformance/server-leg.sh 2026-07-28 --scenario caching      (one scenario, no baseline)
 # CONFORMANCE_FIXTURE overrides the fixture binary.
 set -euo pipefail
-here="$(cd "$(dirname "$0")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
-rev="${1:?usage: server-leg.sh 2026-07-28|2025-11-25 [harness args...]}"; shift
+. "$(dirname "$0")/leg.sh"
 fixture="${CONFORMANCE_FIXTURE:-$root/target/debug/conformance-fixture}"
 [ -x "$fixture" ] || { echo "server-leg.sh: $fixture is missing; cargo build -p gatehouse-conformance" >&2; exit 3; }
 log="$(mktemp)"
@@ -25,8 +23,6 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 [ -n "$url" ] || { echo "server-leg.sh: the fixture did not start" >&2; cat "$log" >&2; exit 3; }
-select=(--requirements "$rev" --expected-failures "$here/expected-failures.$rev.yml")
-for arg in "$@"; do [ "$arg" = --scenario ] && select=(--spec-version "$rev"); done
 set +e
 "$here/conformance.sh" server --url "$url" "${select[@]}" "$@"
 rc=$?

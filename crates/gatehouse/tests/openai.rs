@@ -137,6 +137,20 @@ async fn answer(
     (StatusCode::from_u16(reply.status).unwrap(), out, reply.body).into_response()
 }
 
+/// The model's decision on the one question "q".
+async fn answer_q(model: &mut OpenAi) -> gatehouse::model::Decision {
+    model
+        .decide(&[Message::User("q".into())], &[])
+        .await
+        .expect("a decision")
+}
+
+/// How the model fails on the one question "q".
+async fn failure(model: &mut OpenAi) -> String {
+    let failed = model.decide(&[Message::User("q".into())], &[]).await;
+    failed.expect_err("the model fails").to_string()
+}
+
 /// Bounds for tests: the real attempt count, waits in milliseconds.
 fn quick() -> Limits {
     Limits {
@@ -412,11 +426,7 @@ async fn a_429_with_retry_after_is_retried_once_then_succeeds() {
         text_reply("after the wait"),
     ])
     .await;
-    let d = fake
-        .model()
-        .decide(&[Message::User("q".into())], &[])
-        .await
-        .unwrap();
+    let d = answer_q(&mut fake.model()).await;
     assert_eq!(d.text.as_deref(), Some("after the wait"));
     assert_eq!(fake.seen().len(), 2);
 }
@@ -428,12 +438,7 @@ async fn a_500_on_every_attempt_gives_up_after_exactly_the_most_attempts() {
         r#"{"error":{"message":"the GPU is on fire"}}"#,
     )])
     .await;
-    let e = fake
-        .model()
-        .decide(&[Message::User("q".into())], &[])
-        .await
-        .unwrap_err()
-        .to_string();
+    let e = failure(&mut fake.model()).await;
     assert_eq!(fake.seen().len(), MAX_MODEL_ATTEMPTS as usize);
     assert!(
         e.contains(&format!("after {MAX_MODEL_ATTEMPTS} attempts")),
@@ -454,11 +459,7 @@ async fn a_retry_after_longer_than_the_budget_is_cut_to_it() {
         ..quick()
     });
     let started = Instant::now();
-    let e = model
-        .decide(&[Message::User("q".into())], &[])
-        .await
-        .unwrap_err()
-        .to_string();
+    let e = failure(&mut model).await;
     assert!(started.elapsed() < Duration::from_secs(5));
     assert_eq!(fake.seen().len(), 2, "{e}");
     assert!(e.contains("after 2 attempts"), "{e}");
@@ -476,11 +477,7 @@ async fn a_slow_answer_hits_the_request_time_limit() {
         max_attempts: 1,
         ..quick()
     });
-    let e = model
-        .decide(&[Message::User("q".into())], &[])
-        .await
-        .unwrap_err()
-        .to_string();
+    let e = failure(&mut model).await;
     assert!(e.contains("gave no answer within 0.2 s"), "{e}");
     assert!(e.contains("after 1 attempt:"), "{e}");
 }
@@ -492,12 +489,7 @@ async fn a_400_is_not_retried_and_quotes_the_servers_message() {
         r#"{"error":{"message":"model 'test-model' does not support tools","type":"invalid_request_error"}}"#,
     )])
     .await;
-    let e = fake
-        .model()
-        .decide(&[Message::User("q".into())], &[])
-        .await
-        .unwrap_err()
-        .to_string();
+    let e = failure(&mut fake.model()).await;
     assert_eq!(fake.seen().len(), 1);
     assert!(e.contains("400 Bad Request"), "{e}");
     assert!(
@@ -526,10 +518,7 @@ async fn usage_is_read_and_adds_up_over_decisions() {
     let mut model = fake.model();
     let mut total = Usage::default();
     for _ in 0..2 {
-        let d = model
-            .decide(&[Message::User("q".into())], &[])
-            .await
-            .unwrap();
+        let d = answer_q(&mut model).await;
         total.add(d.usage.as_ref().unwrap());
     }
     assert_eq!(
@@ -541,10 +530,7 @@ async fn usage_is_read_and_adds_up_over_decisions() {
             model_calls: 2,
         }
     );
-    let d = model
-        .decide(&[Message::User("q".into())], &[])
-        .await
-        .unwrap();
+    let d = answer_q(&mut model).await;
     assert_eq!(
         d.usage,
         Some(Usage {
@@ -569,16 +555,9 @@ async fn reasoning_is_never_the_answer() {
     ])
     .await;
     let mut model = fake.model();
-    let d = model
-        .decide(&[Message::User("q".into())], &[])
-        .await
-        .unwrap();
+    let d = answer_q(&mut model).await;
     assert_eq!(d.text.as_deref(), Some("The refund takes 5 days."));
-    let e = model
-        .decide(&[Message::User("q".into())], &[])
-        .await
-        .unwrap_err()
-        .to_string();
+    let e = failure(&mut model).await;
     assert!(!e.contains("SECRET"), "{e}");
     assert!(e.contains("neither an answer nor a tool call"), "{e}");
 }
@@ -616,12 +595,7 @@ async fn odd_answers_give_clear_errors() {
     ];
     for (reply, expected) in cases {
         let fake = Fake::start(vec![reply]).await;
-        let e = fake
-            .model()
-            .decide(&[Message::User("q".into())], &[])
-            .await
-            .unwrap_err()
-            .to_string();
+        let e = failure(&mut fake.model()).await;
         assert!(e.contains(expected), "expected {expected:?} in {e:?}");
         assert_eq!(fake.seen().len(), 1, "not retried: {e}");
     }
@@ -634,10 +608,7 @@ async fn the_key_is_sent_as_a_bearer_only_when_set_and_never_shown() {
         .decide(&[Message::User("q".into())], &[])
         .await
         .unwrap();
-    fake.model()
-        .decide(&[Message::User("q".into())], &[])
-        .await
-        .unwrap();
+    answer_q(&mut fake.model()).await;
     let seen = fake.seen();
     assert_eq!(seen[0].authorization.as_deref(), Some("Bearer sk-test-123"));
     assert_eq!(seen[1].authorization, None);
@@ -649,11 +620,7 @@ async fn the_key_is_sent_as_a_bearer_only_when_set_and_never_shown() {
     .await;
     let mut model = fake.model_with_key(Some("sk-test-123"));
     assert!(!format!("{model:?}").contains("sk-test-123"));
-    let e = model
-        .decide(&[Message::User("q".into())], &[])
-        .await
-        .unwrap_err()
-        .to_string();
+    let e = failure(&mut model).await;
     assert!(e.contains("refused the key (401)"), "{e}");
     assert!(!e.contains("sk-test-123"), "{e}");
     assert_eq!(fake.seen().len(), 1);
@@ -712,11 +679,7 @@ async fn preflight_against_a_closed_port_says_it_cannot_reach_the_endpoint() {
         max_attempts: 2,
         ..quick()
     });
-    let e = model
-        .decide(&[Message::User("q".into())], &[])
-        .await
-        .unwrap_err()
-        .to_string();
+    let e = failure(&mut model).await;
     assert_eq!(
         e,
         format!(

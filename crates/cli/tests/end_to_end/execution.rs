@@ -1,50 +1,38 @@
 //! Every kind of result and every way a call ends: schemas, content blocks, structured
 //! results, resource links, progress, time limits, long and changing tool lists.
 
-use crate::common;
+use std::time::Instant;
 
-use common::*;
 use serde_json::{Value, json};
 
-fn testbed_config(dir: &std::path::Path, env: Value, allow: &[&str]) -> String {
-    write(
-        dir,
-        "servers.json",
-        &json!({"mcpServers": {"testbed": builtin_server("testbed", env)}, "gatehouse": {"allow": allow}}),
-    )
-}
+use crate::common::*;
 
-fn steps(ran: &Ran) -> Vec<Value> {
-    ran.json()["steps"].as_array().unwrap().clone()
+/// The testbed with `env`, these of its tools allowed.
+fn testbed(env: Value, allow: &[&str]) -> Bed {
+    Bed::testbed(env, json!({"allow": allow}))
 }
 
 #[test]
 fn maya_asks_when_her_order_arrives() {
-    let ran = run(&["ask", "When will A-1002 arrive?", "--json"], &[]);
+    let ran = ask("When will A-1002 arrive?", &[], &[]);
     assert_eq!(
         ran.answer(),
         "Order A-1002 (Air purifier) is being prepared and should arrive on 18 October 2026."
     );
-    assert!(
-        ran.steps_after_discovery()
-            .contains(&"model: wants orders__get_order_status".to_string())
-    );
+    ran.assert_steps(&["model: wants orders__get_order_status"]);
 }
 
 #[test]
 fn arguments_that_break_the_schema_go_back_to_the_model_with_every_problem() {
-    let dir = tempfile::tempdir().unwrap();
-    let model = playback(
-        dir.path(),
-        json!([
-            {"tool_calls": [{"name": "orders__export_report", "arguments": {"rows": 0}}]},
-            {"tool_calls": [{"name": "support__get_ticket", "arguments": {"ticket": "T-30002"}}]},
-            {"tool_calls": [{"name": "tickets__open_ticket", "arguments": {"host": "jump-prod-02"}}]},
-            {"answer": "ok"}
-        ]),
-    );
+    let model = play_model(json!([
+        {"tool_calls": [{"name": "orders__export_report", "arguments": {"rows": 0}}]},
+        {"tool_calls": [{"name": "support__get_ticket", "arguments": {"ticket": "T-30002"}}]},
+        {"tool_calls": [{"name": "tickets__open_ticket", "arguments": {"host": "jump-prod-02"}}]},
+        {"answer": "ok"}
+    ]));
     let ran = run(&["ask", "x", "--model", &model, "--yes", "--json"], &[]);
-    let refused: Vec<Value> = steps(&ran)
+    let refused: Vec<Value> = ran
+        .steps()
         .into_iter()
         .filter(|s| {
             s["text"]
@@ -86,53 +74,29 @@ fn arguments_that_break_the_schema_go_back_to_the_model_with_every_problem() {
 
 #[test]
 fn a_tool_with_a_broken_schema_is_left_out_and_said_so() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = testbed_config(dir.path(), json!({}), &[]);
-    let tools = run(&["tools", "--config", &config, "--json"], &[]);
-    let names: Vec<String> = serde_json::from_str::<Vec<Value>>(&tools.stdout)
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap().to_owned())
-        .collect();
+    let tools = testbed(json!({}), &[]).run(&["tools", "--json"]);
+    let names = tools.row_names();
     assert!(!names.contains(&"testbed__broken_schema".to_string()));
     assert!(names.contains(&"testbed__echo".to_string()));
-    assert!(
-        tools.stderr.contains(
-            "testbed's tool \"broken_schema\" is left out: its input schema does not compile"
-        ),
-        "{}",
-        tools.stderr
+    tools.assert_stderr(
+        "testbed's tool \"broken_schema\" is left out: its input schema does not compile",
     );
 }
 
 #[test]
 fn every_content_block_is_kept_for_the_model_and_binaries_saved_for_the_person() {
-    let dir = tempfile::tempdir().unwrap();
-    let save = dir.path().join("saved");
-    let config = write(
-        dir.path(),
-        "servers.json",
-        &json!({"mcpServers": {"testbed": builtin_server("testbed", json!({}))},
-                "gatehouse": {"allow": ["testbed__content"], "saveDir": save}}),
+    let save = scratch_dir().join("saved");
+    let bed = Bed::testbed(
+        json!({}),
+        json!({"allow": ["testbed__content"], "saveDir": save}),
     );
-    let model = playback(
-        dir.path(),
+    let ran = bed.play(
         json!([{"tool_calls": [{"name": "testbed__content", "arguments": {"kind": "all"}}]}, {"answer": "ok"}]),
-    );
-    let ran = run(
-        &["ask", "x", "--config", &config, "--model", &model, "--json"],
         &[],
     );
-    let saved: Vec<Value> = steps(&ran)
-        .into_iter()
-        .filter(|s| s["text"].as_str().unwrap().contains(" saved to "))
-        .collect();
-    let kinds: Vec<&str> = saved
-        .iter()
-        .map(|s| s["data"]["kind"].as_str().unwrap())
-        .collect();
+    let saved = ran.saved();
     assert_eq!(
-        kinds,
+        ran.saved_kinds(),
         vec!["image", "audio", "resource"],
         "{:?}",
         ran.step_texts()
@@ -145,17 +109,13 @@ fn every_content_block_is_kept_for_the_model_and_binaries_saved_for_the_person()
             s["data"]["bytes"].as_u64().unwrap()
         );
     }
-    assert!(
-        ran.step_texts().contains(
-            &"server: for the person only: Shown to the person only: the export finished at 14:02."
-                .to_string()
-        ),
-        "{:?}",
-        ran.step_texts()
-    );
+    ran.assert_steps(&[
+        "server: for the person only: Shown to the person only: the export finished at 14:02.",
+    ]);
     let png = std::fs::read(saved[0]["data"]["path"].as_str().unwrap()).unwrap();
     assert_eq!(&png[..4], b"\x89PNG");
-    let result = steps(&ran)
+    let result = ran
+        .steps()
         .into_iter()
         .find(|s| s["text"].as_str().unwrap().starts_with("result: "))
         .unwrap();
@@ -164,86 +124,48 @@ fn every_content_block_is_kept_for_the_model_and_binaries_saved_for_the_person()
 
 #[test]
 fn a_result_that_breaks_its_own_output_schema_is_a_tool_error() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = testbed_config(dir.path(), json!({}), &["testbed__bad_output"]);
-    let model = playback(
-        dir.path(),
+    let ran = testbed(json!({}), &["testbed__bad_output"]).play(
         json!([{"tool_calls": [{"name": "testbed__bad_output", "arguments": {}}]}, {"answer": "ok"}]),
-    );
-    let ran = run(
-        &["ask", "x", "--config", &config, "--model", &model, "--json"],
         &[],
     );
-    assert!(ran.step_texts().contains(&"server: tool error: the result does not match the tool's output schema: \"count\" must be of type integer".to_string()), "{:?}", ran.step_texts());
+    ran.assert_steps(&["server: tool error: the result does not match the tool's output schema: \"count\" must be of type integer"]);
     assert_eq!(ran.tool_events()[0]["outcome"], "tool_error");
 }
 
 #[test]
 fn an_unknown_tool_is_handled_in_both_forms() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = testbed_config(
-        dir.path(),
-        json!({}),
-        &["testbed__ghost_rpc", "testbed__ghost_result"],
-    );
-    let model = playback(
-        dir.path(),
+    let bed = testbed(json!({}), &["testbed__ghost_rpc", "testbed__ghost_result"]);
+    let ran = bed.play(
         json!([{"tool_calls": [{"name": "testbed__ghost_rpc", "arguments": {}}, {"name": "testbed__ghost_result", "arguments": {}}]}, {"answer": "ok"}]),
-    );
-    let ran = run(
-        &["ask", "x", "--config", &config, "--model", &model, "--json"],
         &[],
     );
-    let texts = ran.step_texts();
-    assert!(
-        texts.contains(&"server: protocol error -32602: tool not found: ghost_rpc".to_string()),
-        "{texts:?}"
-    );
-    assert!(
-        texts.contains(&"server: tool error: Unknown tool: ghost_result".to_string()),
-        "{texts:?}"
-    );
-    let outcomes: Vec<&str> = ran
-        .tool_events()
-        .iter()
-        .map(|e| e["outcome"].as_str().unwrap().to_owned())
-        .collect::<Vec<_>>()
-        .leak()
-        .iter()
-        .map(|s| s.as_str())
-        .collect();
-    assert_eq!(outcomes, vec!["error", "tool_error"]);
+    ran.assert_steps(&[
+        "server: protocol error -32602: tool not found: ghost_rpc",
+        "server: tool error: Unknown tool: ghost_result",
+    ]);
+    assert_eq!(ran.outcomes(), vec!["error", "tool_error"]);
     assert_eq!(ran.answer(), "ok");
 }
 
 #[test]
 fn linked_resources_can_be_read_and_nothing_else() {
-    let dir = tempfile::tempdir().unwrap();
-    let model = playback(
-        dir.path(),
-        json!([
-            {"tool_calls": [{"name": "read_resource", "arguments": {"uri": "orders://A-1002"}}]},
-            {"tool_calls": [{"name": "orders__get_order_status", "arguments": {"order_id": "A-1002"}}]},
-            {"tool_calls": [{"name": "read_resource", "arguments": {"uri": "orders://A-1002"}}]},
-            {"tool_calls": [{"name": "read_resource", "arguments": {"uri": "orders://A-1001"}}]},
-            {"tool_calls": [{"name": "support__search_knowledge", "arguments": {"query": "double charge"}}]},
-            {"tool_calls": [{"name": "read_resource", "arguments": {"uri": "policy://larkfield/refunds-and-payments"}}]},
-            {"answer": "ok"}
-        ]),
-    );
+    let model = play_model(json!([
+        {"tool_calls": [{"name": "read_resource", "arguments": {"uri": "orders://A-1002"}}]},
+        {"tool_calls": [{"name": "orders__get_order_status", "arguments": {"order_id": "A-1002"}}]},
+        {"tool_calls": [{"name": "read_resource", "arguments": {"uri": "orders://A-1002"}}]},
+        {"tool_calls": [{"name": "read_resource", "arguments": {"uri": "orders://A-1001"}}]},
+        {"tool_calls": [{"name": "support__search_knowledge", "arguments": {"query": "double charge"}}]},
+        {"tool_calls": [{"name": "read_resource", "arguments": {"uri": "policy://larkfield/refunds-and-payments"}}]},
+        {"answer": "ok"}
+    ]));
     let ran = run(&["ask", "x", "--model", &model, "--json"], &[]);
-    let events = ran.tool_events();
-    let outcomes: Vec<&str> = events
-        .iter()
-        .map(|e| e["outcome"].as_str().unwrap())
-        .collect();
     assert_eq!(
-        outcomes,
+        ran.outcomes(),
         vec!["refused", "ok", "ok", "refused", "ok", "ok"],
         "{:?}",
         ran.step_texts()
     );
-    assert!(ran.step_texts().contains(&"host: refused: orders://A-1001 did not appear in this turn's results; only linked resources can be read".to_string()));
+    ran.assert_steps(&["host: refused: orders://A-1001 did not appear in this turn's results; only linked resources can be read"]);
     let reads: Vec<Value> = ran
         .mcp_requests("orders")
         .into_iter()
@@ -265,9 +187,7 @@ fn linked_resources_can_be_read_and_nothing_else() {
 
 #[test]
 fn progress_is_recorded_and_extends_the_time_limit_up_to_the_hard_maximum() {
-    let dir = tempfile::tempdir().unwrap();
-    let model = playback(
-        dir.path(),
+    let model = play_model(
         json!([{"tool_calls": [{"name": "orders__export_report", "arguments": {"rows": 20000}}]}, {"answer": "ok"}]),
     );
     // Each server round may go 0.4 s without news; the report takes about a second.
@@ -275,10 +195,7 @@ fn progress_is_recorded_and_extends_the_time_limit_up_to_the_hard_maximum() {
         &["ask", "x", "--model", &model, "--json"],
         &[("HOST_TOOL_TIMEOUT", "0.4")],
     );
-    let progress: Vec<Value> = steps(&ran)
-        .into_iter()
-        .filter(|s| s["text"].as_str().unwrap().starts_with("progress "))
-        .collect();
+    let progress = progress_steps(&ran);
     // Every chunk of 500 rows (`orders::EXPORT_CHUNK_ROWS`), and all of them: the server
     // sends its last progress before its answer, and the host shows it before the result,
     // whichever task reads what first.
@@ -302,52 +219,34 @@ fn progress_is_recorded_and_extends_the_time_limit_up_to_the_hard_maximum() {
     assert_eq!(ran.tool_events()[0]["outcome"], "ok");
 
     // With a hard maximum below the call's length, progress no longer saves it.
-    let dir = tempfile::tempdir().unwrap();
-    let config = testbed_config(dir.path(), json!({}), &["testbed__sleep"]);
-    let model = playback(
-        dir.path(),
+    let started = Instant::now();
+    let ran = testbed(json!({}), &["testbed__sleep"]).play_with(
         json!([{"tool_calls": [{"name": "testbed__sleep", "arguments": {"seconds": 5}}]}, {"answer": "ok"}]),
-    );
-    let started = std::time::Instant::now();
-    let ran = run(
-        &["ask", "x", "--config", &config, "--model", &model, "--json"],
-        &[
-            ("HOST_TOOL_TIMEOUT", "0.3"),
-            ("HOST_TOOL_MAX_TIMEOUT", "0.9"),
-        ],
+        &[],
+        &time_limits("0.3", "0.9"),
     );
     assert!(started.elapsed().as_secs_f64() < 4.5);
     assert_eq!(ran.tool_events()[0]["outcome"], "timeout");
-    assert!(
-        steps(&ran)
-            .iter()
-            .filter(|s| s["text"].as_str().unwrap().starts_with("progress "))
-            .count()
-            >= 3
-    );
-    assert!(
-        ran.server_logs("testbed")
-            .iter()
-            .any(|l| l["event"] == "cancelled"),
-        "{}",
-        ran.stderr
-    );
+    assert!(progress_steps(&ran).len() >= 3);
+    assert!(ran.server_saw("testbed", "cancelled"), "{}", ran.stderr);
+}
+
+/// The progress steps of a run.
+fn progress_steps(ran: &Ran) -> Vec<Value> {
+    ran.steps()
+        .into_iter()
+        .filter(|s| s["text"].as_str().unwrap().starts_with("progress "))
+        .collect()
 }
 
 #[test]
 fn a_long_paged_list_is_read_to_the_end_and_the_page_count_is_bounded() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = testbed_config(
-        dir.path(),
+    let bed = testbed(
         json!({"TESTBED_TOOLS": "250", "TESTBED_PAGE_SIZE": "40"}),
         &["testbed__gen_0250"],
     );
-    let model = playback(
-        dir.path(),
+    let ran = bed.play(
         json!([{"tool_calls": [{"name": "testbed__gen_0250", "arguments": {"query": "last"}}]}, {"answer": "ok"}]),
-    );
-    let ran = run(
-        &["ask", "x", "--config", &config, "--model", &model, "--json"],
         &[],
     );
     assert!(
@@ -357,12 +256,11 @@ fn a_long_paged_list_is_read_to_the_end_and_the_page_count_is_bounded() {
     );
     assert_eq!(ran.tool_events()[0]["outcome"], "ok");
 
-    let config = testbed_config(
-        dir.path(),
+    let bed = testbed(
         json!({"TESTBED_TOOLS": "250", "TESTBED_PAGE_SIZE": "1"}),
         &[],
     );
-    let ran = run(&["ask", "x", "--config", &config, "--json"], &[]);
+    let ran = bed.run(&["ask", "x", "--json"]);
     assert!(
         ran.step_texts()[0].contains("tools/list did not end after 100 pages"),
         "{:?}",
@@ -371,23 +269,16 @@ fn a_long_paged_list_is_read_to_the_end_and_the_page_count_is_bounded() {
 }
 
 fn list_change_flow(env: Value) {
-    let dir = tempfile::tempdir().unwrap();
-    let config = testbed_config(dir.path(), env, &["testbed__add_tool"]);
-    let model = playback(
-        dir.path(),
+    let ran = testbed(env, &["testbed__add_tool"]).play(
         json!([
             {"tool_calls": [{"name": "testbed__add_tool", "arguments": {"name": "fresh"}}]},
             {"tool_calls": [{"name": "testbed__fresh", "arguments": {}}]},
             {"answer": "ok"}
         ]),
+        &["--yes"],
     );
-    let ran = run(
-        &[
-            "ask", "x", "--config", &config, "--model", &model, "--yes", "--json",
-        ],
-        &[],
-    );
-    let changed = steps(&ran)
+    let changed = ran
+        .steps()
         .into_iter()
         .find(|s| s["text"] == "the tool list of testbed changed")
         .unwrap_or_else(|| panic!("{:?}", ran.step_texts()));
@@ -409,41 +300,21 @@ fn a_changed_list_is_read_again_on_older_revisions_through_the_notification() {
 
 #[test]
 fn a_tool_that_changes_after_it_was_allowed_is_asked_about_again() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = testbed_config(
-        dir.path(),
-        json!({}),
-        &["testbed__echo", "testbed__change_echo"],
-    );
-    let model = playback(
-        dir.path(),
+    let bed = testbed(json!({}), &["testbed__echo", "testbed__change_echo"]);
+    let ran = bed.play(
         json!([
             {"tool_calls": [{"name": "testbed__echo", "arguments": {"text": "one"}}]},
             {"tool_calls": [{"name": "testbed__change_echo", "arguments": {"description": "Return the text, and also e-mail it to everyone."}}]},
             {"tool_calls": [{"name": "testbed__echo", "arguments": {"text": "two"}}]},
             {"answer": "ok"}
         ]),
+        &["--no"],
     );
-    let ran = run(
-        &[
-            "ask", "x", "--config", &config, "--model", &model, "--no", "--json",
-        ],
-        &[],
-    );
-    let texts = ran.step_texts();
-    assert!(texts.contains(&"host: testbed__echo changed since it was put on the allow-list: the person will be asked before its next call".to_string()), "{texts:?}");
-    assert!(
-        texts.contains(
-            &"host: changed since it was put on the allow-list: ask the person".to_string()
-        ),
-        "{texts:?}"
-    );
-    let outcomes: Vec<String> = ran
-        .tool_events()
-        .iter()
-        .map(|e| e["outcome"].as_str().unwrap().to_owned())
-        .collect();
-    assert_eq!(outcomes, vec!["ok", "ok", "declined"]);
+    ran.assert_steps(&[
+        "host: testbed__echo changed since it was put on the allow-list: the person will be asked before its next call",
+        "host: changed since it was put on the allow-list: ask the person",
+    ]);
+    assert_eq!(ran.outcomes(), vec!["ok", "ok", "declined"]);
 }
 
 #[test]

@@ -7,30 +7,24 @@ use common::*;
 use serde_json::{Value, json};
 
 /// A servers file with the support server and an empty allow-list.
-fn empty_allow_list(dir: &std::path::Path) -> String {
-    write(
-        dir,
-        "servers.json",
-        &json!({"mcpServers": {"support": builtin_server("support", json!({}))},
-                "gatehouse": {"allow": []}}),
+fn empty_allow_list() -> Bed {
+    Bed::new(
+        json!({"support": builtin_server("support", json!({}))}),
+        json!({"allow": []}),
     )
+}
+
+/// "What is the return window?" with an empty allow-list, and the person's `answer`
+/// options.
+fn return_window(answer: &[&str]) -> Ran {
+    let mut args = vec!["ask", "What is the return window?", "--json"];
+    args.extend_from_slice(answer);
+    empty_allow_list().run(&args)
 }
 
 #[test]
 fn an_empty_allow_list_asks_and_no_sends_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = empty_allow_list(dir.path());
-    let ran = run(
-        &[
-            "ask",
-            "What is the return window?",
-            "--config",
-            &config,
-            "--no",
-            "--json",
-        ],
-        &[],
-    );
+    let ran = return_window(&["--no"]);
     assert_eq!(
         ran.step_texts(),
         vec![
@@ -54,28 +48,12 @@ fn an_empty_allow_list_asks_and_no_sends_nothing() {
         ran.answer(),
         "I could not use search_knowledge: the person declined this call"
     );
-    assert!(
-        ran.server_logs("support").is_empty(),
-        "nothing was sent: {}",
-        ran.stderr
-    );
+    ran.assert_quiet("support", "nothing was sent");
 }
 
 #[test]
 fn an_empty_allow_list_with_yes_runs_the_call() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = empty_allow_list(dir.path());
-    let ran = run(
-        &[
-            "ask",
-            "What is the return window?",
-            "--config",
-            &config,
-            "--yes",
-            "--json",
-        ],
-        &[],
-    );
+    let ran = return_window(&["--yes"]);
     let steps = ran.step_texts();
     assert_eq!(steps[4], "host: Answer given by option: yes");
     assert_eq!(steps[5], "person: said yes");
@@ -87,52 +65,27 @@ fn an_empty_allow_list_with_yes_runs_the_call() {
 
 #[test]
 fn without_an_answer_the_default_is_no() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = empty_allow_list(dir.path());
     // stdin is closed: nobody can type y.
-    let ran = run(
-        &[
-            "ask",
-            "What is the return window?",
-            "--config",
-            &config,
-            "--json",
-        ],
-        &[],
-    );
-    assert!(
-        ran.step_texts().contains(&"person: said no".to_string()),
-        "{:?}",
-        ran.step_texts()
-    );
+    let ran = return_window(&[]);
+    ran.assert_steps(&["person: said no"]);
     assert!(ran.server_logs("support").is_empty());
 }
 
 #[test]
 fn every_refusal_goes_back_to_the_model_and_nothing_is_sent() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = empty_allow_list(dir.path());
-    let model = playback(
-        dir.path(),
-        json!([
+    let bed = empty_allow_list();
+    let model = bed.model(json!([
             {"tool_calls": [{"name": "support__delete_everything", "arguments": {}}]},
             {"tool_calls": [{"name": "support__search_knowledge", "arguments": {"query": "x".repeat(50_000)}}]},
             {"tool_calls": [{"name": "support__search_knowledge", "arguments": "{\"query\": \"returns\""}]},
             {"tool_calls": [{"name": "support__search_knowledge", "arguments": "[\"returns\"]"}]},
             {"tool_calls": [{"name": "support__get_ticket", "arguments": {"ticket_id": "T-30002"}}]},
             {"answer": "done"}
-        ]),
-    );
-    let ran = run(
-        &[
-            "ask", "anything", "--config", &config, "--model", &model, "--no", "--json",
-        ],
-        &[],
-    );
+    ]));
+    let ran = bed.run(&["ask", "anything", "--model", &model, "--no", "--json"]);
     assert_eq!(ran.status, 0, "{}", ran.stderr);
-    let refusals: Vec<(String, Value)> = ran.json()["steps"]
-        .as_array()
-        .unwrap()
+    let refusals: Vec<(String, Value)> = ran
+        .steps()
         .iter()
         .filter(|s| s["who"] == "host" && s["text"].as_str().unwrap().starts_with("refused"))
         .map(|s| {
@@ -161,28 +114,20 @@ fn every_refusal_goes_back_to_the_model_and_nothing_is_sent() {
         refusals[3].0,
         "refused: the arguments are an array, not a JSON object"
     );
-    assert!(ran.step_texts().contains(&"person: said no".to_string()));
+    ran.assert_steps(&["person: said no"]);
     assert_eq!(ran.answer(), "done");
-    assert!(
-        ran.server_logs("support").is_empty(),
-        "no call reached the server: {}",
-        ran.stderr
-    );
+    ran.assert_quiet("support", "no call reached the server");
 }
 
 #[test]
 fn two_calls_in_one_decision_run_in_order() {
-    let dir = tempfile::tempdir().unwrap();
-    let model = playback(
-        dir.path(),
-        json!([
-            {"tool_calls": [
-                {"name": "support__get_ticket", "arguments": {"ticket_id": "T-30002"}},
-                {"name": "support__search_knowledge", "arguments": {"query": "duplicate charge refund"}}
-            ]},
-            {"answer": "both done"}
-        ]),
-    );
+    let model = play_model(json!([
+        {"tool_calls": [
+            {"name": "support__get_ticket", "arguments": {"ticket_id": "T-30002"}},
+            {"name": "support__search_knowledge", "arguments": {"query": "duplicate charge refund"}}
+        ]},
+        {"answer": "both done"}
+    ]));
     let ran = run(&["ask", "x", "--model", &model, "--json"], &[]);
     let logs = ran.server_logs("support");
     assert_eq!(logs.len(), 2);
@@ -205,9 +150,8 @@ fn two_calls_in_one_decision_run_in_order() {
 
 #[test]
 fn the_step_limit_ends_the_turn() {
-    let dir = tempfile::tempdir().unwrap();
     let call = json!({"tool_calls": [{"name": "support__search_knowledge", "arguments": {"query": "returns"}}]});
-    let model = playback(dir.path(), json!(vec![call; 10]));
+    let model = play_model(json!(vec![call; 10]));
     let ran = run(
         &["ask", "x", "--model", &model, "--max-steps", "3", "--json"],
         &[],
@@ -226,49 +170,31 @@ fn the_step_limit_ends_the_turn() {
 
 #[test]
 fn a_result_larger_than_the_bound_is_cut_with_a_note() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = write(
-        dir.path(),
-        "servers.json",
-        &json!({"mcpServers": {"testbed": builtin_server("testbed", json!({}))},
-                "gatehouse": {"allow": ["testbed__repeat"]}}),
-    );
-    let model = playback(
-        dir.path(),
+    let bed = Bed::testbed(json!({}), json!({"allow": ["testbed__repeat"]}));
+    let ran = bed.play(
         json!([{"tool_calls": [{"name": "testbed__repeat", "arguments": {"text": "abc ", "times": 5000}}]}, {"answer": "ok"}]),
-    );
-    let ran = run(
-        &["ask", "x", "--config", &config, "--model", &model, "--json"],
         &[],
     );
-    let step = ran.json()["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
+    let step = ran
+        .steps()
+        .into_iter()
         .find(|s| s["who"] == "server")
-        .unwrap()
-        .clone();
+        .unwrap();
     assert_eq!(step["data"]["clipped"], true, "{step}");
     assert_eq!(step["text"], "result: 4000 characters");
 }
 
 #[test]
 fn in_a_chat_the_answers_to_approvals_are_read_from_the_same_input_as_the_questions() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = empty_allow_list(dir.path());
+    let bed = empty_allow_list();
     // Piped all at once: the chat's reader must not take the approvals' lines.
     let ran = run_with_stdin(
-        &["chat", "--config", &config],
+        &["chat", "--config", &bed.config],
         &[],
         Some("What is the return window?\ny\nWhat is the return window?\nn\n/quit\n"),
     );
     assert_eq!(ran.status, 0, "{}", ran.stderr);
-    let outcomes: Vec<String> = ran
-        .tool_events()
-        .iter()
-        .map(|e| e["outcome"].as_str().unwrap().to_owned())
-        .collect();
-    assert_eq!(outcomes, vec!["ok", "declined"], "{}", ran.stderr);
+    assert_eq!(ran.outcomes(), vec!["ok", "declined"], "{}", ran.stderr);
     assert_eq!(ran.server_logs("support").len(), 1, "{}", ran.stderr);
     assert!(
         ran.stdout.contains("policy://larkfield/returns-policy"),

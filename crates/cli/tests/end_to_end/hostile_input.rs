@@ -24,12 +24,9 @@ fn hostile(scenario: &str, env: Value) -> Value {
 
 #[test]
 fn a_proposed_name_of_5000_characters_gets_an_answer_at_once() {
-    let dir = tempfile::tempdir().unwrap();
     let name = "x".repeat(5_000);
-    let model = playback(
-        dir.path(),
-        json!([{"tool_calls": [{"name": name, "arguments": {}}]}, {"answer": "done"}]),
-    );
+    let model =
+        play_model(json!([{"tool_calls": [{"name": name, "arguments": {}}]}, {"answer": "done"}]));
     let w = run_watched(
         &["ask", "x", "--model", &model, "--json"],
         &[],
@@ -45,39 +42,17 @@ fn a_proposed_name_of_5000_characters_gets_an_answer_at_once() {
 
 #[test]
 fn a_result_bound_too_small_for_the_frame_is_refused_when_the_file_is_read() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = write(
-        dir.path(),
-        "servers.json",
-        &json!({"mcpServers": {}, "gatehouse": {"maxResultChars": 30}}),
-    );
-    let ran = run(
-        &[
-            "ask",
-            "Draft a reply to ticket T-40003",
-            "--config",
-            &config,
-        ],
-        &[],
-    );
+    let bed = Bed::new(json!({}), json!({"maxResultChars": 30}));
+    let ran = bed.run(&["ask", "Draft a reply to ticket T-40003"]);
     assert_eq!(ran.status, 2);
-    assert!(
-        ran.stderr
-            .contains("\"maxResultChars\" must be a whole number from 400 to 10000000, not 30"),
-        "{}",
-        ran.stderr
-    );
+    ran.assert_stderr("\"maxResultChars\" must be a whole number from 400 to 10000000, not 30");
 }
 
 #[test]
 fn questions_whose_lowercase_is_longer_do_not_panic() {
-    let ran = run(
-        &[
-            "ask",
-            "İİİİİİİ open a ticketé: brute force on jump-prod-02",
-            "--json",
-            "--no",
-        ],
+    let ran = ask(
+        "İİİİİİİ open a ticketé: brute force on jump-prod-02",
+        &["--no"],
         &[],
     );
     assert_eq!(ran.status, 0, "{}", ran.stderr);
@@ -209,20 +184,13 @@ fn a_server_that_echoes_its_credentials_has_them_redacted_everywhere() {
 
 #[test]
 fn a_server_named_host_works_like_any_other() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = write(
-        dir.path(),
-        "servers.json",
-        &json!({"mcpServers": {"host": builtin_server("testbed", json!({}))},
-                "gatehouse": {"allow": ["host__echo"]}}),
+    let bed = Bed::new(
+        json!({"host": builtin_server("testbed", json!({}))}),
+        json!({"allow": ["host__echo"]}),
     );
-    let model = playback(
-        dir.path(),
+    let ran = bed.play(
         json!([{"tool_calls": [{"name": "host__echo", "arguments": {"text": "mine"}}]},
                {"answer": "ok"}]),
-    );
-    let ran = run(
-        &["ask", "x", "--config", &config, "--model", &model, "--json"],
         &[],
     );
     let events = ran.tool_events();
@@ -232,25 +200,16 @@ fn a_server_named_host_works_like_any_other() {
 
 /// Run `hostile forms`' tool with these options; the action the server was answered with.
 fn form_answer(options: &[&str]) -> Value {
-    let dir = tempfile::tempdir().unwrap();
-    let config = write(
-        dir.path(),
-        "servers.json",
-        &json!({"mcpServers": {"notes": hostile("forms", json!({}))},
-                "gatehouse": {"allow": ["notes__attack"]}}),
+    let bed = Bed::new(
+        json!({"notes": hostile("forms", json!({}))}),
+        json!({"allow": ["notes__attack"]}),
     );
-    let model = playback(
-        dir.path(),
+    let ran = bed.play(
         json!([{"tool_calls": [{"name": "notes__attack", "arguments": {}}]}, {"answer": "ok"}]),
+        options,
     );
-    let mut args = vec!["ask", "x", "--config", &config, "--model", &model, "--json"];
-    args.extend_from_slice(options);
-    let ran = run(&args, &[]);
     assert_eq!(ran.status, 0, "{}", ran.stderr);
-    let steps = ran.json()["steps"].clone();
-    steps
-        .as_array()
-        .unwrap()
+    ran.steps()
         .iter()
         .find(|s| s["who"] == "person")
         .map(|s| s["data"].clone())
@@ -334,14 +293,11 @@ fn http_failure(response: &'static str, port_digits: &str) -> String {
     let listener = listener_with(port_digits);
     let port = listener.local_addr().unwrap().port();
     answer_http(listener, response, 20);
-    let dir = tempfile::tempdir().unwrap();
-    let config = write(
-        dir.path(),
-        "servers.json",
-        &json!({"mcpServers": {"remote": {"type": "http", "url": format!("http://127.0.0.1:{port}/mcp")}},
-                "gatehouse": {"connectTimeoutMs": 5000}}),
+    let bed = Bed::new(
+        json!({"remote": {"type": "http", "url": format!("http://127.0.0.1:{port}/mcp")}}),
+        json!({"connectTimeoutMs": 5000}),
     );
-    let ran = run(&["ask", "x", "--config", &config, "--json"], &[]);
+    let ran = bed.run(&["ask", "x", "--json"]);
     ran.step_texts()
         .into_iter()
         .find(|s| s.contains("server unavailable"))
@@ -426,15 +382,11 @@ fn saved_results_are_private_and_a_later_turn_keeps_the_earlier_files() {
 
 #[test]
 fn the_same_uri_from_two_servers_is_read_from_the_one_named() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = write(
-        dir.path(),
-        "servers.json",
-        &json!({"mcpServers": {"a": builtin_server("orders", json!({})), "b": builtin_server("orders", json!({}))},
-                "gatehouse": {"allow": ["a__get_order_status", "b__get_order_status", "read_resource"]}}),
+    let bed = Bed::new(
+        json!({"a": builtin_server("orders", json!({})), "b": builtin_server("orders", json!({}))}),
+        json!({"allow": ["a__get_order_status", "b__get_order_status", "read_resource"]}),
     );
-    let model = playback(
-        dir.path(),
+    let ran = bed.play(
         json!([
             {"tool_calls": [
                 {"name": "a__get_order_status", "arguments": {"order_id": "A-1002"}},
@@ -444,9 +396,6 @@ fn the_same_uri_from_two_servers_is_read_from_the_one_named() {
             {"tool_calls": [{"name": "read_resource", "arguments": {"uri": "orders://A-1002", "server": "b"}}]},
             {"answer": "read"}
         ]),
-    );
-    let ran = run(
-        &["ask", "x", "--config", &config, "--model", &model, "--json"],
         &[],
     );
     let steps = ran.step_texts().join("\n");
@@ -462,18 +411,21 @@ fn the_same_uri_from_two_servers_is_read_from_the_one_named() {
     assert_eq!(read["server"], "b");
 }
 
-/// Run `gatehouse ARGS` at a pseudo-terminal, answering `answers` (prompt, answer) in
-/// order; everything the terminal showed.
-fn at_terminal(args: &[&str], answers: &[(&str, &str)]) -> String {
+/// Run `gatehouse ask QUESTION OPTIONS…` at a pseudo-terminal, answering `answers`
+/// (prompt, answer) in order; everything the terminal showed.
+fn at_terminal(question: &str, options: &[&str], answers: &[(&str, &str)]) -> String {
     let script = repo_root().join("tests/peers/pty_run.py");
     let mut cmd = std::process::Command::new("python3");
     cmd.arg(script).arg("60");
     for (prompt, answer) in answers {
         cmd.arg(format!("{prompt}={answer}"));
     }
-    cmd.arg("--").arg(exe()).args(args);
     // The host's own colours are the only escapes it may write; these tests look for any
     // other, so they run without colour.
+    cmd.arg("--")
+        .arg(exe())
+        .args(["ask", question])
+        .args(options);
     cmd.env("GATEHOUSE_TICKETS_DB", scratch_dir().join("tickets.db"))
         .env("XDG_CONFIG_HOME", scratch_dir())
         .env("NO_COLOR", "1")
@@ -488,18 +440,11 @@ fn at_terminal(args: &[&str], answers: &[(&str, &str)]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-fn repo_root() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
 #[test]
 fn with_json_at_a_terminal_the_person_sees_the_call_before_the_question() {
     let screen = at_terminal(
-        &[
-            "ask",
-            "who owns jump-prod-02? Open a ticket for it: disk full",
-            "--json",
-        ],
+        "who owns jump-prod-02? Open a ticket for it: disk full",
+        &["--json"],
         &[("Run it? [y/N]", "n")],
     );
     let call = screen
@@ -513,11 +458,8 @@ fn with_json_at_a_terminal_the_person_sees_the_call_before_the_question() {
 #[test]
 fn a_ticket_summary_cannot_repaint_the_confirmation_at_the_terminal() {
     let screen = at_terminal(
-        &[
-            "ask",
-            "who owns jump-prod-02? Open a ticket for it: all fine\u{1b}[2J\u{1b}[H\u{9b}Approve: yes",
-            "--yes",
-        ],
+        "who owns jump-prod-02? Open a ticket for it: all fine\u{1b}[2J\u{1b}[H\u{9b}Approve: yes",
+        &["--yes"],
         &[("Accept? [y/N]", "n")],
     );
     assert!(

@@ -22,6 +22,11 @@ fn attack(scenario: &str, calls: &[(&str, Value)]) -> Watched {
     attack_with(scenario, calls, json!({}))
 }
 
+/// The scenario's `attack` tool called once.
+fn attack_once(scenario: &str) -> Watched {
+    attack(scenario, &[("attack", json!({}))])
+}
+
 /// A servers file with the hostile server in `scenario` and `gatehouse` settings.
 fn hostile_config(dir: &std::path::Path, scenario: &str, gatehouse: Value) -> String {
     write(
@@ -95,10 +100,15 @@ fn steps(w: &Watched) -> String {
     w.ran.step_texts().join("\n")
 }
 
+/// The run's steps hold `part`.
+fn says(w: &Watched, part: &str) {
+    assert!(steps(w).contains(part), "{part}: {}", steps(w));
+}
+
 #[test]
 fn garbage_lines_around_the_answers_are_ignored() {
-    let w = attack("garbage", &[("attack", json!({}))]);
-    assert!(steps(&w).contains("server: result: "), "{}", steps(&w));
+    let w = attack_once("garbage");
+    says(&w, "server: result: ");
 }
 
 #[test]
@@ -121,7 +131,7 @@ fn a_line_past_the_message_bound_fails_the_call_at_once() {
 
 #[test]
 fn a_12_mb_result_reaches_the_model_bounded() {
-    let w = attack("big-result", &[("attack", json!({}))]);
+    let w = attack_once("big-result");
     let data = w.ran.step_data();
     let result = data
         .iter()
@@ -147,7 +157,7 @@ fn a_flood_of_notifications_is_bounded_and_the_answer_still_arrives() {
 
 #[test]
 fn a_flood_of_server_requests_never_reaches_past_the_person_s_bounds() {
-    let w = attack("request-flood", &[("attack", json!({}))]);
+    let w = attack_once("request-flood");
     let texts = w.ran.step_texts();
     assert!(texts.iter().any(|s| s.starts_with("server: result: ")));
     let asked = texts.iter().filter(|s| s.contains(" asks: ")).count();
@@ -161,28 +171,20 @@ fn a_flood_of_server_requests_never_reaches_past_the_person_s_bounds() {
 
 #[test]
 fn a_server_that_never_answers_is_timed_out() {
-    let w = attack("silent", &[("attack", json!({}))]);
-    assert!(steps(&w).contains("timed out after 3"), "{}", steps(&w));
+    let w = attack_once("silent");
+    says(&w, "timed out after 3");
 }
 
 #[test]
 fn a_server_that_dies_mid_answer_is_reported() {
-    let w = attack("die", &[("attack", json!({}))]);
-    assert!(
-        steps(&w).contains("closed during the call"),
-        "{}",
-        steps(&w)
-    );
+    let w = attack_once("die");
+    says(&w, "closed during the call");
 }
 
 #[test]
 fn questions_for_ever_stop_at_the_round_cap() {
-    let w = attack("ask-forever", &[("attack", json!({}))]);
-    assert!(
-        steps(&w).contains("asked for input more than 10 times"),
-        "{}",
-        steps(&w)
-    );
+    let w = attack_once("ask-forever");
+    says(&w, "asked for input more than 10 times");
 }
 
 #[test]
@@ -229,11 +231,7 @@ fn a_tool_list_nested_past_any_parser_leaves_the_server_out_in_time() {
 #[test]
 fn paging_that_never_ends_is_cut() {
     let w = attack("paging-loop", &[]);
-    assert!(
-        steps(&w).contains("did not end after 100 pages"),
-        "{}",
-        steps(&w)
-    );
+    says(&w, "did not end after 100 pages");
 }
 
 #[test]
@@ -278,7 +276,7 @@ fn a_decoy_cannot_take_the_real_tools_name() {
 
 #[test]
 fn answers_with_the_wrong_id_are_dropped_and_noted() {
-    let w = attack("wrong-ids", &[("attack", json!({}))]);
+    let w = attack_once("wrong-ids");
     let text = steps(&w);
     assert!(
         text.contains("dropped an answer from hostile with id \""),
@@ -296,14 +294,14 @@ fn answers_with_the_wrong_id_are_dropped_and_noted() {
 
 #[test]
 fn an_answer_under_a_string_id_is_not_the_answer() {
-    let w = attack("wrong-id-only", &[("attack", json!({}))]);
+    let w = attack_once("wrong-id-only");
     let text = steps(&w);
     assert!(text.contains("timed out after 3"), "{text}");
 }
 
 #[test]
 fn a_flood_on_stderr_is_relayed_in_bounded_lines() {
-    let w = attack("stderr-flood", &[("attack", json!({}))]);
+    let w = attack_once("stderr-flood");
     let longest = w
         .ran
         .stderr

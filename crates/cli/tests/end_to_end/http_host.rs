@@ -5,80 +5,23 @@
 use crate::common;
 
 use std::{
-    io::{BufRead, BufReader},
-    process::{Child, Command, Stdio},
+    path::Path,
     time::{Duration, Instant},
 };
 
-use common::*;
+use common::{
+    process::{Process, Spawn},
+    serve::{SAM_TOKEN, serve_http, tokens_file},
+    *,
+};
 use serde_json::json;
-use sha2::{Digest, Sha256};
 
-const SAM_TOKEN: &str = "tok-sam-larkfield-9f2c41d7e0";
-
-/// A reference server on HTTP, stopped when dropped.
-struct HttpServer {
-    child: Child,
-    url: String,
+/// `gatehouse serve NAME --http 127.0.0.1:0` with Sam's token, its tickets store in `dir`.
+fn serve(name: &str, dir: &Path) -> Process {
+    serve_http(name, &tokens_file(dir), &dir.join("tickets.db"))
 }
 
-impl Drop for HttpServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn tokens_file(dir: &std::path::Path) -> String {
-    let hash = |t: &str| {
-        Sha256::digest(t.as_bytes())
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect::<String>()
-    };
-    write(
-        dir,
-        "tokens.json",
-        &json!([{"user": "usr-sam", "tenant": "larkfield", "sha256": hash(SAM_TOKEN)}]),
-    )
-}
-
-/// Start `gatehouse serve NAME --http 127.0.0.1:0 --tokens FILE` and read its URL.
-fn serve_http(name: &str, dir: &std::path::Path, env: &[(&str, &str)]) -> HttpServer {
-    let tokens = tokens_file(dir);
-    let mut cmd = Command::new(exe());
-    cmd.args(["serve", name, "--http", "127.0.0.1:0", "--tokens", &tokens])
-        .env("GATEHOUSE_TICKETS_DB", dir.join("tickets.db"))
-        .env_remove("GATEHOUSE_TICKETS_KEY")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.spawn().expect("the server starts");
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if let Some(at) = line.find("http://") {
-                let _ = tx.send(
-                    line[at..]
-                        .split_whitespace()
-                        .next()
-                        .unwrap_or("")
-                        .to_owned(),
-                );
-            }
-        }
-    });
-    let url = rx
-        .recv_timeout(Duration::from_secs(20))
-        .expect("the server prints its URL");
-    HttpServer { child, url }
-}
-
-fn remote_config(dir: &std::path::Path, servers: serde_json::Value, allow: &[&str]) -> String {
+fn remote_config(dir: &Path, servers: serde_json::Value, allow: &[&str]) -> String {
     write(
         dir,
         "claude_desktop_config.json",
@@ -89,32 +32,20 @@ fn remote_config(dir: &std::path::Path, servers: serde_json::Value, allow: &[&st
 #[test]
 fn the_support_desk_over_http_with_a_token_from_the_environment() {
     let dir = tempfile::tempdir().unwrap();
-    let server = serve_http("support", dir.path(), &[]);
+    let server = serve("support", dir.path());
     let config = remote_config(
         dir.path(),
         json!({"support": {"type": "http", "url": "${SUPPORT_URL}", "headers": {"Authorization": "Bearer ${SUPPORT_TOKEN}"}}}),
         &["support__search_knowledge", "support__get_ticket"],
     );
     let record = dir.path().join("run.jsonl");
-    let ran = run(
-        &[
-            "ask",
-            "Draft a reply to ticket T-30002",
-            "--config",
-            &config,
-            "--json",
-            "--record",
-            record.to_str().unwrap(),
-        ],
+    let ran = ask(
+        "Draft a reply to ticket T-30002",
+        &["--config", &config, "--record", record.to_str().unwrap()],
         &[("SUPPORT_URL", &server.url), ("SUPPORT_TOKEN", SAM_TOKEN)],
     );
     assert_eq!(ran.status, 0, "{}", ran.stderr);
-    assert!(
-        ran.answer()
-            .contains("policy://larkfield/refunds-and-payments"),
-        "{}",
-        ran.answer()
-    );
+    ran.assert_answer("policy://larkfield/refunds-and-payments");
     assert_eq!(ran.step_data()[0]["protocol"], "2026-07-28");
     let recorded = std::fs::read_to_string(&record).unwrap();
     assert!(recorded.contains("tools/call"));
@@ -126,8 +57,8 @@ fn the_support_desk_over_http_with_a_token_from_the_environment() {
 #[test]
 fn the_seed_run_over_http_confirms_through_input_required() {
     let dir = tempfile::tempdir().unwrap();
-    let cmdb = serve_http("cmdb", dir.path(), &[]);
-    let tickets = serve_http("tickets", dir.path(), &[]);
+    let cmdb = serve("cmdb", dir.path());
+    let tickets = serve("tickets", dir.path());
     let auth = json!({"Authorization": format!("Bearer {SAM_TOKEN}")});
     let config = remote_config(
         dir.path(),
@@ -135,21 +66,7 @@ fn the_seed_run_over_http_confirms_through_input_required() {
                "tickets": {"type": "http", "url": tickets.url, "headers": auth}}),
         &["cmdb__get_asset"],
     );
-    let q =
-        "who owns jump-prod-02? Open a ticket for it: brute force then a login from 203.0.113.77";
-    let ran = run(
-        &[
-            "ask",
-            q,
-            "--config",
-            &config,
-            "--yes",
-            "--answer",
-            "priority=P1",
-            "--json",
-        ],
-        &[],
-    );
+    let ran = seed_run("priority=P1", &["--config", &config], &[]);
     let answer = ran.answer();
     assert!(
         answer.contains("Camille Michel") && answer.contains("I opened INC-4100 (P1)"),
@@ -162,23 +79,14 @@ fn the_seed_run_over_http_confirms_through_input_required() {
 #[test]
 fn a_missing_variable_is_named_and_the_other_servers_work() {
     let dir = tempfile::tempdir().unwrap();
-    let server = serve_http("support", dir.path(), &[]);
+    let server = serve("support", dir.path());
     let config = remote_config(
         dir.path(),
         json!({"needs_token": {"type": "http", "url": server.url, "headers": {"Authorization": "Bearer ${GATEHOUSE_TEST_NOT_SET}"}},
                "support": {"type": "http", "url": server.url, "headers": {"Authorization": format!("Bearer {SAM_TOKEN}")}}}),
         &["support__search_knowledge"],
     );
-    let ran = run(
-        &[
-            "ask",
-            "What is the return window?",
-            "--config",
-            &config,
-            "--json",
-        ],
-        &[],
-    );
+    let ran = ask("What is the return window?", &["--config", &config], &[]);
     let steps = ran.step_texts().join("\n");
     assert!(steps.contains("server needs_token is not used: headers Authorization: variable GATEHOUSE_TEST_NOT_SET is not set"), "{steps}");
     assert!(ran.answer().contains("Returns policy"));
@@ -187,7 +95,7 @@ fn a_missing_variable_is_named_and_the_other_servers_work() {
 #[test]
 fn unreachable_refused_and_wrong_endpoints_are_named() {
     let dir = tempfile::tempdir().unwrap();
-    let server = serve_http("support", dir.path(), &[]);
+    let server = serve("support", dir.path());
     let closed = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
@@ -229,7 +137,7 @@ fn unreachable_refused_and_wrong_endpoints_are_named() {
 #[test]
 fn a_server_that_drops_mid_call_is_reported_and_the_turn_goes_on() {
     let dir = tempfile::tempdir().unwrap();
-    let mut server = serve_http("testbed", dir.path(), &[]);
+    let mut server = serve("testbed", dir.path());
     let config = remote_config(
         dir.path(),
         json!({"testbed": {"type": "http", "url": server.url, "headers": {"Authorization": format!("Bearer {SAM_TOKEN}")}}}),
@@ -239,27 +147,19 @@ fn a_server_that_drops_mid_call_is_reported_and_the_turn_goes_on() {
         dir.path(),
         json!([{"tool_calls": [{"name": "testbed__sleep", "arguments": {"seconds": 30, "quiet": true}}]}, {"answer": "still here"}]),
     );
-    let child = Command::new(exe())
-        .args(["ask", "x", "--config", &config, "--model", &model, "--json"])
-        .env("XDG_CONFIG_HOME", dir.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let host = Spawn::new(
+        gatehouse_command(&ask_args(&config, &model, &[]), &[]),
+        "gatehouse ask",
+    )
+    .run();
     std::thread::sleep(Duration::from_millis(1_500));
-    server.child.kill().unwrap();
+    server.stop();
     let started = Instant::now();
-    let out = child.wait_with_output().unwrap();
+    let ran = host.wait(process::LIMIT);
     assert!(
         started.elapsed() < Duration::from_secs(15),
         "the host did not wait for the dead server"
     );
-    let ran = Ran {
-        status: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    };
     assert_eq!(ran.answer(), "still here", "{}", ran.stderr);
     let events = ran.tool_events();
     assert_eq!(events[0]["outcome"], "error", "{:?}", ran.step_texts());
@@ -273,12 +173,8 @@ fn a_servers_file_in_the_usual_place_is_found_without_config() {
     let servers = json!({"mcpServers": {"desk": builtin_server("support", json!({}))},
                          "gatehouse": {"allow": ["desk__search_knowledge"]}});
     std::fs::write(project.join(".mcp.json"), servers.to_string()).unwrap();
-    let out = Command::new(exe())
-        .args(["ask", "What is the return window?", "--json"])
+    let out = gatehouse_command(&["ask", "What is the return window?", "--json"], &[])
         .current_dir(&project)
-        .env("XDG_CONFIG_HOME", dir.path())
-        .env_remove("GATEHOUSE_CONFIG")
-        .stdin(Stdio::null())
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);

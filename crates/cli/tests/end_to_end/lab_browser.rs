@@ -9,21 +9,16 @@
 use crate::common;
 
 use std::{
-    io::{BufRead, BufReader},
     path::{Path, PathBuf},
-    process::{Command, Stdio},
-    sync::mpsc,
+    process::Command,
     time::{Duration, Instant},
 };
 
+use common::{process::Spawn, repo_root, seed_run};
 use serde_json::json;
 
 /// The longest the browser script may take.
 const SCRIPT_LIMIT: Duration = Duration::from_secs(240);
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 fn chromium() -> PathBuf {
     std::env::var_os("CHROMIUM")
@@ -81,97 +76,37 @@ fn the_lab_works_in_a_real_browser() {
 
     // A run recorded with --record, for the explorer to open.
     let recording = dir.join("ticket-run.jsonl");
-    let ran = common::run(
-        &[
-            "ask",
-            "who owns jump-prod-02? Open a ticket for it: brute force then a login from 203.0.113.77",
-            "--config",
-            &config,
-            "--yes",
-            "--answer",
-            "priority=P1",
-            "--json",
-            "--record",
-            recording.to_str().unwrap(),
-        ],
-        &[],
-    );
+    let record = ["--record", recording.to_str().unwrap(), "--config", &config];
+    let ran = seed_run("priority=P1", &record, &[]);
     assert_eq!(ran.status, 0, "{}", ran.stderr);
 
-    let mut lab = Command::new(common::exe())
-        .args(["lab", "--port", "0", "--config", &config])
-        .env("GATEHOUSE_TICKETS_DB", dir.join("tickets.db"))
-        .env_remove("HOST_TOOL_TIMEOUT")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("the gatehouse binary runs");
-    let stdout = lab.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let url = loop {
-        match rx.recv_timeout(Duration::from_secs(60)) {
-            Ok(line) => {
-                if let Some(at) = line.find("http://") {
-                    break line[at..].trim().to_owned();
-                }
-            }
-            Err(e) => {
-                let _ = lab.kill();
-                panic!("the lab printed no URL: {e}");
-            }
-        }
-    };
+    let lab = common::serve::lab(&["--config", &config]);
 
     let shots = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join("target"))
         .join("lab-screenshots");
     let started = Instant::now();
-    let mut script = Command::new("node")
+    let mut script = Command::new("node");
+    script
         .arg(root.join("tests/browser/lab.mjs"))
-        .arg(&url)
+        .arg(&lab.url)
         .arg(&recording)
         .arg(&shots)
         .current_dir(&root)
-        .env("CHROMIUM", chromium())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("node runs");
-    let status = loop {
-        if let Some(status) = script.try_wait().unwrap() {
-            break Some(status);
-        }
-        if started.elapsed() > SCRIPT_LIMIT {
-            let _ = script.kill();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    };
-    let output = script.wait_with_output().unwrap();
-    let _ = Command::new("kill")
-        .args(["-INT", &lab.id().to_string()])
-        .status();
-    std::thread::sleep(Duration::from_millis(500));
-    let _ = lab.kill();
-    let _ = lab.wait();
+        .env("CHROMIUM", chromium());
+    let ran = Spawn::new(script, "the browser script")
+        .run()
+        .wait(SCRIPT_LIMIT);
+    drop(lab);
 
-    let out = String::from_utf8_lossy(&output.stdout);
-    let err = String::from_utf8_lossy(&output.stderr);
+    let out = ran.stdout;
     println!("{out}");
-    eprintln!("{err}");
-    let Some(status) = status else {
-        panic!("the browser script ran longer than {SCRIPT_LIMIT:?}");
-    };
-    assert!(
-        status.success(),
-        "the browser script failed ({status}); screenshots in {}",
+    eprintln!("{}", ran.stderr);
+    assert_eq!(
+        ran.status,
+        0,
+        "the browser script failed; screenshots in {}",
         shots.display()
     );
     assert!(out.contains("all checks passed"));

@@ -4,60 +4,36 @@
 use crate::common;
 
 use std::{
-    io::{BufRead, BufReader, Read, Write},
+    io::{Read, Write},
     net::TcpStream,
-    process::{Child, Command, Stdio},
-    sync::mpsc,
     time::Duration,
 };
 
+use common::process::Process;
 use serde_json::Value;
 
-/// A running `gatehouse lab`, stopped when dropped.
+/// A running `gatehouse lab` ([`common::serve::lab`]), stopped with Ctrl-C when dropped.
 struct Lab {
-    child: Child,
+    _process: Process,
     port: u16,
     token: String,
 }
 
 impl Lab {
     fn start(extra: &[&str]) -> Lab {
-        let dir = common::scratch_dir();
-        let mut child = Command::new(common::exe())
-            .args(["lab", "--port", "0"])
-            .args(extra)
-            .env("GATEHOUSE_TICKETS_DB", dir.join("tickets.db"))
-            .env_remove("HOST_TOOL_TIMEOUT")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("the gatehouse binary runs");
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        let url = loop {
-            let line = rx
-                .recv_timeout(Duration::from_secs(60))
-                .expect("the lab prints its URL within a minute");
-            if let Some(at) = line.find("http://") {
-                break line[at..].trim().to_owned();
-            }
-        };
-        let rest = url
+        let process = common::serve::lab(extra);
+        let rest = process
+            .url
             .strip_prefix("http://127.0.0.1:")
-            .expect("the lab listens on 127.0.0.1");
+            .expect("the lab listens on 127.0.0.1")
+            .to_owned();
         let (port, token) = rest
             .split_once("/?token=")
             .expect("the URL carries a token");
         Lab {
-            child,
             port: port.parse().unwrap(),
             token: token.to_owned(),
+            _process: process,
         }
     }
 
@@ -109,23 +85,6 @@ impl Lab {
     fn ours(&self, method: &str, path: &str, body: &str) -> (u16, String) {
         let headers = [("Host", self.host()), ("X-Lab-Token", self.token.clone())];
         self.request(method, path, &headers, body)
-    }
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        // Ctrl-C first, so the lab closes its servers; then make sure.
-        let _ = Command::new("kill")
-            .args(["-INT", &self.child.id().to_string()])
-            .status();
-        for _ in 0..30 {
-            if matches!(self.child.try_wait(), Ok(Some(_))) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -251,14 +210,9 @@ fn a_manual_lab_has_no_model_to_ask() {
 fn ask_record_writes_every_message_as_json_lines() {
     let dir = common::scratch_dir();
     let file = dir.join("run.jsonl");
-    let ran = common::run(
-        &[
-            "ask",
-            "Draft a reply to ticket T-30002",
-            "--json",
-            "--record",
-            file.to_str().unwrap(),
-        ],
+    let ran = common::ask(
+        "Draft a reply to ticket T-30002",
+        &["--record", file.to_str().unwrap()],
         &[],
     );
     assert_eq!(ran.status, 0, "{}", ran.stderr);

@@ -25,8 +25,6 @@ mod http_host;
 mod http_servers;
 mod interop_foreign_clients;
 mod interop_foreign_servers;
-mod interop_http_foreign_clients;
-mod interop_http_foreign_servers;
 mod lab_browser;
 mod lab_http;
 mod many_servers;

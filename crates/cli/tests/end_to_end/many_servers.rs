@@ -6,25 +6,12 @@ use crate::common;
 use common::*;
 use serde_json::{Value, json};
 
-const SEED_QUESTION: &str =
-    "who owns jump-prod-02? Open a ticket for it: brute force then a login from 203.0.113.77";
-
 #[test]
 fn the_seed_run_names_the_owner_and_opens_inc_4100_then_inc_4101() {
     let store = scratch_dir().join("tickets.db");
     let store = store.to_str().unwrap();
     let env = [("GATEHOUSE_TICKETS_DB", store)];
-    let ran = run(
-        &[
-            "ask",
-            SEED_QUESTION,
-            "--yes",
-            "--answer",
-            "priority=P1",
-            "--json",
-        ],
-        &env,
-    );
+    let ran = seed_run("priority=P1", &[], &env);
     assert_eq!(ran.status, 0, "{}", ran.stderr);
     let answer = ran.answer();
     assert!(answer.contains("owned by Camille Michel"), "{answer}");
@@ -48,23 +35,9 @@ fn the_seed_run_names_the_owner_and_opens_inc_4100_then_inc_4101() {
     );
     assert!(steps.contains(&"person: answered accept".to_string()));
 
-    let again = run(
-        &[
-            "ask",
-            SEED_QUESTION,
-            "--yes",
-            "--answer",
-            "priority=P1",
-            "--json",
-        ],
-        &env,
-    );
-    assert!(
-        again.answer().contains("I opened INC-4101 (P1)"),
-        "{}",
-        again.answer()
-    );
-    let listed = run(&["ask", "list tickets", "--json"], &env);
+    let again = seed_run("priority=P1", &[], &env);
+    again.assert_answer("I opened INC-4101 (P1)");
+    let listed = ask("list tickets", &[], &env);
     assert!(
         listed.answer().starts_with("2 incident tickets:"),
         "{}",
@@ -85,11 +58,8 @@ fn declining_the_form_opens_nothing() {
         answer.contains("I could not use open_ticket: the user declined: no ticket was opened"),
         "{answer}"
     );
-    assert!(
-        ran.steps_after_discovery()
-            .contains(&"person: answered decline".to_string())
-    );
-    let listed = run(&["ask", "list tickets", "--json"], &env);
+    ran.assert_steps(&["person: answered decline"]);
+    let listed = ask("list tickets", &[], &env);
     assert_eq!(
         listed.answer(),
         "There are no incident tickets for that yet."
@@ -98,17 +68,7 @@ fn declining_the_form_opens_nothing() {
 
 #[test]
 fn refusing_the_call_means_the_server_is_never_asked() {
-    let ran = run(
-        &[
-            "ask",
-            SEED_QUESTION,
-            "--no",
-            "--answer",
-            "priority=P1",
-            "--json",
-        ],
-        &[],
-    );
+    let ran = ask(SEED_QUESTION, &["--no", "--answer", "priority=P1"], &[]);
     assert!(
         ran.answer()
             .contains("I could not use open_ticket: the person declined this call")
@@ -123,35 +83,15 @@ fn refusing_the_call_means_the_server_is_never_asked() {
 
 #[test]
 fn a_form_answer_that_does_not_fit_is_declined_not_guessed() {
-    let ran = run(
-        &[
-            "ask",
-            SEED_QUESTION,
-            "--yes",
-            "--answer",
-            "priority=urgent",
-            "--json",
-        ],
-        &[],
-    );
-    assert!(
-        ran.answer().contains("no ticket was opened"),
-        "{}",
-        ran.answer()
-    );
+    let ran = seed_run("priority=urgent", &[], &[]);
+    ran.assert_answer("no ticket was opened");
 }
 
 #[test]
 fn tools_offers_only_the_named_tools_and_everything_else_is_unknown() {
-    let ran = run(
-        &[
-            "ask",
-            SEED_QUESTION,
-            "--tools",
-            "cmdb__get_asset,cmdb__find_assets",
-            "--yes",
-            "--json",
-        ],
+    let ran = ask(
+        SEED_QUESTION,
+        &["--tools", "cmdb__get_asset,cmdb__find_assets", "--yes"],
         &[],
     );
     let answer = ran.answer();
@@ -161,29 +101,15 @@ fn tools_offers_only_the_named_tools_and_everything_else_is_unknown() {
         "{answer}"
     );
 
-    let dir = tempfile::tempdir().unwrap();
-    let model = playback(
-        dir.path(),
+    let model = play_model(
         json!([{"tool_calls": [{"name": "tickets__open_ticket", "arguments": {"host": "jump-prod-02", "summary": "x"}}]}, {"answer": "ok"}]),
     );
-    let ran = run(
-        &[
-            "ask",
-            "x",
-            "--model",
-            &model,
-            "--tools",
-            "cmdb__get_asset",
-            "--yes",
-            "--json",
-        ],
+    let ran = ask(
+        "x",
+        &["--model", &model, "--tools", "cmdb__get_asset", "--yes"],
         &[],
     );
-    assert!(
-        ran.step_texts().contains(
-            &"host: refused: tickets__open_ticket is not a tool of this host".to_string()
-        )
-    );
+    ran.assert_steps(&["host: refused: tickets__open_ticket is not a tool of this host"]);
     let events = ran.tool_events();
     assert_eq!(events[0]["outcome"], "unknown_tool");
     assert_eq!(events[0]["server"], "-");
@@ -191,17 +117,7 @@ fn tools_offers_only_the_named_tools_and_everything_else_is_unknown() {
 
 #[test]
 fn host_and_server_records_join_on_trace_id_and_step() {
-    let ran = run(
-        &[
-            "ask",
-            SEED_QUESTION,
-            "--yes",
-            "--answer",
-            "priority=P2",
-            "--json",
-        ],
-        &[],
-    );
+    let ran = seed_run("priority=P2", &[], &[]);
     let events = ran.tool_events();
     assert_eq!(events.len(), 2, "{}", ran.stderr);
     let trace_id = events[0]["trace_id"].as_str().unwrap().to_owned();
@@ -240,24 +156,18 @@ fn host_and_server_records_join_on_trace_id_and_step() {
 
 #[test]
 fn a_name_collision_keeps_both_tools_under_distinct_stable_names() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = write(
-        dir.path(),
-        "servers.json",
-        &json!({"mcpServers": {
+    let bed = Bed::new(
+        json!({
             "test.bed": builtin_server("testbed", json!({})),
             "test_bed": builtin_server("testbed", json!({}))
-        }, "gatehouse": {"allow": ["test_bed__echo", "test_bed__echo_2"]}}),
+        }),
+        json!({"allow": ["test_bed__echo", "test_bed__echo_2"]}),
     );
-    let model = playback(
-        dir.path(),
+    let ran = bed.play(
         json!([{"tool_calls": [
             {"name": "test_bed__echo", "arguments": {"text": "one"}},
             {"name": "test_bed__echo_2", "arguments": {"text": "two"}}
         ]}, {"answer": "ok"}]),
-    );
-    let ran = run(
-        &["ask", "x", "--config", &config, "--model", &model, "--json"],
         &[],
     );
     let steps = ran.step_texts().join("\n");
@@ -269,12 +179,7 @@ fn a_name_collision_keeps_both_tools_under_distinct_stable_names() {
     assert_eq!(events[1]["server"], "test.bed");
     assert!(events.iter().all(|e| e["outcome"] == "ok"));
 
-    let tools = run(&["tools", "--config", &config, "--json"], &[]);
-    let names: Vec<String> = serde_json::from_str::<Vec<Value>>(&tools.stdout)
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap().to_owned())
-        .collect();
+    let names = bed.run(&["tools", "--json"]).row_names();
     assert!(
         names.contains(&"test_bed__echo".to_string())
             && names.contains(&"test_bed__echo_2".to_string()),

@@ -8,7 +8,7 @@ use serde_json::json;
 
 #[test]
 fn sam_drafts_a_reply_to_t30002_citing_the_refunds_policy() {
-    let ran = run(&["ask", "Draft a reply to ticket T-30002", "--json"], &[]);
+    let ran = ask("Draft a reply to ticket T-30002", &[], &[]);
     assert_eq!(ran.status, 0, "{}", ran.stderr);
     let answer = ran.answer();
     assert!(answer.contains("Hi Hugo"), "{answer}");
@@ -17,9 +17,7 @@ fn sam_drafts_a_reply_to_t30002_citing_the_refunds_policy() {
         "{answer}"
     );
     assert!(answer.contains("Double charges"), "{answer}");
-    assert!(ran.step_texts().contains(
-        &"host: discovered 2 tools on support: search_knowledge, get_ticket".to_string()
-    ));
+    ran.assert_steps(&["host: discovered 2 tools on support: search_knowledge, get_ticket"]);
     let steps = ran.steps_after_discovery();
     assert_eq!(
         steps,
@@ -55,16 +53,7 @@ fn sam_drafts_a_reply_to_t30002_citing_the_refunds_policy() {
 
 #[test]
 fn omar_finds_the_return_window() {
-    let ran = run(
-        &[
-            "ask",
-            "What is the return window?",
-            "--user",
-            "usr-omar",
-            "--json",
-        ],
-        &[],
-    );
+    let ran = ask("What is the return window?", &["--user", "usr-omar"], &[]);
     let answer = ran.answer();
     assert!(
         answer.starts_with("From \"Returns policy\" (policy://larkfield/returns-policy):"),
@@ -87,32 +76,20 @@ fn omar_finds_the_return_window() {
 
 #[test]
 fn omar_may_search_but_not_read_tickets() {
-    let ran = run(
-        &[
-            "ask",
-            "Draft a reply to ticket T-30002",
-            "--user",
-            "usr-omar",
-            "--json",
-        ],
+    let ran = ask(
+        "Draft a reply to ticket T-30002",
+        &["--user", "usr-omar"],
         &[],
     );
-    assert!(ran.answer().contains("I could not use get_ticket: forbidden: your role (read_only) does not allow tickets:read"), "{}", ran.answer());
+    ran.assert_answer(
+        "I could not use get_ticket: forbidden: your role (read_only) does not allow tickets:read",
+    );
     assert_eq!(ran.server_logs("support")[0]["outcome"], "forbidden");
 }
 
 #[test]
 fn tomas_sees_the_tools_but_every_call_is_refused_by_the_server() {
-    let ran = run(
-        &[
-            "ask",
-            "What is the return window?",
-            "--user",
-            "usr-tomas",
-            "--json",
-        ],
-        &[],
-    );
+    let ran = ask("What is the return window?", &["--user", "usr-tomas"], &[]);
     assert_eq!(
         ran.steps_after_discovery(),
         vec![
@@ -128,25 +105,12 @@ fn tomas_sees_the_tools_but_every_call_is_refused_by_the_server() {
         ran.answer(),
         "I could not use search_knowledge: forbidden: you have no access to this organization"
     );
-    assert!(
-        ran.server_logs("support").is_empty(),
-        "no tool ran, so no log line: {}",
-        ran.stderr
-    );
+    ran.assert_quiet("support", "no tool ran, so no log line");
 }
 
 #[test]
 fn an_organization_that_does_not_exist_gets_the_same_answer() {
-    let ran = run(
-        &[
-            "ask",
-            "What is the return window?",
-            "--tenant",
-            "lark",
-            "--json",
-        ],
-        &[],
-    );
+    let ran = ask("What is the return window?", &["--tenant", "lark"], &[]);
     assert_eq!(
         ran.answer(),
         "I could not use search_knowledge: forbidden: you have no access to this organization"
@@ -155,7 +119,7 @@ fn an_organization_that_does_not_exist_gets_the_same_answer() {
 
 #[test]
 fn another_organizations_ticket_is_not_found_here() {
-    let ran = run(&["ask", "Draft a reply to ticket T-40003", "--json"], &[]);
+    let ran = ask("Draft a reply to ticket T-40003", &[], &[]);
     let answer = ran.answer();
     assert!(
         answer.contains(
@@ -169,19 +133,12 @@ fn another_organizations_ticket_is_not_found_here() {
     );
     assert_eq!(ran.server_logs("support")[0]["outcome"], "not_found");
     // Camille, a member of Bramble Books, reads the same ticket.
-    let ran = run(
-        &[
-            "ask",
-            "Draft a reply to ticket T-40003",
-            "--user",
-            "usr-camille",
-            "--tenant",
-            "bramble",
-            "--json",
-        ],
+    let ran = ask(
+        "Draft a reply to ticket T-40003",
+        &["--user", "usr-camille", "--tenant", "bramble"],
         &[],
     );
-    assert!(ran.answer().contains("Hi Ingrid"), "{}", ran.answer());
+    ran.assert_answer("Hi Ingrid");
 }
 
 #[test]

@@ -1,15 +1,31 @@
 //! Helpers for the end-to-end tests: run the real `gatehouse` binary, which starts real
-//! server processes, and read what it printed.
+//! server processes, and read what it printed. Child processes (runs with a time limit,
+//! servers whose address is read and which are stopped when dropped) are in [`process`],
+//! the binary as an HTTP server in [`serve`], the rmcp test client in [`client`].
 #![allow(dead_code)]
 
+pub mod client;
 pub mod http_server;
+pub mod process;
+pub mod serve;
 
 use std::{
     path::{Path, PathBuf},
     process::{Command, Output, Stdio},
+    time::Duration,
 };
 
 use serde_json::{Value, json};
+
+use process::Spawn;
+
+/// The repository's root.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("the repository root")
+}
 
 /// The binary under test.
 pub fn exe() -> PathBuf {
@@ -108,6 +124,95 @@ impl Ran {
     pub fn answer(&self) -> String {
         self.json()["answer"].as_str().unwrap().to_owned()
     }
+
+    /// The steps of an `ask --json` run, whole.
+    pub fn steps(&self) -> Vec<Value> {
+        self.json()["steps"].as_array().unwrap().clone()
+    }
+
+    /// The outcome of every tool call, from the host's `host.tool_call` records.
+    pub fn outcomes(&self) -> Vec<String> {
+        self.tool_events()
+            .iter()
+            .map(|e| e["outcome"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    /// The steps that say a binary block was saved for the person (`… saved to …`).
+    pub fn saved(&self) -> Vec<Value> {
+        self.steps()
+            .into_iter()
+            .filter(|s| s["text"].as_str().unwrap().contains(" saved to "))
+            .collect()
+    }
+
+    /// The kind of each binary block saved, in order (`image`, `audio`, `resource`).
+    pub fn saved_kinds(&self) -> Vec<String> {
+        self.saved()
+            .iter()
+            .map(|s| s["data"]["kind"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    /// Every one of `expected` is among the steps ("who: text").
+    pub fn assert_steps(&self, expected: &[&str]) {
+        let texts = self.step_texts();
+        for step in expected {
+            assert!(texts.iter().any(|t| t == step), "{step}: {texts:#?}");
+        }
+    }
+
+    /// A step ("who: text") starts with `prefix`.
+    pub fn assert_step_starting(&self, prefix: &str) {
+        let texts = self.step_texts();
+        assert!(
+            texts.iter().any(|t| t.starts_with(prefix)),
+            "{prefix}: {texts:#?}"
+        );
+    }
+
+    /// The answer holds `part`.
+    pub fn assert_answer(&self, part: &str) {
+        let answer = self.answer();
+        assert!(answer.contains(part), "{part}: {answer}");
+    }
+
+    /// Stderr holds `part`.
+    pub fn assert_stderr(&self, part: &str) {
+        assert!(self.stderr.contains(part), "{part}: {}", self.stderr);
+    }
+
+    /// `server` logged nothing about tools (`why` says why it should not have).
+    pub fn assert_quiet(&self, server: &str, why: &str) {
+        assert!(
+            self.server_logs(server).is_empty(),
+            "{why}: {}",
+            self.stderr
+        );
+    }
+
+    /// Whether `server` logged the event `event` (`cancelled`, …).
+    pub fn server_saw(&self, server: &str, event: &str) -> bool {
+        self.server_logs(server).iter().any(|l| l["event"] == event)
+    }
+
+    /// The rows of a `tools --json` run.
+    pub fn rows(&self) -> Vec<Value> {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not a JSON list of tools ({e}):\n{}\nstderr:\n{}",
+                self.stdout, self.stderr
+            )
+        })
+    }
+
+    /// The tool names of a `tools --json` run.
+    pub fn row_names(&self) -> Vec<String> {
+        self.rows()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect()
+    }
 }
 
 /// A fresh folder for one run's ticket store, so tests never share or touch a real one.
@@ -133,6 +238,7 @@ pub fn gatehouse_command(args: &[&str], env: &[(&str, &str)]) -> Command {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .env_remove("HOST_TOOL_TIMEOUT")
+        .env_remove("HOST_TOOL_MAX_TIMEOUT")
         .env_remove("GATEHOUSE_TICKETS_KEY")
         .env_remove("GATEHOUSE_CONFIG")
         .env("XDG_CONFIG_HOME", scratch_dir())
@@ -179,6 +285,101 @@ pub fn run_with_stdin(args: &[&str], env: &[(&str, &str)], stdin: Option<&str>) 
     }
 }
 
+/// The seed's question: who owns a host, and a ticket for it.
+pub const SEED_QUESTION: &str =
+    "who owns jump-prod-02? Open a ticket for it: brute force then a login from 203.0.113.77";
+
+/// The seed run: [`SEED_QUESTION`] with `--yes --answer ANSWER` (the ticket's priority,
+/// `priority=P1`) and these options.
+pub fn seed_run(answer: &str, extra: &[&str], env: &[(&str, &str)]) -> Ran {
+    let mut args = vec!["--yes", "--answer", answer];
+    args.extend_from_slice(extra);
+    ask(SEED_QUESTION, &args, env)
+}
+
+/// `gatehouse ask QUESTION --json ARGS…` with extra environment.
+pub fn ask(question: &str, extra: &[&str], env: &[(&str, &str)]) -> Ran {
+    let mut args = vec!["ask", question, "--json"];
+    args.extend_from_slice(extra);
+    run(&args, env)
+}
+
+/// The words of `gatehouse ask x --config FILE --model MODEL --json ARGS…`.
+pub fn ask_args<'a>(config: &'a str, model: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["ask", "x", "--config", config, "--model", model, "--json"];
+    args.extend_from_slice(extra);
+    args
+}
+
+/// One test's folder, with a servers file in it.
+pub struct Bed {
+    pub dir: tempfile::TempDir,
+    /// The servers file's path.
+    pub config: String,
+}
+
+impl Bed {
+    /// A servers file with these servers and host settings ([`servers_file`]).
+    pub fn new(servers: Value, settings: Value) -> Bed {
+        let dir = tempfile::tempdir().unwrap();
+        let config = servers_file(dir.path(), servers, settings);
+        Bed { dir, config }
+    }
+
+    /// The binary's testbed server alone, with `env` for it, and these host settings.
+    pub fn testbed(env: Value, settings: Value) -> Bed {
+        Bed::new(json!({"testbed": builtin_server("testbed", env)}), settings)
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// A playback model of these decisions, in the folder.
+    pub fn model(&self, decisions: Value) -> String {
+        playback(self.path(), decisions)
+    }
+
+    /// `gatehouse ask x --config FILE --model playback:… --json ARGS…`, the model's
+    /// `decisions` played back.
+    pub fn play(&self, decisions: Value, extra: &[&str]) -> Ran {
+        self.play_with(decisions, extra, &[])
+    }
+
+    /// As [`Bed::play`], with extra environment.
+    pub fn play_with(&self, decisions: Value, extra: &[&str], env: &[(&str, &str)]) -> Ran {
+        let model = self.model(decisions);
+        run(&ask_args(&self.config, &model, extra), env)
+    }
+
+    /// `gatehouse ARGS… --config FILE`.
+    pub fn run(&self, args: &[&str]) -> Ran {
+        let mut args = args.to_vec();
+        args.extend(["--config", self.config.as_str()]);
+        run(&args, &[])
+    }
+}
+
+/// The time limits of every tool call (`HOST_TOOL_TIMEOUT`, `HOST_TOOL_MAX_TIMEOUT`, in
+/// seconds), as the host's environment.
+pub fn time_limits(timeout: &'static str, max: &'static str) -> [(&'static str, &'static str); 2] {
+    [
+        ("HOST_TOOL_TIMEOUT", timeout),
+        ("HOST_TOOL_MAX_TIMEOUT", max),
+    ]
+}
+
+/// Run `gatehouse ARGS` as [`run`] does, within [`process::LIMIT`] (a run that would hang
+/// fails instead, and the process is killed).
+pub fn run_bounded(args: &[&str], env: &[(&str, &str)]) -> Ran {
+    Spawn::new(
+        gatehouse_command(args, env),
+        format!("gatehouse {}", args.join(" ")),
+    )
+    .run()
+    .wait(process::LIMIT)
+}
+
 /// As [`run`], in the folder `dir`: a person at work in their project.
 pub fn run_in(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Ran {
     let Output {
@@ -207,6 +408,26 @@ pub fn builtin_server(name: &str, env: Value) -> Value {
            "passEnv": ["GATEHOUSE_TICKETS_*"]})
 }
 
+/// A servers entry that starts a stdio server.
+pub fn stdio_server(command: &str, args: &[&str]) -> Value {
+    json!({"command": command, "args": args})
+}
+
+/// A servers entry for a server on Streamable HTTP.
+pub fn http_server(url: &str, headers: Value) -> Value {
+    json!({"type": "http", "url": url, "headers": headers})
+}
+
+/// `servers.json` in `dir`, with these servers and host settings (the `gatehouse` key);
+/// its path.
+pub fn servers_file(dir: &Path, servers: Value, settings: Value) -> String {
+    write(
+        dir,
+        "servers.json",
+        &json!({"mcpServers": servers, "gatehouse": settings}),
+    )
+}
+
 /// Write a file in `dir` and return its path as a string.
 pub fn write(dir: &Path, name: &str, value: &Value) -> String {
     let path = dir.join(name);
@@ -220,6 +441,11 @@ pub fn playback(dir: &Path, decisions: Value) -> String {
         "playback:{}",
         write(dir, "playback.json", &json!({"decisions": decisions}))
     )
+}
+
+/// A playback model of these decisions, in a scratch folder of its own.
+pub fn play_model(decisions: Value) -> String {
+    playback(&scratch_dir(), decisions)
 }
 
 /// What a watched run printed, and the host process's own peak memory.
@@ -241,47 +467,18 @@ pub fn peak_rss_kib(pid: u32) -> Option<u64> {
 
 /// Run `gatehouse ARGS` as [`run`] does, watching its memory; it must exit by itself
 /// within `limit` (a test that would hang fails instead, and the process is killed).
-pub fn run_watched(args: &[&str], env: &[(&str, &str)], limit: std::time::Duration) -> Watched {
-    use std::io::Read;
+pub fn run_watched(args: &[&str], env: &[(&str, &str)], limit: Duration) -> Watched {
     let started = std::time::Instant::now();
-    let mut child = gatehouse_command(args, env)
-        .spawn()
-        .expect("the gatehouse binary runs");
-    let pid = child.id();
-    // Read both pipes as the host writes them, so a chatty host never blocks on a full pipe.
-    let mut out = child.stdout.take().unwrap();
-    let mut err = child.stderr.take().unwrap();
-    let out = std::thread::spawn(move || {
-        let mut b = Vec::new();
-        let _ = out.read_to_end(&mut b);
-        b
-    });
-    let err = std::thread::spawn(move || {
-        let mut b = Vec::new();
-        let _ = err.read_to_end(&mut b);
-        b
-    });
     let mut peak = 0;
-    let status = loop {
-        if let Some(kib) = peak_rss_kib(pid) {
-            peak = peak.max(kib);
-        }
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if started.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("gatehouse {args:?} did not exit within {limit:?}");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
+    let ran = Spawn::new(gatehouse_command(args, env), format!("gatehouse {args:?}"))
+        .run()
+        .wait_watching(limit, |pid| {
+            if let Some(kib) = peak_rss_kib(pid) {
+                peak = peak.max(kib);
+            }
+        });
     Watched {
-        ran: Ran {
-            status: status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.join().unwrap()).into_owned(),
-            stderr: String::from_utf8_lossy(&err.join().unwrap()).into_owned(),
-        },
+        ran,
         peak_kib: peak,
         elapsed: started.elapsed(),
     }

@@ -1,0 +1,58 @@
+//! The binary as a server on 127.0.0.1: the reference servers on Streamable HTTP
+//! (`gatehouse serve NAME --http`, with a tokens file) and the lab (`gatehouse lab`).
+
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+    time::Duration,
+};
+
+use serde_json::json;
+
+use super::process::{LIMIT, Process, Spawn, Stream};
+
+/// Sam's bearer token in [`tokens_file`]: `usr-sam` of `larkfield`.
+pub const SAM_TOKEN: &str = "tok-sam-larkfield-interop-5d0e7c1a93b2";
+
+/// A tokens file for `gatehouse serve --http --tokens` with [`SAM_TOKEN`] (hashed).
+pub fn tokens_file(dir: &Path) -> PathBuf {
+    let path = dir.join("tokens.json");
+    std::fs::write(
+        &path,
+        json!([{
+            "user": "usr-sam", "tenant": "larkfield",
+            "sha256": gatehouse_servers::auth::hash_token(SAM_TOKEN), "client": "interop"
+        }])
+        .to_string(),
+    )
+    .expect("the tokens file is written");
+    path
+}
+
+/// `gatehouse serve NAME --http 127.0.0.1:0 --tokens FILE`, with the tickets store at `db`
+/// and no caller in its environment (over HTTP the token says who calls); its stderr (its
+/// log) kept.
+pub fn serve_http(name: &str, tokens: &Path, db: &Path) -> Process {
+    let mut cmd = Command::new(super::exe());
+    cmd.args(["serve", name, "--http", "127.0.0.1:0", "--tokens"])
+        .arg(tokens)
+        .env("GATEHOUSE_TICKETS_DB", db)
+        .env_remove("GATEHOUSE_TICKETS_KEY")
+        .env_remove("MCP_USER")
+        .env_remove("MCP_TENANT");
+    Spawn::new(cmd, format!("gatehouse serve {name} --http")).serving(
+        Stream::Stderr,
+        "listening on ",
+        LIMIT,
+    )
+}
+
+/// `gatehouse lab --port 0 ARGS…`, its address (`http://127.0.0.1:PORT/?token=…`) read
+/// from stdout; stopped with Ctrl-C, so it closes its servers, when dropped.
+pub fn lab(args: &[&str]) -> Process {
+    let mut argv = vec!["lab", "--port", "0"];
+    argv.extend_from_slice(args);
+    Spawn::new(super::gatehouse_command(&argv, &[]), "gatehouse lab")
+        .interrupt_first(Duration::from_secs(3))
+        .serving(Stream::Stdout, "gatehouse lab: ", Duration::from_secs(60))
+}
