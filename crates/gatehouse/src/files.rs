@@ -53,6 +53,30 @@ pub fn create_private(path: &Path) -> io::Result<File> {
     Ok(file)
 }
 
+/// Open the file at `path` for appending, creating it (readable by the user only) if it
+/// is missing, and its folder too; what it holds is kept (ledgers, lock files).
+pub fn create_private_keep(path: &Path) -> io::Result<File> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        private_dir(dir)?;
+    }
+    let mut options = OpenOptions::new();
+    options.read(true).append(true).create(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    options.open(path)
+}
+
+/// Create the file at `path`, readable by the user only; an error if it exists.
+pub fn create_new_private(path: &Path) -> io::Result<File> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        private_dir(dir)?;
+    }
+    options(true).open(path)
+}
+
 /// Write `bytes` to a new file in `dir` named `stem.ext`, or `stem-2.ext`, … if taken:
 /// never over an existing file. Returns where it went.
 pub fn write_new(dir: &Path, stem: &str, ext: &str, bytes: &[u8]) -> io::Result<PathBuf> {

@@ -7,9 +7,11 @@
 //!
 //! - [`settings`]: the bounds, each a named constant, validated when read;
 //! - [`environment`]: what of the host's environment a stdio server gets;
+//! - [`policy`]: where the ledger is written, and the hooks' commands;
 //! - `variables`: `${VAR}` and `${VAR:-default}` in the file's values.
 
 mod environment;
+pub mod policy;
 pub mod settings;
 mod variables;
 
@@ -24,6 +26,7 @@ use std::{
 use serde_json::{Map, Value};
 
 pub use environment::{BASE_ENV, EnvPass};
+pub use policy::{HookSpec, Hooks, LedgerSettings, MAX_HOOK_OUTPUT_BYTES, state_dir};
 pub use settings::*;
 use variables::Variables;
 
@@ -427,7 +430,7 @@ fn http_spec(
 }
 
 /// `passEnv` and `inheritEnv` of a stdio entry.
-fn env_pass(entry: &Map<String, Value>) -> Result<EnvPass, String> {
+pub(super) fn env_pass(entry: &Map<String, Value>) -> Result<EnvPass, String> {
     let names = match entry.get("passEnv") {
         None => Vec::new(),
         Some(Value::Array(items)) => items

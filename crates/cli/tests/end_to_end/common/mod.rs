@@ -136,6 +136,7 @@ pub fn gatehouse_command(args: &[&str], env: &[(&str, &str)]) -> Command {
         .env_remove("GATEHOUSE_TICKETS_KEY")
         .env_remove("GATEHOUSE_CONFIG")
         .env("XDG_CONFIG_HOME", scratch_dir())
+        .env("XDG_STATE_HOME", scratch_dir())
         .env("GATEHOUSE_TICKETS_DB", scratch_dir().join("tickets.db"));
     for (k, v) in env {
         cmd.env(k, v);

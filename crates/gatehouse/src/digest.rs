@@ -1,0 +1,37 @@
+//! SHA-256 digests as lowercase hex: of a call's arguments and of a tool's definition (its
+//! fingerprint), as the ledger and remembered approvals keep them.
+
+use sha2::{Digest, Sha256};
+
+/// The SHA-256 of `bytes`, as 64 lowercase hex digits.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
+/// Bytes as lowercase hex.
+pub fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(out, "{b:02x}");
+    }
+    out
+}
+
+/// The digest of what the host relies on in a tool's definition
+/// ([`crate::catalog::fingerprint`]): when it changes, an approval given on the old
+/// definition no longer holds.
+pub fn definition(tool: &rmcp::model::Tool) -> String {
+    sha256_hex(crate::catalog::fingerprint(tool).as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn digests_are_sha256_in_hex() {
+        assert_eq!(
+            super::sha256_hex(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+}
