@@ -4,6 +4,7 @@ mod allocator;
 mod args;
 mod lab;
 mod output;
+mod policy_commands;
 
 use std::{io::IsTerminal, process::ExitCode, sync::Arc};
 
@@ -29,6 +30,9 @@ fn main() -> ExitCode {
         Command::Chat(c) => on_thread_pool(chat(c)),
         Command::Tools(t) => on_thread_pool(tools(t)),
         Command::Lab(l) => on_thread_pool(lab::run(l)),
+        Command::Policy(p) => on_thread_pool(policy_commands::policy(p)),
+        Command::Approvals(a) => policy_commands::approvals(a),
+        Command::Ledger(l) => policy_commands::ledger(l),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -296,6 +300,8 @@ async fn tools(args: ToolsArgs) -> anyhow::Result<()> {
         .catalog()
         .tools()
         .iter()
+        // A tool a deny rule hides is not offered to the model, so not listed here.
+        .filter(|t| host.settings().rules.hiding(&t.name).is_none())
         .map(|t| {
             json!({
                 "name": t.name,

@@ -27,5 +27,6 @@ mod lab_browser;
 mod lab_http;
 mod many_servers;
 mod openai_endpoint;
+mod policy_rules;
 mod support_desk;
 mod tickets_confirmation;
