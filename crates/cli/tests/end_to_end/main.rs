@@ -9,10 +9,12 @@
 mod common;
 mod interop_peers;
 
+mod approvals_remembered;
 mod calls_that_go_wrong;
 mod conformance;
 mod execution;
 mod fuzz_proposals;
+mod hooks;
 mod host_decisions;
 mod hostile_input;
 mod hostile_servers;
@@ -25,6 +27,7 @@ mod interop_http_foreign_clients;
 mod interop_http_foreign_servers;
 mod lab_browser;
 mod lab_http;
+mod ledger;
 mod many_servers;
 mod openai_endpoint;
 mod policy_rules;
