@@ -1,5 +1,5 @@
-//! SHA-256 digests as lowercase hex: of a call's arguments and of a tool's definition (its
-//! fingerprint), as the ledger and remembered approvals keep them.
+//! SHA-256 digests as lowercase hex: of a call's arguments, of a tool's definition, of a
+//! ledger line, as the ledger and remembered approvals keep them.
 
 use sha2::{Digest, Sha256};
 
@@ -16,13 +16,6 @@ pub fn hex(bytes: &[u8]) -> String {
         let _ = write!(out, "{b:02x}");
     }
     out
-}
-
-/// The digest of what the host relies on in a tool's definition
-/// ([`crate::catalog::fingerprint`]): when it changes, an approval given on the old
-/// definition no longer holds.
-pub fn definition(tool: &rmcp::model::Tool) -> String {
-    sha256_hex(crate::catalog::fingerprint(tool).as_bytes())
 }
 
 #[cfg(test)]

@@ -406,7 +406,7 @@ pub fn rule_for(
         Some(basis) if tool.changed => (Decision::Ask, Basis::Changed { was: basis.label() }),
         Some(basis) => (Decision::Allow, basis),
         None if remembered.names(&tool.name) => {
-            match remembered.covers(&tool.name, &crate::digest::definition(&tool.tool)) {
+            match remembered.covers(&tool.name, &definition_digest(&tool.tool)) {
                 Some(scope) => (Decision::Allow, Basis::Remembered(scope)),
                 None => (Decision::Ask, Basis::Default),
             }
@@ -420,6 +420,13 @@ fn rule_basis(rule: &crate::rules::Rule) -> Basis {
         index: rule.index,
         reason: rule.reason.clone(),
     }
+}
+
+/// The digest of what the host relies on in a tool's definition
+/// ([`crate::catalog::fingerprint`]), as remembered approvals and the ledger keep it: when
+/// it changes, an approval given on the old definition no longer holds.
+pub fn definition_digest(tool: &rmcp::model::Tool) -> String {
+    crate::digest::sha256_hex(crate::catalog::fingerprint(tool).as_bytes())
 }
 
 /// Leave out of the model's tools those a deny rule without conditions hides.

@@ -275,7 +275,7 @@ mod precedence {
         remembered.remember(
             Scope::Project,
             "files__write",
-            &crate::digest::definition(&tool.tool),
+            &crate::policy::definition_digest(&tool.tool),
         );
         let write = call("files__write", "{}");
         assert_eq!(
