@@ -27,6 +27,10 @@ use crate::{
     trace::{Outcome, Trace, Who},
 };
 
+/// Most characters of a proposed tool name a ledger line keeps: a name not in the catalog
+/// is the model's text, of any length.
+pub const MAX_RECORDED_NAME_CHARS: usize = 256;
+
 /// What the gate keeps for a session: approvals remembered, the project's file, the
 /// ledger and the hooks.
 pub struct Gate {
@@ -174,11 +178,13 @@ impl Gate {
         };
         let (rule, answer) = match &decided.how {
             How::Run { rule, said } => {
-                trace.add(
-                    Who::Host,
-                    said.clone(),
-                    json!({"decision": "auto", "rule": rule}),
-                );
+                // The allow-list's step is the seed's own line; a rule's names the rule.
+                let data = if rule.starts_with("allow[") {
+                    json!({"decision": "auto"})
+                } else {
+                    json!({"decision": "auto", "rule": rule})
+                };
+                trace.add(Who::Host, said.clone(), data);
                 (rule.clone(), None)
             }
             How::Ask {
@@ -384,7 +390,7 @@ impl Gate {
             trace_id: p.trace_id.to_owned(),
             step: p.step,
             server: tool.map_or("-", |t| t.origin.label()).to_owned(),
-            tool: p.call.name.clone(),
+            tool: crate::text::clip(&p.call.name, MAX_RECORDED_NAME_CHARS).into_owned(),
             arguments_sha256: digest::sha256_hex(text.as_bytes()),
             arguments: kept,
             fingerprint: tool.map(|t| policy::definition_digest(&t.tool)),

@@ -88,6 +88,16 @@ pub fn verify(path: &Path) -> Result<Verified, Bad> {
             note: Some("there is no ledger yet".into()),
         });
     }
+    // Appends hold the lock exclusively while they write a line and its head: a shared
+    // lock reads the two as one.
+    let guard = File::open(path).map_err(|e| Bad {
+        line: 0,
+        problem: format!("cannot read {}: {e}", path.display()),
+    })?;
+    guard.lock_shared().map_err(|e| Bad {
+        line: 0,
+        problem: format!("cannot lock {}: {e}", path.display()),
+    })?;
     let mut prev = GENESIS.to_owned();
     let mut hashes = Vec::new();
     for (i, (text, complete)) in lines(path)?.into_iter().enumerate() {
