@@ -108,6 +108,9 @@ fn capital_a_approves_the_tool_in_this_project_for_later_sessions_until_revoked(
         64
     );
 
+    let ledger = std::fs::read_to_string(state.join("gatehouse/ledger.jsonl")).unwrap();
+    let line: Value = serde_json::from_str(ledger.lines().last().unwrap()).unwrap();
+    assert_eq!(line["reason"], "and approved this tool for the project");
     // A new session in the project runs it without asking, with no terminal at all.
     let again = run_in(&project, &state, &ask);
     assert!(
@@ -117,6 +120,10 @@ fn capital_a_approves_the_tool_in_this_project_for_later_sessions_until_revoked(
         "{:?}",
         again.step_texts()
     );
+    let ledger = std::fs::read_to_string(state.join("gatehouse/ledger.jsonl")).unwrap();
+    let line: Value = serde_json::from_str(ledger.lines().last().unwrap()).unwrap();
+    let said = (line["decision"].as_str(), line["rule"].as_str());
+    assert_eq!(said, (Some("run"), Some("project")));
     let listed = run_in(&project, &state, &["approvals", "list", "--json"]);
     let rows: Value = serde_json::from_str(&listed.stdout).unwrap();
     assert_eq!(rows[0]["tool"], "testbed__echo");

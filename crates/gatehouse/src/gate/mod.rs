@@ -207,6 +207,16 @@ impl Gate {
         if let Some(approval) = answer {
             entry.answer = Some(if approval.yes { "yes" } else { "no" }.into());
             entry.by = Some(answered_by(approval.by).into());
+            let offered = matches!(
+                decided.how,
+                How::Ask {
+                    may_remember: true,
+                    ..
+                }
+            );
+            if let (true, true, Some(scope)) = (approval.yes, offered, approval.remember) {
+                entry.reason = Some(format!("and approved this tool for the {}", scope.as_str()));
+            }
             if !approval.yes {
                 self.record_or_warn(entry, trace).await;
                 let server = decided.tool.origin.label().to_owned();
