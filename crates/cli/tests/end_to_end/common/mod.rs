@@ -266,6 +266,7 @@ pub fn in_fresh_world(mut cmd: Command, env: &[(&str, &str)]) -> Command {
         cmd.env_remove(name);
     }
     cmd.env("XDG_CONFIG_HOME", scratch_dir())
+        .env("XDG_STATE_HOME", scratch_dir())
         .env("GATEHOUSE_TICKETS_DB", scratch_dir().join("tickets.db"));
     for (k, v) in env {
         cmd.env(k, v);
@@ -533,4 +534,30 @@ pub fn ids_and_hosts(listed: &Value) -> Vec<(String, String)> {
             )
         })
         .collect()
+}
+
+/// Run `gatehouse ARGS` at a real terminal (`tests/peers/pty_run.py`) in folder `dir`,
+/// typing each answer when its prompt shows, with extra environment: what the screen
+/// showed, byte for byte.
+pub fn at_terminal_in(
+    dir: &Path,
+    args: &[&str],
+    answers: &[(&str, &str)],
+    env: &[(&str, &str)],
+) -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/peers/pty_run.py");
+    let mut cmd = Command::new("python3");
+    cmd.arg(script).arg("60");
+    for (prompt, answer) in answers {
+        cmd.arg(format!("{prompt}={answer}"));
+    }
+    cmd.arg("--").arg(exe()).args(args).current_dir(dir);
+    cmd.env("GATEHOUSE_TICKETS_DB", scratch_dir().join("tickets.db"))
+        .env("XDG_CONFIG_HOME", scratch_dir())
+        .env_remove("GATEHOUSE_CONFIG")
+        .envs(env.iter().copied());
+    let out = cmd.output().expect("python3 runs the pseudo-terminal");
+    let screen = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{screen}");
+    screen
 }
