@@ -555,6 +555,7 @@ pub fn at_terminal_in(
     cmd.env("GATEHOUSE_TICKETS_DB", scratch_dir().join("tickets.db"))
         .env("XDG_CONFIG_HOME", scratch_dir())
         .env_remove("GATEHOUSE_CONFIG")
+        .env("NO_COLOR", "1")
         .envs(env.iter().copied());
     let out = cmd.output().expect("python3 runs the pseudo-terminal");
     let screen = String::from_utf8_lossy(&out.stdout).into_owned();
