@@ -7,10 +7,12 @@
 //!
 //! - [`settings`]: the bounds, each a named constant, validated when read;
 //! - [`environment`]: what of the host's environment a stdio server gets;
+//! - [`tools`]: which of a server's tools are offered, and which always sent in full;
 //! - `variables`: `${VAR}` and `${VAR:-default}` in the file's values.
 
 mod environment;
 pub mod settings;
+pub mod tools;
 mod variables;
 
 #[cfg(test)]
@@ -25,6 +27,7 @@ use serde_json::{Map, Value};
 
 pub use environment::{BASE_ENV, EnvPass};
 pub use settings::*;
+pub use tools::{Pattern, ToolRules};
 use variables::Variables;
 
 /// Environment variable naming the servers file to use when `--config` is not given.
@@ -60,6 +63,8 @@ pub struct ServerSpec {
     pub name: String,
     /// How to start or reach it.
     pub transport: Transport,
+    /// Which of its tools are offered, and which always sent in full.
+    pub tools: ToolRules,
 }
 
 /// A server is a child process on stdio, or a Streamable HTTP endpoint.
@@ -283,6 +288,9 @@ const ENTRY_KEYS: &[&str] = &[
     "disabled",
     "passEnv",
     "inheritEnv",
+    "enabledTools",
+    "disabledTools",
+    "alwaysLoad",
 ];
 
 /// The transports a servers file may name in `type`.
@@ -343,8 +351,9 @@ fn server_spec(
         }
         None => entry.contains_key("url") && !entry.contains_key("command"),
     };
+    let tools = tools::rules(entry)?;
     if is_http {
-        return http_spec(name, entry, vars);
+        return http_spec(name, entry, vars).map(|spec| ServerSpec { tools, ..spec });
     }
     let command = match entry.get("command") {
         Some(Value::String(c)) if !c.trim().is_empty() => vars.expand(c)?,
@@ -382,6 +391,7 @@ fn server_spec(
             cwd,
             pass,
         },
+        tools,
     })
 }
 
@@ -423,6 +433,7 @@ fn http_spec(
     Ok(ServerSpec {
         name: name.into(),
         transport: Transport::Http { url, headers },
+        tools: ToolRules::default(),
     })
 }
 
