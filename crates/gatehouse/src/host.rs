@@ -56,7 +56,12 @@ impl Host {
         }
         register_secrets(config, trace.secrets());
         let (connections, listings) = connect_all(config, &person, &trace).await;
-        let catalog = Live::start(listings, &connections).await;
+        let rules = config
+            .servers
+            .iter()
+            .map(|s| (s.name.clone(), s.tools.clone()))
+            .collect();
+        let catalog = Live::start_with(listings, &connections, rules).await;
         report_catalog(&catalog.current(), &trace);
         let session_id = random_hex(16);
         Host {
@@ -243,6 +248,9 @@ fn report_catalog(catalog: &Catalog, trace: &Trace) {
     }
     for collision in &catalog.collisions {
         trace.add(Who::Host, format!("renamed a tool: {collision}"), json!({}));
+    }
+    for filtered in &catalog.filtered {
+        trace.add(Who::Host, filtered.clone(), json!({}));
     }
 }
 

@@ -9,7 +9,7 @@ use rmcp::model::JsonObject;
 use serde_json::{Value, json};
 
 use crate::{
-    catalog::{Catalog, CatalogTool},
+    catalog::{Catalog, CatalogTool, host_tools::runs_unasked},
     config::Settings,
     model::ToolCall,
     schema,
@@ -182,7 +182,8 @@ pub fn decide<'c>(call: &ToolCall, catalog: &'c Catalog, settings: &Settings) ->
     if !problems.is_empty() {
         return Verdict::Refuse(Refusal::InvalidArguments { problems });
     }
-    if settings.allow.iter().any(|a| a == &tool.name) && !tool.changed {
+    let allowed = settings.allow.iter().any(|a| a == &tool.name) || runs_unasked(tool);
+    if allowed && !tool.changed {
         Verdict::Run { tool, arguments }
     } else {
         Verdict::Ask { tool, arguments }

@@ -6,6 +6,10 @@
 //! the other, in the model's order, each through every check on its own; each answer goes
 //! back with its call's id. One proposal reads as four stages: decide ([`crate::policy`]),
 //! ask ([`crate::person`]), send ([`crate::dispatch`]), shape ([`crate::result`]).
+//! What each model call is offered, and the host's `search_tools` and `read_result`, are
+//! in `offered`.
+
+mod offered;
 
 use std::{collections::HashMap, time::Instant};
 
@@ -13,13 +17,13 @@ use rmcp::model::{JsonObject, RequestMetaObject};
 use serde_json::{Value, json};
 
 use crate::{
-    catalog::{CatalogTool, HOST_LABEL, Origin},
+    catalog::{self, CatalogTool, HOST_LABEL, Origin, offer::Offer},
     dispatch::{self, CallLimits},
     host::Host,
     model::{Message, Model, ToolCall, Usage},
     person,
     policy::{self, Refusal, Verdict},
-    result::{self, ForModel, Shaped, Shaper, shape::round_ms},
+    result::{self, ForModel, Kept, Shaped, Shaper, shape::round_ms},
     trace::{Outcome, ToolEvent, Who, random_hex},
 };
 
@@ -36,6 +40,10 @@ pub struct TurnState {
     /// Resource URIs this turn's results mentioned, and the servers that mentioned each
     /// (in order): the only ones `read_resource` may read, from those servers only.
     links: HashMap<String, Vec<String>>,
+    /// What the model calls of this question are offered (set when it is asked).
+    offer: Option<Offer>,
+    /// This turn's cut results, whole, for `read_result`.
+    kept: Kept,
 }
 
 impl TurnState {
@@ -46,6 +54,8 @@ impl TurnState {
             number,
             calls: 0,
             links: HashMap::new(),
+            offer: None,
+            kept: Kept::default(),
         }
     }
 }
@@ -124,14 +134,13 @@ impl Turn<'_> {
         }
         conversation.push(Message::User(question.into()));
         host.refresh_catalog(self.state.number > 1).await;
-        let mut tools = host.catalog().model_tools();
+        self.begin_offer(&model.name());
         let mut usage = Usage::default();
         let limit = host.settings().max_model_calls;
         for _ in 0..limit {
             // A server may have announced a new list during the last call.
-            if host.refresh_catalog(false).await {
-                tools = host.catalog().model_tools();
-            }
+            host.refresh_catalog(false).await;
+            let tools = self.offered();
             let decision = match model.decide(conversation, &tools).await {
                 Ok(d) => d,
                 Err(e) => {
@@ -193,6 +202,8 @@ impl Turn<'_> {
             format!("wants {}", call.name),
             json!({"arguments": arguments}),
         );
+        let restored = self.restored(call);
+        let call = restored.as_ref().unwrap_or(call);
         let ended = match self.decide(call) {
             Err(ended) => ended,
             Ok(decided) => match self.ask_person(call, &decided).await {
@@ -225,6 +236,13 @@ impl Turn<'_> {
         let catalog = self.host.catalog();
         match policy::decide(call, &catalog, self.host.settings()) {
             Verdict::Run { tool, arguments } => {
+                if offered::is_own(&tool.name) {
+                    return Ok(Decided {
+                        tool: tool.clone(),
+                        arguments,
+                        ask: None,
+                    });
+                }
                 self.host.trace().add(
                     Who::Host,
                     "on the allow-list: run it",
@@ -287,8 +305,13 @@ impl Turn<'_> {
             tool, arguments, ..
         } = decided;
         let Origin::Server(server) = &tool.origin else {
-            return self.read_resource(call, &arguments, no).await;
+            return match tool.name.as_str() {
+                catalog::SEARCH_TOOLS => self.search_tools(call, &arguments),
+                catalog::READ_RESULT => self.read_result(call, &arguments),
+                _ => self.read_resource(call, &arguments, no).await,
+            };
         };
+        self.offer_called(&tool);
         let Some(conn) = self.host.connection(server) else {
             let text = "the tool's server is no longer connected";
             return self.ended(call, text, Outcome::Error, server);
@@ -315,10 +338,18 @@ impl Turn<'_> {
             shown,
             outcome,
             links,
-        } = self
-            .shaper()
-            .call(&call.name, &tool, done.end, round_ms(done.elapsed), &stem);
+            whole,
+        } = self.keeping_shaper(no).call(
+            &call.name,
+            &tool,
+            done.end,
+            round_ms(done.elapsed),
+            &stem,
+        );
         self.remember(links, server);
+        if let Some(whole) = whole {
+            self.keep(offered::result_id(no), whole);
+        }
         Ended {
             shown,
             outcome,
@@ -356,7 +387,7 @@ impl Turn<'_> {
         let trace = self.host.trace();
         let done = dispatch::read_resource(conn, uri, meta, self.limits(), trace, &stop).await;
         stopper.finish();
-        let shaped = self.shaper().read(
+        let shaped = self.keeping_shaper(no).read(
             &call.name,
             &server,
             uri,
@@ -364,6 +395,9 @@ impl Turn<'_> {
             round_ms(done.elapsed),
             &self.stem(no),
         );
+        if let Some(whole) = shaped.whole {
+            self.keep(offered::result_id(no), whole);
+        }
         Ended {
             shown: shaped.shown,
             outcome: shaped.outcome,
@@ -450,6 +484,15 @@ impl Turn<'_> {
             max_chars: settings.max_result_chars,
             media_for_model: settings.model_accepts_media,
             save_dir: self.host.save_dir(),
+            keep_as: None,
+        }
+    }
+
+    /// The shaper of call `no`, which keeps a cut result for `read_result`.
+    fn keeping_shaper(&self, no: u64) -> Shaper<'_> {
+        Shaper {
+            keep_as: Some(offered::result_id(no)),
+            ..self.shaper()
         }
     }
 

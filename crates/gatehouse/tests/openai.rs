@@ -175,6 +175,7 @@ fn tool(name: &str) -> ToolSpec {
                 .unwrap()
                 .clone(),
         ),
+        strict: false,
     }
 }
 
