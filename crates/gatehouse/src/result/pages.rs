@@ -61,28 +61,33 @@ pub fn page(
         ));
     }
     let tool = super::shown_tool_name(tool);
-    let start = whole
-        .char_indices()
-        .nth(offset)
-        .map_or(whole.len(), |(i, _)| i);
-    let rest = &whole[start..];
-    // The rest whole, if it fits with the (shorter) note of a last part.
-    let last = json!({"tool": tool.as_ref(), "result": rest,
-        "note": format!("characters {}–{total} of {total}: the end of result {id}", offset + 1)})
-    .to_string();
-    let chars = last.chars().count();
-    if chars <= max_chars {
-        return Ok(ForModel {
-            text: last,
-            chars,
-            clipped: false,
-            media: Vec::new(),
-        });
+    // More than fits as plain characters: not the last part (and no need to write it all).
+    if total - offset <= max_chars {
+        let start = whole
+            .char_indices()
+            .nth(offset)
+            .map_or(whole.len(), |(i, _)| i);
+        // The rest whole, if it fits with the (shorter) note of a last part.
+        let note = format!(
+            "characters {}-{total} of {total}: the end of result {id}",
+            offset + 1
+        );
+        let last =
+            json!({"tool": tool.as_ref(), "result": &whole[start..], "note": note}).to_string();
+        let chars = last.chars().count();
+        if chars <= max_chars {
+            return Ok(ForModel {
+                text: last,
+                chars,
+                clipped: false,
+                media: Vec::new(),
+            });
+        }
     }
     Ok(super::cut_from(&tool, whole, offset, max_chars, |kept| {
         let end = offset + kept;
         format!(
-            "cut: characters {}–{end} of {total} are shown; call read_result with id {id} and offset {end} for the next part",
+            "cut: characters {}-{end} of {total} are shown; call read_result with id {id} and offset {end} for the next part",
             offset + 1
         )
     }))

@@ -49,10 +49,11 @@ impl Turn<'_> {
             host.trace().add(
                 Who::Host,
                 format!(
-                    "the definitions of {} tools ({} bytes) pass the tool budget ({} bytes): the model is offered search_tools and {always} tools always loaded ({bytes} bytes), and what it finds",
+                    "the definitions of {} tools ({} bytes) pass the tool budget ({} bytes): the model is offered search_tools, {always} tool{} always loaded ({bytes} bytes) and what it finds",
                     catalog.len(),
                     offer.catalog_bytes,
-                    offer.budget
+                    offer.budget,
+                    if always == 1 { "" } else { "s" }
                 ),
                 json!({"tools": catalog.len(), "catalog_bytes": offer.catalog_bytes,
                        "budget": offer.budget, "offered_bytes": bytes, "always_loaded": always}),
