@@ -92,6 +92,34 @@ impl std::ops::Deref for Lazy {
     }
 }
 
+/// Checks schemas for a catalog, compiling each distinct one once: a catalog often holds
+/// the same schema many times (one server configured twice, tools that share their
+/// parameters), and a schema already shown to compile need not be compiled again. The
+/// set lives as long as one catalog's build.
+#[derive(Debug, Default)]
+pub struct Checker {
+    compiled: std::collections::HashSet<(bool, String)>,
+}
+
+impl Checker {
+    /// [`Lazy::check`], skipping the compile of a schema this checker saw compile.
+    pub fn check(&mut self, schema: &Arc<Map<String, Value>>, kind: Kind) -> Result<Lazy, String> {
+        let key = (
+            kind == Kind::Input,
+            serde_json::to_string(schema.as_ref()).unwrap_or_default(),
+        );
+        if !self.compiled.contains(&key) {
+            Lazy::compile(schema, kind)?;
+            self.compiled.insert(key);
+        }
+        Ok(Lazy {
+            schema: schema.clone(),
+            kind,
+            compiled: Arc::new(OnceLock::new()),
+        })
+    }
+}
+
 /// The schema `false`, which no value fits.
 fn refuse_all() -> Compiled {
     static FALSE: OnceLock<Compiled> = OnceLock::new();
@@ -349,11 +377,29 @@ mod tests {
             "clones share the compiled form"
         );
         assert!(problems(&twin, &json!({"n": 1})).is_empty());
+        let mut checker = Checker::default();
+        assert!(
+            checker.check(&good, Kind::Input).is_ok() && checker.check(&good, Kind::Input).is_ok()
+        );
+        assert_eq!(
+            checker.compiled.len(),
+            1,
+            "the same schema is compiled once"
+        );
+        assert!(checker.check(&good, Kind::Output).is_ok());
+        assert_eq!(checker.compiled.len(), 2);
         let broken = Arc::new(obj(
             json!({"type": "object", "properties": {"x": {"type": 12}}}),
         ));
         let err = Lazy::check(&broken, Kind::Input).unwrap_err();
         assert!(err.contains("does not compile"), "{err}");
+        for _ in 0..2 {
+            let err = checker.check(&broken, Kind::Input).unwrap_err();
+            assert!(
+                err.contains("does not compile"),
+                "never remembered as good: {err}"
+            );
+        }
         let output = Arc::new(obj(json!({"type": "array"})));
         assert!(Lazy::check(&output, Kind::Input).is_err());
         assert!(Lazy::check(&output, Kind::Output).is_ok());

@@ -22,7 +22,7 @@ use serde::Serialize;
 
 use crate::{
     config::{SchemaDialect, ToolRules},
-    schema::{Kind, Lazy},
+    schema::{Checker, Kind, Lazy},
 };
 
 pub mod host_tools;
@@ -250,11 +250,12 @@ impl Catalog {
         let mut kept: Vec<(usize, CatalogTool)> = Vec::new();
         let mut changed: Vec<(usize, String, CatalogTool)> = Vec::new();
         let mut order = 0;
+        let mut checker = Checker::default();
         for (server, tools) in listings {
             let tools = catalog.filter(&server, tools, rules.get(&server));
             for (tool, always_load) in tools {
                 order += 1;
-                let Some(mut entry) = catalog.checked(&server, tool) else {
+                let Some(mut entry) = catalog.checked(&server, tool, &mut checker) else {
                     continue;
                 };
                 entry.always_load = always_load;
@@ -349,7 +350,7 @@ impl Catalog {
 
     /// One server's tool, its schemas checked, or `None` (and the reason noted) when its
     /// name or its schemas cannot be used. Its catalog name is given by [`Catalog::build`].
-    fn checked(&mut self, server: &str, tool: Tool) -> Option<CatalogTool> {
+    fn checked(&mut self, server: &str, tool: Tool, checker: &mut Checker) -> Option<CatalogTool> {
         if let Some(problem) = name_problem(&tool.name) {
             self.left_out.push(format!(
                 "{server}'s tool {:?} is left out: its name {problem}",
@@ -357,14 +358,16 @@ impl Catalog {
             ));
             return None;
         }
-        let compiled = Lazy::check(&tool.input_schema, Kind::Input).and_then(|input| {
-            let output = tool
-                .output_schema
-                .as_ref()
-                .map(|s| Lazy::check(s, Kind::Output))
-                .transpose()?;
-            Ok((input, output))
-        });
+        let compiled = checker
+            .check(&tool.input_schema, Kind::Input)
+            .and_then(|input| {
+                let output = tool
+                    .output_schema
+                    .as_ref()
+                    .map(|s| checker.check(s, Kind::Output))
+                    .transpose()?;
+                Ok((input, output))
+            });
         match compiled {
             Ok((input, output)) => Some(CatalogTool {
                 name: String::new(),
