@@ -269,3 +269,55 @@ fn each_model_call_carries_search_tools_then_what_was_found_or_called_appended()
             .contains("added to your tools")
     );
 }
+
+#[test]
+fn a_tool_a_rule_hides_is_neither_offered_nor_found_and_the_search_is_no_ledger_line() {
+    let dir = scratch_dir();
+    let ledger = dir.join("ledger.jsonl");
+    let config = write(
+        &dir,
+        "servers.json",
+        &json!({"mcpServers": {"support": builtin_server("support", json!({})),
+                               "tickets": builtin_server("tickets", json!({}))},
+                "gatehouse": {"toolSearch": "always",
+                              "rules": [{"tool": "support__get_ticket", "decision": "deny"}],
+                              "ledger": {"path": ledger}}}),
+    );
+    let model = play_model(json!([
+        {"tool_calls": [{"name": "search_tools", "arguments": {"query": "get a ticket by its id"}}]},
+        {"answer": "done"}
+    ]));
+    let ran = run(
+        &["ask", "x", "--config", &config, "--model", &model, "--json"],
+        &[],
+    );
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    let searches = data_of(&ran, "search_tools found");
+    assert_eq!(searches.len(), 1, "{:#?}", ran.step_texts());
+    let found: Vec<&str> = searches[0]["found"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    assert!(
+        found.contains(&"tickets__list_tickets"),
+        "the search finds the other ticket tools: {found:?}"
+    );
+    assert!(
+        !found.contains(&"support__get_ticket"),
+        "a hidden tool is not found: {found:?}"
+    );
+    assert!(
+        !ran.step_texts()
+            .iter()
+            .any(|s| s.contains("host's own tool")),
+        "the host's search is no step of the gate: {:#?}",
+        ran.step_texts()
+    );
+    let lines = std::fs::read_to_string(&ledger).unwrap_or_default();
+    assert!(
+        !lines.contains("search_tools"),
+        "the host's search reads only its own state and writes no ledger line:\n{lines}"
+    );
+}
