@@ -15,7 +15,7 @@ use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
 use serde_json::{Map, Value};
 
 use super::{
-    AnsweredBy, Approval, ApprovalRequest, Person, decline,
+    Answered, AnsweredBy, Approval, ApprovalRequest, Person, Question, decline,
     form::{FormAnswer, answers_for, fill_from_options, form_fields},
 };
 use crate::{
@@ -174,28 +174,15 @@ impl Person for Terminal {
         })
     }
 
-    fn elicit<'a>(
-        &'a self,
-        server: &'a str,
-        request: &'a ElicitRequestParams,
-    ) -> BoxFuture<'a, (ElicitResult, AnsweredBy)> {
+    fn elicit<'a>(&'a self, server: &'a str, request: &'a ElicitRequestParams) -> Answered<'a> {
         Box::pin(async move {
             if self.fixed.decline_forms {
                 return (decline(), AnsweredBy::Option);
             }
-            match request {
-                ElicitRequestParams::FormElicitationParams {
-                    message,
-                    requested_schema,
-                    ..
-                } => {
-                    let schema = serde_json::to_value(requested_schema).unwrap_or(Value::Null);
-                    self.form(server, message, &schema)
-                }
-                ElicitRequestParams::UrlElicitationParams { message, url, .. } => {
-                    self.url(server, message, url)
-                }
-                _ => (decline(), AnsweredBy::Nobody),
+            match Question::of(request) {
+                Some(Question::Form { message, schema }) => self.form(server, message, &schema),
+                Some(Question::Url { message, url }) => self.url(server, message, url),
+                None => (decline(), AnsweredBy::Nobody),
             }
         })
     }

@@ -11,10 +11,9 @@
 //! offers `search_tools` instead of every definition, it searches for the tools it needs
 //! first (`search`).
 
-use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
-use super::{Decision, Message, Model, ModelError};
+use super::{Decided, Decision, Message, Model};
 use crate::catalog::ToolSpec;
 
 /// The longest query the scripted model sends (the support server's own bound).
@@ -488,11 +487,7 @@ impl Model for Scripted {
         "scripted".into()
     }
 
-    fn decide<'a>(
-        &'a mut self,
-        messages: &'a [Message],
-        tools: &'a [ToolSpec],
-    ) -> BoxFuture<'a, Result<Decision, ModelError>> {
+    fn decide<'a>(&'a mut self, messages: &'a [Message], tools: &'a [ToolSpec]) -> Decided<'a> {
         Box::pin(async move { Ok(Self::plan(messages, tools)) })
     }
 }
