@@ -60,11 +60,12 @@ fn parse_before(answer: &Value) -> Result<BeforeAnswer, String> {
             visible_line(k)
         ));
     }
-    let decision = match map.get("decision").and_then(Value::as_str) {
-        Some("allow") => Decision::Allow,
-        Some("deny") => Decision::Deny,
-        Some("ask") => Decision::Ask,
-        _ => return Err("an answer without \"decision\": allow, deny or ask".into()),
+    let Some(decision) = map
+        .get("decision")
+        .and_then(Value::as_str)
+        .and_then(Decision::from_word)
+    else {
+        return Err("an answer without \"decision\": allow, deny or ask".into());
     };
     let reason = match map.get("reason") {
         None | Some(Value::Null) => None,

@@ -48,6 +48,13 @@ impl Decision {
             Decision::Deny => "deny",
         }
     }
+
+    /// The decision a word names (`allow`, `ask`, `deny`), as rules and hooks write it.
+    pub fn from_word(word: &str) -> Option<Decision> {
+        [Decision::Allow, Decision::Ask, Decision::Deny]
+            .into_iter()
+            .find(|d| d.as_str() == word)
+    }
 }
 
 /// One rule of the list.
@@ -191,11 +198,12 @@ fn rule(index: usize, value: &Value) -> Result<Rule, String> {
         _ => return Err("\"tool\" must be a glob over tool names, such as \"files__*\"".into()),
     };
     let matcher = conditions::glob(tool).map_err(|e| format!("\"tool\" {tool:?}: {e}"))?;
-    let decision = match map.get("decision").and_then(Value::as_str) {
-        Some("allow") => Decision::Allow,
-        Some("ask") => Decision::Ask,
-        Some("deny") => Decision::Deny,
-        _ => return Err("\"decision\" must be \"allow\", \"ask\" or \"deny\"".into()),
+    let Some(decision) = map
+        .get("decision")
+        .and_then(Value::as_str)
+        .and_then(Decision::from_word)
+    else {
+        return Err("\"decision\" must be \"allow\", \"ask\" or \"deny\"".into());
     };
     let reason = match map.get("reason") {
         None => None,

@@ -28,15 +28,12 @@ fn a_ticket_question_starts_with_the_ticket_then_searches_its_subject() {
         spec("support__get_ticket"),
     ];
     let mut msgs = vec![Message::User("Draft a reply to ticket T-30002".into())];
-    let d = Scripted::plan(&msgs, &tools);
-    assert_eq!(d.tool_calls[0].name, "support__get_ticket");
-    msgs.push(Message::Tool {
-        call_id: "c".into(),
-        name: "support__get_ticket".into(),
-        content: json!({"tool": "support__get_ticket", "result": {"subject": "Charged twice", "customer_name": "Hugo"}}).to_string(),
-        media: vec![],
-    });
-    let d = Scripted::plan(&msgs, &tools);
+    let d = plan_after(
+        &mut msgs,
+        &tools,
+        "support__get_ticket",
+        json!({"subject": "Charged twice", "customer_name": "Hugo"}),
+    );
     assert_eq!(d.tool_calls[0].arguments, r#"{"query":"Charged twice"}"#);
 }
 
@@ -65,15 +62,12 @@ fn the_seed_question_looks_up_the_host_then_opens_a_ticket() {
     let q =
         "who owns jump-prod-02? Open a ticket for it: brute force then a login from 203.0.113.77";
     let mut msgs = vec![Message::User(q.into())];
-    let d = Scripted::plan(&msgs, &tools);
-    assert_eq!(d.tool_calls[0].name, "cmdb__get_asset");
-    msgs.push(Message::Tool {
-        call_id: "c".into(),
-        name: "cmdb__get_asset".into(),
-        content: json!({"tool": "cmdb__get_asset", "result": {"hostname": "jump-prod-02", "owner_name": "Camille Michel"}}).to_string(),
-        media: vec![],
-    });
-    let d = Scripted::plan(&msgs, &tools);
+    let d = plan_after(
+        &mut msgs,
+        &tools,
+        "cmdb__get_asset",
+        json!({"hostname": "jump-prod-02", "owner_name": "Camille Michel"}),
+    );
     assert_eq!(d.tool_calls[0].name, "tickets__open_ticket");
     assert_eq!(
         serde_json::from_str::<Value>(&d.tool_calls[0].arguments).unwrap(),
@@ -99,18 +93,12 @@ fn a_missing_tool_is_said_not_invented() {
     let tools = [spec("cmdb__get_asset")];
     let q = "Open a ticket for jump-prod-02: disk full";
     let mut msgs = vec![Message::User(q.into())];
-    assert_eq!(
-        Scripted::plan(&msgs, &tools).tool_calls[0].name,
-        "cmdb__get_asset"
+    let d = plan_after(
+        &mut msgs,
+        &tools,
+        "cmdb__get_asset",
+        json!({"hostname": "jump-prod-02"}),
     );
-    msgs.push(Message::Tool {
-        call_id: "c".into(),
-        name: "cmdb__get_asset".into(),
-        content: json!({"tool": "cmdb__get_asset", "result": {"hostname": "jump-prod-02"}})
-            .to_string(),
-        media: vec![],
-    });
-    let d = Scripted::plan(&msgs, &tools);
     assert!(d.text.unwrap().contains("I cannot open a ticket"));
 }
 
@@ -196,10 +184,23 @@ fn answered(msgs: &mut Vec<Message>, d: &Decision, result: Value) {
         tool_calls: d.tool_calls.clone(),
     });
     let call = &d.tool_calls[0];
+    result_of(msgs, &call.id, &call.name, result);
+}
+
+/// Plan, check that the first call is `tool`, answer it with `result`, and plan again.
+fn plan_after(msgs: &mut Vec<Message>, tools: &[ToolSpec], tool: &str, result: Value) -> Decision {
+    let d = Scripted::plan(msgs, tools);
+    assert_eq!(d.tool_calls[0].name, tool);
+    result_of(msgs, "c", tool, result);
+    Scripted::plan(msgs, tools)
+}
+
+/// The conversation after call `id` of `tool` came back with `result`.
+fn result_of(msgs: &mut Vec<Message>, id: &str, tool: &str, result: Value) {
     msgs.push(Message::Tool {
-        call_id: call.id.clone(),
-        name: call.name.clone(),
-        content: json!({"tool": call.name, "result": result}).to_string(),
+        call_id: id.into(),
+        name: tool.into(),
+        content: json!({"tool": tool, "result": result}).to_string(),
         media: vec![],
     });
 }
