@@ -8,7 +8,8 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::common::{builtin_server, playback, run, write};
+use crate::common::expect;
+use crate::common::{ask_args, builtin_server, playback, run, write};
 use crate::policy_rules::calls_sent;
 
 /// A servers file whose hooks are these shell scripts.
@@ -105,24 +106,14 @@ fn rewritten_arguments_are_sent_and_shown_to_the_person_with_the_models_own() {
     let script = r#"cat >/dev/null; echo '{"decision": "ask", "reason": "rewritten", "arguments": {"text": "HELLO"}}'"#;
     let config = config(dir.path(), Some(script), None, &["testbed__echo"]);
     let model = echo_once(dir.path());
-    let asked = run(
-        &[
-            "ask", "x", "--config", &config, "--model", &model, "--no", "--json",
-        ],
-        &[],
-    );
+    let asked = run(&ask_args(&config, &model, &["--no"]), &[]);
     let texts = asked.steps_after_discovery();
-    assert!(
-        texts.contains(&"host: the beforeCall hook asks the person: rewritten".to_string()),
-        "{texts:?}"
+    expect::assert_has(
+        &texts,
+        "host: the beforeCall hook asks the person: rewritten",
     );
     assert!(texts.contains(&"host: The assistant wants to run testbed__echo with {\"text\":\"HELLO\"} (rewritten by the beforeCall hook; the assistant proposed {\"text\":\"hello\"})".to_string()), "{texts:?}");
-    let ran = run(
-        &[
-            "ask", "x", "--config", &config, "--model", &model, "--yes", "--json",
-        ],
-        &[],
-    );
+    let ran = run(&ask_args(&config, &model, &["--yes"]), &[]);
     assert_eq!(calls_sent(&ran), ["echo"]);
     let result = ran
         .step_data()
@@ -168,10 +159,7 @@ fn after_call_replaces_the_result_and_a_failing_one_withholds_it() {
     let redacting = config(dir.path(), None, Some(redact), &["testbed__echo"]);
     let ran = ask_echo(&redacting, dir.path(), &[], &[]);
     let texts = ran.steps_after_discovery();
-    assert!(
-        texts.contains(&"host: the afterCall hook replaced the result".to_string()),
-        "{texts:?}"
-    );
+    expect::assert_has(&texts, "host: the afterCall hook replaced the result");
     assert!(ran.tool_events()[0]["result_bytes"].as_u64().unwrap() < 80);
     let failing = config(dir.path(), None, Some("exit 1"), &["testbed__echo"]);
     let ran = ask_echo(&failing, dir.path(), &[], &[]);

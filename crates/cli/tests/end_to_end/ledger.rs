@@ -7,7 +7,8 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::common::{builtin_server, gatehouse_command, playback, run, write};
+use crate::common::expect;
+use crate::common::{ask_args, builtin_server, gatehouse_command, playback, run, write};
 
 fn config(dir: &Path, ledger: Value) -> String {
     write(
@@ -52,22 +53,9 @@ fn every_decision_is_a_line_and_verify_finds_an_edit_and_a_cut() {
         {"name": "testbed__sleep", "arguments": {"seconds": 0}}
     ]}, {"answer": "ok"}]),
     );
-    let ran = run(
-        &[
-            "ask", "x", "--config", &config, "--model", &model, "--no", "--json",
-        ],
-        &[],
-    );
+    let ran = run(&ask_args(&config, &model, &["--no"]), &[]);
     let got = lines(&file);
-    let said: Vec<(String, String)> = got
-        .iter()
-        .map(|l| {
-            (
-                l["decision"].as_str().unwrap().into(),
-                l["rule"].as_str().unwrap().into(),
-            )
-        })
-        .collect();
+    let said = expect::pairs(&got, "decision", "rule");
     assert_eq!(
         said,
         [
@@ -164,10 +152,7 @@ fn arguments_are_kept_when_the_settings_ask_and_secrets_stay_out() {
         dir.path(),
         json!([{"tool_calls": [{"name": "testbed__echo", "arguments": {"text": "key tok-very-secret-123"}}]}, {"answer": "ok"}]),
     );
-    run(
-        &["ask", "x", "--config", &config, "--model", &model, "--json"],
-        &[],
-    );
+    run(&ask_args(&config, &model, &[]), &[]);
     let got = lines(&file);
     assert_eq!(got[0]["arguments"], json!({"text": "key [redacted]"}));
     assert_eq!(got[0]["rule"], "allow[0]");
@@ -220,10 +205,7 @@ fn a_ledger_that_cannot_be_written_stops_the_calls_that_need_it() {
         dir.path(),
         json!([{"tool_calls": [{"name": "testbed__echo", "arguments": {"text": "hello"}}]}, {"answer": "ok"}]),
     );
-    let ran = run(
-        &["ask", "x", "--config", &config, "--model", &model, "--json"],
-        &[],
-    );
+    let ran = run(&ask_args(&config, &model, &[]), &[]);
     let texts = ran.step_texts();
     assert!(
         texts

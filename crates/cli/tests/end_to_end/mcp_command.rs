@@ -260,13 +260,7 @@ fn the_user_scope_writes_the_users_own_file_and_says_when_a_project_file_comes_f
         ran.stderr
     );
     let listed = run_in(&dir, &["mcp", "list", "--scope", "user", "--json"], &env);
-    let names: Vec<String> = serde_json::from_str::<Value>(&listed.stdout)
-        .unwrap()
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["name"].as_str().unwrap().to_owned())
-        .collect();
+    let names: Vec<String> = expect::names_listed(&listed.stdout);
     assert_eq!(names, ["mine", "more"]);
 }
 

@@ -218,10 +218,7 @@ fn each_model_call_carries_search_tools_then_what_was_found_or_called_appended()
         "the search and what is always loaded"
     );
     let found = &calls[1].0;
-    assert!(
-        found.contains(&"filesystem__read_text_file".to_string()),
-        "{found:?}"
-    );
+    common::expect::assert_has(found, "filesystem__read_text_file");
     for (i, pair) in calls.windows(2).enumerate() {
         assert_eq!(
             pair[1].0[..pair[0].0.len()],

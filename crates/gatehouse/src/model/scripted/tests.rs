@@ -195,6 +195,13 @@ fn plan_after(msgs: &mut Vec<Message>, tools: &[ToolSpec], tool: &str, result: V
     Scripted::plan(msgs, tools)
 }
 
+/// The search `d` asked for found `tool`: it joins the tools on offer; plan again.
+fn found(msgs: &mut Vec<Message>, tools: &mut Vec<ToolSpec>, d: &Decision, tool: &str) -> Decision {
+    answered(msgs, d, json!({"tools": [{"name": tool}]}));
+    tools.push(spec(tool));
+    Scripted::plan(msgs, tools)
+}
+
 /// The conversation after call `id` of `tool` came back with `result`.
 fn result_of(msgs: &mut Vec<Message>, id: &str, tool: &str, result: Value) {
     msgs.push(Message::Tool {
@@ -213,23 +220,11 @@ fn over_a_searched_catalog_it_searches_for_each_tool_it_needs_first() {
     assert_eq!(d.tool_calls[0].name, "search_tools");
     let args: Value = serde_json::from_str(&d.tool_calls[0].arguments).unwrap();
     assert_eq!(args["query"], "look up a support ticket by its id");
-    answered(
-        &mut msgs,
-        &d,
-        json!({"tools": [{"name": "support__get_ticket"}]}),
-    );
-    tools.push(spec("support__get_ticket"));
-    let d = Scripted::plan(&msgs, &tools);
+    let d = found(&mut msgs, &mut tools, &d, "support__get_ticket");
     assert_eq!(d.tool_calls[0].name, "search_tools");
     assert!(d.tool_calls[0].arguments.contains("knowledge base"));
-    answered(
-        &mut msgs,
-        &d,
-        json!({"tools": [{"name": "support__search_knowledge"}]}),
-    );
-    tools.push(spec("support__search_knowledge"));
     // Both found: the plan goes on as with the whole catalog, searches not counted.
-    let d = Scripted::plan(&msgs, &tools);
+    let d = found(&mut msgs, &mut tools, &d, "support__search_knowledge");
     assert_eq!(d.tool_calls[0].name, "support__get_ticket");
     answered(
         &mut msgs,
