@@ -60,11 +60,7 @@ fn parse_before(answer: &Value) -> Result<BeforeAnswer, String> {
             visible_line(k)
         ));
     }
-    let Some(decision) = map
-        .get("decision")
-        .and_then(Value::as_str)
-        .and_then(Decision::from_word)
-    else {
+    let Some(decision) = Decision::of(map) else {
         return Err("an answer without \"decision\": allow, deny or ask".into());
     };
     let reason = match map.get("reason") {

@@ -41,12 +41,15 @@ fn echo_once(dir: &Path) -> String {
 /// `gatehouse ask` with the one-echo model, these flags and this environment.
 fn ask_echo(config: &str, dir: &Path, flags: &[&str], env: &[(&str, &str)]) -> crate::common::Ran {
     let model = echo_once(dir);
-    let args = [
-        &["ask", "x", "--config", config, "--model", &model, "--json"][..],
-        flags,
-    ]
-    .concat();
-    run(&args, env)
+    run(&ask_args(config, &model, flags), env)
+}
+
+/// A `beforeCall` script that writes what `command` prints into `file`, then allows.
+fn allowing_after(command: &str, file: &Path) -> String {
+    format!(
+        r#"{command} > {}; echo '{{"decision": "allow"}}'"#,
+        file.display()
+    )
 }
 
 fn denied_by_hook(dir: &Path, script: &str, says: &str) {
@@ -131,15 +134,11 @@ fn rewritten_arguments_are_sent_and_shown_to_the_person_with_the_models_own() {
 fn the_hook_is_given_the_proposed_call_and_the_policys_decision() {
     let dir = tempfile::tempdir().unwrap();
     let seen = dir.path().join("seen.json");
-    let script = format!(
-        r#"cat > {}; echo '{{"decision": "allow"}}'"#,
-        seen.display()
-    );
-    let config = config(dir.path(), Some(&script), None, &[]);
+    let config = config(dir.path(), Some(&allowing_after("cat", &seen)), None, &[]);
     let ran = ask_echo(&config, dir.path(), &[], &[]);
-    assert!(
-        ran.step_texts()
-            .contains(&"host: the beforeCall hook allows it: run it".to_string())
+    expect::assert_has(
+        &ran.step_texts(),
+        "host: the beforeCall hook allows it: run it",
     );
     let given: Value = serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
     assert_eq!(given["tool"], "testbed__echo");
@@ -177,11 +176,12 @@ fn after_call_replaces_the_result_and_a_failing_one_withholds_it() {
 fn a_hook_gets_none_of_the_hosts_secrets() {
     let dir = tempfile::tempdir().unwrap();
     let env_file = dir.path().join("env.txt");
-    let script = format!(
-        r#"env > {}; echo '{{"decision": "allow"}}'"#,
-        env_file.display()
+    let config = config(
+        dir.path(),
+        Some(&allowing_after("env", &env_file)),
+        None,
+        &[],
     );
-    let config = config(dir.path(), Some(&script), None, &[]);
     ask_echo(
         &config,
         dir.path(),

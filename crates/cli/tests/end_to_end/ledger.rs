@@ -207,20 +207,13 @@ fn a_ledger_that_cannot_be_written_stops_the_calls_that_need_it() {
     );
     let ran = run(&ask_args(&config, &model, &[]), &[]);
     let texts = ran.step_texts();
-    assert!(
-        texts
-            .iter()
-            .any(|t| t.starts_with("host: warning: the ledger")
-                && t.ends_with("calls will be stopped until it can be written")),
-        "{texts:?}"
-    );
-    assert!(
-        texts
-            .iter()
-            .any(|t| t.starts_with("host: stopped: the ledger")
-                && t.contains("a call is never sent unrecorded")),
-        "{texts:?}"
-    );
+    expect::assert_any(&texts, "the warning", |t| {
+        t.starts_with("host: warning: the ledger")
+            && t.ends_with("calls will be stopped until it can be written")
+    });
+    expect::assert_any(&texts, "the stop", |t| {
+        t.starts_with("host: stopped: the ledger") && t.contains("a call is never sent unrecorded")
+    });
     assert_eq!(
         ran.tool_events()[0]["outcome"],
         "refused",

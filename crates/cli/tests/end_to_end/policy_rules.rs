@@ -6,7 +6,7 @@
 use serde_json::{Value, json};
 
 use crate::common::expect;
-use crate::common::{ask_args, builtin_server, playback, run, write};
+use crate::common::{Ran, ask_args, builtin_server, playback, run, write};
 
 fn config(dir: &std::path::Path, rules: Value) -> String {
     write(
@@ -17,8 +17,18 @@ fn config(dir: &std::path::Path, rules: Value) -> String {
     )
 }
 
+/// `ask --no` with a model that proposes two echoes at once, of these texts, then answers.
+fn two_echoes(dir: &std::path::Path, config: &str, texts: [&str; 2]) -> Ran {
+    let calls: Vec<Value> = texts
+        .iter()
+        .map(|text| json!({"name": "testbed__echo", "arguments": {"text": text}}))
+        .collect();
+    let model = playback(dir, json!([{"tool_calls": calls}, {"answer": "ok"}]));
+    run(&ask_args(config, &model, &["--no"]), &[])
+}
+
 /// The calls that reached the testbed (the host's records of calls that ran), by tool.
-pub fn calls_sent(ran: &crate::common::Ran) -> Vec<String> {
+pub fn calls_sent(ran: &Ran) -> Vec<String> {
     ran.tool_events()
         .iter()
         .filter(|e| {
@@ -79,14 +89,7 @@ fn a_conditional_deny_refuses_with_its_reason_and_sends_nothing() {
              "when": {"pointer": "/text", "regex": "(?i)password"}}
         ]),
     );
-    let model = playback(
-        dir.path(),
-        json!([
-        {"tool_calls": [{"name": "testbed__echo", "arguments": {"text": "my PASSWORD is x"}},
-                        {"name": "testbed__echo", "arguments": {"text": "hello"}}]},
-        {"answer": "ok"}]),
-    );
-    let ran = run(&ask_args(&config, &model, &["--no"]), &[]);
+    let ran = two_echoes(dir.path(), &config, ["my PASSWORD is x", "hello"]);
     let texts = ran.steps_after_discovery();
     expect::assert_has(&texts, "host: denied by rules[1]: no secrets in echoes");
     expect::assert_has(&texts, "host: allowed by rules[0]: run it");
@@ -106,19 +109,16 @@ fn an_ask_rule_gives_the_person_its_reason_and_a_traversal_is_not_inside() {
             {"tool": "testbed__echo", "decision": "ask", "reason": "echoes outside the project are read by a person"}
         ]),
     );
-    let model = playback(
+    let ran = two_echoes(
         dir.path(),
-        json!([
-        {"tool_calls": [{"name": "testbed__echo", "arguments": {"text": "/srv/project/notes.txt"}},
-                        {"name": "testbed__echo", "arguments": {"text": "/srv/project/../../etc/passwd"}}]},
-        {"answer": "ok"}]),
+        &config,
+        ["/srv/project/notes.txt", "/srv/project/../../etc/passwd"],
     );
-    let ran = run(&ask_args(&config, &model, &["--no"]), &[]);
     let texts = ran.steps_after_discovery();
     let asked =
         "host: rules[1] says ask the person: echoes outside the project are read by a person";
     expect::assert_has(&texts, "host: allowed by rules[0]: run it");
-    assert!(texts.contains(&asked.to_string()), "{texts:?}");
+    expect::assert_has(&texts, asked);
     assert_eq!(
         calls_sent(&ran),
         ["echo"],

@@ -64,20 +64,8 @@ fn a_cut_result_is_read_on_with_read_result_and_saved_whole() {
         ),
         json!({"choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "read"}}]}),
     ]);
-    let ran = run(
-        &[
-            "ask",
-            "repeat it",
-            "--config",
-            &config,
-            "--model",
-            "openai:gpt-test",
-            "--json",
-        ],
-        &[("OPENAI_BASE_URL", &fake.base)],
-    );
-    assert_eq!(ran.status, 0, "{}", ran.stderr);
-    let requests: Vec<Value> = fake.chat_requests().into_iter().map(|r| r.body).collect();
+    let ran = fake.ask("repeat it", &config, "openai:gpt-test", &[]);
+    let requests: Vec<Value> = fake.chat_bodies();
     assert_eq!(requests.len(), 5);
     assert!(
         !names(&requests[0]).contains(&"read_result".to_string()),

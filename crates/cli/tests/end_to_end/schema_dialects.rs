@@ -65,20 +65,8 @@ fn openai_strict_schemas_of_foreign_servers_and_a_null_taken_out_before_the_call
         ),
         answer("read it"),
     ]);
-    let ran = run(
-        &[
-            "ask",
-            "read my notes",
-            "--config",
-            &config,
-            "--model",
-            "openai:gpt-4o",
-            "--json",
-        ],
-        &[("OPENAI_BASE_URL", &fake.base)],
-    );
-    assert_eq!(ran.status, 0, "{}", ran.stderr);
-    let requests: Vec<Value> = fake.chat_requests().into_iter().map(|r| r.body).collect();
+    let ran = fake.ask("read my notes", &config, "openai:gpt-4o", &[]);
+    let requests: Vec<Value> = fake.chat_bodies();
     let tools = requests[0]["tools"].as_array().unwrap();
     assert!(tools.len() > 35, "{}", tools.len());
     assert_eq!(
@@ -132,19 +120,7 @@ fn gemini_schemas_of_foreign_servers_break_none_of_its_rules() {
     let dir = scratch_dir();
     let config = foreign_servers(&dir);
     let fake = Fake::start(vec![answer("nothing to do")]);
-    let ran = run(
-        &[
-            "ask",
-            "hello",
-            "--config",
-            &config,
-            "--model",
-            "openai:gemini-2.5-flash",
-            "--json",
-        ],
-        &[("OPENAI_BASE_URL", &fake.base)],
-    );
-    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    fake.ask("hello", &config, "openai:gemini-2.5-flash", &[]);
     let request = &fake.chat_requests()[0].body;
     assert_eq!(
         problems(request, SchemaDialect::Gemini),

@@ -49,8 +49,10 @@ impl Decision {
         }
     }
 
-    /// The decision a word names (`allow`, `ask`, `deny`), as rules and hooks write it.
-    pub fn from_word(word: &str) -> Option<Decision> {
+    /// The decision an object's `"decision"` names (`allow`, `ask`, `deny`), as rules and
+    /// hooks write it; `None` when it names none.
+    pub fn of(map: &serde_json::Map<String, Value>) -> Option<Decision> {
+        let word = map.get("decision").and_then(Value::as_str)?;
         [Decision::Allow, Decision::Ask, Decision::Deny]
             .into_iter()
             .find(|d| d.as_str() == word)
@@ -198,11 +200,7 @@ fn rule(index: usize, value: &Value) -> Result<Rule, String> {
         _ => return Err("\"tool\" must be a glob over tool names, such as \"files__*\"".into()),
     };
     let matcher = conditions::glob(tool).map_err(|e| format!("\"tool\" {tool:?}: {e}"))?;
-    let Some(decision) = map
-        .get("decision")
-        .and_then(Value::as_str)
-        .and_then(Decision::from_word)
-    else {
+    let Some(decision) = Decision::of(map) else {
         return Err("\"decision\" must be \"allow\", \"ask\" or \"deny\"".into());
     };
     let reason = match map.get("reason") {

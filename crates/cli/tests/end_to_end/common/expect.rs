@@ -8,6 +8,11 @@ pub fn assert_has(texts: &[String], want: &str) {
     assert!(texts.iter().any(|t| t == want), "{want}: {texts:#?}");
 }
 
+/// Some text of `texts` is `what`: `holds` says so of it.
+pub fn assert_any(texts: &[String], what: &str, holds: impl Fn(&str) -> bool) {
+    assert!(texts.iter().any(|t| holds(t)), "{what}: {texts:#?}");
+}
+
 /// Fields `a` and `b` of each record, side by side (a missing field reads as "").
 pub fn pairs(records: &[Value], a: &str, b: &str) -> Vec<(String, String)> {
     records

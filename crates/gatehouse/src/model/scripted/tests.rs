@@ -13,12 +13,13 @@ fn spec(name: &str) -> ToolSpec {
 
 #[test]
 fn finds_ticket_ids_only_as_whole_words() {
-    assert_eq!(
-        ticket_id("Draft a reply to ticket T-30002").as_deref(),
-        Some("T-30002")
-    );
-    assert_eq!(ticket_id("XT-30002 or T-300021"), None);
-    assert_eq!(ticket_id("T-40003."), Some("T-40003".into()));
+    for (text, id) in [
+        ("Draft a reply to ticket T-30002", Some("T-30002")),
+        ("XT-30002 or T-300021", None),
+        ("T-40003.", Some("T-40003")),
+    ] {
+        assert_eq!(ticket_id(text).as_deref(), id, "{text}");
+    }
 }
 
 #[test]
@@ -39,15 +40,13 @@ fn a_ticket_question_starts_with_the_ticket_then_searches_its_subject() {
 
 #[test]
 fn hostnames_and_ticket_requests_are_recognised() {
-    assert_eq!(
-        hostname("who owns jump-prod-02? Open").as_deref(),
-        Some("jump-prod-02")
-    );
-    assert_eq!(hostname("T-30002 and LK-182074"), None);
-    assert_eq!(
-        hostname("customer-db-prod-01's disk"),
-        Some("customer-db-prod-01".into())
-    );
+    for (text, host) in [
+        ("who owns jump-prod-02? Open", Some("jump-prod-02")),
+        ("T-30002 and LK-182074", None),
+        ("customer-db-prod-01's disk", Some("customer-db-prod-01")),
+    ] {
+        assert_eq!(hostname(text).as_deref(), host, "{text}");
+    }
     assert_eq!(
         summary_of("who owns x? Open a ticket for it: brute force then a login"),
         "brute force then a login"
