@@ -8,17 +8,16 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use crate::common::expect;
-use crate::common::{self, Ran, at_terminal_in, builtin_server, playback, write};
+use crate::common::{self, Ran, at_terminal_in, builtin_server, playback, servers_file};
 
 /// The remembered choices are offered at this prompt.
 const PROMPT: &str = "Run it? [y/N] (a: this tool for this session, A: this tool in this project)";
 
 fn config(dir: &Path) -> String {
-    write(
+    servers_file(
         dir,
-        "servers.json",
-        &json!({"mcpServers": {"testbed": builtin_server("testbed", json!({}))},
-                "gatehouse": {"allow": ["testbed__change_echo"]}}),
+        json!({"testbed": builtin_server("testbed", json!({}))}),
+        json!({"allow": ["testbed__change_echo"]}),
     )
 }
 
@@ -159,12 +158,10 @@ fn capital_a_approves_the_tool_in_this_project_for_later_sessions_until_revoked(
 #[test]
 fn a_rule_that_asks_offers_no_remembering() {
     let dir = tempfile::tempdir().unwrap();
-    let config = write(
+    let config = servers_file(
         dir.path(),
-        "servers.json",
-        &json!({
-        "mcpServers": {"testbed": builtin_server("testbed", json!({}))},
-        "gatehouse": {"rules": [{"tool": "testbed__echo", "decision": "ask", "reason": "every time"}]}}),
+        json!({"testbed": builtin_server("testbed", json!({}))}),
+        json!({"rules": [{"tool": "testbed__echo", "decision": "ask", "reason": "every time"}]}),
     );
     let model = playback(
         dir.path(),

@@ -9,7 +9,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use crate::common::expect;
-use crate::common::{ask_args, builtin_server, playback, run, write};
+use crate::common::{ask_args, builtin_server, playback, run, servers_file};
 use crate::policy_rules::calls_sent;
 
 /// A servers file whose hooks are these shell scripts.
@@ -22,12 +22,10 @@ fn config(dir: &Path, before: Option<&str>, after: Option<&str>, allow: &[&str])
     if let Some(s) = after {
         hooks.insert("afterCall".into(), hook(s));
     }
-    write(
+    servers_file(
         dir,
-        "servers.json",
-        &json!({
-        "mcpServers": {"testbed": builtin_server("testbed", json!({}))},
-        "gatehouse": {"allow": allow, "hooks": hooks, "ledger": {"path": dir.join("ledger.jsonl")}}}),
+        json!({"testbed": builtin_server("testbed", json!({}))}),
+        json!({"allow": allow, "hooks": hooks, "ledger": {"path": dir.join("ledger.jsonl")}}),
     )
 }
 

@@ -8,18 +8,16 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use crate::common::expect;
-use crate::common::{ask_args, builtin_server, gatehouse_command, playback, run, write};
+use crate::common::{ask_args, builtin_server, gatehouse_command, playback, run, servers_file};
 
 fn config(dir: &Path, ledger: Value) -> String {
-    write(
+    servers_file(
         dir,
-        "servers.json",
-        &json!({
-        "mcpServers": {"testbed": builtin_server("testbed", json!({}))},
-        "gatehouse": {"ledger": ledger, "rules": [
+        json!({"testbed": builtin_server("testbed", json!({}))}),
+        json!({"ledger": ledger, "rules": [
             {"tool": "testbed__echo", "decision": "deny", "reason": "no shouting", "when": {"pointer": "/text", "regex": "^[A-Z]+$"}},
             {"tool": "testbed__echo", "decision": "allow"}
-        ]}}),
+        ]}),
     )
 }
 
@@ -141,12 +139,10 @@ fn every_decision_is_a_line_and_verify_finds_an_edit_and_a_cut() {
 fn arguments_are_kept_when_the_settings_ask_and_secrets_stay_out() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("ledger.jsonl");
-    let config = write(
+    let config = servers_file(
         dir.path(),
-        "servers.json",
-        &json!({
-        "mcpServers": {"testbed": builtin_server("testbed", json!({"API_TOKEN": "tok-very-secret-123"}))},
-        "gatehouse": {"ledger": {"path": file, "arguments": true}, "allow": ["testbed__echo"]}}),
+        json!({"testbed": builtin_server("testbed", json!({"API_TOKEN": "tok-very-secret-123"}))}),
+        json!({"ledger": {"path": file, "arguments": true}, "allow": ["testbed__echo"]}),
     );
     let model = playback(
         dir.path(),

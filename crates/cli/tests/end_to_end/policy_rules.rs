@@ -6,14 +6,13 @@
 use serde_json::{Value, json};
 
 use crate::common::expect;
-use crate::common::{Ran, ask_args, builtin_server, playback, run, write};
+use crate::common::{Ran, ask_args, builtin_server, playback, run, servers_file};
 
 fn config(dir: &std::path::Path, rules: Value) -> String {
-    write(
+    servers_file(
         dir,
-        "servers.json",
-        &json!({"mcpServers": {"testbed": builtin_server("testbed", json!({}))},
-                "gatehouse": {"rules": rules, "ledger": {"path": dir.join("ledger.jsonl")}}}),
+        json!({"testbed": builtin_server("testbed", json!({}))}),
+        json!({"rules": rules, "ledger": {"path": dir.join("ledger.jsonl")}}),
     )
 }
 

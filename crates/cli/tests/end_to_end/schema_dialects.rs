@@ -16,19 +16,17 @@ fn foreign_servers(dir: &std::path::Path) -> String {
     std::fs::create_dir_all(&files).unwrap();
     std::fs::write(files.join("notes.txt"), "milk, eggs, rust\n").unwrap();
     let node = node();
-    write(
+    servers_file(
         dir,
-        "servers.json",
-        &json!({
-        "mcpServers": {
+        json!({
             "everything": {"command": node, "args": [npm_server("everything")]},
             "filesystem": {"command": node, "args": [npm_server("filesystem"), files.to_string_lossy()]},
             "memory": {"command": node, "args": [npm_server("memory")], "env": {"MEMORY_FILE_PATH": dir.join("memory.jsonl").to_string_lossy()}},
-            "testbed": {"command": exe(), "args": ["serve", "testbed"]}},
-        "gatehouse": {
+            "testbed": {"command": exe(), "args": ["serve", "testbed"]}}),
+        json!({
             "allow": ["filesystem__read_text_file"],
             "toolSearch": "never",
-            "schemaDialect": {"openai:gemini-*": "gemini", "openai:*": "openai-strict"}}}),
+            "schemaDialect": {"openai:gemini-*": "gemini", "openai:*": "openai-strict"}}),
     )
 }
 

@@ -51,11 +51,7 @@ fn thousand_tools(dir: &std::path::Path, settings: Value) -> String {
     if let (Some(g), Value::Object(more)) = (gatehouse.as_object_mut(), settings) {
         g.extend(more);
     }
-    write(
-        dir,
-        "servers.json",
-        &json!({"mcpServers": servers, "gatehouse": gatehouse}),
-    )
+    servers_file(dir, Value::Object(servers), gatehouse)
 }
 
 /// The data of the steps whose text starts with `prefix`.
@@ -119,11 +115,7 @@ fn the_readme_question_is_answered_over_a_thousand_tools_with_search_tools() {
     for s in &searches {
         assert!(s["offered_bytes"].as_u64().unwrap() <= BUDGET as u64, "{s}");
     }
-    let wants: Vec<String> = ran
-        .step_texts()
-        .into_iter()
-        .filter(|s| s.starts_with("model:"))
-        .collect();
+    let wants = ran.steps_starting("model:");
     assert_eq!(
         wants,
         [

@@ -32,7 +32,12 @@ pub fn items(list: &Value) -> &[Value] {
 
 /// The first item of the JSON list `list` whose `key` is `value`, if any.
 pub fn item_with<'a>(list: &'a Value, key: &str, value: &str) -> Option<&'a Value> {
-    items(list).iter().find(|item| item[key] == value)
+    find(items(list), key, value)
+}
+
+/// The first record whose `key` is `value`, if any.
+pub fn find<'a>(records: &'a [Value], key: &str, value: &str) -> Option<&'a Value> {
+    records.iter().find(|r| r[key] == value)
 }
 
 /// Each item's `name`, from a `--json` list on stdout.

@@ -174,6 +174,13 @@ impl Ran {
         }
     }
 
+    /// The steps ("who: text") that start with `prefix`, in order.
+    pub fn steps_starting(&self, prefix: &str) -> Vec<String> {
+        let mut steps = self.step_texts();
+        steps.retain(|s| s.starts_with(prefix));
+        steps
+    }
+
     /// A step ("who: text") starts with `prefix`.
     pub fn assert_step_starting(&self, prefix: &str) {
         let texts = self.step_texts();
@@ -187,6 +194,12 @@ impl Ran {
     pub fn assert_answer(&self, part: &str) {
         let answer = self.answer();
         assert!(answer.contains(part), "{part}: {answer}");
+    }
+
+    /// The answer starts with `prefix`.
+    pub fn assert_answer_starting(&self, prefix: &str) {
+        let answer = self.answer();
+        assert!(answer.starts_with(prefix), "{prefix}: {answer}");
     }
 
     /// Stderr holds `part`.
