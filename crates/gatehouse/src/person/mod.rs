@@ -4,10 +4,12 @@
 //! - this module: the [`Person`] trait, and the two questions as the run records them:
 //!   [`approve_call`] (the approval flow) and [`ask_person`] (a server's question);
 //! - [`terminal`]: the person at a terminal, or options in a script;
-//! - [`form`]: a server's flat form, its fields, and answers given by options.
+//! - [`form`]: a server's flat form, its fields, and answers given by options;
+//! - [`unattended`]: nobody at the host, every answer fixed beforehand (probing, harnesses).
 
 pub mod form;
 pub mod terminal;
+pub mod unattended;
 
 #[cfg(test)]
 mod tests;
@@ -18,6 +20,7 @@ use serde_json::{Map, Value, json};
 
 pub use form::{FormAnswer, FormField, answers_for, fill_from_options, form_fields};
 pub use terminal::{FixedAnswers, Terminal, asks_at_terminal, describe_call};
+pub use unattended::Unattended;
 
 use crate::trace::{Trace, Who};
 
@@ -76,20 +79,60 @@ pub struct ApprovalRequest {
     pub proposed: Option<Value>,
 }
 
+/// What answering a server's question gives: the answer, and who gave it.
+pub type Answered<'a> = BoxFuture<'a, (ElicitResult, AnsweredBy)>;
+
 /// The person, however they are reached.
 pub trait Person: Send + Sync {
     /// Ask whether to run one call.
     fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Approval>;
     /// Answer a server's question (elicitation). `server` names who asks.
-    fn elicit<'a>(
-        &'a self,
-        server: &'a str,
-        request: &'a ElicitRequestParams,
-    ) -> BoxFuture<'a, (ElicitResult, AnsweredBy)>;
+    fn elicit<'a>(&'a self, server: &'a str, request: &'a ElicitRequestParams) -> Answered<'a>;
 }
 
-pub(crate) fn decline() -> ElicitResult {
+/// A "no" to a server's question.
+pub fn decline() -> ElicitResult {
     ElicitResult::new(ElicitationAction::Decline)
+}
+
+/// A server's question as every way of asking reads it: a form with its schema as JSON, or
+/// a URL to open. One reading, so the terminal, the lab and the harnesses cannot drift.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Question<'a> {
+    /// A form to fill (SEP-1034's flat schema).
+    Form {
+        /// What the server says it wants.
+        message: &'a str,
+        /// The requested schema, as JSON (null when it cannot be written as JSON).
+        schema: Value,
+    },
+    /// A URL the person is asked to open themselves.
+    Url {
+        /// What the server says it wants.
+        message: &'a str,
+        /// Where it wants the person to go.
+        url: &'a str,
+    },
+}
+
+impl<'a> Question<'a> {
+    /// Read a request; `None` for a kind this host does not know, which is declined.
+    pub fn of(request: &'a ElicitRequestParams) -> Option<Question<'a>> {
+        match request {
+            ElicitRequestParams::FormElicitationParams {
+                message,
+                requested_schema,
+                ..
+            } => Some(Question::Form {
+                message,
+                schema: serde_json::to_value(requested_schema).unwrap_or(Value::Null),
+            }),
+            ElicitRequestParams::UrlElicitationParams { message, url, .. } => {
+                Some(Question::Url { message, url })
+            }
+            _ => None,
+        }
+    }
 }
 
 /// A call the host asks the person about: which server's tool, with what, and what the

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod client;
+pub mod expect;
 pub mod http_server;
 pub mod process;
 pub mod serve;
@@ -37,6 +38,17 @@ pub struct Ran {
     pub status: i32,
     pub stdout: String,
     pub stderr: String,
+}
+
+impl From<Output> for Ran {
+    /// A finished process's exit code (-1 for a signal) and its output as text.
+    fn from(out: Output) -> Ran {
+        Ran {
+            status: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
 }
 
 impl Ran {
@@ -162,6 +174,13 @@ impl Ran {
         }
     }
 
+    /// The steps ("who: text") that start with `prefix`, in order.
+    pub fn steps_starting(&self, prefix: &str) -> Vec<String> {
+        let mut steps = self.step_texts();
+        steps.retain(|s| s.starts_with(prefix));
+        steps
+    }
+
     /// A step ("who: text") starts with `prefix`.
     pub fn assert_step_starting(&self, prefix: &str) {
         let texts = self.step_texts();
@@ -175,6 +194,12 @@ impl Ran {
     pub fn assert_answer(&self, part: &str) {
         let answer = self.answer();
         assert!(answer.contains(part), "{part}: {answer}");
+    }
+
+    /// The answer starts with `prefix`.
+    pub fn assert_answer_starting(&self, prefix: &str) {
+        let answer = self.answer();
+        assert!(answer.starts_with(prefix), "{prefix}: {answer}");
     }
 
     /// Stderr holds `part`.
@@ -313,16 +338,7 @@ pub fn run_with_stdin(args: &[&str], env: &[(&str, &str)], stdin: Option<&str>) 
             .write_all(text.as_bytes())
             .unwrap();
     }
-    let Output {
-        status,
-        stdout,
-        stderr,
-    } = child.wait_with_output().expect("the gatehouse binary runs");
-    Ran {
-        status: status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&stderr).into_owned(),
-    }
+    Ran::from(child.wait_with_output().expect("the gatehouse binary runs"))
 }
 
 /// The seed's question: who owns a host, and a ticket for it.
@@ -422,19 +438,11 @@ pub fn run_bounded(args: &[&str], env: &[(&str, &str)]) -> Ran {
 
 /// As [`run`], in the folder `dir`: a person at work in their project.
 pub fn run_in(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Ran {
-    let Output {
-        status,
-        stdout,
-        stderr,
-    } = gatehouse_command(args, env)
+    let out = gatehouse_command(args, env)
         .current_dir(dir)
         .output()
         .expect("the gatehouse binary runs");
-    Ran {
-        status: status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&stderr).into_owned(),
-    }
+    Ran::from(out)
 }
 
 /// A servers entry that starts one of the binary's own servers, passing it the test's
