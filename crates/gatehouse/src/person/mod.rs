@@ -30,6 +30,9 @@ pub enum AnsweredBy {
     Terminal,
     /// Nobody could answer (no terminal, end of input): the default, no.
     Nobody,
+    /// The person answered in their own MCP client, through the form or the page a
+    /// gateway asked them with.
+    Client,
 }
 
 /// The person's answer to "run this call?".
@@ -161,7 +164,7 @@ pub async fn approve_call(
             json!({}),
         ),
         AnsweredBy::Nobody => trace.add(Who::Host, "No answer could be read: no", json!({})),
-        AnsweredBy::Terminal => {}
+        AnsweredBy::Terminal | AnsweredBy::Client => {}
     }
     if let (true, Some(scope)) = (approval.yes && may_remember, approval.remember) {
         let text = match scope {
@@ -215,6 +218,7 @@ pub async fn ask_person(
     let how = match by {
         AnsweredBy::Option => "by option",
         AnsweredBy::Terminal => "at the terminal",
+        AnsweredBy::Client => "in their client",
         AnsweredBy::Nobody => "by default: nobody could answer",
     };
     let mut data = json!({"action": action, "answered": how});
