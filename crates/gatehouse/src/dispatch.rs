@@ -230,7 +230,11 @@ enum Asked {
 impl Round1<'_> {
     /// Send one round of a call and read its answer: the end of the call, or the
     /// server's `input_required` questions.
-    async fn call_round(&self, params: &CallToolRequestParams, progress_steps: &mut usize) -> Asked {
+    async fn call_round(
+        &self,
+        params: &CallToolRequestParams,
+        progress_steps: &mut usize,
+    ) -> Asked {
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()));
         let reply = match self.send(request, progress_steps).await {
             Round::Answered(reply) => reply,

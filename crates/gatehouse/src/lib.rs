@@ -34,6 +34,7 @@ pub mod config;
 pub mod connect;
 pub mod dispatch;
 pub mod gate;
+pub mod gateway;
 pub mod hooks;
 pub mod host;
 pub mod ledger;

@@ -258,15 +258,9 @@ impl Gate {
         let decided = judged.decided;
         let (rule, answer) = match &decided.how {
             How::Run { rule, .. } => (rule.clone(), None),
-            How::Ask {
-                rule, may_remember, ..
-            } => {
+            How::Ask { rule, .. } => {
                 let approval =
                     answer.unwrap_or_else(|| person::Approval::once(false, AnsweredBy::Nobody));
-                if approval.yes {
-                    self.approved(p, &decided.tool, *may_remember, approval, live, trace)
-                        .await;
-                }
                 (rule.clone(), Some(approval))
             }
         };
@@ -307,6 +301,11 @@ impl Gate {
                 Outcome::Refused,
                 server,
             );
+        }
+        // Remembered only once the yes is written down (a confirmation used twice is not).
+        if let (How::Ask { may_remember, .. }, Some(approval)) = (&decided.how, answer) {
+            self.approved(p, &decided.tool, *may_remember, approval, live, trace)
+                .await;
         }
         Admission::Send {
             tool: Box::new(decided.tool),

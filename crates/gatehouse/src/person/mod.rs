@@ -113,6 +113,21 @@ pub struct Proposed<'a> {
     pub proposed: Option<&'a rmcp::model::JsonObject>,
 }
 
+impl Proposed<'_> {
+    /// The question put to the person, with `why` they are asked.
+    pub fn request(&self, why: &str) -> ApprovalRequest {
+        ApprovalRequest {
+            server: self.server.to_owned(),
+            tool: self.tool.to_owned(),
+            arguments: Value::Object(self.arguments.clone()),
+            annotations: annotations_for_display(self.annotations),
+            why: why.to_owned(),
+            may_remember: self.may_remember,
+            proposed: self.proposed.map(|p| Value::Object(p.clone())),
+        }
+    }
+}
+
 /// Ask the person whether to run one call, the way the run shows it: why the host asks,
 /// the exact call, the answer and who gave it. `why` is the policy's reason, in words.
 pub async fn approve_call(
@@ -121,40 +136,25 @@ pub async fn approve_call(
     call: &Proposed<'_>,
     why: &str,
 ) -> Approval {
-    let Proposed {
-        server,
-        tool,
-        arguments,
-        annotations,
-        may_remember,
-        proposed,
-    } = *call;
-    let annotations = annotations_for_display(annotations);
+    let may_remember = call.may_remember;
+    let request = call.request(why);
     trace.add(
         Who::Host,
         why,
-        json!({"decision": "ask", "server": server, "annotations": annotations}),
+        json!({"decision": "ask", "server": call.server, "annotations": request.annotations}),
     );
-    let arguments = Value::Object(arguments.clone());
-    let proposed = proposed.map(|p| Value::Object(p.clone()));
-    let rewritten = match &proposed {
+    let rewritten = match &request.proposed {
         Some(p) => format!(" (rewritten by the beforeCall hook; the assistant proposed {p})"),
         None => String::new(),
     };
     trace.add(
         Who::Host,
-        format!("The assistant wants to run {tool} with {arguments}{rewritten}"),
+        format!(
+            "The assistant wants to run {} with {}{rewritten}",
+            call.tool, request.arguments
+        ),
         json!({}),
     );
-    let request = ApprovalRequest {
-        server: server.to_owned(),
-        tool: tool.to_owned(),
-        arguments,
-        annotations,
-        why: why.to_owned(),
-        may_remember,
-        proposed,
-    };
     let approval = person.approve(&request).await;
     let said = if approval.yes { "yes" } else { "no" };
     match approval.by {
