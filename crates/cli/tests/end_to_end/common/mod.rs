@@ -6,6 +6,7 @@
 
 pub mod client;
 pub mod http_server;
+pub mod nginx;
 pub mod process;
 pub mod serve;
 
