@@ -151,6 +151,11 @@ impl<'a> Call<'a> {
                     .into(),
             ));
         }
+        trace.add(
+            Who::Host,
+            format!("asked {} in their client: {why}", self.caller),
+            json!({"decision": "ask", "tool": self.call.name, "caller": self.caller}),
+        );
         let form = confirm::approval_form(&judged.proposed().request(why));
         let state = self
             .gw
@@ -224,6 +229,14 @@ impl<'a> Call<'a> {
             Some(a) => confirm::read_answer(a, judged.proposed().may_remember),
             None => Approval::once(false, AnsweredBy::Nobody),
         });
+        if let Some(approval) = approval {
+            let said = if approval.yes { "yes" } else { "no" };
+            trace.add(
+                Who::Person,
+                format!("{} said {said} in their client", self.caller),
+                json!({"tool": self.call.name, "caller": self.caller}),
+            );
+        }
         let admitted = gate.settle(&p, judged, approval, live, trace).await;
         self.admitted(admitted).await
     }
