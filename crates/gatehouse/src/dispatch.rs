@@ -221,6 +221,31 @@ pub struct Call<'a> {
     pub meta: Option<RequestMetaObject>,
 }
 
+impl<'a> Call<'a> {
+    /// The round that sends this call, and its first request's params.
+    fn first_round<'r>(
+        self,
+        limits: CallLimits,
+        trace: &'r Trace,
+        stop: &'r CancellationToken,
+    ) -> (Round1<'r>, CallToolRequestParams)
+    where
+        'a: 'r,
+    {
+        let round = Round1 {
+            conn: self.conn,
+            label: self.wire_name,
+            limits,
+            trace,
+            stop,
+        };
+        let mut params =
+            CallToolRequestParams::new(self.wire_name.to_owned()).with_arguments(self.arguments);
+        params.meta = self.meta;
+        (round, params)
+    }
+}
+
 /// How one round of a call ended: the call's end, or the server's questions.
 enum Asked {
     Ended(CallEnd),
@@ -266,16 +291,7 @@ pub async fn call_tool(
 ) -> Dispatched {
     let start = Instant::now();
     let conn = call.conn;
-    let round = Round1 {
-        conn,
-        label: call.wire_name,
-        limits,
-        trace,
-        stop,
-    };
-    let mut params =
-        CallToolRequestParams::new(call.wire_name.to_owned()).with_arguments(call.arguments);
-    params.meta = call.meta;
+    let (round, mut params) = call.first_round(limits, trace, stop);
     let (mut asked_user, mut rounds, mut progress_steps) = (false, 0, 0);
     let end = loop {
         rounds += 1;
@@ -345,16 +361,8 @@ pub async fn call_tool_round(
     stop: &CancellationToken,
 ) -> Relayed {
     let start = Instant::now();
-    let round = Round1 {
-        conn: call.conn,
-        label: call.wire_name,
-        limits,
-        trace,
-        stop,
-    };
-    let mut params =
-        CallToolRequestParams::new(call.wire_name.to_owned()).with_arguments(call.arguments);
-    params.meta = call.meta;
+    let conn = call.conn;
+    let (round, mut params) = call.first_round(limits, trace, stop);
     if let Some(a) = answered {
         params = next_round(params, a.responses, a.state);
     }
@@ -362,7 +370,7 @@ pub async fn call_tool_round(
         Asked::Asks(asked) => Relayed::Asks(asked),
         Asked::Ended(end) => Relayed::Ended(Dispatched {
             end,
-            asked_user: call.conn.handler().take_asked(),
+            asked_user: conn.handler().take_asked(),
             rounds: 1,
             elapsed: start.elapsed(),
         }),

@@ -6,6 +6,7 @@
 use serde_json::{Value, json};
 
 use super::*;
+use crate::interop_foreign_clients::python_sdk::call_args;
 
 fn tool_names(out: &Value) -> Vec<String> {
     out["tools"]
@@ -14,15 +15,6 @@ fn tool_names(out: &Value) -> Vec<String> {
         .iter()
         .map(|t| t["name"].as_str().unwrap().to_owned())
         .collect()
-}
-
-fn call_args(name: &str, args: &Value) -> Vec<String> {
-    vec![
-        "--call".into(),
-        name.into(),
-        "--args".into(),
-        args.to_string(),
-    ]
 }
 
 fn strs(v: &[String]) -> Vec<&str> {
