@@ -2,8 +2,8 @@
 //! 2026-07-28 is asked in a later request (`input_required`, answered on any replica:
 //! [`Gate::judge`](crate::gate::Gate::judge) then
 //! [`Gate::settle`](crate::gate::Gate::settle)); an older client is asked in the middle
-//! of its call with `elicitation/create` ([`ClientPerson`], through
-//! [`Gate::admit`](crate::gate::Gate::admit)). Either way the answer comes only from the
+//! of its call with `elicitation/create` ([`ClientPerson`]), between the same two halves.
+//! A client that cannot show a form is refused, and the ledger says nobody answered. Either way the answer comes only from the
 //! form the gateway sent, and a server's own questions go to the same client.
 
 use rmcp::{
@@ -26,7 +26,7 @@ use crate::{
     dispatch::{self, Answered, CallEnd, Relayed},
     gate::{Admission, Proposal},
     model::ToolCall,
-    person::{AnsweredBy, Approval, ApprovalRequest, Person},
+    person::{self, AnsweredBy, Approval, ApprovalRequest, Person},
     policy, text,
     trace::Who,
 };
@@ -130,11 +130,6 @@ impl<'a> Call<'a> {
         let (gate, live, settings, trace) =
             (host.gate(), host.live(), host.settings(), host.trace());
         let p = self.proposal(None);
-        if !self.modern {
-            let person = ClientPerson::of(self.context);
-            let admitted = gate.admit(&p, live, settings, &person, trace).await;
-            return self.admitted(admitted).await;
-        }
         let judged = match gate.judge(&p, live, settings, trace).await {
             Ok(judged) => judged,
             Err(refused) => return self.admitted(refused).await,
@@ -150,6 +145,13 @@ impl<'a> Call<'a> {
                 "the policy asks the person before this call, and this client cannot show them a form; the call was not run"
                     .into(),
             ));
+        }
+        if !self.modern {
+            // Older revisions: asked now, inside this call, as the host asks its person.
+            let person = ClientPerson::of(self.context);
+            let approval = person::approve_call(&person, trace, &judged.proposed(), why).await;
+            let admitted = gate.settle(&p, judged, Some(approval), live, trace).await;
+            return self.admitted(admitted).await;
         }
         trace.add(
             Who::Host,

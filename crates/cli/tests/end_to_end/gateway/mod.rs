@@ -8,9 +8,11 @@
 //!
 //! - `python_sdk.rs`: the catalog, the person's approval through their client, a
 //!   server's own question relayed;
+//! - `inspector.rs`: the inspector 2 `--cli`, a client without forms;
 //! - `replicas.rs`: two gateways sharing one state store and one ledger, directly and
 //!   behind nginx.
 
+mod inspector;
 mod python_sdk;
 mod replicas;
 
@@ -32,6 +34,7 @@ cases! {
     python_sdk::the_person_approves_in_the_gateways_form_on_2026_07_28: stdio, http;
     python_sdk::the_person_approves_through_elicitation_create_on_2025_11_25: stdio, http;
     python_sdk::a_servers_own_question_reaches_the_client_and_its_answer_the_server: stdio, http;
+    inspector::the_inspector_lists_the_catalog_and_is_refused_where_it_cannot_show_the_form: stdio, http;
 }
 
 /// The call the rules ask about, and its arguments.
@@ -98,6 +101,11 @@ impl Gw {
             }
         }
         py_client(&argv, self.path())
+    }
+
+    /// Over HTTP, the gateway's URL.
+    pub fn url(&self) -> Option<String> {
+        self.server.as_ref().map(|s| s.url.clone())
     }
 
     /// The ledger's lines.
