@@ -202,6 +202,8 @@ impl Turn<'_> {
             session: host.session_id(),
             trace_id: &self.state.trace_id,
             step: no,
+            caller: None,
+            confirmation: None,
         };
         let admitted = host
             .gate()
@@ -283,6 +285,8 @@ impl Turn<'_> {
             session: self.host.session_id(),
             trace_id: &self.state.trace_id,
             step: no,
+            caller: None,
+            confirmation: None,
         };
         let gate = self.host.gate();
         let end = gate

@@ -33,6 +33,9 @@ pub enum AnsweredBy {
     Terminal,
     /// Nobody could answer (no terminal, end of input): the default, no.
     Nobody,
+    /// The person answered in their own MCP client, through the form or the page a
+    /// gateway asked them with.
+    Client,
 }
 
 /// The person's answer to "run this call?".
@@ -153,6 +156,21 @@ pub struct Proposed<'a> {
     pub proposed: Option<&'a rmcp::model::JsonObject>,
 }
 
+impl Proposed<'_> {
+    /// The question put to the person, with `why` they are asked.
+    pub fn request(&self, why: &str) -> ApprovalRequest {
+        ApprovalRequest {
+            server: self.server.to_owned(),
+            tool: self.tool.to_owned(),
+            arguments: Value::Object(self.arguments.clone()),
+            annotations: annotations_for_display(self.annotations),
+            why: why.to_owned(),
+            may_remember: self.may_remember,
+            proposed: self.proposed.map(|p| Value::Object(p.clone())),
+        }
+    }
+}
+
 /// Ask the person whether to run one call, the way the run shows it: why the host asks,
 /// the exact call, the answer and who gave it. `why` is the policy's reason, in words.
 pub async fn approve_call(
@@ -161,40 +179,25 @@ pub async fn approve_call(
     call: &Proposed<'_>,
     why: &str,
 ) -> Approval {
-    let Proposed {
-        server,
-        tool,
-        arguments,
-        annotations,
-        may_remember,
-        proposed,
-    } = *call;
-    let annotations = annotations_for_display(annotations);
+    let may_remember = call.may_remember;
+    let request = call.request(why);
     trace.add(
         Who::Host,
         why,
-        json!({"decision": "ask", "server": server, "annotations": annotations}),
+        json!({"decision": "ask", "server": call.server, "annotations": request.annotations}),
     );
-    let arguments = Value::Object(arguments.clone());
-    let proposed = proposed.map(|p| Value::Object(p.clone()));
-    let rewritten = match &proposed {
+    let rewritten = match &request.proposed {
         Some(p) => format!(" (rewritten by the beforeCall hook; the assistant proposed {p})"),
         None => String::new(),
     };
     trace.add(
         Who::Host,
-        format!("The assistant wants to run {tool} with {arguments}{rewritten}"),
+        format!(
+            "The assistant wants to run {} with {}{rewritten}",
+            call.tool, request.arguments
+        ),
         json!({}),
     );
-    let request = ApprovalRequest {
-        server: server.to_owned(),
-        tool: tool.to_owned(),
-        arguments,
-        annotations,
-        why: why.to_owned(),
-        may_remember,
-        proposed,
-    };
     let approval = person.approve(&request).await;
     let said = if approval.yes { "yes" } else { "no" };
     match approval.by {
@@ -204,7 +207,7 @@ pub async fn approve_call(
             json!({}),
         ),
         AnsweredBy::Nobody => trace.add(Who::Host, "No answer could be read: no", json!({})),
-        AnsweredBy::Terminal => {}
+        AnsweredBy::Terminal | AnsweredBy::Client => {}
     }
     if let (true, Some(scope)) = (approval.yes && may_remember, approval.remember) {
         let text = match scope {
@@ -258,6 +261,7 @@ pub async fn ask_person(
     let how = match by {
         AnsweredBy::Option => "by option",
         AnsweredBy::Terminal => "at the terminal",
+        AnsweredBy::Client => "in their client",
         AnsweredBy::Nobody => "by default: nobody could answer",
     };
     let mut data = json!({"action": action, "answered": how});

@@ -7,6 +7,7 @@
 pub mod client;
 pub mod expect;
 pub mod http_server;
+pub mod nginx;
 pub mod process;
 pub mod serve;
 

@@ -48,7 +48,7 @@ fn py_client(
     (out, run, ran)
 }
 
-fn call_args(name: &str, args: &Value) -> Vec<String> {
+pub fn call_args(name: &str, args: &Value) -> Vec<String> {
     vec![
         "--call".into(),
         name.into(),
