@@ -7,11 +7,13 @@
 //!
 //! - [`settings`]: the bounds, each a named constant, validated when read;
 //! - [`environment`]: what of the host's environment a stdio server gets;
+//! - [`oauth`]: how the host signs in to an HTTP server that asks for it;
 //! - `variables`: `${VAR}` and `${VAR:-default}` in the file's values.
 //!
 //! Servers are added to and removed from a file by [`crate::edit`].
 
 mod environment;
+pub mod oauth;
 pub mod settings;
 mod variables;
 
@@ -26,6 +28,7 @@ use std::{
 use serde_json::{Map, Value};
 
 pub use environment::{BASE_ENV, EnvPass};
+pub use oauth::{Grant, OAuthConfig};
 pub use settings::*;
 use variables::Variables;
 pub(crate) use variables::references;
@@ -88,6 +91,9 @@ pub enum Transport {
         /// Sent with every request (e.g. `Authorization`). Values are secrets: they are
         /// never printed, logged or recorded.
         headers: BTreeMap<String, String>,
+        /// How to sign in when the server answers 401; `None` when the entry sends its
+        /// own `Authorization` header or says `"oauth": false`.
+        oauth: Option<OAuthConfig>,
     },
 }
 
@@ -109,10 +115,15 @@ impl std::fmt::Debug for Transport {
                 .field("cwd", cwd)
                 .field("pass", pass)
                 .finish(),
-            Transport::Http { url, headers } => f
+            Transport::Http {
+                url,
+                headers,
+                oauth,
+            } => f
                 .debug_struct("Http")
                 .field("url", url)
                 .field("headers", &headers.keys().collect::<Vec<_>>())
+                .field("oauth", oauth)
                 .finish(),
         }
     }
@@ -301,6 +312,7 @@ const ENTRY_KEYS: &[&str] = &[
     "disabled",
     "passEnv",
     "inheritEnv",
+    "oauth",
 ];
 
 /// The transports a servers file may name in `type`.
@@ -362,7 +374,7 @@ fn server_spec(
         None => entry.contains_key("url") && !entry.contains_key("command"),
     };
     if is_http {
-        return http_spec(name, entry, vars);
+        return http_spec(name, entry, vars, warnings);
     }
     let command = match entry.get("command") {
         Some(Value::String(c)) if !c.trim().is_empty() => vars.expand(c)?,
@@ -408,6 +420,7 @@ fn http_spec(
     name: &str,
     entry: &Map<String, Value>,
     vars: &Variables,
+    warnings: &mut Vec<String>,
 ) -> Result<ServerSpec, String> {
     let url = match entry.get("url") {
         Some(Value::String(u)) => vars.expand(u)?,
@@ -423,9 +436,25 @@ fn http_spec(
     for (k, v) in &headers {
         check_header(k, v)?;
     }
+    let sends_credentials = headers
+        .keys()
+        .any(|k| k.eq_ignore_ascii_case("authorization"));
+    let oauth = match (sends_credentials, entry.get("oauth")) {
+        (true, None | Some(Value::Bool(false))) => None,
+        (true, Some(_)) => {
+            return Err(
+                "\"oauth\" and an Authorization header exclude each other: the header's credentials would be sent instead of the sign-in's".into(),
+            );
+        }
+        (false, value) => oauth::parse(name, value, vars, warnings)?,
+    };
     Ok(ServerSpec {
         name: name.into(),
-        transport: Transport::Http { url, headers },
+        transport: Transport::Http {
+            url,
+            headers,
+            oauth,
+        },
     })
 }
 
