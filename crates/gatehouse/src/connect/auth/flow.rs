@@ -224,20 +224,6 @@ pub(super) async fn authorize(
     let (mut m, metadata, issuer) = discover(auth, challenge).await?;
     let slot = auth.store.slot(&auth.url, &issuer);
     m.set_credential_store(slot.clone());
-    let record = |client_id: &str, source, redirect_uri: &str| SignIn {
-        resource: auth.url.clone(),
-        issuer: issuer.clone(),
-        server: auth.server.clone(),
-        metadata: metadata.clone(),
-        client_id: client_id.to_owned(),
-        client_source: source,
-        redirect_uri: redirect_uri.to_owned(),
-        scopes: Vec::new(),
-        tokens_at: None,
-        expires_in: None,
-        refreshable: false,
-        in_keychain: false,
-    };
     if auth.config.grant == Grant::ClientCredentials {
         let initial = m.select_initial_scopes(&[]).await;
         let cc = client_credentials_config(&auth.config, &auth.url, scopes.unwrap_or(initial))
@@ -246,7 +232,15 @@ pub(super) async fn authorize(
             .and_then(|()| m.configure_client_credentials(&cc))
             .map_err(|e| failed(explain(&e)))?;
         let id = auth.config.client_id.clone().unwrap_or_default();
-        slot.prepare(record(&id, ClientSource::ClientCredentials, ""), None);
+        let kept = record(
+            auth,
+            &metadata,
+            &issuer,
+            &id,
+            ClientSource::ClientCredentials,
+            "",
+        );
+        slot.prepare(kept, None);
         m.exchange_client_credentials(&cc)
             .await
             .map_err(|e| failed(explain(&e)))?;
@@ -305,7 +299,14 @@ pub(super) async fn authorize(
     let state =
         redirect::state_of(&url).ok_or_else(|| failed("the authorization URL has no state"))?;
     slot.prepare(
-        record(&client.id, client.source, &redirect_uri),
+        record(
+            auth,
+            &metadata,
+            &issuer,
+            &client.id,
+            client.source,
+            &redirect_uri,
+        ),
         client.registration.clone(),
     );
     let iss_required = metadata
@@ -337,6 +338,31 @@ pub(super) async fn authorize(
         return Err(failed(words));
     }
     signed_in(session.auth_manager, issuer).await
+}
+
+/// The record a sign-in keeps with its tokens.
+fn record(
+    auth: &ServerAuth,
+    metadata: &AuthorizationMetadata,
+    issuer: &str,
+    client_id: &str,
+    source: ClientSource,
+    redirect_uri: &str,
+) -> SignIn {
+    SignIn {
+        resource: auth.url.clone(),
+        issuer: issuer.to_owned(),
+        server: auth.server.clone(),
+        metadata: metadata.clone(),
+        client_id: client_id.to_owned(),
+        client_source: source,
+        redirect_uri: redirect_uri.to_owned(),
+        scopes: Vec::new(),
+        tokens_at: None,
+        expires_in: None,
+        refreshable: false,
+        in_keychain: false,
+    }
 }
 
 /// What the sign-in gave, read back from the store.

@@ -30,6 +30,7 @@
 //! and in rmcp's manager, whose debug output hides them, and a code is added to the run's
 //! secrets the moment it arrives.
 
+pub mod account;
 mod client;
 mod flow;
 pub mod redirect;
@@ -326,5 +327,36 @@ fn scope_words(scopes: &[String]) -> String {
         "no scope named".into()
     } else {
         format!("scopes {}", scopes.join(" "))
+    }
+}
+
+/// The sign-in's futures are `Send` for every lifetime of what they borrow: the CLI runs
+/// them on a thread pool, and a future holding a borrow across an await (a closure's
+/// future, say) fails that only where it is used. Checked when the tests are built.
+#[cfg(test)]
+#[allow(dead_code)]
+mod send_check {
+    use std::sync::Arc;
+
+    use super::{SignInLimits, account};
+    use crate::{config::ServerSpec, person::Person, trace::Trace};
+
+    fn is_send<T: Send>(_: T) {}
+
+    fn futures<'a>(
+        auth: &'a super::ServerAuth,
+        spec: &'a ServerSpec,
+        person: Arc<dyn Person>,
+        trace: &'a Trace,
+    ) {
+        is_send(auth.sign_in(None));
+        is_send(auth.unauthorized(0, ""));
+        is_send(auth.insufficient_scope(0, ""));
+        is_send(account::login(spec, person, trace, SignInLimits::default()));
+        is_send(account::logout(spec, SignInLimits::default()));
+        is_send(account::status(
+            std::slice::from_ref(spec),
+            SignInLimits::default(),
+        ));
     }
 }

@@ -27,9 +27,11 @@ pub enum Revoked {
     Failed(String),
 }
 
-/// Send one request of the `oauth2` crate with reqwest (redirects not followed).
+/// Send one request of the `oauth2` crate with reqwest (redirects not followed). The
+/// client is taken by value (a cheap handle): a future borrowing it would not be `Send`
+/// for every lifetime, which the command's thread pool needs.
 async fn send(
-    http: &reqwest::Client,
+    http: reqwest::Client,
     request: oauth2::HttpRequest,
 ) -> Result<oauth2::HttpResponse, reqwest::Error> {
     let (parts, body) = request.into_parts();
@@ -101,7 +103,7 @@ pub async fn revoke(
         Err(e) => return Revoked::Failed(e.to_string()),
     };
     match request
-        .request_async(&|r: oauth2::HttpRequest| send(&http, r))
+        .request_async(&|r: oauth2::HttpRequest| send(http.clone(), r))
         .await
     {
         Ok(()) => Revoked::Done,
