@@ -8,6 +8,7 @@ mod lab;
 mod manual;
 mod mcp;
 mod output;
+mod policy_commands;
 mod screen;
 
 use std::{process::ExitCode, sync::Arc};
@@ -47,6 +48,9 @@ fn main() -> ExitCode {
             Ok(false) => return ExitCode::from(1),
             other => other.map(|_| ()),
         },
+        Command::Policy(p) => on_thread_pool(policy_commands::policy(p)),
+        Command::Approvals(a) => policy_commands::approvals(a),
+        Command::Ledger(l) => policy_commands::ledger(l),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -357,6 +361,8 @@ async fn tools(args: ToolsArgs) -> anyhow::Result<()> {
         .catalog()
         .tools()
         .iter()
+        // A tool a deny rule hides is not offered to the model, so not listed here.
+        .filter(|t| host.settings().rules.hiding(&t.name).is_none())
         .map(|t| {
             json!({
                 "name": t.name,

@@ -4,8 +4,9 @@
 //! A [`Turn`] is made per question and holds what is that question's own: its trace id,
 //! its calls, the resource URIs its results linked to. Calls in one decision run one after
 //! the other, in the model's order, each through every check on its own; each answer goes
-//! back with its call's id. One proposal reads as four stages: decide ([`crate::policy`]),
-//! ask ([`crate::person`]), send ([`crate::dispatch`]), shape ([`crate::result`]).
+//! back with its call's id. One proposal reads as four stages: decide (the [`crate::gate`]:
+//! policy, hook, person, ledger), send ([`crate::dispatch`]), the `afterCall` hook, shape
+//! ([`crate::result`]).
 
 use std::{collections::HashMap, time::Instant};
 
@@ -15,10 +16,9 @@ use serde_json::{Value, json};
 use crate::{
     catalog::{CatalogTool, HOST_LABEL, Origin},
     dispatch::{self, CallLimits},
+    gate::{self, Admission},
     host::Host,
     model::{Message, Model, ToolCall, Usage},
-    person,
-    policy::{self, Refusal, Verdict},
     result::{self, ForModel, Shaped, Shaper, shape::round_ms},
     trace::{Outcome, ToolEvent, Who, random_hex},
 };
@@ -54,14 +54,6 @@ impl TurnState {
 pub struct Turn<'h> {
     host: &'h Host,
     state: TurnState,
-}
-
-/// What the policy left of a proposal: the tool, its checked arguments, and why the person
-/// must be asked, if they must.
-struct Decided {
-    tool: CatalogTool,
-    arguments: JsonObject,
-    ask: Option<&'static str>,
 }
 
 /// How one proposed call ended, for the `host.tool_call` record.
@@ -124,13 +116,13 @@ impl Turn<'_> {
         }
         conversation.push(Message::User(question.into()));
         host.refresh_catalog(self.state.number > 1).await;
-        let mut tools = host.catalog().model_tools();
+        let mut tools = host.offered_tools();
         let mut usage = Usage::default();
         let limit = host.settings().max_model_calls;
         for _ in 0..limit {
             // A server may have announced a new list during the last call.
             if host.refresh_catalog(false).await {
-                tools = host.catalog().model_tools();
+                tools = host.offered_tools();
             }
             let decision = match model.decide(conversation, &tools).await {
                 Ok(d) => d,
@@ -193,12 +185,30 @@ impl Turn<'_> {
             format!("wants {}", call.name),
             json!({"arguments": arguments}),
         );
-        let ended = match self.decide(call) {
-            Err(ended) => ended,
-            Ok(decided) => match self.ask_person(call, &decided).await {
-                Some(ended) => ended,
-                None => self.send(call, decided, no).await,
-            },
+        let host = self.host;
+        let proposal = gate::Proposal {
+            call,
+            session: host.session_id(),
+            trace_id: &self.state.trace_id,
+            step: no,
+        };
+        let admitted = host
+            .gate()
+            .admit(
+                &proposal,
+                host.live(),
+                host.settings(),
+                host.person(),
+                host.trace(),
+            )
+            .await;
+        let ended = match admitted {
+            Admission::Refused {
+                text,
+                outcome,
+                server,
+            } => self.ended(call, &text, outcome, &server),
+            Admission::Send { tool, arguments } => self.send(call, *tool, arguments, no).await,
         };
         let arg_keys = arguments
             .as_object()
@@ -219,73 +229,15 @@ impl Turn<'_> {
         ended.shown
     }
 
-    /// Decide: the policy's verdict, taken out of the catalog lock (never held across an
-    /// await). A refusal ends the call here, nothing sent.
-    fn decide(&self, call: &ToolCall) -> Result<Decided, Ended> {
-        let catalog = self.host.catalog();
-        match policy::decide(call, &catalog, self.host.settings()) {
-            Verdict::Run { tool, arguments } => {
-                self.host.trace().add(
-                    Who::Host,
-                    "on the allow-list: run it",
-                    json!({"decision": "auto"}),
-                );
-                Ok(Decided {
-                    tool: tool.clone(),
-                    arguments,
-                    ask: None,
-                })
-            }
-            Verdict::Ask { tool, arguments } => Ok(Decided {
-                ask: Some(if tool.changed {
-                    "changed since it was put on the allow-list: ask the person"
-                } else {
-                    "not on the allow-list: ask the person"
-                }),
-                tool: tool.clone(),
-                arguments,
-            }),
-            Verdict::Refuse(refusal) => {
-                let server = catalog.get(&call.name).map(|t| t.origin.label().to_owned());
-                self.host
-                    .trace()
-                    .add(Who::Host, refusal.for_person(), refusal.data());
-                let (outcome, server) = match &refusal {
-                    Refusal::UnknownTool { .. } => (Outcome::UnknownTool, "-".to_owned()),
-                    _ => (Outcome::Refused, server.unwrap_or_else(|| "-".into())),
-                };
-                Err(self.ended(call, &refusal.for_model(), outcome, &server))
-            }
-        }
-    }
-
-    /// Ask: the person, when the policy says so. `Some` when they said no.
-    async fn ask_person(&self, call: &ToolCall, decided: &Decided) -> Option<Ended> {
-        let why = decided.ask?;
-        let (host, tool) = (self.host, &decided.tool);
-        let proposed = person::Proposed {
-            server: tool.origin.label(),
-            tool: &tool.name,
-            arguments: &decided.arguments,
-            annotations: tool.tool.annotations.as_ref(),
-        };
-        let approval = person::approve_call(host.person(), host.trace(), &proposed, why).await;
-        if !approval.yes {
-            let text = "the person declined this call";
-            return Some(self.ended(call, text, Outcome::Declined, tool.origin.label()));
-        }
-        if tool.changed {
-            host.live().mark_approved(&tool.name);
-        }
-        None
-    }
-
     /// Send and shape: the call on its server (or the host's own tool), its end turned
     /// into what the model reads.
-    async fn send(&mut self, call: &ToolCall, decided: Decided, no: u64) -> Ended {
-        let Decided {
-            tool, arguments, ..
-        } = decided;
+    async fn send(
+        &mut self,
+        call: &ToolCall,
+        tool: CatalogTool,
+        arguments: JsonObject,
+        no: u64,
+    ) -> Ended {
         let Origin::Server(server) = &tool.origin else {
             return self.read_resource(call, &arguments, no).await;
         };
@@ -296,7 +248,7 @@ impl Turn<'_> {
         let to_send = dispatch::Call {
             conn,
             wire_name: &tool.tool.name,
-            arguments,
+            arguments: arguments.clone(),
             meta: Some(self.trace_meta(no)),
         };
         let stopper = self.host.stopper();
@@ -310,6 +262,16 @@ impl Turn<'_> {
         )
         .await;
         stopper.finish();
+        let proposal = gate::Proposal {
+            call,
+            session: self.host.session_id(),
+            trace_id: &self.state.trace_id,
+            step: no,
+        };
+        let gate = self.host.gate();
+        let end = gate
+            .after_call(&proposal, &tool, &arguments, done.end, self.host.trace())
+            .await;
         let stem = self.stem(no);
         let Shaped {
             shown,
@@ -317,7 +279,7 @@ impl Turn<'_> {
             links,
         } = self
             .shaper()
-            .call(&call.name, &tool, done.end, round_ms(done.elapsed), &stem);
+            .call(&call.name, &tool, end, round_ms(done.elapsed), &stem);
         self.remember(links, server);
         Ended {
             shown,

@@ -7,10 +7,7 @@ use std::{sync::Arc, time::Duration};
 
 use rmcp::{
     ErrorData, RoleServer,
-    model::{
-        CallToolResult, ListResourcesResult, ProgressNotificationParam, ReadResourceResponse,
-        ServerCapabilities,
-    },
+    model::{CallToolResult, ListResourcesResult, ProgressNotificationParam, ReadResourceResponse},
     service::RequestContext,
 };
 use serde_json::{Map, Value, json};
@@ -18,7 +15,7 @@ use serde_json::{Map, Value, json};
 use crate::{
     common::{self, Caller},
     data,
-    desk::{Call, Desk, Done, Failure, Parts, Ran},
+    desk::{Call, Desk, Done, Failure, Parts, Profile, Ran},
 };
 
 /// What the orders server tells a client about itself at discovery.
@@ -191,18 +188,10 @@ impl OrdersServer {
 }
 
 impl Desk for OrdersServer {
-    const NAME: &'static str = "orders";
-    const INSTRUCTIONS: &'static str = INSTRUCTIONS;
+    const PROFILE: Profile = Profile::new("orders", INSTRUCTIONS).with_resources();
 
     fn parts(&self) -> &Parts {
         &self.parts
-    }
-
-    fn capabilities(&self) -> ServerCapabilities {
-        ServerCapabilities::builder()
-            .enable_tools()
-            .enable_resources()
-            .build()
     }
 
     async fn run(&self, call: Call<'_>) -> Result<Done, Failure> {
