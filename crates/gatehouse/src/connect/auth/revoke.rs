@@ -1,13 +1,15 @@
 //! Signing out: a sign-in's tokens revoked at the authorization server (RFC 7009), where
-//! it offers a revocation endpoint, with the `oauth2` crate (rmcp has no revocation); the
-//! store forgets them either way ([`super::store::Store::remove`]).
+//! it offers a revocation endpoint; the store forgets them either way
+//! ([`super::store::Store::remove`]).
+//!
+//! Written here, a form POST: rmcp has no revocation, and the `oauth2` crate's refuses
+//! any endpoint that is not https, while the sign-in itself accepted the authorization
+//! server's metadata (loopback http with `allowPrivateAddresses`), so its tokens could
+//! not be revoked where they came from.
 
 use std::time::Duration;
 
-use oauth2::{
-    AuthType, ClientId, ClientSecret, RevocationUrl, StandardRevocableToken, TokenResponse,
-    basic::BasicClient,
-};
+use oauth2::TokenResponse;
 use rmcp::transport::auth::{AuthorizationMetadata, OAuthTokenResponse};
 use serde_json::Value;
 
@@ -15,6 +17,8 @@ use crate::text::{clip, visible_line};
 
 /// How long a revocation request may take.
 pub const REVOKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Most bytes of an error answer read back (for its words).
+pub const MAX_REVOKE_ANSWER_BYTES: usize = 4096;
 
 /// What became of the tokens at the authorization server.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,26 +31,47 @@ pub enum Revoked {
     Failed(String),
 }
 
-/// Send one request of the `oauth2` crate with reqwest (redirects not followed). The
-/// client is taken by value (a cheap handle): a future borrowing it would not be `Send`
-/// for every lifetime, which the command's thread pool needs.
-async fn send(
-    http: reqwest::Client,
-    request: oauth2::HttpRequest,
-) -> Result<oauth2::HttpResponse, reqwest::Error> {
-    let (parts, body) = request.into_parts();
-    let mut outgoing = http.request(parts.method, parts.uri.to_string());
-    for (name, value) in &parts.headers {
-        outgoing = outgoing.header(name, value);
-    }
-    let response = outgoing.body(body).send().await?;
-    let status = response.status();
-    let headers = response.headers().clone();
-    let bytes = response.bytes().await?;
-    let mut answer = oauth2::http::Response::new(bytes.to_vec());
-    *answer.status_mut() = status;
-    *answer.headers_mut() = headers;
-    Ok(answer)
+/// Whether the client authenticates in the body (`client_secret_post`) rather than with
+/// Basic: only when the server lists the one and not the other.
+fn secret_in_body(metadata: &AuthorizationMetadata) -> bool {
+    let methods = metadata
+        .additional_fields
+        .get("revocation_endpoint_auth_methods_supported")
+        .or_else(|| {
+            metadata
+                .additional_fields
+                .get("token_endpoint_auth_methods_supported")
+        })
+        .and_then(Value::as_array);
+    let listed = |m: &str| methods.is_some_and(|a| a.iter().any(|v| v.as_str() == Some(m)));
+    listed("client_secret_post") && !listed("client_secret_basic")
+}
+
+/// The request's body, and the secret for Basic authentication when it goes there. (The
+/// serializer is not `Send`: it is done with before anything is awaited.)
+fn form(
+    client_id: &str,
+    client_secret: Option<String>,
+    metadata: &AuthorizationMetadata,
+    token: &str,
+    hint: &str,
+) -> (String, Option<String>) {
+    let mut form = form_urlencoded::Serializer::new(String::new());
+    form.append_pair("token", token)
+        .append_pair("token_type_hint", hint);
+    let basic = match client_secret {
+        Some(secret) if !secret_in_body(metadata) => Some(secret),
+        Some(secret) => {
+            form.append_pair("client_id", client_id)
+                .append_pair("client_secret", &secret);
+            None
+        }
+        None => {
+            form.append_pair("client_id", client_id);
+            None
+        }
+    };
+    (form.finish(), basic)
 }
 
 /// Revoke `tokens` (the refresh token if there is one, which ends the grant; else the
@@ -64,33 +89,20 @@ pub async fn revoke(
     else {
         return Revoked::NotOffered;
     };
-    let Ok(url) = RevocationUrl::new(endpoint.to_owned()) else {
+    let Ok(url) = reqwest::Url::parse(endpoint) else {
         return Revoked::Failed(format!(
             "its revocation endpoint {:?} is not a URL",
-            clip(endpoint, 200)
+            clip(&visible_line(endpoint), 200)
         ));
     };
-    let mut client = BasicClient::new(ClientId::new(client_id.to_owned())).set_revocation_url(url);
-    if let Some(secret) = client_secret {
-        client = client.set_client_secret(ClientSecret::new(secret));
-        let methods = metadata
-            .additional_fields
-            .get("revocation_endpoint_auth_methods_supported")
-            .or_else(|| {
-                metadata
-                    .additional_fields
-                    .get("token_endpoint_auth_methods_supported")
-            })
-            .and_then(Value::as_array);
-        let listed = |m: &str| methods.is_some_and(|a| a.iter().any(|v| v.as_str() == Some(m)));
-        if listed("client_secret_post") && !listed("client_secret_basic") {
-            client = client.set_auth_type(AuthType::RequestBody);
-        }
+    if !matches!(url.scheme(), "https" | "http") {
+        return Revoked::Failed("its revocation endpoint is not an http(s) URL".into());
     }
-    let token = match tokens.refresh_token() {
-        Some(rt) => StandardRevocableToken::RefreshToken(rt.clone()),
-        None => StandardRevocableToken::AccessToken(tokens.access_token().clone()),
+    let (token, hint) = match tokens.refresh_token() {
+        Some(rt) => (rt.secret().as_str(), "refresh_token"),
+        None => (tokens.access_token().secret().as_str(), "access_token"),
     };
+    let (body, basic) = form(client_id, client_secret, metadata, token, hint);
     let Ok(http) = reqwest::Client::builder()
         .timeout(REVOKE_TIMEOUT)
         .redirect(reqwest::redirect::Policy::none())
@@ -98,15 +110,29 @@ pub async fn revoke(
     else {
         return Revoked::Failed("cannot build an HTTP client".into());
     };
-    let request = match client.revoke_token(token) {
-        Ok(r) => r,
-        Err(e) => return Revoked::Failed(e.to_string()),
-    };
-    match request
-        .request_async(&|r: oauth2::HttpRequest| send(http.clone(), r))
-        .await
-    {
-        Ok(()) => Revoked::Done,
+    let mut request = http
+        .post(url)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(body);
+    if let Some(secret) = basic {
+        // RFC 6749 2.3.1: the id and secret form-encoded, then Basic.
+        let enc = |s: &str| form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
+        request = request.basic_auth(enc(client_id), Some(enc(&secret)));
+    }
+    match request.send().await {
+        Ok(answer) if answer.status().is_success() => Revoked::Done,
+        Ok(mut answer) => {
+            let status = answer.status();
+            let mut body = Vec::new();
+            while let Ok(Some(chunk)) = answer.chunk().await {
+                body.extend_from_slice(&chunk);
+                if body.len() >= MAX_REVOKE_ANSWER_BYTES {
+                    break;
+                }
+            }
+            let words = visible_line(&String::from_utf8_lossy(&body)).into_owned();
+            Revoked::Failed(format!("it answered {status}: {}", clip(&words, 300)))
+        }
         Err(e) => Revoked::Failed(clip(&visible_line(&e.to_string()), 300).into_owned()),
     }
 }
