@@ -571,12 +571,17 @@ fn unauthorized(error: Option<&str>) -> Response {
         Some(e) => format!("Bearer realm=\"{AUTH_REALM}\", error=\"{e}\""),
         None => format!("Bearer realm=\"{AUTH_REALM}\""),
     };
-    let mut response = (
+    challenged(
         StatusCode::UNAUTHORIZED,
-        "Unauthorized: send Authorization: Bearer <token>",
+        "Unauthorized: send Authorization: Bearer <token>".into(),
+        &challenge,
     )
-        .into_response();
-    if let Ok(value) = HeaderValue::from_str(&challenge) {
+}
+
+/// A refusal with its `WWW-Authenticate` challenge.
+fn challenged(status: StatusCode, body: String, challenge: &str) -> Response {
+    let mut response = (status, body).into_response();
+    if let Ok(value) = HeaderValue::from_str(challenge) {
         response
             .headers_mut()
             .insert(header::WWW_AUTHENTICATE, value);
@@ -803,17 +808,11 @@ async fn oauth_caller(
 
 /// 401 with an OAuth challenge.
 fn oauth_unauthorized(challenge: String) -> Response {
-    let mut response = (
+    challenged(
         StatusCode::UNAUTHORIZED,
-        "Unauthorized: send Authorization: Bearer <access token>",
+        "Unauthorized: send Authorization: Bearer <access token>".into(),
+        &challenge,
     )
-        .into_response();
-    if let Ok(value) = HeaderValue::from_str(&challenge) {
-        response
-            .headers_mut()
-            .insert(header::WWW_AUTHENTICATE, value);
-    }
-    response
 }
 
 /// 403 `insufficient_scope`, naming every scope the request needs in one challenge.
@@ -833,13 +832,11 @@ fn insufficient_scope(
         "user": grant.caller.user, "client": grant.caller.client, "missing": missing,
     }));
     let challenge = rs.challenge(Some(("insufficient_scope", &description)), needed);
-    let mut response = (StatusCode::FORBIDDEN, format!("Forbidden: {description}")).into_response();
-    if let Ok(value) = HeaderValue::from_str(&challenge) {
-        response
-            .headers_mut()
-            .insert(header::WWW_AUTHENTICATE, value);
-    }
-    response
+    challenged(
+        StatusCode::FORBIDDEN,
+        format!("Forbidden: {description}"),
+        &challenge,
+    )
 }
 
 /// A POST with its body read whole (by `deadline`, at most [`MAX_REQUEST_BODY_BYTES`]),
