@@ -56,6 +56,14 @@ fn events(server: &Process, kind: &str) -> Vec<Value> {
         .collect()
 }
 
+/// The grant types of the token requests the authorization server granted, in order.
+fn grant_types(server: &Process) -> Vec<Value> {
+    events(server, "token")
+        .iter()
+        .map(|e| e["grant_type"].clone())
+        .collect()
+}
+
 /// `gatehouse serve support --http 127.0.0.1:0 --oauth-issuer ISSUER`; its URL is its
 /// resource identifier.
 fn protected_support(issuer: &str) -> Process {
@@ -107,6 +115,11 @@ impl World {
 
     fn browser_log(&self) -> PathBuf {
         self.bed.path().join("browser.log")
+    }
+
+    /// How many sign-in addresses the browser was given.
+    fn browser_visits(&self) -> usize {
+        std::fs::read_to_string(self.browser_log()).map_or(0, |t| t.lines().count())
     }
 
     /// The sign-in store's file.
@@ -256,12 +269,14 @@ fn mode(path: &Path) -> u32 {
     std::fs::metadata(path).unwrap().permissions().mode() & 0o777
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn signs_in_calls_as_the_user_refreshes_and_signs_out() {
+/// The world of the sign-in tests: short-lived access tokens, Sam in Larkfield.
+fn short_lived() -> World {
     let ttl = ACCESS_TOKEN_TTL.to_string();
-    let w = World::new(&[("AS_AT_TTL", &ttl), ("AS_ORGS", "usr-sam=larkfield")]);
+    World::new(&[("AS_AT_TTL", &ttl), ("AS_ORGS", "usr-sam=larkfield")])
+}
 
-    // Without a terminal and without a sign-in, the run says what to do; CMDB still works.
+/// Without a terminal and without a sign-in, a run says what to do; CMDB still works.
+fn assert_needs_sign_in(w: &World) -> Ran {
     let before = w.run(&["tools"], &[]);
     assert!(
         before.stderr.contains("gatehouse auth login support"),
@@ -269,8 +284,14 @@ async fn signs_in_calls_as_the_user_refreshes_and_signs_out() {
         before.stderr
     );
     assert!(before.stdout.contains("cmdb__"), "{}", before.stdout);
-    assert!(!w.credentials().exists() || w.kept_tokens().is_empty());
+    assert!(w.kept_tokens().is_empty());
+    before
+}
 
+/// `gatehouse auth login support --open`: one registration (native, a loopback redirect),
+/// one authorization for the server's URL, one code exchanged, the tokens in a 0600 file.
+/// The registration event.
+fn sign_in(w: &World) -> (Ran, Value) {
     let login = w.login();
     assert_eq!(login.status, 0, "{}\n{}", login.stdout, login.stderr);
     assert!(
@@ -286,42 +307,39 @@ async fn signs_in_calls_as_the_user_refreshes_and_signs_out() {
     let authorized = events(&w.issuer, "authorize");
     assert_eq!(authorized.len(), 1);
     assert_eq!(authorized[0]["resource"], w.support.url.as_str());
-    assert!(
-        authorized[0]["scope"]
-            .as_str()
-            .unwrap()
-            .contains("mcp:read")
-    );
-    let grants: Vec<Value> = events(&w.issuer, "token")
-        .iter()
-        .map(|e| e["grant_type"].clone())
-        .collect();
-    assert_eq!(grants, vec![json!("authorization_code")]);
+    let scope = authorized[0]["scope"].as_str().unwrap();
+    assert!(scope.split(' ').any(|s| s == "mcp:read"), "{scope}");
+    assert_eq!(grant_types(&w.issuer), vec![json!("authorization_code")]);
     assert_eq!(mode(&w.credentials()), 0o600);
-    assert_eq!(
-        std::fs::read_to_string(w.browser_log())
-            .unwrap()
-            .lines()
-            .count(),
-        1
-    );
-    let first_tokens = w.kept_tokens();
+    assert_eq!(w.browser_visits(), 1);
+    (login, registered[0].clone())
+}
 
-    // As Sam of Larkfield: Larkfield's ticket, and not another organization's.
+/// As Sam of Larkfield: Larkfield's ticket, and not another organization's.
+fn assert_calls_as_sam(w: &World) -> Vec<Ran> {
     let own = w.ask_ticket("T-30002");
+    let answer = own.answer();
     assert!(
-        own.answer().contains("Draft reply for ticket T-30002"),
-        "{}",
-        own.stdout
+        answer.contains("Draft reply for ticket T-30002"),
+        "{answer}"
     );
     let other = w.ask_ticket("T-40003");
+    let answer = other.answer();
     assert!(
-        other
-            .answer()
-            .contains("there is no ticket T-40003 in this organization"),
-        "{}",
-        other.stdout
+        answer.contains("there is no ticket T-40003 in this organization"),
+        "{answer}"
     );
+    vec![own, other]
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn signs_in_calls_as_the_user_refreshes_and_signs_out() {
+    let w = short_lived();
+    let mut runs = vec![assert_needs_sign_in(&w)];
+    let (login, registered) = sign_in(&w);
+    runs.push(login);
+    let first_tokens = w.kept_tokens();
+    runs.extend(assert_calls_as_sam(&w));
     let status = w.status();
     assert_eq!(status[0]["server"], "support");
     assert_eq!(status[0]["signed_in"], true);
@@ -329,58 +347,50 @@ async fn signs_in_calls_as_the_user_refreshes_and_signs_out() {
     assert_eq!(status[0]["refreshable"], true);
 
     // The access token expires; the next run refreshes (no browser, no registration) and
-    // keeps the rotated refresh token.
+    // keeps the rotated tokens.
     tokio::time::sleep(Duration::from_secs(ACCESS_TOKEN_TTL + 1)).await;
-    let after = w.ask_ticket("T-30002");
-    assert!(
-        after.answer().contains("Draft reply for ticket T-30002"),
-        "{}",
-        after.stdout
-    );
-    let grants: Vec<Value> = events(&w.issuer, "token")
-        .iter()
-        .map(|e| e["grant_type"].clone())
-        .collect();
+    runs.extend(assert_calls_as_sam(&w));
+    let grants = grant_types(&w.issuer);
     assert!(grants.contains(&json!("refresh_token")), "{grants:?}");
     assert_eq!(events(&w.issuer, "register").len(), 1);
-    assert_eq!(
-        std::fs::read_to_string(w.browser_log())
-            .unwrap()
-            .lines()
-            .count(),
-        1
-    );
+    assert_eq!(w.browser_visits(), 1);
     let refreshed = w.kept_tokens();
     assert_ne!(refreshed, first_tokens, "the refresh's tokens are kept");
-    let status_run = w.run(&["auth", "status"], &[]);
-    let all_tokens: Vec<String> = first_tokens.iter().chain(&refreshed).cloned().collect();
-    assert_no_token_in(
-        &[&before, &login, &own, &other, &after, &status_run],
-        &all_tokens,
-    );
-    let store_text = std::fs::read_to_string(w.credentials()).unwrap();
-    let trace_and_record = w.run(
+
+    // No token in what any run printed, in `auth status`, or in a --record file.
+    let record = w.bed.path().join("rec.jsonl");
+    let record_arg = record.to_str().unwrap();
+    runs.push(w.run(&["auth", "status"], &[]));
+    runs.push(w.run(
         &[
             "ask",
             "Draft a reply to ticket T-30002",
             "--yes",
             "--json",
             "--record",
-            w.bed.path().join("rec.jsonl").to_str().unwrap(),
+            record_arg,
         ],
         &[],
+    ));
+    let all_tokens: Vec<String> = first_tokens
+        .iter()
+        .chain(&refreshed)
+        .chain(&w.kept_tokens())
+        .cloned()
+        .collect();
+    assert_no_token_in(&runs.iter().collect::<Vec<_>>(), &all_tokens);
+    let recorded = std::fs::read_to_string(&record).unwrap();
+    assert!(
+        all_tokens.iter().all(|t| !recorded.contains(t.as_str())),
+        "a token reached the record"
     );
-    let record = std::fs::read_to_string(w.bed.path().join("rec.jsonl")).unwrap();
-    for t in w.kept_tokens() {
-        assert!(
-            !record.contains(&t) && !trace_and_record.stdout.contains(&t),
-            "a token reached the record"
-        );
-    }
-    assert!(store_text.contains("refresh_token"));
 
-    // Signing out revokes at the authorization server (the refresh token is dead there
-    // after) and keeps nothing.
+    assert_signs_out(&w, registered["client_id"].as_str().unwrap()).await;
+}
+
+/// Signing out revokes at the authorization server (the refresh token is dead there
+/// after) and keeps nothing.
+async fn assert_signs_out(w: &World, client_id: &str) {
     let refresh_token = w.kept_tokens().pop().expect("a refresh token is kept");
     let logout = w.run(&["auth", "logout", "support"], &[]);
     assert_eq!(logout.status, 0, "{}", logout.stderr);
@@ -389,7 +399,6 @@ async fn signs_in_calls_as_the_user_refreshes_and_signs_out() {
         "{}",
         logout.stdout
     );
-    let client_id = registered[0]["client_id"].as_str().unwrap();
     let pairs = [
         ("grant_type", "refresh_token"),
         ("refresh_token", refresh_token.as_str()),
@@ -403,6 +412,38 @@ async fn signs_in_calls_as_the_user_refreshes_and_signs_out() {
     );
     assert!(w.kept_tokens().is_empty());
     assert_eq!(w.status()[0]["signed_in"], false);
+}
+
+/// Two runs whose access token expired, started at once: the refresh is locked across
+/// processes, so neither presents a refresh token the other has rotated away (which
+/// oidc-provider treats as a stolen token and answers by revoking the whole grant).
+/// Both work, and so does a third run after them, without a browser.
+#[test]
+fn two_runs_refreshing_at_once_keep_working_credentials() {
+    let w = short_lived();
+    sign_in(&w);
+    std::thread::sleep(Duration::from_secs(ACCESS_TOKEN_TTL + 1));
+    let (a, b) = std::thread::scope(|s| {
+        let a = s.spawn(|| w.run(&["tools"], &[]));
+        let b = s.spawn(|| w.run(&["tools"], &[]));
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    for ran in [&a, &b, &w.run(&["tools"], &[])] {
+        assert!(
+            ran.stdout.contains("support__get_ticket"),
+            "{}\n{}",
+            ran.stdout,
+            ran.stderr
+        );
+    }
+    assert!(
+        events(&w.issuer, "token_error").is_empty(),
+        "{:?}",
+        w.issuer.lines()
+    );
+    assert!(events(&w.issuer, "grant_revoked").is_empty());
+    assert!(grant_types(&w.issuer).contains(&json!("refresh_token")));
+    assert_eq!(w.browser_visits(), 1);
 }
 
 /// Wait for the host's sign-in address in the browser log.
