@@ -244,3 +244,99 @@ pub fn state_of(authorization_url: &str) -> Option<String> {
         .find(|(k, _)| k == "state")
         .map(|(_, v)| v.into_owned())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{Callback, CallbackError, MAX_ERROR_CHARS, read};
+
+    const ISS: &str = "https://as.example.com";
+    const BACK: &str = "http://127.0.0.1:5000/callback";
+
+    fn at(query: &str) -> String {
+        format!("{BACK}?{query}")
+    }
+
+    #[test]
+    fn a_code_with_this_state_and_issuer_is_taken() {
+        let got = read(
+            &at("code=c1&state=s1&iss=https%3A%2F%2Fas.example.com"),
+            "s1",
+            ISS,
+            true,
+        );
+        assert_eq!(
+            got,
+            Ok(Callback::Code {
+                code: "c1".into(),
+                state: "s1".into(),
+                iss: Some(ISS.into())
+            })
+        );
+        // Without iss, when the metadata does not promise one.
+        assert!(matches!(
+            read(&at("code=c1&state=s1"), "s1", ISS, false),
+            Ok(Callback::Code { iss: None, .. })
+        ));
+    }
+
+    #[test]
+    fn another_sign_ins_state_is_refused_before_anything_else() {
+        for query in [
+            "code=c1&state=other",
+            "code=c1",
+            "error=access_denied&state=other",
+        ] {
+            assert_eq!(
+                read(&at(query), "s1", ISS, false),
+                Err(CallbackError::WrongState),
+                "{query}"
+            );
+        }
+        assert_eq!(
+            read(&at("state=s1"), "s1", ISS, false),
+            Err(CallbackError::NotARedirect)
+        );
+        assert_eq!(
+            read("not a url", "s1", ISS, false),
+            Err(CallbackError::NotARedirect)
+        );
+    }
+
+    #[test]
+    fn the_issuer_is_compared_exactly_and_a_forged_error_is_not_shown() {
+        for iss in [
+            "https://evil.example.com",
+            "https://as.example.com/",
+            "https://AS.example.com",
+        ] {
+            let query = format!("error=access_denied&error_description=call+us&state=s1&iss={iss}");
+            assert_eq!(
+                read(&at(&query), "s1", ISS, false),
+                Err(CallbackError::WrongIssuer(ISS.into())),
+                "{iss}"
+            );
+        }
+        assert_eq!(
+            read(&at("code=c1&state=s1"), "s1", ISS, true),
+            Err(CallbackError::MissingIssuer(ISS.into()))
+        );
+    }
+
+    #[test]
+    fn the_authorization_servers_refusal_is_shown_visible_and_bounded() {
+        let long = "x".repeat(MAX_ERROR_CHARS * 3);
+        let query = format!("error=access_denied&error_description=%1B%5B31m{long}&state=s1");
+        match read(&at(&query), "s1", ISS, false) {
+            Ok(Callback::Refused(words)) => {
+                assert!(words.starts_with("access_denied: "), "{words}");
+                assert!(!words.contains('\u{1b}'));
+                assert!(
+                    words.chars().count() <= MAX_ERROR_CHARS + 1,
+                    "{}",
+                    words.len()
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
