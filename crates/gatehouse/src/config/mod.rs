@@ -9,6 +9,7 @@
 //! - [`environment`]: what of the host's environment a stdio server gets;
 //! - [`oauth`]: how the host signs in to an HTTP server that asks for it;
 //! - [`policy`]: where the ledger is written, and the hooks' commands;
+//! - [`tools`]: which of a server's tools are offered, and which always sent in full;
 //! - `variables`: `${VAR}` and `${VAR:-default}` in the file's values.
 //!
 //! Servers are added to and removed from a file by [`crate::edit`].
@@ -17,6 +18,7 @@ mod environment;
 pub mod oauth;
 pub mod policy;
 pub mod settings;
+pub mod tools;
 mod variables;
 
 #[cfg(test)]
@@ -33,6 +35,7 @@ pub use environment::{BASE_ENV, EnvPass};
 pub use oauth::{Grant, OAuthConfig};
 pub use policy::{HookSpec, Hooks, LedgerSettings, MAX_HOOK_OUTPUT_BYTES, state_dir};
 pub use settings::*;
+pub use tools::{Pattern, ToolRules};
 use variables::Variables;
 pub(crate) use variables::references;
 
@@ -69,6 +72,8 @@ pub struct ServerSpec {
     pub name: String,
     /// How to start or reach it.
     pub transport: Transport,
+    /// Which of its tools are offered, and which always sent in full.
+    pub tools: ToolRules,
 }
 
 /// A server is a child process on stdio, or a Streamable HTTP endpoint.
@@ -316,6 +321,9 @@ const ENTRY_KEYS: &[&str] = &[
     "passEnv",
     "inheritEnv",
     "oauth",
+    "enabledTools",
+    "disabledTools",
+    "alwaysLoad",
 ];
 
 /// The transports a servers file may name in `type`.
@@ -376,8 +384,9 @@ fn server_spec(
         }
         None => entry.contains_key("url") && !entry.contains_key("command"),
     };
+    let tools = tools::rules(entry)?;
     if is_http {
-        return http_spec(name, entry, vars, warnings);
+        return http_spec(name, entry, vars, warnings).map(|spec| ServerSpec { tools, ..spec });
     }
     let command = match entry.get("command") {
         Some(Value::String(c)) if !c.trim().is_empty() => vars.expand(c)?,
@@ -415,6 +424,7 @@ fn server_spec(
             cwd,
             pass,
         },
+        tools,
     })
 }
 
@@ -458,6 +468,7 @@ fn http_spec(
             headers,
             oauth,
         },
+        tools: ToolRules::default(),
     })
 }
 
