@@ -162,9 +162,32 @@ install_nginx() {
   /usr/sbin/nginx -v
 }
 
+# oauth: the authorization server of crates/cli/tests/end_to_end/oauth.rs, oidc-provider
+# (a certified OpenID provider: dynamic registration, PKCE, resource indicators, JWT access
+# tokens), the npm project tests/oauth run on Node 22; its browser is Debian's Chromium
+# (tests/oauth/browser.sh). Checked by importing it.
+install_oauth() {
+  install_node22
+  apt_install chromium
+  local bin
+  bin="$(cd "$NODE22_BIN" && pwd)"
+  (
+    cd tests/oauth
+    if [ -f node_modules/oidc-provider/package.json ] && node -e '
+        const want = require("./package-lock.json").packages["node_modules/oidc-provider"].version;
+        const have = require("./node_modules/oidc-provider/package.json").version;
+        process.exit(want === have ? 0 : 1);' 2>/dev/null; then
+      log "tests/oauth: oidc-provider already installed as locked"
+    else
+      PATH="$bin:$PATH" npm ci --no-audit --no-fund
+    fi
+    "$bin/node" -e 'import("oidc-provider").then(() => process.exit(0), (e) => { console.error(e); process.exit(1); })'
+  )
+}
+
 # (Other peers go here, each as its own install_<peer> function, listed in PEERS.)
 
-PEERS=(browser node22 python_sdk mcp_servers inspector_cli inspector conformance nginx)
+PEERS=(browser node22 python_sdk mcp_servers inspector_cli inspector conformance nginx oauth)
 
 main() {
   local wanted=("$@")

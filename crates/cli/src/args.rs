@@ -44,6 +44,9 @@ pub enum Command {
     /// Check everything the host needs: each server, the model endpoint, the places it
     /// writes; each with a verdict and the fix. Exits 1 when anything is broken.
     Doctor(DoctorArgs),
+    /// Sign in to an HTTP server that asks for it (OAuth), see the sign-ins kept, or sign
+    /// out. Tokens are never shown.
+    Auth(AuthArgs),
     /// Print a completion script for a shell, made from these very flags:
     /// `gatehouse completions bash > ~/.local/share/bash-completion/completions/gatehouse`.
     Completions(CompletionsArgs),
@@ -90,6 +93,56 @@ pub struct DoctorArgs {
     /// warnings}.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `gatehouse auth …`.
+#[derive(Args, Debug)]
+pub struct AuthArgs {
+    #[command(subcommand)]
+    pub command: AuthCommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum AuthCommand {
+    /// Sign in to a server now. The address to open is shown; with --open (or the
+    /// openBrowser setting) it is opened in your browser ($BROWSER, else the system's).
+    /// The browser comes back to a listener on 127.0.0.1 by itself; on a machine without
+    /// a browser, open the address elsewhere and paste the address the browser ends on.
+    Login(AuthLoginArgs),
+    /// Each server's sign-in: its authorization server, scopes, expiry, where it is kept.
+    Status(AuthStatusArgs),
+    /// Sign out of a server: its tokens revoked at the authorization server where it
+    /// offers that, and forgotten here.
+    Logout(AuthLogoutArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct AuthLoginArgs {
+    /// The server's name in the servers file.
+    pub name: String,
+    /// Open the sign-in address in your browser.
+    #[arg(long)]
+    pub open: bool,
+    #[command(flatten)]
+    pub host: HostArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct AuthStatusArgs {
+    /// Print the sign-ins as JSON: [{server, url, signed_in, issuer, scopes, expires_at,
+    /// refreshable, client, kept_in}].
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub host: HostArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct AuthLogoutArgs {
+    /// The server's name in the servers file.
+    pub name: String,
+    #[command(flatten)]
+    pub host: HostArgs,
 }
 
 /// `gatehouse mcp …`.

@@ -76,6 +76,8 @@ pub async fn run(args: GatewayArgs) -> anyhow::Result<()> {
         allowed_origins: Vec::new(),
         allowed_hosts: Vec::new(),
         limits: HttpLimits::default(),
+        // The gateway takes bearer tokens from its file; OAuth in front of it is not built.
+        oauth: None,
     };
     let auth = Auth::from_options(&options)?;
     let default = auth.default_caller();

@@ -2,6 +2,7 @@
 
 mod allocator;
 mod args;
+mod auth;
 mod doctor;
 mod gateway;
 mod lab;
@@ -36,6 +37,7 @@ fn main() -> ExitCode {
         Command::Tools(t) => on_thread_pool(tools(t)),
         Command::Lab(l) => on_thread_pool(lab::run(l)),
         Command::Mcp(m) => on_thread_pool(mcp::run(m)),
+        Command::Auth(a) => on_thread_pool(auth::run(a)),
         Command::Completions(c) => {
             manual::completions(c.shell, &mut std::io::stdout().lock());
             Ok(())
@@ -160,8 +162,11 @@ fn load_model(host: &HostArgs, config: &Config) -> anyhow::Result<Box<dyn model:
 }
 
 /// The person, answering from options where given and the terminal otherwise. With
-/// `show_calls`, each "Run it?" shows the call itself (the steps are not on screen).
-fn person(answers: &AnswerArgs, show_calls: bool) -> Arc<Terminal> {
+/// `show_calls`, each "Run it?" shows the call itself (the steps are not on screen). A
+/// server that needs a sign-in is signed in to at the terminal (the browser opened when
+/// `openBrowser` says so); without a terminal, it is reported as needing `gatehouse auth
+/// login`.
+fn person(answers: &AnswerArgs, show_calls: bool, settings: &config::Settings) -> Arc<Terminal> {
     let approve = match (answers.yes, answers.no) {
         (true, _) => Some(true),
         (_, true) => Some(false),
@@ -173,7 +178,11 @@ fn person(answers: &AnswerArgs, show_calls: bool) -> Arc<Terminal> {
             fields: answers.answers.clone(),
             decline_forms: answers.decline,
         })
-        .showing_calls(show_calls),
+        .showing_calls(show_calls)
+        .signing_in(gatehouse::person::SignInOptions {
+            open_browser: settings.open_browser,
+            without_terminal: false,
+        }),
     )
 }
 
@@ -245,7 +254,11 @@ async fn ask(args: AskArgs) -> anyhow::Result<()> {
         StepsTo::Stdout
     };
     let printer = printer(&args.screen, &config, steps)?;
-    let person = person(&args.answers, printer.calls_need_showing());
+    let person = person(
+        &args.answers,
+        printer.calls_need_showing(),
+        &config.settings,
+    );
     // `--record FILE`: every message of the run, as JSON lines, beside the usual output.
     let observer: Arc<dyn gatehouse::trace::Observer> = match &args.record {
         Some(path) => Arc::new(lab::record::RecordingObserver::create(path, printer)?),
@@ -311,7 +324,11 @@ async fn chat(args: ChatArgs) -> anyhow::Result<()> {
     model.preflight().await?;
     // Steps go to stderr, beside the host's records; stdout is the conversation.
     let printer = printer(&args.screen, &config, StepsTo::Stderr)?;
-    let person = person(&args.answers, printer.calls_need_showing());
+    let person = person(
+        &args.answers,
+        printer.calls_need_showing(),
+        &config.settings,
+    );
     let trace = Trace::new(printer);
     let host = start_host(&args.host, &config, person, trace.clone()).await;
     let mut conversation = Vec::new();

@@ -151,8 +151,11 @@ impl Round1<'_> {
         let handler = conn.handler();
         let token = handle.progress_token.clone();
         handler.route_progress(token.clone(), tx);
-        let hard_deadline = started + limits.max_round_timeout.max(limits.round_timeout);
+        let mut hard_deadline = started + limits.max_round_timeout.max(limits.round_timeout);
         let mut deadline = started + limits.round_timeout;
+        // The person signing in to the server (a step-up for this call) stops the clock.
+        let mut person = conn.person_time().watch();
+        let mut person_spent = person.borrow_and_update().1;
         let mut record = |p: rmcp::model::ProgressNotificationParam| {
             let event = ProgressEvent {
                 server: conn.name.clone(),
@@ -166,6 +169,7 @@ impl Round1<'_> {
                 .progress(&event, *progress_steps <= MAX_PROGRESS_STEPS);
         };
         let ended = loop {
+            let person_busy = person.borrow().0;
             tokio::select! {
                 answer = &mut handle.rx => {
                     handler.end_progress(&token);
@@ -181,7 +185,16 @@ impl Round1<'_> {
                     deadline = (tokio::time::Instant::now() + limits.round_timeout).min(hard_deadline);
                     record(p);
                 }
-                _ = tokio::time::sleep_until(deadline) => break (Round::TimedOut(started.elapsed()), "request timeout"),
+                Ok(()) = person.changed() => {
+                    let (busy, spent) = *person.borrow_and_update();
+                    if !busy {
+                        let paused = spent.saturating_sub(person_spent);
+                        person_spent = spent;
+                        deadline += paused;
+                        hard_deadline += paused;
+                    }
+                }
+                _ = tokio::time::sleep_until(deadline), if !person_busy => break (Round::TimedOut(started.elapsed()), "request timeout"),
                 _ = self.stop.cancelled() => break (Round::Stopped, "stopped by the person"),
             }
         };
@@ -205,7 +218,10 @@ fn failed<T>(
             Some(why) => format!("{}: {why}", conn.name),
             None => format!("the connection to {} closed during the call", conn.name),
         })),
-        Err(e) => Err(CallEnd::Failed(e.to_string())),
+        Err(e) => Err(CallEnd::Failed(match crate::connect::sign_in_failure(&e) {
+            Some(words) => format!("{}: {words}", conn.name),
+            None => e.to_string(),
+        })),
     }
 }
 

@@ -229,19 +229,20 @@ async fn connect_all(
     trace: &Trace,
 ) -> (Vec<Connection>, Vec<Listing>) {
     let timeout = config.settings.connect_timeout;
-    let limits = connect::Limits {
-        timeout,
-        max_questions: config.settings.max_input_rounds,
-    };
+    let limits = connect::Limits::from_settings(&config.settings);
     let attempts = config.servers.iter().map(|spec| async move {
         let conn = connect::connect(spec, person.clone(), trace, limits)
             .await
             .map_err(|e| e.to_string())?;
-        let listed = tokio::time::timeout(
-            timeout,
-            catalog::list_tools(&conn, catalog::live::MAX_LIST_PAGES),
-        )
-        .await;
+        // The person's time signing in (a server that asks only now) does not count.
+        let listed = conn
+            .person_time()
+            .clone()
+            .within(
+                timeout,
+                catalog::list_tools(&conn, catalog::live::MAX_LIST_PAGES),
+            )
+            .await;
         let tools = match listed {
             Err(_) => Err(format!(
                 "server {}: tools/list got no answer within {:.1} s",
@@ -317,12 +318,19 @@ fn report_catalog(catalog: &Catalog, trace: &Trace) {
 fn register_secrets(config: &Config, secrets: &redact::Secrets) {
     for spec in &config.servers {
         match &spec.transport {
-            Transport::Http { url, headers } => {
+            Transport::Http {
+                url,
+                headers,
+                oauth,
+            } => {
                 for value in headers.values() {
                     secrets.add(value);
                     if let Some((_, token)) = value.split_once(' ') {
                         secrets.add(token);
                     }
+                }
+                if let Some(secret) = oauth.as_ref().and_then(|o| o.client_secret.as_ref()) {
+                    secrets.add(secret);
                 }
                 for secret in redact::url_secrets(url) {
                     secrets.add(&secret);

@@ -56,7 +56,7 @@ pub async fn probe_all(config: &Config, timeout: Duration, trace: &Trace) -> Vec
     let person: Arc<dyn Person> = Arc::new(Unattended::NOBODY);
     let limits = connect::Limits {
         timeout,
-        max_questions: config.settings.max_input_rounds,
+        ..connect::Limits::from_settings(&config.settings)
     };
     let probes = config
         .servers
@@ -142,6 +142,9 @@ fn connect_failure(spec: &ServerSpec, e: &ConnectError) -> Failure {
             args.join(" ")
         ),
         (ConnectError::Timeout { .. }, _) => "it may still be starting (a first npx or uvx run downloads it): run it by hand, or raise connectTimeoutMs".into(),
+        (ConnectError::Http { reason, .. }, _) if reason.contains("needs a sign-in") => {
+            format!("sign in: gatehouse auth login {}", spec.name)
+        }
         (ConnectError::Http { reason, .. }, _) if reason.contains("(401)") || reason.contains("(403)") => {
             "renew the token its \"headers\" name (a ${VAR} must be set, and current, where the host runs)".into()
         }

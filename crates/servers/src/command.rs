@@ -31,6 +31,26 @@ pub struct ServeArgs {
         conflicts_with = "no_auth"
     )]
     pub tokens: Option<PathBuf>,
+    /// Accept OAuth access tokens from this authorization server (its issuer identifier):
+    /// protected-resource metadata is served at /.well-known/oauth-protected-resource/mcp,
+    /// and a request without a valid token gets 401 naming it. With --tokens, the tokens
+    /// file's tokens are accepted too.
+    #[arg(
+        long,
+        value_name = "URL",
+        requires = "http",
+        conflicts_with = "no_auth"
+    )]
+    pub oauth_issuer: Option<String>,
+    /// The URL clients know this server by (its resource identifier, the tokens' audience);
+    /// default http://ADDR/mcp of the address it listens on.
+    #[arg(long, value_name = "URL", requires = "oauth_issuer")]
+    pub oauth_resource: Option<String>,
+    /// The access-token claim that names the caller's organization (without it in a token,
+    /// the user's only organization).
+    #[arg(long, value_name = "CLAIM", requires = "oauth_issuer",
+          default_value = crate::oauth::DEFAULT_ORG_CLAIM)]
+    pub oauth_org_claim: String,
     /// Serve HTTP without authentication, every request acting as MCP_USER/MCP_TENANT.
     /// For local testing only (loopback addresses only).
     #[arg(long, requires = "http")]
@@ -128,6 +148,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
                     no_auth: args.no_auth,
                     allowed_origins: args.allowed_origins,
                     allowed_hosts: args.allowed_hosts,
+                    oauth: args.oauth_issuer.map(|issuer| crate::oauth::OAuthOptions {
+                        issuer,
+                        resource: args.oauth_resource,
+                        org_claim: args.oauth_org_claim,
+                    }),
                     limits,
                 };
                 crate::serve_http(&args.name, options, http).await

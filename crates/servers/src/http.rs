@@ -16,7 +16,10 @@
 //!   (idle, headers too slow, answer unread); at the bound the longest-waiting connection
 //!   makes room, so slow or idle sockets never starve other clients.
 //! - **who is calling**: the bearer token is looked up in the tokens file
-//!   ([`crate::auth`]); a missing or unknown token gets 401 with `WWW-Authenticate`. The
+//!   ([`crate::auth`]), or with `--oauth-issuer` checked as the issuer's access token
+//!   ([`crate::oauth`]: protected-resource metadata served beside the endpoint, 401 and 403
+//!   challenges naming it and the scopes a request needs); a missing or unknown token gets
+//!   401 with `WWW-Authenticate`. The
 //!   token's caller is put in the HTTP request's extensions, which rmcp hands to the
 //!   handler inside `http::request::Parts`, where [`Caller::of_request`] finds it. A legacy
 //!   session belongs to the caller that opened it; another token cannot use it.
@@ -60,6 +63,7 @@ use crate::{
     auth::{self, Tokens},
     common::{self, Caller},
     membership::{self, Memberships},
+    oauth::{self, OAuthOptions, Refusal as TokenRefusal, ResourceServer},
 };
 
 pub mod connections;
@@ -147,6 +151,8 @@ pub struct HttpOptions {
     pub allowed_origins: Vec<String>,
     /// `Host` values accepted (`--allowed-host`); empty means loopback names only.
     pub allowed_hosts: Vec<String>,
+    /// `--oauth-issuer` (and its companions): access tokens from that authorization server.
+    pub oauth: Option<OAuthOptions>,
     /// Connections, times and sessions.
     pub limits: HttpLimits,
 }
@@ -156,6 +162,9 @@ pub struct HttpOptions {
 pub enum Auth {
     /// Bearer tokens from a tokens file.
     Tokens(Arc<Tokens>),
+    /// Access tokens from an authorization server (checked once the server knows the
+    /// address it listens on), and the tokens file's tokens besides, if one is given.
+    OAuth(OAuthOptions, Option<Arc<Tokens>>),
     /// None: every request acts as the server's default caller (local testing only).
     Off,
 }
@@ -164,6 +173,17 @@ impl Auth {
     /// Decide from the options, before any server is built: tokens if given, no
     /// authentication only when asked for explicitly and on loopback.
     pub fn from_options(options: &HttpOptions) -> anyhow::Result<Self> {
+        if let Some(oauth) = &options.oauth {
+            anyhow::ensure!(
+                !options.no_auth,
+                "--oauth-issuer and --no-auth exclude each other"
+            );
+            let tokens = match &options.tokens {
+                Some(path) => Some(Arc::new(Tokens::load(path)?)),
+                None => None,
+            };
+            return Ok(Auth::OAuth(oauth.clone(), tokens));
+        }
         match (&options.tokens, options.no_auth) {
             (Some(_), true) => anyhow::bail!("--tokens and --no-auth exclude each other"),
             (Some(path), false) => Ok(Auth::Tokens(Arc::new(Tokens::load(path)?))),
@@ -176,7 +196,8 @@ impl Auth {
                 Ok(Auth::Off)
             }
             (None, false) => anyhow::bail!(
-                "serving over HTTP needs --tokens FILE (bearer tokens; see docs/scaling.md), \
+                "serving over HTTP needs --tokens FILE (bearer tokens; see docs/scaling.md) or \
+                 --oauth-issuer URL (access tokens from an authorization server; docs/oauth.md), \
                  or --no-auth for local testing only"
             ),
         }
@@ -186,7 +207,7 @@ impl Auth {
     pub fn default_caller(&self) -> Caller {
         match self {
             // Every request is authenticated; an unattributed one acts as nobody.
-            Auth::Tokens(_) => Caller::nobody(auth::DEFAULT_HTTP_CLIENT),
+            Auth::Tokens(_) | Auth::OAuth(..) => Caller::nobody(auth::DEFAULT_HTTP_CLIENT),
             Auth::Off => Caller::from_env(),
         }
     }
@@ -241,7 +262,19 @@ where
     }
     // Without authentication every request is the same caller: only the server's bound
     // means anything then.
-    let sessions = Sessions::new(limits.sessions, matches!(auth, Auth::Tokens(_)));
+    let sessions = Sessions::new(limits.sessions, !matches!(auth, Auth::Off));
+    let oauth = match &auth {
+        Auth::OAuth(options, _) => Some(Arc::new(
+            ResourceServer::start(options, local, Memberships::embedded()?).await?,
+        )),
+        _ => None,
+    };
+    let lookup = server.clone();
+    let read_only: ReadOnly = Arc::new(move |tool: &str| {
+        lookup
+            .get_tool(tool)
+            .and_then(|t| t.annotations.and_then(|a| a.read_only_hint))
+    });
     let service = StreamableHttpService::new(
         move || Ok(server.clone()),
         Arc::new(BoundedSessions::new(sessions.clone())),
@@ -257,11 +290,29 @@ where
         body_timeout: limits.body_timeout,
         sessions,
         log: ThrottledLog::default(),
+        oauth: oauth.clone(),
+        read_only,
     });
-    let app = Router::new()
+    let mut app = Router::new()
         .route_service(MCP_PATH, service)
         .layer(middleware::from_fn_with_state(gate, authenticate))
         .layer(middleware::from_fn_with_state(tracker.clone(), bound));
+    if let Some(rs) = &oauth {
+        // Outside the authentication layer: metadata is for clients that have no token yet.
+        let document = rs.metadata_document().to_string();
+        app = app.route(
+            rs.metadata_path(),
+            axum::routing::get(move || async move {
+                (
+                    [
+                        (header::CONTENT_TYPE, "application/json"),
+                        (header::CACHE_CONTROL, "max-age=300"),
+                    ],
+                    document,
+                )
+            }),
+        );
+    }
 
     match &auth {
         Auth::Tokens(tokens) => eprintln!(
@@ -272,6 +323,20 @@ where
                 .as_ref()
                 .map_or_else(String::new, |p| p.display().to_string())
         ),
+        Auth::OAuth(_, tokens) => {
+            if let Some(rs) = &oauth {
+                eprintln!(
+                    "authentication: OAuth access tokens from {} for {} (metadata at {}){}",
+                    rs.issuer(),
+                    rs.resource(),
+                    rs.metadata_path(),
+                    tokens.as_ref().map_or_else(String::new, |t| format!(
+                        ", and {} bearer token(s) from the tokens file",
+                        t.len()
+                    ))
+                );
+            }
+        }
         Auth::Off => eprintln!(
             "authentication: NONE (--no-auth, for local testing only): every request acts as {}/{}",
             std::env::var(common::ENV_USER).unwrap_or_default(),
@@ -488,6 +553,10 @@ fn timed_out_log() {
 /// sessions with who may open one.
 struct Gate {
     auth: Auth,
+    /// With `--oauth-issuer`: the checks of access tokens, once the issuer was read.
+    oauth: Option<Arc<ResourceServer>>,
+    /// Whether a tool is marked read-only (`None`: unknown), for the scopes it needs.
+    read_only: ReadOnly,
     /// Who every request is without authentication (`--no-auth`).
     caller: Caller,
     access: SessionAccess,
@@ -502,12 +571,17 @@ fn unauthorized(error: Option<&str>) -> Response {
         Some(e) => format!("Bearer realm=\"{AUTH_REALM}\", error=\"{e}\""),
         None => format!("Bearer realm=\"{AUTH_REALM}\""),
     };
-    let mut response = (
+    challenged(
         StatusCode::UNAUTHORIZED,
-        "Unauthorized: send Authorization: Bearer <token>",
+        "Unauthorized: send Authorization: Bearer <token>".into(),
+        &challenge,
     )
-        .into_response();
-    if let Ok(value) = HeaderValue::from_str(&challenge) {
+}
+
+/// A refusal with its `WWW-Authenticate` challenge.
+fn challenged(status: StatusCode, body: String, challenge: &str) -> Response {
+    let mut response = (status, body).into_response();
+    if let Ok(value) = HeaderValue::from_str(challenge) {
         response
             .headers_mut()
             .insert(header::WWW_AUTHENTICATE, value);
@@ -574,6 +648,9 @@ impl Gate {
     }
 }
 
+/// Whether a tool of the server is marked read-only.
+type ReadOnly = Arc<dyn Fn(&str) -> Option<bool> + Send + Sync>;
+
 /// Why an `initialize` opens no session.
 enum NoSession {
     NotAMember,
@@ -611,12 +688,19 @@ async fn authenticate(State(gate): State<Arc<Gate>>, request: Request, next: Nex
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
-    let caller = match &gate.auth {
-        Auth::Off => gate.caller.clone(),
+    let (caller, granted) = match &gate.auth {
+        Auth::Off => (gate.caller.clone(), None),
         Auth::Tokens(tokens) => match caller_of(tokens, &request) {
-            Ok(caller) => caller,
+            Ok(caller) => (caller, None),
             Err(refusal) => return refusal.response(),
         },
+        Auth::OAuth(_, tokens) => {
+            let presented = request.headers().get(header::AUTHORIZATION).cloned();
+            match oauth_caller(&gate, tokens.as_deref(), presented).await {
+                Ok(found) => found,
+                Err(refusal) => return refusal,
+            }
+        }
     };
     if declared.is_some_and(|n| n > MAX_REQUEST_BODY_BYTES as u64) {
         return too_large();
@@ -634,11 +718,22 @@ async fn authenticate(State(gate): State<Arc<Gate>>, request: Request, next: Nex
         Ok(read) => read,
         Err(refusal) => return refusal,
     };
+    if let (Some(rs), Some(grant)) = (&gate.oauth, &granted) {
+        let method = message.as_ref().and_then(|m| m.method.as_deref());
+        let tool = message
+            .as_ref()
+            .and_then(|m| m.params.as_ref()?.name.as_deref());
+        let needed = oauth::required_scopes(method, tool.and_then(|t| (gate.read_only)(t)));
+        if !grant.missing(needed).is_empty() {
+            return insufficient_scope(rs, grant, needed, tool);
+        }
+    }
     request.extensions_mut().insert(caller.clone());
     let admission = match message {
         Some(Peek {
             id,
             method: Some(method),
+            ..
         }) if session.is_none() && method == "initialize" => match gate.admit(&caller) {
             Ok(admission) => Some(admission),
             Err(why) => return gate.refuse_session(why, &id.unwrap_or(Value::Null)),
@@ -673,6 +768,75 @@ fn caller_of(tokens: &Tokens, request: &Request) -> Result<Caller, Unauthorized>
     tokens
         .caller_for(token)
         .ok_or_else(|| refused("unknown", Some("invalid_token")))
+}
+
+/// The caller and scopes of a request under `--oauth-issuer`: its access token checked, or
+/// (a token that is no JWT, with a tokens file) the tokens file's caller, with every scope.
+/// A refusal is a 401 whose challenge names this server's metadata and the scope to ask for.
+async fn oauth_caller(
+    gate: &Gate,
+    tokens: Option<&Tokens>,
+    presented: Option<HeaderValue>,
+) -> Result<(Caller, Option<oauth::Grant>), Response> {
+    let Some(rs) = &gate.oauth else {
+        return Err(unauthorized(Some("invalid_token")));
+    };
+    let challenge = |refusal: Option<TokenRefusal>, reason: &str| {
+        refused_log(reason);
+        let error = refusal.map(|r| ("invalid_token", r.description()));
+        oauth_unauthorized(rs.challenge(error, &[oauth::READ_SCOPE]))
+    };
+    let Some(value) = presented else {
+        return Err(challenge(None, "missing"));
+    };
+    let Some(token) = value.to_str().ok().and_then(auth::bearer_token) else {
+        return Err(challenge(Some(TokenRefusal::Malformed), "malformed"));
+    };
+    if let Some(tokens) = tokens
+        && token.split('.').count() != 3
+    {
+        return match tokens.caller_for(token) {
+            Some(caller) => Ok((caller, None)),
+            None => Err(challenge(Some(TokenRefusal::Malformed), "unknown")),
+        };
+    }
+    match rs.check(token).await {
+        Ok(grant) => Ok((grant.caller.clone(), Some(grant))),
+        Err(refusal) => Err(challenge(Some(refusal), refusal.word())),
+    }
+}
+
+/// 401 with an OAuth challenge.
+fn oauth_unauthorized(challenge: String) -> Response {
+    challenged(
+        StatusCode::UNAUTHORIZED,
+        "Unauthorized: send Authorization: Bearer <access token>".into(),
+        &challenge,
+    )
+}
+
+/// 403 `insufficient_scope`, naming every scope the request needs in one challenge.
+fn insufficient_scope(
+    rs: &ResourceServer,
+    grant: &oauth::Grant,
+    needed: &[&str],
+    tool: Option<&str>,
+) -> Response {
+    let missing = grant.missing(needed).join(" ");
+    let description = match tool {
+        Some(_) => format!("this tool needs {missing}"),
+        None => format!("this request needs {missing}"),
+    };
+    common::log_line(json!({
+        "ts": common::timestamp(), "event": "http_insufficient_scope",
+        "user": grant.caller.user, "client": grant.caller.client, "missing": missing,
+    }));
+    let challenge = rs.challenge(Some(("insufficient_scope", &description)), needed);
+    challenged(
+        StatusCode::FORBIDDEN,
+        format!("Forbidden: {description}"),
+        &challenge,
+    )
 }
 
 /// A POST with its body read whole (by `deadline`, at most [`MAX_REQUEST_BODY_BYTES`]),
@@ -715,13 +879,23 @@ async fn read_post(
     Ok((Request::from_parts(parts, Body::from(bytes)), message))
 }
 
-/// What the HTTP layer reads of a JSON-RPC message: its id and its method.
+/// What the HTTP layer reads of a JSON-RPC message: its id, its method, and the name in
+/// its params (a tool call's tool, for the scopes it needs).
 #[derive(Deserialize)]
 struct Peek {
     #[serde(default)]
     id: Option<Value>,
     #[serde(default)]
     method: Option<String>,
+    #[serde(default)]
+    params: Option<PeekParams>,
+}
+
+/// The `name` in a message's params.
+#[derive(Deserialize)]
+struct PeekParams {
+    #[serde(default)]
+    name: Option<String>,
 }
 
 /// Whether JSON text opens more than `max` arrays or objects inside one another. One pass
@@ -844,6 +1018,7 @@ mod tests {
             no_auth,
             allowed_origins: vec![],
             allowed_hosts: vec![],
+            oauth: None,
             limits: HttpLimits::default(),
         }
     }

@@ -16,6 +16,7 @@ pub mod desk;
 pub mod hostile;
 pub mod http;
 pub mod membership;
+pub mod oauth;
 pub mod orders;
 pub mod support;
 pub mod testbed;

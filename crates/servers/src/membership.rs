@@ -173,6 +173,19 @@ impl Memberships {
         self.roles.get(&caller.tenant)?.get(&caller.user).copied()
     }
 
+    /// The organizations `user` belongs to, in name order (an OAuth token that names no
+    /// organization acts in the user's only one, `crate::oauth`).
+    pub fn organizations_of(&self, user: &str) -> Vec<&str> {
+        let mut orgs: Vec<&str> = self
+            .roles
+            .iter()
+            .filter(|(_, users)| users.contains_key(user))
+            .map(|(org, _)| org.as_str())
+            .collect();
+        orgs.sort_unstable();
+        orgs
+    }
+
     /// Whether the caller is a member of the organization it acts in.
     pub fn is_member(&self, caller: &Caller) -> bool {
         self.role(caller).is_some()

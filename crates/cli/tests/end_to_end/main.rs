@@ -33,6 +33,7 @@ mod lab_http;
 mod ledger;
 mod many_servers;
 mod mcp_command;
+mod oauth;
 mod openai_endpoint;
 mod policy_rules;
 mod results_past_the_bound;

@@ -12,20 +12,35 @@
 //! the exchange went through, 1 when it did not (the reason on stderr).
 //!
 //! The person here is the harness: it accepts every form with the schema's defaults (and
-//! a plain value for any other required field) and declines URL-mode requests. A real
-//! Gatehouse session asks the person at the terminal instead.
+//! a plain value for any other required field) and declines URL-mode requests. It signs in
+//! the way the harness's authorization server expects of a browser: the authorization URL
+//! is fetched without following its redirect, and the address it redirects to is handed
+//! back as a person would paste it. A real Gatehouse session asks the person at the
+//! terminal instead.
+//!
+//! For `auth/*` scenarios the servers file's entry gets an `oauth` object: the client name
+//! and metadata-document URL the harness knows, and the pre-registered client or client
+//! credentials of `MCP_CONFORMANCE_CONTEXT` (the secret passed through the environment, as
+//! a servers file must). Sign-ins are kept in a fresh folder per run, in a file.
 
-use std::{sync::Arc, time::Duration};
+use std::{path::PathBuf, sync::Arc, time::Duration};
 
+use futures::future::BoxFuture;
 use gatehouse::{
     catalog::{self, Catalog},
     config::{self, Config, Identity},
     connect::{self, Connection, Negotiation},
     dispatch::{self, Call, CallEnd, CallLimits},
-    person::{AnsweredBy, Unattended},
+    person::{
+        Answered, AnsweredBy, Approval, ApprovalRequest, Person, SignInAnswer, SignInRequest,
+        Unattended,
+    },
     trace::{Quiet, Trace},
 };
-use rmcp::model::{GetPromptRequestParams, JsonObject, ProtocolVersion, ReadResourceRequestParams};
+use rmcp::model::{
+    ElicitRequestParams, GetPromptRequestParams, JsonObject, ProtocolVersion,
+    ReadResourceRequestParams,
+};
 use serde_json::{Map, Value, json};
 
 /// The scenario's name when the harness sets none.
@@ -39,13 +54,47 @@ const LIMITS: CallLimits = CallLimits {
     max_input_rounds: config::MAX_INPUT_ROUNDS,
 };
 
-/// The harness as the person: yes to calls, forms filled from their defaults, URL-mode
+/// The client-id metadata document URL the harness's authorization servers accept.
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
+/// The client name registered.
+const CLIENT_NAME: &str = "gatehouse-conformance";
+/// The variable the pre-registered client's secret is passed in.
+const SECRET_VAR: &str = "GATEHOUSE_CONFORMANCE_CLIENT_SECRET";
+/// How long the harness's authorization endpoint may take to answer.
+const AUTHORIZE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The harness's answers: yes to calls, forms filled from their defaults, URL-mode
 /// requests declined.
-const HARNESS_PERSON: Unattended = Unattended {
+const ANSWERS: Unattended = Unattended {
     run: true,
     by: AnsweredBy::Option,
     fill: Some(fill_form),
 };
+
+/// The harness as the person: [`ANSWERS`], and sign-ins finished as a browser would.
+struct HarnessPerson;
+
+/// Fetch the authorization URL as a browser would, without following the redirect: the
+/// harness's authorization endpoint answers 302 straight to the redirect URI.
+async fn follow_authorization(url: &str) -> Result<String, String> {
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(AUTHORIZE_TIMEOUT)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let response = http.get(url).send().await.map_err(|e| e.to_string())?;
+    response
+        .headers()
+        .get(reqwest::header::LOCATION)
+        .and_then(|l| l.to_str().ok())
+        .map(str::to_owned)
+        .ok_or_else(|| {
+            format!(
+                "the authorization endpoint answered {} without a redirect",
+                response.status()
+            )
+        })
+}
 
 /// A plain value of a schema type, for a required field without a default.
 fn stub(schema: &Value) -> Value {
@@ -80,6 +129,31 @@ fn fill_form(schema: &Value) -> Value {
     Value::Object(content)
 }
 
+impl Person for HarnessPerson {
+    fn can_sign_in(&self) -> bool {
+        true
+    }
+
+    fn sign_in<'a>(&'a self, request: &'a SignInRequest) -> BoxFuture<'a, SignInAnswer> {
+        Box::pin(async move {
+            match follow_authorization(&request.url).await {
+                Ok(location) => SignInAnswer::Pasted(location),
+                Err(e) => {
+                    eprintln!("conformance-client: authorization request: {e}");
+                    SignInAnswer::Declined
+                }
+            }
+        })
+    }
+
+    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
+        ANSWERS.approve(request)
+    }
+
+    fn elicit<'a>(&'a self, server: &'a str, request: &'a ElicitRequestParams) -> Answered<'a> {
+        ANSWERS.elicit(server, request)
+    }
+}
 /// Arguments that satisfy a tool's `required` list (for tools the scenario names none for).
 fn stub_arguments(schema: &JsonObject) -> JsonObject {
     let schema = Value::Object(schema.clone());
@@ -103,14 +177,19 @@ fn stub_arguments(schema: &JsonObject) -> JsonObject {
 
 struct Client {
     conn: Connection,
-    person: Arc<Unattended>,
+    person: Arc<HarnessPerson>,
     trace: Trace,
 }
 
 impl Client {
-    async fn start(url: &str) -> anyhow::Result<Client> {
+    async fn start(url: &str, oauth: Option<Value>) -> anyhow::Result<Client> {
         // The host's own servers-file parsing, with the harness's URL as the one server.
-        let file = json!({"mcpServers": {SERVER: {"url": url}}}).to_string();
+        let mut entry = json!({"url": url});
+        if let Some(oauth) = oauth {
+            entry["oauth"] = oauth;
+        }
+        let file = json!({"mcpServers": {SERVER: entry}, "gatehouse": {"credentialStore": "file"}})
+            .to_string();
         let config = Config::parse(&file, "conformance-client", &Identity::default())?;
         if let Some((name, reason)) = config.broken.first() {
             anyhow::bail!("server {name}: {reason}");
@@ -119,17 +198,14 @@ impl Client {
             .servers
             .first()
             .ok_or_else(|| anyhow::anyhow!("no server in the generated servers file"))?;
-        let person = Arc::new(HARNESS_PERSON);
+        let person = Arc::new(HarnessPerson);
         let trace = Trace::new(Arc::new(Quiet));
         let negotiation = if handshake_era() {
             Negotiation::HandshakeOnly
         } else {
             Negotiation::PreferModern
         };
-        let limits = connect::Limits {
-            timeout: config.settings.connect_timeout,
-            max_questions: config.settings.max_input_rounds,
-        };
+        let limits = connect::Limits::from_settings(&config.settings);
         let conn = connect::connect_with(spec, person.clone(), &trace, limits, negotiation).await?;
         eprintln!(
             "conformance-client: connected on {} to {}",
@@ -215,17 +291,74 @@ fn context() -> Value {
         .unwrap_or(Value::Null)
 }
 
+/// The `oauth` entry of an `auth/*` scenario: the names the harness knows, and the
+/// context's client (pre-registered, or client credentials), its secret through the
+/// environment.
+fn oauth_entry(scenario: &str) -> Value {
+    let context = context();
+    let mut oauth = json!({"clientName": CLIENT_NAME, "clientMetadataUrl": CLIENT_METADATA_URL});
+    if let Some(id) = context["client_id"].as_str() {
+        oauth["clientId"] = json!(id);
+        if let Some(secret) = context["client_secret"].as_str() {
+            // SAFETY: set once, before any thread of this process reads the environment.
+            unsafe { std::env::set_var(SECRET_VAR, secret) };
+            oauth["clientSecret"] = json!(format!("${{{SECRET_VAR}}}"));
+        }
+        if let Some(issuer) = context["issuer"].as_str() {
+            oauth["issuer"] = json!(issuer);
+        }
+        if scenario.starts_with("auth/client-credentials") {
+            oauth["grant"] = json!("client_credentials");
+        }
+    }
+    oauth
+}
+
+/// A fresh folder for this run's sign-ins (the harness runs scenarios side by side).
+fn fresh_store() -> anyhow::Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!(
+        "gatehouse-conformance-{}-{}",
+        std::process::id(),
+        rand_suffix()
+    ));
+    std::fs::create_dir_all(&dir)?;
+    // SAFETY: set once, before any thread of this process reads the environment.
+    unsafe { std::env::set_var("XDG_DATA_HOME", &dir) };
+    Ok(dir)
+}
+
+fn rand_suffix() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
+}
+
 async fn run(scenario: &str, url: &str) -> anyhow::Result<()> {
     if scenario.starts_with("auth/") {
-        // Gatehouse takes credentials from the servers file and does no OAuth itself: it
-        // connects, is refused, and says so.
-        let client = Client::start(url).await?;
-        client.list_tools().await?;
-        client.shutdown().await;
-        return Ok(());
+        let store = fresh_store()?;
+        let outcome = auth_exchange(scenario, url).await;
+        let _ = std::fs::remove_dir_all(store);
+        return outcome;
     }
-    let client = Client::start(url).await?;
+    let client = Client::start(url, None).await?;
     let outcome = scenario_exchange(&client, scenario).await;
+    client.shutdown().await;
+    outcome
+}
+
+/// An `auth/*` scenario: connect (signing in when the server asks), list the tools, and
+/// call each with plain arguments.
+async fn auth_exchange(scenario: &str, url: &str) -> anyhow::Result<()> {
+    let client = Client::start(url, Some(oauth_entry(scenario))).await?;
+    let outcome = async {
+        for tool in client.list_tools().await? {
+            client
+                .call(&tool.name, stub_arguments(&tool.input_schema))
+                .await?;
+        }
+        Ok(())
+    }
+    .await;
     client.shutdown().await;
     outcome
 }

@@ -40,6 +40,7 @@ async fn main() -> anyhow::Result<()> {
         no_auth: true,
         allowed_origins: vec![],
         allowed_hosts: vec![],
+        oauth: None,
         limits: http::HttpLimits::default(),
     };
     http::serve(

@@ -7,6 +7,7 @@
 //!
 //! - [`settings`]: the bounds, each a named constant, validated when read;
 //! - [`environment`]: what of the host's environment a stdio server gets;
+//! - [`oauth`]: how the host signs in to an HTTP server that asks for it;
 //! - [`policy`]: where the ledger is written, and the hooks' commands;
 //! - [`tools`]: which of a server's tools are offered, and which always sent in full;
 //! - `variables`: `${VAR}` and `${VAR:-default}` in the file's values.
@@ -14,6 +15,7 @@
 //! Servers are added to and removed from a file by [`crate::edit`].
 
 mod environment;
+pub mod oauth;
 pub mod policy;
 pub mod settings;
 pub mod tools;
@@ -30,6 +32,7 @@ use std::{
 use serde_json::{Map, Value};
 
 pub use environment::{BASE_ENV, EnvPass};
+pub use oauth::{Grant, OAuthConfig};
 pub use policy::{HookSpec, Hooks, LedgerSettings, MAX_HOOK_OUTPUT_BYTES, state_dir};
 pub use settings::*;
 pub use tools::{Pattern, ToolRules};
@@ -96,6 +99,9 @@ pub enum Transport {
         /// Sent with every request (e.g. `Authorization`). Values are secrets: they are
         /// never printed, logged or recorded.
         headers: BTreeMap<String, String>,
+        /// How to sign in when the server answers 401; `None` when the entry sends its
+        /// own `Authorization` header or says `"oauth": false`.
+        oauth: Option<OAuthConfig>,
     },
 }
 
@@ -117,10 +123,15 @@ impl std::fmt::Debug for Transport {
                 .field("cwd", cwd)
                 .field("pass", pass)
                 .finish(),
-            Transport::Http { url, headers } => f
+            Transport::Http {
+                url,
+                headers,
+                oauth,
+            } => f
                 .debug_struct("Http")
                 .field("url", url)
                 .field("headers", &headers.keys().collect::<Vec<_>>())
+                .field("oauth", oauth)
                 .finish(),
         }
     }
@@ -309,6 +320,7 @@ const ENTRY_KEYS: &[&str] = &[
     "disabled",
     "passEnv",
     "inheritEnv",
+    "oauth",
     "enabledTools",
     "disabledTools",
     "alwaysLoad",
@@ -374,7 +386,7 @@ fn server_spec(
     };
     let tools = tools::rules(entry)?;
     if is_http {
-        return http_spec(name, entry, vars).map(|spec| ServerSpec { tools, ..spec });
+        return http_spec(name, entry, vars, warnings).map(|spec| ServerSpec { tools, ..spec });
     }
     let command = match entry.get("command") {
         Some(Value::String(c)) if !c.trim().is_empty() => vars.expand(c)?,
@@ -421,6 +433,7 @@ fn http_spec(
     name: &str,
     entry: &Map<String, Value>,
     vars: &Variables,
+    warnings: &mut Vec<String>,
 ) -> Result<ServerSpec, String> {
     let url = match entry.get("url") {
         Some(Value::String(u)) => vars.expand(u)?,
@@ -436,9 +449,25 @@ fn http_spec(
     for (k, v) in &headers {
         check_header(k, v)?;
     }
+    let sends_credentials = headers
+        .keys()
+        .any(|k| k.eq_ignore_ascii_case("authorization"));
+    let oauth = match (sends_credentials, entry.get("oauth")) {
+        (true, None | Some(Value::Bool(false))) => None,
+        (true, Some(_)) => {
+            return Err(
+                "\"oauth\" and an Authorization header exclude each other: the header's credentials would be sent instead of the sign-in's".into(),
+            );
+        }
+        (false, value) => oauth::parse(name, value, vars, warnings)?,
+    };
     Ok(ServerSpec {
         name: name.into(),
-        transport: Transport::Http { url, headers },
+        transport: Transport::Http {
+            url,
+            headers,
+            oauth,
+        },
         tools: ToolRules::default(),
     })
 }

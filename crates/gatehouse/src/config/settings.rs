@@ -23,6 +23,10 @@ pub const HOST_TOOL_MAX_TIMEOUT_ENV: &str = "HOST_TOOL_MAX_TIMEOUT";
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
 /// Most `input_required` rounds one call may take before the host gives up.
 pub const MAX_INPUT_ROUNDS: usize = 10;
+/// How long the person has to finish a sign-in in the browser.
+pub const SIGN_IN_TIMEOUT: Duration = Duration::from_secs(300);
+/// The shortest and longest `signInTimeoutMs`.
+pub const SIGN_IN_TIMEOUT_MS_RANGE: std::ops::RangeInclusive<u64> = 5_000..=3_600_000;
 
 /// The smallest bound a result may be given (`maxResultChars`): room for the longest frame
 /// (a cut result's, with the longest tool name and its note) and some of the result.
@@ -164,6 +168,13 @@ pub struct Settings {
     pub model_accepts_media: bool,
     /// Where every record of a run is added as JSON lines (`logFile`; `--log` overrides).
     pub log_file: Option<PathBuf>,
+    /// How long the person has to finish a sign-in (`signInTimeoutMs`).
+    pub sign_in_timeout: Duration,
+    /// Open the sign-in page in the browser by itself (`openBrowser`); otherwise the
+    /// address is only shown.
+    pub open_browser: bool,
+    /// Where sign-in secrets are kept (`credentialStore`).
+    pub credential_store: CredentialStore,
     /// Most bytes of tool definitions per model call before the host searches instead
     /// (`toolBudgetBytes`, or a share of `contextTokens`).
     pub tool_budget_bytes: usize,
@@ -173,6 +184,18 @@ pub struct Settings {
     pub tool_search: ToolSearch,
     /// The schema dialect of each model (`schemaDialect`).
     pub schema_dialect: Dialects,
+}
+
+/// Where sign-in secrets are kept (`credentialStore`: `auto`, `keychain` or `file`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CredentialStore {
+    /// The operating system's keychain when one runs, else a file readable by the user only.
+    #[default]
+    Auto,
+    /// The keychain, or an error when none runs.
+    Keychain,
+    /// The file (0600) in the data folder.
+    File,
 }
 
 /// Whether a place the host writes is a file or a folder.
@@ -243,6 +266,9 @@ impl Default for Settings {
             save_dir: None,
             model_accepts_media: false,
             log_file: None,
+            sign_in_timeout: SIGN_IN_TIMEOUT,
+            open_browser: false,
+            credential_store: CredentialStore::Auto,
             tool_budget_bytes: DEFAULT_TOOL_BUDGET_BYTES,
             context_tokens: None,
             tool_search: ToolSearch::Auto,
@@ -312,6 +338,26 @@ pub(super) fn parse(value: &Value, warnings: &mut Vec<String>) -> Result<Setting
                 s.model_accepts_media = v
                     .as_bool()
                     .ok_or_else(|| "\"modelAcceptsMedia\" must be true or false".to_string())?
+            }
+            "signInTimeoutMs" => {
+                s.sign_in_timeout = Duration::from_millis(bounded(SIGN_IN_TIMEOUT_MS_RANGE)?)
+            }
+            "openBrowser" => {
+                s.open_browser = v
+                    .as_bool()
+                    .ok_or_else(|| "\"openBrowser\" must be true or false".to_string())?
+            }
+            "credentialStore" => {
+                s.credential_store = match v.as_str() {
+                    Some("auto") => CredentialStore::Auto,
+                    Some("keychain") => CredentialStore::Keychain,
+                    Some("file") => CredentialStore::File,
+                    _ => {
+                        return Err(format!(
+                            "\"credentialStore\" must be \"auto\", \"keychain\" or \"file\", not {v}"
+                        ));
+                    }
+                }
             }
             "saveDir" => s.save_dir = Some(path(key, v)?),
             "logFile" => s.log_file = Some(path(key, v)?),

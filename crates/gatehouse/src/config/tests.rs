@@ -51,7 +51,7 @@ fn claude_desktop_files_with_http_servers_and_variables() {
         &id(),
     )
     .unwrap();
-    let Transport::Http { url, headers } = &c.servers[0].transport else {
+    let Transport::Http { url, headers, .. } = &c.servers[0].transport else {
         panic!("http")
     };
     assert_eq!(url, "http://127.0.0.1:8931/mcp");

@@ -43,6 +43,26 @@ pub(crate) fn transport(
     Ok(StreamableHttpClientTransport::from_config(config))
 }
 
+/// The transport for a Streamable HTTP server the host signs in to: as [`transport`], the
+/// bearer token coming from the sign-in rather than from the headers.
+pub(crate) fn signing_in(
+    url: &str,
+    headers: &BTreeMap<String, String>,
+    client: super::auth::HostHttp,
+) -> Result<StreamableHttpClientTransport<super::auth::HostHttp>, String> {
+    let mut custom = HashMap::new();
+    for (name, value) in headers {
+        let name = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| format!("header name {name:?} is not valid"))?;
+        let value = HeaderValue::from_str(value)
+            .map_err(|_| format!("the value of header {name} is not valid header value"))?;
+        custom.insert(name, value);
+    }
+    let config =
+        StreamableHttpClientTransportConfig::with_uri(url.to_owned()).custom_headers(custom);
+    Ok(StreamableHttpClientTransport::with_client(client, config))
+}
+
 /// What an HTTP server's failure to connect comes down to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Failure {
@@ -50,6 +70,8 @@ enum Failure {
     Refused,
     Unresolved,
     TimedOut,
+    /// A sign-in failed, in the host's words.
+    SignIn(String),
 }
 
 /// The HTTP status or socket error behind a failed start, if any is there to be read.
@@ -59,9 +81,6 @@ fn failure(e: &ClientInitializeError) -> Option<Failure> {
             failure(fallback).or_else(|| failure(discover))
         }
         ClientInitializeError::TransportError { error, .. } => {
-            if e.is_authorization_required() {
-                return Some(Failure::Status(401));
-            }
             let mut current: Option<&(dyn std::error::Error + 'static)> =
                 Some(error.error.as_ref());
             while let Some(err) = current {
@@ -70,15 +89,32 @@ fn failure(e: &ClientInitializeError) -> Option<Failure> {
                 }
                 current = err.source();
             }
-            None
+            e.is_authorization_required()
+                .then_some(Failure::Status(401))
         }
         _ => None,
     }
 }
 
+/// The host's words for a sign-in that failed under `e`, anywhere in its sources.
+pub(crate) fn sign_in_failure(e: &(dyn std::error::Error + 'static)) -> Option<String> {
+    let mut current = Some(e);
+    while let Some(err) = current {
+        if let Some(Failure::SignIn(words)) = from_error(err) {
+            return Some(words);
+        }
+        current = err.source();
+    }
+    None
+}
+
 fn from_error(err: &(dyn std::error::Error + 'static)) -> Option<Failure> {
     if let Some(http) = err.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
         return match http {
+            StreamableHttpError::Auth(rmcp::transport::auth::AuthError::AuthorizationFailed(
+                words,
+            )) => Some(Failure::SignIn(words.clone())),
+            StreamableHttpError::Auth(e) => Some(Failure::SignIn(e.to_string())),
             StreamableHttpError::HttpStatus(s) => Some(Failure::Status(s.status)),
             StreamableHttpError::AuthRequired(_) => Some(Failure::Status(401)),
             StreamableHttpError::InsufficientScope(_) => Some(Failure::Status(403)),
@@ -151,6 +187,7 @@ pub(crate) fn reason(e: &ClientInitializeError) -> String {
         }
         Some(Failure::Unresolved) => "cannot connect: the host name does not resolve".into(),
         Some(Failure::TimedOut) => "cannot connect: the connection timed out".into(),
+        Some(Failure::SignIn(words)) => words,
         None => format!("the start-up exchange failed: {e}"),
     }
 }

@@ -9,8 +9,11 @@
 //! - [`wire`]: the taps on every message (recording, order, answers checked against requests);
 //! - [`stdio`]: child processes, their environment, bounded reading, shutdown;
 //! - [`http`]: Streamable HTTP and why a connection failed;
+//! - [`auth`]: signing in to an HTTP server that asks for it (OAuth), and keeping the
+//!   sign-in working;
 //! - `error`: why a server could not be used ([`ConnectError`]).
 
+pub mod auth;
 mod error;
 pub mod handler;
 mod http;
@@ -36,9 +39,9 @@ pub use stdio::{Health, MAX_MESSAGE_BYTES, STDERR_DRAIN, STDERR_TAIL_LINES};
 pub use wire::{InOrder, Tap};
 
 use crate::{
-    config::{ServerSpec, Transport as ServerTransport},
-    person::Person,
-    trace::Trace,
+    config::{OAuthConfig, ServerSpec, Settings, Transport as ServerTransport},
+    person::{Person, PersonTime},
+    trace::{Trace, Who},
 };
 
 /// A live connection to one server. The rmcp client stays inside: the host's stages use
@@ -60,6 +63,10 @@ pub struct Connection {
     stderr_reader: Option<tokio::task::JoinHandle<()>>,
     /// What broke the connection, when the host broke it.
     health: Arc<Health>,
+    /// The person's time spent signing in to this server, which time limits leave out.
+    person_time: PersonTime,
+    /// The server's sign-in, for a server the host may sign in to.
+    auth: Option<Arc<auth::ServerAuth>>,
 }
 
 /// How long a server gets to close when the host ends a session.
@@ -69,6 +76,17 @@ impl Connection {
     /// Why the connection is closed, in words, when the host knows more than "closed".
     pub fn broken_reason(&self) -> Option<String> {
         self.health.broken_reason()
+    }
+
+    /// The person's time spent signing in to this server: the limits of its requests
+    /// leave it out.
+    pub fn person_time(&self) -> &PersonTime {
+        &self.person_time
+    }
+
+    /// The server's sign-in, if the host may sign in to it.
+    pub fn sign_in(&self) -> Option<&Arc<auth::ServerAuth>> {
+        self.auth.as_ref()
     }
 
     /// One page of the server's tool list, from `cursor`.
@@ -155,13 +173,27 @@ pub enum Negotiation {
     HandshakeOnly,
 }
 
-/// The bounds of one connection: its start, and the questions a server may ask in a call.
+/// The bounds of one connection: its start, the questions a server may ask in a call,
+/// and its sign-ins.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
-    /// How long the start may take.
+    /// How long the start may take (the person's time signing in left out).
     pub timeout: Duration,
     /// Most questions a server may ask the person during one call (older revisions).
     pub max_questions: usize,
+    /// How long a sign-in may take, and where sign-ins are kept.
+    pub sign_in: auth::SignInLimits,
+}
+
+impl Limits {
+    /// The bounds the settings give.
+    pub fn from_settings(settings: &Settings) -> Self {
+        Limits {
+            timeout: settings.connect_timeout,
+            max_questions: settings.max_input_rounds,
+            sign_in: auth::SignInLimits::from_settings(settings),
+        }
+    }
 }
 
 /// Start (or reach) one server and agree on a revision, within `limits.timeout`. Every
@@ -191,7 +223,18 @@ pub async fn connect_with(
     };
     match &spec.transport {
         ServerTransport::Stdio { .. } => setup.stdio(negotiation).await,
-        ServerTransport::Http { url, headers } => setup.http(url, headers, negotiation).await,
+        ServerTransport::Http {
+            url,
+            headers,
+            oauth,
+        } => match oauth {
+            None => setup.http(url, headers, negotiation).await,
+            Some(oauth) => {
+                setup
+                    .http_signing_in(url, headers, oauth, negotiation)
+                    .await
+            }
+        },
     }
 }
 
@@ -280,6 +323,73 @@ impl Setup<'_> {
             }
         };
         Ok(connection(self.spec, client, None, None, Arc::default()))
+    }
+
+    /// An HTTP server the host signs in to when it answers 401: rmcp's client with the
+    /// sign-in around it ([`auth::HostHttp`]). The person's time signing in is left out of
+    /// the start's time limit.
+    async fn http_signing_in(
+        &self,
+        url: &str,
+        headers: &std::collections::BTreeMap<String, String>,
+        oauth: &OAuthConfig,
+        negotiation: Negotiation,
+    ) -> Result<Connection, ConnectError> {
+        let person_time = PersonTime::default();
+        let made = auth::ServerAuth::new(auth::Parts {
+            server: &self.spec.name,
+            url,
+            config: oauth,
+            person: self.person.clone(),
+            trace: self.trace,
+            limits: self.limits.sign_in,
+            person_time: person_time.clone(),
+        })
+        .await;
+        let server_auth = match made {
+            Ok(a) => a,
+            Err(e) => {
+                self.trace.add(
+                    Who::Host,
+                    format!("{}: signing in is not possible: {e}", self.spec.name),
+                    serde_json::json!({"server": self.spec.name, "error": e.to_string()}),
+                );
+                return self.http(url, headers, negotiation).await;
+            }
+        };
+        let fail = |reason: String| ConnectError::Http {
+            server: self.spec.name.clone(),
+            url: url.to_owned(),
+            reason: self.trace.secrets().text(&reason).into_owned(),
+        };
+        let client = auth::HostHttp::new(server_auth.clone());
+        let attempt = async {
+            let transport = http::signing_in(url, headers, client.clone()).map_err(fail)?;
+            match self.serve(transport, negotiation).await {
+                Ok(client) => Ok(client),
+                Err(e) if negotiation == Negotiation::PreferModern && retry_with_initialize(&e) => {
+                    let transport = http::signing_in(url, headers, client).map_err(fail)?;
+                    self.serve(transport, Negotiation::HandshakeOnly)
+                        .await
+                        .map_err(|e| fail(http::reason(&e)))
+                }
+                Err(e) => Err(fail(http::reason(&e))),
+            }
+        };
+        let timeout = self.limits.timeout;
+        let client = match person_time.within(timeout, attempt).await {
+            Ok(result) => result?,
+            Err(()) => {
+                return Err(fail(format!(
+                    "no answer within {:.1} s",
+                    timeout.as_secs_f64()
+                )));
+            }
+        };
+        let mut conn = connection(self.spec, client, None, None, Arc::default());
+        conn.person_time = person_time;
+        conn.auth = Some(server_auth);
+        Ok(conn)
     }
 
     async fn stdio(&self, negotiation: Negotiation) -> Result<Connection, ConnectError> {
@@ -382,6 +492,11 @@ fn retry_with_initialize(e: &ClientInitializeError) -> bool {
     )
 }
 
+/// The host's words for a request that failed because a sign-in to its server failed.
+pub fn sign_in_failure(e: &rmcp::ServiceError) -> Option<String> {
+    http::sign_in_failure(e)
+}
+
 /// What a connection keeps, however it was made.
 fn connection(
     spec: &ServerSpec,
@@ -403,5 +518,7 @@ fn connection(
         pid,
         stderr_reader,
         health,
+        person_time: PersonTime::default(),
+        auth: None,
     }
 }

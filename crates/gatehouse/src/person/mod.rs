@@ -5,10 +5,14 @@
 //!   [`approve_call`] (the approval flow) and [`ask_person`] (a server's question);
 //! - [`terminal`]: the person at a terminal, or options in a script;
 //! - [`form`]: a server's flat form, its fields, and answers given by options;
+//! - [`sign_in`]: a sign-in to a server, as the person is asked to do it;
+//! - [`time`]: the person's time, which the host's time limits leave out;
 //! - [`unattended`]: nobody at the host, every answer fixed beforehand (probing, harnesses).
 
 pub mod form;
+pub mod sign_in;
 pub mod terminal;
+pub mod time;
 pub mod unattended;
 
 #[cfg(test)]
@@ -19,7 +23,9 @@ use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
 use serde_json::{Map, Value, json};
 
 pub use form::{FormAnswer, FormField, answers_for, fill_from_options, form_fields};
+pub use sign_in::{SignInAnswer, SignInOptions, SignInRequest};
 pub use terminal::{FixedAnswers, Terminal, asks_at_terminal, describe_call};
+pub use time::PersonTime;
 pub use unattended::Unattended;
 
 use crate::trace::{Trace, Who};
@@ -91,6 +97,18 @@ pub trait Person: Send + Sync {
     fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Approval>;
     /// Answer a server's question (elicitation). `server` names who asks.
     fn elicit<'a>(&'a self, server: &'a str, request: &'a ElicitRequestParams) -> Answered<'a>;
+    /// Can the person sign in to a server now? Asked before anything is sent to the
+    /// authorization server, so a run that cannot sign in registers nothing there.
+    /// Default: no (a server that needs a sign-in is then reported as needing one).
+    fn can_sign_in(&self) -> bool {
+        false
+    }
+    /// Sign in to a server: show the address, and wait for the person (or for
+    /// `request.finished`).
+    fn sign_in<'a>(&'a self, request: &'a SignInRequest) -> BoxFuture<'a, SignInAnswer> {
+        let _ = request;
+        Box::pin(async { SignInAnswer::Declined })
+    }
 }
 
 /// A "no" to a server's question.

@@ -17,6 +17,7 @@ use serde_json::{Map, Value};
 use super::{
     Answered, AnsweredBy, Approval, ApprovalRequest, Person, Question, decline,
     form::{FormAnswer, answers_for, fill_from_options, form_fields},
+    sign_in::{self, SignInAnswer, SignInOptions, SignInRequest},
 };
 use crate::{
     approvals::Scope,
@@ -42,6 +43,8 @@ pub struct Terminal {
     /// Show the call itself with "Run it?": set when the run's steps (which show it) are
     /// not on the person's screen, as with `--json`. The person always sees what they approve.
     show_calls: bool,
+    /// How the person signs in to servers.
+    sign_in: SignInOptions,
     /// Serialises questions, so two never interleave on the screen.
     lock: Mutex<()>,
 }
@@ -52,8 +55,15 @@ impl Terminal {
         Terminal {
             fixed,
             show_calls: false,
+            sign_in: SignInOptions::default(),
             lock: Mutex::new(()),
         }
+    }
+
+    /// Sign in to servers as `options` say (open the browser, sign in without a terminal).
+    pub fn signing_in(mut self, options: SignInOptions) -> Self {
+        self.sign_in = options;
+        self
     }
 
     /// Show each call with its "Run it?" question (the run's steps are not on screen).
@@ -184,6 +194,14 @@ impl Person for Terminal {
             }
         })
     }
+
+    fn can_sign_in(&self) -> bool {
+        std::io::stdin().is_terminal() || self.sign_in.without_terminal
+    }
+
+    fn sign_in<'a>(&'a self, request: &'a SignInRequest) -> BoxFuture<'a, SignInAnswer> {
+        Box::pin(self.sign_in_here(request))
+    }
 }
 
 impl Terminal {
@@ -193,6 +211,43 @@ impl Terminal {
             let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
             ask(&mut *screen())
         })
+    }
+
+    /// A sign-in: the address shown (and opened when asked for), then either the browser
+    /// comes back by itself or the person pastes the address it ended on; without a
+    /// terminal, only the first.
+    async fn sign_in_here(&self, request: &SignInRequest) -> SignInAnswer {
+        let at_terminal = std::io::stdin().is_terminal();
+        let answer = tokio::task::block_in_place(|| {
+            let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+            let mut screen = screen();
+            let opened = self
+                .sign_in
+                .open_browser
+                .then(|| sign_in::open_browser(&request.url));
+            sign_in::show(&mut *screen, request, opened.as_ref());
+            if !at_terminal {
+                let _ = writeln!(screen, "  Waiting for the browser to come back…");
+                return None;
+            }
+            let _ = write!(
+                screen,
+                "  When the browser says you are signed in, this goes on by itself; or paste\n  the address the browser ended on here (Enter alone cancels): "
+            );
+            let _ = screen.flush();
+            Some(match sign_in::line_or_finished(&request.finished) {
+                None => SignInAnswer::Finished,
+                Some(Some(line)) if !line.is_empty() => SignInAnswer::Pasted(line),
+                Some(_) => SignInAnswer::Declined,
+            })
+        });
+        match answer {
+            Some(answer) => answer,
+            None => {
+                request.finished.cancelled().await;
+                SignInAnswer::Finished
+            }
+        }
     }
 
     /// A URL-mode question: the URL shown whole, never opened by the host; without a

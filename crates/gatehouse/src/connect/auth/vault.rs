@@ -1,0 +1,142 @@
+//! Where the secrets of sign-ins go: the operating system's keychain when one is running
+//! (the `keyring` crate: macOS Keychain, Windows Credential Manager, the Secret Service on
+//! Linux desktops), else the credential store's own 0600 file. A keychain that runs but is
+//! locked or refuses is an error, never a silent fall back to the file: secrets go where
+//! the person keeps them, or nowhere.
+//!
+//! Each secret is one keychain item (service [`KEYCHAIN_SERVICE`], its name as the user).
+//! Each record says where its secret went, so a sign-in made while a keychain ran is still
+//! found (or reported missing) by a run that would choose otherwise.
+
+use std::{collections::BTreeMap, sync::OnceLock};
+
+use super::store::StoreError;
+use crate::config::CredentialStore;
+
+/// The service name of the host's keychain items.
+pub const KEYCHAIN_SERVICE: &str = "gatehouse-oauth";
+
+/// One place secrets are kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// In the credential store's own file (0600).
+    File,
+    /// In the operating system's keychain.
+    Keychain,
+}
+
+/// Where new secrets are kept: the person's choice, resolved when first needed (asking
+/// whether a keychain runs costs a connection to it).
+pub struct Vault {
+    choice: CredentialStore,
+    resolved: OnceLock<Result<Kind, StoreError>>,
+}
+
+fn keychain_error(e: keyring::Error) -> StoreError {
+    StoreError {
+        where_: "in the keychain".into(),
+        reason: match e {
+            keyring::Error::NoStorageAccess(inner) => {
+                format!("the keychain refused access (is it locked?): {inner}")
+            }
+            keyring::Error::PlatformFailure(inner) => format!("the keychain failed: {inner}"),
+            keyring::Error::NoDefaultStore => "no keychain is running".into(),
+            other => other.to_string(),
+        },
+    }
+}
+
+fn entry(name: &str) -> Result<keyring::Entry, StoreError> {
+    keyring::Entry::new(KEYCHAIN_SERVICE, name).map_err(keychain_error)
+}
+
+impl Vault {
+    /// The vault the `credentialStore` setting asks for.
+    pub fn new(choice: CredentialStore) -> Self {
+        Vault {
+            choice,
+            resolved: OnceLock::new(),
+        }
+    }
+
+    /// Where new secrets go. Blocking the first time (it asks the keychain whether it runs).
+    pub fn for_writing(&self) -> Result<Kind, StoreError> {
+        self.resolved
+            .get_or_init(|| match self.choice {
+                CredentialStore::File => Ok(Kind::File),
+                CredentialStore::Keychain => match keyring::Entry::store_status() {
+                    Ok(()) => Ok(Kind::Keychain),
+                    Err(_) => Err(StoreError {
+                        where_: "in the keychain".into(),
+                        reason: "no keychain is running (credentialStore is \"keychain\"); start one, or set credentialStore to \"file\"".into(),
+                    }),
+                },
+                CredentialStore::Auto => Ok(if keyring::Entry::store_status().is_ok() {
+                    Kind::Keychain
+                } else {
+                    Kind::File
+                }),
+            })
+            .clone()
+    }
+}
+
+impl Kind {
+    /// Where, in words (`file` is the store's path).
+    pub fn describe(&self, file: &std::path::Path) -> String {
+        match self {
+            Kind::File => format!("the file {}", file.display()),
+            Kind::Keychain => format!("the keychain (service {KEYCHAIN_SERVICE})"),
+        }
+    }
+
+    /// The secret `name`, if kept. `file` is the store's own map of secrets.
+    pub fn get(
+        &self,
+        file: &BTreeMap<String, String>,
+        name: &str,
+    ) -> Result<Option<String>, StoreError> {
+        match self {
+            Kind::File => Ok(file.get(name).cloned()),
+            Kind::Keychain => match entry(name)?.get_password() {
+                Ok(secret) => Ok(Some(secret)),
+                Err(keyring::Error::NoEntry) => Ok(None),
+                Err(e) => Err(keychain_error(e)),
+            },
+        }
+    }
+
+    /// Keep the secret `name`.
+    pub fn set(
+        &self,
+        file: &mut BTreeMap<String, String>,
+        name: &str,
+        secret: &str,
+    ) -> Result<(), StoreError> {
+        match self {
+            Kind::File => {
+                file.insert(name.to_owned(), secret.to_owned());
+                Ok(())
+            }
+            Kind::Keychain => entry(name)?.set_password(secret).map_err(keychain_error),
+        }
+    }
+
+    /// Forget the secret `name` (nothing to do when it is not kept).
+    pub fn delete(
+        &self,
+        file: &mut BTreeMap<String, String>,
+        name: &str,
+    ) -> Result<(), StoreError> {
+        match self {
+            Kind::File => {
+                file.remove(name);
+                Ok(())
+            }
+            Kind::Keychain => match entry(name)?.delete_credential() {
+                Ok(()) | Err(keyring::Error::NoEntry) => Ok(()),
+                Err(e) => Err(keychain_error(e)),
+            },
+        }
+    }
+}

@@ -1,0 +1,377 @@
+//! A reference server as an OAuth protected resource (`gatehouse serve NAME --http ADDR
+//! --oauth-issuer URL`): its protected-resource metadata (RFC 9728), the `WWW-Authenticate`
+//! challenges of a 401 and a 403 (RFC 6750, the MCP authorization spec), and the check of
+//! each access token: an RFC 9068 JWT signed with a key the issuer publishes, from that
+//! issuer, for this resource (`aud`), unexpired, with the scopes the request needs.
+//!
+//! The token's subject is the caller's user; the organization comes from a claim (`org` by
+//! default, `--oauth-org-claim`), else from the user's only membership
+//! ([`crate::membership`]); the server then checks the membership on every call as always.
+//! Scopes are delegation, roles are permission: a token needs [`READ_SCOPE`] for anything,
+//! and [`WRITE_SCOPE`] as well to call a tool that is not marked read-only; the role the
+//! membership gives still decides what the user may do at all.
+//!
+//! - [`keys`]: the issuer's metadata (RFC 8414 and OpenID discovery) and its key set,
+//!   fetched at start and again, at most every [`KEYS_REFETCH_INTERVAL`], for a key it
+//!   does not know (the issuer rotated its keys).
+
+pub mod keys;
+
+#[cfg(test)]
+mod tests;
+
+use std::{net::SocketAddr, time::Duration};
+
+use jsonwebtoken::{Algorithm, DecodingKey, Validation, errors::ErrorKind};
+use serde_json::{Value, json};
+
+use crate::{common::Caller, membership::Memberships};
+
+/// The scope every request needs: reading through the server's tools and resources.
+pub const READ_SCOPE: &str = "mcp:read";
+/// The scope a tool that is not marked read-only needs besides [`READ_SCOPE`].
+pub const WRITE_SCOPE: &str = "mcp:write";
+/// The claim that names the caller's organization, unless `--oauth-org-claim` says another.
+pub const DEFAULT_ORG_CLAIM: &str = "org";
+/// How far a token's `exp` and `nbf` may be off the server's clock.
+pub const CLOCK_LEEWAY: Duration = Duration::from_secs(30);
+/// The issuer's keys are fetched again for an unknown key id at most this often.
+pub const KEYS_REFETCH_INTERVAL: Duration = Duration::from_secs(30);
+/// How long one request to the issuer (metadata, keys) may take.
+pub const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
+/// The largest metadata document or key set read from the issuer.
+pub const MAX_DOCUMENT_BYTES: usize = 256 * 1024;
+/// The longest access token looked at; a longer one is refused unread.
+pub const MAX_TOKEN_BYTES: usize = 16 * 1024;
+/// The longest subject or organization taken from a token.
+pub const MAX_CLAIM_CHARS: usize = 256;
+/// Where the metadata of a resource at path `/mcp` is served (RFC 9728 §3.1: the
+/// well-known name inserted before the resource's path).
+pub const METADATA_PREFIX: &str = "/.well-known/oauth-protected-resource";
+/// The client name in the logs when a token names none.
+pub const DEFAULT_OAUTH_CLIENT: &str = "oauth";
+
+/// Signature algorithms accepted (asymmetric only: never `none`, never a shared secret).
+const ALGORITHMS: &[Algorithm] = &[
+    Algorithm::RS256,
+    Algorithm::RS384,
+    Algorithm::RS512,
+    Algorithm::PS256,
+    Algorithm::PS384,
+    Algorithm::PS512,
+    Algorithm::ES256,
+    Algorithm::ES384,
+    Algorithm::EdDSA,
+];
+
+/// What `--oauth-issuer`, `--oauth-resource` and `--oauth-org-claim` ask for.
+#[derive(Debug, Clone)]
+pub struct OAuthOptions {
+    /// The authorization server's issuer identifier, exactly as its metadata gives it.
+    pub issuer: String,
+    /// The URL clients know this server by (its canonical URI, the tokens' audience);
+    /// default `http://ADDR/mcp` of the address it listens on.
+    pub resource: Option<String>,
+    /// The claim naming the caller's organization.
+    pub org_claim: String,
+}
+
+/// The checks of one server: the issuer, its keys, and this resource's identity.
+pub struct ResourceServer {
+    issuer: String,
+    resource: String,
+    metadata_url: String,
+    metadata_path: String,
+    org_claim: String,
+    keys: keys::Keys,
+    members: &'static Memberships,
+}
+
+/// What a valid token grants: who calls, and the scopes it carries.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Grant {
+    /// The caller the token stands for.
+    pub caller: Caller,
+    /// The token's scopes.
+    pub scopes: Vec<String>,
+}
+
+impl Grant {
+    /// The scopes of `needed` this grant lacks.
+    pub fn missing<'a>(&self, needed: &[&'a str]) -> Vec<&'a str> {
+        needed
+            .iter()
+            .copied()
+            .filter(|s| !self.scopes.iter().any(|g| g == s))
+            .collect()
+    }
+}
+
+/// Why a token was refused: 401 with `error="invalid_token"` and these words as its
+/// `error_description` (never the token itself).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// Not a JWT at all, or too long.
+    Malformed,
+    /// A JWT, but not an access token (`typ` is not `at+jwt`).
+    NotAnAccessToken,
+    /// Signed with an algorithm this server does not accept.
+    Algorithm,
+    /// Signed with a key the issuer does not publish.
+    UnknownKey,
+    /// The signature does not verify.
+    Signature,
+    /// Issued by another authorization server.
+    Issuer,
+    /// Issued for another resource.
+    Audience,
+    /// Expired.
+    Expired,
+    /// Not valid yet.
+    NotYetValid,
+    /// A required claim is missing or unusable.
+    Claims,
+}
+
+impl Refusal {
+    /// The `error_description`, and the reason the log gives.
+    pub fn description(self) -> &'static str {
+        match self {
+            Refusal::Malformed => "the access token is not a JWT",
+            Refusal::NotAnAccessToken => "the token is not an access token (typ at+jwt)",
+            Refusal::Algorithm => {
+                "the access token is signed with an algorithm this server does not accept"
+            }
+            Refusal::UnknownKey => {
+                "the access token is signed with a key the issuer does not publish"
+            }
+            Refusal::Signature => "the access token's signature does not verify",
+            Refusal::Issuer => "the access token is from another authorization server",
+            Refusal::Audience => "the access token is for another resource",
+            Refusal::Expired => "the access token has expired",
+            Refusal::NotYetValid => "the access token is not valid yet",
+            Refusal::Claims => "the access token lacks a required claim (sub, exp, iss, aud)",
+        }
+    }
+
+    /// One word for the log.
+    pub fn word(self) -> &'static str {
+        match self {
+            Refusal::Malformed => "malformed",
+            Refusal::NotAnAccessToken => "not_access_token",
+            Refusal::Algorithm => "algorithm",
+            Refusal::UnknownKey => "unknown_key",
+            Refusal::Signature => "signature",
+            Refusal::Issuer => "issuer",
+            Refusal::Audience => "audience",
+            Refusal::Expired => "expired",
+            Refusal::NotYetValid => "not_yet_valid",
+            Refusal::Claims => "claims",
+        }
+    }
+}
+
+/// The scopes a request needs: [`READ_SCOPE`] for everything, and [`WRITE_SCOPE`] too for
+/// `tools/call` of a tool not marked read-only (an unknown tool counts as writing). Every
+/// scope is named in one challenge, so a client asks for them all at once.
+pub fn required_scopes(
+    method: Option<&str>,
+    read_only_tool: Option<bool>,
+) -> &'static [&'static str] {
+    match method {
+        Some("tools/call") if read_only_tool != Some(true) => &[READ_SCOPE, WRITE_SCOPE],
+        _ => &[READ_SCOPE],
+    }
+}
+
+/// A quoted-string value of a challenge parameter: what is not printable ASCII, and the
+/// quote and backslash, are left out (the values are ours, but stay valid whatever they are).
+fn quoted(value: &str) -> String {
+    value
+        .chars()
+        .filter(|c| (' '..='~').contains(c) && *c != '"' && *c != '\\')
+        .collect()
+}
+
+impl ResourceServer {
+    /// Read the issuer's metadata and keys, and fix this resource's identity: the
+    /// configured resource URL, else `http://LOCAL/mcp`.
+    pub async fn start(
+        options: &OAuthOptions,
+        local: SocketAddr,
+        members: &'static Memberships,
+    ) -> anyhow::Result<Self> {
+        let resource = match &options.resource {
+            Some(r) => r.clone(),
+            None => {
+                anyhow::ensure!(
+                    !local.ip().is_unspecified(),
+                    "listening on {local}, the server cannot tell the URL clients know it by: \
+                     give it with --oauth-resource (for example https://mcp.example.com/mcp)"
+                );
+                format!("http://{local}{}", crate::http::MCP_PATH)
+            }
+        };
+        let parsed = reqwest::Url::parse(&resource)
+            .map_err(|e| anyhow::anyhow!("--oauth-resource {resource:?} is not a URL: {e}"))?;
+        anyhow::ensure!(
+            matches!(parsed.scheme(), "http" | "https")
+                && parsed.fragment().is_none()
+                && parsed.query().is_none(),
+            "--oauth-resource must be an http(s) URL without a query or fragment, not {resource:?}"
+        );
+        // RFC 9728 §3.1: the well-known name goes between the origin and the path.
+        let path = parsed.path().trim_end_matches('/');
+        let metadata_path = format!("{METADATA_PREFIX}{path}");
+        let metadata_url = format!("{}{metadata_path}", parsed.origin().ascii_serialization());
+        let keys = keys::Keys::discover(&options.issuer).await?;
+        Ok(ResourceServer {
+            issuer: options.issuer.clone(),
+            resource: resource.trim_end_matches('/').to_owned(),
+            metadata_url,
+            metadata_path,
+            org_claim: options.org_claim.clone(),
+            keys,
+            members,
+        })
+    }
+
+    /// A server with fixed keys, for tests.
+    #[cfg(test)]
+    pub(crate) fn for_tests(issuer: &str, resource: &str, keys: keys::Keys) -> Self {
+        ResourceServer {
+            issuer: issuer.into(),
+            resource: resource.into(),
+            metadata_url: format!("http://127.0.0.1:1{METADATA_PREFIX}/mcp"),
+            metadata_path: format!("{METADATA_PREFIX}/mcp"),
+            org_claim: DEFAULT_ORG_CLAIM.into(),
+            keys,
+            members: Memberships::embedded().expect("embedded memberships"),
+        }
+    }
+
+    /// The resource's identifier: the tokens' audience.
+    pub fn resource(&self) -> &str {
+        &self.resource
+    }
+
+    /// The issuer whose tokens are accepted.
+    pub fn issuer(&self) -> &str {
+        &self.issuer
+    }
+
+    /// The path this server serves its metadata at.
+    pub fn metadata_path(&self) -> &str {
+        &self.metadata_path
+    }
+
+    /// The protected-resource metadata document (RFC 9728 §2). `scopes_supported` is the
+    /// minimal set for basic use; writing is asked for when it is needed. No
+    /// `offline_access` here: refresh tokens are the authorization server's business.
+    pub fn metadata_document(&self) -> Value {
+        json!({
+            "resource": self.resource,
+            "authorization_servers": [self.issuer],
+            "scopes_supported": [READ_SCOPE],
+            "bearer_methods_supported": ["header"],
+            "resource_name": "Gatehouse reference server",
+        })
+    }
+
+    /// The `WWW-Authenticate` value of a 401 or 403: this server's metadata URL, every
+    /// scope the request needs, and the error with its description when there is one (RFC
+    /// 6750 §3: none when the request carried no token).
+    pub fn challenge(&self, error: Option<(&str, &str)>, scopes: &[&str]) -> String {
+        let mut value = format!(
+            "Bearer resource_metadata=\"{}\", scope=\"{}\"",
+            quoted(&self.metadata_url),
+            quoted(&scopes.join(" "))
+        );
+        if let Some((code, description)) = error {
+            value.push_str(&format!(
+                ", error=\"{}\", error_description=\"{}\"",
+                quoted(code),
+                quoted(description)
+            ));
+        }
+        value
+    }
+
+    /// Check an access token; what it grants, or why it is refused.
+    pub async fn check(&self, token: &str) -> Result<Grant, Refusal> {
+        if token.len() > MAX_TOKEN_BYTES || token.split('.').count() != 3 {
+            return Err(Refusal::Malformed);
+        }
+        let header = jsonwebtoken::decode_header(token).map_err(|_| Refusal::Malformed)?;
+        // RFC 9068 §2.1: an access token says so, so an ID token cannot be used as one.
+        let typ = header.typ.as_deref().unwrap_or("").to_ascii_lowercase();
+        if typ != "at+jwt" && typ != "application/at+jwt" {
+            return Err(Refusal::NotAnAccessToken);
+        }
+        if !ALGORITHMS.contains(&header.alg) {
+            return Err(Refusal::Algorithm);
+        }
+        let jwk = self
+            .keys
+            .find(header.kid.as_deref())
+            .await
+            .ok_or(Refusal::UnknownKey)?;
+        let key = DecodingKey::from_jwk(&jwk).map_err(|_| Refusal::UnknownKey)?;
+        let mut validation = Validation::new(header.alg);
+        validation.set_issuer(&[&self.issuer]);
+        validation.set_audience(&[&self.resource]);
+        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        validation.leeway = CLOCK_LEEWAY.as_secs();
+        validation.validate_nbf = true;
+        let data = jsonwebtoken::decode::<Value>(token, &key, &validation).map_err(|e| match e
+            .kind()
+        {
+            ErrorKind::ExpiredSignature => Refusal::Expired,
+            ErrorKind::ImmatureSignature => Refusal::NotYetValid,
+            ErrorKind::InvalidIssuer => Refusal::Issuer,
+            ErrorKind::InvalidAudience => Refusal::Audience,
+            ErrorKind::InvalidAlgorithm => Refusal::Algorithm,
+            ErrorKind::MissingRequiredClaim(_) | ErrorKind::InvalidClaimFormat(_) => {
+                Refusal::Claims
+            }
+            ErrorKind::InvalidSignature => Refusal::Signature,
+            _ => Refusal::Malformed,
+        })?;
+        self.grant(&data.claims)
+    }
+
+    /// The caller and scopes of a verified token's claims.
+    fn grant(&self, claims: &Value) -> Result<Grant, Refusal> {
+        let text = |name: &str| {
+            claims[name]
+                .as_str()
+                .map(str::trim)
+                .filter(|v| !v.is_empty() && v.chars().count() <= MAX_CLAIM_CHARS)
+                .filter(|v| !v.chars().any(char::is_control))
+        };
+        let user = text("sub").ok_or(Refusal::Claims)?.to_owned();
+        let tenant = match text(&self.org_claim) {
+            Some(org) => org.to_owned(),
+            // No organization in the token: the user's only one, if there is exactly one.
+            None => match self.members.organizations_of(&user).as_slice() {
+                [only] => (*only).to_owned(),
+                _ => String::new(),
+            },
+        };
+        let client = text("client_id").unwrap_or(DEFAULT_OAUTH_CLIENT).to_owned();
+        let scopes = claims["scope"]
+            .as_str()
+            .unwrap_or("")
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect();
+        Ok(Grant {
+            caller: Caller {
+                user,
+                tenant,
+                client,
+            },
+            scopes,
+        })
+    }
+}

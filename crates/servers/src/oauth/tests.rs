@@ -1,0 +1,255 @@
+use jsonwebtoken::{EncodingKey, Header, jwk::JwkSet};
+use rmcp::transport::auth::WWWAuthenticateParams;
+use serde_json::json;
+
+use super::*;
+
+const ISSUER: &str = "http://127.0.0.1:9000";
+const RESOURCE: &str = "http://127.0.0.1:8080/mcp";
+/// A P-256 key made for these tests only (`openssl ecparam -genkey -name prime256v1`),
+/// PKCS#8 DER in base64; its public half is [`jwks`]'s key `k1`.
+const TEST_KEY: &str = "MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgaYZYl1MaAiCWmDfmNaql0GkjMyqmnWqt/zeG+RrakCKhRANCAASZGgl8rThk3gJC7zMzRPikxqud7SWImxSpJ3MtXPDQ46bojZGxhn2E9mqvOTzJzfFrf7+AF+hegu9rVxcwlcND";
+/// Another test key, which the issuer never published.
+const OTHER_KEY: &str = "MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg1kn2pNBJfvu+M1ADBwFptYY76+2kGHbg6gx6l+BZLKShRANCAATST0lblvOxjUNGncKPc64urf0W+v/P092Mujz6M43ODg4Dk7mbpHNCqxJbacjsCjQkVklx+Rox6PQZ4hVpiGKj";
+
+fn der(b64: &str) -> Vec<u8> {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD
+        .decode(b64)
+        .unwrap()
+}
+
+fn jwks() -> JwkSet {
+    serde_json::from_value(json!({"keys": [{
+        "kty": "EC", "crv": "P-256", "kid": "k1", "use": "sig", "alg": "ES256",
+        "x": "mRoJfK04ZN4CQu8zM0T4pMarne0liJsUqSdzLVzw0OM",
+        "y": "puiNkbGGfYT2aq85PMnN8Wt_v4AX6F6C72tXFzCVw0M"
+    }]}))
+    .unwrap()
+}
+
+fn server() -> ResourceServer {
+    ResourceServer::for_tests(ISSUER, RESOURCE, keys::Keys::fixed(jwks()))
+}
+
+fn now() -> u64 {
+    jsonwebtoken::get_current_timestamp()
+}
+
+fn claims() -> Value {
+    json!({"iss": ISSUER, "aud": RESOURCE, "sub": "usr-sam", "org": "larkfield",
+           "exp": now() + 300, "iat": now(), "scope": "mcp:read", "client_id": "gh-test"})
+}
+
+fn sign_with(key: &str, kid: Option<&str>, typ: &str, claims: &Value) -> String {
+    let mut header = Header::new(Algorithm::ES256);
+    header.typ = Some(typ.into());
+    header.kid = kid.map(str::to_owned);
+    jsonwebtoken::encode(&header, claims, &EncodingKey::from_ec_der(&der(key))).unwrap()
+}
+
+fn token(claims: &Value) -> String {
+    sign_with(TEST_KEY, Some("k1"), "at+jwt", claims)
+}
+
+async fn refused(token: &str) -> Refusal {
+    server().check(token).await.unwrap_err()
+}
+
+#[tokio::test]
+async fn a_good_token_grants_its_subject_organization_and_scopes() {
+    let grant = server().check(&token(&claims())).await.unwrap();
+    assert_eq!(grant.caller, Caller::new("usr-sam", "larkfield", "gh-test"));
+    assert_eq!(grant.scopes, vec!["mcp:read"]);
+    assert_eq!(grant.missing(&[READ_SCOPE, WRITE_SCOPE]), vec![WRITE_SCOPE]);
+    // The audience may be a list that holds this resource; typ may be the media type.
+    let mut c = claims();
+    c["aud"] = json!(["https://other.example/mcp", RESOURCE]);
+    let t = sign_with(TEST_KEY, Some("k1"), "application/at+jwt", &c);
+    assert!(server().check(&t).await.is_ok());
+    // Without a kid, the issuer's only key.
+    assert!(
+        server()
+            .check(&sign_with(TEST_KEY, None, "at+jwt", &claims()))
+            .await
+            .is_ok()
+    );
+}
+
+#[tokio::test]
+async fn tokens_for_elsewhere_from_elsewhere_or_out_of_time_are_refused() {
+    let with = |key: &str, value: Value| {
+        let mut c = claims();
+        c[key] = value;
+        token(&c)
+    };
+    assert_eq!(
+        refused(&with("aud", json!("http://127.0.0.1:8081/mcp"))).await,
+        Refusal::Audience
+    );
+    assert_eq!(
+        refused(&with("aud", json!(format!("{RESOURCE}/")))).await,
+        Refusal::Audience
+    );
+    assert_eq!(
+        refused(&with("iss", json!("http://127.0.0.1:9001"))).await,
+        Refusal::Issuer
+    );
+    assert_eq!(
+        refused(&with("iss", json!(format!("{ISSUER}/")))).await,
+        Refusal::Issuer
+    );
+    assert_eq!(
+        refused(&with("exp", json!(now() - 120))).await,
+        Refusal::Expired
+    );
+    assert_eq!(
+        refused(&with("nbf", json!(now() + 600))).await,
+        Refusal::NotYetValid
+    );
+    // Within the leeway a just-expired token still passes (clocks differ).
+    assert!(server().check(&with("exp", json!(now() - 5))).await.is_ok());
+    for claim in ["sub", "aud", "iss", "exp"] {
+        let mut c = claims();
+        c.as_object_mut().unwrap().remove(claim);
+        assert_eq!(refused(&token(&c)).await, Refusal::Claims, "{claim}");
+    }
+    assert_eq!(
+        refused(&with("sub", json!("usr\u{1b}[2J"))).await,
+        Refusal::Claims
+    );
+    assert_eq!(
+        refused(&with("sub", json!("x".repeat(MAX_CLAIM_CHARS + 1)))).await,
+        Refusal::Claims
+    );
+}
+
+#[tokio::test]
+async fn forged_or_foreign_tokens_are_refused() {
+    // An ID token (typ JWT) is not an access token.
+    assert_eq!(
+        refused(&sign_with(TEST_KEY, Some("k1"), "JWT", &claims())).await,
+        Refusal::NotAnAccessToken
+    );
+    // Signed by a key the issuer never published, under its key's id or another.
+    assert_eq!(
+        refused(&sign_with(OTHER_KEY, Some("k1"), "at+jwt", &claims())).await,
+        Refusal::Signature
+    );
+    assert_eq!(
+        refused(&sign_with(OTHER_KEY, Some("k9"), "at+jwt", &claims())).await,
+        Refusal::UnknownKey
+    );
+    // A shared-secret signature, and no signature at all.
+    let mut header = Header::new(Algorithm::HS256);
+    header.typ = Some("at+jwt".into());
+    let hs = jsonwebtoken::encode(
+        &header,
+        &claims(),
+        &EncodingKey::from_secret(b"k1").unwrap(),
+    )
+    .unwrap();
+    assert_eq!(refused(&hs).await, Refusal::Algorithm);
+    let payload = token(&claims()).split('.').nth(1).unwrap().to_owned();
+    let none = format!("eyJhbGciOiJub25lIiwidHlwIjoiYXQrand0In0.{payload}.");
+    assert_eq!(refused(&none).await, Refusal::Malformed);
+    assert_eq!(refused("not-a-jwt").await, Refusal::Malformed);
+    assert_eq!(
+        refused(&"a.b.c".repeat(MAX_TOKEN_BYTES)).await,
+        Refusal::Malformed
+    );
+    // A tampered payload under a good signature.
+    let good = token(&claims());
+    let parts: Vec<&str> = good.split('.').collect();
+    let mut evil = claims();
+    evil["org"] = json!("bramble");
+    let evil_payload = token(&evil).split('.').nth(1).unwrap().to_owned();
+    let tampered = format!("{}.{evil_payload}.{}", parts[0], parts[2]);
+    assert_eq!(refused(&tampered).await, Refusal::Signature);
+}
+
+#[tokio::test]
+async fn without_an_organization_claim_the_users_only_organization_is_used() {
+    let mut c = claims();
+    c.as_object_mut().unwrap().remove("org");
+    c["sub"] = json!("usr-omar");
+    let grant = server().check(&token(&c)).await.unwrap();
+    assert_eq!(grant.caller.tenant, "larkfield");
+    // usr-sam belongs to two: no organization, which every membership check refuses.
+    c["sub"] = json!("usr-sam");
+    let grant = server().check(&token(&c)).await.unwrap();
+    assert_eq!(grant.caller.tenant, "");
+    c.as_object_mut().unwrap().remove("client_id");
+    let grant = server().check(&token(&c)).await.unwrap();
+    assert_eq!(grant.caller.client, DEFAULT_OAUTH_CLIENT);
+    assert!(grant.scopes.len() == 1);
+}
+
+#[test]
+fn challenges_read_back_as_clients_read_them() {
+    let rs = server();
+    let base = reqwest::Url::parse(RESOURCE).unwrap();
+    let first = rs.challenge(None, &[READ_SCOPE]);
+    let p = WWWAuthenticateParams::parse(&first, &base);
+    assert_eq!(p.scope.as_deref(), Some("mcp:read"));
+    assert!(p.error.is_none());
+    assert_eq!(
+        p.resource_metadata_url.unwrap().as_str(),
+        "http://127.0.0.1:1/.well-known/oauth-protected-resource/mcp"
+    );
+    let step_up = rs.challenge(
+        Some(("insufficient_scope", "opening a ticket needs \"mcp:write\"")),
+        &[READ_SCOPE, WRITE_SCOPE],
+    );
+    let p = WWWAuthenticateParams::parse(&step_up, &base);
+    assert!(p.is_insufficient_scope());
+    assert_eq!(p.scope.as_deref(), Some("mcp:read mcp:write"));
+    assert!(!step_up.contains("\\"));
+    let expired = rs.challenge(
+        Some(("invalid_token", Refusal::Expired.description())),
+        &[READ_SCOPE],
+    );
+    assert!(WWWAuthenticateParams::parse(&expired, &base).is_invalid_token());
+}
+
+#[test]
+fn scopes_follow_the_method_and_the_tools_hint() {
+    assert_eq!(required_scopes(Some("tools/list"), None), &[READ_SCOPE]);
+    assert_eq!(
+        required_scopes(Some("tools/call"), Some(true)),
+        &[READ_SCOPE]
+    );
+    assert_eq!(
+        required_scopes(Some("tools/call"), Some(false)),
+        &[READ_SCOPE, WRITE_SCOPE]
+    );
+    assert_eq!(
+        required_scopes(Some("tools/call"), None),
+        &[READ_SCOPE, WRITE_SCOPE]
+    );
+    assert_eq!(required_scopes(None, None), &[READ_SCOPE]);
+    let doc = server().metadata_document();
+    assert_eq!(doc["resource"], RESOURCE);
+    assert_eq!(doc["authorization_servers"], json!([ISSUER]));
+    assert_eq!(doc["scopes_supported"], json!([READ_SCOPE]));
+}
+
+#[test]
+fn metadata_is_looked_for_where_the_spec_says() {
+    let url = |s: &str| keys::metadata_urls(&reqwest::Url::parse(s).unwrap());
+    assert_eq!(
+        url("https://as.example"),
+        vec![
+            "https://as.example/.well-known/oauth-authorization-server",
+            "https://as.example/.well-known/openid-configuration"
+        ]
+    );
+    assert_eq!(
+        url("https://as.example/tenant1"),
+        vec![
+            "https://as.example/.well-known/oauth-authorization-server/tenant1",
+            "https://as.example/.well-known/openid-configuration/tenant1",
+            "https://as.example/tenant1/.well-known/openid-configuration"
+        ]
+    );
+}

@@ -1,0 +1,167 @@
+// The authorization server of Gatehouse's OAuth tests: oidc-provider (a certified OpenID
+// provider) on 127.0.0.1, configured by the environment. Started by
+// crates/cli/tests/end_to_end/oauth/, on Node 22 (target/peers/node22).
+//
+//   AS_PORT        port to listen on (default 0: a free one; the chosen one is printed)
+//   AS_RESOURCE_PATTERN  a regular expression the resource indicators (the MCP servers'
+//                  URLs) must match; the tokens' audience is the one asked for
+//   AS_SCOPES      the resources' scopes (default "mcp:read mcp:write")
+//   AS_AT_TTL      access-token lifetime in seconds (default 3600)
+//   AS_RT_TTL      refresh-token lifetime in seconds (default 86400)
+//   AS_LOGIN       "auto:<account>": login and consent finish by themselves (a browser
+//                  that only follows redirects signs in as <account>); "dev": the
+//                  library's own login and consent pages, for a real browser (default
+//                  auto:usr-sam)
+//   AS_ORGS        "account=org,..." the `org` claim of each account's access tokens
+//   AS_PREREG      "id:secret:redirect" a pre-registered confidential client (Basic auth)
+//   AS_CC_CLIENT   "id:secret" a pre-registered client-credentials client
+//
+// Prints "listening on ISSUER" as its first line on stdout, then one JSON line per
+// event the tests count: register, authorize, token, token_error, grant_revoked, revoked.
+// POST /__test/fail-token?count=N makes the next N token requests answer 503 (an
+// authorization server that is down for a moment).
+import http from 'node:http';
+import crypto from 'node:crypto';
+import Provider, { errors } from 'oidc-provider';
+
+const env = process.env;
+const resourcePattern = new RegExp(env.AS_RESOURCE_PATTERN ?? '^http://127\\.0\\.0\\.1:[0-9]+/mcp$');
+const resourceScopes = env.AS_SCOPES ?? 'mcp:read mcp:write';
+const atTtl = Number(env.AS_AT_TTL ?? 3600);
+const login = env.AS_LOGIN ?? 'auto:usr-sam';
+const autoAccount = login.startsWith('auto:') ? login.slice(5) : undefined;
+const orgs = Object.fromEntries((env.AS_ORGS ?? '').split(',').filter(Boolean).map((p) => p.split('=')));
+let failTokens = 0;
+
+const signingKey = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 })
+  .privateKey.export({ format: 'jwk' });
+
+const clients = [];
+if (env.AS_CC_CLIENT) {
+  const [client_id, client_secret] = env.AS_CC_CLIENT.split(':');
+  clients.push({
+    client_id, client_secret, grant_types: ['client_credentials'], response_types: [],
+    redirect_uris: [], token_endpoint_auth_method: 'client_secret_basic', scope: resourceScopes,
+  });
+}
+if (env.AS_PREREG) {
+  const [client_id, client_secret, ...rest] = env.AS_PREREG.split(':');
+  clients.push({
+    client_id, client_secret, application_type: 'native',
+    grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'],
+    redirect_uris: [rest.join(':')], token_endpoint_auth_method: 'client_secret_basic',
+  });
+}
+
+const server = http.createServer();
+await new Promise((resolve) => server.listen(Number(env.AS_PORT ?? 0), '127.0.0.1', resolve));
+const { port } = server.address();
+const issuer = `http://127.0.0.1:${port}`;
+
+const provider = new Provider(issuer, {
+  jwks: { keys: [{ ...signingKey, use: 'sig', alg: 'RS256', kid: crypto.randomUUID() }] },
+  clients,
+  // The resource scopes are listed so that a registration may name them; a registration
+  // naming none may ask for any.
+  scopes: ['openid', 'offline_access', ...resourceScopes.split(' ')],
+  responseTypes: ['code'],
+  pkce: { required: () => true },
+  // oidc-provider issues a refresh token only for offline_access granted with
+  // prompt=consent (OpenID Connect Core 11); here every client allowed the grant gets one.
+  issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
+  extraTokenClaims: async (_ctx, token) => (token.accountId && orgs[token.accountId]
+    ? { org: orgs[token.accountId] } : undefined),
+  features: {
+    devInteractions: { enabled: login === 'dev' },
+    registration: { enabled: true, issueRegistrationAccessToken: false },
+    clientCredentials: { enabled: Boolean(env.AS_CC_CLIENT) },
+    revocation: { enabled: true },
+    resourceIndicators: {
+      enabled: true,
+      defaultResource: async (_ctx, _client, oneOf) => oneOf,
+      useGrantedResource: async () => true,
+      getResourceServerInfo: async (_ctx, resource) => {
+        if (!resourcePattern.test(resource)) throw new errors.InvalidTarget();
+        return {
+          scope: resourceScopes,
+          audience: resource,
+          accessTokenTTL: atTtl,
+          accessTokenFormat: 'jwt',
+          jwt: { sign: { alg: 'RS256' } },
+        };
+      },
+    },
+  },
+  ttl: {
+    AccessToken: (_ctx, token) => token.resourceServer?.accessTokenTTL ?? atTtl,
+    ClientCredentials: (_ctx, token) => token.resourceServer?.accessTokenTTL ?? atTtl,
+    AuthorizationCode: 60,
+    IdToken: 3600,
+    Interaction: 600,
+    Session: 3600,
+    Grant: 86400,
+    RefreshToken: Number(env.AS_RT_TTL ?? 86400),
+  },
+  findAccount: async (_ctx, sub) => ({ accountId: sub, claims: async () => ({ sub }) }),
+});
+provider.on('server_error', (_ctx, err) => console.error('server_error', err));
+const event = (e) => console.log(JSON.stringify(e));
+provider.on('authorization.accepted', (ctx) => event({ event: 'authorize',
+  client_id: ctx.oidc.params.client_id, scope: ctx.oidc.params.scope,
+  resource: ctx.oidc.params.resource, redirect_uri: ctx.oidc.params.redirect_uri }));
+provider.on('registration_create.success', (_ctx, client) => event({ event: 'register',
+  client_id: client.clientId, application_type: client.applicationType,
+  redirect_uris: client.redirectUris, grant_types: client.grantTypes }));
+provider.on('grant.success', (ctx) => event({ event: 'token',
+  grant_type: ctx.oidc.params.grant_type, client_id: ctx.oidc.client?.clientId,
+  resource: ctx.oidc.params.resource }));
+provider.on('grant.error', (ctx, err) => event({ event: 'token_error',
+  grant_type: ctx.oidc.params?.grant_type, error: err.error }));
+provider.on('grant.revoked', (_ctx, grantId) => event({ event: 'grant_revoked', grant_id: grantId }));
+provider.on('revocation.success', () => event({ event: 'revoked' }));
+
+// Login and consent without pages: the test "browser" follows redirects, with cookies.
+async function autoInteraction(req, res) {
+  const { prompt, params, session, grantId } = await provider.interactionDetails(req, res);
+  if (prompt.name === 'login') {
+    return provider.interactionFinished(req, res,
+      { login: { accountId: autoAccount } }, { mergeWithLastSubmission: false });
+  }
+  const grant = grantId
+    ? await provider.Grant.find(grantId)
+    : new provider.Grant({ accountId: session.accountId, clientId: params.client_id });
+  const d = prompt.details;
+  if (d.missingOIDCScope) grant.addOIDCScope(d.missingOIDCScope.join(' '));
+  if (d.missingOIDCClaims) grant.addOIDCClaims(d.missingOIDCClaims);
+  for (const [indicator, scopes] of Object.entries(d.missingResourceScopes ?? {})) {
+    grant.addResourceScope(indicator, scopes.join(' '));
+  }
+  return provider.interactionFinished(req, res,
+    { consent: { grantId: await grant.save() } }, { mergeWithLastSubmission: true });
+}
+
+const callback = provider.callback();
+server.on('request', (req, res) => {
+  if (req.method === 'POST' && req.url.startsWith('/__test/fail-token')) {
+    failTokens = Number(new URL(req.url, issuer).searchParams.get('count') ?? 1);
+    res.end('ok');
+    return;
+  }
+  if ((req.url === '/token' || req.url.startsWith('/token?')) && failTokens > 0) {
+    failTokens -= 1;
+    event({ event: 'token_failed_on_purpose' });
+    res.statusCode = 503;
+    res.end('Service Unavailable');
+    return;
+  }
+  if (autoAccount && req.url.startsWith('/interaction/')) {
+    autoInteraction(req, res).catch((err) => {
+      console.error('interaction failed', err);
+      res.statusCode = 500; res.end(String(err));
+    });
+    return;
+  }
+  callback(req, res);
+});
+// The first line: where it listens (the tests read the address after "listening on ").
+console.log(`listening on ${issuer}`);
