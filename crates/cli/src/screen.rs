@@ -260,9 +260,7 @@ impl Observer for Printer {
                 let _ = writeln!(out, "{line}");
                 let _ = out.flush();
             }
-            StepsTo::Stderr => {
-                let _ = writeln!(std::io::stderr().lock(), "{line}");
-            }
+            StepsTo::Stderr => to_stderr(&line),
             StepsTo::Nowhere => {}
         }
     }
@@ -282,7 +280,7 @@ impl Observer for Printer {
         }
         if self.records {
             self.clear_bar();
-            let _ = writeln!(std::io::stderr().lock(), "{}", event.record());
+            to_stderr(&event.record().to_string());
         }
     }
 
@@ -295,13 +293,22 @@ impl Observer for Printer {
             return;
         }
         self.clear_bar();
-        let _ = writeln!(
-            std::io::stderr().lock(),
+        to_stderr(&format!(
             "[{} stderr] {}",
             visible_line(server),
             visible_line(line)
-        );
+        ));
     }
+}
+
+/// One whole line to stderr in one write. Stderr is unbuffered, so `writeln!` would write
+/// each piece of a format on its own, and where stdout and stderr share a terminal or a
+/// pipe the steps printed to stdout landed inside a server's line.
+fn to_stderr(line: &str) {
+    let mut bytes = Vec::with_capacity(line.len() + 1);
+    bytes.extend_from_slice(line.as_bytes());
+    bytes.push(b'\n');
+    let _ = std::io::stderr().lock().write_all(&bytes);
 }
 
 #[cfg(test)]
