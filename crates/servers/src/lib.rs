@@ -17,7 +17,9 @@ pub mod hostile;
 pub mod http;
 pub mod membership;
 pub mod orders;
+pub mod store;
 pub mod support;
+pub mod tasks;
 pub mod testbed;
 pub mod tickets;
 
