@@ -64,6 +64,7 @@ use crate::{
 
 pub mod connections;
 pub mod sessions;
+pub mod task_route;
 
 use connections::{Connections, ThrottledLog};
 use sessions::{BoundedSessions, Refused, SessionLimits, Sessions};
@@ -639,6 +640,7 @@ async fn authenticate(State(gate): State<Arc<Gate>>, request: Request, next: Nex
         Some(Peek {
             id,
             method: Some(method),
+            ..
         }) if session.is_none() && method == "initialize" => match gate.admit(&caller) {
             Ok(admission) => Some(admission),
             Err(why) => return gate.refuse_session(why, &id.unwrap_or(Value::Null)),
@@ -712,16 +714,23 @@ async fn read_post(
         Err(e) if e.is_data() => None,
         Err(e) => return Err(parse_error(e.to_string())),
     };
+    let mut parts = parts;
+    if let Some(m) = &message {
+        task_route::fill_in(&mut parts.headers, m.method.as_deref(), m.params.as_ref());
+    }
     Ok((Request::from_parts(parts, Body::from(bytes)), message))
 }
 
-/// What the HTTP layer reads of a JSON-RPC message: its id and its method.
+/// What the HTTP layer reads of a JSON-RPC message: its id, its method, and its params
+/// (for [`task_route`]).
 #[derive(Deserialize)]
 struct Peek {
     #[serde(default)]
     id: Option<Value>,
     #[serde(default)]
     method: Option<String>,
+    #[serde(default)]
+    params: Option<Value>,
 }
 
 /// Whether JSON text opens more than `max` arrays or objects inside one another. One pass

@@ -12,6 +12,10 @@
 //! - `TESTBED_TOOLS=N`: N generated tools (`gen_0001`…) after the fixed ones;
 //! - `TESTBED_PAGE_SIZE=P`: `tools/list` pages of P tools. The first page's `nextCursor`
 //!   is the empty string, which is a cursor like any other.
+//!
+//! `task_job` (`job`) is its long job, a task for clients that declare the tasks extension.
+
+mod job;
 
 use std::{
     sync::{Arc, RwLock},
@@ -21,16 +25,21 @@ use std::{
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
-        CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
-        PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, ServerCapabilities,
-        ServerConfig, SubscriptionFilter, Tool,
+        CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, GetTaskMethod,
+        GetTaskParams, GetTaskResult, Implementation, ListToolsResult, PaginatedRequestParams,
+        ProgressNotificationParam, ProtocolVersion, ServerCapabilities, ServerConfig,
+        SubscriptionFilter, Tool, UpdateTaskParams,
     },
     service::{RequestContext, SubscriptionContext},
 };
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use crate::{common, data};
+use crate::{
+    common::{self, Caller},
+    data,
+    tasks::{self, Tasks, Watch},
+};
 
 /// The longest a `sleep` call may ask for.
 pub const MAX_SLEEP_SECONDS: f64 = 600.0;
@@ -86,6 +95,8 @@ pub struct Testbed {
     /// the notification before the answer.
     announced: Arc<watch::Sender<u64>>,
     listeners: Arc<std::sync::atomic::AtomicUsize>,
+    /// Where `task_job` runs as a task.
+    tasks: Option<Tasks>,
 }
 
 /// Settings read from the environment at start.
@@ -149,6 +160,7 @@ impl Testbed {
     pub fn new(options: TestbedOptions) -> Self {
         let mut tools: Vec<Tool> =
             serde_json::from_str(FIXED_TOOLS).expect("the fixed tools parse");
+        tools.push(common::tool_from_json(job::TOOL));
         tools.extend((1..=options.generated_tools).map(generated_tool));
         Testbed {
             info: Implementation::new("testbed", "0.1.0"),
@@ -158,7 +170,54 @@ impl Testbed {
             changed: Arc::new(watch::Sender::new(0)),
             announced: Arc::new(watch::Sender::new(0)),
             listeners: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
+            tasks: None,
         }
+    }
+
+    /// The same testbed, running `task_job` as a task in `tasks` when asked to.
+    pub fn with_tasks(mut self, tasks: Tasks) -> Self {
+        self.tasks = Some(tasks);
+        self
+    }
+
+    fn job_work(&self) -> Arc<dyn tasks::TaskWork> {
+        Arc::new(job::JobWork(self.info.clone()))
+    }
+
+    fn owner(context: &RequestContext<RoleServer>) -> String {
+        tasks::owner_of(&Caller::of_request(&Caller::from_env(), context))
+    }
+
+    /// `task_job`: a task when the request declares the extension; otherwise an ordinary
+    /// call, its question asked through `input_required`.
+    async fn task_job(
+        &self,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let args = common::arguments(request.arguments.as_ref());
+        let order = match job::Order::of(&args) {
+            Ok(order) => order,
+            Err(e) => return Ok(common::tool_error(e, &self.info).into()),
+        };
+        if let Some(tasks) = &self.tasks
+            && tasks::declared(context)
+        {
+            return match tasks.create(self.job_work(), &Self::owner(context), "task_job", args) {
+                Ok(created) => Ok(CallToolResponse::Task(created)),
+                Err(e) => Ok(common::tool_error(format!("no task: {e:?}"), &self.info).into()),
+            };
+        }
+        let answer = request
+            .input_responses
+            .as_ref()
+            .and_then(|r| r.get(job::QUESTION_KEY));
+        if order.must_ask(answer) {
+            let params = job::question()["params"].clone();
+            return Ok(Self::asking(job::QUESTION_KEY, params, "job".into()));
+        }
+        let leg = job::run(&order, 0.0, answer, Watch::Call(context), &self.info).await;
+        job::answer_of(leg).map(Into::into)
     }
 
     /// An `input_required` answer with one elicitation under `key`.
@@ -283,16 +342,18 @@ impl Testbed {
 
 impl ServerHandler for Testbed {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tool_list_changed()
-                .build(),
-        )
-        .with_server_info(self.info.clone())
-        .with_instructions(
-            "Test server: sleeps, echoes, crashes, changes its tool list on request.",
-        )
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed();
+        let capabilities = match self.tasks {
+            Some(_) => capabilities.enable_tasks().build(),
+            None => capabilities.build(),
+        };
+        ServerConfig::new(capabilities)
+            .with_server_info(self.info.clone())
+            .with_instructions(
+                "Test server: sleeps, echoes, crashes, changes its tool list on request.",
+            )
     }
 
     fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
@@ -365,6 +426,48 @@ impl ServerHandler for Testbed {
         Ok(result)
     }
 
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let tasks = self
+            .tasks
+            .as_ref()
+            .ok_or_else(ErrorData::method_not_found::<GetTaskMethod>)?;
+        tasks.get(self.job_work(), &Self::owner(&context), &request.task_id)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let tasks = self
+            .tasks
+            .as_ref()
+            .ok_or_else(ErrorData::method_not_found::<GetTaskMethod>)?;
+        let owner = Self::owner(&context);
+        tasks.update(
+            self.job_work(),
+            &owner,
+            &request.task_id,
+            request.input_responses,
+        )
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let tasks = self
+            .tasks
+            .as_ref()
+            .ok_or_else(ErrorData::method_not_found::<GetTaskMethod>)?;
+        tasks.cancel(&Self::owner(&context), &request.task_id)
+    }
+
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
@@ -373,6 +476,7 @@ impl ServerHandler for Testbed {
         let args = common::arguments(request.arguments.as_ref());
         match request.name.as_ref() {
             "sleep" => self.sleep(&args, &context).await,
+            "task_job" => self.task_job(&request, &context).await,
             "echo" => match common::string_arg(&args, "text", 0, 1_000_000) {
                 Ok(text) => Ok(common::structured_result(json!({"text": text}), &self.info).into()),
                 Err(e) => Ok(common::tool_error(e, &self.info).into()),

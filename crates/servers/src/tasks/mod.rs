@@ -22,6 +22,9 @@
 
 mod run;
 pub mod table;
+mod watch;
+
+pub use watch::Watch;
 
 use std::{
     collections::HashMap,
