@@ -180,6 +180,13 @@ impl Testbed {
         self
     }
 
+    /// Its tasks, or -32601 for a testbed without them.
+    fn store(&self) -> Result<&Tasks, ErrorData> {
+        self.tasks
+            .as_ref()
+            .ok_or_else(ErrorData::method_not_found::<GetTaskMethod>)
+    }
+
     fn job_work(&self) -> Arc<dyn tasks::TaskWork> {
         Arc::new(job::JobWork(self.info.clone()))
     }
@@ -431,10 +438,7 @@ impl ServerHandler for Testbed {
         request: GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        let tasks = self
-            .tasks
-            .as_ref()
-            .ok_or_else(ErrorData::method_not_found::<GetTaskMethod>)?;
+        let tasks = self.store()?;
         tasks.get(self.job_work(), &Self::owner(&context), &request.task_id)
     }
 
@@ -443,10 +447,7 @@ impl ServerHandler for Testbed {
         request: UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let tasks = self
-            .tasks
-            .as_ref()
-            .ok_or_else(ErrorData::method_not_found::<GetTaskMethod>)?;
+        let tasks = self.store()?;
         let owner = Self::owner(&context);
         tasks.update(
             self.job_work(),
@@ -461,10 +462,7 @@ impl ServerHandler for Testbed {
         request: CancelTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let tasks = self
-            .tasks
-            .as_ref()
-            .ok_or_else(ErrorData::method_not_found::<GetTaskMethod>)?;
+        let tasks = self.store()?;
         tasks.cancel(&Self::owner(&context), &request.task_id)
     }
 
