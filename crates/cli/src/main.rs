@@ -8,6 +8,7 @@ mod manual;
 mod mcp;
 mod output;
 mod screen;
+mod tasks;
 
 use std::{process::ExitCode, sync::Arc};
 
@@ -40,6 +41,11 @@ fn main() -> ExitCode {
         }
         Command::Man => manual::man(&mut std::io::stdout().lock())
             .map_err(|e| anyhow::anyhow!("cannot write the manual page: {e}")),
+        Command::Tasks(t) => match on_thread_pool(tasks::run(t)) {
+            // Still running: the report says so, and the status tells scripts.
+            Ok(false) => return ExitCode::from(3),
+            other => other.map(|_| ()),
+        },
         Command::Doctor(d) => match on_thread_pool(doctor::run(d)) {
             // Something is broken: the report says what, and the status says so to scripts.
             Ok(false) => return ExitCode::from(1),
@@ -95,7 +101,7 @@ struct Run {
 
 /// The configuration a command runs with: a servers file, or the built-in servers. With
 /// `say_which`, a file found without `--config` is named on stderr.
-fn load_config(host: &HostArgs, say_which: bool) -> anyhow::Result<Config> {
+pub(crate) fn load_config(host: &HostArgs, say_which: bool) -> anyhow::Result<Config> {
     let identity = Identity {
         user: host.user.clone(),
         tenant: host.tenant.clone(),
@@ -121,6 +127,9 @@ fn load_config(host: &HostArgs, say_which: bool) -> anyhow::Result<Config> {
     }
     if let Some(max) = config::tool_max_timeout_from_env().map_err(anyhow::Error::msg)? {
         config.settings.tool_max_timeout = max;
+    }
+    if let Some(wait) = config::task_wait_from_env().map_err(anyhow::Error::msg)? {
+        config.settings.task_wait = wait;
     }
     if let Some(n) = host.max_steps {
         anyhow::ensure!(
@@ -155,7 +164,7 @@ fn load_model(host: &HostArgs, config: &Config) -> anyhow::Result<Box<dyn model:
 
 /// The person, answering from options where given and the terminal otherwise. With
 /// `show_calls`, each "Run it?" shows the call itself (the steps are not on screen).
-fn person(answers: &AnswerArgs, show_calls: bool) -> Arc<Terminal> {
+pub(crate) fn person(answers: &AnswerArgs, show_calls: bool) -> Arc<Terminal> {
     let approve = match (answers.yes, answers.no) {
         (true, _) => Some(true),
         (_, true) => Some(false),
@@ -182,7 +191,11 @@ fn level(screen: &ScreenArgs) -> Level {
 
 /// The printer of a command that runs the host: its steps to `steps` at the level asked
 /// for, and every record to the log that `--log` or `logFile` names.
-fn printer(screen: &ScreenArgs, config: &Config, steps: StepsTo) -> anyhow::Result<Arc<Printer>> {
+pub(crate) fn printer(
+    screen: &ScreenArgs,
+    config: &Config,
+    steps: StepsTo,
+) -> anyhow::Result<Arc<Printer>> {
     let log = match screen.log.as_ref().or(config.settings.log_file.as_ref()) {
         Some(path) => Some(Log::open(path)?),
         None => None,

@@ -20,6 +20,7 @@ use crate::{
     dispatch::Stopper,
     person::Person,
     redact,
+    tasks::{Records, default_path},
     trace::{Trace, Who, random_hex},
 };
 
@@ -38,6 +39,8 @@ pub struct Host {
     stopper: Stopper,
     /// Questions begun so far; lists are re-read by age only after the first.
     turns: AtomicU64,
+    /// The records of calls run as tasks (`tasksFile`), opened on first use.
+    tasks: Records,
 }
 
 impl Host {
@@ -73,6 +76,13 @@ impl Host {
             session_id,
             stopper: Stopper::default(),
             turns: AtomicU64::new(0),
+            tasks: Records::at(
+                config
+                    .settings
+                    .tasks_file
+                    .clone()
+                    .unwrap_or_else(default_path),
+            ),
         }
     }
 
@@ -140,6 +150,16 @@ impl Host {
     /// The live catalog, for the turn that decides on a call.
     pub(crate) fn live(&self) -> &Live {
         &self.catalog
+    }
+
+    /// The records of calls run as tasks.
+    pub fn tasks(&self) -> &Records {
+        &self.tasks
+    }
+
+    /// The names of the servers connected.
+    pub(crate) fn server_names(&self) -> Vec<String> {
+        self.connections.iter().map(|c| c.name.clone()).collect()
     }
 
     /// The connection to a server, by its name.

@@ -20,6 +20,7 @@ use crate::{
     person,
     policy::{self, Refusal, Verdict},
     result::{self, ForModel, Shaped, Shaper, shape::round_ms},
+    tasks::{self, records},
     trace::{Outcome, ToolEvent, Who, random_hex},
 };
 
@@ -70,6 +71,8 @@ struct Ended {
     outcome: Outcome,
     server: String,
     asked_user: bool,
+    /// The task the server ran it as, if it did.
+    task_id: Option<String>,
 }
 
 impl Host {
@@ -122,6 +125,7 @@ impl Turn<'_> {
         {
             conversation.push(Message::System(prompt.clone()));
         }
+        self.report_ended_tasks(conversation).await;
         conversation.push(Message::User(question.into()));
         host.refresh_catalog(self.state.number > 1).await;
         let mut tools = host.catalog().model_tools();
@@ -215,8 +219,71 @@ impl Turn<'_> {
             asked_user: ended.asked_user,
             ms: round_ms(start.elapsed()),
             result_bytes: ended.shown.text.len(),
+            task_id: ended.task_id,
         });
         ended.shown
+    }
+
+    /// Before the question: the calls of earlier turns that went on as tasks and have
+    /// ended since. The person is told; the model reads each end as the answer to its call
+    /// (a tool answer, never the person's words), and its record is joined by the call's.
+    async fn report_ended_tasks(&mut self, conversation: &mut Vec<Message>) {
+        let host = self.host;
+        for ended in tasks::look_again(host, self.limits()).await {
+            let r = &ended.record;
+            let status = tasks::status_of(&ended.end);
+            host.trace().add(
+                Who::Host,
+                format!(
+                    "task {} ({}), which went on in the background, has ended: {status}; the model reads its end with this question",
+                    r.task_id, r.tool
+                ),
+                json!({"server": r.server, "task_id": r.task_id, "status": status, "decision": "task_reported"}),
+            );
+            let now = tasks::record(&tasks::made_of(r), &ended.end, true, host.trace().secrets());
+            let tool = host.catalog().get(&r.tool).cloned();
+            let stem = format!("task-{}", crate::text::head(&r.task_id, 16));
+            let ms = (records::now_ms().saturating_sub(r.started_ms)) as f64;
+            let (shown, outcome) = match tool {
+                Some(tool) => {
+                    let shaped = self.shaper().call(&r.tool, &tool, ended.end, ms, &stem);
+                    (shaped.shown, shaped.outcome)
+                }
+                None => {
+                    let why = "the task ended, but its tool is no longer offered; the person can read its end with `gatehouse tasks result ID`";
+                    (self.shaper().error(&r.tool, why), Outcome::Error)
+                }
+            };
+            tasks::keep(host.tasks(), &now, host.trace());
+            let call_id = format!("task_{}", crate::text::head(&r.task_id, 40));
+            conversation.push(Message::Assistant {
+                text: None,
+                tool_calls: vec![ToolCall {
+                    id: call_id.clone(),
+                    name: r.tool.clone(),
+                    arguments: json!({"task": r.task_id}).to_string(),
+                }],
+            });
+            host.trace().tool_event(&ToolEvent {
+                session_id: host.session_id().to_owned(),
+                trace_id: r.trace_id.clone(),
+                step: r.step,
+                server: r.server.clone(),
+                tool: r.tool.clone(),
+                arg_keys: Vec::new(),
+                outcome,
+                asked_user: false,
+                ms,
+                result_bytes: shown.text.len(),
+                task_id: Some(r.task_id.clone()),
+            });
+            conversation.push(Message::Tool {
+                call_id,
+                name: r.tool.clone(),
+                content: shown.text,
+                media: shown.media,
+            });
+        }
     }
 
     /// Decide: the policy's verdict, taken out of the catalog lock (never held across an
@@ -301,6 +368,7 @@ impl Turn<'_> {
         };
         let stopper = self.host.stopper();
         let stop = stopper.begin();
+        let started_ms = records::now_ms();
         let done = dispatch::call_tool(
             to_send,
             self.limits(),
@@ -310,6 +378,24 @@ impl Turn<'_> {
         )
         .await;
         stopper.finish();
+        // A call run as a task is kept: to report it later when it goes on, to list it.
+        let kept = done.task.as_ref().map(|id| {
+            let made = tasks::Made {
+                task_id: id.clone(),
+                server: server.clone(),
+                tool: call.name.clone(),
+                wire_tool: tool.tool.name.to_string(),
+                session_id: self.host.session_id().to_owned(),
+                trace_id: self.state.trace_id.clone(),
+                step: no,
+                started_ms,
+            };
+            let reported = !matches!(done.end, dispatch::CallEnd::Background(_));
+            tasks::record(&made, &done.end, reported, self.host.trace().secrets())
+        });
+        if let Some(r) = &kept {
+            tasks::keep(self.host.tasks(), r, self.host.trace());
+        }
         let stem = self.stem(no);
         let Shaped {
             shown,
@@ -324,6 +410,7 @@ impl Turn<'_> {
             outcome,
             server: server.clone(),
             asked_user: done.asked_user,
+            task_id: done.task,
         }
     }
 
@@ -369,6 +456,7 @@ impl Turn<'_> {
             outcome: shaped.outcome,
             server,
             asked_user: false,
+            task_id: None,
         }
     }
 
@@ -440,6 +528,7 @@ impl Turn<'_> {
             round_timeout: settings.tool_timeout,
             max_round_timeout: settings.tool_max_timeout,
             max_input_rounds: settings.max_input_rounds,
+            task_wait: settings.task_wait,
         }
     }
 
@@ -466,6 +555,7 @@ impl Turn<'_> {
             outcome,
             server: server.to_owned(),
             asked_user: false,
+            task_id: None,
         }
     }
 }

@@ -23,6 +23,11 @@ pub const HOST_TOOL_MAX_TIMEOUT_ENV: &str = "HOST_TOOL_MAX_TIMEOUT";
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
 /// Most `input_required` rounds one call may take before the host gives up.
 pub const MAX_INPUT_ROUNDS: usize = 10;
+/// How long a turn waits on a call the server runs as a task (the person's thinking not
+/// counted); then the task goes on in the background and the model is told its id.
+pub const HOST_TASK_WAIT: Duration = Duration::from_secs(60);
+/// Environment variable overriding [`HOST_TASK_WAIT`], in seconds (fractions allowed).
+pub const HOST_TASK_WAIT_ENV: &str = "HOST_TASK_WAIT";
 
 /// The smallest bound a result may be given (`maxResultChars`): room for the longest frame
 /// (a cut result's, with the longest tool name and its note) and some of the result.
@@ -73,6 +78,12 @@ pub struct Settings {
     pub model_accepts_media: bool,
     /// Where every record of a run is added as JSON lines (`logFile`; `--log` overrides).
     pub log_file: Option<PathBuf>,
+    /// How long a turn waits on a task before it goes on in the background (`taskWaitMs`,
+    /// `HOST_TASK_WAIT`).
+    pub task_wait: Duration,
+    /// Where the host keeps its records of tasks (`tasksFile`; default
+    /// [`crate::tasks::default_path`]).
+    pub tasks_file: Option<PathBuf>,
 }
 
 /// Whether a place the host writes is a file or a folder.
@@ -120,6 +131,14 @@ impl Settings {
                 kind: PathKind::File,
             });
         }
+        if let Some(file) = &self.tasks_file {
+            paths.push(WrittenPath {
+                what: "the records of calls run as tasks",
+                setting: "tasksFile",
+                path: file.clone(),
+                kind: PathKind::File,
+            });
+        }
         paths
     }
 }
@@ -140,6 +159,8 @@ impl Default for Settings {
             save_dir: None,
             model_accepts_media: false,
             log_file: None,
+            task_wait: HOST_TASK_WAIT,
+            tasks_file: None,
         }
     }
 }
@@ -205,6 +226,8 @@ pub(super) fn parse(value: &Value, warnings: &mut Vec<String>) -> Result<Setting
             }
             "saveDir" => s.save_dir = Some(path(key, v)?),
             "logFile" => s.log_file = Some(path(key, v)?),
+            "tasksFile" => s.tasks_file = Some(path(key, v)?),
+            "taskWaitMs" => s.task_wait = Duration::from_millis(bounded(1..=MAX_TIMEOUT_MS)?),
             other => warnings.push(format!("gatehouse: unknown setting \"{other}\" is ignored")),
         }
     }
@@ -239,6 +262,11 @@ pub fn tool_timeout_from_env() -> Result<Option<Duration>, String> {
 /// The hard maximum from [`HOST_TOOL_MAX_TIMEOUT_ENV`], if set; a bad value is an error.
 pub fn tool_max_timeout_from_env() -> Result<Option<Duration>, String> {
     seconds_from_env(HOST_TOOL_MAX_TIMEOUT_ENV)
+}
+
+/// The task wait from [`HOST_TASK_WAIT_ENV`], if set; a bad value is an error.
+pub fn task_wait_from_env() -> Result<Option<Duration>, String> {
+    seconds_from_env(HOST_TASK_WAIT_ENV)
 }
 
 fn seconds_from_env(name: &str) -> Result<Option<Duration>, String> {

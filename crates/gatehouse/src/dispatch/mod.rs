@@ -1,12 +1,15 @@
 //! The request itself: `tools/call` (and the host's own `resources/read`) with a time
 //! limit per server round, the person's Stop, and the `input_required` rounds of revision
-//! 2026-07-28 driven by the host.
+//! 2026-07-28 driven by the host; a call the server runs as a task is followed by
+//! [`task`].
 //!
 //! The host drives the rounds itself (rather than rmcp's automatic loop) so that the time
 //! limit covers each server round and never the person's thinking, the rounds are capped,
 //! and every question reaches the person with the name of the server that asks. When a
 //! round runs out of time, or the person stops it, the request is cancelled: rmcp sends
 //! `notifications/cancelled`, awaited until written.
+
+pub mod task;
 
 use std::{
     sync::{Arc, Mutex},
@@ -20,7 +23,7 @@ use rmcp::{
     ServiceError,
     model::{
         CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, ErrorData,
-        InputRequest, InputRequiredResult, InputResponses, JsonObject, ReadResourceRequest,
+        InputRequest, InputRequests, InputResponses, JsonObject, ReadResourceRequest,
         ReadResourceRequestParams, ReadResourceResult, RequestMetaObject, ServerResult,
     },
 };
@@ -46,6 +49,9 @@ pub enum CallEnd<T = CallToolResult> {
     Failed(String),
     /// The person stopped the call (Ctrl-C, the lab's Stop button); it was cancelled.
     Stopped,
+    /// The server runs the call as a task that was still going when the turn's wait ran
+    /// out: it goes on in the background.
+    Background(task::TaskLeft),
 }
 
 /// Stops the call in flight, if any: its request is cancelled on the server. Cheap to
@@ -96,6 +102,8 @@ pub struct Dispatched<T = CallToolResult> {
     pub rounds: usize,
     /// From the first round sent to the end.
     pub elapsed: Duration,
+    /// The task the server ran the call as, if it did.
+    pub task: Option<String>,
 }
 
 /// Limits for one call.
@@ -105,8 +113,10 @@ pub struct CallLimits {
     pub round_timeout: Duration,
     /// Progress extends a round's limit, but never past this.
     pub max_round_timeout: Duration,
-    /// Most `input_required` rounds before the host gives up.
+    /// Most `input_required` rounds before the host gives up (for a task: most questions).
     pub max_input_rounds: usize,
+    /// How long a call run as a task is waited on before it goes on in the background.
+    pub task_wait: Duration,
 }
 
 /// Most progress notifications recorded as steps for one call; the rest are still shown
@@ -242,6 +252,7 @@ pub async fn call_tool(
         CallToolRequestParams::new(call.wire_name.to_owned()).with_arguments(call.arguments);
     params.meta = call.meta;
     let (mut asked_user, mut rounds, mut progress_steps) = (false, 0, 0);
+    let mut task_id = None;
     let end = loop {
         rounds += 1;
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()));
@@ -257,6 +268,20 @@ pub async fn call_tool(
             Err(end) => break end,
             Ok(ServerResult::CallToolResult(result)) => break CallEnd::Result(result),
             Ok(ServerResult::InputRequiredResult(asked)) => asked,
+            Ok(ServerResult::CreateTaskResult(created)) if conn.declares_tasks() => {
+                let follow = task::Follow {
+                    round: &round,
+                    person,
+                    meta: params.meta.clone(),
+                    max_questions: limits.max_input_rounds,
+                    wait: limits.task_wait,
+                    resumed: false,
+                };
+                let followed = follow.run(created).await;
+                asked_user |= followed.asked_user;
+                task_id = followed.id;
+                break followed.end;
+            }
             Ok(ServerResult::CreateTaskResult(_)) => {
                 break CallEnd::Failed(
                     "the server answered with a task, which this host did not ask for".into(),
@@ -279,7 +304,8 @@ pub async fn call_tool(
             .iter()
             .flatten()
             .any(|(_, r)| matches!(r, InputRequest::Elicitation(_)));
-        match answers(conn, &asked, person, trace).await {
+        let requests = asked.input_requests.clone().unwrap_or_default();
+        match answers(conn, &requests, person, trace).await {
             Ok(responses) => params = next_round(params, responses, asked.request_state),
             Err(reason) => break CallEnd::Failed(reason),
         }
@@ -289,6 +315,45 @@ pub async fn call_tool(
         asked_user,
         rounds,
         elapsed: start.elapsed(),
+        task: task_id,
+    }
+}
+
+/// Look again at task `id` on `conn`, which an earlier call left running: one look at
+/// once, then polls for `limits.task_wait`, its questions answered through the person, as
+/// a call's are.
+pub async fn follow_task(
+    conn: &Connection,
+    id: &str,
+    meta: Option<RequestMetaObject>,
+    limits: CallLimits,
+    person: &dyn Person,
+    trace: &Trace,
+    stop: &CancellationToken,
+) -> Dispatched {
+    let start = Instant::now();
+    let round = Round1 {
+        conn,
+        label: "tasks/get",
+        limits,
+        trace,
+        stop,
+    };
+    let follow = task::Follow {
+        round: &round,
+        person,
+        meta,
+        max_questions: limits.max_input_rounds,
+        wait: limits.task_wait,
+        resumed: true,
+    };
+    let followed = follow.resume(id).await;
+    Dispatched {
+        end: followed.end,
+        asked_user: followed.asked_user,
+        rounds: 0,
+        elapsed: start.elapsed(),
+        task: followed.id,
     }
 }
 
@@ -308,16 +373,17 @@ fn next_round(
     }
 }
 
-/// Answer every question of an `input_required` round: forms through the person, roots
-/// as none; a request for the host's model is refused (the host offers no sampling).
+/// Answer every question of an `input_required` round or of a task: forms through the
+/// person, roots as none; a request for the host's model is refused (the host offers no
+/// sampling).
 async fn answers(
     conn: &Connection,
-    asked: &InputRequiredResult,
+    asked: &InputRequests,
     person: &dyn Person,
     trace: &Trace,
 ) -> Result<InputResponses, String> {
     let mut responses = InputResponses::new();
-    for (key, request) in asked.input_requests.iter().flatten() {
+    for (key, request) in asked {
         match request {
             InputRequest::Elicitation(req) => {
                 let answer = person::ask_person(&conn.name, key, &req.params, person, trace).await;
@@ -384,5 +450,6 @@ pub async fn read_resource(
         asked_user: false,
         rounds: 1,
         elapsed: start.elapsed(),
+        task: None,
     }
 }

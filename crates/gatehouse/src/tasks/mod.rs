@@ -1,0 +1,221 @@
+//! Calls that go on as tasks after their turn (the tasks extension of 2026-07-28): the
+//! host's records of them ([`records`]), what a record keeps of a task's end, the look a
+//! turn takes first at the tasks no model was told the end of ([`look_again`]), and
+//! `gatehouse tasks show|cancel|result` from any process ([`manage`]).
+//!
+//! A call whose task outlives the turn's wait ends as [`CallEnd::Background`]; its record
+//! stays unreported until a later turn (of this session or another) finds it ended and
+//! gives the model its result with the person's question, as a tool answer, so that what
+//! a server wrote never reads as the person's words.
+
+pub mod manage;
+pub mod records;
+
+use serde_json::{Value, json};
+
+pub use records::{Record, Records, default_path};
+
+use crate::{
+    dispatch::{self, CallEnd, CallLimits, task},
+    host::Host,
+    redact::Secrets,
+    trace::{Trace, Who},
+};
+
+/// Most tasks a turn looks at before its question (the oldest first); the rest wait for
+/// the next turn.
+pub const MAX_LOOKED_AT_PER_TURN: usize = 8;
+
+/// A task's end as a record keeps it; `None` while it goes on.
+pub fn end_json(end: &CallEnd) -> Option<Value> {
+    match end {
+        CallEnd::Result(r) => Some(json!({"result": r})),
+        CallEnd::ProtocolError(e) => Some(json!({"error": e})),
+        CallEnd::Failed(reason) => Some(json!({"failed": reason})),
+        CallEnd::Stopped => Some(json!({"failed": "the person stopped it; it was cancelled"})),
+        CallEnd::TimedOut(_) | CallEnd::Background(_) => None,
+    }
+}
+
+/// A kept end as a call's end again.
+pub fn end_of(kept: &Value) -> CallEnd {
+    if let Some(result) = kept.get("result")
+        && let Ok(result) = serde_json::from_value(result.clone())
+    {
+        return CallEnd::Result(result);
+    }
+    if let Some(error) = kept.get("error").and_then(Value::as_object) {
+        return CallEnd::ProtocolError(task::error_of(error));
+    }
+    let reason = kept
+        .get("failed")
+        .and_then(Value::as_str)
+        .unwrap_or("the task's end could not be read");
+    CallEnd::Failed(reason.to_owned())
+}
+
+/// The status a record gives a call's end.
+pub fn status_of(end: &CallEnd) -> &'static str {
+    match end {
+        CallEnd::Result(_) => "completed",
+        CallEnd::ProtocolError(_) | CallEnd::Failed(_) => "failed",
+        CallEnd::Stopped => "cancelled",
+        CallEnd::TimedOut(_) => "working",
+        CallEnd::Background(left) => task::status_word(left.status),
+    }
+}
+
+/// What a record says of the call itself.
+#[derive(Debug, Clone)]
+pub struct Made {
+    /// The task's id.
+    pub task_id: String,
+    /// The server's name.
+    pub server: String,
+    /// The tool as the model named it.
+    pub tool: String,
+    /// The tool's own name.
+    pub wire_tool: String,
+    /// The host's session.
+    pub session_id: String,
+    /// The turn's trace.
+    pub trace_id: String,
+    /// The call's number in its turn.
+    pub step: u64,
+    /// When it was made.
+    pub started_ms: u64,
+}
+
+/// The record of a call run as task, as it stands after `end`, its secrets replaced.
+pub fn record(made: &Made, end: &CallEnd, reported: bool, secrets: &Secrets) -> Record {
+    let message = match end {
+        CallEnd::Background(left) => left.message.clone(),
+        _ => None,
+    };
+    let mut kept = end_json(end);
+    if let Some(kept) = &mut kept {
+        secrets.json(kept);
+    }
+    Record {
+        task_id: made.task_id.clone(),
+        server: made.server.clone(),
+        tool: made.tool.clone(),
+        wire_tool: made.wire_tool.clone(),
+        session_id: made.session_id.clone(),
+        trace_id: made.trace_id.clone(),
+        step: made.step,
+        status: status_of(end).into(),
+        message,
+        started_ms: made.started_ms,
+        updated_ms: records::now_ms(),
+        end: kept,
+        reported,
+    }
+}
+
+/// The `Made` of a record.
+pub fn made_of(r: &Record) -> Made {
+    Made {
+        task_id: r.task_id.clone(),
+        server: r.server.clone(),
+        tool: r.tool.clone(),
+        wire_tool: r.wire_tool.clone(),
+        session_id: r.session_id.clone(),
+        trace_id: r.trace_id.clone(),
+        step: r.step,
+        started_ms: r.started_ms,
+    }
+}
+
+/// The `_meta` of a request about an earlier call's task: that call's trace (a fresh
+/// span), session and step, so the server's records join the call's.
+pub fn meta_of(r: &Record) -> rmcp::model::RequestMetaObject {
+    use gatehouse_contract as contract;
+    let mut meta = rmcp::model::RequestMetaObject::new();
+    meta.set_traceparent(contract::traceparent(
+        &r.trace_id,
+        &crate::trace::random_hex(8),
+    ));
+    meta.insert(
+        contract::TRACE_META_KEY.into(),
+        json!({contract::SESSION_FIELD: r.session_id, contract::STEP_FIELD: r.step}),
+    );
+    meta
+}
+
+/// A task that went on in the background and has ended since.
+#[derive(Debug)]
+pub struct Ended {
+    /// Its record, as it was before this look.
+    pub record: Record,
+    /// How it ended.
+    pub end: CallEnd,
+}
+
+/// Look once at each task no model was told the end of, on the servers this host is
+/// connected to (at most [`MAX_LOOKED_AT_PER_TURN`]): the ones that ended are returned
+/// for the turn to report; the others stay as they are, their records brought up to
+/// date. A task's questions are put to the person, as in its call.
+pub(crate) async fn look_again(host: &Host, limits: CallLimits) -> Vec<Ended> {
+    let trace = host.trace();
+    let servers = host.server_names();
+    let unreported = match host.tasks().unreported(&servers, MAX_LOOKED_AT_PER_TURN) {
+        Ok(list) => list,
+        Err(e) => {
+            trace.add(Who::Host, format!("warning: {e}"), json!({}));
+            return Vec::new();
+        }
+    };
+    let mut ended = Vec::new();
+    for r in unreported {
+        if r.ended() {
+            let end = r.end.as_ref().map(end_of).unwrap_or_else(|| {
+                CallEnd::Failed(format!("task {} ended without a result", r.task_id))
+            });
+            ended.push(Ended { record: r, end });
+            continue;
+        }
+        let Some(conn) = host.connection(&r.server) else {
+            continue;
+        };
+        let limits = CallLimits {
+            task_wait: std::time::Duration::ZERO,
+            ..limits
+        };
+        let stop = host.stopper().begin();
+        let person = host.person();
+        let done = dispatch::follow_task(
+            conn,
+            &r.task_id,
+            Some(meta_of(&r)),
+            limits,
+            person,
+            trace,
+            &stop,
+        )
+        .await;
+        host.stopper().finish();
+        match done.end {
+            CallEnd::Background(_) | CallEnd::TimedOut(_) => {
+                keep(
+                    host.tasks(),
+                    &record(&made_of(&r), &done.end, false, trace.secrets()),
+                    trace,
+                );
+            }
+            end => ended.push(Ended { record: r, end }),
+        }
+    }
+    ended
+}
+
+/// Keep a record; a failure is told in the run, the call's answer is not lost for it.
+pub fn keep(records: &Records, r: &Record, trace: &Trace) {
+    if let Err(e) = records.keep(r) {
+        trace.add(
+            Who::Host,
+            format!("warning: task {} was not recorded: {e}", r.task_id),
+            json!({"task_id": r.task_id}),
+        );
+    }
+}
