@@ -240,7 +240,7 @@ impl Turn<'_> {
                 ),
                 json!({"server": r.server, "task_id": r.task_id, "status": status, "decision": "task_reported"}),
             );
-            let now = tasks::record(&tasks::made_of(r), &ended.end, true, host.trace().secrets());
+            let now = tasks::record(r, &ended.end, true, host.trace().secrets());
             let tool = host.catalog().get(&r.tool).cloned();
             let stem = format!("task-{}", crate::text::head(&r.task_id, 16));
             let ms = (records::now_ms().saturating_sub(r.started_ms)) as f64;
@@ -380,7 +380,7 @@ impl Turn<'_> {
         stopper.finish();
         // A call run as a task is kept: to report it later when it goes on, to list it.
         let kept = done.task.as_ref().map(|id| {
-            let made = tasks::Made {
+            let made = tasks::Record {
                 task_id: id.clone(),
                 server: server.clone(),
                 tool: call.name.clone(),
@@ -388,7 +388,12 @@ impl Turn<'_> {
                 session_id: self.host.session_id().to_owned(),
                 trace_id: self.state.trace_id.clone(),
                 step: no,
+                status: String::new(),
+                message: None,
                 started_ms,
+                updated_ms: started_ms,
+                end: None,
+                reported: false,
             };
             let reported = !matches!(done.end, dispatch::CallEnd::Background(_));
             tasks::record(&made, &done.end, reported, self.host.trace().secrets())

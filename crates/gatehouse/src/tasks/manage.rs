@@ -8,7 +8,7 @@ use std::{sync::Arc, time::Duration};
 use rmcp::model::{CancelTaskParams, CancelTaskRequest, ClientRequest};
 use tokio_util::sync::CancellationToken;
 
-use super::{Record, Records, default_path, made_of, meta_of, record};
+use super::{Record, Records, default_path, meta_of, record};
 use crate::{
     config::Config,
     connect::{self, Connection},
@@ -35,6 +35,25 @@ pub struct Looked {
     pub record: Record,
     /// How the task ended, when it has.
     pub end: Option<CallEnd>,
+}
+
+/// A task's record, as the look at it starts.
+enum Found {
+    /// It has ended: the record says how.
+    Ended(Looked),
+    /// It may still be running: its server must be asked.
+    Running(Records, Record),
+}
+
+fn find(config: &Config, id: &str) -> Result<Found, String> {
+    let records = records_of(config);
+    let r = records.find(id)?;
+    Ok(if r.ended() {
+        let end = r.end.as_ref().map(super::end_of);
+        Found::Ended(Looked { record: r, end })
+    } else {
+        Found::Running(records, r)
+    })
 }
 
 /// Reach the record's server as the configuration describes it.
@@ -83,30 +102,37 @@ pub async fn look(
     person: Arc<dyn Person>,
     trace: &Trace,
 ) -> Result<Looked, String> {
-    let records = records_of(config);
-    let r = records.find(id)?;
-    if r.ended() {
-        let end = r.end.as_ref().map(super::end_of);
-        return Ok(Looked { record: r, end });
-    }
+    let (records, r) = match find(config, id)? {
+        Found::Ended(looked) => return Ok(looked),
+        Found::Running(records, r) => (records, r),
+    };
     let conn = reach(config, &r, person.clone(), trace).await?;
-    let stop = CancellationToken::new();
-    let done = dispatch::follow_task(
-        &conn,
-        &r.task_id,
-        Some(meta_of(&r)),
-        limits(config, wait),
-        person.as_ref(),
-        trace,
-        &stop,
-    )
-    .await;
+    let looked = follow(config, &conn, &records, r, wait, person.as_ref(), trace).await;
     conn.close().await;
-    let now = record(&made_of(&r), &done.end, r.reported, trace.secrets());
+    looked
+}
+
+/// Follow the task of `r` on `conn` for up to `wait`, and keep what came of it.
+async fn follow(
+    config: &Config,
+    conn: &Connection,
+    records: &Records,
+    r: Record,
+    wait: Duration,
+    person: &dyn Person,
+    trace: &Trace,
+) -> Result<Looked, String> {
+    let stop = CancellationToken::new();
+    let meta = Some(meta_of(&r));
+    let limits = limits(config, wait);
+    let done = dispatch::follow_task(conn, &r.task_id, meta, limits, person, trace, &stop).await;
+    let now = record(&r, &done.end, r.reported, trace.secrets());
     records.keep(&now)?;
-    let end =
-        (!matches!(done.end, CallEnd::Background(_) | CallEnd::TimedOut(_))).then_some(done.end);
-    Ok(Looked { record: now, end })
+    let goes_on = matches!(done.end, CallEnd::Background(_) | CallEnd::TimedOut(_));
+    Ok(Looked {
+        record: now,
+        end: (!goes_on).then_some(done.end),
+    })
 }
 
 /// Cancel task `id` on its server (`tasks/cancel`), then look at it once. A task that has
@@ -117,50 +143,45 @@ pub async fn cancel(
     person: Arc<dyn Person>,
     trace: &Trace,
 ) -> Result<Looked, String> {
-    let records = records_of(config);
-    let r = records.find(id)?;
-    if r.ended() {
-        let end = r.end.as_ref().map(super::end_of);
-        return Ok(Looked { record: r, end });
-    }
+    let (records, r) = match find(config, id)? {
+        Found::Ended(looked) => return Ok(looked),
+        Found::Running(records, r) => (records, r),
+    };
     let conn = reach(config, &r, person.clone(), trace).await?;
     let mut params = CancelTaskParams::new(r.task_id.clone());
     params.meta = Some(meta_of(&r));
     let request = ClientRequest::CancelTaskRequest(CancelTaskRequest::new(params));
-    let sent = tokio::time::timeout(CANCEL_SEND_LIMIT.max(config.settings.tool_timeout), async {
+    let limit = CANCEL_SEND_LIMIT.max(config.settings.tool_timeout);
+    let sent = tokio::time::timeout(limit, async {
         conn.send(request).await?.await_response().await
     })
     .await;
-    let acknowledged = match sent {
-        Ok(Ok(_)) => Ok(()),
-        Ok(Err(e)) => Err(format!(
+    let refused = match sent {
+        Ok(Ok(_)) => None,
+        Ok(Err(e)) => Some(format!(
             "{} refused to cancel task {}: {e}",
             r.server, r.task_id
         )),
-        Err(_) => Err(format!(
+        Err(_) => Some(format!(
             "{} did not answer the cancellation of task {}",
             r.server, r.task_id
         )),
     };
-    if let Err(e) = acknowledged {
-        conn.close().await;
-        return Err(e);
-    }
-    let stop = CancellationToken::new();
-    let done = dispatch::follow_task(
-        &conn,
-        &r.task_id,
-        Some(meta_of(&r)),
-        limits(config, Duration::ZERO),
-        person.as_ref(),
-        trace,
-        &stop,
-    )
-    .await;
+    let looked = match refused {
+        Some(why) => Err(why),
+        None => {
+            follow(
+                config,
+                &conn,
+                &records,
+                r,
+                Duration::ZERO,
+                person.as_ref(),
+                trace,
+            )
+            .await
+        }
+    };
     conn.close().await;
-    let now = record(&made_of(&r), &done.end, r.reported, trace.secrets());
-    records.keep(&now)?;
-    let end =
-        (!matches!(done.end, CallEnd::Background(_) | CallEnd::TimedOut(_))).then_some(done.end);
-    Ok(Looked { record: now, end })
+    looked
 }

@@ -65,65 +65,23 @@ pub fn status_of(end: &CallEnd) -> &'static str {
     }
 }
 
-/// What a record says of the call itself.
-#[derive(Debug, Clone)]
-pub struct Made {
-    /// The task's id.
-    pub task_id: String,
-    /// The server's name.
-    pub server: String,
-    /// The tool as the model named it.
-    pub tool: String,
-    /// The tool's own name.
-    pub wire_tool: String,
-    /// The host's session.
-    pub session_id: String,
-    /// The turn's trace.
-    pub trace_id: String,
-    /// The call's number in its turn.
-    pub step: u64,
-    /// When it was made.
-    pub started_ms: u64,
-}
-
-/// The record of a call run as task, as it stands after `end`, its secrets replaced.
-pub fn record(made: &Made, end: &CallEnd, reported: bool, secrets: &Secrets) -> Record {
-    let message = match end {
-        CallEnd::Background(left) => left.message.clone(),
-        _ => None,
-    };
+/// `call`'s record as it stands after `end`: its status, message and end, its secrets
+/// replaced; `reported` when a model has been given the end.
+pub fn record(call: &Record, end: &CallEnd, reported: bool, secrets: &Secrets) -> Record {
     let mut kept = end_json(end);
     if let Some(kept) = &mut kept {
         secrets.json(kept);
     }
     Record {
-        task_id: made.task_id.clone(),
-        server: made.server.clone(),
-        tool: made.tool.clone(),
-        wire_tool: made.wire_tool.clone(),
-        session_id: made.session_id.clone(),
-        trace_id: made.trace_id.clone(),
-        step: made.step,
         status: status_of(end).into(),
-        message,
-        started_ms: made.started_ms,
+        message: match end {
+            CallEnd::Background(left) => left.message.clone(),
+            _ => None,
+        },
         updated_ms: records::now_ms(),
         end: kept,
         reported,
-    }
-}
-
-/// The `Made` of a record.
-pub fn made_of(r: &Record) -> Made {
-    Made {
-        task_id: r.task_id.clone(),
-        server: r.server.clone(),
-        tool: r.tool.clone(),
-        wire_tool: r.wire_tool.clone(),
-        session_id: r.session_id.clone(),
-        trace_id: r.trace_id.clone(),
-        step: r.step,
-        started_ms: r.started_ms,
+        ..call.clone()
     }
 }
 
@@ -199,7 +157,7 @@ pub(crate) async fn look_again(host: &Host, limits: CallLimits) -> Vec<Ended> {
             CallEnd::Background(_) | CallEnd::TimedOut(_) => {
                 keep(
                     host.tasks(),
-                    &record(&made_of(&r), &done.end, false, trace.secrets()),
+                    &record(&r, &done.end, false, trace.secrets()),
                     trace,
                 );
             }
