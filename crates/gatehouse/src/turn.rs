@@ -231,7 +231,7 @@ impl Turn<'_> {
         let host = self.host;
         for ended in tasks::look_again(host, self.limits()).await {
             let r = &ended.record;
-            let status = tasks::status_of(&ended.end);
+            let status = tasks::status_of(&ended.end, ended.seen.as_ref());
             host.trace().add(
                 Who::Host,
                 format!(
@@ -240,7 +240,8 @@ impl Turn<'_> {
                 ),
                 json!({"server": r.server, "task_id": r.task_id, "status": status, "decision": "task_reported"}),
             );
-            let now = tasks::record(r, &ended.end, true, host.trace().secrets());
+            let seen = ended.seen.as_ref();
+            let now = tasks::record(r, &ended.end, seen, true, host.trace().secrets());
             let tool = host.catalog().get(&r.tool).cloned();
             let stem = format!("task-{}", crate::text::head(&r.task_id, 16));
             let ms = (records::now_ms().saturating_sub(r.started_ms)) as f64;
@@ -379,9 +380,9 @@ impl Turn<'_> {
         .await;
         stopper.finish();
         // A call run as a task is kept: to report it later when it goes on, to list it.
-        let kept = done.task.as_ref().map(|id| {
+        let kept = done.task.as_ref().map(|seen| {
             let made = tasks::Record {
-                task_id: id.clone(),
+                task_id: seen.id.clone(),
                 server: server.clone(),
                 tool: call.name.clone(),
                 wire_tool: tool.tool.name.to_string(),
@@ -396,7 +397,13 @@ impl Turn<'_> {
                 reported: false,
             };
             let reported = !matches!(done.end, dispatch::CallEnd::Background(_));
-            tasks::record(&made, &done.end, reported, self.host.trace().secrets())
+            tasks::record(
+                &made,
+                &done.end,
+                Some(seen),
+                reported,
+                self.host.trace().secrets(),
+            )
         });
         if let Some(r) = &kept {
             tasks::keep(self.host.tasks(), r, self.host.trace());
@@ -415,7 +422,7 @@ impl Turn<'_> {
             outcome,
             server: server.clone(),
             asked_user: done.asked_user,
-            task_id: done.task,
+            task_id: done.task.map(|seen| seen.id),
         }
     }
 

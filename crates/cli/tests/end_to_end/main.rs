@@ -32,4 +32,5 @@ mod mcp_command;
 mod openai_endpoint;
 mod screens;
 mod support_desk;
+mod tasks;
 mod tickets_confirmation;

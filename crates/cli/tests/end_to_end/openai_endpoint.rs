@@ -16,22 +16,22 @@ use serde_json::{Value, json};
 
 /// One request the fake endpoint received.
 #[derive(Debug, Clone)]
-struct Seen {
+pub(crate) struct Seen {
     method: String,
     path: String,
     authorization: Option<String>,
-    body: Value,
+    pub(crate) body: Value,
 }
 
 /// A minimal HTTP/1.1 server: one request per connection. `GET …/models` lists the model;
 /// each `POST …/chat/completions` takes the next scripted answer.
-struct Fake {
-    base: String,
+pub(crate) struct Fake {
+    pub(crate) base: String,
     seen: Arc<Mutex<Vec<Seen>>>,
 }
 
 impl Fake {
-    fn start(script: Vec<Value>) -> Fake {
+    pub(crate) fn start(script: Vec<Value>) -> Fake {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let base = format!("http://{}/v1", listener.local_addr().unwrap());
         let seen = Arc::new(Mutex::new(Vec::new()));
@@ -47,7 +47,7 @@ impl Fake {
         Fake { base, seen }
     }
 
-    fn chat_requests(&self) -> Vec<Seen> {
+    pub(crate) fn chat_requests(&self) -> Vec<Seen> {
         self.seen
             .lock()
             .unwrap()
@@ -120,7 +120,7 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Seen>>, script: &Mutex<std::vec::Int
 }
 
 /// A chat-completions answer calling one tool.
-fn tool_call(id: &str, name: &str, arguments: Value, tokens: (u64, u64)) -> Value {
+pub(crate) fn tool_call(id: &str, name: &str, arguments: Value, tokens: (u64, u64)) -> Value {
     json!({
         "id": format!("chatcmpl-{id}"),
         "object": "chat.completion",

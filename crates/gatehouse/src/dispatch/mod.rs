@@ -51,7 +51,7 @@ pub enum CallEnd<T = CallToolResult> {
     Stopped,
     /// The server runs the call as a task that was still going when the turn's wait ran
     /// out: it goes on in the background.
-    Background(task::TaskLeft),
+    Background(task::TaskSeen),
 }
 
 /// Stops the call in flight, if any: its request is cancelled on the server. Cheap to
@@ -102,8 +102,8 @@ pub struct Dispatched<T = CallToolResult> {
     pub rounds: usize,
     /// From the first round sent to the end.
     pub elapsed: Duration,
-    /// The task the server ran the call as, if it did.
-    pub task: Option<String>,
+    /// The task the server ran the call as, if it did, as last seen.
+    pub task: Option<task::TaskSeen>,
 }
 
 /// Limits for one call.
@@ -252,7 +252,7 @@ pub async fn call_tool(
         CallToolRequestParams::new(call.wire_name.to_owned()).with_arguments(call.arguments);
     params.meta = call.meta;
     let (mut asked_user, mut rounds, mut progress_steps) = (false, 0, 0);
-    let mut task_id = None;
+    let mut seen = None;
     let end = loop {
         rounds += 1;
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()));
@@ -279,7 +279,7 @@ pub async fn call_tool(
                 };
                 let followed = follow.run(created).await;
                 asked_user |= followed.asked_user;
-                task_id = followed.id;
+                seen = followed.seen;
                 break followed.end;
             }
             Ok(ServerResult::CreateTaskResult(_)) => {
@@ -315,7 +315,7 @@ pub async fn call_tool(
         asked_user,
         rounds,
         elapsed: start.elapsed(),
-        task: task_id,
+        task: seen,
     }
 }
 
@@ -353,7 +353,7 @@ pub async fn follow_task(
         asked_user: followed.asked_user,
         rounds: 0,
         elapsed: start.elapsed(),
-        task: followed.id,
+        task: followed.seen,
     }
 }
 

@@ -42,9 +42,10 @@ pub const MAX_STATUS_STEPS: usize = 200;
 /// Most characters of a status message a step shows.
 pub const MAX_STATUS_CHARS: usize = 200;
 
-/// A task the call left running: what the host keeps and the model is told.
+/// A task as the host last saw it: what it keeps, and, for a task the call left running,
+/// what the model is told.
 #[derive(Debug, Clone, PartialEq)]
-pub struct TaskLeft {
+pub struct TaskSeen {
     /// The task's id on its server.
     pub id: String,
     /// Its last status, as the server gave it.
@@ -113,11 +114,12 @@ pub(super) struct Follow<'a> {
     pub resumed: bool,
 }
 
-/// How following a task ended, with whether the person was asked.
+/// How following a task ended, with whether the person was asked and the task as last
+/// seen (none when its id was not usable).
 pub(super) struct Followed {
     pub end: CallEnd,
     pub asked_user: bool,
-    pub id: Option<String>,
+    pub seen: Option<TaskSeen>,
 }
 
 /// What one poll came to.
@@ -147,7 +149,7 @@ impl Follow<'_> {
                     self.server()
                 )),
                 asked_user: false,
-                id: None,
+                seen: None,
             };
         }
         self.trace().add(
@@ -176,7 +178,7 @@ impl Follow<'_> {
         Followed {
             end,
             asked_user: state.asked_user,
-            id: Some(state.id),
+            seen: Some(state.seen()),
         }
     }
 
@@ -366,11 +368,7 @@ impl Follow<'_> {
             json!({"server": self.server(), "task_id": state.id, "status": status_word(state.status),
                    "decision": "background"}),
         );
-        CallEnd::Background(TaskLeft {
-            id: state.id.clone(),
-            status: state.status,
-            message: state.message.clone(),
-        })
+        CallEnd::Background(state.seen())
     }
 
     /// Ask the server to cancel the task (bounded), and end with `end`.
@@ -404,6 +402,14 @@ impl Follow<'_> {
 }
 
 impl State {
+    fn seen(&self) -> TaskSeen {
+        TaskSeen {
+            id: self.id.clone(),
+            status: self.status,
+            message: self.message.clone(),
+        }
+    }
+
     fn new(id: String, status: TaskStatus, interval: Duration) -> State {
         State {
             id,

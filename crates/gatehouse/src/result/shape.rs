@@ -15,7 +15,7 @@ use crate::{
     catalog::CatalogTool,
     dispatch::{
         CallEnd,
-        task::{self, TaskLeft},
+        task::{self, TaskSeen},
     },
     redact::Secrets,
     text,
@@ -200,7 +200,7 @@ impl Shaper<'_> {
 
     /// A call the server runs as a task that goes on without the turn: the model learns
     /// the task's id and where it is, and that its result comes later.
-    fn background(&self, name: &str, server: &str, left: &TaskLeft) -> Shaped {
+    fn background(&self, name: &str, server: &str, left: &TaskSeen) -> Shaped {
         let mut task =
             json!({"id": left.id, "server": server, "status": task::status_word(left.status)});
         if let Some(message) = &left.message {

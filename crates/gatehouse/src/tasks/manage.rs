@@ -126,7 +126,13 @@ async fn follow(
     let meta = Some(meta_of(&r));
     let limits = limits(config, wait);
     let done = dispatch::follow_task(conn, &r.task_id, meta, limits, person, trace, &stop).await;
-    let now = record(&r, &done.end, r.reported, trace.secrets());
+    let now = record(
+        &r,
+        &done.end,
+        done.task.as_ref(),
+        r.reported,
+        trace.secrets(),
+    );
     records.keep(&now)?;
     let goes_on = matches!(done.end, CallEnd::Background(_) | CallEnd::TimedOut(_));
     Ok(Looked {
@@ -135,8 +141,13 @@ async fn follow(
     })
 }
 
-/// Cancel task `id` on its server (`tasks/cancel`), then look at it once. A task that has
-/// ended is left as it is.
+/// How long `cancel` follows a task after asking, for the cancellation to show: it is
+/// cooperative, and a task whose runner stopped is taken over (and so ends) only once its
+/// lease is stale.
+pub const CANCEL_SETTLE: Duration = Duration::from_secs(10);
+
+/// Cancel task `id` on its server (`tasks/cancel`), then follow it for up to
+/// [`CANCEL_SETTLE`] until it ends. A task that has ended is left as it is.
 pub async fn cancel(
     config: &Config,
     id: &str,
@@ -175,7 +186,7 @@ pub async fn cancel(
                 &conn,
                 &records,
                 r,
-                Duration::ZERO,
+                CANCEL_SETTLE,
                 person.as_ref(),
                 trace,
             )

@@ -15,8 +15,13 @@ use serde_json::{Value, json};
 
 pub use records::{Record, Records, default_path};
 
+use rmcp::model::TaskStatus;
+
 use crate::{
-    dispatch::{self, CallEnd, CallLimits, task},
+    dispatch::{
+        self, CallEnd, CallLimits,
+        task::{self, TaskSeen},
+    },
     host::Host,
     redact::Secrets,
     trace::{Trace, Who},
@@ -54,26 +59,34 @@ pub fn end_of(kept: &Value) -> CallEnd {
     CallEnd::Failed(reason.to_owned())
 }
 
-/// The status a record gives a call's end.
-pub fn status_of(end: &CallEnd) -> &'static str {
-    match end {
-        CallEnd::Result(_) => "completed",
-        CallEnd::ProtocolError(_) | CallEnd::Failed(_) => "failed",
-        CallEnd::Stopped => "cancelled",
-        CallEnd::TimedOut(_) => "working",
-        CallEnd::Background(left) => task::status_word(left.status),
+/// The status a record gives a call's end, the task as last `seen` when known (a task
+/// the server cancelled ends the call as a failure, but was cancelled).
+pub fn status_of(end: &CallEnd, seen: Option<&TaskSeen>) -> &'static str {
+    match (end, seen) {
+        (CallEnd::Result(_), _) => "completed",
+        (CallEnd::Failed(_), Some(s)) if s.status == TaskStatus::Cancelled => "cancelled",
+        (CallEnd::ProtocolError(_) | CallEnd::Failed(_), _) => "failed",
+        (CallEnd::Stopped, _) => "cancelled",
+        (CallEnd::TimedOut(_), _) => "working",
+        (CallEnd::Background(seen), _) => task::status_word(seen.status),
     }
 }
 
-/// `call`'s record as it stands after `end`: its status, message and end, its secrets
-/// replaced; `reported` when a model has been given the end.
-pub fn record(call: &Record, end: &CallEnd, reported: bool, secrets: &Secrets) -> Record {
+/// `call`'s record as it stands after `end` (the task as last `seen`): its status,
+/// message and end, its secrets replaced; `reported` when a model has been given the end.
+pub fn record(
+    call: &Record,
+    end: &CallEnd,
+    seen: Option<&TaskSeen>,
+    reported: bool,
+    secrets: &Secrets,
+) -> Record {
     let mut kept = end_json(end);
     if let Some(kept) = &mut kept {
         secrets.json(kept);
     }
     Record {
-        status: status_of(end).into(),
+        status: status_of(end, seen).into(),
         message: match end {
             CallEnd::Background(left) => left.message.clone(),
             _ => None,
@@ -108,6 +121,8 @@ pub struct Ended {
     pub record: Record,
     /// How it ended.
     pub end: CallEnd,
+    /// The task as last seen, when this look saw it.
+    pub seen: Option<TaskSeen>,
 }
 
 /// Look once at each task no model was told the end of, on the servers this host is
@@ -130,7 +145,11 @@ pub(crate) async fn look_again(host: &Host, limits: CallLimits) -> Vec<Ended> {
             let end = r.end.as_ref().map(end_of).unwrap_or_else(|| {
                 CallEnd::Failed(format!("task {} ended without a result", r.task_id))
             });
-            ended.push(Ended { record: r, end });
+            ended.push(Ended {
+                record: r,
+                end,
+                seen: None,
+            });
             continue;
         }
         let Some(conn) = host.connection(&r.server) else {
@@ -157,11 +176,15 @@ pub(crate) async fn look_again(host: &Host, limits: CallLimits) -> Vec<Ended> {
             CallEnd::Background(_) | CallEnd::TimedOut(_) => {
                 keep(
                     host.tasks(),
-                    &record(&r, &done.end, false, trace.secrets()),
+                    &record(&r, &done.end, done.task.as_ref(), false, trace.secrets()),
                     trace,
                 );
             }
-            end => ended.push(Ended { record: r, end }),
+            end => ended.push(Ended {
+                record: r,
+                end,
+                seen: done.task,
+            }),
         }
     }
     ended

@@ -65,7 +65,7 @@ pub struct Record {
     /// The call's number in its turn.
     pub step: u64,
     /// The last status the host knows (`working`, `input_required`, `completed`, `failed`,
-    /// `cancelled`), or `lost` when the server no longer knows it.
+    /// `cancelled`).
     pub status: String,
     /// The last status message, made visible.
     pub message: Option<String>,
@@ -82,10 +82,7 @@ pub struct Record {
 impl Record {
     /// Has the task ended (for the host: nothing more will come of it)?
     pub fn ended(&self) -> bool {
-        matches!(
-            self.status.as_str(),
-            "completed" | "failed" | "cancelled" | "lost"
-        )
+        matches!(self.status.as_str(), "completed" | "failed" | "cancelled")
     }
 }
 

@@ -230,7 +230,8 @@ pub fn scratch_dir() -> PathBuf {
 }
 
 /// `gatehouse ARGS` with extra environment, its output piped, in a fresh world: its own
-/// ticket store, and no servers file of the machine's user found by accident.
+/// ticket store, task records and servers' task store, and no servers file of the
+/// machine's user found by accident.
 pub fn gatehouse_command(args: &[&str], env: &[(&str, &str)]) -> Command {
     let mut cmd = Command::new(exe());
     cmd.args(args)
@@ -239,10 +240,17 @@ pub fn gatehouse_command(args: &[&str], env: &[(&str, &str)]) -> Command {
         .stderr(Stdio::piped())
         .env_remove("HOST_TOOL_TIMEOUT")
         .env_remove("HOST_TOOL_MAX_TIMEOUT")
+        .env_remove("HOST_TASK_WAIT")
+        .env_remove("GATEHOUSE_TASK_STALE_MS")
         .env_remove("GATEHOUSE_TICKETS_KEY")
         .env_remove("GATEHOUSE_CONFIG")
         .env("XDG_CONFIG_HOME", scratch_dir())
-        .env("GATEHOUSE_TICKETS_DB", scratch_dir().join("tickets.db"));
+        .env("GATEHOUSE_TICKETS_DB", scratch_dir().join("tickets.db"))
+        .env("GATEHOUSE_TASKS_FILE", scratch_dir().join("tasks.db"))
+        .env(
+            "GATEHOUSE_SERVER_TASKS_DB",
+            scratch_dir().join("server-tasks.db"),
+        );
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -398,14 +406,14 @@ pub fn run_in(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Ran {
 }
 
 /// A servers entry that starts one of the binary's own servers, passing it the test's
-/// ticket store (a server gets only the environment its entry names).
+/// ticket store and task store (a server gets only the environment its entry names).
 pub fn builtin_server(name: &str, env: Value) -> Value {
     let mut e = json!({"MCP_USER": "${GATEHOUSE_USER}", "MCP_TENANT": "${GATEHOUSE_TENANT}"});
     if let (Some(m), Value::Object(more)) = (e.as_object_mut(), env) {
         m.extend(more);
     }
     json!({"command": exe().to_string_lossy(), "args": ["serve", name], "env": e,
-           "passEnv": ["GATEHOUSE_TICKETS_*"]})
+           "passEnv": ["GATEHOUSE_TICKETS_*", "GATEHOUSE_SERVER_TASKS_DB", "GATEHOUSE_TASK_STALE_MS"]})
 }
 
 /// A servers entry that starts a stdio server.

@@ -37,6 +37,10 @@ pub fn serve_http(name: &str, tokens: &Path, db: &Path) -> Process {
     cmd.args(["serve", name, "--http", "127.0.0.1:0", "--tokens"])
         .arg(tokens)
         .env("GATEHOUSE_TICKETS_DB", db)
+        .env(
+            "GATEHOUSE_SERVER_TASKS_DB",
+            db.with_file_name("server-tasks.db"),
+        )
         .env_remove("GATEHOUSE_TICKETS_KEY")
         .env_remove("MCP_USER")
         .env_remove("MCP_TENANT");
