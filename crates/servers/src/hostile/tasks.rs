@@ -149,6 +149,11 @@ impl Tasks {
         };
         match method {
             "tasks/update" => {
+                eprintln!(
+                    "{}",
+                    json!({"event": "task_update", "task_id": task_id, "tool": task.tool,
+                           "inputResponses": params["inputResponses"]})
+                );
                 task.answers.extend(
                     params["inputResponses"]
                         .as_object()
@@ -166,6 +171,11 @@ impl Tasks {
             }
             _ => {
                 task.polls += 1;
+                eprintln!(
+                    "{}",
+                    json!({"event": "task_polled", "task_id": task_id, "tool": task.tool,
+                           "ms": task.created.elapsed().as_millis() as u64})
+                );
                 let mut got = state(&task_id, task);
                 got["resultType"] = json!("complete");
                 out.result(id, got);
