@@ -166,8 +166,10 @@ def support_configs(work: Path, wrap_dir: Path | None = None) -> tuple[Path, Pat
         return {"command": str(PEAKRSS), "args": [str(out), str(command), *map(str, args)], "env": IDENTITY_ENV}
 
     suffix = "-mem" if wrap_dir else ""
+    # The reference host keeps no ledger: like is compared with like. The ledger's own cost
+    # (one fdatasync per decision) is measured by `cargo bench --bench written_policy`.
     gh = {"mcpServers": {"support": entry(SERVERS, ["support"], "gh-support")},
-          "gatehouse": {"allow": ALLOW}}  # fmt: skip
+          "gatehouse": {"allow": ALLOW, "ledger": False}}  # fmt: skip
     ref = {"mcpServers": {"support": entry(PY, [REFERENCE / "support_server.py"], "ref-support")},
            "gatehouse": {"allow": ALLOW}}  # fmt: skip
     return write_json(work / f"gh-support{suffix}.json", gh), write_json(work / f"ref-support{suffix}.json", ref)

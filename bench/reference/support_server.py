@@ -73,16 +73,8 @@ def build_database() -> sqlite3.Connection:
     db = sqlite3.connect(":memory:", check_same_thread=False)
     db.executescript(
         """CREATE TABLE memberships (user TEXT NOT NULL, tenant TEXT NOT NULL, role TEXT NOT NULL,
-                                     PRIMARY KEY (user, tenant));
-           CREATE TABLE policies (tenant TEXT NOT NULL, doc_id TEXT NOT NULL, title TEXT NOT NULL,
-                                  body TEXT NOT NULL, PRIMARY KEY (tenant, doc_id));
-           CREATE VIRTUAL TABLE policy_fts USING fts5(
-               tenant UNINDEXED, doc_id UNINDEXED, title, text, tokenize = 'porter unicode61');
-           CREATE TABLE tickets (ticket_id TEXT PRIMARY KEY, tenant TEXT NOT NULL,
-                                 customer_name TEXT NOT NULL, subject TEXT NOT NULL,
-                                 body TEXT NOT NULL, team TEXT NOT NULL, priority INTEGER NOT NULL,
-                                 status TEXT NOT NULL, created_at TEXT NOT NULL,
-                                 messages TEXT NOT NULL);"""
+                                     PRIMARY KEY (user, tenant));"""
+        + (DATA / "schema.sql").read_text()
     )
     for m in json.loads(MEMBERSHIPS.read_text()):
         db.execute("INSERT INTO memberships VALUES (?, ?, ?)", (m["user"], m["tenant"], m["role"]))

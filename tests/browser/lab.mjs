@@ -103,6 +103,9 @@ try {
   await approval.waitFor({ timeout: T });
   check((await approval.innerText()).includes("tickets__open_ticket"), "the approval names the exact tool");
   check((await approval.locator("pre").innerText()).includes("jump-prod-02"), "the approval shows the exact arguments");
+  check(await approval.getByRole("button", { name: "Allow this tool for this session" }).count() === 1
+    && await approval.getByRole("button", { name: "Allow this tool in this project" }).count() === 1,
+    "the approval offers a and A, as the terminal does");
   await shot("approval");
   await approval.getByRole("button", { name: "Run" }).click();
   const form = page.locator('.prompt[data-kind="form"]');

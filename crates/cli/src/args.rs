@@ -26,6 +26,12 @@ pub enum Command {
     Tools(ToolsArgs),
     /// Run one of the built-in reference servers on stdio, or over HTTP with `--http`.
     Serve(gatehouse_servers::command::ServeArgs),
+    /// The person's policy: `policy explain TOOL [ARGS-JSON]` says which rule decides.
+    Policy(PolicyArgs),
+    /// Approvals remembered in this project (`A` at the prompt): list, revoke.
+    Approvals(ApprovalsArgs),
+    /// The ledger of every decision: verify its chain, show it.
+    Ledger(LedgerArgs),
     /// Serve the lab: a local web interface to the host (conversation, tool calls, forms,
     /// a manual panel and a message explorer) on 127.0.0.1.
     Lab(LabArgs),
@@ -335,4 +341,89 @@ pub struct LabArgs {
     /// No model: tools are run by hand from the manual panel.
     #[arg(long)]
     pub manual: bool,
+}
+
+/// `gatehouse policy …`: the person's rules at work.
+#[derive(Args, Debug)]
+pub struct PolicyArgs {
+    #[command(subcommand)]
+    pub command: PolicyCommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum PolicyCommand {
+    /// Say which rule decides a call and why, with the code the host decides with. Starts
+    /// the servers to know the tool's definition; sends nothing to them.
+    Explain(ExplainArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ExplainArgs {
+    /// The tool, as `gatehouse tools` names it (`server__tool`).
+    pub tool: String,
+    /// The call's arguments, as JSON (default `{}`).
+    pub arguments: Option<String>,
+    #[command(flatten)]
+    pub host: HostArgs,
+    #[command(flatten)]
+    pub screen: ScreenArgs,
+    /// Print the explanation as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `gatehouse approvals …`: the approvals remembered in this project (`A` at the prompt).
+#[derive(Args, Debug)]
+pub struct ApprovalsArgs {
+    #[command(subcommand)]
+    pub command: ApprovalsCommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ApprovalsCommand {
+    /// List this project's approvals: tool, when, and whether it is sealed for you.
+    List {
+        /// Print them as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke approvals by tool name (or all of them): the next call asks again.
+    Revoke {
+        /// The tools, exactly as listed.
+        #[arg(required_unless_present = "all")]
+        tools: Vec<String>,
+        /// Revoke every approval of this project.
+        #[arg(long, conflicts_with = "tools")]
+        all: bool,
+    },
+}
+
+/// `gatehouse ledger …`: the record of every decision.
+#[derive(Args, Debug)]
+pub struct LedgerArgs {
+    #[command(subcommand)]
+    pub command: LedgerCommand,
+    /// The ledger file (default: the servers file's `ledger.path`, else
+    /// ~/.local/state/gatehouse/ledger.jsonl).
+    #[arg(long, value_name = "FILE", global = true)]
+    pub file: Option<PathBuf>,
+    /// The servers file whose `ledger` setting names the ledger.
+    #[arg(long, value_name = "FILE", global = true)]
+    pub config: Option<PathBuf>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum LedgerCommand {
+    /// Walk the hash chain: name the first edited, removed, reordered or cut line.
+    Verify,
+    /// Show the decisions, oldest first.
+    Show {
+        /// Only those since a time: RFC 3339 (`2026-12-01T10:00:00Z`), a date
+        /// (`2026-12-01`, UTC), or an age (`30m`, `2h`, `7d`).
+        #[arg(long, value_name = "WHEN")]
+        since: Option<String>,
+        /// Print them as JSON lines, as written.
+        #[arg(long)]
+        json: bool,
+    },
 }

@@ -7,6 +7,7 @@ mod lab;
 mod manual;
 mod mcp;
 mod output;
+mod policy_commands;
 mod screen;
 mod tasks;
 
@@ -51,6 +52,9 @@ fn main() -> ExitCode {
             Ok(false) => return ExitCode::from(1),
             other => other.map(|_| ()),
         },
+        Command::Policy(p) => on_thread_pool(policy_commands::policy(p)),
+        Command::Approvals(a) => policy_commands::approvals(a),
+        Command::Ledger(l) => policy_commands::ledger(l),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -353,6 +357,8 @@ async fn tools(args: ToolsArgs) -> anyhow::Result<()> {
         .catalog()
         .tools()
         .iter()
+        // A tool a deny rule hides is not offered to the model, so not listed here.
+        .filter(|t| host.settings().rules.hiding(&t.name).is_none())
         .map(|t| {
             json!({
                 "name": t.name,

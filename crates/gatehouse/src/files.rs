@@ -32,6 +32,8 @@ enum Open {
     Truncate,
     /// Created, or added to when it exists.
     Append,
+    /// Created, or read and added to when it exists.
+    Keep,
 }
 
 fn options(how: Open) -> OpenOptions {
@@ -40,6 +42,7 @@ fn options(how: Open) -> OpenOptions {
         Open::New => options.write(true).create_new(true),
         Open::Truncate => options.write(true).create(true).truncate(true),
         Open::Append => options.append(true).create(true),
+        Open::Keep => options.read(true).append(true).create(true),
     };
     #[cfg(unix)]
     {
@@ -70,15 +73,22 @@ pub fn create_private(path: &Path) -> io::Result<File> {
     open_private(path, Open::Truncate)
 }
 
-/// Create the file at `path`, which must not exist yet, readable by the user only.
+/// Create the file at `path`, which must not exist yet, readable by the user only (its
+/// missing folders created private).
 pub fn create_new_private(path: &Path) -> io::Result<File> {
-    options(Open::New).open(path)
+    open_private(path, Open::New)
 }
 
 /// Open the file at `path` to add to it (a log that several runs write), creating it if
 /// need be; readable by the user only.
 pub fn append_private(path: &Path) -> io::Result<File> {
     open_private(path, Open::Append)
+}
+
+/// Open the file at `path` to read it and add to it, creating it (readable by the user
+/// only) if it is missing, and its folder too; what it holds is kept (ledgers, lock files).
+pub fn create_private_keep(path: &Path) -> io::Result<File> {
+    open_private(path, Open::Keep)
 }
 
 /// Write `bytes` to a new file in `dir` named `stem.ext`, or `stem-2.ext`, … if taken:

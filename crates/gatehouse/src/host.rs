@@ -14,12 +14,14 @@ use std::{
 use serde_json::json;
 
 use crate::{
-    catalog::{self, Catalog, Listing, Live},
+    approvals::ProjectFile,
+    catalog::{self, Catalog, Listing, Live, ToolSpec},
     config::{Config, Settings, Transport},
     connect::{self, Connection},
     dispatch::Stopper,
+    gate::Gate,
     person::Person,
-    redact,
+    policy, redact,
     tasks::{Records, default_path},
     trace::{Trace, Who, random_hex},
 };
@@ -41,12 +43,30 @@ pub struct Host {
     turns: AtomicU64,
     /// The records of calls run as tasks (`tasksFile`), opened on first use.
     tasks: Records,
+    /// The person's policy at work: approvals remembered, the ledger, the hooks.
+    gate: Gate,
 }
 
 impl Host {
     /// Start every configured server at once, discover their tools, and report every
     /// server that could not be used without stopping the others.
+    ///
+    /// Approvals remembered in a project are those of the project of the current folder
+    /// ([`ProjectFile::find`]); [`Host::start_in`] names another.
     pub async fn start(config: &Config, person: Arc<dyn Person>, trace: Trace) -> Host {
+        let project = std::env::current_dir()
+            .ok()
+            .map(|dir| ProjectFile::find(&dir, &crate::config::state_dir()));
+        Host::start_in(config, person, trace, project).await
+    }
+
+    /// As [`Host::start`], with approvals remembered in `project` (none with `None`).
+    pub async fn start_in(
+        config: &Config,
+        person: Arc<dyn Person>,
+        trace: Trace,
+        project: Option<ProjectFile>,
+    ) -> Host {
         for warning in &config.warnings {
             trace.add(Who::Host, format!("warning: {warning}"), json!({}));
         }
@@ -62,7 +82,9 @@ impl Host {
         let catalog = Live::start(listings, &connections).await;
         report_catalog(&catalog.current(), &trace);
         let session_id = random_hex(16);
+        let gate = Gate::new(&config.settings, project, &trace);
         Host {
+            gate,
             connections,
             catalog,
             save_dir: config
@@ -123,6 +145,19 @@ impl Host {
         &self.settings
     }
 
+    /// The gate every proposal goes through: policy, hooks, the person, the ledger.
+    pub fn gate(&self) -> &Gate {
+        &self.gate
+    }
+
+    /// The tools as the model is offered them: the catalog's, less those a deny rule
+    /// without conditions hides.
+    pub fn offered_tools(&self) -> Vec<ToolSpec> {
+        let mut tools = self.catalog().model_tools();
+        policy::offered(&mut tools, &self.settings);
+        tools
+    }
+
     /// The session's trace.
     pub fn trace(&self) -> &Trace {
         &self.trace
@@ -136,19 +171,27 @@ impl Host {
     /// Re-read the lists that changed (and, `by_age`, the stale ones); whether the catalog
     /// was rebuilt.
     pub(crate) async fn refresh_catalog(&self, by_age: bool) -> bool {
+        // The tools the policy may run without asking: a change to one is asked about.
+        let unasked: Vec<String> = self
+            .catalog()
+            .tools()
+            .iter()
+            .filter(|t| policy::may_run_unasked(&t.name, &self.settings))
+            .map(|t| t.name.clone())
+            .collect();
         self.catalog
             .refresh(
                 &self.connections,
                 by_age,
-                &self.settings.allow,
+                &unasked,
                 self.settings.connect_timeout,
                 &self.trace,
             )
             .await
     }
 
-    /// The live catalog, for the turn that decides on a call.
-    pub(crate) fn live(&self) -> &Live {
+    /// The live catalog, for the gate that decides on a call.
+    pub fn live(&self) -> &Live {
         &self.catalog
     }
 
@@ -167,8 +210,8 @@ impl Host {
         self.connections.iter().find(|c| c.name == server)
     }
 
-    /// The person, for the turn's approvals.
-    pub(crate) fn person(&self) -> &dyn Person {
+    /// The person, for the gate's approvals.
+    pub fn person(&self) -> &dyn Person {
         self.person.as_ref()
     }
 

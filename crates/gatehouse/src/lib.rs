@@ -7,7 +7,12 @@
 //! - [`catalog`]: discovery, namespacing, and the tools as the model sees them;
 //! - [`model`]: what proposes ([`model::Decision`]): scripted, playback, OpenAI-compatible;
 //! - [`policy`]: where a proposal is refused, run, or put to the person;
+//! - [`rules`]: the person's rules over tools and their arguments, as written;
+//! - [`approvals`]: approvals remembered for the session and the project;
 //! - [`schema`]: arguments and structured results checked against a tool's schemas;
+//! - [`gate`]: one proposal's whole decision: policy, hook, person, ledger;
+//! - [`ledger`]: every decision, hash-chained, written before the call is sent;
+//! - [`hooks`]: the person's commands before and after a call;
 //! - [`person`]: approvals and answers to servers' questions; always the person;
 //! - [`dispatch`]: the request, with its time limit, the person's Stop and the
 //!   `input_required` rounds;
@@ -20,25 +25,32 @@
 //!
 //! Beside them: [`text`] (a peer's text made safe to show), [`redact`] (the host's secrets
 //! kept out of what is shown, recorded or sent), [`files`] (files written for the person),
-//! and for the command line: [`probe`] (a quick look at every server, without a model) and
-//! [`edit`] (servers added to and removed from a servers file).
+//! [`digest`] (SHA-256 of arguments and definitions), and for the command line: [`probe`]
+//! (a quick look at every server, without a model) and [`edit`] (servers added to and
+//! removed from a servers file).
 #![warn(missing_docs)]
 
+pub mod approvals;
 pub mod catalog;
 pub mod config;
 pub mod connect;
 pub mod dispatch;
+pub mod gate;
+pub mod hooks;
 pub mod host;
+pub mod ledger;
 pub mod model;
 pub mod person;
 pub mod policy;
 pub mod probe;
 pub mod result;
+pub mod rules;
 pub mod schema;
 pub mod tasks;
 pub mod trace;
 pub mod turn;
 
+pub mod digest;
 pub mod edit;
 pub mod files;
 pub mod redact;

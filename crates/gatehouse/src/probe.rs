@@ -56,12 +56,7 @@ struct NoOne;
 
 impl Person for NoOne {
     fn approve<'a>(&'a self, _request: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
-        Box::pin(async {
-            Approval {
-                yes: false,
-                by: AnsweredBy::Nobody,
-            }
-        })
+        Box::pin(async { Approval::once(false, AnsweredBy::Nobody) })
     }
 
     fn elicit<'a>(

@@ -4,8 +4,9 @@
 //! A [`Turn`] is made per question and holds what is that question's own: its trace id,
 //! its calls, the resource URIs its results linked to. Calls in one decision run one after
 //! the other, in the model's order, each through every check on its own; each answer goes
-//! back with its call's id. One proposal reads as four stages: decide ([`crate::policy`]),
-//! ask ([`crate::person`]), send ([`crate::dispatch`]), shape ([`crate::result`]).
+//! back with its call's id. One proposal reads as four stages: decide (the [`crate::gate`]:
+//! policy, hook, person, ledger), send ([`crate::dispatch`]), the `afterCall` hook, shape
+//! ([`crate::result`]).
 
 use std::{collections::HashMap, time::Instant};
 
@@ -15,10 +16,9 @@ use serde_json::{Value, json};
 use crate::{
     catalog::{CatalogTool, HOST_LABEL, Origin},
     dispatch::{self, CallLimits},
+    gate::{self, Admission},
     host::Host,
     model::{Message, Model, ToolCall, Usage},
-    person,
-    policy::{self, Refusal, Verdict},
     result::{self, ForModel, Shaped, Shaper, shape::round_ms},
     tasks::{self, records},
     trace::{Outcome, ToolEvent, Who, random_hex},
@@ -55,14 +55,6 @@ impl TurnState {
 pub struct Turn<'h> {
     host: &'h Host,
     state: TurnState,
-}
-
-/// What the policy left of a proposal: the tool, its checked arguments, and why the person
-/// must be asked, if they must.
-struct Decided {
-    tool: CatalogTool,
-    arguments: JsonObject,
-    ask: Option<&'static str>,
 }
 
 /// How one proposed call ended, for the `host.tool_call` record.
@@ -128,13 +120,13 @@ impl Turn<'_> {
         self.report_ended_tasks(conversation).await;
         conversation.push(Message::User(question.into()));
         host.refresh_catalog(self.state.number > 1).await;
-        let mut tools = host.catalog().model_tools();
+        let mut tools = host.offered_tools();
         let mut usage = Usage::default();
         let limit = host.settings().max_model_calls;
         for _ in 0..limit {
             // A server may have announced a new list during the last call.
             if host.refresh_catalog(false).await {
-                tools = host.catalog().model_tools();
+                tools = host.offered_tools();
             }
             let decision = match model.decide(conversation, &tools).await {
                 Ok(d) => d,
@@ -197,12 +189,30 @@ impl Turn<'_> {
             format!("wants {}", call.name),
             json!({"arguments": arguments}),
         );
-        let ended = match self.decide(call) {
-            Err(ended) => ended,
-            Ok(decided) => match self.ask_person(call, &decided).await {
-                Some(ended) => ended,
-                None => self.send(call, decided, no).await,
-            },
+        let host = self.host;
+        let proposal = gate::Proposal {
+            call,
+            session: host.session_id(),
+            trace_id: &self.state.trace_id,
+            step: no,
+        };
+        let admitted = host
+            .gate()
+            .admit(
+                &proposal,
+                host.live(),
+                host.settings(),
+                host.person(),
+                host.trace(),
+            )
+            .await;
+        let ended = match admitted {
+            Admission::Refused {
+                text,
+                outcome,
+                server,
+            } => self.ended(call, &text, outcome, &server),
+            Admission::Send { tool, arguments } => self.send(call, *tool, arguments, no).await,
         };
         let arg_keys = arguments
             .as_object()
@@ -230,7 +240,7 @@ impl Turn<'_> {
     async fn report_ended_tasks(&mut self, conversation: &mut Vec<Message>) {
         let host = self.host;
         for ended in tasks::look_again(host, self.limits()).await {
-            let r = &ended.record;
+            let r = &ended.record.clone();
             let status = tasks::status_of(&ended.end, ended.seen.as_ref());
             host.trace().add(
                 Who::Host,
@@ -240,22 +250,8 @@ impl Turn<'_> {
                 ),
                 json!({"server": r.server, "task_id": r.task_id, "status": status, "decision": "task_reported"}),
             );
-            let seen = ended.seen.as_ref();
-            let now = tasks::record(r, &ended.end, seen, true, host.trace().secrets());
-            let tool = host.catalog().get(&r.tool).cloned();
-            let stem = format!("task-{}", crate::text::head(&r.task_id, 16));
             let ms = (records::now_ms().saturating_sub(r.started_ms)) as f64;
-            let (shown, outcome) = match tool {
-                Some(tool) => {
-                    let shaped = self.shaper().call(&r.tool, &tool, ended.end, ms, &stem);
-                    (shaped.shown, shaped.outcome)
-                }
-                None => {
-                    let why = "the task ended, but its tool is no longer offered; the person can read its end with `gatehouse tasks result ID`";
-                    (self.shaper().error(&r.tool, why), Outcome::Error)
-                }
-            };
-            tasks::keep(host.tasks(), &now, host.trace());
+            let (shown, outcome) = self.shape_ended_task(ended, ms).await;
             let call_id = format!("task_{}", crate::text::head(&r.task_id, 40));
             conversation.push(Message::Assistant {
                 text: None,
@@ -287,73 +283,61 @@ impl Turn<'_> {
         }
     }
 
-    /// Decide: the policy's verdict, taken out of the catalog lock (never held across an
-    /// await). A refusal ends the call here, nothing sent.
-    fn decide(&self, call: &ToolCall) -> Result<Decided, Ended> {
-        let catalog = self.host.catalog();
-        match policy::decide(call, &catalog, self.host.settings()) {
-            Verdict::Run { tool, arguments } => {
-                self.host.trace().add(
-                    Who::Host,
-                    "on the allow-list: run it",
-                    json!({"decision": "auto"}),
-                );
-                Ok(Decided {
-                    tool: tool.clone(),
-                    arguments,
-                    ask: None,
-                })
-            }
-            Verdict::Ask { tool, arguments } => Ok(Decided {
-                ask: Some(if tool.changed {
-                    "changed since it was put on the allow-list: ask the person"
-                } else {
-                    "not on the allow-list: ask the person"
-                }),
-                tool: tool.clone(),
-                arguments,
-            }),
-            Verdict::Refuse(refusal) => {
-                let server = catalog.get(&call.name).map(|t| t.origin.label().to_owned());
-                self.host
-                    .trace()
-                    .add(Who::Host, refusal.for_person(), refusal.data());
-                let (outcome, server) = match &refusal {
-                    Refusal::UnknownTool { .. } => (Outcome::UnknownTool, "-".to_owned()),
-                    _ => (Outcome::Refused, server.unwrap_or_else(|| "-".into())),
-                };
-                Err(self.ended(call, &refusal.for_model(), outcome, &server))
-            }
-        }
-    }
-
-    /// Ask: the person, when the policy says so. `Some` when they said no.
-    async fn ask_person(&self, call: &ToolCall, decided: &Decided) -> Option<Ended> {
-        let why = decided.ask?;
-        let (host, tool) = (self.host, &decided.tool);
-        let proposed = person::Proposed {
-            server: tool.origin.label(),
-            tool: &tool.name,
-            arguments: &decided.arguments,
-            annotations: tool.tool.annotations.as_ref(),
+    /// A task's end, reported at a later turn, through the gate's `afterCall` as any
+    /// call's end (with no arguments: its record keeps none) and shaped for the model;
+    /// its record is kept as reported, with the end as the gate left it.
+    async fn shape_ended_task(&self, ended: tasks::Ended, ms: f64) -> (ForModel, Outcome) {
+        let (host, r) = (self.host, &ended.record);
+        let tool = host.catalog().get(&r.tool).cloned();
+        let Some(tool) = tool else {
+            let now = tasks::record(
+                r,
+                &ended.end,
+                ended.seen.as_ref(),
+                true,
+                host.trace().secrets(),
+            );
+            tasks::keep(host.tasks(), &now, host.trace());
+            let why = "the task ended, but its tool is no longer offered; the person can read its end with `gatehouse tasks result ID`";
+            return (self.shaper().error(&r.tool, why), Outcome::Error);
         };
-        let approval = person::approve_call(host.person(), host.trace(), &proposed, why).await;
-        if !approval.yes {
-            let text = "the person declined this call";
-            return Some(self.ended(call, text, Outcome::Declined, tool.origin.label()));
-        }
-        if tool.changed {
-            host.live().mark_approved(&tool.name);
-        }
-        None
+        let call = ToolCall {
+            id: format!("task_{}", crate::text::head(&r.task_id, 40)),
+            name: r.tool.clone(),
+            arguments: "{}".into(),
+        };
+        let proposal = gate::Proposal {
+            call: &call,
+            session: host.session_id(),
+            trace_id: &r.trace_id,
+            step: r.step,
+        };
+        let end = host
+            .gate()
+            .after_call(
+                &proposal,
+                &tool,
+                &JsonObject::new(),
+                ended.end,
+                host.trace(),
+            )
+            .await;
+        let now = tasks::record(r, &end, ended.seen.as_ref(), true, host.trace().secrets());
+        tasks::keep(host.tasks(), &now, host.trace());
+        let stem = format!("task-{}", crate::text::head(&r.task_id, 16));
+        let shaped = self.shaper().call(&r.tool, &tool, end, ms, &stem);
+        (shaped.shown, shaped.outcome)
     }
 
     /// Send and shape: the call on its server (or the host's own tool), its end turned
     /// into what the model reads.
-    async fn send(&mut self, call: &ToolCall, decided: Decided, no: u64) -> Ended {
-        let Decided {
-            tool, arguments, ..
-        } = decided;
+    async fn send(
+        &mut self,
+        call: &ToolCall,
+        tool: CatalogTool,
+        arguments: JsonObject,
+        no: u64,
+    ) -> Ended {
         let Origin::Server(server) = &tool.origin else {
             return self.read_resource(call, &arguments, no).await;
         };
@@ -364,7 +348,7 @@ impl Turn<'_> {
         let to_send = dispatch::Call {
             conn,
             wire_name: &tool.tool.name,
-            arguments,
+            arguments: arguments.clone(),
             meta: Some(self.trace_meta(no)),
         };
         let stopper = self.host.stopper();
@@ -379,34 +363,18 @@ impl Turn<'_> {
         )
         .await;
         stopper.finish();
-        // A call run as a task is kept: to report it later when it goes on, to list it.
-        let kept = done.task.as_ref().map(|seen| {
-            let made = tasks::Record {
-                task_id: seen.id.clone(),
-                server: server.clone(),
-                tool: call.name.clone(),
-                wire_tool: tool.tool.name.to_string(),
-                session_id: self.host.session_id().to_owned(),
-                trace_id: self.state.trace_id.clone(),
-                step: no,
-                status: String::new(),
-                message: None,
-                started_ms,
-                updated_ms: started_ms,
-                end: None,
-                reported: false,
-            };
-            let reported = !matches!(done.end, dispatch::CallEnd::Background(_));
-            tasks::record(
-                &made,
-                &done.end,
-                Some(seen),
-                reported,
-                self.host.trace().secrets(),
-            )
-        });
-        if let Some(r) = &kept {
-            tasks::keep(self.host.tasks(), r, self.host.trace());
+        let proposal = gate::Proposal {
+            call,
+            session: self.host.session_id(),
+            trace_id: &self.state.trace_id,
+            step: no,
+        };
+        let gate = self.host.gate();
+        let end = gate
+            .after_call(&proposal, &tool, &arguments, done.end, self.host.trace())
+            .await;
+        if let Some(seen) = &done.task {
+            self.keep_task(call, &tool, no, started_ms, seen, &end);
         }
         let stem = self.stem(no);
         let Shaped {
@@ -415,7 +383,7 @@ impl Turn<'_> {
             links,
         } = self
             .shaper()
-            .call(&call.name, &tool, done.end, round_ms(done.elapsed), &stem);
+            .call(&call.name, &tool, end, round_ms(done.elapsed), &stem);
         self.remember(links, server);
         Ended {
             shown,
@@ -424,6 +392,38 @@ impl Turn<'_> {
             asked_user: done.asked_user,
             task_id: done.task.map(|seen| seen.id),
         }
+    }
+
+    /// A call run as a task is kept, with its end as the gate left it: to report it later
+    /// when it goes on, and to list it.
+    fn keep_task(
+        &self,
+        call: &ToolCall,
+        tool: &CatalogTool,
+        no: u64,
+        started_ms: u64,
+        seen: &dispatch::task::TaskSeen,
+        end: &dispatch::CallEnd,
+    ) {
+        let made = tasks::Record {
+            task_id: seen.id.clone(),
+            server: tool.origin.label().to_owned(),
+            tool: call.name.clone(),
+            wire_tool: tool.tool.name.to_string(),
+            session_id: self.host.session_id().to_owned(),
+            trace_id: self.state.trace_id.clone(),
+            step: no,
+            status: String::new(),
+            message: None,
+            started_ms,
+            updated_ms: started_ms,
+            end: None,
+            reported: false,
+        };
+        let reported = !matches!(end, dispatch::CallEnd::Background(_));
+        let secrets = self.host.trace().secrets();
+        let kept = tasks::record(&made, end, Some(seen), reported, secrets);
+        tasks::keep(self.host.tasks(), &kept, self.host.trace());
     }
 
     /// The host's own `read_resource`: only a URI this turn's results linked to, from a

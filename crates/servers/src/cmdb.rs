@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 use crate::{
     common::{self, Caller},
     data,
-    desk::{Call, Desk, Done, Failure, Parts, Ran},
+    desk::{Call, Desk, Done, Failure, Parts, Profile, Ran},
 };
 
 /// What the CMDB tells a client about itself at discovery.
@@ -148,8 +148,7 @@ impl CmdbServer {
 }
 
 impl Desk for CmdbServer {
-    const NAME: &'static str = "cmdb";
-    const INSTRUCTIONS: &'static str = INSTRUCTIONS;
+    const PROFILE: Profile = Profile::new("cmdb", INSTRUCTIONS);
 
     fn parts(&self) -> &Parts {
         &self.parts

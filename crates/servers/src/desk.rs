@@ -26,6 +26,7 @@ use serde_json::{Map, Value, json};
 
 use crate::{
     common::{self, Caller, RequestLog},
+    membership::{self, Refusal, Role},
     tasks::{Job, Leg, TaskMode, Tasks},
 };
 
@@ -161,6 +162,21 @@ pub enum Admission {
     },
 }
 
+impl Admission {
+    /// The admission a membership check gives: a member whose role has the scope is
+    /// admitted with that role, a member without it is forbidden, anyone else refused.
+    pub fn of(check: Result<Role, Refusal>) -> Self {
+        match check {
+            Ok(role) => Admission::Admitted(Some(role.name())),
+            Err(Refusal::NotMember) => Admission::Refused(membership::not_a_member()),
+            Err(refusal @ Refusal::Scope { role, .. }) => Admission::Forbidden {
+                role: role.name(),
+                message: refusal.message(),
+            },
+        }
+    }
+}
+
 /// What every reference server holds the same way: its name and version, its tools read
 /// from their definition files (`tools/SERVER.TOOL.json`), and the caller it was started for.
 #[derive(Debug, Clone)]
@@ -192,12 +208,40 @@ impl Parts {
     }
 }
 
+/// What a reference server says about itself, as one value each server writes once.
+#[derive(Debug, Clone, Copy)]
+pub struct Profile {
+    /// Its name in its records (`support`, `tickets`, …).
+    pub name: &'static str,
+    /// What it tells a client about itself at discovery.
+    pub instructions: &'static str,
+    /// Whether it offers resources besides its tools.
+    pub resources: bool,
+}
+
+impl Profile {
+    /// A server named `name` that says `instructions` at discovery and offers only tools.
+    pub const fn new(name: &'static str, instructions: &'static str) -> Self {
+        Profile {
+            name,
+            instructions,
+            resources: false,
+        }
+    }
+
+    /// The same server, offering resources too.
+    pub const fn with_resources(self) -> Self {
+        Profile {
+            resources: true,
+            ..self
+        }
+    }
+}
+
 /// What a reference server is, apart from the protocol plumbing they all share.
 pub trait Desk: Clone + Send + Sync + 'static {
-    /// The server's name in its records (`support`, `tickets`, …).
-    const NAME: &'static str;
-    /// What the server tells a client about itself at discovery.
-    const INSTRUCTIONS: &'static str;
+    /// Its name, what it says about itself, what it offers besides tools.
+    const PROFILE: Profile;
 
     /// What it holds the same way as every other server.
     fn parts(&self) -> &Parts;
@@ -213,9 +257,14 @@ pub trait Desk: Clone + Send + Sync + 'static {
     fn default_caller(&self) -> &Caller {
         &self.parts().caller
     }
-    /// What it offers besides tools.
+    /// What it offers: tools, and resources when it has them.
     fn capabilities(&self) -> ServerCapabilities {
-        ServerCapabilities::builder().enable_tools().build()
+        let offers = ServerCapabilities::builder().enable_tools();
+        if Self::PROFILE.resources {
+            offers.enable_resources().build()
+        } else {
+            offers.build()
+        }
     }
     /// May `caller` call `tool`? Checked before the tool is even looked up, so a caller
     /// with no membership learns nothing (default: anyone may).
@@ -304,6 +353,16 @@ pub fn tool_call_record(
     common::log_line(record);
 }
 
+/// The request log of `method` on `subject` to the server `profile` names.
+fn log(
+    profile: Profile,
+    method: &'static str,
+    subject: Option<&str>,
+    context: &RequestContext<RoleServer>,
+) -> RequestLog {
+    RequestLog::start(profile.name, method, subject, &context.meta)
+}
+
 impl<D: Desk> Served<D> {
     async fn call(
         &self,
@@ -318,7 +377,7 @@ impl<D: Desk> Served<D> {
             Admission::Refused(e) => return Err(e),
             Admission::Forbidden { role, message } => {
                 tool_call_record(
-                    D::NAME,
+                    D::PROFILE.name,
                     &caller,
                     Some(role),
                     name,
@@ -344,7 +403,7 @@ impl<D: Desk> Served<D> {
             context,
         };
         let record = |outcome: &str, extra: Value| {
-            tool_call_record(D::NAME, &caller, role, name, outcome, extra, start)
+            tool_call_record(D::PROFILE.name, &caller, role, name, outcome, extra, start)
         };
         if let Some(tasks) = desk.tasks() {
             match (desk.task_mode(name), crate::tasks::declared(context)) {
@@ -388,7 +447,7 @@ impl<D: Desk> ServerHandler for Served<D> {
         }
         ServerConfig::new(capabilities)
             .with_server_info(self.0.info().clone())
-            .with_instructions(D::INSTRUCTIONS)
+            .with_instructions(D::PROFILE.instructions)
     }
 
     fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
@@ -400,7 +459,12 @@ impl<D: Desk> ServerHandler for Served<D> {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let mut result = common::tool_list(D::NAME, self.0.tools(), self.0.info(), &context.meta);
+        let mut result = common::tool_list(
+            D::PROFILE.name,
+            self.0.tools(),
+            self.0.info(),
+            &context.meta,
+        );
         // Private: what a caller may do with the list depends on who they are.
         result.cache_scope = Some(rmcp::model::CacheScope::Private);
         result.ttl_ms = Some(0);
@@ -416,7 +480,7 @@ impl<D: Desk> ServerHandler for Served<D> {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let log = RequestLog::start(D::NAME, "tools/call", Some(&request.name), &context.meta);
+        let log = log(D::PROFILE, "tools/call", Some(&request.name), &context);
         let response = self.call(&request, &context).await;
         log.finish(common::call_outcome(&response));
         response
@@ -451,7 +515,7 @@ impl<D: Desk> ServerHandler for Served<D> {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let log = RequestLog::start(D::NAME, "resources/list", None, &context.meta);
+        let log = log(D::PROFILE, "resources/list", None, &context);
         let caller = Caller::of_request(self.0.default_caller(), &context);
         let response = self.0.list_resources(&caller);
         log.finish(if response.is_ok() { "ok" } else { "error" });
@@ -463,7 +527,7 @@ impl<D: Desk> ServerHandler for Served<D> {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let log = RequestLog::start(D::NAME, "resources/read", Some(&request.uri), &context.meta);
+        let log = log(D::PROFILE, "resources/read", Some(&request.uri), &context);
         let caller = Caller::of_request(self.0.default_caller(), &context);
         let response = self.0.read_resource(&caller, &request.uri);
         log.finish(if response.is_ok() { "ok" } else { "error" });

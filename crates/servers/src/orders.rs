@@ -9,14 +9,14 @@ use std::{sync::Arc, time::Duration};
 
 use rmcp::{
     ErrorData,
-    model::{CallToolResult, ListResourcesResult, ReadResourceResponse, ServerCapabilities},
+    model::{CallToolResult, ListResourcesResult, ReadResourceResponse},
 };
 use serde_json::{Map, Value, json};
 
 use crate::{
     common::{self, Caller},
     data,
-    desk::{Call, Desk, Done, Failure, Parts, Ran},
+    desk::{Call, Desk, Done, Failure, Parts, Profile, Ran},
     tasks::{Job, Leg, TaskMode, Tasks, Watch},
 };
 
@@ -233,18 +233,10 @@ pub struct Export {
 }
 
 impl Desk for OrdersServer {
-    const NAME: &'static str = "orders";
-    const INSTRUCTIONS: &'static str = INSTRUCTIONS;
+    const PROFILE: Profile = Profile::new("orders", INSTRUCTIONS).with_resources();
 
     fn parts(&self) -> &Parts {
         &self.parts
-    }
-
-    fn capabilities(&self) -> ServerCapabilities {
-        ServerCapabilities::builder()
-            .enable_tools()
-            .enable_resources()
-            .build()
     }
 
     async fn run(&self, call: Call<'_>) -> Result<Done, Failure> {

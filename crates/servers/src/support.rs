@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use rmcp::{
     ErrorData,
-    model::{ListResourcesResult, ReadResourceResponse, ServerCapabilities},
+    model::{ListResourcesResult, ReadResourceResponse},
 };
 use rusqlite::{Connection, params};
 use serde::Deserialize;
@@ -20,8 +20,8 @@ use serde_json::{Value, json};
 use crate::{
     common::{self, Caller},
     data,
-    desk::{Admission, Call, Desk, Done, Failure, Parts, Ran},
-    membership::{self, Memberships, Refusal},
+    desk::{Admission, Call, Desk, Done, Failure, Parts, Profile, Ran},
+    membership::{self, Memberships},
 };
 
 /// What the server tells a client about itself at discovery.
@@ -67,20 +67,13 @@ struct MessageRecord {
     created_at: String,
 }
 
+/// The support database's tables (shared with the Python reference server).
+pub const SCHEMA_FILE: &str = "data/support/schema.sql";
+
 /// Build the support database in memory from the embedded data files.
 pub fn build_database() -> anyhow::Result<Connection> {
     let db = Connection::open_in_memory()?;
-    db.execute_batch(
-        "CREATE TABLE policies (tenant TEXT NOT NULL, doc_id TEXT NOT NULL, title TEXT NOT NULL,
-                                body TEXT NOT NULL, PRIMARY KEY (tenant, doc_id));
-         CREATE VIRTUAL TABLE policy_fts USING fts5(
-             tenant UNINDEXED, doc_id UNINDEXED, title, text, tokenize = 'porter unicode61');
-         CREATE TABLE tickets (ticket_id TEXT PRIMARY KEY, tenant TEXT NOT NULL,
-                               customer_name TEXT NOT NULL, subject TEXT NOT NULL,
-                               body TEXT NOT NULL, team TEXT NOT NULL, priority INTEGER NOT NULL,
-                               status TEXT NOT NULL, created_at TEXT NOT NULL,
-                               messages TEXT NOT NULL);",
-    )?;
+    db.execute_batch(data::file(SCHEMA_FILE).expect("the schema is embedded"))?;
     for (path, text) in data::files_under("data/support/policies/") {
         let rest = &path["data/support/policies/".len()..];
         let Some((tenant, file)) = rest.split_once('/') else {
@@ -333,30 +326,15 @@ impl SupportServer {
 }
 
 impl Desk for SupportServer {
-    const NAME: &'static str = "support";
-    const INSTRUCTIONS: &'static str = INSTRUCTIONS;
+    const PROFILE: Profile = Profile::new("support", INSTRUCTIONS).with_resources();
 
     fn parts(&self) -> &Parts {
         &self.parts
     }
 
-    fn capabilities(&self) -> ServerCapabilities {
-        ServerCapabilities::builder()
-            .enable_tools()
-            .enable_resources()
-            .build()
-    }
-
     /// Membership first (-32003 before anything is looked at), then the tool's scope.
     fn admit(&self, caller: &Caller, tool: &str) -> Admission {
-        match self.members.check(caller, scope_of(tool)) {
-            Ok(role) => Admission::Admitted(Some(role.name())),
-            Err(Refusal::NotMember) => Admission::Refused(membership::not_a_member()),
-            Err(refusal @ Refusal::Scope { role, .. }) => Admission::Forbidden {
-                role: role.name(),
-                message: refusal.message(),
-            },
-        }
+        Admission::of(self.members.check(caller, scope_of(tool)))
     }
 
     async fn run(&self, call: Call<'_>) -> Result<Done, Failure> {

@@ -50,8 +50,8 @@ use sha2::{Digest, Sha256};
 
 use crate::{
     common::{self, Caller},
-    desk::{Admission, Call, Desk, Done, Failure, Parts, Ran},
-    membership::{self, Memberships, Refusal},
+    desk::{Admission, Call, Desk, Done, Failure, Parts, Profile, Ran},
+    membership::{self, Memberships},
     store,
 };
 
@@ -535,8 +535,7 @@ impl TicketsServer {
 }
 
 impl Desk for TicketsServer {
-    const NAME: &'static str = "tickets";
-    const INSTRUCTIONS: &'static str = INSTRUCTIONS;
+    const PROFILE: Profile = Profile::new("tickets", INSTRUCTIONS);
 
     fn parts(&self) -> &Parts {
         &self.parts
@@ -545,21 +544,11 @@ impl Desk for TicketsServer {
     /// No membership is -32003 before anything else (even an unknown tool's name is not
     /// looked at); a role without the tool's scope, a tool error.
     fn admit(&self, caller: &Caller, tool: &str) -> Admission {
-        if !self.members.is_member(caller) {
-            return Admission::Refused(membership::not_a_member());
-        }
         let scope = match tool {
             "open_ticket" => membership::INCIDENTS_WRITE,
             _ => membership::INCIDENTS_READ,
         };
-        match self.members.check(caller, scope) {
-            Ok(role) => Admission::Admitted(Some(role.name())),
-            Err(Refusal::NotMember) => Admission::Refused(membership::not_a_member()),
-            Err(refusal @ Refusal::Scope { role, .. }) => Admission::Forbidden {
-                role: role.name(),
-                message: refusal.message(),
-            },
-        }
+        Admission::of(self.members.check(caller, scope))
     }
 
     async fn run(&self, call: Call<'_>) -> Result<Done, Failure> {

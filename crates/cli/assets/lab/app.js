@@ -430,9 +430,16 @@ function showPrompt(e) {
       el("p", {}, "The assistant wants to run ", el("code", { text: e.tool }), " on server ",
         el("span", { class: "asker", text: e.server }), " with exactly these arguments:"),
       el("pre", { text: pretty(e.arguments) }),
+      e.proposed ? el("p", { class: "muted" }, "Rewritten by the beforeCall hook; the assistant proposed: ",
+        el("code", { text: JSON.stringify(e.proposed) })) : null,
+      e.why ? el("p", { class: "muted", text: e.why }) : null,
       hintBadges(e.annotations),
       el("div", { class: "buttons" },
         el("button", { class: "ok", type: "button", text: "Run", onclick: () => answer(e.id, { run: true }, card) }),
+        e.may_remember ? el("button", { type: "button", text: "Allow this tool for this session", title: "a: until the host stops, while the tool's definition stays the same",
+          onclick: () => answer(e.id, { run: true, remember: "session" }, card) }) : null,
+        e.may_remember ? el("button", { type: "button", text: "Allow this tool in this project", title: "A: written to .gatehouse/approvals.json; a changed definition asks again",
+          onclick: () => answer(e.id, { run: true, remember: "project" }, card) }) : null,
         el("button", { class: "danger", type: "button", text: "Refuse", onclick: () => answer(e.id, { run: false }, card) })),
       el("div", { class: "form-error" }));
   } else if (e.kind === "form") {

@@ -13,6 +13,7 @@ use std::{
 };
 
 use futures::future::BoxFuture;
+use gatehouse::approvals::Scope;
 use gatehouse::person::{AnsweredBy, Approval, ApprovalRequest, FormField, Person, form_fields};
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
 use serde_json::{Map, Value, json};
@@ -22,7 +23,10 @@ use super::events::Hub;
 
 /// What a question expects back.
 enum Expect {
-    Approval(oneshot::Sender<bool>),
+    Approval {
+        may_remember: bool,
+        reply: oneshot::Sender<(bool, Option<Scope>)>,
+    },
     Form {
         fields: Vec<FormField>,
         reply: oneshot::Sender<ElicitResult>,
@@ -70,7 +74,8 @@ impl WebPerson {
         id
     }
 
-    /// The page's answer to question `id`: `{"run": bool}` for an approval,
+    /// The page's answer to question `id`: `{"run": bool}` for an approval, with
+    /// `"remember": "session"|"project"` where the question offered it,
     /// `{"action": "accept"|"decline"|"cancel", "content": {field: text}}` for a form or URL.
     /// Returns what was decided, in words, for the page.
     pub fn answer(&self, id: u64, body: &Value) -> Result<Value, AnswerError> {
@@ -83,10 +88,19 @@ impl WebPerson {
             fields: Map::new(),
         };
         let parsed = match &expect {
-            Expect::Approval(_) => match body["run"].as_bool() {
-                Some(run) => Ok(Parsed::Run(run)),
-                None => Err(invalid("an approval needs {\"run\": true|false}")),
-            },
+            Expect::Approval { may_remember, .. } => {
+                let remember = match body.get("remember").and_then(Value::as_str) {
+                    None => Ok(None),
+                    Some("session") if *may_remember => Ok(Some(Scope::Session)),
+                    Some("project") if *may_remember => Ok(Some(Scope::Project)),
+                    Some(_) => Err(invalid("\"remember\" is session or project, where offered")),
+                };
+                match (body["run"].as_bool(), remember) {
+                    (Some(run), Ok(remember)) => Ok(Parsed::Run(run, remember.filter(|_| run))),
+                    (None, _) => Err(invalid("an approval needs {\"run\": true|false}")),
+                    (_, Err(e)) => Err(e),
+                }
+            }
             Expect::Form { fields, .. } => parse_action(body).and_then(|action| {
                 if action != ElicitationAction::Accept {
                     return Ok(Parsed::Elicit(ElicitResult::new(action)));
@@ -109,9 +123,9 @@ impl WebPerson {
         };
         drop(waiting);
         let said = match (expect, parsed) {
-            (Expect::Approval(reply), Parsed::Run(run)) => {
-                let _ = reply.send(run);
-                json!({"run": run})
+            (Expect::Approval { reply, .. }, Parsed::Run(run, remember)) => {
+                let _ = reply.send((run, remember));
+                json!({"run": run, "remember": remember.map(Scope::as_str)})
             }
             (Expect::Form { reply, .. } | Expect::Url(reply), Parsed::Elicit(result)) => {
                 let said = json!({"action": result.action, "content": result.content});
@@ -127,7 +141,7 @@ impl WebPerson {
 }
 
 enum Parsed {
-    Run(bool),
+    Run(bool, Option<Scope>),
     Elicit(ElicitResult),
 }
 
@@ -216,20 +230,27 @@ impl Person for WebPerson {
         Box::pin(async move {
             let (tx, rx) = oneshot::channel();
             self.ask(
-                Expect::Approval(tx),
+                Expect::Approval {
+                    may_remember: request.may_remember,
+                    reply: tx,
+                },
                 json!({
                     "kind": "approval",
                     "server": request.server,
                     "tool": request.tool,
                     "arguments": request.arguments,
                     "annotations": request.annotations,
+                    "why": request.why,
+                    "may_remember": request.may_remember,
+                    "proposed": request.proposed,
                 }),
             );
             // If the lab goes away before anyone answers, the answer is no.
-            let yes = rx.await.unwrap_or(false);
+            let (yes, remember) = rx.await.unwrap_or((false, None));
             Approval {
                 yes,
                 by: AnsweredBy::Terminal,
+                remember,
             }
         })
     }
@@ -324,6 +345,9 @@ mod tests {
             tool: "tickets__open_ticket".into(),
             arguments: json!({"summary": "x"}),
             annotations: json!({}),
+            why: "not on the allow-list: ask the person".into(),
+            may_remember: true,
+            proposed: None,
         };
         let p = person.clone();
         let waiting = tokio::spawn(async move { p.approve(&request).await });
@@ -344,5 +368,46 @@ mod tests {
             person.answer(1, &json!({"run": true})),
             Err(AnswerError::NotWaiting(1))
         );
+    }
+
+    #[tokio::test]
+    async fn the_lab_offers_the_same_remembered_choices_as_the_terminal() {
+        let hub = Arc::new(Hub::default());
+        let person = Arc::new(WebPerson::new(hub.clone()));
+        let ask = |may_remember| ApprovalRequest {
+            server: "tickets".into(),
+            tool: "tickets__open_ticket".into(),
+            arguments: json!({"summary": "x"}),
+            annotations: json!({}),
+            why: "rules[0] says ask the person".into(),
+            may_remember,
+            proposed: None,
+        };
+        let p = person.clone();
+        let waiting = tokio::spawn(async move { p.approve(&ask(true)).await });
+        while hub.subscribe().0.is_empty() {
+            tokio::task::yield_now().await;
+        }
+        assert!(matches!(
+            person.answer(1, &json!({"run": true, "remember": "forever"})),
+            Err(AnswerError::Invalid { .. })
+        ));
+        let said = person.answer(1, &json!({"run": true, "remember": "project"}));
+        assert_eq!(said.unwrap()["remember"], "project");
+        let approval = waiting.await.unwrap();
+        assert!(approval.yes);
+        assert_eq!(approval.remember, Some(Scope::Project));
+        // Where a rule asks, nothing can be remembered.
+        let p = person.clone();
+        let waiting = tokio::spawn(async move { p.approve(&ask(false)).await });
+        while hub.subscribe().0.len() < 3 {
+            tokio::task::yield_now().await;
+        }
+        assert!(matches!(
+            person.answer(2, &json!({"run": true, "remember": "session"})),
+            Err(AnswerError::Invalid { .. })
+        ));
+        assert!(person.answer(2, &json!({"run": true})).is_ok());
+        assert_eq!(waiting.await.unwrap().remember, None);
     }
 }

@@ -10,7 +10,7 @@ use std::{convert::Infallible, sync::Arc, time::Duration};
 use axum::{
     Json, Router,
     body::{Body, Bytes},
-    extract::{Path, Request, State},
+    extract::{FromRequest, Path, Request, State},
     http::{HeaderMap, HeaderValue, StatusCode, header},
     middleware::{self, Next},
     response::{
@@ -157,12 +157,28 @@ async fn index(State(s): State<AppState>) -> Response {
         .into_response()
 }
 
-/// Read a JSON object from the body, or say clearly why not (for a 400).
-fn json_body(body: &Bytes) -> Result<Value, String> {
-    match serde_json::from_slice::<Value>(body) {
-        Ok(v @ Value::Object(_)) => Ok(v),
-        Ok(_) => Err("the body must be a JSON object".into()),
-        Err(e) => Err(format!("the body is not valid JSON: {e}")),
+/// A request body that is a JSON object; anything else is refused with a 400 that says
+/// why, before the handler runs.
+struct JsonObject(Value);
+
+impl<S: Send + Sync> FromRequest<S> for JsonObject {
+    type Rejection = Response;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Response> {
+        let body = Bytes::from_request(request, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        match serde_json::from_slice::<Value>(&body) {
+            Ok(v @ Value::Object(_)) => Ok(JsonObject(v)),
+            Ok(_) => Err(error(
+                StatusCode::BAD_REQUEST,
+                "the body must be a JSON object",
+            )),
+            Err(e) => Err(error(
+                StatusCode::BAD_REQUEST,
+                format!("the body is not valid JSON: {e}"),
+            )),
+        }
     }
 }
 
@@ -192,11 +208,7 @@ fn started(result: Result<u64, StartError>) -> Response {
     }
 }
 
-async fn ask(State(s): State<AppState>, body: Bytes) -> Response {
-    let body = match json_body(&body) {
-        Ok(b) => b,
-        Err(why) => return error(StatusCode::BAD_REQUEST, why),
-    };
+async fn ask(State(s): State<AppState>, JsonObject(body): JsonObject) -> Response {
     match body["question"].as_str().map(str::trim) {
         Some(q) if !q.is_empty() => started(s.lab.ask(q.to_owned())),
         _ => error(
@@ -206,11 +218,7 @@ async fn ask(State(s): State<AppState>, body: Bytes) -> Response {
     }
 }
 
-async fn propose(State(s): State<AppState>, body: Bytes) -> Response {
-    let body = match json_body(&body) {
-        Ok(b) => b,
-        Err(why) => return error(StatusCode::BAD_REQUEST, why),
-    };
+async fn propose(State(s): State<AppState>, JsonObject(body): JsonObject) -> Response {
     let Some(tool) = body["tool"].as_str().filter(|t| !t.is_empty()) else {
         return error(StatusCode::BAD_REQUEST, "\"tool\" must name a tool");
     };
@@ -227,13 +235,13 @@ async fn stop(State(s): State<AppState>) -> Response {
     Json(json!({"stopped": s.lab.stop()})).into_response()
 }
 
-async fn answer(State(s): State<AppState>, Path(id): Path<String>, body: Bytes) -> Response {
+async fn answer(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    JsonObject(body): JsonObject,
+) -> Response {
     let Ok(id) = id.parse::<u64>() else {
         return error(StatusCode::BAD_REQUEST, "the question id must be a number");
-    };
-    let body = match json_body(&body) {
-        Ok(b) => b,
-        Err(why) => return error(StatusCode::BAD_REQUEST, why),
     };
     match s.lab.person.answer(id, &body) {
         Ok(said) => Json(json!({"ok": true, "answer": said})).into_response(),

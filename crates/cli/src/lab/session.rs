@@ -179,7 +179,7 @@ impl Lab {
 
     /// The catalog as the manual panel shows it.
     pub fn tools(&self) -> Vec<Value> {
-        let allow = &self.host.settings().allow;
+        let settings = self.host.settings();
         self.host
             .catalog()
             .tools()
@@ -191,7 +191,7 @@ impl Lab {
                     "description": t.tool.description,
                     "input_schema": Value::Object((*t.tool.input_schema).clone()),
                     "annotations": gatehouse::person::annotations_for_display(t.tool.annotations.as_ref()),
-                    "allowed": allow.contains(&t.name),
+                    "allowed": gatehouse::policy::may_run_unasked(&t.name, settings),
                 })
             })
             .collect()

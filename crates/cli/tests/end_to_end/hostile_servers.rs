@@ -105,10 +105,24 @@ fn says(w: &Watched, part: &str) {
     assert!(steps(w).contains(part), "{part}: {}", steps(w));
 }
 
-#[test]
-fn garbage_lines_around_the_answers_are_ignored() {
-    let w = attack_once("garbage");
-    says(&w, "server: result: ");
+/// One test per scenario: its `attack` tool called once, and the steps hold the words.
+macro_rules! says_once {
+    ($($name:ident: $scenario:literal => $part:literal,)*) => {
+        $(
+            #[test]
+            fn $name() {
+                says(&attack_once($scenario), $part);
+            }
+        )*
+    };
+}
+
+// The scenarios whose one call the steps must describe in these words.
+says_once! {
+    garbage_lines_around_the_answers_are_ignored: "garbage" => "server: result: ",
+    a_server_that_never_answers_is_timed_out: "silent" => "timed out after 3",
+    a_server_that_dies_mid_answer_is_reported: "die" => "closed during the call",
+    questions_for_ever_stop_at_the_round_cap: "ask-forever" => "asked for input more than 10 times",
 }
 
 #[test]
@@ -167,24 +181,6 @@ fn a_flood_of_server_requests_never_reaches_past_the_person_s_bounds() {
         "{}",
         texts.join("\n")
     );
-}
-
-#[test]
-fn a_server_that_never_answers_is_timed_out() {
-    let w = attack_once("silent");
-    says(&w, "timed out after 3");
-}
-
-#[test]
-fn a_server_that_dies_mid_answer_is_reported() {
-    let w = attack_once("die");
-    says(&w, "closed during the call");
-}
-
-#[test]
-fn questions_for_ever_stop_at_the_round_cap() {
-    let w = attack_once("ask-forever");
-    says(&w, "asked for input more than 10 times");
 }
 
 #[test]

@@ -5,7 +5,11 @@
 //! nginx) open exactly one ticket per confirmation, and a second round whose answer was
 //! lost gets its ticket when sent again, even across a crash.
 
-use crate::common::{self, http_server::*};
+use crate::common::{
+    self,
+    client::{Asker, can_ask, open_ticket},
+    http_server::*,
+};
 
 use std::{
     path::{Path, PathBuf},
@@ -14,9 +18,8 @@ use std::{
 };
 
 use rmcp::{
-    ClientHandler, ClientLifecycleMode, ClientServiceExt, ErrorData, RoleClient,
+    ClientLifecycleMode, ClientServiceExt,
     model::*,
-    service::RequestContext,
     transport::{
         StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
     },
@@ -96,47 +99,16 @@ async fn every_reference_server_answers_discover_list_and_a_call() {
         let result = called.result(3);
         assert_eq!(result["isError"], false, "{name}: {result}");
         assert!(
-            text_of(result).contains(expect),
+            common::texts(result).contains(expect),
             "{name}: {}",
-            text_of(result)
+            common::texts(result)
         );
-    }
-}
-
-/// A client that answers every `elicitation/create` with a fixed answer.
-struct Asker {
-    answer: ElicitResult,
-}
-
-impl ClientHandler for Asker {
-    fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
-            ClientCapabilities::builder().enable_elicitation().build(),
-            Implementation::new("http-servers-test", "0.1.0"),
-        )
-    }
-
-    async fn create_elicitation(
-        &self,
-        _request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
-    ) -> Result<ElicitResult, ErrorData> {
-        Ok(self.answer.clone())
     }
 }
 
 fn rmcp_transport(url: &str, token: &str) -> StreamableHttpClientTransport<reqwest::Client> {
     StreamableHttpClientTransport::from_config(
         StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(token.to_owned()),
-    )
-}
-
-fn open_ticket(host: &str, summary: &str) -> CallToolRequestParams {
-    CallToolRequestParams::new("open_ticket").with_arguments(
-        json!({"host": host, "summary": summary})
-            .as_object()
-            .unwrap()
-            .clone(),
     )
 }
 
@@ -167,17 +139,15 @@ async fn rmcp_clients_of_both_eras() {
 
     // 2026-07-28: discover, then stateless requests with the standard headers (rmcp's
     // client sets them); the confirmation is an input_required round.
-    let modern = Asker {
-        answer: answer.clone(),
-    }
-    .serve_with_lifecycle(
-        rmcp_transport(&server.url, SAM),
-        ClientLifecycleMode::Discover {
-            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-        },
-    )
-    .await
-    .expect("a 2026-07-28 client connects over HTTP");
+    let modern = Asker::new(can_ask(), answer.clone())
+        .serve_with_lifecycle(
+            rmcp_transport(&server.url, SAM),
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        )
+        .await
+        .expect("a 2026-07-28 client connects over HTTP");
     let tools = modern.list_all_tools().await.unwrap();
     assert!(tools.iter().any(|t| t.name == "open_ticket"));
     match modern
@@ -192,7 +162,7 @@ async fn rmcp_clients_of_both_eras() {
 
     // 2025-11-25: initialize, a session, and the question as a server-sent
     // elicitation/create inside the call, on the call's own stream.
-    let legacy = Asker { answer }
+    let legacy = Asker::new(can_ask(), answer)
         .serve_with_lifecycle(
             rmcp_transport(&server.url, SAM),
             ClientLifecycleMode::Initialize,
@@ -280,9 +250,9 @@ async fn the_bearer_token_decides_who_is_calling() {
     let refused = omar.result(1);
     assert_eq!(refused["isError"], true);
     assert!(
-        text_of(refused).contains("your role (read_only) does not allow tickets:read"),
+        common::texts(refused).contains("your role (read_only) does not allow tickets:read"),
         "{}",
-        text_of(refused)
+        common::texts(refused)
     );
     let searched = call_tool(
         &server.url,
@@ -433,7 +403,7 @@ async fn no_auth_acts_as_the_caller_in_the_environment() {
     )
     .await;
     assert!(
-        text_of(r.result(1)).contains("your role (read_only)"),
+        common::texts(r.result(1)).contains("your role (read_only)"),
         "{}",
         r.text
     );
@@ -464,79 +434,62 @@ async fn headers_origin_and_body_size_are_checked() {
         headers
     };
 
-    // Mcp-Method naming another method than the body's.
-    let r = post_raw(
-        &server.url,
-        Some(SAM),
-        &with(&[("Mcp-Method", Some("tools/list"))]),
-        call.to_string(),
-    )
-    .await;
-    assert_eq!((r.status, r.error_code(1)), (400, -32020), "{}", r.text);
-    // Mcp-Name missing on tools/call, or naming another tool.
-    let r = post_raw(
-        &server.url,
-        Some(SAM),
-        &with(&[("Mcp-Name", None)]),
-        call.to_string(),
-    )
-    .await;
-    assert_eq!((r.status, r.error_code(1)), (400, -32020), "{}", r.text);
-    assert!(r.text.contains("Mcp-Name"), "{}", r.text);
-    let r = post_raw(
-        &server.url,
-        Some(SAM),
-        &with(&[("Mcp-Name", Some("repeat"))]),
-        call.to_string(),
-    )
-    .await;
-    assert_eq!((r.status, r.error_code(1)), (400, -32020), "{}", r.text);
-    // The header's version must be the body's.
-    let r = post_raw(
-        &server.url,
-        Some(SAM),
-        &with(&[("MCP-Protocol-Version", Some("2025-11-25"))]),
-        call.to_string(),
-    )
-    .await;
-    assert_eq!((r.status, r.error_code(1)), (400, -32020), "{}", r.text);
-
-    // DNS rebinding: a foreign Origin or Host is refused; the server's own origin is not.
-    let r = post_raw(
-        &server.url,
-        Some(SAM),
-        &with(&[("Origin", Some("http://evil.example"))]),
-        call.to_string(),
-    )
-    .await;
-    assert_eq!(r.status, 403, "{}", r.text);
     let other_port = format!("http://127.0.0.1:{}", server.port() + 1);
-    let r = post_raw(
-        &server.url,
-        Some(SAM),
-        &with(&[("Origin", Some(other_port.as_str()))]),
-        call.to_string(),
-    )
-    .await;
-    assert_eq!(r.status, 403, "{}", r.text);
     let own = format!("http://localhost:{}", server.port());
-    let r = post_raw(
-        &server.url,
-        Some(SAM),
-        &with(&[("Origin", Some(own.as_str()))]),
-        call.to_string(),
-    )
-    .await;
-    assert_eq!(r.status, 200, "{}", r.text);
-    assert_eq!(r.result(1)["structuredContent"]["text"], "hi");
-    let r = post_raw(
-        &server.url,
-        Some(SAM),
-        &with(&[("Host", Some("evil.example"))]),
-        call.to_string(),
-    )
-    .await;
-    assert_eq!(r.status, 403, "{}", r.text);
+    // Each change to the standard headers (case, header, its new value or none), and the
+    // status and JSON-RPC error it gets.
+    type Case<'a> = (&'a str, &'a str, Option<&'a str>, u16, Option<i64>);
+    let cases: [Case; 8] = [
+        // Mcp-Method naming another method than the body's.
+        (
+            "method",
+            "Mcp-Method",
+            Some("tools/list"),
+            400,
+            Some(-32020),
+        ),
+        // Mcp-Name missing on tools/call, or naming another tool.
+        ("no name", "Mcp-Name", None, 400, Some(-32020)),
+        ("other name", "Mcp-Name", Some("repeat"), 400, Some(-32020)),
+        // The header's version must be the body's.
+        (
+            "version",
+            "MCP-Protocol-Version",
+            Some("2025-11-25"),
+            400,
+            Some(-32020),
+        ),
+        // DNS rebinding: a foreign Origin or Host is refused; the server's own origin is not.
+        (
+            "foreign origin",
+            "Origin",
+            Some("http://evil.example"),
+            403,
+            None,
+        ),
+        ("other port", "Origin", Some(other_port.as_str()), 403, None),
+        ("own origin", "Origin", Some(own.as_str()), 200, None),
+        ("foreign host", "Host", Some("evil.example"), 403, None),
+    ];
+    for (case, name, value, status, code) in cases {
+        let r = post_raw(
+            &server.url,
+            Some(SAM),
+            &with(&[(name, value)]),
+            call.to_string(),
+        )
+        .await;
+        assert_eq!(r.status, status, "{case}: {}", r.text);
+        if let Some(code) = code {
+            assert_eq!(r.error_code(1), code, "{case}: {}", r.text);
+        }
+        if case == "no name" {
+            assert!(r.text.contains("Mcp-Name"), "{}", r.text);
+        }
+        if status == 200 {
+            assert_eq!(r.result(1)["structuredContent"]["text"], "hi");
+        }
+    }
 
     // A body over 1 MiB.
     let big = request(
@@ -687,7 +640,7 @@ fn assert_opened(answer: &Answer, id: i64) -> Value {
 fn assert_already_used(answer: &Answer, id: i64) {
     let result = answer.result(id);
     assert_eq!(result["isError"], true, "{result}");
-    assert!(text_of(result).contains("already used"), "{result}");
+    assert!(common::texts(result).contains("already used"), "{result}");
 }
 
 #[tokio::test]
@@ -747,7 +700,7 @@ async fn the_tickets_server_checks_membership_and_role_and_keeps_organizations_a
     assert_eq!(refused["isError"], true, "{refused}");
     assert!(refused.get("inputRequests").is_none(), "{refused}");
     assert!(
-        text_of(refused).contains("your role (read_only) does not allow incidents:write"),
+        common::texts(refused).contains("your role (read_only) does not allow incidents:write"),
         "{refused}"
     );
 

@@ -38,14 +38,8 @@ fn at_terminal_with(
             .env("STDERR_TO", file);
     }
     cmd.arg(exe()).args(args);
-    cmd.current_dir(scratch_dir())
-        .env("GATEHOUSE_TICKETS_DB", scratch_dir().join("tickets.db"))
-        .env("XDG_CONFIG_HOME", scratch_dir())
-        .env_remove("GATEHOUSE_CONFIG")
-        .env_remove("HOST_TOOL_TIMEOUT")
-        .env_remove("GATEHOUSE_TICKETS_KEY")
-        .env_remove("NO_COLOR");
-    cmd.envs(env.iter().copied());
+    cmd.current_dir(scratch_dir()).env_remove("NO_COLOR");
+    let mut cmd = in_fresh_world(cmd, env);
     let out = cmd.output().expect("python3 runs the pseudo-terminal");
     let screen = String::from_utf8_lossy(&out.stdout).replace('\r', "");
     assert_eq!(out.status.code(), Some(0), "{screen}");

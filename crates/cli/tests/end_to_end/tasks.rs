@@ -447,3 +447,43 @@ fn a_result_that_is_not_in_yet_exits_3() {
     assert!(result.stdout.contains("working"), "{}", result.stdout);
     world.tasks(&["cancel", &id]);
 }
+
+#[test]
+fn a_tasks_end_reported_at_a_later_turn_passes_the_after_call_hook_like_any_result() {
+    // A result that still fits the tool's output schema, with nothing of the report's.
+    let redact = r#"cat >/dev/null; echo '{"result": {"content": [{"type": "text", "text": "[redacted by hook]"}], "structuredContent": {"rows": 0, "columns": [], "total_value": 0, "preview": []}}}'"#;
+    let hooks = json!({"hooks": {"afterCall": {"command": "sh", "args": ["-c", redact], "timeoutMs": 5000}},
+                       "taskWaitMs": 300});
+    let world = World::new("orders", &["export_report"], hooks);
+    let ran = world.play(
+        json!([call("orders__export_report", json!({"rows": 20000})), {"answer": "later"}]),
+        &[],
+    );
+    assert_eq!(ran.outcomes(), ["background"]);
+    let id = task_id(&ran);
+    // The person reads it through `gatehouse tasks`; the model has not been told yet.
+    let result = world.tasks(&["result", &id, "--wait", "30"]);
+    assert_eq!(result.status, 0, "{}", result.stderr);
+    // The next turn (another process) gives the model the end, through the gate.
+    let next = world.play(json!([{"answer": "it finished"}]), &[]);
+    assert_eq!(next.status, 0, "{}", next.stderr);
+    next.assert_step_starting(&format!("host: task {id} (orders__export_report)"));
+    assert!(
+        next.step_texts()
+            .contains(&"host: the afterCall hook replaced the result".to_string()),
+        "{:#?}",
+        next.step_texts()
+    );
+    let events = next.tool_events();
+    assert_eq!(
+        (events[0]["task_id"].as_str(), events[0]["outcome"].as_str()),
+        (Some(id.as_str()), Some("ok"))
+    );
+    let record = &world.records()[0];
+    assert_eq!(record["reported"], true);
+    assert_eq!(
+        record["end"]["result"]["content"][0]["text"],
+        "[redacted by hook]"
+    );
+    assert_eq!(record["end"]["result"]["structuredContent"]["rows"], 0);
+}

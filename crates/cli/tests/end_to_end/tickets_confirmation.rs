@@ -2,86 +2,31 @@
 //! way a second round can be forged, replayed, moved or late is tried against the real
 //! `gatehouse serve tickets` process.
 
-use crate::common;
-
-use std::{
-    path::Path,
-    sync::{
-        Arc,
-        atomic::{AtomicUsize, Ordering},
-    },
-    time::Duration,
+use crate::common::{
+    self,
+    client::{Asker, accept, answered, can_ask, open_ticket},
 };
+
+use std::{path::Path, time::Duration};
 
 use rmcp::{
-    ClientHandler, ClientLifecycleMode, ClientServiceExt, ErrorData, RoleClient, ServiceError,
-    model::*,
-    service::{RequestContext, RunningService},
-    transport::TokioChildProcess,
+    ClientLifecycleMode, ClientServiceExt, RoleClient, ServiceError, model::*,
+    service::RunningService, transport::TokioChildProcess,
 };
 use serde_json::{Value, json};
-
-/// A client that declares `caps` and answers every elicitation/create with `answer`,
-/// counting the questions in `asked`.
-struct Client {
-    caps: ClientCapabilities,
-    answer: ElicitResult,
-    asked: Arc<AtomicUsize>,
-}
-
-impl Client {
-    fn new(caps: ClientCapabilities, answer: ElicitResult) -> Self {
-        Client {
-            caps,
-            answer,
-            asked: Arc::default(),
-        }
-    }
-}
-
-impl ClientHandler for Client {
-    fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
-            self.caps.clone(),
-            Implementation::new("confirmation-test", "0.1.0"),
-        )
-    }
-
-    async fn create_elicitation(
-        &self,
-        _request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
-    ) -> Result<ElicitResult, ErrorData> {
-        self.asked.fetch_add(1, Ordering::SeqCst);
-        Ok(self.answer.clone())
-    }
-}
-
-fn can_ask() -> ClientCapabilities {
-    ClientCapabilities::builder().enable_elicitation().build()
-}
-
-fn accept(priority: &str) -> ElicitResult {
-    ElicitResult::new(ElicitationAction::Accept).with_content(json!({"priority": priority}))
-}
 
 async fn start(
     db: &Path,
     user: &str,
     env: &[(&str, &str)],
     mode: ClientLifecycleMode,
-    client: Client,
-) -> RunningService<RoleClient, Client> {
-    let mut cmd = tokio::process::Command::new(common::exe());
-    cmd.args(["serve", "tickets", "--db"])
-        .arg(db)
-        .env("MCP_USER", user)
-        .env("MCP_TENANT", "larkfield")
-        .env_remove("GATEHOUSE_TICKETS_KEY")
-        .env_remove("GATEHOUSE_TICKETS_CONFIRM_TTL_MS");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
+    client: Asker,
+) -> RunningService<RoleClient, Asker> {
+    let mut cmd = std::process::Command::new(common::exe());
+    cmd.args(["serve", "tickets", "--db"]).arg(db);
+    let mut caller = vec![("MCP_USER", user), ("MCP_TENANT", "larkfield")];
+    caller.extend_from_slice(env);
+    let cmd = tokio::process::Command::from(common::in_fresh_world(cmd, &caller));
     let (transport, _stderr) = TokioChildProcess::builder(cmd)
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -98,41 +43,25 @@ fn modern() -> ClientLifecycleMode {
     }
 }
 
-async fn modern_client(db: &Path, user: &str) -> RunningService<RoleClient, Client> {
-    start(
-        db,
-        user,
-        &[],
-        modern(),
-        Client::new(can_ask(), accept("P1")),
-    )
-    .await
+async fn modern_client(db: &Path, user: &str) -> RunningService<RoleClient, Asker> {
+    start(db, user, &[], modern(), Asker::new(can_ask(), accept("P1"))).await
 }
 
-fn open_ticket(host: &str, summary: &str) -> CallToolRequestParams {
-    CallToolRequestParams::new("open_ticket").with_arguments(
-        json!({"host": host, "summary": summary})
-            .as_object()
-            .unwrap()
-            .clone(),
-    )
-}
-
-fn answered(
+/// Round 2 with the person's acceptance at `priority`, and the server's answer.
+async fn accepted(
+    client: &RunningService<RoleClient, Asker>,
     params: CallToolRequestParams,
-    answer: &ElicitResult,
+    priority: &str,
     state: &str,
-) -> CallToolRequestParams {
-    let mut responses = InputResponses::new();
-    responses.insert("confirm".into(), serde_json::to_value(answer).unwrap());
-    params
-        .with_input_responses(responses)
-        .with_request_state(state.to_owned())
+) -> Result<CallToolResponse, ServiceError> {
+    client
+        .call_tool_once(answered(params, &accept(priority), state))
+        .await
 }
 
 /// Round 1: the question and the sealed state.
 async fn round1(
-    client: &RunningService<RoleClient, Client>,
+    client: &RunningService<RoleClient, Asker>,
     params: CallToolRequestParams,
 ) -> (InputRequiredResult, String) {
     match client
@@ -174,7 +103,7 @@ fn invalid_state(r: Result<CallToolResponse, ServiceError>) {
     }
 }
 
-async fn ticket_count(client: &RunningService<RoleClient, Client>) -> i64 {
+async fn ticket_count(client: &RunningService<RoleClient, Asker>) -> i64 {
     let r = complete(
         client
             .call_tool_once(CallToolRequestParams::new("list_tickets"))
@@ -230,11 +159,7 @@ async fn an_honest_confirmation_opens_one_ticket_and_the_same_answer_again_gets_
     // The next honest confirmation gets the next number.
     let params = open_ticket("customer-db-prod-01", "disk at 95%");
     let (_, state) = round1(&client, params.clone()).await;
-    let next = complete(
-        client
-            .call_tool_once(answered(params, &accept("P3"), &state))
-            .await,
-    );
+    let next = complete(accepted(&client, params, "P3", &state).await);
     assert_eq!(next.structured_content.unwrap()["id"], "INC-4101");
 }
 
@@ -249,39 +174,19 @@ async fn a_tampered_or_rebound_state_is_refused() {
     let i = tampered.len() - 5;
     tampered[i] = if tampered[i] == b'A' { b'B' } else { b'A' };
     let tampered = String::from_utf8(tampered).unwrap();
-    invalid_state(
-        client
-            .call_tool_once(answered(params.clone(), &accept("P1"), &tampered))
-            .await,
-    );
+    invalid_state(accepted(&client, params.clone(), "P1", &tampered).await);
 
     // The same state for another host, or another summary.
     let other_host = open_ticket("jump-prod-01", "brute force");
-    invalid_state(
-        client
-            .call_tool_once(answered(other_host, &accept("P1"), &state))
-            .await,
-    );
+    invalid_state(accepted(&client, other_host, "P1", &state).await);
     let other_summary = open_ticket("jump-prod-02", "something else");
-    invalid_state(
-        client
-            .call_tool_once(answered(other_summary, &accept("P1"), &state))
-            .await,
-    );
+    invalid_state(accepted(&client, other_summary, "P1", &state).await);
     // A state that is not even sealed.
-    invalid_state(
-        client
-            .call_tool_once(answered(params.clone(), &accept("P1"), "asked-the-user"))
-            .await,
-    );
+    invalid_state(accepted(&client, params.clone(), "P1", "asked-the-user").await);
     assert_eq!(ticket_count(&client).await, 0);
 
     // The honest round still works afterwards.
-    let ok = complete(
-        client
-            .call_tool_once(answered(params, &accept("P2"), &state))
-            .await,
-    );
+    let ok = complete(accepted(&client, params, "P2", &state).await);
     assert_eq!(ok.structured_content.unwrap()["id"], "INC-4100");
 }
 
@@ -293,17 +198,13 @@ async fn an_expired_state_is_refused() {
         "usr-sam",
         &[("GATEHOUSE_TICKETS_CONFIRM_TTL_MS", "150")],
         modern(),
-        Client::new(can_ask(), accept("P1")),
+        Asker::new(can_ask(), accept("P1")),
     )
     .await;
     let params = open_ticket("jump-prod-02", "brute force");
     let (_, state) = round1(&client, params.clone()).await;
     tokio::time::sleep(Duration::from_millis(1_200)).await;
-    invalid_state(
-        client
-            .call_tool_once(answered(params, &accept("P1"), &state))
-            .await,
-    );
+    invalid_state(accepted(&client, params, "P1", &state).await);
     assert_eq!(ticket_count(&client).await, 0);
 }
 
@@ -336,11 +237,7 @@ async fn a_restart_between_the_rounds_still_accepts_the_honest_answer_and_keeps_
     let third = modern_client(&db, "usr-sam").await;
     let again = complete(third.call_tool_once(round2).await);
     assert_eq!(again.structured_content.unwrap()["id"], "INC-4100");
-    let replay = complete(
-        third
-            .call_tool_once(answered(params, &accept("P3"), &state))
-            .await,
-    );
+    let replay = complete(accepted(&third, params, "P3", &state).await);
     assert!(text(&replay).contains("already used"));
     assert_eq!(ticket_count(&third).await, 1);
 }
@@ -354,10 +251,7 @@ async fn one_users_confirmation_cannot_be_used_by_another() {
     let (_, state) = round1(&sam, params.clone()).await;
     // Jun is staff at Larkfield too, so only the binding stands in his way.
     let jun = modern_client(&db, "usr-jun").await;
-    invalid_state(
-        jun.call_tool_once(answered(params, &accept("P1"), &state))
-            .await,
-    );
+    invalid_state(accepted(&jun, params, "P1", &state).await);
     assert_eq!(ticket_count(&sam).await, 0);
 }
 
@@ -383,21 +277,13 @@ async fn decline_and_cancel_open_nothing() {
             );
         }
         // An accept with the state of a declined confirmation opens nothing.
-        let r = complete(
-            client
-                .call_tool_once(answered(params, &accept("P1"), &state))
-                .await,
-        );
+        let r = complete(accepted(&client, params, "P1", &state).await);
         assert!(text(&r).contains("already used"), "{}", text(&r));
     }
     // Accepting without a valid priority opens nothing either.
     let params = open_ticket("jump-prod-02", "brute force");
     let (_, state) = round1(&client, params.clone()).await;
-    let r = complete(
-        client
-            .call_tool_once(answered(params, &accept("P9"), &state))
-            .await,
-    );
+    let r = complete(accepted(&client, params, "P9", &state).await);
     assert!(text(&r).contains("without a valid priority"));
     assert_eq!(ticket_count(&client).await, 0);
 }
@@ -427,7 +313,7 @@ async fn a_client_that_cannot_ask_is_refused_and_nothing_opens() {
         "usr-sam",
         &[],
         modern(),
-        Client::new(ClientCapabilities::default(), accept("P1")),
+        Asker::new(ClientCapabilities::default(), accept("P1")),
     )
     .await;
     let r = complete(
@@ -452,7 +338,7 @@ async fn an_older_client_is_asked_with_elicitation_create() {
         "usr-sam",
         &[],
         ClientLifecycleMode::Initialize,
-        Client::new(can_ask(), accept("P2")),
+        Asker::new(can_ask(), accept("P2")),
     )
     .await;
     assert_eq!(
@@ -480,13 +366,13 @@ async fn client_as(
     user: &str,
     tenant: &str,
     mode: ClientLifecycleMode,
-) -> RunningService<RoleClient, Client> {
+) -> RunningService<RoleClient, Asker> {
     start(
         db,
         user,
         &[("MCP_TENANT", tenant)],
         mode,
-        Client::new(can_ask(), accept("P1")),
+        Asker::new(can_ask(), accept("P1")),
     )
     .await
 }
@@ -505,7 +391,7 @@ fn forbidden(r: Result<CallToolResponse, ServiceError>) {
 }
 
 /// The (id, host) of every ticket `client`'s caller may list.
-async fn listed(client: &RunningService<RoleClient, Client>) -> Vec<(String, String)> {
+async fn listed(client: &RunningService<RoleClient, Asker>) -> Vec<(String, String)> {
     let r = complete(
         client
             .call_tool_once(CallToolRequestParams::new("list_tickets"))
@@ -538,11 +424,7 @@ async fn a_caller_with_no_membership_is_refused_before_anything_and_nothing_open
                     .call_tool_once(CallToolRequestParams::new("close_ticket"))
                     .await,
             );
-            assert_eq!(
-                client.service().asked.load(Ordering::SeqCst),
-                0,
-                "{user} was asked to confirm"
-            );
+            assert_eq!(client.service().asked(), 0, "{user} was asked to confirm");
             client.cancel().await.unwrap();
         }
     }
@@ -557,10 +439,7 @@ async fn a_read_only_member_may_list_but_not_open() {
     let sam = modern_client(&db, "usr-sam").await;
     let params = open_ticket("jump-prod-02", "brute force");
     let (_, state) = round1(&sam, params.clone()).await;
-    complete(
-        sam.call_tool_once(answered(params.clone(), &accept("P2"), &state))
-            .await,
-    );
+    complete(accepted(&sam, params.clone(), "P2", &state).await);
 
     for mode in [modern(), ClientLifecycleMode::Initialize] {
         let omar = client_as(&db, "usr-omar", "larkfield", mode).await;
@@ -580,12 +459,9 @@ async fn a_read_only_member_may_list_but_not_open() {
             text(&refused)
         );
         // Not with Sam's confirmation either (the role is checked before the state).
-        let stolen = complete(
-            omar.call_tool_once(answered(params.clone(), &accept("P1"), &state))
-                .await,
-        );
+        let stolen = complete(accepted(&omar, params.clone(), "P1", &state).await);
         assert!(text(&stolen).contains("does not allow incidents:write"));
-        assert_eq!(omar.service().asked.load(Ordering::SeqCst), 0);
+        assert_eq!(omar.service().asked(), 0);
         omar.cancel().await.unwrap();
     }
     // Sam is read-only at Bramble: there he may list, not open.
@@ -606,10 +482,7 @@ async fn each_organization_lists_only_its_own_tickets() {
     let sam = modern_client(&db, "usr-sam").await;
     let params = open_ticket("jump-prod-02", "brute force then a login from 203.0.113.77");
     let (_, state) = round1(&sam, params.clone()).await;
-    let opened = complete(
-        sam.call_tool_once(answered(params, &accept("P1"), &state))
-            .await,
-    );
+    let opened = complete(accepted(&sam, params, "P1", &state).await);
     assert_eq!(opened.structured_content.unwrap()["id"], "INC-4100");
 
     // Camille, staff at Bramble, on the same store: none of Larkfield's tickets.
@@ -617,11 +490,7 @@ async fn each_organization_lists_only_its_own_tickets() {
     assert_eq!(listed(&camille).await, vec![]);
     let params = open_ticket("search-index-prod-01", "the policy index stopped updating");
     let (_, state) = round1(&camille, params.clone()).await;
-    let opened = complete(
-        camille
-            .call_tool_once(answered(params, &accept("P2"), &state))
-            .await,
-    );
+    let opened = complete(accepted(&camille, params, "P2", &state).await);
     assert_eq!(opened.structured_content.unwrap()["id"], "INC-4101");
     assert_eq!(
         listed(&camille).await,
@@ -661,11 +530,7 @@ async fn the_store_its_files_and_its_folder_are_the_users_alone() {
     let client = modern_client(&db, "usr-sam").await;
     let params = open_ticket("jump-prod-02", "brute force");
     let (_, state) = round1(&client, params.clone()).await;
-    complete(
-        client
-            .call_tool_once(answered(params, &accept("P1"), &state))
-            .await,
-    );
+    complete(accepted(&client, params, "P1", &state).await);
     // While the server runs, with a ticket written: the WAL files exist.
     let mode = |p: &Path| {
         std::fs::metadata(p)

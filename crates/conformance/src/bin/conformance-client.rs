@@ -82,12 +82,7 @@ fn fill_form(schema: &Value) -> Value {
 
 impl Person for HarnessPerson {
     fn approve<'a>(&'a self, _request: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
-        Box::pin(async {
-            Approval {
-                yes: true,
-                by: AnsweredBy::Option,
-            }
-        })
+        Box::pin(async { Approval::once(true, AnsweredBy::Option) })
     }
 
     fn elicit<'a>(

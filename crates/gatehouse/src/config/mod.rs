@@ -7,11 +7,13 @@
 //!
 //! - [`settings`]: the bounds, each a named constant, validated when read;
 //! - [`environment`]: what of the host's environment a stdio server gets;
+//! - [`policy`]: where the ledger is written, and the hooks' commands;
 //! - `variables`: `${VAR}` and `${VAR:-default}` in the file's values.
 //!
 //! Servers are added to and removed from a file by [`crate::edit`].
 
 mod environment;
+pub mod policy;
 pub mod settings;
 mod variables;
 
@@ -26,6 +28,7 @@ use std::{
 use serde_json::{Map, Value};
 
 pub use environment::{BASE_ENV, EnvPass};
+pub use policy::{HookSpec, Hooks, LedgerSettings, MAX_HOOK_OUTPUT_BYTES, state_dir};
 pub use settings::*;
 use variables::Variables;
 pub(crate) use variables::references;
@@ -456,7 +459,7 @@ pub(crate) fn check_header(name: &str, value: &str) -> Result<(), String> {
 }
 
 /// `passEnv` and `inheritEnv` of a stdio entry.
-fn env_pass(entry: &Map<String, Value>) -> Result<EnvPass, String> {
+pub(super) fn env_pass(entry: &Map<String, Value>) -> Result<EnvPass, String> {
     let names = match entry.get("passEnv") {
         None => Vec::new(),
         Some(Value::Array(items)) => items

@@ -49,8 +49,15 @@ pub const MAX_INPUT_ROUNDS_LIMIT: usize = 100;
 /// The host's own limits and lists. Every bound has a named default above.
 #[derive(Debug, Clone)]
 pub struct Settings {
-    /// Tools the host runs without asking, by their namespaced name (`server__tool`).
+    /// Tools the host runs without asking, by their namespaced name (`server__tool`): a
+    /// shorthand for `allow` rules, after `rules`.
     pub allow: Vec<String>,
+    /// The person's rules over tools and their arguments (`rules`), checked when read.
+    pub rules: crate::rules::Rules,
+    /// The ledger of decisions (`ledger`).
+    pub ledger: super::policy::LedgerSettings,
+    /// The commands run before and after calls (`hooks`).
+    pub hooks: super::policy::Hooks,
     /// Longest arguments a proposal may have, in characters (`maxArgumentChars`).
     pub max_argument_chars: usize,
     /// Most characters of a result the model reads (`maxResultChars`).
@@ -147,6 +154,9 @@ impl Default for Settings {
     fn default() -> Self {
         Settings {
             allow: Vec::new(),
+            rules: crate::rules::Rules::default(),
+            ledger: super::policy::LedgerSettings::default(),
+            hooks: super::policy::Hooks::default(),
             max_argument_chars: MAX_ARGUMENT_CHARS,
             max_result_chars: MAX_RESULT_CHARS,
             max_model_calls: MAX_STEPS,
@@ -187,6 +197,9 @@ pub(super) fn parse(value: &Value, warnings: &mut Vec<String>) -> Result<Setting
                     })
                     .collect::<Result<_, _>>()?;
             }
+            "rules" => s.rules = crate::rules::Rules::parse(v)?,
+            "ledger" => s.ledger = super::policy::LedgerSettings::parse(v)?,
+            "hooks" => s.hooks = super::policy::Hooks::parse(v, warnings)?,
             "maxArgumentChars" => {
                 s.max_argument_chars = bounded(1..=MAX_ARGUMENT_CHARS_LIMIT as u64)? as usize
             }

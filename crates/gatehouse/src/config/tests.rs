@@ -238,3 +238,57 @@ fn every_place_the_host_writes_is_named_by_its_setting() {
     .to_string();
     assert!(err.contains("\"logFile\" must be a path"), "{err}");
 }
+
+#[test]
+fn the_policy_settings_are_read_and_their_bounds_checked() {
+    let read = |gatehouse: &str| {
+        let text = format!(r#"{{"mcpServers": {{}}, "gatehouse": {gatehouse}}}"#);
+        Config::parse(&text, "f", &id()).map(|c| c.settings)
+    };
+    let s = read(
+        r#"{"rules": [{"tool": "a__*", "decision": "deny"}],
+            "ledger": {"path": "/tmp/l.jsonl", "arguments": true},
+            "hooks": {"beforeCall": {"command": "check", "args": ["-v"], "timeoutMs": 250, "tools": "a__*",
+                                     "passEnv": ["CHECK_*"]}}}"#,
+    )
+    .unwrap();
+    assert_eq!(s.rules.len(), 1);
+    assert_eq!(s.ledger.file(), std::path::PathBuf::from("/tmp/l.jsonl"));
+    assert!(s.ledger.arguments && s.ledger.enabled);
+    let hook = s.hooks.before_call.unwrap();
+    assert_eq!(hook.timeout, std::time::Duration::from_millis(250));
+    assert!(hook.applies_to("a__x") && !hook.applies_to("b__x"));
+    assert_eq!(hook.pass.names, ["CHECK_*"]);
+    assert!(!read(r#"{"ledger": false}"#).unwrap().ledger.enabled);
+    for (bad, says) in [
+        (
+            r#"{"hooks": {"beforeCall": {"command": "x", "timeoutMs": 0}}}"#,
+            "\"timeoutMs\" must be a whole number from 1 to 600000",
+        ),
+        (
+            r#"{"hooks": {"beforeCall": {"command": "x", "timeoutMs": 600001}}}"#,
+            "from 1 to 600000",
+        ),
+        (
+            r#"{"hooks": {"afterCall": {"args": []}}}"#,
+            "\"hooks\".\"afterCall\": \"command\"",
+        ),
+        (
+            r#"{"hooks": {"beforeCall": {"command": "x", "shell": true}}}"#,
+            "unknown key \"shell\"",
+        ),
+        (
+            r#"{"hooks": {"beforeCall": {"command": "x", "tools": "a["}}}"#,
+            "\"tools\"",
+        ),
+        (r#"{"ledger": {"path": ""}}"#, "\"ledger\".\"path\""),
+        (r#"{"ledger": 3}"#, "\"ledger\" must be true, false"),
+        (
+            r#"{"rules": [{"tool": "*", "decision": "deny"}, {"tool": "*"}]}"#,
+            "\"gatehouse\": rules[1]: \"decision\"",
+        ),
+    ] {
+        let err = read(bad).unwrap_err().to_string();
+        assert!(err.contains(says), "{bad}: {err}");
+    }
+}

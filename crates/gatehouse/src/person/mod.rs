@@ -39,6 +39,20 @@ pub struct Approval {
     pub yes: bool,
     /// Who said so.
     pub by: AnsweredBy,
+    /// With a yes: also run this tool, at this definition, without asking for the rest of
+    /// the session (`a`) or in this project (`A`). Only where the request offered it.
+    pub remember: Option<crate::approvals::Scope>,
+}
+
+impl Approval {
+    /// A yes or no for this call only.
+    pub fn once(yes: bool, by: AnsweredBy) -> Approval {
+        Approval {
+            yes,
+            by,
+            remember: None,
+        }
+    }
 }
 
 /// What the person is shown before a call that is not on the allow-list.
@@ -52,6 +66,14 @@ pub struct ApprovalRequest {
     pub arguments: Value,
     /// What the server says about the tool (hints, never trusted).
     pub annotations: Value,
+    /// Why the person is asked (a rule's reason, a hook's), in words.
+    pub why: String,
+    /// May the answer be remembered (`a` for the session, `A` for the project)? Not when a
+    /// rule or a hook asks: they ask every time.
+    pub may_remember: bool,
+    /// The arguments the model proposed, when a `beforeCall` hook rewrote them into
+    /// `arguments`: the person sees both.
+    pub proposed: Option<Value>,
 }
 
 /// The person, however they are reached.
@@ -82,6 +104,10 @@ pub struct Proposed<'a> {
     pub arguments: &'a rmcp::model::JsonObject,
     /// The tool's annotations (hints, shown, never trusted).
     pub annotations: Option<&'a rmcp::model::ToolAnnotations>,
+    /// May the answer be remembered ([`ApprovalRequest::may_remember`])?
+    pub may_remember: bool,
+    /// The model's own arguments, when a hook rewrote them.
+    pub proposed: Option<&'a rmcp::model::JsonObject>,
 }
 
 /// Ask the person whether to run one call, the way the run shows it: why the host asks,
@@ -97,6 +123,8 @@ pub async fn approve_call(
         tool,
         arguments,
         annotations,
+        may_remember,
+        proposed,
     } = *call;
     let annotations = annotations_for_display(annotations);
     trace.add(
@@ -105,9 +133,14 @@ pub async fn approve_call(
         json!({"decision": "ask", "server": server, "annotations": annotations}),
     );
     let arguments = Value::Object(arguments.clone());
+    let proposed = proposed.map(|p| Value::Object(p.clone()));
+    let rewritten = match &proposed {
+        Some(p) => format!(" (rewritten by the beforeCall hook; the assistant proposed {p})"),
+        None => String::new(),
+    };
     trace.add(
         Who::Host,
-        format!("The assistant wants to run {tool} with {arguments}"),
+        format!("The assistant wants to run {tool} with {arguments}{rewritten}"),
         json!({}),
     );
     let request = ApprovalRequest {
@@ -115,6 +148,9 @@ pub async fn approve_call(
         tool: tool.to_owned(),
         arguments,
         annotations,
+        why: why.to_owned(),
+        may_remember,
+        proposed,
     };
     let approval = person.approve(&request).await;
     let said = if approval.yes { "yes" } else { "no" };
@@ -127,7 +163,19 @@ pub async fn approve_call(
         AnsweredBy::Nobody => trace.add(Who::Host, "No answer could be read: no", json!({})),
         AnsweredBy::Terminal => {}
     }
-    if approval.yes {
+    if let (true, Some(scope)) = (approval.yes && may_remember, approval.remember) {
+        let text = match scope {
+            crate::approvals::Scope::Session => {
+                "said yes, for this tool for the rest of the session"
+            }
+            crate::approvals::Scope::Project => "said yes, for this tool in this project",
+        };
+        trace.add(
+            Who::Person,
+            text,
+            json!({"decision": "approved", "remember": scope.as_str()}),
+        );
+    } else if approval.yes {
         trace.add(Who::Person, "said yes", json!({"decision": "approved"}));
     } else {
         trace.add(Who::Person, "said no", json!({"decision": "declined"}));

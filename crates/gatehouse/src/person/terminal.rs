@@ -18,7 +18,10 @@ use super::{
     AnsweredBy, Approval, ApprovalRequest, Person, decline,
     form::{FormAnswer, answers_for, fill_from_options, form_fields},
 };
-use crate::text::{visible, visible_line};
+use crate::{
+    approvals::Scope,
+    text::{visible, visible_line},
+};
 
 /// Answers fixed in advance by options, for scripts and tests. Anything not given is "no".
 #[derive(Debug, Default)]
@@ -100,8 +103,38 @@ fn said_yes(answer: Option<String>) -> bool {
     answer.is_some_and(|a| matches!(a.to_lowercase().as_str(), "y" | "yes"))
 }
 
+/// The answer to "Run it?": `y` this call, `a` this tool for the session, `A` this tool in
+/// this project (only when `may_remember`); anything else is no. `a` and `A` differ by
+/// case, so they are read exactly.
+pub(super) fn approval_answer(answer: &str, may_remember: bool) -> Approval {
+    let by = AnsweredBy::Terminal;
+    match answer {
+        "a" if may_remember => Approval {
+            yes: true,
+            by,
+            remember: Some(Scope::Session),
+        },
+        "A" if may_remember => Approval {
+            yes: true,
+            by,
+            remember: Some(Scope::Project),
+        },
+        other => Approval::once(said_yes(Some(other.to_owned())), by),
+    }
+}
+
+/// The approval prompt, where only this call can be approved.
+pub const RUN_IT: &str = "[host] Run it? [y/N] ";
+/// The approval prompt with `a` and `A` offered.
+pub const RUN_IT_REMEMBER: &str =
+    "[host] Run it? [y/N] (a: this tool for this session, A: this tool in this project) ";
+
 /// The call as the person reads it before saying yes: server, tool, arguments, hints.
 pub fn describe_call(request: &ApprovalRequest) -> String {
+    let rewritten = match &request.proposed {
+        Some(p) => format!(" (rewritten by the beforeCall hook; the assistant proposed {p})"),
+        None => String::new(),
+    };
     let hints = match &request.annotations {
         Value::Object(m) if !m.is_empty() => {
             format!(" (hints from the server: {})", request.annotations)
@@ -109,7 +142,7 @@ pub fn describe_call(request: &ApprovalRequest) -> String {
         _ => String::new(),
     };
     visible(&format!(
-        "{} on {} wants to run with {}{hints}",
+        "{} on {} wants to run with {}{rewritten}{hints}",
         request.tool, request.server, request.arguments
     ))
     .into_owned()
@@ -119,10 +152,7 @@ impl Person for Terminal {
     fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
         Box::pin(async move {
             if let Some(yes) = self.fixed.approve {
-                return Approval {
-                    yes,
-                    by: AnsweredBy::Option,
-                };
+                return Approval::once(yes, AnsweredBy::Option);
             }
             let answer = tokio::task::block_in_place(|| {
                 let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
@@ -130,17 +160,16 @@ impl Person for Terminal {
                 if self.show_calls {
                     let _ = writeln!(screen, "[host] {}", describe_call(request));
                 }
-                read_line(&mut *screen, "[host] Run it? [y/N] ")
+                let prompt = if request.may_remember {
+                    RUN_IT_REMEMBER
+                } else {
+                    RUN_IT
+                };
+                read_line(&mut *screen, prompt)
             });
             match answer {
-                None => Approval {
-                    yes: false,
-                    by: AnsweredBy::Nobody,
-                },
-                Some(a) => Approval {
-                    yes: said_yes(Some(a)),
-                    by: AnsweredBy::Terminal,
-                },
+                None => Approval::once(false, AnsweredBy::Nobody),
+                Some(a) => approval_answer(&a, request.may_remember),
             }
         })
     }

@@ -107,6 +107,9 @@ fn a_described_call_shows_everything_and_nothing_acts_on_the_terminal() {
         tool: "tickets__open_ticket".into(),
         arguments: json!({"host": "db-01", "summary": "\u{1b}[2Jall clear"}),
         annotations: json!({"read_only_hint": false}),
+        why: "not on the allow-list: ask the person".into(),
+        may_remember: true,
+        proposed: None,
     });
     assert!(text.contains("tickets__open_ticket on tickets"), "{text}");
     assert!(
@@ -114,4 +117,17 @@ fn a_described_call_shows_everything_and_nothing_acts_on_the_terminal() {
         "{text}"
     );
     assert!(!text.contains('\u{1b}'), "{text}");
+}
+
+#[test]
+fn a_and_capital_a_remember_only_where_offered() {
+    use crate::approvals::Scope;
+    use terminal::approval_answer as answer;
+    assert_eq!(answer("a", true).remember, Some(Scope::Session));
+    assert_eq!(answer("A", true).remember, Some(Scope::Project));
+    assert!(answer("A", true).yes && answer("y", true).yes && answer("Y", false).yes);
+    assert_eq!(answer("y", true).remember, None);
+    // Where a rule asks, `a` and `A` are not offered: they are no, as any other answer.
+    assert!(!answer("a", false).yes && !answer("A", false).yes);
+    assert!(!answer("", true).yes && !answer("always", true).yes);
 }

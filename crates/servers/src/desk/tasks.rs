@@ -80,7 +80,7 @@ pub(super) fn get<D: Desk>(
     id: &str,
     context: &RequestContext<RoleServer>,
 ) -> Result<GetTaskResult, ErrorData> {
-    let log = RequestLog::start(D::NAME, "tasks/get", Some(id), &context.meta);
+    let log = RequestLog::start(D::PROFILE.name, "tasks/get", Some(id), &context.meta);
     let got = tasks_of(served, context).and_then(|(t, owner)| t.get(work(served), &owner, id));
     let outcome = match &got {
         Ok(r) => serde_json::to_value(r.task.status())
@@ -100,7 +100,7 @@ pub(super) fn update<D: Desk>(
     responses: InputResponses,
     context: &RequestContext<RoleServer>,
 ) -> Result<(), ErrorData> {
-    let log = RequestLog::start(D::NAME, "tasks/update", Some(&id), &context.meta);
+    let log = RequestLog::start(D::PROFILE.name, "tasks/update", Some(&id), &context.meta);
     let done = tasks_of(served, context)
         .and_then(|(t, owner)| t.update(work(served), &owner, &id, responses));
     log.finish(if done.is_ok() { "ok" } else { "error" });
@@ -113,7 +113,7 @@ pub(super) fn cancel<D: Desk>(
     id: &str,
     context: &RequestContext<RoleServer>,
 ) -> Result<(), ErrorData> {
-    let log = RequestLog::start(D::NAME, "tasks/cancel", Some(id), &context.meta);
+    let log = RequestLog::start(D::PROFILE.name, "tasks/cancel", Some(id), &context.meta);
     let done = tasks_of(served, context).and_then(|(t, owner)| t.cancel(&owner, id));
     log.finish(if done.is_ok() { "ok" } else { "error" });
     done

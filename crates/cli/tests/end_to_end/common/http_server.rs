@@ -90,23 +90,8 @@ pub fn serve_command_with_open_files(
 fn with_clean_env(mut cmd: Command, env: &[(&str, &str)]) -> Command {
     cmd.stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .env_remove("GATEHOUSE_TICKETS_KEY")
-        .env_remove("GATEHOUSE_TICKETS_CONFIRM_TTL_MS")
-        .env_remove("MCP_USER")
-        .env_remove("MCP_TENANT")
-        .env(
-            "GATEHOUSE_TICKETS_DB",
-            super::scratch_dir().join("tickets.db"),
-        )
-        .env(
-            "GATEHOUSE_SERVER_TASKS_DB",
-            super::scratch_dir().join("server-tasks.db"),
-        );
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    cmd
+        .stderr(Stdio::piped());
+    super::in_fresh_world(cmd, env)
 }
 
 pub fn serve(name: &str, extra: &[&str], env: &[(&str, &str)]) -> Served {
@@ -430,14 +415,4 @@ pub async fn rest_of(mut response: reqwest::Response) -> Vec<Value> {
         text.push_str(&String::from_utf8_lossy(&chunk));
     }
     parse_messages(&text)
-}
-
-pub fn text_of(result: &Value) -> String {
-    result["content"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|c| c["text"].as_str())
-        .collect::<Vec<_>>()
-        .join(" ")
 }

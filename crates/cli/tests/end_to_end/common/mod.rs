@@ -229,22 +229,48 @@ pub fn scratch_dir() -> PathBuf {
     dir
 }
 
-/// `gatehouse ARGS` with extra environment, its output piped, in a fresh world: its own
-/// ticket store, task records and servers' task store, and no servers file of the
-/// machine's user found by accident.
+/// The text blocks of a tool result (as JSON), one per line.
+pub fn texts(result: &Value) -> String {
+    result["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|b| b["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `gatehouse ARGS` with extra environment, its output piped, in a fresh world (see
+/// [`in_fresh_world`]).
 pub fn gatehouse_command(args: &[&str], env: &[(&str, &str)]) -> Command {
     let mut cmd = Command::new(exe());
     cmd.args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .env_remove("HOST_TOOL_TIMEOUT")
-        .env_remove("HOST_TOOL_MAX_TIMEOUT")
-        .env_remove("HOST_TASK_WAIT")
-        .env_remove("GATEHOUSE_TASK_STALE_MS")
-        .env_remove("GATEHOUSE_TICKETS_KEY")
-        .env_remove("GATEHOUSE_CONFIG")
-        .env("XDG_CONFIG_HOME", scratch_dir())
+        .stderr(Stdio::piped());
+    in_fresh_world(cmd, env)
+}
+
+/// `cmd` in a fresh world, then with `env`: its own ticket store, task records and servers'
+/// task store, no servers file of the machine's user found by accident, and none of the
+/// variables that change a host's time limits or task waits, a server's caller or its
+/// confirmations.
+pub fn in_fresh_world(mut cmd: Command, env: &[(&str, &str)]) -> Command {
+    for name in [
+        "HOST_TOOL_TIMEOUT",
+        "HOST_TOOL_MAX_TIMEOUT",
+        "HOST_TASK_WAIT",
+        "GATEHOUSE_TASK_STALE_MS",
+        "GATEHOUSE_TICKETS_KEY",
+        "GATEHOUSE_TICKETS_CONFIRM_TTL_MS",
+        "GATEHOUSE_CONFIG",
+        "MCP_USER",
+        "MCP_TENANT",
+    ] {
+        cmd.env_remove(name);
+    }
+    cmd.env("XDG_CONFIG_HOME", scratch_dir())
+        .env("XDG_STATE_HOME", scratch_dir())
         .env("GATEHOUSE_TICKETS_DB", scratch_dir().join("tickets.db"))
         .env("GATEHOUSE_TASKS_FILE", scratch_dir().join("tasks.db"))
         .env(
@@ -517,4 +543,31 @@ pub fn ids_and_hosts(listed: &Value) -> Vec<(String, String)> {
             )
         })
         .collect()
+}
+
+/// Run `gatehouse ARGS` at a real terminal (`tests/peers/pty_run.py`) in folder `dir`,
+/// typing each answer when its prompt shows, with extra environment: what the screen
+/// showed, byte for byte.
+pub fn at_terminal_in(
+    dir: &Path,
+    args: &[&str],
+    answers: &[(&str, &str)],
+    env: &[(&str, &str)],
+) -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/peers/pty_run.py");
+    let mut cmd = Command::new("python3");
+    cmd.arg(script).arg("60");
+    for (prompt, answer) in answers {
+        cmd.arg(format!("{prompt}={answer}"));
+    }
+    cmd.arg("--").arg(exe()).args(args).current_dir(dir);
+    cmd.env("GATEHOUSE_TICKETS_DB", scratch_dir().join("tickets.db"))
+        .env("XDG_CONFIG_HOME", scratch_dir())
+        .env_remove("GATEHOUSE_CONFIG")
+        .env("NO_COLOR", "1")
+        .envs(env.iter().copied());
+    let out = cmd.output().expect("python3 runs the pseudo-terminal");
+    let screen = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{screen}");
+    screen
 }

@@ -35,15 +35,15 @@ pub fn tokens_file(dir: &Path) -> PathBuf {
 pub fn serve_http(name: &str, tokens: &Path, db: &Path) -> Process {
     let mut cmd = Command::new(super::exe());
     cmd.args(["serve", name, "--http", "127.0.0.1:0", "--tokens"])
-        .arg(tokens)
-        .env("GATEHOUSE_TICKETS_DB", db)
-        .env(
-            "GATEHOUSE_SERVER_TASKS_DB",
-            db.with_file_name("server-tasks.db"),
-        )
-        .env_remove("GATEHOUSE_TICKETS_KEY")
-        .env_remove("MCP_USER")
-        .env_remove("MCP_TENANT");
+        .arg(tokens);
+    let tasks_db = db.with_file_name("server-tasks.db");
+    let cmd = super::in_fresh_world(
+        cmd,
+        &[
+            ("GATEHOUSE_TICKETS_DB", db.to_str().unwrap()),
+            ("GATEHOUSE_SERVER_TASKS_DB", tasks_db.to_str().unwrap()),
+        ],
+    );
     Spawn::new(cmd, format!("gatehouse serve {name} --http")).serving(
         Stream::Stderr,
         "listening on ",

@@ -33,6 +33,8 @@ use crate::common::{
 };
 use crate::interop_peers::*;
 
+pub use crate::common::texts;
+
 cases! {
     everything::every_foreign_server_is_listed_by_one_host_with_the_revision_it_speaks: stdio, http;
     everything::server_everything_images_links_embedded_resources_structured_and_annotated_results: stdio, http;
@@ -278,17 +280,6 @@ pub fn discovered(ran: &Ran, server: &str, protocol: &str, name: &str) -> Value 
     assert_eq!(found["protocol"], protocol, "{found}");
     assert_eq!(found["server"], name, "{found}");
     found
-}
-
-/// The text blocks of a tool result, joined.
-pub fn texts(result: &Value) -> String {
-    result["content"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|b| b["text"].as_str())
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// The content blocks of a tool result of one `type` (`resource_link`, `image`, …).

@@ -1,0 +1,251 @@
+//! `gatehouse policy explain`, `gatehouse approvals list|revoke`, `gatehouse ledger
+//! verify|show`: the person's policy, read back. Thin: the library decides, verifies and
+//! reads; this prints, and never shows a peer's text raw.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use gatehouse::{
+    approvals::ProjectFile,
+    config::{self, Config, Identity, LedgerSettings},
+    ledger,
+    model::ToolCall,
+    person::{FixedAnswers, Terminal},
+    policy::Explanation,
+    text::{visible, visible_json, visible_line},
+    trace::Trace,
+};
+use serde_json::{Value, json};
+
+use crate::{
+    args::{
+        ApprovalsArgs, ApprovalsCommand, ExplainArgs, LedgerArgs, LedgerCommand, PolicyArgs,
+        PolicyCommand,
+    },
+    screen::{Level, StepsTo},
+};
+
+/// `gatehouse policy …`.
+pub async fn policy(args: PolicyArgs) -> anyhow::Result<()> {
+    match args.command {
+        PolicyCommand::Explain(e) => explain(e).await,
+    }
+}
+
+async fn explain(args: ExplainArgs) -> anyhow::Result<()> {
+    let config = crate::load_config(&args.host, crate::level(&args.screen) > Level::Quiet)?;
+    let arguments = args.arguments.unwrap_or_else(|| "{}".into());
+    let trace = Trace::new(crate::printer(&args.screen, &config, StepsTo::Stderr)?);
+    // Nobody is asked anything: explaining sends nothing.
+    let person = std::sync::Arc::new(Terminal::new(FixedAnswers {
+        approve: Some(false),
+        ..FixedAnswers::default()
+    }));
+    let host = crate::start_host(&args.host, &config, person, trace).await;
+    let call = ToolCall {
+        id: "explain".into(),
+        name: args.tool,
+        arguments,
+    };
+    let explanation = host.gate().explain(&call, host.live(), host.settings());
+    host.shutdown().await;
+    if args.json {
+        let mut v = serde_json::to_value(&explanation)?;
+        visible_json(&mut v);
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        print!("{}", explained(&call, &explanation));
+    }
+    Ok(())
+}
+
+/// The explanation as the person reads it.
+fn explained(call: &ToolCall, e: &Explanation) -> String {
+    let mut out = format!(
+        "{} {}: {} (by {})\n  {}\n",
+        visible_line(&call.name),
+        visible_line(&call.arguments),
+        e.verdict,
+        e.by,
+        visible(&e.because)
+    );
+    if e.rules.is_empty() {
+        out.push_str("  no rule's tool pattern matches this name\n");
+    }
+    for r in &e.rules {
+        let applies = if r.applies {
+            "applies"
+        } else {
+            "does not apply"
+        };
+        out.push_str(&format!(
+            "  {} (tool {}, {}): {applies}\n",
+            r.rule,
+            visible_line(&r.tool),
+            r.decision.as_str()
+        ));
+        for (condition, found) in &r.conditions {
+            out.push_str(&format!("    {}: {found}\n", visible_line(condition)));
+        }
+    }
+    out
+}
+
+/// The project of the current folder, sealed with the person's key.
+fn project() -> anyhow::Result<ProjectFile> {
+    let here = std::env::current_dir().context("cannot tell the current folder")?;
+    Ok(ProjectFile::find(&here, &config::state_dir()))
+}
+
+/// `gatehouse approvals …`.
+pub fn approvals(args: ApprovalsArgs) -> anyhow::Result<()> {
+    let file = project()?;
+    match args.command {
+        ApprovalsCommand::List { json } => {
+            let entries = file.read().map_err(anyhow::Error::msg)?;
+            if json {
+                let mut rows: Value = entries
+                    .iter()
+                    .map(|(e, sealed)| json!({"tool": e.tool, "fingerprint": e.fingerprint, "approved_at": e.approved_at, "sealed": sealed}))
+                    .collect();
+                visible_json(&mut rows);
+                println!("{}", serde_json::to_string_pretty(&rows)?);
+                return Ok(());
+            }
+            println!("approvals in {}:", file.path().display());
+            if entries.is_empty() {
+                println!("  none");
+            }
+            for (e, sealed) in &entries {
+                let note = if *sealed {
+                    ""
+                } else {
+                    "  (not sealed for you: ignored)"
+                };
+                let short = e.fingerprint.get(..12).unwrap_or(&e.fingerprint);
+                println!(
+                    "  {}  approved {}  definition {}{note}",
+                    visible_line(&e.tool),
+                    visible_line(&e.approved_at),
+                    visible_line(short)
+                );
+            }
+            Ok(())
+        }
+        ApprovalsCommand::Revoke { tools, all } => {
+            let which = (!all).then_some(tools.as_slice());
+            let removed = file.revoke(which).map_err(anyhow::Error::msg)?;
+            println!(
+                "revoked {removed} approval{} in {}",
+                if removed == 1 { "" } else { "s" },
+                file.path().display()
+            );
+            anyhow::ensure!(
+                all || removed > 0,
+                "no approval of {} in this project",
+                visible(&tools.join(", "))
+            );
+            Ok(())
+        }
+    }
+}
+
+/// The ledger's file: `--file`, else the servers file's `ledger`, else the default.
+fn ledger_file(args: &LedgerArgs) -> anyhow::Result<PathBuf> {
+    if let Some(file) = &args.file {
+        return Ok(file.clone());
+    }
+    let settings = match args.config.clone().or_else(Config::find) {
+        Some(path) => Config::load(&path, &Identity::default())?.settings.ledger,
+        None => LedgerSettings::default(),
+    };
+    Ok(settings.file())
+}
+
+/// `gatehouse ledger …`.
+pub fn ledger(args: LedgerArgs) -> anyhow::Result<()> {
+    let path = ledger_file(&args)?;
+    match args.command {
+        LedgerCommand::Verify => match ledger::verify(&path) {
+            Ok(v) => {
+                println!(
+                    "{}: {} lines, the chain holds; head {}",
+                    path.display(),
+                    v.lines,
+                    v.head
+                );
+                if let Some(note) = v.note {
+                    println!("note: {note}");
+                }
+                Ok(())
+            }
+            Err(bad) => anyhow::bail!("the ledger {} is broken at {bad}", path.display()),
+        },
+        LedgerCommand::Show { since, json } => show(&path, since.as_deref(), json),
+    }
+}
+
+fn show(path: &std::path::Path, since: Option<&str>, json: bool) -> anyhow::Result<()> {
+    let since = since.map(parse_since).transpose()?;
+    let entries = ledger::read_entries(path).map_err(anyhow::Error::msg)?;
+    for mut entry in entries {
+        let time = entry["time"]
+            .as_str()
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok());
+        if let (Some(since), Some(time)) = (since, time)
+            && time < since
+        {
+            continue;
+        }
+        visible_json(&mut entry);
+        if json {
+            println!("{entry}");
+            continue;
+        }
+        let s = |k: &str| entry[k].as_str().unwrap_or("-").to_owned();
+        let answer = match (entry["answer"].as_str(), entry["by"].as_str()) {
+            (Some(a), Some(by)) => format!(" {a} by {by}"),
+            _ => String::new(),
+        };
+        println!(
+            "{:>5} {} {:<7} {} on {} ({}){answer}",
+            entry["seq"].to_string(),
+            s("time"),
+            s("decision"),
+            visible_line(&s("tool")),
+            visible_line(&s("server")),
+            s("rule")
+        );
+    }
+    if let Err(bad) = ledger::verify(path) {
+        eprintln!("gatehouse: warning: the ledger is broken at {bad}");
+    }
+    Ok(())
+}
+
+/// `--since`: RFC 3339, a date (UTC), or an age (`30m`, `2h`, `7d`, `45s`).
+fn parse_since(text: &str) -> anyhow::Result<chrono::DateTime<chrono::FixedOffset>> {
+    use chrono::{NaiveDate, TimeDelta, Utc};
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(text) {
+        return Ok(t);
+    }
+    if let Ok(d) = NaiveDate::parse_from_str(text, "%Y-%m-%d") {
+        return Ok(d
+            .and_hms_opt(0, 0, 0)
+            .expect("midnight exists")
+            .and_utc()
+            .fixed_offset());
+    }
+    let (number, unit) = text.split_at(text.len().saturating_sub(1));
+    let n: i64 = number.parse().ok().filter(|n| *n >= 0 && *n <= 100_000).with_context(|| {
+        format!("--since {text:?}: give a time (2026-12-01T10:00:00Z), a date (2026-12-01) or an age (30m, 2h, 7d)")
+    })?;
+    let age = match unit {
+        "s" => TimeDelta::seconds(n),
+        "m" => TimeDelta::minutes(n),
+        "h" => TimeDelta::hours(n),
+        "d" => TimeDelta::days(n),
+        _ => anyhow::bail!("--since {text:?}: an age ends in s, m, h or d"),
+    };
+    Ok((Utc::now() - age).fixed_offset())
+}

@@ -1,0 +1,273 @@
+//! The person's rules at work through the real binary: a deny without conditions hides a
+//! tool, a conditional deny refuses with its reason and sends nothing, an allow rule runs
+//! without asking, an ask rule's reason reaches the person, a traversal is not "inside",
+//! a bad rule stops the host with its index, and `policy explain` names the rule.
+
+use serde_json::{Value, json};
+
+use crate::common::{builtin_server, playback, run, write};
+
+fn config(dir: &std::path::Path, rules: Value) -> String {
+    write(
+        dir,
+        "servers.json",
+        &json!({"mcpServers": {"testbed": builtin_server("testbed", json!({}))},
+                "gatehouse": {"rules": rules, "ledger": {"path": dir.join("ledger.jsonl")}}}),
+    )
+}
+
+/// The calls that reached the testbed (the host's records of calls that ran), by tool.
+pub fn calls_sent(ran: &crate::common::Ran) -> Vec<String> {
+    ran.tool_events()
+        .iter()
+        .filter(|e| {
+            ["ok", "tool_error", "error", "timeout"].contains(&e["outcome"].as_str().unwrap_or(""))
+        })
+        .filter_map(|e| {
+            e["tool"]
+                .as_str()?
+                .strip_prefix("testbed__")
+                .map(str::to_owned)
+        })
+        .collect()
+}
+
+#[test]
+fn a_deny_without_conditions_hides_the_tool_and_a_proposal_of_it_is_unknown() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(
+        dir.path(),
+        json!([{"tool": "testbed__sl*", "decision": "deny"}]),
+    );
+    let listed = run(&["tools", "--config", &config, "--json"], &[]);
+    let names: Vec<String> = serde_json::from_str::<Value>(&listed.stdout)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(
+        names.contains(&"testbed__echo".to_string())
+            && !names.contains(&"testbed__sleep".to_string()),
+        "{names:?}"
+    );
+    let model = playback(
+        dir.path(),
+        json!([
+        {"tool_calls": [{"name": "testbed__sleep", "arguments": {"seconds": 0}}]}, {"answer": "ok"}]),
+    );
+    let ran = run(
+        &[
+            "ask", "x", "--config", &config, "--model", &model, "--yes", "--json",
+        ],
+        &[],
+    );
+    // The record says refused; the model reads what it reads for an unknown tool (unit test).
+    assert_eq!(ran.tool_events()[0]["outcome"], "refused");
+    assert!(
+        ran.step_texts()
+            .contains(&"host: denied by rules[0], a tool hidden from the model".to_string()),
+        "{:?}",
+        ran.step_texts()
+    );
+    assert!(
+        calls_sent(&ran).is_empty(),
+        "nothing is sent: {:?}",
+        calls_sent(&ran)
+    );
+}
+
+#[test]
+fn a_conditional_deny_refuses_with_its_reason_and_sends_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(
+        dir.path(),
+        json!([
+            {"tool": "testbed__*", "decision": "allow"},
+            {"tool": "testbed__echo", "decision": "deny", "reason": "no secrets in echoes",
+             "when": {"pointer": "/text", "regex": "(?i)password"}}
+        ]),
+    );
+    let model = playback(
+        dir.path(),
+        json!([
+        {"tool_calls": [{"name": "testbed__echo", "arguments": {"text": "my PASSWORD is x"}},
+                        {"name": "testbed__echo", "arguments": {"text": "hello"}}]},
+        {"answer": "ok"}]),
+    );
+    let ran = run(
+        &[
+            "ask", "x", "--config", &config, "--model", &model, "--no", "--json",
+        ],
+        &[],
+    );
+    let texts = ran.steps_after_discovery();
+    assert!(
+        texts.contains(&"host: denied by rules[1]: no secrets in echoes".to_string()),
+        "{texts:?}"
+    );
+    assert!(
+        texts.contains(&"host: allowed by rules[0]: run it".to_string()),
+        "{texts:?}"
+    );
+    assert_eq!(calls_sent(&ran), ["echo"], "only the allowed call is sent");
+    let events = ran.tool_events();
+    assert_eq!(events[0]["outcome"], "refused");
+    assert_eq!(events[1]["outcome"], "ok");
+}
+
+#[test]
+fn an_ask_rule_gives_the_person_its_reason_and_a_traversal_is_not_inside() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(
+        dir.path(),
+        json!([
+            {"tool": "testbed__echo", "decision": "allow", "when": {"pointer": "/text", "inside": "/srv/project"}},
+            {"tool": "testbed__echo", "decision": "ask", "reason": "echoes outside the project are read by a person"}
+        ]),
+    );
+    let model = playback(
+        dir.path(),
+        json!([
+        {"tool_calls": [{"name": "testbed__echo", "arguments": {"text": "/srv/project/notes.txt"}},
+                        {"name": "testbed__echo", "arguments": {"text": "/srv/project/../../etc/passwd"}}]},
+        {"answer": "ok"}]),
+    );
+    let ran = run(
+        &[
+            "ask", "x", "--config", &config, "--model", &model, "--no", "--json",
+        ],
+        &[],
+    );
+    let texts = ran.steps_after_discovery();
+    let asked =
+        "host: rules[1] says ask the person: echoes outside the project are read by a person";
+    assert!(
+        texts.contains(&"host: allowed by rules[0]: run it".to_string()),
+        "{texts:?}"
+    );
+    assert!(texts.contains(&asked.to_string()), "{texts:?}");
+    assert_eq!(
+        calls_sent(&ran),
+        ["echo"],
+        "the traversal was asked about and declined"
+    );
+}
+
+#[test]
+fn annotations_never_grant_anything() {
+    let dir = tempfile::tempdir().unwrap();
+    // read_resource is read-only by its annotations; cmdb's tools too. No rule: ask.
+    let config = config(dir.path(), json!([]));
+    let model = playback(
+        dir.path(),
+        json!([
+        {"tool_calls": [{"name": "testbed__echo", "arguments": {"text": "hi"}}]}, {"answer": "ok"}]),
+    );
+    let ran = run(
+        &[
+            "ask", "x", "--config", &config, "--model", &model, "--no", "--json",
+        ],
+        &[],
+    );
+    assert!(
+        ran.step_texts()
+            .contains(&"host: not on the allow-list: ask the person".to_string())
+    );
+    assert!(calls_sent(&ran).is_empty());
+}
+
+#[test]
+fn a_bad_rule_stops_the_host_with_its_index_and_the_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    for (rules, says) in [
+        (
+            json!([{"tool": "a", "decision": "allow"}, {"tool": "x[", "decision": "deny"}]),
+            "rules[1]: \"tool\" \"x[\"",
+        ),
+        (
+            json!([{"tool": "*", "decision": "ask", "when": {"pointer": "/q", "regex": "("}}]),
+            "rules[0]: when[0]: \"regex\" does not compile",
+        ),
+        (
+            json!([{"tool": "*", "decision": "ask", "when": {"pointer": "q", "equals": 1}}]),
+            "rules[0]: when[0]: \"pointer\"",
+        ),
+    ] {
+        let config = config(dir.path(), rules);
+        let ran = run(&["tools", "--config", &config], &[]);
+        assert_eq!(ran.status, 2, "{}", ran.stderr);
+        assert!(ran.stderr.contains(says), "{says}: {}", ran.stderr);
+    }
+}
+
+#[test]
+fn policy_explain_names_the_rule_that_decides_and_each_condition() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(
+        dir.path(),
+        json!([
+            {"tool": "testbed__*", "decision": "allow", "when": {"pointer": "/text", "glob": "safe*"}},
+            {"tool": "testbed__echo", "decision": "deny", "reason": "never", "when": {"pointer": "/text", "glob": "*rm -rf*"}}
+        ]),
+    );
+    let explain = |args: &str| {
+        run(
+            &[
+                "policy",
+                "explain",
+                "testbed__echo",
+                args,
+                "--config",
+                &config,
+            ],
+            &[],
+        )
+    };
+    let denied = explain(r#"{"text": "safe; rm -rf /"}"#);
+    assert_eq!(denied.status, 0, "{}", denied.stderr);
+    assert!(
+        denied.stdout.contains("refuse (by rules[1])"),
+        "{}",
+        denied.stdout
+    );
+    assert!(
+        denied
+            .stdout
+            .contains("rules[0] (tool testbed__*, allow): applies"),
+        "{}",
+        denied.stdout
+    );
+    assert!(
+        denied
+            .stdout
+            .contains("/text matches the glob *rm -rf*: yes"),
+        "{}",
+        denied.stdout
+    );
+    let allowed = explain(r#"{"text": "safe words"}"#);
+    assert!(
+        allowed.stdout.contains("run (by rules[0])"),
+        "{}",
+        allowed.stdout
+    );
+    let asked = run(
+        &[
+            "policy",
+            "explain",
+            "testbed__echo",
+            r#"{"text": "hi"}"#,
+            "--config",
+            &config,
+            "--json",
+        ],
+        &[],
+    );
+    let v: Value = serde_json::from_str(&asked.stdout).unwrap();
+    assert_eq!(v["verdict"], "ask");
+    assert_eq!(v["by"], "default");
+    // Explaining decides nothing and sends nothing: no ledger line.
+    let ledger = std::fs::read_to_string(dir.path().join("ledger.jsonl")).unwrap_or_default();
+    assert_eq!(ledger.lines().count(), 0, "{ledger}");
+}

@@ -1,0 +1,229 @@
+//! The ledger: every decision on a proposed call, one JSON line each, hash-chained and
+//! written durably before the call is sent.
+//!
+//! Each line carries `prev`, the hash of the line before (64 zeros for the first), and
+//! ends with `hash`, the SHA-256 of the line's text up to it: an edited, removed or
+//! reordered line breaks the chain at that line. A head file beside the ledger
+//! (`ledger.jsonl.head`) holds the last line's number and hash, so whole lines cut from
+//! the end are found too. [`verify`] names the first bad line.
+//!
+//! Appends take an exclusive lock on the file (several Gatehouse processes may share one
+//! ledger: no line is lost, none interleaved), read the last line, write the new one with
+//! one write, and sync it to disk before returning. An append that fails is an error the
+//! caller must act on: a call that needs its line is not sent unrecorded.
+//!
+//! The chain shows an edit unless every line after it is rewritten too; anyone who can
+//! write the file can do that. Keep the head's hash (`gatehouse ledger verify` prints it)
+//! somewhere the ledger's writer cannot reach to make a rewrite visible as well.
+
+mod verify;
+
+use std::{
+    fs::File,
+    io::{Read, Seek, SeekFrom, Write},
+    path::{Path, PathBuf},
+};
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+pub use verify::{Bad, Verified, read_entries, verify};
+
+/// The `prev` of the first line.
+pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+/// Longest line the ledger reads back, in bytes (a line with arguments kept may be long).
+pub const MAX_LINE_BYTES: usize = 64 << 20;
+/// How much of the file's end is read at a time when looking for its last line.
+const TAIL_CHUNK: u64 = 8 << 10;
+
+/// One decision, as the turn gives it; the ledger adds the line's number, time and chain.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Entry {
+    /// The host's session.
+    pub session: String,
+    /// The question's trace id.
+    pub trace_id: String,
+    /// The call's number in the turn.
+    pub step: u64,
+    /// The tool's server, or `-` for a tool not in the catalog.
+    pub server: String,
+    /// The tool, as the model named it.
+    pub tool: String,
+    /// SHA-256 of the arguments' text as the model wrote it.
+    pub arguments_sha256: String,
+    /// The arguments themselves, when the settings keep them (`ledger.arguments`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Value>,
+    /// The digest of the tool's definition, for a tool in the catalog.
+    pub fingerprint: Option<String>,
+    /// `run`, `asked`, `denied` or `refused`.
+    pub decision: String,
+    /// What decided: `rules[2]`, `allow[0]`, `session`, `project`, `default`, `changed`,
+    /// `hook`; the check that refused (`too_large`, …).
+    pub rule: Option<String>,
+    /// For an ask: `yes` or `no`.
+    pub answer: Option<String>,
+    /// Who answered or decided: `person at the terminal`, `option`, `nobody`, `hook`.
+    pub by: Option<String>,
+    /// The reason given (a rule's, a hook's, a refusal's words).
+    pub reason: Option<String>,
+}
+
+/// Where a line went: its number and hash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Appended {
+    /// The line's number, from 1.
+    pub seq: u64,
+    /// Its hash.
+    pub hash: String,
+}
+
+/// A ledger file.
+#[derive(Debug, Clone)]
+pub struct Ledger {
+    path: PathBuf,
+}
+
+impl Ledger {
+    /// The ledger at `path` (made, private, on the first append).
+    pub fn new(path: impl Into<PathBuf>) -> Ledger {
+        Ledger { path: path.into() }
+    }
+
+    /// Its file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Its head file: the last line's number and hash.
+    pub fn head_path(&self) -> PathBuf {
+        head_path(&self.path)
+    }
+
+    /// Can it be written? Makes the file if it is missing; used when a host starts, so the
+    /// person hears at once that calls will be stopped.
+    pub fn check(&self) -> Result<(), String> {
+        crate::files::create_private_keep(&self.path)
+            .map(drop)
+            .map_err(|e| self.error(&e))
+    }
+
+    /// Append one decision, durably: locked, written in one write, synced to disk.
+    pub fn append(&self, entry: &Entry) -> Result<Appended, String> {
+        let mut file = crate::files::create_private_keep(&self.path).map_err(|e| self.error(&e))?;
+        file.lock().map_err(|e| self.error(&e))?;
+        let (seq, prev) = last_line(&mut file).map_err(|e| format!("{}: {e}", self.shown()))?;
+        let (line, hash) = compose(seq + 1, &prev, entry);
+        file.write_all(line.as_bytes())
+            .and_then(|()| file.sync_data())
+            .map_err(|e| self.error(&e))?;
+        let appended = Appended { seq: seq + 1, hash };
+        write_head(&self.head_path(), &appended).map_err(|e| self.error(&e))?;
+        Ok(appended)
+        // The lock goes with the file.
+    }
+
+    fn shown(&self) -> String {
+        format!("the ledger {}", self.path.display())
+    }
+
+    fn error(&self, e: &std::io::Error) -> String {
+        format!("{} cannot be written: {e}", self.shown())
+    }
+}
+
+/// The head file of the ledger at `path`.
+pub fn head_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".head");
+    path.with_file_name(name)
+}
+
+/// The now, as the ledger writes it: RFC 3339 in UTC, to the millisecond.
+pub fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// The line for entry `seq` after `prev`, and its hash. The hash is over the line's text
+/// up to `,"hash"`, closed with `}`: the body exactly as written, never re-serialised.
+fn compose(seq: u64, prev: &str, entry: &Entry) -> (String, String) {
+    let mut body = Map::new();
+    body.insert("seq".into(), json!(seq));
+    body.insert("time".into(), json!(now()));
+    if let Ok(Value::Object(fields)) = serde_json::to_value(entry) {
+        body.extend(fields);
+    }
+    body.insert("prev".into(), json!(prev));
+    let body = Value::Object(body).to_string();
+    let hash = crate::digest::sha256_hex(body.as_bytes());
+    let line = format!("{},\"hash\":\"{hash}\"}}\n", &body[..body.len() - 1]);
+    (line, hash)
+}
+
+/// Split a line (without its newline) into its body and the hash it claims.
+pub(crate) fn split_line(line: &str) -> Option<(String, &str)> {
+    let at = line.rfind(",\"hash\":\"")?;
+    let hash = line[at..]
+        .strip_prefix(",\"hash\":\"")?
+        .strip_suffix("\"}")?;
+    (hash.len() == 64).then(|| (format!("{}}}", &line[..at]), hash))
+}
+
+/// The number and hash of the file's last line: `(0, GENESIS)` for an empty file.
+fn last_line(file: &mut File) -> Result<(u64, String), String> {
+    let len = file.seek(SeekFrom::End(0)).map_err(|e| e.to_string())?;
+    if len == 0 {
+        return Ok((0, GENESIS.into()));
+    }
+    let mut tail: Vec<u8> = Vec::new();
+    let mut start = len;
+    loop {
+        let from = start.saturating_sub(TAIL_CHUNK);
+        let mut chunk = vec![0; (start - from) as usize];
+        file.seek(SeekFrom::Start(from))
+            .map_err(|e| e.to_string())?;
+        file.read_exact(&mut chunk).map_err(|e| e.to_string())?;
+        chunk.extend_from_slice(&tail);
+        tail = chunk;
+        start = from;
+        if tail.last() != Some(&b'\n') {
+            return Err("its last line is incomplete (cut short, or written by something else); run `gatehouse ledger verify`".into());
+        }
+        let body = &tail[..tail.len() - 1];
+        if let Some(nl) = body.iter().rposition(|&b| b == b'\n') {
+            return parse_last(&body[nl + 1..]);
+        }
+        if start == 0 {
+            return parse_last(body);
+        }
+        if tail.len() > MAX_LINE_BYTES {
+            return Err(format!(
+                "its last line is longer than {MAX_LINE_BYTES} bytes"
+            ));
+        }
+    }
+}
+
+fn parse_last(line: &[u8]) -> Result<(u64, String), String> {
+    let bad = || "its last line is not a ledger line; run `gatehouse ledger verify`".to_string();
+    let text = std::str::from_utf8(line).map_err(|_| bad())?;
+    let (body, hash) = split_line(text).ok_or_else(bad)?;
+    let seq = serde_json::from_str::<Value>(&body)
+        .ok()
+        .and_then(|v| v["seq"].as_u64())
+        .ok_or_else(bad)?;
+    Ok((seq, hash.to_owned()))
+}
+
+/// Write the head. It is not synced: the line it follows is, and a head left one line
+/// behind by a crash is what `verify` tells apart from lines cut from the end (a head
+/// ahead of the lines). One sync per decision, not two.
+fn write_head(path: &Path, head: &Appended) -> std::io::Result<()> {
+    let mut file = crate::files::create_private_keep(path)?;
+    let text = format!("{{\"seq\":{},\"hash\":\"{}\"}}\n", head.seq, head.hash);
+    file.set_len(0)?;
+    file.write_all(text.as_bytes())
+}
+
+#[cfg(test)]
+mod tests;

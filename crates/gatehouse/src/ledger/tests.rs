@@ -1,0 +1,135 @@
+//! The chain: appended lines verify; an edit, a deletion, a reordering or a cut is found,
+//! at the first bad line; several writers at once lose and interleave nothing.
+
+use super::*;
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("gatehouse-ledger-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir.join("ledger.jsonl")
+}
+
+fn entry(step: u64) -> Entry {
+    Entry {
+        session: "s1".into(),
+        trace_id: "t1".into(),
+        step,
+        server: "tickets".into(),
+        tool: "tickets__open_ticket".into(),
+        arguments_sha256: crate::digest::sha256_hex(b"{}"),
+        decision: "asked".into(),
+        answer: Some("yes".into()),
+        by: Some("option".into()),
+        ..Entry::default()
+    }
+}
+
+fn ledger_of(name: &str, n: u64) -> Ledger {
+    let ledger = Ledger::new(scratch(name));
+    for step in 1..=n {
+        assert_eq!(ledger.append(&entry(step)).unwrap().seq, step);
+    }
+    ledger
+}
+
+fn rewrite(ledger: &Ledger, change: impl FnOnce(&mut Vec<String>)) {
+    let text = std::fs::read_to_string(ledger.path()).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    change(&mut lines);
+    let mut out = lines.join("\n");
+    out.push('\n');
+    std::fs::write(ledger.path(), out).unwrap();
+}
+
+#[test]
+fn appended_lines_verify_and_chain() {
+    let ledger = ledger_of("fine", 4);
+    let verified = verify(ledger.path()).unwrap();
+    assert_eq!(verified.lines, 4);
+    assert_eq!(verified.note, None);
+    let entries = read_entries(ledger.path()).unwrap();
+    assert_eq!(entries[0]["prev"], GENESIS);
+    assert_eq!(entries[1]["prev"], entries[0]["hash"]);
+    assert_eq!(entries[3]["hash"].as_str(), Some(verified.head.as_str()));
+    assert_eq!(entries[2]["answer"], "yes");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(ledger.path())
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+}
+
+#[test]
+fn an_edited_line_is_found() {
+    let ledger = ledger_of("edit", 4);
+    rewrite(&ledger, |l| {
+        l[2] = l[2].replace("\"answer\":\"yes\"", "\"answer\":\"no\"")
+    });
+    let bad = verify(ledger.path()).unwrap_err();
+    assert_eq!(bad.line, 3, "{bad}");
+    assert!(bad.problem.contains("edited"), "{bad}");
+}
+
+#[test]
+fn a_removed_line_is_found() {
+    let ledger = ledger_of("delete", 4);
+    rewrite(&ledger, |l| {
+        l.remove(1);
+    });
+    let bad = verify(ledger.path()).unwrap_err();
+    assert_eq!(bad.line, 2, "{bad}");
+}
+
+#[test]
+fn reordered_lines_are_found() {
+    let ledger = ledger_of("reorder", 4);
+    rewrite(&ledger, |l| l.swap(1, 2));
+    assert_eq!(verify(ledger.path()).unwrap_err().line, 2);
+}
+
+#[test]
+fn a_cut_is_found_mid_line_and_at_a_line_end() {
+    let ledger = ledger_of("cut", 4);
+    let text = std::fs::read_to_string(ledger.path()).unwrap();
+    std::fs::write(ledger.path(), &text[..text.len() - 20]).unwrap();
+    let bad = verify(ledger.path()).unwrap_err();
+    assert_eq!(bad.line, 4, "{bad}");
+    assert!(bad.problem.contains("incomplete"), "{bad}");
+    assert!(ledger.append(&entry(5)).unwrap_err().contains("incomplete"));
+    rewrite(&ledger, |l| l.truncate(2));
+    let bad = verify(ledger.path()).unwrap_err();
+    assert_eq!(bad.line, 3, "{bad}");
+    assert!(bad.problem.contains("cut from the end"), "{bad}");
+}
+
+#[test]
+fn a_ledger_that_cannot_be_written_says_so() {
+    let dir = scratch("blocked");
+    std::fs::create_dir_all(dir.parent().unwrap()).unwrap();
+    // A folder where the file should be: nothing can be appended.
+    std::fs::create_dir_all(&dir).unwrap();
+    let ledger = Ledger::new(&dir);
+    let err = ledger.append(&entry(1)).unwrap_err();
+    assert!(err.contains("cannot be written"), "{err}");
+    assert!(ledger.check().is_err());
+}
+
+#[test]
+fn threads_appending_at_once_lose_and_interleave_nothing() {
+    let ledger = Ledger::new(scratch("threads"));
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let ledger = ledger.clone();
+            s.spawn(move || {
+                for i in 0..25 {
+                    ledger.append(&entry(t * 100 + i)).unwrap();
+                }
+            });
+        }
+    });
+    assert_eq!(verify(ledger.path()).unwrap().lines, 100);
+}

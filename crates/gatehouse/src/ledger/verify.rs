@@ -1,0 +1,188 @@
+//! Reading a ledger back: `verify` walks the chain and names the first bad line (edited,
+//! removed, reordered, cut short); `read_entries` gives the lines for `ledger show`.
+
+use std::{
+    fs::File,
+    io::{BufRead, BufReader, Read},
+    path::Path,
+};
+
+use serde_json::Value;
+
+use super::{GENESIS, MAX_LINE_BYTES, head_path, split_line};
+
+/// A ledger whose chain holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verified {
+    /// How many lines.
+    pub lines: u64,
+    /// The last line's hash ([`GENESIS`] for an empty ledger): keep it elsewhere to make a
+    /// rewrite of the whole chain visible too.
+    pub head: String,
+    /// Something worth saying that is not a break (no head file; a head one line behind,
+    /// as after a crash between the line and its head).
+    pub note: Option<String>,
+}
+
+/// The first bad line, and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bad {
+    /// The line's number, from 1.
+    pub line: u64,
+    /// What is wrong, in words.
+    pub problem: String,
+}
+
+impl std::fmt::Display for Bad {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "line {}: {}", self.line, self.problem)
+    }
+}
+
+/// Each line of the file, as text, at most [`MAX_LINE_BYTES`] long; `Err` names the line.
+fn lines(path: &Path) -> Result<Vec<(String, bool)>, Bad> {
+    let file = File::open(path).map_err(|e| Bad {
+        line: 0,
+        problem: format!("cannot read {}: {e}", path.display()),
+    })?;
+    let mut reader = BufReader::new(file);
+    let mut out = Vec::new();
+    loop {
+        let mut bytes = Vec::new();
+        let n = reader
+            .by_ref()
+            .take(MAX_LINE_BYTES as u64 + 1)
+            .read_until(b'\n', &mut bytes)
+            .map_err(|e| Bad {
+                line: out.len() as u64 + 1,
+                problem: format!("cannot be read: {e}"),
+            })?;
+        if n == 0 {
+            return Ok(out);
+        }
+        let line = out.len() as u64 + 1;
+        let complete = bytes.last() == Some(&b'\n');
+        if !complete && bytes.len() > MAX_LINE_BYTES {
+            return Err(Bad {
+                line,
+                problem: format!("is longer than {MAX_LINE_BYTES} bytes"),
+            });
+        }
+        if complete {
+            bytes.pop();
+        }
+        let text = String::from_utf8(bytes).map_err(|_| Bad {
+            line,
+            problem: "is not UTF-8 text".into(),
+        })?;
+        out.push((text, complete));
+    }
+}
+
+/// Walk the chain of the ledger at `path`. An empty or missing ledger verifies.
+pub fn verify(path: &Path) -> Result<Verified, Bad> {
+    if !path.exists() {
+        return Ok(Verified {
+            lines: 0,
+            head: GENESIS.into(),
+            note: Some("there is no ledger yet".into()),
+        });
+    }
+    // Appends hold the lock exclusively while they write a line and its head: a shared
+    // lock reads the two as one.
+    let guard = File::open(path).map_err(|e| Bad {
+        line: 0,
+        problem: format!("cannot read {}: {e}", path.display()),
+    })?;
+    guard.lock_shared().map_err(|e| Bad {
+        line: 0,
+        problem: format!("cannot lock {}: {e}", path.display()),
+    })?;
+    let mut prev = GENESIS.to_owned();
+    let mut hashes = Vec::new();
+    for (i, (text, complete)) in lines(path)?.into_iter().enumerate() {
+        let line = i as u64 + 1;
+        let bad = |problem: String| Bad { line, problem };
+        if !complete {
+            return Err(bad("is incomplete: the ledger was cut short here".into()));
+        }
+        let (body, hash) = split_line(&text)
+            .ok_or_else(|| bad("is not a ledger line (no hash at its end)".into()))?;
+        if crate::digest::sha256_hex(body.as_bytes()) != hash {
+            return Err(bad("was edited: its hash does not match its text".into()));
+        }
+        let value: Value =
+            serde_json::from_str(&body).map_err(|e| bad(format!("is not JSON: {e}")))?;
+        if value["seq"].as_u64() != Some(line) {
+            return Err(bad(format!(
+                "is numbered {} where {line} was due: a line was removed, added or moved",
+                value["seq"]
+            )));
+        }
+        if value["prev"].as_str() != Some(prev.as_str()) {
+            return Err(bad(
+                "does not follow the line before it (its prev is another line's hash)".into(),
+            ));
+        }
+        prev = hash.to_owned();
+        hashes.push(prev.clone());
+    }
+    check_head(path, &hashes).map(|note| Verified {
+        lines: hashes.len() as u64,
+        head: prev,
+        note,
+    })
+}
+
+/// The head file against the lines: whole lines cut from the end are found here.
+fn check_head(path: &Path, hashes: &[String]) -> Result<Option<String>, Bad> {
+    let count = hashes.len() as u64;
+    let head = match std::fs::read_to_string(head_path(path)) {
+        Err(_) if count == 0 => return Ok(None),
+        Err(_) => {
+            return Ok(Some(
+                "no head file: lines cut from the end could not be seen".into(),
+            ));
+        }
+        Ok(text) => serde_json::from_str::<Value>(&text).ok(),
+    };
+    let Some((seq, hash)) = head
+        .as_ref()
+        .and_then(|h| Some((h["seq"].as_u64()?, h["hash"].as_str()?)))
+    else {
+        return Err(Bad {
+            line: count + 1,
+            problem: "the head file is not readable, so the ledger's end cannot be checked".into(),
+        });
+    };
+    if seq > count {
+        return Err(Bad {
+            line: count + 1,
+            problem: format!(
+                "is missing: the head records {seq} lines and the ledger has {count}; lines were cut from the end"
+            ),
+        });
+    }
+    if seq == 0 || hashes[seq as usize - 1] != hash {
+        return Err(Bad {
+            line: seq.max(1),
+            problem: "does not match the head file's hash".into(),
+        });
+    }
+    Ok((seq < count).then(|| {
+        format!("the head records {seq} of {count} lines (an append was interrupted before its head was written)")
+    }))
+}
+
+/// Every line that is JSON, in order, for showing; lines that are not are skipped (verify
+/// says which).
+pub fn read_entries(path: &Path) -> Result<Vec<Value>, String> {
+    if !path.exists() {
+        return Ok(Vec::new());
+    }
+    let lines = lines(path).map_err(|b| b.to_string())?;
+    Ok(lines
+        .into_iter()
+        .filter_map(|(text, _)| serde_json::from_str(&text).ok())
+        .collect())
+}
