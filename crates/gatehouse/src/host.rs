@@ -200,9 +200,15 @@ impl Host {
         &self.tasks
     }
 
-    /// The names of the servers connected.
-    pub(crate) fn server_names(&self) -> Vec<String> {
-        self.connections.iter().map(|c| c.name.clone()).collect()
+    /// Where a turn looks again at the tasks no model was told the end of.
+    pub(crate) fn looking(&self) -> crate::tasks::Looking<'_> {
+        crate::tasks::Looking {
+            records: &self.tasks,
+            connections: &self.connections,
+            stopper: &self.stopper,
+            person: self.person.as_ref(),
+            trace: &self.trace,
+        }
     }
 
     /// The connection to a server, by its name.

@@ -239,7 +239,7 @@ impl Turn<'_> {
     /// (a tool answer, never the person's words), and its record is joined by the call's.
     async fn report_ended_tasks(&mut self, conversation: &mut Vec<Message>) {
         let host = self.host;
-        for ended in tasks::look_again(host, self.limits()).await {
+        for ended in tasks::look_again(host.looking(), self.limits()).await {
             let r = &ended.record.clone();
             let status = tasks::status_of(&ended.end, ended.seen.as_ref());
             host.trace().add(

@@ -40,20 +40,26 @@ pub struct Looked {
 /// A task's record, as the look at it starts.
 enum Found {
     /// It has ended: the record says how.
-    Ended(Looked),
-    /// It may still be running: its server must be asked.
-    Running(Records, Record),
+    Ended(Box<Looked>),
+    /// It may still be running: its server, reached again, must be asked.
+    Running(Records, Box<Record>, Box<Connection>),
 }
 
-fn find(config: &Config, id: &str) -> Result<Found, String> {
+/// Task `id`'s record, and its server reached when the record has no end.
+async fn find(
+    config: &Config,
+    id: &str,
+    person: Arc<dyn Person>,
+    trace: &Trace,
+) -> Result<Found, String> {
     let records = records_of(config);
     let r = records.find(id)?;
-    Ok(if r.ended() {
+    if r.ended() {
         let end = r.end.as_ref().map(super::end_of);
-        Found::Ended(Looked { record: r, end })
-    } else {
-        Found::Running(records, r)
-    })
+        return Ok(Found::Ended(Box::new(Looked { record: r, end })));
+    }
+    let conn = reach(config, &r, person, trace).await?;
+    Ok(Found::Running(records, Box::new(r), Box::new(conn)))
 }
 
 /// Reach the record's server as the configuration describes it.
@@ -102,11 +108,10 @@ pub async fn look(
     person: Arc<dyn Person>,
     trace: &Trace,
 ) -> Result<Looked, String> {
-    let (records, r) = match find(config, id)? {
-        Found::Ended(looked) => return Ok(looked),
-        Found::Running(records, r) => (records, r),
+    let (records, r, conn) = match find(config, id, person.clone(), trace).await? {
+        Found::Ended(looked) => return Ok(*looked),
+        Found::Running(records, r, conn) => (records, *r, *conn),
     };
-    let conn = reach(config, &r, person.clone(), trace).await?;
     let looked = follow(config, &conn, &records, r, wait, person.as_ref(), trace).await;
     conn.close().await;
     looked
@@ -154,11 +159,10 @@ pub async fn cancel(
     person: Arc<dyn Person>,
     trace: &Trace,
 ) -> Result<Looked, String> {
-    let (records, r) = match find(config, id)? {
-        Found::Ended(looked) => return Ok(looked),
-        Found::Running(records, r) => (records, r),
+    let (records, r, conn) = match find(config, id, person.clone(), trace).await? {
+        Found::Ended(looked) => return Ok(*looked),
+        Found::Running(records, r, conn) => (records, *r, *conn),
     };
-    let conn = reach(config, &r, person.clone(), trace).await?;
     let mut params = CancelTaskParams::new(r.task_id.clone());
     params.meta = Some(meta_of(&r));
     let request = ClientRequest::CancelTaskRequest(CancelTaskRequest::new(params));

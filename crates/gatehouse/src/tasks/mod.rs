@@ -18,11 +18,12 @@ pub use records::{Record, Records, default_path};
 use rmcp::model::TaskStatus;
 
 use crate::{
+    connect::Connection,
     dispatch::{
-        self, CallEnd, CallLimits,
+        self, CallEnd, CallLimits, Stopper,
         task::{self, TaskSeen},
     },
-    host::Host,
+    person::Person,
     redact::Secrets,
     trace::{Trace, Who},
 };
@@ -125,14 +126,30 @@ pub struct Ended {
     pub seen: Option<TaskSeen>,
 }
 
+/// Where a turn looks again at its session's tasks: the records, the servers it is
+/// connected to, the Stop of the call in flight, the person and the trace. (The pieces
+/// of the host, not the host, so that `tasks` does not depend on `host`.)
+pub(crate) struct Looking<'a> {
+    /// The records of calls run as tasks.
+    pub records: &'a Records,
+    /// The host's connections.
+    pub connections: &'a [Connection],
+    /// The Stop that a look, as any call, answers to.
+    pub stopper: &'a Stopper,
+    /// Who answers a task's questions.
+    pub person: &'a dyn Person,
+    /// The run.
+    pub trace: &'a Trace,
+}
+
 /// Look once at each task no model was told the end of, on the servers this host is
 /// connected to (at most [`MAX_LOOKED_AT_PER_TURN`]): the ones that ended are returned
 /// for the turn to report; the others stay as they are, their records brought up to
 /// date. A task's questions are put to the person, as in its call.
-pub(crate) async fn look_again(host: &Host, limits: CallLimits) -> Vec<Ended> {
-    let trace = host.trace();
-    let servers = host.server_names();
-    let unreported = match host.tasks().unreported(&servers, MAX_LOOKED_AT_PER_TURN) {
+pub(crate) async fn look_again(at: Looking<'_>, limits: CallLimits) -> Vec<Ended> {
+    let trace = at.trace;
+    let servers: Vec<String> = at.connections.iter().map(|c| c.name.clone()).collect();
+    let unreported = match at.records.unreported(&servers, MAX_LOOKED_AT_PER_TURN) {
         Ok(list) => list,
         Err(e) => {
             trace.add(Who::Host, format!("warning: {e}"), json!({}));
@@ -152,33 +169,22 @@ pub(crate) async fn look_again(host: &Host, limits: CallLimits) -> Vec<Ended> {
             });
             continue;
         }
-        let Some(conn) = host.connection(&r.server) else {
+        let Some(conn) = at.connections.iter().find(|c| c.name == r.server) else {
             continue;
         };
         let limits = CallLimits {
             task_wait: std::time::Duration::ZERO,
             ..limits
         };
-        let stop = host.stopper().begin();
-        let person = host.person();
-        let done = dispatch::follow_task(
-            conn,
-            &r.task_id,
-            Some(meta_of(&r)),
-            limits,
-            person,
-            trace,
-            &stop,
-        )
-        .await;
-        host.stopper().finish();
+        let stop = at.stopper.begin();
+        let meta = Some(meta_of(&r));
+        let done =
+            dispatch::follow_task(conn, &r.task_id, meta, limits, at.person, trace, &stop).await;
+        at.stopper.finish();
         match done.end {
             CallEnd::Background(_) | CallEnd::TimedOut(_) => {
-                keep(
-                    host.tasks(),
-                    &record(&r, &done.end, done.task.as_ref(), false, trace.secrets()),
-                    trace,
-                );
+                let now = record(&r, &done.end, done.task.as_ref(), false, trace.secrets());
+                keep(at.records, &now, trace);
             }
             end => ended.push(Ended {
                 record: r,
