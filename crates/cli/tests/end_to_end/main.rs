@@ -25,6 +25,7 @@ mod hostile_servers;
 mod http_abuse;
 mod http_host;
 mod http_servers;
+mod interop_fastmcp_tasks;
 mod interop_foreign_clients;
 mod interop_foreign_servers;
 mod lab_browser;
