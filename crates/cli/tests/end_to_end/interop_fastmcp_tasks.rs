@@ -3,11 +3,9 @@
 //! follows its task to the result (and to a tool error), answers a question inside a task
 //! through the person, and cancels one on Ctrl-C with `tasks/cancel`. See docs/interop.md.
 
-use std::time::{Duration, Instant};
-
 use serde_json::{Value, json};
 
-use crate::common::{process::Spawn, *};
+use crate::common::*;
 use crate::interop_peers::{http_peer, json_lines, require, script};
 
 /// The FastMCP server on 127.0.0.1 with a free port, and a servers file naming it.
@@ -96,18 +94,7 @@ fn ctrl_c_cancels_a_fastmcp_task_with_tasks_cancel() {
     let model =
         bed.model(json!([call("fm__slow_compute", json!({"seconds": 60})), {"answer": "ok"}]));
     let args = ask_args(&bed.config, &model, &["--record", record.to_str().unwrap()]);
-    let host = Spawn::new(gatehouse_command(&args, &[]), "gatehouse ask").run();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !json_lines(&record)
-        .iter()
-        .any(|l| l["method"] == "tasks/get")
-    {
-        assert!(Instant::now() < deadline, "the task was never polled");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(host.signal("INT"));
-    let ran = host.wait(Duration::from_secs(30));
-    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    let ran = crate::tasks::interrupted_once_polled(&args, &record);
     ran.assert_step_starting("host: asked fm to cancel task ");
     // FastMCP's task reached `cancelled`: the host saw it so before it ended the call.
     ran.assert_steps(&["person: stopped the call: it was cancelled on the server"]);

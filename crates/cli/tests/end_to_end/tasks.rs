@@ -181,6 +181,24 @@ fn a_tasks_result_is_checked_against_the_tools_output_schema() {
     ran.assert_step_starting("server: tool error: the job failed, as asked");
 }
 
+/// `gatehouse ARGS` (which record to `record`), sent Ctrl-C once its task has been polled
+/// (at most 30 s), and its run when it has exited 0.
+pub fn interrupted_once_polled(args: &[&str], record: &std::path::Path) -> Ran {
+    let host = Spawn::new(gatehouse_command(args, &[]), "gatehouse ask").run();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !json_lines(record)
+        .iter()
+        .any(|l| l["method"] == "tasks/get")
+    {
+        assert!(Instant::now() < deadline, "the task was never polled");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(host.signal("INT"));
+    let ran = host.wait(Duration::from_secs(30));
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    ran
+}
+
 #[test]
 fn ctrl_c_cancels_the_task_on_its_server_with_tasks_cancel() {
     let world = World::new("testbed", &["task_job"], json!({}));
@@ -193,18 +211,7 @@ fn ctrl_c_cancels_the_task_on_its_server_with_tasks_cancel() {
         &model,
         &["--record", record.to_str().unwrap()],
     );
-    let host = Spawn::new(gatehouse_command(&args, &[]), "gatehouse ask").run();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !json_lines(&record)
-        .iter()
-        .any(|l| l["method"] == "tasks/get")
-    {
-        assert!(Instant::now() < deadline, "the task was never polled");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(host.signal("INT"));
-    let ran = host.wait(Duration::from_secs(30));
-    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    let ran = interrupted_once_polled(&args, &record);
     let id = task_id(&ran);
     ran.assert_steps(&[
         &format!("host: asked testbed to cancel task {id}"),
