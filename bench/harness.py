@@ -54,6 +54,7 @@ class Settings:
     scale_pairs: int = 0
     servers: int = 20
     tools_per_server: int = 50
+    before: Path | None = None  # an earlier `gatehouse` binary, measured beside this one in row 6
     results: dict = field(default_factory=dict)
 
     def __post_init__(self):
@@ -614,24 +615,33 @@ def row_scale(s: Settings) -> list[Line]:
                                                     "--stats", stats_file]).stdout)]  # fmt: skip
     if gh_names != ref_names or len(gh_names) != n * s.tools_per_server:
         raise SystemExit(f"row 6: the catalogs differ ({len(gh_names)} and {len(ref_names)} tools); nothing is timed")
-    gh_t, ref_t = [], []
+    gh_t, ref_t, before_t = [], [], []
     say(f"row 6: {s.scale_pairs} interleaved pairs of `tools` on {n} servers × {s.tools_per_server} tools")
     for _ in range(s.scale_pairs):
         gh_t.append(timed([GATEHOUSE, "tools", "--config", gh_cfg, "--json"])[0] * 1000)
         ref_t.append(timed([PY, REFERENCE / "host.py", "tools", "--config", ref_cfg, "--json"])[0] * 1000)
+        if s.before:
+            before_t.append(timed([s.before, "tools", "--config", gh_cfg, "--json"])[0] * 1000)
     mem_dir = s.work / "mem-scale"
     mem_dir.mkdir(exist_ok=True)
     gh_mcfg, ref_mcfg = scale_configs(s, mem_dir)
     mem = {}
     say("row 6: one run each for peak memory (servers under peakrss)")
-    for tag, cmd in (("gh", [GATEHOUSE, "tools", "--config", gh_mcfg, "--json"]),
-                     ("ref", [PY, REFERENCE / "host.py", "tools", "--config", ref_mcfg, "--json"])):  # fmt: skip
+    sides = [("gh", [GATEHOUSE, "tools", "--config", gh_mcfg, "--json"]),
+             ("ref", [PY, REFERENCE / "host.py", "tools", "--config", ref_mcfg, "--json"])]  # fmt: skip
+    if s.before:
+        sides.append(("before", [s.before, "tools", "--config", gh_mcfg, "--json"]))
+    for tag, cmd in sides:
+        # The before binary runs the same Gatehouse servers: their peaks are written as gh's.
         watch = watch_peak(cmd)
-        servers = [read_peak(mem_dir / f"{tag}-s{i:02}.kb") for i in range(n)]
+        servers = [read_peak(mem_dir / f"{'gh' if tag == 'before' else tag}-s{i:02}.kb") for i in range(n)]
         mem[tag] = {"host_kb": host_peak(watch, servers), "servers_kb": servers}
     ctx = json.loads(run([REL / "gh-context", "--config", gh_cfg]).stdout)
     ref_stats = json.loads(stats_file.read_text())
-    s.results["scale"] = {"gh_ms": gh_t, "ref_ms": ref_t, "memory": mem, "gh_context": ctx, "ref_stats": ref_stats}
+    built = json.loads(run([REL / "gh-context", "--catalog-memory", n * s.tools_per_server]).stdout)
+    quality = json.loads(run([REL / "gh-context", "--catalog-memory-quality"]).stdout)
+    s.results["scale"] = {"gh_ms": gh_t, "ref_ms": ref_t, "before_ms": before_t, "memory": mem, "gh_context": ctx, "ref_stats": ref_stats,
+                          "catalog_memory": built, "quality_catalog_memory": quality}  # fmt: skip
     speed = med(ref_t) / med(gh_t)
     host_r = mem["ref"]["host_kb"] / mem["gh"]["host_kb"]
     srv_r = med(mem["ref"]["servers_kb"]) / med(mem["gh"]["servers_kb"])
@@ -645,8 +655,49 @@ def row_scale(s: Settings) -> list[Line]:
         Line("6 catalog 20×50", f"peak RSS, each server (median; Gatehouse max {worst:.1f} MiB)",
              fmt_kb(med(mem["gh"]["servers_kb"])), fmt_kb(med(mem["ref"]["servers_kb"])), f"1/{srv_r:.1f}", "≤1/8",
              verdict(srv_r >= 8)),  # fmt: skip
-        Line("6 catalog 20×50", "tool definitions per model call", f"{gb:,} B (~{gb // 4:,} tok)",
+        Line("6 catalog 20×50", "tool definitions, every one (as before; toolSearch never)", f"{gb:,} B (~{gb // 4:,} tok)",
              f"{rb:,} B (~{rb // 4:,} tok)", f"{gb / rb:.2f}"),  # fmt: skip
+        *before_lines(s, gh_t, before_t, mem),
+        *searched_lines("6 catalog 20×50", ctx, rb),
+        *build_lines("6 catalog 20×50", "row 6's generated tools", built),
+        *build_lines("6 catalog 20×50", "the quality set's 1,000 tools", quality),
+    ]
+
+
+def before_lines(s: Settings, gh_t: list, before_t: list, mem: dict) -> list[Line]:
+    """With --before: the earlier binary on the same catalog, in the same run."""
+    if not s.before:
+        return []
+    ratio = med(before_t) / med(gh_t)
+    mb, mg = mem["before"]["host_kb"], mem["gh"]["host_kb"]
+    return [
+        Line("6 catalog 20×50", "time to a ready catalog: this build (reference column: --before)",
+             fmt_spread(gh_t, fmt_ms), fmt_spread(before_t, fmt_ms), f"{ratio:.2f}× faster"),  # fmt: skip
+        Line("6 catalog 20×50", "peak RSS, host: this build (reference column: --before)", fmt_kb(mg), fmt_kb(mb),
+             f"1/{mb / mg:.2f}"),  # fmt: skip
+    ]
+
+
+def searched_lines(row: str, ctx: dict, before: int) -> list[Line]:
+    """The largest model call of the README's turn, now, against every definition."""
+    mc = ctx["max_call_bytes"]
+    calls = ", ".join(f"{c['bytes']:,}" for c in ctx["per_call"])
+    return [
+        Line(row, f"tool definitions per model call, largest of a turn (each call: {calls} B)",
+             f"{mc:,} B (~{mc // 4:,} tok)", f"every one: {before:,} B", f"1/{before / mc:.0f}" if mc else "–",
+             "≤16 KB", verdict(mc <= 16 * 1024)),  # fmt: skip
+    ]
+
+
+def build_lines(row: str, what: str, m: dict) -> list[Line]:
+    """The catalog's build in one process: schemas checked and compiled on first use (now)
+    against every schema compiled and kept at build (the host before)."""
+    before_kb = m["catalog_build_kb"] + m["eager_compiled_kb"]
+    return [
+        Line(row, f"catalog memory, {what} (reference column: every schema compiled and kept, as before)",
+             fmt_kb(m["catalog_build_kb"]), fmt_kb(before_kb), f"1/{before_kb / max(m['catalog_build_kb'], 1):.1f}"),
+        Line(row, f"catalog build time, {what} (each distinct schema compiled once to check it)",
+             fmt_ms(m["catalog_build_ms"]), fmt_ms(m["catalog_build_ms"] + m["eager_compile_ms"]), ""),
     ]
 
 
@@ -661,16 +712,44 @@ def row_context(s: Settings) -> list[Line]:
     kept = "yes" if ctx["parameters_identical_to_input_schema"] else "NO"
     per = ", ".join(f"{x['server']} {x['raw_defs_bytes']:,} B" for x in ctx["servers"])
     extra = f" (+ host tool {', '.join(ctx['host_tools'])})" if ctx["host_tools"] else ""
+    mc = ctx["max_call_bytes"]
     return [
         Line("7 context", f"tool definitions per model call, {ctx['tools']} tools{extra}",
              f"{sent:,} B (~{ctx['model_tokens']:,} tok)", f"raw MCP: {raw:,} B (~{ctx['raw_defs_tokens']:,} tok)",
              f"{sent / raw:.2f} of raw"),  # fmt: skip
+        Line("7 context", f"largest model call of the README's turn ({len(ctx['per_call'])} calls; within the budget: every definition)",
+             f"{mc:,} B", f"before: {sent:,} B", f"{mc / sent:.2f}", "≤16 KB", verdict(mc <= 16 * 1024)),  # fmt: skip
         Line("7 context", f"raw tools/list by server: {per}", "", "", ""),
         Line("7 context", "every inputSchema constraint kept (parameters == inputSchema)", kept, "", ""),
     ]
 
 
-ROWS = [row_cold_ask, row_first_answer, row_call_rate, row_floor, row_http, row_scale, row_context]
+def row_tool_search(s: Settings) -> list[Line]:
+    """Row 8: tool search quality on bench/catalog (1,000 tools, the requests as people type
+    them): top-1 and top-5 recall of the host's search_tools against a plain BM25 over names
+    and descriptions, and what each part of the ranker adds."""
+    say("row 8: tool search on the quality set")
+    q = json.loads(run([REL / "gh-toolsearch"]).stdout)
+    s.results["tool_search"] = q
+    host, plain = q["host"], q["plain_bm25"]
+    n = q["requests"]
+    lines = [
+        Line("8 tool search", f"top-5 recall, {n} requests over {q['catalog_tools']:,} tools (reference: plain BM25)",
+             f"{host['top5']:.1f} %", f"{plain['top5']:.1f} %", f"+{host['top5'] - plain['top5']:.1f} pts", "≥90 %",
+             verdict(host["top5"] >= 90)),  # fmt: skip
+        Line("8 tool search", "top-1 recall", f"{host['top1']:.1f} %", f"{plain['top1']:.1f} %",
+             f"+{host['top1'] - plain['top1']:.1f} pts"),  # fmt: skip
+        Line("8 tool search", f"top-5 recall, the {host['pairs']} requests where two servers offer similar tools",
+             f"{host['pairs_top5']:.1f} %", f"{plain['pairs_top5']:.1f} %", ""),  # fmt: skip
+    ]
+    for step in q["steps"]:
+        r = step["recall"]
+        lines.append(Line("8 tool search", f"  {step['method']}: top-1 / top-5", f"{r['top1']:.1f} / {r['top5']:.1f} %", "", ""))
+    lines.append(Line("8 tool search", "index build (1,000 tools) / one search", f"{q['index_build_ms']:.1f} ms / {q['search_ms']:.2f} ms", "", ""))
+    return lines
+
+
+ROWS = [row_cold_ask, row_first_answer, row_call_rate, row_floor, row_http, row_scale, row_context, row_tool_search]
 
 
 # ---------------------------------------------------------------------------------- main
@@ -707,9 +786,10 @@ def main() -> None:
     p.add_argument("--quick", action="store_true", help="fewer runs (about 2 minutes)")
     p.add_argument("--rows", help="only these rows, e.g. 1,3,7")
     p.add_argument("--out", default=str(BENCH / "results"), help="where to keep the results (JSON and table)")
+    p.add_argument("--before", help="an earlier gatehouse binary: row 6 times it and measures its peak memory too")
     args = p.parse_args()
     with tempfile.TemporaryDirectory(prefix="gatehouse-bench-") as tmp:
-        s = Settings(quick=args.quick, work=Path(tmp))
+        s = Settings(quick=args.quick, work=Path(tmp), before=Path(args.before) if args.before else None)
         start = time.perf_counter()
         info = machine()
         say(f"machine: {info['nproc']} × {info['cpu']}; {info['gatehouse']}; {info['python']}, mcp {info['mcp']}")

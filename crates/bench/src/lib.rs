@@ -6,7 +6,10 @@
 //! - `gh-pipe-floor`: the transport's floor, a JSON line echoed over a pipe.
 //! - `gh-gen-server`: a server of N generated tools, for the catalog-scale row.
 //! - `gh-context`: bytes of tool definitions, raw from `tools/list` and as the model gets them.
+//! - `gh-toolsearch`: top-1 and top-5 recall of tool search on the quality set ([`catalog`]).
 #![warn(missing_docs)]
+
+pub mod catalog;
 
 use std::time::Duration;
 

@@ -15,7 +15,7 @@ use serde_json::json;
 
 use crate::{
     approvals::ProjectFile,
-    catalog::{self, Catalog, Listing, Live, ToolSpec},
+    catalog::{self, Catalog, Listing, Live},
     config::{Config, Settings, Transport},
     connect::{self, Connection},
     dispatch::Stopper,
@@ -79,7 +79,12 @@ impl Host {
         }
         register_secrets(config, trace.secrets());
         let (connections, listings) = connect_all(config, &person, &trace).await;
-        let catalog = Live::start(listings, &connections).await;
+        let rules = config
+            .servers
+            .iter()
+            .map(|s| (s.name.clone(), s.tools.clone()))
+            .collect();
+        let catalog = Live::start_with(listings, &connections, rules).await;
         report_catalog(&catalog.current(), &trace);
         let session_id = random_hex(16);
         let gate = Gate::new(&config.settings, project, &trace);
@@ -148,14 +153,6 @@ impl Host {
     /// The gate every proposal goes through: policy, hooks, the person, the ledger.
     pub fn gate(&self) -> &Gate {
         &self.gate
-    }
-
-    /// The tools as the model is offered them: the catalog's, less those a deny rule
-    /// without conditions hides.
-    pub fn offered_tools(&self) -> Vec<ToolSpec> {
-        let mut tools = self.catalog().model_tools();
-        policy::offered(&mut tools, &self.settings);
-        tools
     }
 
     /// The session's trace.
@@ -312,6 +309,9 @@ fn report_catalog(catalog: &Catalog, trace: &Trace) {
     }
     for collision in &catalog.collisions {
         trace.add(Who::Host, format!("renamed a tool: {collision}"), json!({}));
+    }
+    for filtered in &catalog.filtered {
+        trace.add(Who::Host, filtered.clone(), json!({}));
     }
 }
 

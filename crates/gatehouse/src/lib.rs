@@ -4,7 +4,9 @@
 //!
 //! - [`config`]: the servers file and the host's settings (allow-list, bounds);
 //! - [`connect`]: one client per server, on the revision both speak;
-//! - [`catalog`]: discovery, namespacing, and the tools as the model sees them;
+//! - [`catalog`]: discovery, namespacing, filters, tool search, and the tools as the
+//!   model sees them;
+//! - [`dialect`]: tool schemas in the JSON Schema each model provider accepts;
 //! - [`model`]: what proposes ([`model::Decision`]): scripted, playback, OpenAI-compatible;
 //! - [`policy`]: where a proposal is refused, run, or put to the person;
 //! - [`rules`]: the person's rules over tools and their arguments, as written;
@@ -34,6 +36,7 @@ pub mod approvals;
 pub mod catalog;
 pub mod config;
 pub mod connect;
+pub mod dialect;
 pub mod dispatch;
 pub mod gate;
 pub mod hooks;

@@ -6,8 +6,12 @@
 //! Work is bounded: schemas over [`MAX_SCHEMA_BYTES`] are refused, network `$ref`s cannot
 //! be fetched (the validator is built without any resolver), and at most
 //! [`MAX_PROBLEMS`] problems are listed.
+//!
+//! A catalog's schemas are compiled once each, when first needed ([`Lazy`]): a host with
+//! 1,000 tools uses a few per turn, and their compiled forms are most of its memory. That a
+//! schema compiles is still known at discovery: it is compiled then, and dropped.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use jsonschema::{Validator, error::ValidationErrorKind};
 use serde_json::{Map, Value};
@@ -19,6 +23,112 @@ pub const MAX_PROBLEMS: usize = 10;
 
 /// A compiled schema, shared by every check against it.
 pub type Compiled = Arc<Validator>;
+
+/// Which of a tool's schemas a [`Lazy`] holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `inputSchema` ([`compile_input`]).
+    Input,
+    /// `outputSchema` ([`compile_output`]).
+    Output,
+}
+
+/// A schema known to compile, compiled on first use and then kept. Clones share the
+/// compiled form. Derefs to the validator, so it is checked like a [`Compiled`].
+#[derive(Clone)]
+pub struct Lazy {
+    schema: Arc<Map<String, Value>>,
+    kind: Kind,
+    compiled: Arc<OnceLock<Compiled>>,
+}
+
+impl std::fmt::Debug for Lazy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lazy")
+            .field("kind", &self.kind)
+            .field("compiled", &self.is_compiled())
+            .finish()
+    }
+}
+
+impl Lazy {
+    /// Check that `schema` compiles (compiling it, then dropping the result), or say why
+    /// not. The schema is shared, not copied.
+    pub fn check(schema: &Arc<Map<String, Value>>, kind: Kind) -> Result<Lazy, String> {
+        Self::compile(schema, kind)?;
+        Ok(Lazy {
+            schema: schema.clone(),
+            kind,
+            compiled: Arc::new(OnceLock::new()),
+        })
+    }
+
+    fn compile(schema: &Map<String, Value>, kind: Kind) -> Result<Compiled, String> {
+        match kind {
+            Kind::Input => compile_input(schema),
+            Kind::Output => compile_output(schema),
+        }
+    }
+
+    /// Has it been compiled yet?
+    pub fn is_compiled(&self) -> bool {
+        self.compiled.get().is_some()
+    }
+
+    /// The compiled schema, compiled now if it was not yet. It compiled when it was
+    /// checked, so it compiles again; were it ever not to, the schema that refuses every
+    /// value stands in, so nothing unchecked gets through.
+    pub fn validator(&self) -> &Validator {
+        self.compiled
+            .get_or_init(|| Self::compile(&self.schema, self.kind).unwrap_or_else(|_| refuse_all()))
+    }
+}
+
+impl std::ops::Deref for Lazy {
+    type Target = Validator;
+
+    fn deref(&self) -> &Validator {
+        self.validator()
+    }
+}
+
+/// Checks schemas for a catalog, compiling each distinct one once: a catalog often holds
+/// the same schema many times (one server configured twice, tools that share their
+/// parameters), and a schema already shown to compile need not be compiled again. The
+/// set lives as long as one catalog's build.
+#[derive(Debug, Default)]
+pub struct Checker {
+    compiled: std::collections::HashSet<(bool, String)>,
+}
+
+impl Checker {
+    /// [`Lazy::check`], skipping the compile of a schema this checker saw compile.
+    pub fn check(&mut self, schema: &Arc<Map<String, Value>>, kind: Kind) -> Result<Lazy, String> {
+        let key = (
+            kind == Kind::Input,
+            serde_json::to_string(schema.as_ref()).unwrap_or_default(),
+        );
+        if !self.compiled.contains(&key) {
+            Lazy::compile(schema, kind)?;
+            self.compiled.insert(key);
+        }
+        Ok(Lazy {
+            schema: schema.clone(),
+            kind,
+            compiled: Arc::new(OnceLock::new()),
+        })
+    }
+}
+
+/// The schema `false`, which no value fits.
+fn refuse_all() -> Compiled {
+    static FALSE: OnceLock<Compiled> = OnceLock::new();
+    FALSE
+        .get_or_init(|| {
+            Arc::new(jsonschema::validator_for(&Value::Bool(false)).expect("false is a schema"))
+        })
+        .clone()
+}
 
 /// Compile a tool's `inputSchema`. Its root must be an object schema (the spec says so,
 /// and model APIs take nothing else).
@@ -248,6 +358,52 @@ mod tests {
             .collect();
         let err = compile_input(&obj(json!({"type": "object", "properties": huge}))).unwrap_err();
         assert!(err.contains("more than"), "{err}");
+    }
+
+    #[test]
+    fn a_lazy_schema_is_checked_at_once_and_compiled_on_first_use() {
+        let good = Arc::new(obj(
+            json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}),
+        ));
+        let lazy = Lazy::check(&good, Kind::Input).unwrap();
+        assert!(!lazy.is_compiled(), "checking compiles and drops");
+        let twin = lazy.clone();
+        assert_eq!(
+            problems(&lazy, &json!({})),
+            ["missing required property \"n\""]
+        );
+        assert!(
+            lazy.is_compiled() && twin.is_compiled(),
+            "clones share the compiled form"
+        );
+        assert!(problems(&twin, &json!({"n": 1})).is_empty());
+        let mut checker = Checker::default();
+        assert!(
+            checker.check(&good, Kind::Input).is_ok() && checker.check(&good, Kind::Input).is_ok()
+        );
+        assert_eq!(
+            checker.compiled.len(),
+            1,
+            "the same schema is compiled once"
+        );
+        assert!(checker.check(&good, Kind::Output).is_ok());
+        assert_eq!(checker.compiled.len(), 2);
+        let broken = Arc::new(obj(
+            json!({"type": "object", "properties": {"x": {"type": 12}}}),
+        ));
+        let err = Lazy::check(&broken, Kind::Input).unwrap_err();
+        assert!(err.contains("does not compile"), "{err}");
+        for _ in 0..2 {
+            let err = checker.check(&broken, Kind::Input).unwrap_err();
+            assert!(
+                err.contains("does not compile"),
+                "never remembered as good: {err}"
+            );
+        }
+        let output = Arc::new(obj(json!({"type": "array"})));
+        assert!(Lazy::check(&output, Kind::Input).is_err());
+        assert!(Lazy::check(&output, Kind::Output).is_ok());
+        assert!(!refuse_all().is_valid(&json!({})));
     }
 
     #[test]

@@ -7,6 +7,10 @@
 //! back with its call's id. One proposal reads as four stages: decide (the [`crate::gate`]:
 //! policy, hook, person, ledger), send ([`crate::dispatch`]), the `afterCall` hook, shape
 //! ([`crate::result`]).
+//! What each model call is offered, and the host's `search_tools` and `read_result`, are
+//! in `offered`.
+
+mod offered;
 
 use std::{collections::HashMap, time::Instant};
 
@@ -14,12 +18,12 @@ use rmcp::model::{JsonObject, RequestMetaObject};
 use serde_json::{Value, json};
 
 use crate::{
-    catalog::{CatalogTool, HOST_LABEL, Origin},
+    catalog::{self, CatalogTool, HOST_LABEL, Origin, offer::Offer},
     dispatch::{self, CallLimits},
     gate::{self, Admission},
     host::Host,
     model::{Message, Model, ToolCall, Usage},
-    result::{self, ForModel, Shaped, Shaper, shape::round_ms},
+    result::{self, ForModel, Kept, Shaped, Shaper, shape::round_ms},
     tasks::{self, records},
     trace::{Outcome, ToolEvent, Who, random_hex},
 };
@@ -37,6 +41,10 @@ pub struct TurnState {
     /// Resource URIs this turn's results mentioned, and the servers that mentioned each
     /// (in order): the only ones `read_resource` may read, from those servers only.
     links: HashMap<String, Vec<String>>,
+    /// What the model calls of this question are offered (set when it is asked).
+    offer: Option<Offer>,
+    /// This turn's cut results, whole, for `read_result`.
+    kept: Kept,
 }
 
 impl TurnState {
@@ -47,6 +55,8 @@ impl TurnState {
             number,
             calls: 0,
             links: HashMap::new(),
+            offer: None,
+            kept: Kept::default(),
         }
     }
 }
@@ -120,14 +130,13 @@ impl Turn<'_> {
         self.report_ended_tasks(conversation).await;
         conversation.push(Message::User(question.into()));
         host.refresh_catalog(self.state.number > 1).await;
-        let mut tools = host.offered_tools();
+        self.begin_offer(&model.name());
         let mut usage = Usage::default();
         let limit = host.settings().max_model_calls;
         for _ in 0..limit {
             // A server may have announced a new list during the last call.
-            if host.refresh_catalog(false).await {
-                tools = host.offered_tools();
-            }
+            host.refresh_catalog(false).await;
+            let tools = self.offered();
             let decision = match model.decide(conversation, &tools).await {
                 Ok(d) => d,
                 Err(e) => {
@@ -189,6 +198,8 @@ impl Turn<'_> {
             format!("wants {}", call.name),
             json!({"arguments": arguments}),
         );
+        let restored = self.restored(call);
+        let call = restored.as_ref().unwrap_or(call);
         let host = self.host;
         let proposal = gate::Proposal {
             call,
@@ -339,8 +350,13 @@ impl Turn<'_> {
         no: u64,
     ) -> Ended {
         let Origin::Server(server) = &tool.origin else {
-            return self.read_resource(call, &arguments, no).await;
+            return match tool.name.as_str() {
+                catalog::SEARCH_TOOLS => self.search_tools(call, &arguments),
+                catalog::READ_RESULT => self.read_result(call, &arguments),
+                _ => self.read_resource(call, &arguments, no).await,
+            };
         };
+        self.offer_called(&tool);
         let Some(conn) = self.host.connection(server) else {
             let text = "the tool's server is no longer connected";
             return self.ended(call, text, Outcome::Error, server);
@@ -381,10 +397,14 @@ impl Turn<'_> {
             shown,
             outcome,
             links,
+            whole,
         } = self
-            .shaper()
+            .keeping_shaper(no)
             .call(&call.name, &tool, end, round_ms(done.elapsed), &stem);
         self.remember(links, server);
+        if let Some(whole) = whole {
+            self.keep(offered::result_id(no), whole);
+        }
         Ended {
             shown,
             outcome,
@@ -455,7 +475,7 @@ impl Turn<'_> {
         let trace = self.host.trace();
         let done = dispatch::read_resource(conn, uri, meta, self.limits(), trace, &stop).await;
         stopper.finish();
-        let shaped = self.shaper().read(
+        let shaped = self.keeping_shaper(no).read(
             &call.name,
             &server,
             uri,
@@ -463,6 +483,9 @@ impl Turn<'_> {
             round_ms(done.elapsed),
             &self.stem(no),
         );
+        if let Some(whole) = shaped.whole {
+            self.keep(offered::result_id(no), whole);
+        }
         Ended {
             shown: shaped.shown,
             outcome: shaped.outcome,
@@ -551,6 +574,15 @@ impl Turn<'_> {
             max_chars: settings.max_result_chars,
             media_for_model: settings.model_accepts_media,
             save_dir: self.host.save_dir(),
+            keep_as: None,
+        }
+    }
+
+    /// The shaper of call `no`, which keeps a cut result for `read_result`.
+    fn keeping_shaper(&self, no: u64) -> Shaper<'_> {
+        Shaper {
+            keep_as: Some(offered::result_id(no)),
+            ..self.shaper()
         }
     }
 

@@ -189,6 +189,7 @@ fn tool(name: &str) -> ToolSpec {
                 .unwrap()
                 .clone(),
         ),
+        strict: false,
     }
 }
 

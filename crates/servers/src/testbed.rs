@@ -11,7 +11,11 @@
 //! - `TESTBED_MAX_VERSION=2025-11-25`: a server of that revision or older;
 //! - `TESTBED_TOOLS=N`: N generated tools (`gen_0001`…) after the fixed ones;
 //! - `TESTBED_PAGE_SIZE=P`: `tools/list` pages of P tools. The first page's `nextCursor`
-//!   is the empty string, which is a cursor like any other.
+//!   is the empty string, which is a cursor like any other;
+//! - `TESTBED_TOOLS_FILE=PATH`: list the tools of that file instead of the fixed ones (a
+//!   JSON array of definitions, or `{"tools": [...]}`, as `bench/catalog/servers/` pins real
+//!   servers' lists); every call of one answers with its arguments. With `TESTBED_TOOLS`,
+//!   the generated tools come after them.
 //!
 //! `task_job` (`job`) is its long job, a task for clients that declare the tasks extension.
 
@@ -87,6 +91,8 @@ pub struct Testbed {
     tools: Arc<RwLock<Vec<Tool>>>,
     max_version: ProtocolVersion,
     page_size: Option<usize>,
+    /// The tools came from `TESTBED_TOOLS_FILE`: every call answers with its arguments.
+    from_file: bool,
     /// Bumped on every change; each listen stream watches it, so no change is missed
     /// between two notifications.
     changed: Arc<watch::Sender<u64>>,
@@ -108,6 +114,8 @@ pub struct TestbedOptions {
     pub generated_tools: usize,
     /// The size of its `tools/list` pages (`TESTBED_PAGE_SIZE`).
     pub page_size: Option<usize>,
+    /// Tools listed instead of the fixed ones (`TESTBED_TOOLS_FILE`).
+    pub tools: Option<Vec<Tool>>,
 }
 
 impl TestbedOptions {
@@ -136,8 +144,32 @@ impl TestbedOptions {
                 .unwrap_or(0)
                 .min(MAX_GENERATED_TOOLS),
             page_size: number("TESTBED_PAGE_SIZE")?.filter(|p| *p > 0),
+            tools: match std::env::var_os("TESTBED_TOOLS_FILE") {
+                None => None,
+                Some(path) => Some(tools_file(std::path::Path::new(&path))?),
+            },
         })
     }
+}
+
+/// The tool definitions of a file: a JSON array, or an object with `tools`.
+fn tools_file(path: &std::path::Path) -> anyhow::Result<Vec<Tool>> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| anyhow::anyhow!("TESTBED_TOOLS_FILE {}: {e}", path.display()))?;
+    let doc: Value = serde_json::from_str(&text)
+        .map_err(|e| anyhow::anyhow!("TESTBED_TOOLS_FILE {}: {e}", path.display()))?;
+    let list = match doc {
+        Value::Array(list) => list,
+        Value::Object(mut m) => match m.remove("tools") {
+            Some(Value::Array(list)) => list,
+            _ => anyhow::bail!("TESTBED_TOOLS_FILE {}: no \"tools\" array", path.display()),
+        },
+        _ => anyhow::bail!("TESTBED_TOOLS_FILE {}: not a list of tools", path.display()),
+    };
+    list.into_iter()
+        .take(MAX_GENERATED_TOOLS)
+        .map(|t| serde_json::from_value(t).map_err(anyhow::Error::from))
+        .collect()
 }
 
 fn generated_tool(i: usize) -> Tool {
@@ -158,15 +190,20 @@ fn generated_tool(i: usize) -> Tool {
 impl Testbed {
     /// A testbed with these options.
     pub fn new(options: TestbedOptions) -> Self {
-        let mut tools: Vec<Tool> =
-            serde_json::from_str(FIXED_TOOLS).expect("the fixed tools parse");
-        tools.push(common::tool_from_json(job::TOOL));
+        let from_file = options.tools.is_some();
+        let mut tools: Vec<Tool> = options
+            .tools
+            .unwrap_or_else(|| serde_json::from_str(FIXED_TOOLS).expect("the fixed tools parse"));
+        if !from_file {
+            tools.push(common::tool_from_json(job::TOOL));
+        }
         tools.extend((1..=options.generated_tools).map(generated_tool));
         Testbed {
             info: Implementation::new("testbed", "0.1.0"),
             tools: Arc::new(RwLock::new(tools)),
             max_version: options.max_version.unwrap_or(ProtocolVersion::LATEST),
             page_size: options.page_size,
+            from_file,
             changed: Arc::new(watch::Sender::new(0)),
             announced: Arc::new(watch::Sender::new(0)),
             listeners: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
@@ -472,6 +509,18 @@ impl ServerHandler for Testbed {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let args = common::arguments(request.arguments.as_ref());
+        if self.from_file {
+            let listed = self
+                .tools
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .iter()
+                .any(|t| t.name == request.name);
+            if listed {
+                let answer = json!({"tool": request.name, "arguments": args});
+                return Ok(common::structured_result(answer, &self.info).into());
+            }
+        }
         match request.name.as_ref() {
             "sleep" => self.sleep(&args, &context).await,
             "task_job" => self.task_job(&request, &context).await,

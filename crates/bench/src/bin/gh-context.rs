@@ -10,11 +10,18 @@
 //! checks that every tool's parameters are its `inputSchema`, unchanged: no constraint the
 //! model needs is lost. Prints one JSON object.
 //!
-//!     gh-context --catalog-memory N
+//! Then it asks the README's question (`--question TEXT` for another) with the scripted
+//! model and records the bytes of definitions each model call carried: every definition
+//! while they fit the tool budget, `search_tools` and what it found past it.
 //!
-//! Where a large catalog's memory goes: the process's anonymous RSS after parsing N
-//! generated tool definitions, after `Catalog::build` (which compiles every schema), and
-//! after `model_tools()`.
+//!     gh-context --catalog-memory N
+//!     gh-context --catalog-memory-quality
+//!
+//! Where a large catalog's memory and build time go: the process's anonymous RSS after
+//! parsing N generated tool definitions (row 6's) or the quality set's 1,000 (mostly
+//! distinct schemas), after `Catalog::build` (each distinct schema compiled once to check
+//! it, none kept), after `model_tools()`, and what compiling and keeping every schema at
+//! build time (the host before) adds.
 
 use std::{
     collections::HashMap,
@@ -85,37 +92,134 @@ fn anon_kb() -> u64 {
         .unwrap_or(0)
 }
 
-fn catalog_memory(n: usize) -> anyhow::Result<Value> {
-    let start = anon_kb();
-    let listings: Vec<(String, Vec<rmcp::model::Tool>)> = (0..n.div_ceil(50))
+/// The generated catalog of row 6: `n` tools, 50 to a server.
+fn generated_listings(n: usize) -> anyhow::Result<Vec<(String, Vec<rmcp::model::Tool>)>> {
+    (0..n.div_ceil(50))
         .map(|s| {
             let tools = (s * 50..((s + 1) * 50).min(n))
                 .map(|i| serde_json::from_value(gatehouse_bench::generated_tool(i)))
                 .collect::<Result<Vec<_>, _>>()?;
-            Ok::<_, serde_json::Error>((format!("s{s:02}"), tools))
+            Ok((format!("s{s:02}"), tools))
         })
-        .collect::<Result<_, _>>()?;
+        .collect()
+}
+
+/// The tool-search quality catalog (bench/catalog): 1,000 mostly distinct schemas.
+fn quality_listings() -> anyhow::Result<Vec<(String, Vec<rmcp::model::Tool>)>> {
+    let servers =
+        gatehouse_bench::catalog::quality_catalog(&gatehouse_bench::catalog::repo_root())?;
+    servers
+        .into_iter()
+        .map(|(name, tools)| {
+            let tools = tools
+                .into_iter()
+                .map(serde_json::from_value)
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok((name, tools))
+        })
+        .collect()
+}
+
+/// Where a large catalog's memory goes, and the time to build it, with schemas compiled
+/// on first use (the host now: each distinct schema compiled once to check it, then
+/// dropped) against every schema compiled and kept when the catalog is built (the host
+/// before), in one process.
+fn catalog_memory(
+    start: u64,
+    listings: Vec<(String, Vec<rmcp::model::Tool>)>,
+) -> anyhow::Result<Value> {
+    use gatehouse::schema;
+    let ms = |t: Instant| (t.elapsed().as_secs_f64() * 10_000.0).round() / 10.0;
     let parsed = anon_kb();
-    let catalog = gatehouse::catalog::Catalog::build(listings);
+    let t = Instant::now();
+    let catalog = gatehouse::catalog::Catalog::build(listings.clone());
+    let build_ms = ms(t);
     let built = anon_kb();
     let specs = catalog.model_tools();
     let offered = anon_kb();
+    // The host before: every input and output schema compiled and kept at build.
+    let t = Instant::now();
+    let mut eager = Vec::new();
+    for (_, tools) in &listings {
+        for tool in tools {
+            eager.push(schema::compile_input(&tool.input_schema).ok());
+            if let Some(output) = &tool.output_schema {
+                eager.push(schema::compile_output(output).ok());
+            }
+        }
+    }
+    let eager_ms = ms(t);
+    let eager_kb = anon_kb().saturating_sub(offered);
+    let compiled = eager.iter().flatten().count();
+    drop(eager);
     Ok(json!({
         "tools": catalog.len(),
         "parsed_definitions_kb": parsed.saturating_sub(start),
         "catalog_build_kb": built.saturating_sub(parsed),
+        "catalog_build_ms": build_ms,
         "model_tools_kb": offered.saturating_sub(built),
         "model_tools": specs.len(),
+        "eager_compiled_schemas": compiled,
+        "eager_compiled_kb": eager_kb,
+        "eager_compile_ms": eager_ms,
     }))
+}
+
+/// Wraps a model to record the bytes of tool definitions each of its calls carried, as
+/// an OpenAI-compatible request writes them.
+struct Recording {
+    inner: Box<dyn gatehouse::model::Model>,
+    calls: Arc<Mutex<Vec<(usize, usize)>>>,
+}
+
+impl gatehouse::model::Model for Recording {
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+
+    fn decide<'a>(
+        &'a mut self,
+        messages: &'a [gatehouse::model::Message],
+        tools: &'a [gatehouse::catalog::ToolSpec],
+    ) -> futures::future::BoxFuture<
+        'a,
+        Result<gatehouse::model::Decision, gatehouse::model::ModelError>,
+    > {
+        self.calls
+            .lock()
+            .unwrap()
+            .push((tools.len(), request_bytes(tools)));
+        self.inner.decide(messages, tools)
+    }
+}
+
+/// The bytes of `tools` in a chat-completions request.
+fn request_bytes(tools: &[gatehouse::catalog::ToolSpec]) -> usize {
+    let request: Vec<Value> = tools
+        .iter()
+        .map(|s| {
+            let mut function =
+                json!({"name": s.name, "description": s.description, "parameters": s.parameters});
+            if s.strict {
+                function["strict"] = json!(true);
+            }
+            json!({"type": "function", "function": function})
+        })
+        .collect();
+    Value::Array(request).to_string().len()
 }
 
 fn main() -> anyhow::Result<()> {
     let flags = Flags::parse();
     if flags.has("catalog-memory") {
-        println!(
-            "{}",
-            catalog_memory(flags.number("catalog-memory", 1_000)?)?
-        );
+        let n = flags.number("catalog-memory", 1_000)?;
+        let start = anon_kb();
+        println!("{}", catalog_memory(start, generated_listings(n)?)?);
+        return Ok(());
+    }
+    if flags.has("catalog-memory-quality") {
+        let start = anon_kb();
+        println!("{}", catalog_memory(start, quality_listings()?)?);
         return Ok(());
     }
     let identity = Identity::default();
@@ -162,7 +266,30 @@ fn main() -> anyhow::Result<()> {
             }
             (specs, identical, checked, host_tools)
         };
+        // One question, as a model call after model call carries the definitions.
+        let calls = Arc::new(Mutex::new(Vec::new()));
+        let mut model = Recording {
+            inner: Box::new(gatehouse::model::scripted::Scripted),
+            calls: calls.clone(),
+        };
+        let question = flags
+            .get("question")
+            .unwrap_or("Draft a reply to ticket T-30002");
+        let (answer, _) = host.ask(&mut model, &mut Vec::new(), question).await;
         host.shutdown().await;
+        let per_call: Vec<Value> = calls
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(n, b)| json!({"tools": n, "bytes": b}))
+            .collect();
+        let max_call = calls
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(_, b)| *b)
+            .max()
+            .unwrap_or(0);
         let request: Vec<Value> = specs
             .iter()
             .map(|s| {
@@ -195,6 +322,11 @@ fn main() -> anyhow::Result<()> {
             "model_bytes": model_bytes,
             "model_tokens": tokens(model_bytes),
             "model_plain_bytes": plain_bytes,
+            "question": question,
+            "answer_start": answer.chars().take(60).collect::<String>(),
+            "per_call": per_call,
+            "max_call_bytes": max_call,
+            "max_call_tokens": tokens(max_call),
             "parameters_checked": checked,
             "parameters_identical_to_input_schema": identical,
         }))

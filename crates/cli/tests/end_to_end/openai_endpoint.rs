@@ -17,9 +17,9 @@ use serde_json::{Value, json};
 /// One request the fake endpoint received.
 #[derive(Debug, Clone)]
 pub(crate) struct Seen {
-    method: String,
-    path: String,
-    authorization: Option<String>,
+    pub(crate) method: String,
+    pub(crate) path: String,
+    pub(crate) authorization: Option<String>,
     pub(crate) body: Value,
 }
 

@@ -3,13 +3,20 @@
 //! a list is older than its `ttlMs`, and filtered by `--tools`. A tool on the allow-list
 //! whose definition changed is flagged, so the person is asked before its next call.
 
-use std::sync::{Mutex, RwLock, RwLockReadGuard};
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex, RwLock, RwLockReadGuard},
+};
 
 use futures::FutureExt;
 use serde_json::json;
 
-use super::{Catalog, Listing, fingerprint, list_tools, read_resource_tool};
+use super::{
+    Catalog, Listing, fingerprint, host_tools, list_tools, read_resource_tool,
+    search::{Found, ToolIndex},
+};
 use crate::{
+    config::ToolRules,
     connect::Connection,
     trace::{Trace, Who},
 };
@@ -38,14 +45,27 @@ pub struct Live {
     listeners: Vec<Listener>,
     /// Does any server offer resources (so the host offers `read_resource`)?
     offers_resources: bool,
+    /// Each server's `enabledTools`, `disabledTools` and `alwaysLoad`.
+    rules: HashMap<String, ToolRules>,
+    /// The catalog's search index, built by the first search and dropped on a rebuild.
+    index: Mutex<Option<Arc<ToolIndex>>>,
 }
 
 impl Live {
     /// The catalog of these listings, listening for changes on every connection that
     /// announces them on 2026-07-28 (older servers notify without being asked).
     pub async fn start(listings: Vec<Listing>, connections: &[Connection]) -> Live {
+        Live::start_with(listings, connections, HashMap::new()).await
+    }
+
+    /// [`Live::start`], each server's tools offered as its rules say.
+    pub async fn start_with(
+        listings: Vec<Listing>,
+        connections: &[Connection],
+        rules: HashMap<String, ToolRules>,
+    ) -> Live {
         let offers_resources = connections.iter().any(Connection::offers_resources);
-        let catalog = build(&listings, offers_resources, None);
+        let catalog = build(&listings, offers_resources, None, &rules);
         let listeners = futures::future::join_all(connections.iter().map(listen))
             .await
             .into_iter()
@@ -57,7 +77,27 @@ impl Live {
             only: Mutex::new(None),
             listeners,
             offers_resources,
+            rules,
+            index: Mutex::new(None),
         }
+    }
+
+    /// The catalog's tools that best fit `request`, best first (at most `limit`). The
+    /// index is built by the first search of a catalog; an index that cannot be built
+    /// finds nothing, and says why.
+    pub fn search(&self, request: &str, limit: usize) -> Result<Vec<Found>, String> {
+        let index = {
+            let mut slot = lock(&self.index);
+            match &*slot {
+                Some(index) => index.clone(),
+                None => {
+                    let index = Arc::new(ToolIndex::build(self.current().tools())?);
+                    *slot = Some(index.clone());
+                    index
+                }
+            }
+        };
+        Ok(index.search(request, limit))
     }
 
     /// The catalog as it is now. Do not hold the guard across an `.await`.
@@ -68,7 +108,9 @@ impl Live {
     /// Offer only these tools from now on; the names that match nothing are returned.
     pub fn offer_only(&self, names: &[String]) -> Vec<String> {
         *lock(&self.only) = Some(names.to_vec());
-        write(&self.catalog).retain_only(names)
+        let unknown = write(&self.catalog).retain_only(names);
+        *lock(&self.index) = None;
+        unknown
     }
 
     /// The person approved a call to a changed tool: its new definition is the one decided on.
@@ -129,6 +171,7 @@ impl Live {
                 &listings,
                 self.offers_resources,
                 lock(&self.only).as_deref(),
+                &self.rules,
             )
         };
         for name in rebuilt.carry_over(&self.current(), allow) {
@@ -139,6 +182,7 @@ impl Live {
             );
         }
         *write(&self.catalog) = rebuilt;
+        *lock(&self.index) = None;
         true
     }
 
@@ -167,14 +211,20 @@ impl Live {
     }
 }
 
-/// Build the catalog from every server's listing, with the host's own tools, keeping only
-/// `only` when `--tools` named some.
-fn build(listings: &[Listing], offers_resources: bool, only: Option<&[String]>) -> Catalog {
-    let mut catalog = Catalog::build(
+/// Build the catalog from every server's listing as its rules say, with the host's own
+/// tools, keeping only `only` when `--tools` named some.
+fn build(
+    listings: &[Listing],
+    offers_resources: bool,
+    only: Option<&[String]>,
+    rules: &HashMap<String, ToolRules>,
+) -> Catalog {
+    let mut catalog = Catalog::build_with(
         listings
             .iter()
             .map(|l| (l.server.clone(), l.tools.clone()))
             .collect(),
+        rules,
     );
     if offers_resources {
         catalog.add_host_tool(read_resource_tool());
@@ -182,6 +232,9 @@ fn build(listings: &[Listing], offers_resources: bool, only: Option<&[String]>) 
     if let Some(only) = only {
         catalog.retain_only(only);
     }
+    let search = host_tools::search_tools_tool(catalog.len(), &catalog.servers());
+    catalog.add_on_demand_tool(search);
+    catalog.add_on_demand_tool(host_tools::read_result_tool());
     catalog
 }
 

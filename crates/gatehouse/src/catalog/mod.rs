@@ -8,21 +8,34 @@
 //! decoy (`search.knowledge`) that takes a real tool's name (`search_knowledge`).
 //!
 //! A name that cannot be shown plainly (empty, longer than [`MAX_TOOL_NAME`], or holding
-//! control, whitespace or invisible characters) leaves its tool out, with the reason.
+//! control, whitespace or invisible characters) leaves its tool out, with the reason. A
+//! server's `enabledTools` and `disabledTools` leave out what they say
+//! ([`Catalog::build_with`]): such a tool is unknown to the model and to the policy.
 
-use std::{collections::HashMap, sync::Arc};
+use std::{
+    collections::HashMap,
+    sync::{Arc, OnceLock},
+};
 
 use rmcp::model::{JsonObject, Tool};
 use serde::Serialize;
 
-use crate::schema::{self, Compiled};
+use crate::{
+    config::{SchemaDialect, ToolRules},
+    schema::{Checker, Kind, Lazy},
+};
 
+pub mod host_tools;
 pub mod listing;
 pub mod live;
+pub mod offer;
+pub mod search;
+pub mod words;
 
 #[cfg(test)]
 mod tests;
 
+pub use host_tools::{READ_RESULT, SEARCH_TOOLS};
 pub use listing::{ListError, Listing, list_tools};
 pub use live::Live;
 
@@ -40,10 +53,14 @@ pub struct CatalogTool {
     pub origin: Origin,
     /// The tool exactly as the server described it; `tool.name` is used on the wire.
     pub tool: Tool,
-    /// Its input schema, compiled once: every proposal is checked against it.
-    pub input: Compiled,
-    /// Its output schema, compiled once, when it declares one.
-    pub output: Option<Compiled>,
+    /// Its input schema, compiled once when first needed: every proposal is checked
+    /// against it. It is known to compile: a tool whose schema does not is left out.
+    pub input: Lazy,
+    /// Its output schema, when it declares one, likewise.
+    pub output: Option<Lazy>,
+    /// Sent to the model in full on every call, even when the catalog is searched instead
+    /// (`alwaysLoad`; the host's own tools).
+    pub always_load: bool,
     /// The tool changed (description, schemas or annotations) after the host decided to
     /// run it without asking: the person is asked before its next call.
     pub changed: bool,
@@ -118,8 +135,21 @@ pub struct ToolSpec {
     /// `[server]` and the tool's description.
     pub description: String,
     /// The tool's `inputSchema`, shared with the catalog rather than copied: the tools are
-    /// listed for every model call, and a large catalog's schemas are megabytes.
+    /// listed for every model call, and a large catalog's schemas are megabytes. In the
+    /// model's schema dialect when it has one ([`crate::dialect`]).
     pub parameters: Arc<JsonObject>,
+    /// Send it with `"strict": true` (OpenAI strict mode; the schema was made for it).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub strict: bool,
+}
+
+impl ToolSpec {
+    /// Bytes of this definition in a chat-completions request:
+    /// `{"type":"function","function":{name, description, parameters}}`.
+    pub fn request_bytes(&self) -> usize {
+        const FRAME: usize = r#"{"type":"function","function":}"#.len();
+        FRAME + serde_json::to_string(self).map_or(0, |s| s.len())
+    }
 }
 
 /// Every tool the host may offer, by model-facing name.
@@ -131,6 +161,13 @@ pub struct Catalog {
     pub collisions: Vec<String>,
     /// Tools left out because their schemas cannot be used, in words.
     pub left_out: Vec<String>,
+    /// What the servers' `enabledTools` and `disabledTools` left out, in words.
+    pub filtered: Vec<String>,
+    /// The host's tools offered only when needed (`search_tools`, `read_result`): known
+    /// to [`Catalog::get`], not among [`Catalog::tools`].
+    on_demand: Vec<CatalogTool>,
+    /// Bytes of every definition as the model would get them, counted once when asked.
+    request_bytes: OnceLock<usize>,
 }
 
 /// `server__tool`, with every character a model API refuses replaced by `_`, cut to 64.
@@ -200,16 +237,28 @@ impl Catalog {
     /// Build the catalog from each server's tools, in the servers' order. Names that are
     /// already safe are given first, so only a name that had to change is ever renamed.
     pub fn build(listings: Vec<(String, Vec<Tool>)>) -> Catalog {
+        Catalog::build_with(listings, &HashMap::new())
+    }
+
+    /// [`Catalog::build`], each server's tools kept or left out by its rules
+    /// (`enabledTools`, `disabledTools`) and marked by its `alwaysLoad`.
+    pub fn build_with(
+        listings: Vec<(String, Vec<Tool>)>,
+        rules: &HashMap<String, ToolRules>,
+    ) -> Catalog {
         let mut catalog = Catalog::default();
         let mut kept: Vec<(usize, CatalogTool)> = Vec::new();
         let mut changed: Vec<(usize, String, CatalogTool)> = Vec::new();
         let mut order = 0;
+        let mut checker = Checker::default();
         for (server, tools) in listings {
-            for tool in tools {
+            let tools = catalog.filter(&server, tools, rules.get(&server));
+            for (tool, always_load) in tools {
                 order += 1;
-                let Some(mut entry) = catalog.checked(&server, tool) else {
+                let Some(mut entry) = catalog.checked(&server, tool, &mut checker) else {
                     continue;
                 };
+                entry.always_load = always_load;
                 let base = namespaced(&server, &entry.tool.name);
                 if is_exact(&server, &entry.tool.name, &base) {
                     if catalog.index.contains_key(&base) {
@@ -263,9 +312,45 @@ impl Catalog {
         catalog
     }
 
-    /// One server's tool, with its schemas compiled, or `None` (and the reason noted) when
-    /// its name or its schemas cannot be used. Its catalog name is given by [`Catalog::build`].
-    fn checked(&mut self, server: &str, tool: Tool) -> Option<CatalogTool> {
+    /// The tools of one server that its rules offer, each with whether it is always
+    /// loaded; what was left out, and patterns that matched nothing, noted for the person.
+    fn filter(
+        &mut self,
+        server: &str,
+        tools: Vec<Tool>,
+        rules: Option<&ToolRules>,
+    ) -> Vec<(Tool, bool)> {
+        let Some(rules) = rules.filter(|r| !r.is_default()) else {
+            return tools.into_iter().map(|t| (t, false)).collect();
+        };
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+        for (key, pattern) in rules.unmatched(&names) {
+            self.filtered.push(format!(
+                "warning: {key} of {server} names {pattern:?}, which matches none of its tools"
+            ));
+        }
+        let total = tools.len();
+        let offered: Vec<(Tool, bool)> = tools
+            .into_iter()
+            .filter(|t| rules.offers(&t.name))
+            .map(|t| {
+                let always = rules.always_loads(&t.name);
+                (t, always)
+            })
+            .collect();
+        if offered.len() < total {
+            self.filtered.push(format!(
+                "{server}: {} of its {total} tools offered ({} left out by enabledTools and disabledTools)",
+                offered.len(),
+                total - offered.len()
+            ));
+        }
+        offered
+    }
+
+    /// One server's tool, its schemas checked, or `None` (and the reason noted) when its
+    /// name or its schemas cannot be used. Its catalog name is given by [`Catalog::build`].
+    fn checked(&mut self, server: &str, tool: Tool, checker: &mut Checker) -> Option<CatalogTool> {
         if let Some(problem) = name_problem(&tool.name) {
             self.left_out.push(format!(
                 "{server}'s tool {:?} is left out: its name {problem}",
@@ -273,14 +358,16 @@ impl Catalog {
             ));
             return None;
         }
-        let compiled = schema::compile_input(&tool.input_schema).and_then(|input| {
-            let output = tool
-                .output_schema
-                .as_ref()
-                .map(|s| schema::compile_output(s))
-                .transpose()?;
-            Ok((input, output))
-        });
+        let compiled = checker
+            .check(&tool.input_schema, Kind::Input)
+            .and_then(|input| {
+                let output = tool
+                    .output_schema
+                    .as_ref()
+                    .map(|s| checker.check(s, Kind::Output))
+                    .transpose()?;
+                Ok((input, output))
+            });
         match compiled {
             Ok((input, output)) => Some(CatalogTool {
                 name: String::new(),
@@ -288,6 +375,7 @@ impl Catalog {
                 tool,
                 input,
                 output,
+                always_load: false,
                 changed: false,
             }),
             Err(reason) => {
@@ -303,7 +391,7 @@ impl Catalog {
     /// Add one of the host's own tools under its own name (no server prefix).
     pub fn add_host_tool(&mut self, tool: Tool) {
         let name = tool.name.to_string();
-        let Ok(input) = schema::compile_input(&tool.input_schema) else {
+        let Ok(input) = Lazy::check(&tool.input_schema, Kind::Input) else {
             return;
         };
         if self.index.contains_key(&name) {
@@ -316,8 +404,43 @@ impl Catalog {
             tool,
             input,
             output: None,
+            always_load: true,
             changed: false,
         });
+        self.request_bytes = OnceLock::new();
+    }
+
+    /// Add one of the host's tools that is offered only when needed: [`Catalog::get`]
+    /// finds it, [`Catalog::tools`] and [`Catalog::model_tools`] leave it out.
+    pub fn add_on_demand_tool(&mut self, tool: Tool) {
+        let name = tool.name.to_string();
+        if self.get(&name).is_some() {
+            return;
+        }
+        if let Ok(input) = Lazy::check(&tool.input_schema, Kind::Input) {
+            self.on_demand.push(CatalogTool {
+                name,
+                origin: Origin::Host,
+                tool,
+                input,
+                output: None,
+                always_load: false,
+                changed: false,
+            });
+        }
+    }
+
+    /// The servers the catalog's tools come from, each once, in the catalog's order.
+    pub fn servers(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for t in &self.tools {
+            if let Origin::Server(s) = &t.origin
+                && !out.contains(&s.as_str())
+            {
+                out.push(s);
+            }
+        }
+        out
     }
 
     /// Carry decisions over from the catalog this one replaces: a tool on `allow` whose
@@ -345,9 +468,12 @@ impl Catalog {
         }
     }
 
-    /// A tool by the name the model uses.
+    /// A tool by the name the model uses, the host's on-demand tools included.
     pub fn get(&self, name: &str) -> Option<&CatalogTool> {
-        self.index.get(name).map(|&i| &self.tools[i])
+        match self.index.get(name) {
+            Some(&i) => Some(&self.tools[i]),
+            None => self.on_demand.iter().find(|t| t.name == name),
+        }
     }
 
     /// Every tool, in the catalog's stable order.
@@ -374,6 +500,7 @@ impl Catalog {
             .cloned()
             .collect();
         self.tools.retain(|t| names.contains(&t.name));
+        self.request_bytes = OnceLock::new();
         self.index = self
             .tools
             .iter()
@@ -386,19 +513,44 @@ impl Catalog {
     /// The tools as the model sees them: name, `[server]`-prefixed description, and the
     /// input schema unchanged (it is already JSON Schema).
     pub fn model_tools(&self) -> Vec<ToolSpec> {
-        self.tools
-            .iter()
-            .map(|t| ToolSpec {
-                name: t.name.clone(),
-                description: format!(
-                    "[{}] {}",
-                    t.origin.label(),
-                    t.tool.description.as_deref().unwrap_or("")
-                )
-                .trim_end()
-                .to_owned(),
-                parameters: t.tool.input_schema.clone(),
-            })
-            .collect()
+        self.tools.iter().map(CatalogTool::spec).collect()
+    }
+
+    /// Bytes of every definition in a model call ([`ToolSpec::request_bytes`]), counted
+    /// once per catalog.
+    pub fn request_bytes(&self) -> usize {
+        *self
+            .request_bytes
+            .get_or_init(|| self.tools.iter().map(|t| t.spec().request_bytes()).sum())
+    }
+}
+
+impl CatalogTool {
+    /// This tool as the model sees it: name, `[server]`-prefixed description, and its
+    /// input schema, shared with the catalog.
+    pub fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: self.name.clone(),
+            description: format!(
+                "[{}] {}",
+                self.origin.label(),
+                self.tool.description.as_deref().unwrap_or("")
+            )
+            .trim_end()
+            .to_owned(),
+            parameters: self.tool.input_schema.clone(),
+            strict: false,
+        }
+    }
+
+    /// This tool as a model whose API takes `dialect` gets it ([`crate::dialect`]).
+    pub fn spec_in(&self, dialect: SchemaDialect) -> ToolSpec {
+        let mut spec = self.spec();
+        if dialect != SchemaDialect::JsonSchema {
+            let (parameters, strict) = crate::dialect::parameters(&self.tool.input_schema, dialect);
+            spec.parameters = parameters;
+            spec.strict = strict;
+        }
+        spec
     }
 }

@@ -187,3 +187,67 @@ fn retain_only_reports_unknown_names() {
     assert_eq!(c.get("a__two").unwrap().tool.name, "two");
     assert_eq!(c.model_tools()[0].description, "[a]");
 }
+
+#[test]
+fn enabled_and_disabled_tools_leave_the_others_out_of_the_catalog() {
+    use crate::config::{Pattern, ToolRules};
+    let p = |t: &str| Pattern::parse(t).unwrap();
+    let rules = std::collections::HashMap::from([(
+        "gh".to_string(),
+        ToolRules {
+            enabled: Some(vec![p("get_*"), p("list_*"), p("nothing_*")]),
+            disabled: vec![p("get_secret")],
+            always_load: vec![p("get_issue")],
+        },
+    )]);
+    let c = Catalog::build_with(
+        vec![
+            (
+                "gh".into(),
+                vec![
+                    tool("get_issue"),
+                    tool("get_secret"),
+                    tool("list_prs"),
+                    tool("delete_repo"),
+                ],
+            ),
+            ("other".into(), vec![tool("get_secret")]),
+        ],
+        &rules,
+    );
+    let names: Vec<&str> = c.tools().iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["gh__get_issue", "gh__list_prs", "other__get_secret"]
+    );
+    assert!(c.get("gh__delete_repo").is_none() && c.get("gh__get_secret").is_none());
+    assert!(c.get("gh__get_issue").unwrap().always_load);
+    assert!(!c.get("gh__list_prs").unwrap().always_load);
+    assert!(
+        !c.get("other__get_secret").unwrap().always_load,
+        "rules are per server"
+    );
+    assert!(
+        c.filtered
+            .iter()
+            .any(|f| f.contains("gh: 2 of its 4 tools offered")),
+        "{:?}",
+        c.filtered
+    );
+    assert!(
+        c.filtered.iter().any(|f| f.contains("\"nothing_*\"")),
+        "a pattern that matches nothing is said: {:?}",
+        c.filtered
+    );
+    // No schema was compiled to build it; the first check compiles the one it needs.
+    assert!(c.tools().iter().all(|t| !t.input.is_compiled()));
+    let bytes = c.request_bytes();
+    assert_eq!(
+        bytes,
+        c.model_tools()
+            .iter()
+            .map(|s| s.request_bytes())
+            .sum::<usize>()
+    );
+    assert!(bytes > 3 * r#"{"type":"function","function":}"#.len());
+}

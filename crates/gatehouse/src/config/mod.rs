@@ -8,6 +8,7 @@
 //! - [`settings`]: the bounds, each a named constant, validated when read;
 //! - [`environment`]: what of the host's environment a stdio server gets;
 //! - [`policy`]: where the ledger is written, and the hooks' commands;
+//! - [`tools`]: which of a server's tools are offered, and which always sent in full;
 //! - `variables`: `${VAR}` and `${VAR:-default}` in the file's values.
 //!
 //! Servers are added to and removed from a file by [`crate::edit`].
@@ -15,6 +16,7 @@
 mod environment;
 pub mod policy;
 pub mod settings;
+pub mod tools;
 mod variables;
 
 #[cfg(test)]
@@ -30,6 +32,7 @@ use serde_json::{Map, Value};
 pub use environment::{BASE_ENV, EnvPass};
 pub use policy::{HookSpec, Hooks, LedgerSettings, MAX_HOOK_OUTPUT_BYTES, state_dir};
 pub use settings::*;
+pub use tools::{Pattern, ToolRules};
 use variables::Variables;
 pub(crate) use variables::references;
 
@@ -66,6 +69,8 @@ pub struct ServerSpec {
     pub name: String,
     /// How to start or reach it.
     pub transport: Transport,
+    /// Which of its tools are offered, and which always sent in full.
+    pub tools: ToolRules,
 }
 
 /// A server is a child process on stdio, or a Streamable HTTP endpoint.
@@ -304,6 +309,9 @@ const ENTRY_KEYS: &[&str] = &[
     "disabled",
     "passEnv",
     "inheritEnv",
+    "enabledTools",
+    "disabledTools",
+    "alwaysLoad",
 ];
 
 /// The transports a servers file may name in `type`.
@@ -364,8 +372,9 @@ fn server_spec(
         }
         None => entry.contains_key("url") && !entry.contains_key("command"),
     };
+    let tools = tools::rules(entry)?;
     if is_http {
-        return http_spec(name, entry, vars);
+        return http_spec(name, entry, vars).map(|spec| ServerSpec { tools, ..spec });
     }
     let command = match entry.get("command") {
         Some(Value::String(c)) if !c.trim().is_empty() => vars.expand(c)?,
@@ -403,6 +412,7 @@ fn server_spec(
             cwd,
             pass,
         },
+        tools,
     })
 }
 
@@ -429,6 +439,7 @@ fn http_spec(
     Ok(ServerSpec {
         name: name.into(),
         transport: Transport::Http { url, headers },
+        tools: ToolRules::default(),
     })
 }
 

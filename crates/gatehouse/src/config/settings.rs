@@ -46,6 +46,90 @@ pub const MAX_CONNECT_TIMEOUT_MS: u64 = 600_000;
 /// The largest `maxInputRounds`.
 pub const MAX_INPUT_ROUNDS_LIMIT: usize = 100;
 
+/// Most bytes of tool definitions one model call carries before the host offers
+/// `search_tools` instead of every definition (`toolBudgetBytes`): about 4,000 tokens, a
+/// quarter of a small model's 16K context.
+pub const DEFAULT_TOOL_BUDGET_BYTES: usize = 16_384;
+/// The smallest `toolBudgetBytes`: `search_tools` itself and a few tools found.
+pub const MIN_TOOL_BUDGET_BYTES: usize = 2_048;
+/// The largest `toolBudgetBytes`.
+pub const MAX_TOOL_BUDGET_BYTES: usize = 10_000_000;
+/// The share of a configured context (`contextTokens`) tool definitions may take, in percent.
+pub const TOOL_BUDGET_SHARE_PERCENT: usize = 10;
+/// Bytes of JSON per token, roughly, for turning a context size into a byte budget.
+pub const BYTES_PER_TOKEN: usize = 4;
+/// The smallest `contextTokens`.
+pub const MIN_CONTEXT_TOKENS: usize = 2_048;
+/// The largest `contextTokens`.
+pub const MAX_CONTEXT_TOKENS: usize = 10_000_000;
+/// Most entries of a `schemaDialect` object (model pattern → dialect).
+pub const MAX_DIALECT_RULES: usize = 64;
+
+/// When the host offers `search_tools` instead of every definition (`toolSearch`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ToolSearch {
+    /// When the definitions to offer pass the budget (`"auto"`, the default).
+    #[default]
+    Auto,
+    /// On every turn, whatever the catalog's size (`"always"`).
+    Always,
+    /// Never: every definition on every call, as large as it is (`"never"`).
+    Never,
+}
+
+/// The JSON Schema a model's API accepts for a tool's parameters (`schemaDialect`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SchemaDialect {
+    /// The server's schema as it is (`"json-schema"`, the default).
+    #[default]
+    JsonSchema,
+    /// OpenAI's strict function calling (`"openai-strict"`).
+    OpenAiStrict,
+    /// Gemini's function declarations, an OpenAPI subset (`"gemini"`).
+    Gemini,
+}
+
+impl SchemaDialect {
+    /// The dialect a servers file names.
+    pub fn parse(name: &str) -> Option<SchemaDialect> {
+        match name {
+            "json-schema" => Some(SchemaDialect::JsonSchema),
+            "openai-strict" => Some(SchemaDialect::OpenAiStrict),
+            "gemini" => Some(SchemaDialect::Gemini),
+            _ => None,
+        }
+    }
+
+    /// Its name in a servers file.
+    pub fn name(self) -> &'static str {
+        match self {
+            SchemaDialect::JsonSchema => "json-schema",
+            SchemaDialect::OpenAiStrict => "openai-strict",
+            SchemaDialect::Gemini => "gemini",
+        }
+    }
+}
+
+/// `schemaDialect`: one dialect for every model, or one per model (by a pattern on the
+/// model's name as `--model` gives it, `openai:gemini-*`), the first match winning.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Dialects {
+    /// The models' patterns and their dialects, in the file's order.
+    pub by_model: Vec<(super::Pattern, SchemaDialect)>,
+    /// For a model no pattern matches.
+    pub otherwise: SchemaDialect,
+}
+
+impl Dialects {
+    /// The dialect of the model named `model` (`openai:gpt-4o`, `scripted`).
+    pub fn for_model(&self, model: &str) -> SchemaDialect {
+        self.by_model
+            .iter()
+            .find(|(p, _)| p.matches(model))
+            .map_or(self.otherwise, |(_, d)| *d)
+    }
+}
+
 /// The host's own limits and lists. Every bound has a named default above.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -91,6 +175,15 @@ pub struct Settings {
     /// Where the host keeps its records of tasks (`tasksFile`; default
     /// [`crate::tasks::default_path`]).
     pub tasks_file: Option<PathBuf>,
+    /// Most bytes of tool definitions per model call before the host searches instead
+    /// (`toolBudgetBytes`, or a share of `contextTokens`).
+    pub tool_budget_bytes: usize,
+    /// The model's context, in tokens, when the file gives it (`contextTokens`).
+    pub context_tokens: Option<usize>,
+    /// When to offer `search_tools` (`toolSearch`).
+    pub tool_search: ToolSearch,
+    /// The schema dialect of each model (`schemaDialect`).
+    pub schema_dialect: Dialects,
 }
 
 /// Whether a place the host writes is a file or a folder.
@@ -171,6 +264,10 @@ impl Default for Settings {
             log_file: None,
             task_wait: HOST_TASK_WAIT,
             tasks_file: None,
+            tool_budget_bytes: DEFAULT_TOOL_BUDGET_BYTES,
+            context_tokens: None,
+            tool_search: ToolSearch::Auto,
+            schema_dialect: Dialects::default(),
         }
     }
 }
@@ -241,8 +338,18 @@ pub(super) fn parse(value: &Value, warnings: &mut Vec<String>) -> Result<Setting
             "logFile" => s.log_file = Some(path(key, v)?),
             "tasksFile" => s.tasks_file = Some(path(key, v)?),
             "taskWaitMs" => s.task_wait = Duration::from_millis(bounded(1..=MAX_TIMEOUT_MS)?),
-            other => warnings.push(format!("gatehouse: unknown setting \"{other}\" is ignored")),
+            other => {
+                if !catalog_setting(&mut s, other, v)? {
+                    warnings.push(format!("gatehouse: unknown setting \"{other}\" is ignored"))
+                }
+            }
         }
+    }
+    if !map.contains_key("toolBudgetBytes")
+        && let Some(tokens) = s.context_tokens
+    {
+        s.tool_budget_bytes = (tokens * BYTES_PER_TOKEN * TOOL_BUDGET_SHARE_PERCENT / 100)
+            .clamp(MIN_TOOL_BUDGET_BYTES, MAX_TOOL_BUDGET_BYTES);
     }
     Ok(s)
 }
@@ -253,6 +360,66 @@ fn path(key: &str, v: &Value) -> Result<PathBuf, String> {
         .filter(|p| !p.is_empty())
         .map(PathBuf::from)
         .ok_or_else(|| format!("\"{key}\" must be a path"))
+}
+
+/// The settings of the catalog as the model gets it; `false` for a key that is not one.
+fn catalog_setting(s: &mut Settings, key: &str, v: &Value) -> Result<bool, String> {
+    let bounded = |range: std::ops::RangeInclusive<usize>| {
+        whole_number(key, v, *range.start() as u64..=*range.end() as u64).map(|n| n as usize)
+    };
+    match key {
+        "toolBudgetBytes" => {
+            s.tool_budget_bytes = bounded(MIN_TOOL_BUDGET_BYTES..=MAX_TOOL_BUDGET_BYTES)?
+        }
+        "contextTokens" => {
+            s.context_tokens = Some(bounded(MIN_CONTEXT_TOKENS..=MAX_CONTEXT_TOKENS)?)
+        }
+        "toolSearch" => {
+            s.tool_search = match v.as_str() {
+                Some("auto") => ToolSearch::Auto,
+                Some("always") => ToolSearch::Always,
+                Some("never") => ToolSearch::Never,
+                _ => {
+                    return Err(format!(
+                        "\"toolSearch\" must be \"auto\", \"always\" or \"never\", not {v}"
+                    ));
+                }
+            }
+        }
+        "schemaDialect" => s.schema_dialect = dialects(v)?,
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// `schemaDialect`: a dialect's name, or an object of model patterns and dialect names.
+fn dialects(v: &Value) -> Result<Dialects, String> {
+    let one = |v: &Value| {
+        v.as_str().and_then(SchemaDialect::parse).ok_or_else(|| {
+            format!("\"schemaDialect\" names json-schema, openai-strict or gemini, not {v}")
+        })
+    };
+    match v {
+        Value::Object(rules) => {
+            if rules.len() > MAX_DIALECT_RULES {
+                return Err(format!(
+                    "\"schemaDialect\" may hold at most {MAX_DIALECT_RULES} models"
+                ));
+            }
+            let by_model = rules
+                .iter()
+                .map(|(model, d)| Ok((super::Pattern::parse(model)?, one(d)?)))
+                .collect::<Result<_, String>>()?;
+            Ok(Dialects {
+                by_model,
+                otherwise: SchemaDialect::JsonSchema,
+            })
+        }
+        other => Ok(Dialects {
+            by_model: Vec::new(),
+            otherwise: one(other)?,
+        }),
+    }
 }
 
 /// A setting that must be a whole number in `range`: zero, negative, fractional, too

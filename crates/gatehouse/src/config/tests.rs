@@ -292,3 +292,145 @@ fn the_policy_settings_are_read_and_their_bounds_checked() {
         assert!(err.contains(says), "{bad}: {err}");
     }
 }
+
+#[test]
+fn tool_patterns_match_as_globs_and_in_linear_time() {
+    let p = |t: &str| Pattern::parse(t).unwrap();
+    assert!(p("get_*").matches("get_ticket"));
+    assert!(p("get_*").matches("get_"));
+    assert!(!p("get_*").matches("list_get_ticket"));
+    assert!(p("*_ticket").matches("open_ticket"));
+    assert!(p("browser_?lick").matches("browser_click"));
+    assert!(!p("browser_?lick").matches("browser_lick"));
+    assert!(p("*").matches(""));
+    assert!(p("exact").matches("exact") && !p("exact").matches("exactly"));
+    assert!(p("a*b*c").matches("a__b__c") && !p("a*b*c").matches("a__c__b"));
+    // The worst case of naive backtracking: immediate here.
+    let long = "a".repeat(10_000);
+    assert!(!p(&format!("{}b", "a*".repeat(100))).matches(&long));
+    for bad in ["", "has space", "tab\there", &"x".repeat(257)] {
+        assert!(Pattern::parse(bad).is_err(), "{bad:?}");
+    }
+}
+
+#[test]
+fn a_servers_entry_filters_its_tools_and_names_what_it_always_loads() {
+    let c = Config::parse(
+        r#"{"mcpServers": {
+            "gh": {"command": "x", "enabledTools": ["get_*", "list_issues"], "disabledTools": ["get_secret*"], "alwaysLoad": ["get_issue"]},
+            "all": {"command": "x", "alwaysLoad": true},
+            "web": {"url": "https://example.com/mcp", "disabledTools": ["delete_*"]},
+            "bad1": {"command": "x", "enabledTools": "get_*"},
+            "bad2": {"command": "x", "disabledTools": [3]},
+            "bad3": {"command": "x", "alwaysLoad": "yes"},
+            "bad4": {"command": "x", "enabledTools": [""]}
+        }}"#,
+        "f",
+        &id(),
+    )
+    .unwrap();
+    let gh = &c.servers[0].tools;
+    assert!(gh.offers("get_issue") && gh.offers("list_issues"));
+    assert!(!gh.offers("get_secret_key"), "disabled wins over enabled");
+    assert!(!gh.offers("create_issue"), "not enabled");
+    assert!(gh.always_loads("get_issue") && !gh.always_loads("list_issues"));
+    assert_eq!(
+        gh.unmatched(&["get_issue", "list_issues"]),
+        vec![("disabledTools", "get_secret*".to_string())]
+    );
+    let all = &c.servers[1].tools;
+    assert!(all.offers("anything") && all.always_loads("anything"));
+    let web = &c.servers[2];
+    assert!(matches!(web.transport, Transport::Http { .. }));
+    assert!(!web.tools.offers("delete_repo") && web.tools.offers("get_repo"));
+    let broken: Vec<&str> = c.broken.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(broken, ["bad1", "bad2", "bad3", "bad4"]);
+    assert!(c.broken[0].1.contains("enabledTools"), "{:?}", c.broken);
+    assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+    assert!(c.servers.iter().all(|s| s.name != "bad1"));
+}
+
+#[test]
+fn the_tool_budget_comes_from_its_setting_or_a_share_of_the_context() {
+    let settings = |gatehouse: &str| {
+        Config::parse(
+            &format!(r#"{{"mcpServers": {{}}, "gatehouse": {gatehouse}}}"#),
+            "f",
+            &id(),
+        )
+        .map(|c| c.settings)
+    };
+    assert_eq!(
+        settings("{}").unwrap().tool_budget_bytes,
+        DEFAULT_TOOL_BUDGET_BYTES
+    );
+    assert_eq!(
+        settings(r#"{"toolBudgetBytes": 50000}"#)
+            .unwrap()
+            .tool_budget_bytes,
+        50_000
+    );
+    // 128K tokens × 4 bytes × 10 %.
+    let big = settings(r#"{"contextTokens": 128000}"#).unwrap();
+    assert_eq!(big.tool_budget_bytes, 51_200);
+    assert_eq!(big.context_tokens, Some(128_000));
+    // An explicit budget wins, whatever the order of the keys.
+    assert_eq!(
+        settings(r#"{"toolBudgetBytes": 9000, "contextTokens": 128000}"#)
+            .unwrap()
+            .tool_budget_bytes,
+        9_000
+    );
+    // A small context still leaves room for search_tools.
+    assert_eq!(
+        settings(r#"{"contextTokens": 2048}"#)
+            .unwrap()
+            .tool_budget_bytes,
+        MIN_TOOL_BUDGET_BYTES
+    );
+    for bad in [
+        r#"{"toolBudgetBytes": 100}"#,
+        r#"{"toolBudgetBytes": 1.5}"#,
+        r#"{"contextTokens": 0}"#,
+        r#"{"toolSearch": "sometimes"}"#,
+        r#"{"schemaDialect": "claude"}"#,
+        r#"{"schemaDialect": {"openai:*": "gemini2"}}"#,
+        r#"{"schemaDialect": {"": "gemini"}}"#,
+    ] {
+        let err = settings(bad).unwrap_err().to_string();
+        assert!(err.contains("gatehouse"), "{bad}: {err}");
+    }
+    assert_eq!(
+        settings(r#"{"toolSearch": "never"}"#).unwrap().tool_search,
+        ToolSearch::Never
+    );
+}
+
+#[test]
+fn each_model_gets_the_schema_dialect_its_api_accepts() {
+    let c = Config::parse(
+        r#"{"mcpServers": {}, "gatehouse": {"schemaDialect": {
+            "openai:gemini-*": "gemini", "openai:gpt-*": "openai-strict", "openai:*": "json-schema"}}}"#,
+        "f",
+        &id(),
+    )
+    .unwrap();
+    let d = &c.settings.schema_dialect;
+    assert_eq!(
+        d.for_model("openai:gemini-2.5-flash"),
+        SchemaDialect::Gemini
+    );
+    assert_eq!(d.for_model("openai:gpt-4o"), SchemaDialect::OpenAiStrict);
+    assert_eq!(d.for_model("openai:llama3"), SchemaDialect::JsonSchema);
+    assert_eq!(d.for_model("scripted"), SchemaDialect::JsonSchema);
+    let one = Config::parse(
+        r#"{"mcpServers": {}, "gatehouse": {"schemaDialect": "gemini"}}"#,
+        "f",
+        &id(),
+    )
+    .unwrap();
+    assert_eq!(
+        one.settings.schema_dialect.for_model("anything"),
+        SchemaDialect::Gemini
+    );
+}

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 
 use crate::{
     approvals::{ProjectFile, Remembered, Scope},
-    catalog::{CatalogTool, Live},
+    catalog::{CatalogTool, Live, host_tools::runs_unasked},
     config::{Hooks, Settings},
     digest,
     ledger::{Entry, Ledger},
@@ -172,6 +172,14 @@ impl Gate {
                 return self.refused(p, tool.as_ref(), &refusal, trace).await;
             }
         };
+        // The host's tools that read only its own state (`search_tools`, `read_result`) are
+        // not calls out of the host: no hook, no ledger line, no step of their own.
+        if runs_unasked(&decided.tool) {
+            return Admission::Send {
+                tool: Box::new(decided.tool),
+                arguments: decided.arguments,
+            };
+        }
         let decided = match self.before_call(p, decided, settings, trace).await {
             Ok(decided) => decided,
             Err(refused) => return refused,

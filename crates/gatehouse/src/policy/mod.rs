@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 
 use crate::{
     approvals::{Remembered, Scope},
-    catalog::{Catalog, CatalogTool},
+    catalog::{Catalog, CatalogTool, host_tools::runs_unasked},
     config::Settings,
     model::ToolCall,
     rules::Decision,
@@ -113,6 +113,9 @@ pub enum Basis {
     },
     /// An approval the person gave for this definition of the tool.
     Remembered(Scope),
+    /// One of the host's own tools that reads only the host's state (`search_tools`,
+    /// `read_result`): it runs unasked, whatever the rules say of servers' tools.
+    Host,
     /// No rule decided: ask.
     Default,
     /// A rule or the allow-list would run it, but the tool's definition changed since the
@@ -131,6 +134,7 @@ impl Basis {
             Basis::Rule { index, .. } => format!("rules[{index}]"),
             Basis::AllowList { index } => format!("allow[{index}]"),
             Basis::Remembered(scope) => scope.as_str().into(),
+            Basis::Host => "host".into(),
             Basis::Default => "default".into(),
             Basis::Changed { .. } => "changed".into(),
         }
@@ -140,6 +144,7 @@ impl Basis {
     pub fn for_run(&self) -> String {
         match self {
             Basis::AllowList { .. } => "on the allow-list: run it".into(),
+            Basis::Host => "the host's own tool: run it".into(),
             Basis::Rule { index, .. } => format!("allowed by rules[{index}]: run it"),
             Basis::Remembered(Scope::Session) => "approved for this session: run it".into(),
             Basis::Remembered(Scope::Project) => "approved in this project: run it".into(),
@@ -383,6 +388,9 @@ pub fn rule_for(
     settings: &Settings,
     remembered: &Remembered,
 ) -> (Decision, Basis) {
+    if runs_unasked(tool) {
+        return (Decision::Allow, Basis::Host);
+    }
     let mut first = None;
     for rule in settings.rules.for_name(&tool.name) {
         if !rule.applies(arguments) {

@@ -7,15 +7,19 @@
 //! - this module: the bound, computed in one pass for any input;
 //! - [`blocks`]: content blocks as text, media for the model, binaries saved for the person,
 //!   the resource URIs a result links to;
+//! - [`pages`]: a cut result kept whole for the turn, read on with the host's
+//!   `read_result(id, offset)`;
 //! - [`shape`]: how a call's end becomes what the model reads, and what the run shows.
 
 pub mod blocks;
+pub mod pages;
 pub mod shape;
 
 #[cfg(test)]
 mod tests;
 
 pub use blocks::*;
+pub use pages::{Kept, page, success_kept};
 pub use shape::{Shaped, Shaper};
 
 use serde_json::{Value, json};
@@ -70,24 +74,46 @@ pub fn success_with(
         };
     }
     // Too long: send the start of the result as text, with a note that says so.
-    let inner = match value {
+    cut(tool, &as_text(value, value_json, attachments), max_chars)
+}
+
+/// A result that does not fit, as the text its parts are read from: a string as it is,
+/// anything else as JSON, its attachments' descriptions after it.
+fn as_text(value: &Value, value_json: String, attachments: &[String]) -> String {
+    match value {
         Value::String(s) if attachments.is_empty() => s.clone(),
         Value::String(s) => format!("{s}\n{}", attachments.join("\n")),
         _ if attachments.is_empty() => value_json,
         _ => format!("{value_json}\n{}", attachments.join("\n")),
-    };
-    cut(tool, &inner, max_chars)
+    }
 }
 
 /// The start of a result that does not fit, framed with a note that says how much of it
 /// the model reads, as long as the bound allows.
 fn cut(tool: &str, inner: &str, max_chars: usize) -> ForModel {
     let total = inner.chars().count();
-    let note = |kept: usize| {
+    cut_from(tool, inner, 0, max_chars, |kept| {
         format!(
             "cut: the result had {total} characters and only the first {kept} are shown; ask for less (a narrower query, a filter or a smaller limit)"
         )
-    };
+    })
+}
+
+/// The part of `inner` from character `skip` on that fits `max_chars`, framed with
+/// `note(kept)`, where `kept` is how many characters of it are shown. The note's length
+/// may grow with `kept` (its digits), never shrink.
+fn cut_from(
+    tool: &str,
+    inner: &str,
+    skip: usize,
+    max_chars: usize,
+    note: impl Fn(usize) -> String,
+) -> ForModel {
+    let start = inner
+        .char_indices()
+        .nth(skip)
+        .map_or(inner.len(), |(i, _)| i);
+    let rest = &inner[start..];
     let framed = |head: &str, kept: usize| {
         json!({"tool": tool, "result": head, "note": note(kept)}).to_string()
     };
@@ -98,7 +124,7 @@ fn cut(tool: &str, inner: &str, max_chars: usize) -> ForModel {
     let longest_head = |frame: usize, cap: usize| {
         let budget = max_chars.saturating_sub(frame);
         let (mut used, mut kept, mut end) = (0, 0, 0);
-        for (i, c) in inner.char_indices() {
+        for (i, c) in rest.char_indices() {
             let width = escaped_width(c);
             if kept == cap || used + width > budget {
                 break;
@@ -110,13 +136,13 @@ fn cut(tool: &str, inner: &str, max_chars: usize) -> ForModel {
         (kept, end)
     };
     let digits = |n: usize| n.to_string().len();
-    let keep = max_chars.min(total);
+    let keep = max_chars.min(rest.chars().count());
     let (mut kept, mut end) = longest_head(framed("", keep).chars().count(), keep);
     if digits(kept) < digits(keep) {
         let cap = 10usize.pow(digits(kept) as u32) - 1;
-        (kept, end) = longest_head(framed("", kept).chars().count(), cap);
+        (kept, end) = longest_head(framed("", cap).chars().count(), cap);
     }
-    let text = framed(&inner[..end], kept);
+    let text = framed(&rest[..end], kept);
     let n = text.chars().count();
     debug_assert!(n <= max_chars || kept == 0, "{n} > {max_chars}");
     ForModel {

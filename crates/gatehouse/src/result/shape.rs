@@ -37,6 +37,8 @@ pub struct Shaped {
     pub outcome: Outcome,
     /// The resource URIs the result linked to, which `read_resource` may then follow.
     pub links: Vec<String>,
+    /// The whole result as text, when it was cut and is to be kept for `read_result`.
+    pub whole: Option<String>,
 }
 
 /// Turns ends into text, for one turn.
@@ -49,6 +51,9 @@ pub struct Shaper<'a> {
     pub media_for_model: bool,
     /// Where binary blocks are saved for the person.
     pub save_dir: &'a Path,
+    /// The id a cut result is kept under for `read_result` (`None`: cut results are not
+    /// kept, and their note says to ask for less).
+    pub keep_as: Option<String>,
 }
 
 impl Shaper<'_> {
@@ -84,7 +89,7 @@ impl Shaper<'_> {
             return self.shaped(name, &error, Outcome::ToolError);
         }
         let (value, attachments) = blocks::result_value(&r);
-        let mut shown = super::success_with(name, &value, &attachments, self.max_chars);
+        let (mut shown, whole) = self.bounded(name, &value, &attachments);
         if self.media_for_model {
             shown.media = blocks::media_for_model(&r.content);
         }
@@ -93,12 +98,60 @@ impl Shaper<'_> {
             format!("result: {} characters", shown.chars),
             json!({"ms": ms, "clipped": shown.clipped}),
         );
+        self.keep_whole(whole.as_deref(), server, stem);
         self.keep_for_person(&r.content, server, stem);
         self.show_person_only_blocks(&r.content, server);
         Shaped {
             shown,
             outcome: Outcome::Ok,
             links: blocks::linked_uris(&r),
+            whole,
+        }
+    }
+
+    /// A value for the model within the bound, and, when it was cut and is kept, its
+    /// whole text.
+    fn bounded(
+        &self,
+        name: &str,
+        value: &Value,
+        attachments: &[String],
+    ) -> (ForModel, Option<String>) {
+        match &self.keep_as {
+            Some(id) => super::success_kept(
+                name,
+                value,
+                attachments,
+                self.max_chars,
+                id,
+                super::pages::MAX_KEPT_CHARS,
+            ),
+            None => (
+                super::success_with(name, value, attachments, self.max_chars),
+                None,
+            ),
+        }
+    }
+
+    /// A cut result kept for `read_result` is saved for the person too, and the step says
+    /// where.
+    fn keep_whole(&self, whole: Option<&str>, server: &str, stem: &str) {
+        let Some(whole) = whole else {
+            return;
+        };
+        let chars = whole.chars().count();
+        let id = self.keep_as.as_deref().unwrap_or("");
+        match crate::files::write_new(self.save_dir, &format!("{stem}-result"), "txt", whole.as_bytes()) {
+            Ok(path) => self.trace.add(
+                Who::Host,
+                format!("the whole result ({chars} characters) is kept as {id} for read_result and saved to {}", path.display()),
+                json!({"server": server, "id": id, "chars": chars, "path": path}),
+            ),
+            Err(e) => self.trace.add(
+                Who::Host,
+                format!("the whole result ({chars} characters) is kept as {id} for read_result; it could not be saved: {e}"),
+                json!({"server": server, "id": id, "chars": chars}),
+            ),
         }
     }
 
@@ -139,16 +192,18 @@ impl Shaper<'_> {
                                "binary": format!("{} bytes of base64, saved for the person", c["blob"].as_str().map_or(0, str::len))}),
             })
             .collect();
-        let shown = super::success(name, &Value::Array(value), self.max_chars);
+        let (shown, whole) = self.bounded(name, &Value::Array(value), &[]);
         self.trace.add(
             Who::Server,
             format!("result: {} characters", shown.chars),
             json!({"ms": ms, "clipped": shown.clipped, "uri": uri, "server": server}),
         );
+        self.keep_whole(whole.as_deref(), server, stem);
         Shaped {
             shown,
             outcome: Outcome::Ok,
             links: Vec::new(),
+            whole,
         }
     }
 
@@ -211,6 +266,7 @@ impl Shaper<'_> {
             shown: super::success(name, &value, self.max_chars),
             outcome: Outcome::Background,
             links: Vec::new(),
+            whole: None,
         }
     }
 
@@ -219,6 +275,7 @@ impl Shaper<'_> {
             shown: self.error(name, error),
             outcome,
             links: Vec::new(),
+            whole: None,
         }
     }
 

@@ -224,3 +224,118 @@ proptest! {
         }
     }
 }
+
+/// Read a kept result page by page, as a model following the notes would: every page
+/// within the bound, and the pages together the whole, in order.
+fn read_all(kept: &Kept, id: &str, first: &ForModel, max: usize) -> String {
+    let mut text = String::new();
+    let mut page_text = first.text.clone();
+    for _ in 0..100_000 {
+        let v: Value = serde_json::from_str(&page_text).unwrap();
+        text.push_str(v["result"].as_str().unwrap());
+        let note = v["note"].as_str().unwrap();
+        let Some(rest) = note.split(" and offset ").nth(1) else {
+            assert!(note.contains(&format!("the end of result {id}")), "{note}");
+            return text;
+        };
+        let offset: usize = rest.split(' ').next().unwrap().parse().unwrap();
+        assert_eq!(
+            offset,
+            text.chars().count(),
+            "the next offset follows what was shown"
+        );
+        let next = kept.read("read_result", id, offset, max).unwrap();
+        assert!(next.chars <= max, "{} > {max}", next.chars);
+        page_text = next.text;
+    }
+    panic!("the pages never ended")
+}
+
+#[test]
+fn a_cut_result_is_kept_and_read_to_its_end() {
+    let value =
+        json!({"rows": (0..2_000).map(|i| format!("row {i} \"quoted\"")).collect::<Vec<_>>()});
+    let (first, whole) = success_kept("s__t", &value, &[], 4_000, "r3", pages::MAX_KEPT_CHARS);
+    let whole = whole.expect("kept");
+    assert!(first.clipped && first.chars <= 4_000);
+    let note: Value = serde_json::from_str(&first.text).unwrap();
+    assert!(
+        note["note"]
+            .as_str()
+            .unwrap()
+            .contains("call read_result with id r3 and offset"),
+        "{note}"
+    );
+    let mut kept = Kept::default();
+    kept.keep("r3".into(), whole.clone());
+    assert_eq!(read_all(&kept, "r3", &first, 4_000), whole);
+    assert_eq!(serde_json::from_str::<Value>(&whole).unwrap(), value);
+    let err = kept
+        .read("read_result", "r3", whole.chars().count(), 4_000)
+        .unwrap_err();
+    assert!(err.contains("past the end"), "{err}");
+    let err = kept.read("read_result", "r9", 0, 4_000).unwrap_err();
+    assert!(err.contains("kept: r3"), "{err}");
+    // Too large to keep: cut as before, with the note to ask for less.
+    let (shown, none) = success_kept("s__t", &value, &[], 4_000, "r4", 1_000);
+    assert!(none.is_none() && shown.text.contains("ask for less"));
+    // Small enough: whole, nothing kept.
+    let (small, none) = success_kept("s__t", &json!({"a": 1}), &[], 4_000, "r5", 1_000);
+    assert!(none.is_none() && !small.clipped);
+}
+
+#[test]
+fn a_turn_keeps_its_cut_results_within_its_bounds() {
+    let mut kept = Kept::default();
+    assert!(kept.is_empty());
+    for i in 0..pages::MAX_KEPT_RESULTS + 3 {
+        kept.keep(format!("r{i}"), format!("result {i}"));
+    }
+    assert!(
+        kept.get("r0").is_none() && kept.get("r2").is_none(),
+        "the oldest go first"
+    );
+    assert_eq!(kept.get("r3"), Some("result 3"));
+    let half = "x".repeat(pages::MAX_KEPT_CHARS / 2 + 1);
+    kept.keep("big1".into(), half.clone());
+    kept.keep("big2".into(), half);
+    assert!(kept.get("big1").is_none() && kept.get("big2").is_some());
+    kept.keep("huge".into(), "y".repeat(pages::MAX_KEPT_CHARS + 1));
+    assert!(
+        kept.get("huge").is_none(),
+        "larger than the whole bound: not kept"
+    );
+}
+
+proptest! {
+    /// Whatever the text, the offset and the bound, a page fits the bound and the pages
+    /// from any offset on are that text from there, in order.
+    #[test]
+    fn pages_fit_their_bound_and_add_up_to_the_whole(
+        whole in ".{1,3000}", extra in 0usize..600, tool in ".{0,100}", at in 0usize..3000,
+    ) {
+        let max = MIN_RESULT_CHARS + extra;
+        let total = whole.chars().count();
+        let offset = at % total;
+        let mut kept = Kept::default();
+        kept.keep("r12".into(), whole.clone());
+        let first = kept.read(&tool, "r12", offset, max).unwrap();
+        prop_assert!(first.chars <= max, "{} > {max}", first.chars);
+        let from: String = whole.chars().skip(offset).collect();
+        let v: Value = serde_json::from_str(&first.text).unwrap();
+        let mut text: String = v["result"].as_str().unwrap().to_owned();
+        let mut note = v["note"].as_str().unwrap().to_owned();
+        while let Some(rest) = note.split(" and offset ").nth(1) {
+            let next: usize = rest.split(' ').next().unwrap().parse().unwrap();
+            prop_assert_eq!(next, offset + text.chars().count());
+            let page = kept.read("read_result", "r12", next, max).unwrap();
+            prop_assert!(page.chars <= max);
+            let v: Value = serde_json::from_str(&page.text).unwrap();
+            let part = v["result"].as_str().unwrap();
+            prop_assert!(!part.is_empty(), "every page moves on");
+            text.push_str(part);
+            note = v["note"].as_str().unwrap().to_owned();
+        }
+        prop_assert_eq!(text, from);
+    }
+}

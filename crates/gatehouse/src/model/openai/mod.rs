@@ -272,11 +272,15 @@ impl OpenAi {
             body["tools"] = tools
                 .iter()
                 .map(|t| {
-                    json!({"type": "function", "function": {
+                    let mut function = json!({
                         "name": t.name,
                         "description": t.description,
                         "parameters": t.parameters,
-                    }})
+                    });
+                    if t.strict {
+                        function["strict"] = json!(true);
+                    }
+                    json!({"type": "function", "function": function})
                 })
                 .collect();
             body["tool_choice"] = json!("auto");

@@ -7,7 +7,9 @@
 //! - otherwise → `search_knowledge` with the question, then the best policy passage;
 //! - a tool error → "I could not use X: …"; no relevant policy → "I found no policy about this."
 //!
-//! It only proposes tools its catalog offers, and says so when none fits.
+//! It only proposes tools its catalog offers, and says so when none fits. When the host
+//! offers `search_tools` instead of every definition, it searches for the tools it needs
+//! first (`search`).
 
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
@@ -304,10 +306,15 @@ impl Scripted {
             Some(Message::User(q)) => q.trim().to_owned(),
             _ => String::new(),
         };
+        if let Some(search) = search::search_first(&messages[start..], &question, tools) {
+            return search;
+        }
         let outcomes: Vec<Outcome> = messages[start..]
             .iter()
             .filter_map(|m| match m {
-                Message::Tool { name, content, .. } => Some(parse_outcome(name, content)),
+                Message::Tool { name, content, .. } if !search::is_host_step(name) => {
+                    Some(parse_outcome(name, content))
+                }
                 _ => None,
             })
             .collect();
@@ -490,5 +497,6 @@ impl Model for Scripted {
     }
 }
 
+mod search;
 #[cfg(test)]
 mod tests;

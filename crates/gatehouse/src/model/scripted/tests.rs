@@ -7,6 +7,7 @@ fn spec(name: &str) -> ToolSpec {
         name: name.into(),
         description: String::new(),
         parameters: Default::default(),
+        strict: false,
     }
 }
 
@@ -186,4 +187,67 @@ fn non_ascii_questions_do_not_panic() {
     let q = "İİİİİİİ open a ticketé: brute force on jump-prod-02";
     assert_eq!(summary_of(q), "brute force on jump-prod-02");
     assert_eq!(summary_of("İncident TİCKET"), "İncident TİCKET");
+}
+
+/// The conversation after the model called `name` with `arguments` and got `result`.
+fn answered(msgs: &mut Vec<Message>, d: &Decision, result: Value) {
+    msgs.push(Message::Assistant {
+        text: None,
+        tool_calls: d.tool_calls.clone(),
+    });
+    let call = &d.tool_calls[0];
+    msgs.push(Message::Tool {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        content: json!({"tool": call.name, "result": result}).to_string(),
+        media: vec![],
+    });
+}
+
+#[test]
+fn over_a_searched_catalog_it_searches_for_each_tool_it_needs_first() {
+    let mut msgs = vec![Message::User("Draft a reply to ticket T-30002".into())];
+    let mut tools = vec![spec("search_tools")];
+    let d = Scripted::plan(&msgs, &tools);
+    assert_eq!(d.tool_calls[0].name, "search_tools");
+    let args: Value = serde_json::from_str(&d.tool_calls[0].arguments).unwrap();
+    assert_eq!(args["query"], "look up a support ticket by its id");
+    answered(
+        &mut msgs,
+        &d,
+        json!({"tools": [{"name": "support__get_ticket"}]}),
+    );
+    tools.push(spec("support__get_ticket"));
+    let d = Scripted::plan(&msgs, &tools);
+    assert_eq!(d.tool_calls[0].name, "search_tools");
+    assert!(d.tool_calls[0].arguments.contains("knowledge base"));
+    answered(
+        &mut msgs,
+        &d,
+        json!({"tools": [{"name": "support__search_knowledge"}]}),
+    );
+    tools.push(spec("support__search_knowledge"));
+    // Both found: the plan goes on as with the whole catalog, searches not counted.
+    let d = Scripted::plan(&msgs, &tools);
+    assert_eq!(d.tool_calls[0].name, "support__get_ticket");
+    answered(
+        &mut msgs,
+        &d,
+        json!({"subject": "Charged twice", "customer_name": "Hugo"}),
+    );
+    let d = Scripted::plan(&msgs, &tools);
+    assert_eq!(d.tool_calls[0].name, "support__search_knowledge");
+    assert_eq!(d.tool_calls[0].arguments, r#"{"query":"Charged twice"}"#);
+}
+
+#[test]
+fn a_search_that_finds_nothing_is_not_repeated() {
+    let mut msgs = vec![Message::User("What is the refund policy?".into())];
+    let tools = vec![spec("search_tools")];
+    let d = Scripted::plan(&msgs, &tools);
+    assert_eq!(d.tool_calls[0].name, "search_tools");
+    answered(&mut msgs, &d, json!({"tools": []}));
+    let d = Scripted::plan(&msgs, &tools);
+    assert!(d.tool_calls.is_empty(), "{d:?}");
+    assert!(d.text.unwrap().contains("None of my tools fits"));
 }

@@ -1,0 +1,169 @@
+//! Which of a server's tools the host offers, and which it always sends the model in full:
+//! `enabledTools`, `disabledTools` and `alwaysLoad` of a server's entry, each a list of
+//! glob patterns on the tool's own name (`get_*`, `browser_?ab*`; `*` any run of
+//! characters, `?` one). A tool left out by them is not in the catalog: unknown to the
+//! model and to the policy alike.
+
+use serde_json::Value;
+
+/// Most patterns one of the three keys may hold.
+pub const MAX_TOOL_PATTERNS: usize = 256;
+/// Longest pattern, in characters (twice the longest tool name a server may give).
+pub const MAX_PATTERN_CHARS: usize = 256;
+
+/// A glob on tool names, checked when the file is read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pattern(Vec<char>);
+
+impl Pattern {
+    /// A pattern from a servers file, or why it cannot be one.
+    pub fn parse(text: &str) -> Result<Pattern, String> {
+        let chars: Vec<char> = text.chars().collect();
+        if chars.is_empty() {
+            return Err("a tool pattern may not be empty".into());
+        }
+        if chars.len() > MAX_PATTERN_CHARS {
+            return Err(format!(
+                "a tool pattern may be at most {MAX_PATTERN_CHARS} characters long"
+            ));
+        }
+        if chars.iter().any(|c| c.is_control() || c.is_whitespace()) {
+            return Err(format!(
+                "the tool pattern {text:?} holds whitespace or a control character"
+            ));
+        }
+        Ok(Pattern(chars))
+    }
+
+    /// Does `name` match? Linear in the name's length times the pattern's: the classic
+    /// greedy match, which backtracks only to the last `*`.
+    pub fn matches(&self, name: &str) -> bool {
+        let (p, n): (&[char], Vec<char>) = (&self.0, name.chars().collect());
+        let (mut pi, mut ni) = (0, 0);
+        let mut star: Option<(usize, usize)> = None;
+        while ni < n.len() {
+            match p.get(pi) {
+                Some('*') => {
+                    star = Some((pi, ni));
+                    pi += 1;
+                }
+                Some(c) if *c == '?' || *c == n[ni] => {
+                    pi += 1;
+                    ni += 1;
+                }
+                _ => match star {
+                    Some((sp, sn)) => {
+                        pi = sp + 1;
+                        ni = sn + 1;
+                        star = Some((sp, sn + 1));
+                    }
+                    None => return false,
+                },
+            }
+        }
+        p[pi..].iter().all(|c| *c == '*')
+    }
+
+    /// The pattern as written.
+    pub fn as_text(&self) -> String {
+        self.0.iter().collect()
+    }
+}
+
+/// Which tools of one server are offered, and which are always sent in full.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolRules {
+    /// `enabledTools`: only tools matching one of these (all when `None`).
+    pub enabled: Option<Vec<Pattern>>,
+    /// `disabledTools`: never a tool matching one of these, even when enabled.
+    pub disabled: Vec<Pattern>,
+    /// `alwaysLoad`: tools sent in full on every model call even when the catalog is
+    /// searched instead (`true` in the file is `*`).
+    pub always_load: Vec<Pattern>,
+}
+
+impl ToolRules {
+    /// Is this tool (by its own name) offered at all?
+    pub fn offers(&self, tool: &str) -> bool {
+        let enabled = self
+            .enabled
+            .as_ref()
+            .is_none_or(|e| e.iter().any(|p| p.matches(tool)));
+        enabled && !self.disabled.iter().any(|p| p.matches(tool))
+    }
+
+    /// Is this tool always sent in full?
+    pub fn always_loads(&self, tool: &str) -> bool {
+        self.always_load.iter().any(|p| p.matches(tool))
+    }
+
+    /// Do these rules leave every tool as it is?
+    pub fn is_default(&self) -> bool {
+        self == &ToolRules::default()
+    }
+
+    /// The patterns of the three keys that match none of `names`, with the key each comes
+    /// from, so the person learns of a pattern that does nothing.
+    pub fn unmatched(&self, names: &[&str]) -> Vec<(&'static str, String)> {
+        let lists = [
+            ("enabledTools", self.enabled.as_deref().unwrap_or(&[])),
+            ("disabledTools", &self.disabled[..]),
+            ("alwaysLoad", &self.always_load[..]),
+        ];
+        lists
+            .into_iter()
+            .flat_map(|(key, patterns)| {
+                patterns
+                    .iter()
+                    .filter(|p| !names.iter().any(|n| p.matches(n)))
+                    .map(move |p| (key, p.as_text()))
+            })
+            .collect()
+    }
+}
+
+/// `enabledTools`, `disabledTools` and `alwaysLoad` of one server's entry.
+pub(super) fn rules(entry: &serde_json::Map<String, Value>) -> Result<ToolRules, String> {
+    let enabled = entry
+        .get("enabledTools")
+        .map(|v| patterns("enabledTools", v))
+        .transpose()?;
+    let disabled = match entry.get("disabledTools") {
+        None => Vec::new(),
+        Some(v) => patterns("disabledTools", v)?,
+    };
+    let always_load = match entry.get("alwaysLoad") {
+        None | Some(Value::Bool(false)) => Vec::new(),
+        Some(Value::Bool(true)) => vec![Pattern(vec!['*'])],
+        Some(v @ Value::Array(_)) => patterns("alwaysLoad", v)?,
+        Some(_) => {
+            return Err("\"alwaysLoad\" must be true, false or an array of tool patterns".into());
+        }
+    };
+    Ok(ToolRules {
+        enabled,
+        disabled,
+        always_load,
+    })
+}
+
+fn patterns(key: &str, value: &Value) -> Result<Vec<Pattern>, String> {
+    let Value::Array(items) = value else {
+        return Err(format!(
+            "\"{key}\" must be an array of tool names or patterns"
+        ));
+    };
+    if items.len() > MAX_TOOL_PATTERNS {
+        return Err(format!(
+            "\"{key}\" may hold at most {MAX_TOOL_PATTERNS} patterns, not {}",
+            items.len()
+        ));
+    }
+    items
+        .iter()
+        .map(|i| match i {
+            Value::String(s) => Pattern::parse(s).map_err(|e| format!("\"{key}\": {e}")),
+            other => Err(format!("\"{key}\" must hold strings, not {other}")),
+        })
+        .collect()
+}
