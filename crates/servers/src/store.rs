@@ -78,8 +78,29 @@ pub fn open(path: &Path) -> anyhow::Result<Connection> {
     let db = Connection::open(path)
         .map_err(|e| anyhow::anyhow!("cannot open {}: {e}", path.display()))?;
     db.busy_timeout(BUSY_TIMEOUT)?;
-    db.pragma_update(None, "journal_mode", "WAL")?;
+    // Switching a new file to WAL while another instance is doing the same can get
+    // SQLITE_BUSY at once, without the busy handler (SQLite's deadlock avoidance): wait
+    // and try again, within the busy timeout.
+    retry_busy(|| db.pragma_update(None, "journal_mode", "WAL"))?;
     Ok(db)
+}
+
+/// Run `f` again while SQLite says the store is busy, for up to [`BUSY_TIMEOUT`] in all,
+/// for the statements the busy handler does not cover (a change of journal mode, a
+/// schema made by several instances starting at once).
+pub fn retry_busy<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+    loop {
+        match f() {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            other => return other,
+        }
+    }
 }
 
 /// Add a column to a table of an older store, once (SQLite has no ADD COLUMN IF NOT EXISTS).

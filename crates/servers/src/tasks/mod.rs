@@ -317,7 +317,7 @@ impl Tasks {
     /// The tasks of `server` in the store at `path` (created if missing, private).
     pub fn open(path: &Path, server: &'static str, settings: TaskSettings) -> anyhow::Result<Self> {
         let db = crate::store::open(path)?;
-        table::create(&db)?;
+        crate::store::retry_busy(|| table::create(&db))?;
         Ok(Self::with(db, server, settings))
     }
 

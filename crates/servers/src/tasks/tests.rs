@@ -301,3 +301,25 @@ fn a_second_instance_answers_for_the_first_and_takes_over_when_it_stops() {
     });
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn instances_that_start_at_once_on_a_new_store_all_open_it() {
+    // A host starts its servers at once; two of them on one new store must both come up.
+    // (Two processes once failed with "database is locked" here; threads of one process
+    // have not shown it, so this guards the open path rather than reproducing that race.)
+    for round in 0..5 {
+        let dir = std::env::temp_dir().join(format!("gh-tasks-race-{}-{round}", new_id()));
+        let path = dir.join("tasks.db");
+        let opened: Vec<anyhow::Result<Tasks>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8)
+                .map(|_| s.spawn(|| Tasks::open(&path, "test", settings())))
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for o in &opened {
+            assert!(o.is_ok(), "round {round}: {:?}", o.as_ref().err());
+        }
+        drop(opened);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
