@@ -93,24 +93,18 @@ fn policy_benches(c: &mut Criterion) {
     );
     let not_json = call("support__get_ticket", "{ticket_id: T-30002".into());
     let mut g = c.benchmark_group("policy");
-    g.bench_function("decide/run get_ticket", |b| {
-        b.iter(|| black_box(policy::decide(black_box(&allowed), &catalog, &settings)).is_run())
-    });
-    g.bench_function("decide/run search_knowledge", |b| {
-        b.iter(|| black_box(policy::decide(black_box(&search), &catalog, &settings)).is_run())
-    });
-    g.bench_function("decide/refuse schema mismatch", |b| {
-        b.iter(|| black_box(policy::decide(black_box(&invalid), &catalog, &settings)).is_run())
-    });
-    g.bench_function("decide/refuse unknown tool", |b| {
-        b.iter(|| black_box(policy::decide(black_box(&unknown), &catalog, &settings)).is_run())
-    });
-    g.bench_function("decide/refuse 50 kB arguments", |b| {
-        b.iter(|| black_box(policy::decide(black_box(&large), &catalog, &settings)).is_run())
-    });
-    g.bench_function("decide/refuse not JSON", |b| {
-        b.iter(|| black_box(policy::decide(black_box(&not_json), &catalog, &settings)).is_run())
-    });
+    for (name, proposal) in [
+        ("decide/run get_ticket", &allowed),
+        ("decide/run search_knowledge", &search),
+        ("decide/refuse schema mismatch", &invalid),
+        ("decide/refuse unknown tool", &unknown),
+        ("decide/refuse 50 kB arguments", &large),
+        ("decide/refuse not JSON", &not_json),
+    ] {
+        g.bench_function(name, |b| {
+            b.iter(|| black_box(policy::decide(black_box(proposal), &catalog, &settings)).is_run())
+        });
+    }
     g.finish();
 }
 

@@ -26,6 +26,9 @@ pub enum Command {
     Tools(ToolsArgs),
     /// Run one of the built-in reference servers on stdio, or over HTTP with `--http`.
     Serve(gatehouse_servers::command::ServeArgs),
+    /// Serve the servers of a servers file as one MCP server, under its policy, for any MCP
+    /// client: on stdio, or over Streamable HTTP with `--http`.
+    Gateway(GatewayArgs),
     /// The person's policy: `policy explain TOOL [ARGS-JSON]` says which rule decides.
     Policy(PolicyArgs),
     /// Approvals remembered in this project (`A` at the prompt): list, revoke.
@@ -49,6 +52,30 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Print the manual page (roff), made from these very flags: `gatehouse man | man -l -`.
     Man,
+}
+
+/// `gatehouse gateway`.
+#[derive(Args, Debug)]
+pub struct GatewayArgs {
+    /// The servers file (`mcpServers`, with its rules, allow-list, hooks and ledger).
+    #[arg(long, value_name = "FILE")]
+    pub config: PathBuf,
+    /// Serve Streamable HTTP on this address (port 0 picks one, printed on stderr)
+    /// instead of stdio.
+    #[arg(long, value_name = "IP:PORT")]
+    pub http: Option<std::net::SocketAddr>,
+    /// Bearer tokens of the callers (the reference servers' tokens file).
+    #[arg(long, value_name = "FILE", requires = "http")]
+    pub tokens: Option<PathBuf>,
+    /// Every request acts as the local user (loopback addresses only; for tests).
+    #[arg(long, requires = "http")]
+    pub no_auth: bool,
+    /// The state replicas share: sealing key, callers' approvals, used confirmations
+    /// (SQLite). Default: gateway.db in the state folder.
+    #[arg(long, value_name = "FILE")]
+    pub state: Option<PathBuf>,
+    #[command(flatten)]
+    pub screen: ScreenArgs,
 }
 
 #[derive(Args, Debug)]

@@ -3,6 +3,7 @@
 mod allocator;
 mod args;
 mod doctor;
+mod gateway;
 mod lab;
 mod manual;
 mod mcp;
@@ -52,6 +53,7 @@ fn main() -> ExitCode {
             Ok(false) => return ExitCode::from(1),
             other => other.map(|_| ()),
         },
+        Command::Gateway(g) => on_thread_pool(gateway::run(g)),
         Command::Policy(p) => on_thread_pool(policy_commands::policy(p)),
         Command::Approvals(a) => policy_commands::approvals(a),
         Command::Ledger(l) => policy_commands::ledger(l),

@@ -47,7 +47,10 @@ async fn explain(args: ExplainArgs) -> anyhow::Result<()> {
         name: args.tool,
         arguments,
     };
-    let explanation = host.gate().explain(&call, host.live(), host.settings());
+    let explanation = host
+        .gate()
+        .explain(&call, host.live(), host.settings())
+        .await;
     host.shutdown().await;
     if args.json {
         let mut v = serde_json::to_value(&explanation)?;

@@ -60,11 +60,8 @@ fn parse_before(answer: &Value) -> Result<BeforeAnswer, String> {
             visible_line(k)
         ));
     }
-    let decision = match map.get("decision").and_then(Value::as_str) {
-        Some("allow") => Decision::Allow,
-        Some("deny") => Decision::Deny,
-        Some("ask") => Decision::Ask,
-        _ => return Err("an answer without \"decision\": allow, deny or ask".into()),
+    let Some(decision) = Decision::of(map) else {
+        return Err("an answer without \"decision\": allow, deny or ask".into());
     };
     let reason = match map.get("reason") {
         None | Some(Value::Null) => None,

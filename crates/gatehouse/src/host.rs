@@ -19,7 +19,7 @@ use crate::{
     config::{Config, Settings, Transport},
     connect::{self, Connection},
     dispatch::Stopper,
-    gate::Gate,
+    gate::{Gate, Keeper},
     person::Person,
     policy, redact,
     tasks::{Records, default_path},
@@ -67,6 +67,28 @@ impl Host {
         trace: Trace,
         project: Option<ProjectFile>,
     ) -> Host {
+        let gate = |trace: &Trace| Gate::new(&config.settings, project, trace);
+        Host::start_gated(config, person, trace, gate).await
+    }
+
+    /// As [`Host::start`], with approvals and the ledger kept by `keeper` (a gateway's
+    /// store, shared by its replicas).
+    pub async fn start_keeping(
+        config: &Config,
+        person: Arc<dyn Person>,
+        trace: Trace,
+        keeper: Arc<dyn Keeper>,
+    ) -> Host {
+        let gate = |_: &Trace| Gate::with_keeper(&config.settings, keeper);
+        Host::start_gated(config, person, trace, gate).await
+    }
+
+    async fn start_gated(
+        config: &Config,
+        person: Arc<dyn Person>,
+        trace: Trace,
+        gate: impl FnOnce(&Trace) -> Gate,
+    ) -> Host {
         for warning in &config.warnings {
             trace.add(Who::Host, format!("warning: {warning}"), json!({}));
         }
@@ -87,7 +109,7 @@ impl Host {
         let catalog = Live::start_with(listings, &connections, rules).await;
         report_catalog(&catalog.current(), &trace);
         let session_id = random_hex(16);
-        let gate = Gate::new(&config.settings, project, &trace);
+        let gate = gate(&trace);
         Host {
             gate,
             connections,

@@ -39,6 +39,7 @@ pub mod connect;
 pub mod dialect;
 pub mod dispatch;
 pub mod gate;
+pub mod gateway;
 pub mod hooks;
 pub mod host;
 pub mod ledger;

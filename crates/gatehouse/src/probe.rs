@@ -7,14 +7,11 @@ use std::{
     time::{Duration, Instant},
 };
 
-use futures::future::BoxFuture;
-use rmcp::model::{ElicitRequestParams, ElicitResult};
-
 use crate::{
     catalog::{self, Catalog},
     config::{Config, ServerSpec, Transport},
     connect::{self, ConnectError},
-    person::{AnsweredBy, Approval, ApprovalRequest, Person},
+    person::{Person, Unattended},
     trace::Trace,
 };
 
@@ -51,28 +48,12 @@ pub struct Failure {
     pub fix: String,
 }
 
-/// Nobody to ask: no call is made while probing, and a question is declined.
-struct NoOne;
-
-impl Person for NoOne {
-    fn approve<'a>(&'a self, _request: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
-        Box::pin(async { Approval::once(false, AnsweredBy::Nobody) })
-    }
-
-    fn elicit<'a>(
-        &'a self,
-        _server: &'a str,
-        _request: &'a ElicitRequestParams,
-    ) -> BoxFuture<'a, (ElicitResult, AnsweredBy)> {
-        Box::pin(async { (crate::person::decline(), AnsweredBy::Nobody) })
-    }
-}
-
 /// Probe every server of `config` at once, each within `timeout` (to start and to list),
 /// in the configuration's order: the servers that parsed, then the entries that did not.
 /// Their stderr and any step goes to `trace`.
 pub async fn probe_all(config: &Config, timeout: Duration, trace: &Trace) -> Vec<Probe> {
-    let person: Arc<dyn Person> = Arc::new(NoOne);
+    // Nobody to ask: no call is made while probing, and a question is declined.
+    let person: Arc<dyn Person> = Arc::new(Unattended::NOBODY);
     let limits = connect::Limits {
         timeout,
         max_questions: config.settings.max_input_rounds,

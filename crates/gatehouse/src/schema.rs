@@ -205,74 +205,79 @@ fn list(values: &Value) -> String {
     }
 }
 
+/// A size or range bound in words ("be at least 3 characters long"); `None` for any other
+/// kind of problem.
+fn bound(kind: &ValidationErrorKind) -> Option<String> {
+    use ValidationErrorKind as K;
+    let (relation, limit, unit): (&str, &dyn std::fmt::Display, &str) = match kind {
+        K::Minimum { limit } => ("be at least", limit, ""),
+        K::Maximum { limit } => ("be at most", limit, ""),
+        K::ExclusiveMinimum { limit } => ("be greater than", limit, ""),
+        K::ExclusiveMaximum { limit } => ("be less than", limit, ""),
+        K::MinLength { limit } => ("be at least", limit, " characters long"),
+        K::MaxLength { limit } => ("be at most", limit, " characters long"),
+        K::MinItems { limit } => ("have at least", limit, " items"),
+        K::MaxItems { limit } => ("have at most", limit, " items"),
+        _ => return None,
+    };
+    Some(format!("{relation} {limit}{unit}"))
+}
+
 /// Every problem of `instance` under `schema`, in plain words (at most [`MAX_PROBLEMS`]).
 pub fn problems(schema: &Validator, instance: &Value) -> Vec<String> {
-    let mut out = Vec::new();
-    for error in schema.iter_errors(instance).take(MAX_PROBLEMS) {
-        let at = place(error.instance_path().as_str());
-        let subject = at.clone().unwrap_or_else(|| "the value".into());
-        let text = match error.kind() {
-            ValidationErrorKind::Required { property } => match &at {
-                Some(at) => format!("{at} is missing the required property {property}"),
-                None => format!("missing required property {property}"),
-            },
-            ValidationErrorKind::Minimum { limit } => format!("{subject} must be at least {limit}"),
-            ValidationErrorKind::Maximum { limit } => format!("{subject} must be at most {limit}"),
-            ValidationErrorKind::ExclusiveMinimum { limit } => {
-                format!("{subject} must be greater than {limit}")
-            }
-            ValidationErrorKind::ExclusiveMaximum { limit } => {
-                format!("{subject} must be less than {limit}")
-            }
-            ValidationErrorKind::MinLength { limit } => {
-                format!("{subject} must be at least {limit} characters long")
-            }
-            ValidationErrorKind::MaxLength { limit } => {
-                format!("{subject} must be at most {limit} characters long")
-            }
-            ValidationErrorKind::MinItems { limit } => {
-                format!("{subject} must have at least {limit} items")
-            }
-            ValidationErrorKind::MaxItems { limit } => {
-                format!("{subject} must have at most {limit} items")
-            }
-            ValidationErrorKind::Enum { options } => {
-                format!("{subject} must be one of {}", list(options))
-            }
-            ValidationErrorKind::Constant { expected_value } => {
-                format!("{subject} must be {expected_value}")
-            }
-            ValidationErrorKind::Pattern { pattern } => {
-                format!("{subject} must match the pattern {pattern}")
-            }
-            ValidationErrorKind::Format { format } => format!("{subject} must be a valid {format}"),
-            ValidationErrorKind::Type { kind } => {
-                let kind = match kind {
-                    jsonschema::error::TypeKind::Single(t) => t.to_string(),
-                    jsonschema::error::TypeKind::Multiple(set) => format!("{set:?}"),
-                };
-                format!("{subject} must be of type {kind}")
-            }
-            ValidationErrorKind::AdditionalProperties { unexpected } => {
-                let names = unexpected
-                    .iter()
-                    .map(|u| format!("\"{u}\""))
-                    .collect::<Vec<_>>()
-                    .join(", ");
-                match &at {
-                    Some(at) => format!("{at} has properties the schema does not allow: {names}"),
-                    None => format!("properties the schema does not allow: {names}"),
-                }
-            }
-            ValidationErrorKind::UniqueItems => format!("{subject} must not repeat items"),
-            _ => match &at {
-                Some(at) => format!("{at}: {error}"),
-                None => error.to_string(),
-            },
-        };
-        out.push(text);
+    schema
+        .iter_errors(instance)
+        .take(MAX_PROBLEMS)
+        .map(|error| in_words(&error))
+        .collect()
+}
+
+/// One problem in plain words, naming where it is.
+fn in_words(error: &jsonschema::ValidationError<'_>) -> String {
+    let at = place(error.instance_path().as_str());
+    let subject = at.clone().unwrap_or_else(|| "the value".into());
+    if let Some(words) = bound(error.kind()) {
+        return format!("{subject} must {words}");
     }
-    out
+    match error.kind() {
+        ValidationErrorKind::Required { property } => match &at {
+            Some(at) => format!("{at} is missing the required property {property}"),
+            None => format!("missing required property {property}"),
+        },
+        ValidationErrorKind::Enum { options } => {
+            format!("{subject} must be one of {}", list(options))
+        }
+        ValidationErrorKind::Constant { expected_value } => {
+            format!("{subject} must be {expected_value}")
+        }
+        ValidationErrorKind::Pattern { pattern } => {
+            format!("{subject} must match the pattern {pattern}")
+        }
+        ValidationErrorKind::Format { format } => format!("{subject} must be a valid {format}"),
+        ValidationErrorKind::Type { kind } => {
+            let kind = match kind {
+                jsonschema::error::TypeKind::Single(t) => t.to_string(),
+                jsonschema::error::TypeKind::Multiple(set) => format!("{set:?}"),
+            };
+            format!("{subject} must be of type {kind}")
+        }
+        ValidationErrorKind::AdditionalProperties { unexpected } => {
+            let names = unexpected
+                .iter()
+                .map(|u| format!("\"{u}\""))
+                .collect::<Vec<_>>()
+                .join(", ");
+            match &at {
+                Some(at) => format!("{at} has properties the schema does not allow: {names}"),
+                None => format!("properties the schema does not allow: {names}"),
+            }
+        }
+        ValidationErrorKind::UniqueItems => format!("{subject} must not repeat items"),
+        _ => match &at {
+            Some(at) => format!("{at}: {error}"),
+            None => error.to_string(),
+        },
+    }
 }
 
 #[cfg(test)]
@@ -302,22 +307,14 @@ mod tests {
             &schema,
             &json!({"summary": "x", "rows": 0, "ticket_id": "T-1", "colour": "red"}),
         );
-        assert!(
-            found.contains(&"missing required property \"priority\"".to_string()),
-            "{found:?}"
-        );
-        assert!(
-            found.contains(&"\"rows\" must be at least 1".to_string()),
-            "{found:?}"
-        );
-        assert!(
-            found.contains(&"\"ticket_id\" must match the pattern ^T-\\d{5}$".to_string()),
-            "{found:?}"
-        );
-        assert!(
-            found.contains(&"properties the schema does not allow: \"colour\"".to_string()),
-            "{found:?}"
-        );
+        for want in [
+            "missing required property \"priority\"",
+            "\"rows\" must be at least 1",
+            "\"ticket_id\" must match the pattern ^T-\\d{5}$",
+            "properties the schema does not allow: \"colour\"",
+        ] {
+            assert!(found.iter().any(|f| f == want), "{want}: {found:?}");
+        }
         let found = problems(&schema, &json!({"summary": 3, "priority": "P9"}));
         assert!(
             found.contains(&"\"summary\" must be of type string".to_string()),

@@ -207,6 +207,8 @@ impl Turn<'_> {
             session: host.session_id(),
             trace_id: &self.state.trace_id,
             step: no,
+            caller: None,
+            confirmation: None,
         };
         let admitted = host
             .gate()
@@ -290,6 +292,8 @@ impl Turn<'_> {
             session: self.host.session_id(),
             trace_id: &self.state.trace_id,
             step: no,
+            caller: None,
+            confirmation: None,
         };
         let gate = self.host.gate();
         let end = gate

@@ -51,6 +51,12 @@ impl Caller {
         }
     }
 
+    /// A user in a tenant, as the unit tests name one (the client matters to none of them).
+    #[cfg(test)]
+    pub(crate) fn test(user: &str, tenant: &str) -> Self {
+        Caller::new(user, tenant, "test")
+    }
+
     /// Read the caller from the environment; a missing user or tenant means "nobody",
     /// which every membership check then refuses.
     pub fn from_env() -> Self {

@@ -203,24 +203,22 @@ impl Memberships {
 mod tests {
     use super::*;
 
-    fn caller(user: &str, tenant: &str) -> Caller {
-        Caller::new(user, tenant, "test")
-    }
-
     #[test]
     fn the_data_holds_what_the_documentation_relies_on() {
         let m = Memberships::embedded().unwrap();
         assert!(m.len() >= 6);
-        assert_eq!(m.role(&caller("usr-sam", "larkfield")), Some(Role::Staff));
-        assert_eq!(m.role(&caller("usr-sam", "bramble")), Some(Role::ReadOnly));
-        assert_eq!(
-            m.role(&caller("usr-omar", "larkfield")),
-            Some(Role::ReadOnly)
-        );
-        assert_eq!(m.role(&caller("usr-camille", "bramble")), Some(Role::Staff));
-        assert_eq!(m.role(&caller("usr-camille", "larkfield")), None);
-        assert!(!m.is_member(&caller("usr-tomas", "larkfield")));
-        assert!(!m.is_member(&caller("usr-tomas", "bramble")));
+        for (user, tenant, role) in [
+            ("usr-sam", "larkfield", Some(Role::Staff)),
+            ("usr-sam", "bramble", Some(Role::ReadOnly)),
+            ("usr-omar", "larkfield", Some(Role::ReadOnly)),
+            ("usr-camille", "bramble", Some(Role::Staff)),
+            ("usr-camille", "larkfield", None),
+        ] {
+            let got = m.role(&Caller::test(user, tenant));
+            assert_eq!(got, role, "{user} in {tenant}");
+        }
+        assert!(!m.is_member(&Caller::test("usr-tomas", "larkfield")));
+        assert!(!m.is_member(&Caller::test("usr-tomas", "bramble")));
         assert!(!m.is_member(&Caller::nobody("http")));
         // Everyone listed is a person in users.json.
         let users: Vec<serde_json::Value> =
@@ -233,7 +231,7 @@ mod tests {
     #[test]
     fn roles_grant_scopes() {
         let m = Memberships::embedded().unwrap();
-        let omar = caller("usr-omar", "larkfield");
+        let omar = Caller::test("usr-omar", "larkfield");
         assert_eq!(m.check(&omar, INCIDENTS_READ), Ok(Role::ReadOnly));
         let refused = m.check(&omar, INCIDENTS_WRITE).unwrap_err();
         assert_eq!(
@@ -245,11 +243,11 @@ mod tests {
             "forbidden: your role (read_only) does not allow tickets:read"
         );
         assert_eq!(
-            m.check(&caller("usr-priya", "larkfield"), INCIDENTS_WRITE),
+            m.check(&Caller::test("usr-priya", "larkfield"), INCIDENTS_WRITE),
             Ok(Role::Admin)
         );
         assert_eq!(
-            m.check(&caller("usr-tomas", "larkfield"), POLICIES_READ),
+            m.check(&Caller::test("usr-tomas", "larkfield"), POLICIES_READ),
             Err(Refusal::NotMember)
         );
         assert_eq!(Refusal::NotMember.message(), FORBIDDEN_MESSAGE);

@@ -563,29 +563,25 @@ impl Desk for TicketsServer {
 mod tests {
     use super::*;
 
-    fn caller(user: &str, tenant: &str) -> Caller {
-        Caller::new(user, tenant, "http")
-    }
-
     #[test]
     fn a_confirmation_is_bound_to_the_user_and_tenant_of_the_request() {
-        let sam = TicketsServer::binding(&caller("usr-sam", "larkfield"), "h", "s");
+        let sam = TicketsServer::binding(&Caller::test("usr-sam", "larkfield"), "h", "s");
         assert_eq!(
             sam,
-            TicketsServer::binding(&caller("usr-sam", "larkfield"), "h", "s")
+            TicketsServer::binding(&Caller::test("usr-sam", "larkfield"), "h", "s")
         );
         assert_ne!(
             sam,
-            TicketsServer::binding(&caller("usr-omar", "larkfield"), "h", "s")
+            TicketsServer::binding(&Caller::test("usr-omar", "larkfield"), "h", "s")
         );
         assert_ne!(
             sam,
-            TicketsServer::binding(&caller("usr-sam", "bramble"), "h", "s")
+            TicketsServer::binding(&Caller::test("usr-sam", "bramble"), "h", "s")
         );
         // No name can imitate another user/tenant pair.
         assert_ne!(
-            TicketsServer::binding(&caller("a|b", "c"), "h", "s"),
-            TicketsServer::binding(&caller("a", "b|c"), "h", "s")
+            TicketsServer::binding(&Caller::test("a|b", "c"), "h", "s"),
+            TicketsServer::binding(&Caller::test("a", "b|c"), "h", "s")
         );
     }
 
@@ -612,14 +608,14 @@ mod tests {
             )
             .unwrap();
         }
-        let server = TicketsServer::new(caller("usr-sam", "larkfield"), &path).unwrap();
+        let server = TicketsServer::new(Caller::test("usr-sam", "larkfield"), &path).unwrap();
         let listed = server
-            .list_tickets(&caller("usr-sam", "larkfield"), &Map::new())
+            .list_tickets(&Caller::test("usr-sam", "larkfield"), &Map::new())
             .unwrap();
         assert_eq!(listed["total"], 0);
         let Used::Fresh(Some(opened)) = server
             .consume(
-                &caller("usr-sam", "larkfield"),
+                &Caller::test("usr-sam", "larkfield"),
                 "n1",
                 "accept:P3",
                 Some(("jump-prod-01", "disk full", "P3")),
@@ -630,7 +626,7 @@ mod tests {
         };
         assert_eq!(opened["id"], "INC-4101");
         // A confirmation used before answers were kept stays refused, whatever the answer.
-        let sam = caller("usr-sam", "larkfield");
+        let sam = Caller::test("usr-sam", "larkfield");
         let ticket = Some(("jump-prod-02", "brute force", "P1"));
         assert!(matches!(
             server.consume(&sam, "n0", "accept:P1", ticket),
@@ -652,9 +648,9 @@ mod tests {
         ));
         // Opening the store again changes nothing more.
         drop(server);
-        let again = TicketsServer::new(caller("usr-sam", "larkfield"), &path).unwrap();
+        let again = TicketsServer::new(Caller::test("usr-sam", "larkfield"), &path).unwrap();
         let listed = again
-            .list_tickets(&caller("usr-sam", "larkfield"), &Map::new())
+            .list_tickets(&Caller::test("usr-sam", "larkfield"), &Map::new())
             .unwrap();
         assert_eq!(listed["tickets"][0]["id"], "INC-4101");
         assert_eq!(listed["total"], 1);

@@ -1,12 +1,12 @@
 //! `gh-callrate`: `tools/call` round trips through one stdio client.
 //!
-//!     gh-callrate --mode rmcp [--calls N] [--warmup W] [--concurrency C] -- SERVER ARGS...
+//!     gh-callrate --mode rmcp [--calls N] [--warmup W] [--concurrency C] [--tool NAME] -- SERVER ARGS...
 //!     gh-callrate --mode host --config FILE [--calls N] [--warmup W]
 //!
 //! `rmcp`: rmcp's client, connected as Gatehouse connects (`Auto`, preferring 2026-07-28,
 //! falling back to 2025-11-25), calls `get_ticket {"ticket_id": "T-30002"}` with
 //! `call_tool_once`, from C concurrent callers sharing the one client. The server's stderr
-//! is discarded. `host`: the whole host path for each call, `Host::propose` of the
+//! is discarded; `--tool support__get_ticket` calls it through `gatehouse gateway`. `host`: the whole host path for each call, `Host::propose` of the
 //! `gatehouse` library (policy, schema check, dispatch with its time limit, result shaping
 //! and bounding, the trace), on the servers file's `support` server; one caller, as the
 //! host runs calls. Prints one JSON object: calls per second and latency percentiles.
@@ -83,7 +83,9 @@ async fn rmcp_mode(flags: &Flags) -> anyhow::Result<Value> {
         .peer_info()
         .map(|i| i.protocol_version.to_string())
         .unwrap_or_default();
-    let params = CallToolRequestParams::new("get_ticket").with_arguments(arguments());
+    // `--tool support__get_ticket` when the server is a gateway in front of support.
+    let tool = flags.get("tool").unwrap_or("get_ticket").to_owned();
+    let params = CallToolRequestParams::new(tool).with_arguments(arguments());
     // The first answer is checked, so a broken server is never timed.
     match client.call_tool_once(params.clone()).await? {
         CallToolResponse::Complete(r) if r.is_error != Some(true) => {

@@ -16,7 +16,7 @@ use std::{
 use futures::future::BoxFuture;
 use gatehouse::{
     catalog::ToolSpec,
-    model::{Decision, Message, Model, ModelError},
+    model::{Decided, Message, Model, ModelError},
     trace::{Observer, ProgressEvent, Step, ToolEvent, Who, WireEvent},
 };
 use serde_json::{Map, Value, json};
@@ -172,11 +172,7 @@ impl Model for TimedModel<'_> {
         self.inner.name()
     }
 
-    fn decide<'b>(
-        &'b mut self,
-        messages: &'b [Message],
-        tools: &'b [ToolSpec],
-    ) -> BoxFuture<'b, Result<Decision, ModelError>> {
+    fn decide<'b>(&'b mut self, messages: &'b [Message], tools: &'b [ToolSpec]) -> Decided<'b> {
         Box::pin(async move {
             self.hub.emit("model_start", json!({}));
             let decision = self.inner.decide(messages, tools).await;

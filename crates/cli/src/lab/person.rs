@@ -14,7 +14,10 @@ use std::{
 
 use futures::future::BoxFuture;
 use gatehouse::approvals::Scope;
-use gatehouse::person::{AnsweredBy, Approval, ApprovalRequest, FormField, Person, form_fields};
+use gatehouse::person::{
+    Answered, AnsweredBy, Approval, ApprovalRequest, FormField, Person, Question, decline,
+    form_fields,
+};
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
 use serde_json::{Map, Value, json};
 use tokio::sync::oneshot;
@@ -255,20 +258,11 @@ impl Person for WebPerson {
         })
     }
 
-    fn elicit<'a>(
-        &'a self,
-        server: &'a str,
-        request: &'a ElicitRequestParams,
-    ) -> BoxFuture<'a, (ElicitResult, AnsweredBy)> {
+    fn elicit<'a>(&'a self, server: &'a str, request: &'a ElicitRequestParams) -> Answered<'a> {
         Box::pin(async move {
             let (tx, rx) = oneshot::channel();
-            match request {
-                ElicitRequestParams::FormElicitationParams {
-                    message,
-                    requested_schema,
-                    ..
-                } => {
-                    let schema = serde_json::to_value(requested_schema).unwrap_or(Value::Null);
+            match Question::of(request) {
+                Some(Question::Form { message, schema }) => {
                     let fields = form_fields(&schema);
                     let views: Vec<Value> = fields.iter().map(|f| field_view(f, &schema)).collect();
                     self.ask(
@@ -276,18 +270,13 @@ impl Person for WebPerson {
                         json!({"kind": "form", "server": server, "message": message, "fields": views}),
                     );
                 }
-                ElicitRequestParams::UrlElicitationParams { message, url, .. } => {
+                Some(Question::Url { message, url }) => {
                     self.ask(
                         Expect::Url(tx),
                         json!({"kind": "url", "server": server, "message": message, "url": url}),
                     );
                 }
-                _ => {
-                    return (
-                        ElicitResult::new(ElicitationAction::Decline),
-                        AnsweredBy::Nobody,
-                    );
-                }
+                None => return (decline(), AnsweredBy::Nobody),
             }
             match rx.await {
                 Ok(result) => (result, AnsweredBy::Terminal),

@@ -7,31 +7,23 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::common::{Ran, at_terminal_in, builtin_server, gatehouse_command, playback, write};
+use crate::common::expect;
+use crate::common::{self, Ran, at_terminal_in, builtin_server, playback, servers_file};
 
 /// The remembered choices are offered at this prompt.
 const PROMPT: &str = "Run it? [y/N] (a: this tool for this session, A: this tool in this project)";
 
 fn config(dir: &Path) -> String {
-    write(
+    servers_file(
         dir,
-        "servers.json",
-        &json!({"mcpServers": {"testbed": builtin_server("testbed", json!({}))},
-                "gatehouse": {"allow": ["testbed__change_echo"]}}),
+        json!({"testbed": builtin_server("testbed", json!({}))}),
+        json!({"allow": ["testbed__change_echo"]}),
     )
 }
 
 /// `gatehouse ARGS` run in `dir`, with this state folder.
 fn run_in(dir: &Path, state: &Path, args: &[&str]) -> Ran {
-    let out = gatehouse_command(args, &[("XDG_STATE_HOME", state.to_str().unwrap())])
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    Ran {
-        status: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    common::run_in(dir, args, &[("XDG_STATE_HOME", state.to_str().unwrap())])
 }
 
 fn echo(text: &str) -> Value {
@@ -113,12 +105,9 @@ fn capital_a_approves_the_tool_in_this_project_for_later_sessions_until_revoked(
     assert_eq!(line["reason"], "and approved this tool for the project");
     // A new session in the project runs it without asking, with no terminal at all.
     let again = run_in(&project, &state, &ask);
-    assert!(
-        again
-            .step_texts()
-            .contains(&"host: approved in this project: run it".to_string()),
-        "{:?}",
-        again.step_texts()
+    expect::assert_has(
+        &again.step_texts(),
+        "host: approved in this project: run it",
     );
     let ledger = std::fs::read_to_string(state.join("gatehouse/ledger.jsonl")).unwrap();
     let line: Value = serde_json::from_str(ledger.lines().last().unwrap()).unwrap();
@@ -138,12 +127,9 @@ fn capital_a_approves_the_tool_in_this_project_for_later_sessions_until_revoked(
     )
     .unwrap();
     let copied = run_in(&other, &state, &[&ask[..], &["--no"]].concat());
-    assert!(
-        copied
-            .step_texts()
-            .contains(&"host: not on the allow-list: ask the person".to_string()),
-        "{:?}",
-        copied.step_texts()
+    expect::assert_has(
+        &copied.step_texts(),
+        "host: not on the allow-list: ask the person",
     );
     assert!(
         copied
@@ -161,12 +147,9 @@ fn capital_a_approves_the_tool_in_this_project_for_later_sessions_until_revoked(
         revoked.stdout
     );
     let asked = run_in(&project, &state, &[&ask[..], &["--no"]].concat());
-    assert!(
-        asked
-            .step_texts()
-            .contains(&"host: not on the allow-list: ask the person".to_string()),
-        "{:?}",
-        asked.step_texts()
+    expect::assert_has(
+        &asked.step_texts(),
+        "host: not on the allow-list: ask the person",
     );
     let none = run_in(&project, &state, &["approvals", "revoke", "testbed__echo"]);
     assert_eq!(none.status, 2, "{}", none.stderr);
@@ -175,12 +158,10 @@ fn capital_a_approves_the_tool_in_this_project_for_later_sessions_until_revoked(
 #[test]
 fn a_rule_that_asks_offers_no_remembering() {
     let dir = tempfile::tempdir().unwrap();
-    let config = write(
+    let config = servers_file(
         dir.path(),
-        "servers.json",
-        &json!({
-        "mcpServers": {"testbed": builtin_server("testbed", json!({}))},
-        "gatehouse": {"rules": [{"tool": "testbed__echo", "decision": "ask", "reason": "every time"}]}}),
+        json!({"testbed": builtin_server("testbed", json!({}))}),
+        json!({"rules": [{"tool": "testbed__echo", "decision": "ask", "reason": "every time"}]}),
     );
     let model = playback(
         dir.path(),

@@ -32,11 +32,7 @@ fn servers_file(more: Value, settings: Value) -> String {
         .as_object_mut()
         .unwrap()
         .extend(more.as_object().unwrap().clone());
-    write(
-        &dir,
-        "servers.json",
-        &json!({"mcpServers": servers, "gatehouse": settings}),
-    )
+    crate::common::servers_file(&dir, servers, settings)
 }
 
 #[test]

@@ -120,11 +120,7 @@ fn bare(program: &std::path::Path, args: &[&str], home: &std::path::Path) -> Ran
         .current_dir(home)
         .output()
         .unwrap();
-    Ran {
-        status: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    Ran::from(out)
 }
 
 #[test]
@@ -149,12 +145,7 @@ fn an_installed_pair_of_binaries_finds_its_servers_with_no_path() {
         );
         let doctor = bare(&program, &["doctor", "--json"], &home);
         let report: serde_json::Value = serde_json::from_str(&doctor.stdout).unwrap();
-        let support = report["checks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["name"] == "support")
-            .unwrap();
+        let support = expect::item_with(&report["checks"], "name", "support").unwrap();
         let started = format!("started {} support;", servers.display());
         assert!(
             support["detail"].as_str().unwrap().starts_with(&started),

@@ -96,11 +96,10 @@ fn random_proposals_never_break_the_host() {
             .iter()
             .map(|n| ((*n).to_owned(), builtin_server(n, json!({}))))
             .collect();
-    let config = write(
+    let config = servers_file(
         dir.path(),
-        "servers.json",
-        &json!({"mcpServers": servers,
-                "gatehouse": {"maxSteps": MAX_DECISIONS + 1, "toolTimeoutMs": 5000}}),
+        json!(servers),
+        json!({"maxSteps": MAX_DECISIONS + 1, "toolTimeoutMs": 5000}),
     );
     let mut runner = proptest::test_runner::TestRunner::new(Config {
         cases: cases(),

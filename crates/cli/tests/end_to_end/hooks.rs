@@ -8,7 +8,8 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::common::{builtin_server, playback, run, write};
+use crate::common::expect;
+use crate::common::{ask_args, builtin_server, playback, run, servers_file};
 use crate::policy_rules::calls_sent;
 
 /// A servers file whose hooks are these shell scripts.
@@ -21,12 +22,10 @@ fn config(dir: &Path, before: Option<&str>, after: Option<&str>, allow: &[&str])
     if let Some(s) = after {
         hooks.insert("afterCall".into(), hook(s));
     }
-    write(
+    servers_file(
         dir,
-        "servers.json",
-        &json!({
-        "mcpServers": {"testbed": builtin_server("testbed", json!({}))},
-        "gatehouse": {"allow": allow, "hooks": hooks, "ledger": {"path": dir.join("ledger.jsonl")}}}),
+        json!({"testbed": builtin_server("testbed", json!({}))}),
+        json!({"allow": allow, "hooks": hooks, "ledger": {"path": dir.join("ledger.jsonl")}}),
     )
 }
 
@@ -40,12 +39,15 @@ fn echo_once(dir: &Path) -> String {
 /// `gatehouse ask` with the one-echo model, these flags and this environment.
 fn ask_echo(config: &str, dir: &Path, flags: &[&str], env: &[(&str, &str)]) -> crate::common::Ran {
     let model = echo_once(dir);
-    let args = [
-        &["ask", "x", "--config", config, "--model", &model, "--json"][..],
-        flags,
-    ]
-    .concat();
-    run(&args, env)
+    run(&ask_args(config, &model, flags), env)
+}
+
+/// A `beforeCall` script that writes what `command` prints into `file`, then allows.
+fn allowing_after(command: &str, file: &Path) -> String {
+    format!(
+        r#"{command} > {}; echo '{{"decision": "allow"}}'"#,
+        file.display()
+    )
 }
 
 fn denied_by_hook(dir: &Path, script: &str, says: &str) {
@@ -105,24 +107,14 @@ fn rewritten_arguments_are_sent_and_shown_to_the_person_with_the_models_own() {
     let script = r#"cat >/dev/null; echo '{"decision": "ask", "reason": "rewritten", "arguments": {"text": "HELLO"}}'"#;
     let config = config(dir.path(), Some(script), None, &["testbed__echo"]);
     let model = echo_once(dir.path());
-    let asked = run(
-        &[
-            "ask", "x", "--config", &config, "--model", &model, "--no", "--json",
-        ],
-        &[],
-    );
+    let asked = run(&ask_args(&config, &model, &["--no"]), &[]);
     let texts = asked.steps_after_discovery();
-    assert!(
-        texts.contains(&"host: the beforeCall hook asks the person: rewritten".to_string()),
-        "{texts:?}"
+    expect::assert_has(
+        &texts,
+        "host: the beforeCall hook asks the person: rewritten",
     );
     assert!(texts.contains(&"host: The assistant wants to run testbed__echo with {\"text\":\"HELLO\"} (rewritten by the beforeCall hook; the assistant proposed {\"text\":\"hello\"})".to_string()), "{texts:?}");
-    let ran = run(
-        &[
-            "ask", "x", "--config", &config, "--model", &model, "--yes", "--json",
-        ],
-        &[],
-    );
+    let ran = run(&ask_args(&config, &model, &["--yes"]), &[]);
     assert_eq!(calls_sent(&ran), ["echo"]);
     let result = ran
         .step_data()
@@ -140,15 +132,11 @@ fn rewritten_arguments_are_sent_and_shown_to_the_person_with_the_models_own() {
 fn the_hook_is_given_the_proposed_call_and_the_policys_decision() {
     let dir = tempfile::tempdir().unwrap();
     let seen = dir.path().join("seen.json");
-    let script = format!(
-        r#"cat > {}; echo '{{"decision": "allow"}}'"#,
-        seen.display()
-    );
-    let config = config(dir.path(), Some(&script), None, &[]);
+    let config = config(dir.path(), Some(&allowing_after("cat", &seen)), None, &[]);
     let ran = ask_echo(&config, dir.path(), &[], &[]);
-    assert!(
-        ran.step_texts()
-            .contains(&"host: the beforeCall hook allows it: run it".to_string())
+    expect::assert_has(
+        &ran.step_texts(),
+        "host: the beforeCall hook allows it: run it",
     );
     let given: Value = serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
     assert_eq!(given["tool"], "testbed__echo");
@@ -168,10 +156,7 @@ fn after_call_replaces_the_result_and_a_failing_one_withholds_it() {
     let redacting = config(dir.path(), None, Some(redact), &["testbed__echo"]);
     let ran = ask_echo(&redacting, dir.path(), &[], &[]);
     let texts = ran.steps_after_discovery();
-    assert!(
-        texts.contains(&"host: the afterCall hook replaced the result".to_string()),
-        "{texts:?}"
-    );
+    expect::assert_has(&texts, "host: the afterCall hook replaced the result");
     assert!(ran.tool_events()[0]["result_bytes"].as_u64().unwrap() < 80);
     let failing = config(dir.path(), None, Some("exit 1"), &["testbed__echo"]);
     let ran = ask_echo(&failing, dir.path(), &[], &[]);
@@ -189,11 +174,12 @@ fn after_call_replaces_the_result_and_a_failing_one_withholds_it() {
 fn a_hook_gets_none_of_the_hosts_secrets() {
     let dir = tempfile::tempdir().unwrap();
     let env_file = dir.path().join("env.txt");
-    let script = format!(
-        r#"env > {}; echo '{{"decision": "allow"}}'"#,
-        env_file.display()
+    let config = config(
+        dir.path(),
+        Some(&allowing_after("env", &env_file)),
+        None,
+        &[],
     );
-    let config = config(dir.path(), Some(&script), None, &[]);
     ask_echo(
         &config,
         dir.path(),

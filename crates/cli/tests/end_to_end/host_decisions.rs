@@ -133,11 +133,7 @@ fn two_calls_in_one_decision_run_in_order() {
     assert_eq!(logs.len(), 2);
     assert_eq!(logs[0]["tool"], "get_ticket");
     assert_eq!(logs[1]["tool"], "search_knowledge");
-    let wants: Vec<String> = ran
-        .step_texts()
-        .into_iter()
-        .filter(|s| s.starts_with("model: wants"))
-        .collect();
+    let wants = ran.steps_starting("model: wants");
     assert_eq!(
         wants,
         vec![

@@ -94,10 +94,10 @@ fn server_env(entry_extra: Value, host_env: &[(&str, &str)]) -> Vec<String> {
     if let (Some(m), Value::Object(more)) = (entry.as_object_mut(), entry_extra) {
         m.extend(more);
     }
-    let config = write(
+    let config = servers_file(
         dir.path(),
-        "servers.json",
-        &json!({"mcpServers": {"probe": entry}, "gatehouse": {"allow": ["probe__env"]}}),
+        json!({"probe": entry}),
+        json!({"allow": ["probe__env"]}),
     );
     let model = playback(
         dir.path(),
@@ -149,11 +149,10 @@ fn a_server_gets_only_the_environment_its_entry_names() {
 fn a_server_that_echoes_its_credentials_has_them_redacted_everywhere() {
     let dir = tempfile::tempdir().unwrap();
     let token = "ghp_s3cret_token_0123456789";
-    let config = write(
+    let config = servers_file(
         dir.path(),
-        "servers.json",
-        &json!({"mcpServers": {"leaky": hostile("env", json!({"GITHUB_TOKEN": "${GITHUB_TOKEN}"}))},
-                "gatehouse": {"allow": ["leaky__echo_env"]}}),
+        json!({"leaky": hostile("env", json!({"GITHUB_TOKEN": "${GITHUB_TOKEN}"}))}),
+        json!({"allow": ["leaky__echo_env"]}),
     );
     let model = playback(
         dir.path(),
@@ -336,11 +335,10 @@ fn http_errors_are_told_by_their_status_not_by_the_url() {
 /// A chat of `turns` questions, each fetching the testbed's image; the saved files.
 fn saved_images(dir: &Path, turns: usize) -> Vec<std::path::PathBuf> {
     let saved = dir.join("saved");
-    let config = write(
+    let config = servers_file(
         dir,
-        "servers.json",
-        &json!({"mcpServers": {"testbed": builtin_server("testbed", json!({}))},
-                "gatehouse": {"allow": ["testbed__content"], "saveDir": saved}}),
+        json!({"testbed": builtin_server("testbed", json!({}))}),
+        json!({"allow": ["testbed__content"], "saveDir": saved}),
     );
     let decisions: Vec<Value> = (0..turns)
         .flat_map(|_| {

@@ -29,11 +29,10 @@ fn attack_once(scenario: &str) -> Watched {
 
 /// A servers file with the hostile server in `scenario` and `gatehouse` settings.
 fn hostile_config(dir: &std::path::Path, scenario: &str, gatehouse: Value) -> String {
-    write(
+    servers_file(
         dir,
-        "servers.json",
-        &json!({"mcpServers": {"hostile": builtin_server("hostile", json!({"HOSTILE": scenario}))},
-                "gatehouse": gatehouse}),
+        json!({"hostile": builtin_server("hostile", json!({"HOSTILE": scenario}))}),
+        gatehouse,
     )
 }
 

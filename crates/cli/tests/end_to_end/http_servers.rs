@@ -9,11 +9,11 @@ use crate::common::{
     self,
     client::{Asker, can_ask, open_ticket},
     http_server::*,
+    nginx::start_nginx,
 };
 
 use std::{
-    path::{Path, PathBuf},
-    process::{Child, Command, Stdio},
+    path::Path,
     time::{Duration, Instant},
 };
 
@@ -848,136 +848,6 @@ async fn a_second_round_whose_answer_was_lost_in_a_crash_gets_its_ticket_after_t
 // ---------------------------------------------------------------------------------------
 // Behind a reverse proxy.
 // ---------------------------------------------------------------------------------------
-
-fn nginx_binary() -> PathBuf {
-    let candidates = std::env::var_os("PATH")
-        .map(|p| {
-            std::env::split_paths(&p)
-                .map(|d| d.join("nginx"))
-                .collect::<Vec<_>>()
-        })
-        .unwrap_or_default()
-        .into_iter()
-        .chain([PathBuf::from("/usr/sbin/nginx")]);
-    for candidate in candidates {
-        if candidate.is_file() {
-            return candidate;
-        }
-    }
-    panic!(
-        "nginx is missing: this test runs two tickets instances behind it. \
-         Install it with `scripts/install-test-peers.sh nginx` (Debian's nginx package)."
-    );
-}
-
-/// nginx on a loopback port, its config, pid and logs in `dir`; stopped when dropped.
-struct Nginx {
-    child: Child,
-    url: String,
-    dir: PathBuf,
-}
-
-impl Drop for Nginx {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-QUIT", &self.child.id().to_string()])
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn start_nginx(dir: &Path, upstreams: &[u16]) -> Nginx {
-    let nginx = nginx_binary();
-    let dir = dir.join("nginx");
-    std::fs::create_dir_all(&dir).unwrap();
-    let port = free_port();
-    let servers: String = upstreams
-        .iter()
-        .map(|p| format!("    server 127.0.0.1:{p};\n"))
-        .collect();
-    let d = dir.display();
-    // One process (no master, no workers), in the foreground: the test owns its pid.
-    let config = format!(
-        "daemon off;
-master_process off;
-worker_processes 1;
-pid {d}/nginx.pid;
-error_log {d}/error.log info;
-events {{ worker_connections 64; }}
-http {{
-  access_log {d}/access.log;
-  client_body_temp_path {d}/client_body;
-  proxy_temp_path {d}/proxy;
-  fastcgi_temp_path {d}/fastcgi;
-  uwsgi_temp_path {d}/uwsgi;
-  scgi_temp_path {d}/scgi;
-  upstream tickets {{
-{servers}  }}
-  server {{
-    listen 127.0.0.1:{port};
-    location /mcp {{
-      proxy_pass http://tickets;
-      proxy_http_version 1.1;
-      proxy_set_header Host $http_host;
-      proxy_set_header Connection \"\";
-      proxy_buffering off;
-      proxy_read_timeout 660s;
-      client_max_body_size 1m;
-    }}
-  }}
-}}
-"
-    );
-    let conf = dir.join("nginx.conf");
-    std::fs::write(&conf, config).unwrap();
-    let child = Command::new(&nginx)
-        .arg("-p")
-        .arg(&dir)
-        .arg("-e")
-        .arg(dir.join("error.log"))
-        .arg("-c")
-        .arg(&conf)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {}: {e}", nginx.display()));
-    let mut proxy = Nginx {
-        child,
-        url: format!("http://127.0.0.1:{port}/mcp"),
-        dir: dir.clone(),
-    };
-    let deadline = Instant::now() + START_TIMEOUT;
-    loop {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return proxy;
-        }
-        if let Ok(Some(status)) = proxy.child.try_wait() {
-            panic!(
-                "nginx exited ({status}); error log:\n{}",
-                std::fs::read_to_string(proxy.dir.join("error.log")).unwrap_or_default()
-            );
-        }
-        assert!(Instant::now() < deadline, "nginx did not listen on {port}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
 
 #[tokio::test]
 async fn behind_nginx_round_robin_one_confirmation_opens_one_ticket() {

@@ -178,13 +178,7 @@ fn only_the_page_with_the_token_on_our_host_and_origin_gets_in() {
     assert_eq!(status, 200);
     let state = json_of(&body);
     assert_eq!(state["model"], "scripted");
-    assert!(
-        state["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|t| t["name"] == "support__get_ticket")
-    );
+    assert!(common::expect::item_with(&state["tools"], "name", "support__get_ticket").is_some());
     let (status, body) = lab.ours("GET", "/api/recordings/0", "");
     assert_eq!(status, 200);
     assert!(body.contains(r#""direction":"to_server""#), "{body}");

@@ -7,18 +7,17 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::common::{builtin_server, gatehouse_command, playback, run, write};
+use crate::common::expect;
+use crate::common::{ask_args, builtin_server, gatehouse_command, playback, run, servers_file};
 
 fn config(dir: &Path, ledger: Value) -> String {
-    write(
+    servers_file(
         dir,
-        "servers.json",
-        &json!({
-        "mcpServers": {"testbed": builtin_server("testbed", json!({}))},
-        "gatehouse": {"ledger": ledger, "rules": [
+        json!({"testbed": builtin_server("testbed", json!({}))}),
+        json!({"ledger": ledger, "rules": [
             {"tool": "testbed__echo", "decision": "deny", "reason": "no shouting", "when": {"pointer": "/text", "regex": "^[A-Z]+$"}},
             {"tool": "testbed__echo", "decision": "allow"}
-        ]}}),
+        ]}),
     )
 }
 
@@ -52,22 +51,9 @@ fn every_decision_is_a_line_and_verify_finds_an_edit_and_a_cut() {
         {"name": "testbed__sleep", "arguments": {"seconds": 0}}
     ]}, {"answer": "ok"}]),
     );
-    let ran = run(
-        &[
-            "ask", "x", "--config", &config, "--model", &model, "--no", "--json",
-        ],
-        &[],
-    );
+    let ran = run(&ask_args(&config, &model, &["--no"]), &[]);
     let got = lines(&file);
-    let said: Vec<(String, String)> = got
-        .iter()
-        .map(|l| {
-            (
-                l["decision"].as_str().unwrap().into(),
-                l["rule"].as_str().unwrap().into(),
-            )
-        })
-        .collect();
+    let said = expect::pairs(&got, "decision", "rule");
     assert_eq!(
         said,
         [
@@ -153,21 +139,16 @@ fn every_decision_is_a_line_and_verify_finds_an_edit_and_a_cut() {
 fn arguments_are_kept_when_the_settings_ask_and_secrets_stay_out() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("ledger.jsonl");
-    let config = write(
+    let config = servers_file(
         dir.path(),
-        "servers.json",
-        &json!({
-        "mcpServers": {"testbed": builtin_server("testbed", json!({"API_TOKEN": "tok-very-secret-123"}))},
-        "gatehouse": {"ledger": {"path": file, "arguments": true}, "allow": ["testbed__echo"]}}),
+        json!({"testbed": builtin_server("testbed", json!({"API_TOKEN": "tok-very-secret-123"}))}),
+        json!({"ledger": {"path": file, "arguments": true}, "allow": ["testbed__echo"]}),
     );
     let model = playback(
         dir.path(),
         json!([{"tool_calls": [{"name": "testbed__echo", "arguments": {"text": "key tok-very-secret-123"}}]}, {"answer": "ok"}]),
     );
-    run(
-        &["ask", "x", "--config", &config, "--model", &model, "--json"],
-        &[],
-    );
+    run(&ask_args(&config, &model, &[]), &[]);
     let got = lines(&file);
     assert_eq!(got[0]["arguments"], json!({"text": "key [redacted]"}));
     assert_eq!(got[0]["rule"], "allow[0]");
@@ -220,25 +201,15 @@ fn a_ledger_that_cannot_be_written_stops_the_calls_that_need_it() {
         dir.path(),
         json!([{"tool_calls": [{"name": "testbed__echo", "arguments": {"text": "hello"}}]}, {"answer": "ok"}]),
     );
-    let ran = run(
-        &["ask", "x", "--config", &config, "--model", &model, "--json"],
-        &[],
-    );
+    let ran = run(&ask_args(&config, &model, &[]), &[]);
     let texts = ran.step_texts();
-    assert!(
-        texts
-            .iter()
-            .any(|t| t.starts_with("host: warning: the ledger")
-                && t.ends_with("calls will be stopped until it can be written")),
-        "{texts:?}"
-    );
-    assert!(
-        texts
-            .iter()
-            .any(|t| t.starts_with("host: stopped: the ledger")
-                && t.contains("a call is never sent unrecorded")),
-        "{texts:?}"
-    );
+    expect::assert_any(&texts, "the warning", |t| {
+        t.starts_with("host: warning: the ledger")
+            && t.ends_with("calls will be stopped until it can be written")
+    });
+    expect::assert_any(&texts, "the stop", |t| {
+        t.starts_with("host: stopped: the ledger") && t.contains("a call is never sent unrecorded")
+    });
     assert_eq!(
         ran.tool_events()[0]["outcome"],
         "refused",

@@ -18,6 +18,7 @@ mod doctor;
 mod execution;
 mod first_minutes;
 mod fuzz_proposals;
+mod gateway;
 mod hooks;
 mod host_decisions;
 mod hostile_input;

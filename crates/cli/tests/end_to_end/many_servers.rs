@@ -38,11 +38,7 @@ fn the_seed_run_names_the_owner_and_opens_inc_4100_then_inc_4101() {
     let again = seed_run("priority=P1", &[], &env);
     again.assert_answer("I opened INC-4101 (P1)");
     let listed = ask("list tickets", &[], &env);
-    assert!(
-        listed.answer().starts_with("2 incident tickets:"),
-        "{}",
-        listed.answer()
-    );
+    listed.assert_answer_starting("2 incident tickets:");
 }
 
 #[test]
@@ -74,11 +70,7 @@ fn refusing_the_call_means_the_server_is_never_asked() {
             .contains("I could not use open_ticket: the person declined this call")
     );
     assert!(!ran.step_texts().iter().any(|s| s.contains("asks:")));
-    assert!(
-        ran.mcp_requests("tickets")
-            .iter()
-            .all(|r| r["method"] != "tools/call")
-    );
+    assert!(expect::find(&ran.mcp_requests("tickets"), "method", "tools/call").is_none());
 }
 
 #[test]

@@ -77,11 +77,8 @@ fn a_name_already_there_is_refused_unless_replaced_in_its_place() {
     }
     let ran = run_in(&dir, &["mcp", "add", "one", "--", "new"], &[]);
     assert_eq!(ran.status, 2);
-    assert!(
-        ran.stderr.contains("has a server named one already") && ran.stderr.contains("--replace"),
-        "{}",
-        ran.stderr
-    );
+    ran.assert_stderr("has a server named one already");
+    ran.assert_stderr("--replace");
     assert_eq!(project_file(&dir)["mcpServers"]["one"]["command"], "old");
     let ran = run_in(&dir, &["mcp", "add", "one", "--replace", "--", "new"], &[]);
     assert_eq!(ran.status, 0, "{}", ran.stderr);
@@ -213,11 +210,8 @@ fn what_could_not_work_is_refused_with_the_reason_and_nothing_is_written() {
     std::fs::write(dir.join(".mcp.json"), "{\"mcpServers\": {,}}").unwrap();
     let ran = run_in(&dir, &["mcp", "add", "x", "--", "x"], &[]);
     assert_eq!(ran.status, 2);
-    assert!(
-        ran.stderr.contains("is not valid JSON") && ran.stderr.contains("line 1"),
-        "{}",
-        ran.stderr
-    );
+    ran.assert_stderr("is not valid JSON");
+    ran.assert_stderr("line 1");
     assert_eq!(
         std::fs::read_to_string(dir.join(".mcp.json")).unwrap(),
         "{\"mcpServers\": {,}}"
@@ -260,13 +254,7 @@ fn the_user_scope_writes_the_users_own_file_and_says_when_a_project_file_comes_f
         ran.stderr
     );
     let listed = run_in(&dir, &["mcp", "list", "--scope", "user", "--json"], &env);
-    let names: Vec<String> = serde_json::from_str::<Value>(&listed.stdout)
-        .unwrap()
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["name"].as_str().unwrap().to_owned())
-        .collect();
+    let names: Vec<String> = expect::names_listed(&listed.stdout);
     assert_eq!(names, ["mine", "more"]);
 }
 

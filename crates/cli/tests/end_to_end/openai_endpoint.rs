@@ -47,6 +47,23 @@ impl Fake {
         Fake { base, seen }
     }
 
+    /// `gatehouse ask QUESTION --config CONFIG --model MODEL --json EXTRA…` against this
+    /// endpoint, which must succeed.
+    pub(crate) fn ask(&self, question: &str, config: &str, model: &str, extra: &[&str]) -> Ran {
+        let mut args = vec![
+            "ask", question, "--config", config, "--model", model, "--json",
+        ];
+        args.extend_from_slice(extra);
+        let ran = run(&args, &[("OPENAI_BASE_URL", &self.base)]);
+        assert_eq!(ran.status, 0, "{}", ran.stderr);
+        ran
+    }
+
+    /// The bodies of the chat requests received, in order.
+    pub(crate) fn chat_bodies(&self) -> Vec<Value> {
+        self.chat_requests().into_iter().map(|r| r.body).collect()
+    }
+
     pub(crate) fn chat_requests(&self) -> Vec<Seen> {
         self.seen
             .lock()

@@ -5,19 +5,29 @@
 
 use serde_json::{Value, json};
 
-use crate::common::{builtin_server, playback, run, write};
+use crate::common::expect;
+use crate::common::{Ran, ask_args, builtin_server, playback, run, servers_file};
 
 fn config(dir: &std::path::Path, rules: Value) -> String {
-    write(
+    servers_file(
         dir,
-        "servers.json",
-        &json!({"mcpServers": {"testbed": builtin_server("testbed", json!({}))},
-                "gatehouse": {"rules": rules, "ledger": {"path": dir.join("ledger.jsonl")}}}),
+        json!({"testbed": builtin_server("testbed", json!({}))}),
+        json!({"rules": rules, "ledger": {"path": dir.join("ledger.jsonl")}}),
     )
 }
 
+/// `ask --no` with a model that proposes two echoes at once, of these texts, then answers.
+fn two_echoes(dir: &std::path::Path, config: &str, texts: [&str; 2]) -> Ran {
+    let calls: Vec<Value> = texts
+        .iter()
+        .map(|text| json!({"name": "testbed__echo", "arguments": {"text": text}}))
+        .collect();
+    let model = playback(dir, json!([{"tool_calls": calls}, {"answer": "ok"}]));
+    run(&ask_args(config, &model, &["--no"]), &[])
+}
+
 /// The calls that reached the testbed (the host's records of calls that ran), by tool.
-pub fn calls_sent(ran: &crate::common::Ran) -> Vec<String> {
+pub fn calls_sent(ran: &Ran) -> Vec<String> {
     ran.tool_events()
         .iter()
         .filter(|e| {
@@ -40,13 +50,7 @@ fn a_deny_without_conditions_hides_the_tool_and_a_proposal_of_it_is_unknown() {
         json!([{"tool": "testbed__sl*", "decision": "deny"}]),
     );
     let listed = run(&["tools", "--config", &config, "--json"], &[]);
-    let names: Vec<String> = serde_json::from_str::<Value>(&listed.stdout)
-        .unwrap()
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap().to_owned())
-        .collect();
+    let names: Vec<String> = expect::names_listed(&listed.stdout);
     assert!(
         names.contains(&"testbed__echo".to_string())
             && !names.contains(&"testbed__sleep".to_string()),
@@ -57,12 +61,7 @@ fn a_deny_without_conditions_hides_the_tool_and_a_proposal_of_it_is_unknown() {
         json!([
         {"tool_calls": [{"name": "testbed__sleep", "arguments": {"seconds": 0}}]}, {"answer": "ok"}]),
     );
-    let ran = run(
-        &[
-            "ask", "x", "--config", &config, "--model", &model, "--yes", "--json",
-        ],
-        &[],
-    );
+    let ran = run(&ask_args(&config, &model, &["--yes"]), &[]);
     // The record says refused; the model reads what it reads for an unknown tool (unit test).
     assert_eq!(ran.tool_events()[0]["outcome"], "refused");
     assert!(
@@ -89,28 +88,10 @@ fn a_conditional_deny_refuses_with_its_reason_and_sends_nothing() {
              "when": {"pointer": "/text", "regex": "(?i)password"}}
         ]),
     );
-    let model = playback(
-        dir.path(),
-        json!([
-        {"tool_calls": [{"name": "testbed__echo", "arguments": {"text": "my PASSWORD is x"}},
-                        {"name": "testbed__echo", "arguments": {"text": "hello"}}]},
-        {"answer": "ok"}]),
-    );
-    let ran = run(
-        &[
-            "ask", "x", "--config", &config, "--model", &model, "--no", "--json",
-        ],
-        &[],
-    );
+    let ran = two_echoes(dir.path(), &config, ["my PASSWORD is x", "hello"]);
     let texts = ran.steps_after_discovery();
-    assert!(
-        texts.contains(&"host: denied by rules[1]: no secrets in echoes".to_string()),
-        "{texts:?}"
-    );
-    assert!(
-        texts.contains(&"host: allowed by rules[0]: run it".to_string()),
-        "{texts:?}"
-    );
+    expect::assert_has(&texts, "host: denied by rules[1]: no secrets in echoes");
+    expect::assert_has(&texts, "host: allowed by rules[0]: run it");
     assert_eq!(calls_sent(&ran), ["echo"], "only the allowed call is sent");
     let events = ran.tool_events();
     assert_eq!(events[0]["outcome"], "refused");
@@ -127,27 +108,16 @@ fn an_ask_rule_gives_the_person_its_reason_and_a_traversal_is_not_inside() {
             {"tool": "testbed__echo", "decision": "ask", "reason": "echoes outside the project are read by a person"}
         ]),
     );
-    let model = playback(
+    let ran = two_echoes(
         dir.path(),
-        json!([
-        {"tool_calls": [{"name": "testbed__echo", "arguments": {"text": "/srv/project/notes.txt"}},
-                        {"name": "testbed__echo", "arguments": {"text": "/srv/project/../../etc/passwd"}}]},
-        {"answer": "ok"}]),
-    );
-    let ran = run(
-        &[
-            "ask", "x", "--config", &config, "--model", &model, "--no", "--json",
-        ],
-        &[],
+        &config,
+        ["/srv/project/notes.txt", "/srv/project/../../etc/passwd"],
     );
     let texts = ran.steps_after_discovery();
     let asked =
         "host: rules[1] says ask the person: echoes outside the project are read by a person";
-    assert!(
-        texts.contains(&"host: allowed by rules[0]: run it".to_string()),
-        "{texts:?}"
-    );
-    assert!(texts.contains(&asked.to_string()), "{texts:?}");
+    expect::assert_has(&texts, "host: allowed by rules[0]: run it");
+    expect::assert_has(&texts, asked);
     assert_eq!(
         calls_sent(&ran),
         ["echo"],
@@ -165,12 +135,7 @@ fn annotations_never_grant_anything() {
         json!([
         {"tool_calls": [{"name": "testbed__echo", "arguments": {"text": "hi"}}]}, {"answer": "ok"}]),
     );
-    let ran = run(
-        &[
-            "ask", "x", "--config", &config, "--model", &model, "--no", "--json",
-        ],
-        &[],
-    );
+    let ran = run(&ask_args(&config, &model, &["--no"]), &[]);
     assert!(
         ran.step_texts()
             .contains(&"host: not on the allow-list: ask the person".to_string())

@@ -28,12 +28,10 @@ fn names(request: &Value) -> Vec<String> {
 fn a_cut_result_is_read_on_with_read_result_and_saved_whole() {
     let dir = scratch_dir();
     let save = dir.join("saved");
-    let config = write(
+    let config = servers_file(
         &dir,
-        "servers.json",
-        &json!({
-        "mcpServers": {"testbed": {"command": exe(), "args": ["serve", "testbed"]}},
-        "gatehouse": {"allow": ["testbed__repeat"], "saveDir": save.to_string_lossy()}}),
+        json!({"testbed": {"command": exe(), "args": ["serve", "testbed"]}}),
+        json!({"allow": ["testbed__repeat"], "saveDir": save.to_string_lossy()}),
     );
     let whole = json!({"text": "abcdefghij".repeat(1_000)}).to_string();
     let total = whole.chars().count();
@@ -64,20 +62,8 @@ fn a_cut_result_is_read_on_with_read_result_and_saved_whole() {
         ),
         json!({"choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "read"}}]}),
     ]);
-    let ran = run(
-        &[
-            "ask",
-            "repeat it",
-            "--config",
-            &config,
-            "--model",
-            "openai:gpt-test",
-            "--json",
-        ],
-        &[("OPENAI_BASE_URL", &fake.base)],
-    );
-    assert_eq!(ran.status, 0, "{}", ran.stderr);
-    let requests: Vec<Value> = fake.chat_requests().into_iter().map(|r| r.body).collect();
+    let ran = fake.ask("repeat it", &config, "openai:gpt-test", &[]);
+    let requests: Vec<Value> = fake.chat_bodies();
     assert_eq!(requests.len(), 5);
     assert!(
         !names(&requests[0]).contains(&"read_result".to_string()),

@@ -16,19 +16,17 @@ fn foreign_servers(dir: &std::path::Path) -> String {
     std::fs::create_dir_all(&files).unwrap();
     std::fs::write(files.join("notes.txt"), "milk, eggs, rust\n").unwrap();
     let node = node();
-    write(
+    servers_file(
         dir,
-        "servers.json",
-        &json!({
-        "mcpServers": {
+        json!({
             "everything": {"command": node, "args": [npm_server("everything")]},
             "filesystem": {"command": node, "args": [npm_server("filesystem"), files.to_string_lossy()]},
             "memory": {"command": node, "args": [npm_server("memory")], "env": {"MEMORY_FILE_PATH": dir.join("memory.jsonl").to_string_lossy()}},
-            "testbed": {"command": exe(), "args": ["serve", "testbed"]}},
-        "gatehouse": {
+            "testbed": {"command": exe(), "args": ["serve", "testbed"]}}),
+        json!({
             "allow": ["filesystem__read_text_file"],
             "toolSearch": "never",
-            "schemaDialect": {"openai:gemini-*": "gemini", "openai:*": "openai-strict"}}}),
+            "schemaDialect": {"openai:gemini-*": "gemini", "openai:*": "openai-strict"}}),
     )
 }
 
@@ -65,20 +63,8 @@ fn openai_strict_schemas_of_foreign_servers_and_a_null_taken_out_before_the_call
         ),
         answer("read it"),
     ]);
-    let ran = run(
-        &[
-            "ask",
-            "read my notes",
-            "--config",
-            &config,
-            "--model",
-            "openai:gpt-4o",
-            "--json",
-        ],
-        &[("OPENAI_BASE_URL", &fake.base)],
-    );
-    assert_eq!(ran.status, 0, "{}", ran.stderr);
-    let requests: Vec<Value> = fake.chat_requests().into_iter().map(|r| r.body).collect();
+    let ran = fake.ask("read my notes", &config, "openai:gpt-4o", &[]);
+    let requests: Vec<Value> = fake.chat_bodies();
     let tools = requests[0]["tools"].as_array().unwrap();
     assert!(tools.len() > 35, "{}", tools.len());
     assert_eq!(
@@ -132,19 +118,7 @@ fn gemini_schemas_of_foreign_servers_break_none_of_its_rules() {
     let dir = scratch_dir();
     let config = foreign_servers(&dir);
     let fake = Fake::start(vec![answer("nothing to do")]);
-    let ran = run(
-        &[
-            "ask",
-            "hello",
-            "--config",
-            &config,
-            "--model",
-            "openai:gemini-2.5-flash",
-            "--json",
-        ],
-        &[("OPENAI_BASE_URL", &fake.base)],
-    );
-    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    fake.ask("hello", &config, "openai:gemini-2.5-flash", &[]);
     let request = &fake.chat_requests()[0].body;
     assert_eq!(
         problems(request, SchemaDialect::Gemini),

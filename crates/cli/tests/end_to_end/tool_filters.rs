@@ -14,11 +14,7 @@ fn filtered(dir: &std::path::Path, settings: Value) -> String {
     testbed["env"] = json!({});
     let mut cmdb = builtin_server("cmdb", json!({}));
     cmdb["disabledTools"] = json!(["find_*"]);
-    write(
-        dir,
-        "servers.json",
-        &json!({"mcpServers": {"testbed": testbed, "cmdb": cmdb}, "gatehouse": settings}),
-    )
+    servers_file(dir, json!({"testbed": testbed, "cmdb": cmdb}), settings)
 }
 
 fn names(ran: &Ran) -> Vec<String> {
@@ -98,23 +94,9 @@ fn a_proposal_of_a_filtered_tool_is_refused_as_unknown_and_nothing_is_sent() {
             {"answer": "ok"}
         ]),
     );
-    let ran = run(
-        &[
-            "ask", "x", "--config", &config, "--model", &model, "--yes", "--json",
-        ],
-        &[],
-    );
+    let ran = run(&ask_args(&config, &model, &["--yes"]), &[]);
     assert_eq!(ran.status, 0, "{}", ran.stderr);
-    let outcomes: Vec<(String, String)> = ran
-        .tool_events()
-        .iter()
-        .map(|e| {
-            (
-                e["tool"].as_str().unwrap().to_owned(),
-                e["outcome"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect();
+    let outcomes = common::expect::pairs(&ran.tool_events(), "tool", "outcome");
     assert_eq!(
         outcomes,
         [
@@ -132,11 +114,7 @@ fn a_proposal_of_a_filtered_tool_is_refused_as_unknown_and_nothing_is_sent() {
         sent.is_empty() || sent.iter().all(|r| r["name"] != "sleep"),
         "{sent:?}"
     );
-    assert!(
-        ran.server_logs("cmdb")
-            .iter()
-            .all(|r| r["tool"] != "find_assets")
-    );
+    assert!(common::expect::find(&ran.server_logs("cmdb"), "tool", "find_assets").is_none());
 }
 
 #[test]
@@ -144,10 +122,7 @@ fn always_loaded_tools_are_offered_beside_search_tools() {
     let dir = scratch_dir();
     let config = filtered(&dir, json!({"toolSearch": "always"}));
     let model = playback(&dir, json!([{"answer": "ok"}]));
-    let ran = run(
-        &["ask", "x", "--config", &config, "--model", &model, "--json"],
-        &[],
-    );
+    let ran = run(&ask_args(&config, &model, &[]), &[]);
     assert_eq!(ran.status, 0, "{}", ran.stderr);
     let data = ran.step_data();
     let deferred = data

@@ -51,11 +51,7 @@ fn thousand_tools(dir: &std::path::Path, settings: Value) -> String {
     if let (Some(g), Value::Object(more)) = (gatehouse.as_object_mut(), settings) {
         g.extend(more);
     }
-    write(
-        dir,
-        "servers.json",
-        &json!({"mcpServers": servers, "gatehouse": gatehouse}),
-    )
+    servers_file(dir, Value::Object(servers), gatehouse)
 }
 
 /// The data of the steps whose text starts with `prefix`.
@@ -119,11 +115,7 @@ fn the_readme_question_is_answered_over_a_thousand_tools_with_search_tools() {
     for s in &searches {
         assert!(s["offered_bytes"].as_u64().unwrap() <= BUDGET as u64, "{s}");
     }
-    let wants: Vec<String> = ran
-        .step_texts()
-        .into_iter()
-        .filter(|s| s.starts_with("model:"))
-        .collect();
+    let wants = ran.steps_starting("model:");
     assert_eq!(
         wants,
         [
@@ -191,20 +183,12 @@ fn each_model_call_carries_search_tools_then_what_was_found_or_called_appended()
         json!({"choices": [{"index": 0, "finish_reason": "stop",
                "message": {"role": "assistant", "content": "done"}}]}),
     ]);
-    let ran = run(
-        &[
-            "ask",
-            "read my notes and issue 7",
-            "--config",
-            &config,
-            "--model",
-            "openai:gpt-test",
-            "--yes",
-            "--json",
-        ],
-        &[("OPENAI_BASE_URL", &fake.base)],
+    let ran = fake.ask(
+        "read my notes and issue 7",
+        &config,
+        "openai:gpt-test",
+        &["--yes"],
     );
-    assert_eq!(ran.status, 0, "{}", ran.stderr);
     assert_eq!(ran.answer(), "done");
     let calls: Vec<(Vec<String>, usize)> = fake
         .chat_requests()
@@ -218,10 +202,7 @@ fn each_model_call_carries_search_tools_then_what_was_found_or_called_appended()
         "the search and what is always loaded"
     );
     let found = &calls[1].0;
-    assert!(
-        found.contains(&"filesystem__read_text_file".to_string()),
-        "{found:?}"
-    );
+    common::expect::assert_has(found, "filesystem__read_text_file");
     for (i, pair) in calls.windows(2).enumerate() {
         assert_eq!(
             pair[1].0[..pair[0].0.len()],

@@ -17,19 +17,15 @@
 
 use std::{sync::Arc, time::Duration};
 
-use futures::future::BoxFuture;
 use gatehouse::{
     catalog::{self, Catalog},
     config::{self, Config, Identity},
     connect::{self, Connection, Negotiation},
     dispatch::{self, Call, CallEnd, CallLimits},
-    person::{AnsweredBy, Approval, ApprovalRequest, Person},
+    person::{AnsweredBy, Unattended},
     trace::{Quiet, Trace},
 };
-use rmcp::model::{
-    ElicitRequestParams, ElicitResult, ElicitationAction, GetPromptRequestParams, JsonObject,
-    ProtocolVersion, ReadResourceRequestParams,
-};
+use rmcp::model::{GetPromptRequestParams, JsonObject, ProtocolVersion, ReadResourceRequestParams};
 use serde_json::{Map, Value, json};
 
 /// The scenario's name when the harness sets none.
@@ -44,8 +40,13 @@ const LIMITS: CallLimits = CallLimits {
     task_wait: config::HOST_TASK_WAIT,
 };
 
-/// The harness as the person: yes to calls, forms filled from their defaults.
-struct HarnessPerson;
+/// The harness as the person: yes to calls, forms filled from their defaults, URL-mode
+/// requests declined.
+const HARNESS_PERSON: Unattended = Unattended {
+    run: true,
+    by: AnsweredBy::Option,
+    fill: Some(fill_form),
+};
 
 /// A plain value of a schema type, for a required field without a default.
 fn stub(schema: &Value) -> Value {
@@ -80,37 +81,6 @@ fn fill_form(schema: &Value) -> Value {
     Value::Object(content)
 }
 
-impl Person for HarnessPerson {
-    fn approve<'a>(&'a self, _request: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
-        Box::pin(async { Approval::once(true, AnsweredBy::Option) })
-    }
-
-    fn elicit<'a>(
-        &'a self,
-        _server: &'a str,
-        request: &'a ElicitRequestParams,
-    ) -> BoxFuture<'a, (ElicitResult, AnsweredBy)> {
-        Box::pin(async move {
-            match request {
-                ElicitRequestParams::FormElicitationParams {
-                    requested_schema, ..
-                } => {
-                    let schema = serde_json::to_value(requested_schema).unwrap_or_default();
-                    (
-                        ElicitResult::new(ElicitationAction::Accept)
-                            .with_content(fill_form(&schema)),
-                        AnsweredBy::Option,
-                    )
-                }
-                _ => (
-                    ElicitResult::new(ElicitationAction::Decline),
-                    AnsweredBy::Option,
-                ),
-            }
-        })
-    }
-}
-
 /// Arguments that satisfy a tool's `required` list (for tools the scenario names none for).
 fn stub_arguments(schema: &JsonObject) -> JsonObject {
     let schema = Value::Object(schema.clone());
@@ -134,7 +104,7 @@ fn stub_arguments(schema: &JsonObject) -> JsonObject {
 
 struct Client {
     conn: Connection,
-    person: Arc<HarnessPerson>,
+    person: Arc<Unattended>,
     trace: Trace,
 }
 
@@ -150,7 +120,7 @@ impl Client {
             .servers
             .first()
             .ok_or_else(|| anyhow::anyhow!("no server in the generated servers file"))?;
-        let person = Arc::new(HarnessPerson);
+        let person = Arc::new(HARNESS_PERSON);
         let trace = Trace::new(Arc::new(Quiet));
         let negotiation = if handshake_era() {
             Negotiation::HandshakeOnly

@@ -357,28 +357,17 @@ mod tests {
     #[test]
     fn a_request_finds_the_tool_of_the_server_it_names() {
         let (_, index) = index();
-        assert_eq!(
-            names(index.search("open an issue on github", 1)),
-            ["github__create_issue"]
-        );
-        assert_eq!(
-            names(index.search("file a jira issue", 1)),
-            ["jira__create_issue"]
-        );
-        // Synonyms and word shapes: a folder is a directory, README.md a file.
-        assert_eq!(
-            names(index.search("what's in this folder", 1)),
-            ["filesystem__list_directory"]
-        );
-        assert_eq!(
-            names(index.search("show me notes.txt", 1)),
-            ["filesystem__read_text_file"]
-        );
-        // A parameter's values: closing an issue is updating its state.
-        assert_eq!(
-            names(index.search("close github issue 5", 1)),
-            ["github__update_issue"]
-        );
+        for (request, tool) in [
+            ("open an issue on github", "github__create_issue"),
+            ("file a jira issue", "jira__create_issue"),
+            // Synonyms and word shapes: a folder is a directory, README.md a file.
+            ("what's in this folder", "filesystem__list_directory"),
+            ("show me notes.txt", "filesystem__read_text_file"),
+            // A parameter's values: closing an issue is updating its state.
+            ("close github issue 5", "github__update_issue"),
+        ] {
+            assert_eq!(names(index.search(request, 1)), [tool], "{request}");
+        }
         let all = index.search("issue", 20);
         assert_eq!(all.len(), 3, "only matching tools: {all:?}");
         assert!(index.search("zebra", 20).is_empty());

@@ -2,9 +2,12 @@
 //! a server's questions go: to the person, named with the asking server, and only while
 //! the host has a call in flight on that server.
 
-use std::sync::{
-    Arc, Mutex,
-    atomic::{AtomicBool, AtomicUsize, Ordering},
+use std::{
+    collections::HashMap,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, AtomicUsize, Ordering},
+    },
 };
 
 use rmcp::{
@@ -28,9 +31,10 @@ use crate::{
 /// faster than the host shows them loses the excess, never the host's memory.
 pub const MAX_QUEUED_PROGRESS: usize = 1_024;
 
-/// The call in flight's progress token and where its progress goes.
+/// Each call in flight's progress token and where its progress goes. The host has one
+/// call in flight per server; a gateway may have many, each with its own token.
 pub(crate) type ProgressRoute =
-    Arc<Mutex<Option<(ProgressToken, mpsc::Sender<ProgressNotificationParam>)>>>;
+    Arc<Mutex<HashMap<ProgressToken, mpsc::Sender<ProgressNotificationParam>>>>;
 
 /// The client side of one connection. Progress and "tool list changed" are taken by the
 /// transport as they are read ([`super::wire::InOrder`]); questions come here.
@@ -38,7 +42,7 @@ pub struct HostHandler {
     server: String,
     person: Arc<dyn Person>,
     trace: Trace,
-    /// Where the call in flight's progress goes; `None` when no call is in flight.
+    /// Where each call in flight's progress goes; empty when no call is in flight.
     pub(crate) progress: ProgressRoute,
     /// Set when an older server says its tool list changed.
     pub(crate) tools_changed: Arc<AtomicBool>,
@@ -61,7 +65,7 @@ impl HostHandler {
             server: server.into(),
             person,
             trace,
-            progress: Arc::new(Mutex::new(None)),
+            progress: Arc::new(Mutex::new(HashMap::new())),
             tools_changed: Arc::new(AtomicBool::new(false)),
             asked: AtomicBool::new(false),
             questions: AtomicUsize::new(0),
@@ -91,16 +95,33 @@ impl HostHandler {
     }
 
     /// Send the progress notifications of one request (by its progress token) to `to`
-    /// while it runs; `None` when it ended. Late progress of an earlier request is dropped.
-    /// While a route is set, the server may ask the person questions (older revisions).
+    /// while it runs, until [`HostHandler::end_progress`]. Late progress of a request that
+    /// ended is dropped. While a route is set, the server may ask the person questions
+    /// (older revisions); a new call starts the count of its questions afresh.
     pub fn route_progress(
         &self,
-        to: Option<(ProgressToken, mpsc::Sender<ProgressNotificationParam>)>,
+        token: ProgressToken,
+        to: mpsc::Sender<ProgressNotificationParam>,
     ) {
-        if to.is_some() {
-            self.questions.store(0, Ordering::SeqCst);
-        }
-        *self.progress.lock().unwrap_or_else(|e| e.into_inner()) = to;
+        self.questions.store(0, Ordering::SeqCst);
+        self.routes().insert(token, to);
+    }
+
+    /// The request with this progress token ended: its progress goes nowhere now.
+    pub fn end_progress(&self, token: &ProgressToken) {
+        self.routes().remove(token);
+    }
+
+    /// How many calls are in flight on this connection.
+    pub fn calls_in_flight(&self) -> usize {
+        self.routes().len()
+    }
+
+    fn routes(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<ProgressToken, mpsc::Sender<ProgressNotificationParam>>>
+    {
+        self.progress.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Did the server announce a changed tool list since the last look? Clears the flag.
@@ -109,10 +130,7 @@ impl HostHandler {
     }
 
     fn in_call(&self) -> bool {
-        self.progress
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_some()
+        self.calls_in_flight() > 0
     }
 }
 

@@ -190,10 +190,8 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for InOrder<T> {
                         self.tools_changed.store(true, Ordering::SeqCst);
                     }
                     ServerNotification::ProgressNotification(p) => {
-                        let route = self.progress.lock().unwrap_or_else(|e| e.into_inner());
-                        if let Some((token, to)) = route.as_ref()
-                            && *token == p.params.progress_token
-                        {
+                        let routes = self.progress.lock().unwrap_or_else(|e| e.into_inner());
+                        if let Some(to) = routes.get(&p.params.progress_token) {
                             // Full: the host is behind; this one is not worth its memory.
                             let _ = to.try_send(p.params.clone());
                         }

@@ -44,6 +44,13 @@ pub struct Converted {
     pub faithful: bool,
 }
 
+/// One node as it is written: its keywords in the target's shape, and what was dropped.
+#[derive(Default)]
+struct Node {
+    out: Map<String, Value>,
+    notes: Vec<String>,
+}
+
 struct Pass<'a> {
     root: &'a Map<String, Value>,
     target: Target,
@@ -231,7 +238,8 @@ impl<'a> Pass<'a> {
 
     /// The node's own keywords, in the target's shape; what is dropped goes to `notes`.
     fn schema(&mut self, m: &Map<String, Value>, depth: usize, notes: &mut Vec<String>) -> Value {
-        let mut out = Map::new();
+        let mut node = Node::default();
+        let out = &mut node.out;
         if let Some(alternatives) = m.get("anyOf").or(m.get("oneOf")).and_then(Value::as_array) {
             let converted: Vec<Value> = alternatives
                 .iter()
@@ -248,18 +256,19 @@ impl<'a> Pass<'a> {
         if kinds.is_empty() && !out.contains_key("anyOf") {
             return self.any();
         }
-        self.write_type(&mut out, &kinds, notes);
+        self.write_type(&mut node, &kinds);
         if let Some(values) = values {
-            self.write_enum(&mut out, values, &kinds, notes);
+            self.write_enum(&mut node, values, &kinds);
         }
         if kinds.contains(&"object".to_string()) {
-            self.object(m, &mut out, depth, notes);
+            self.object(m, &mut node, depth);
         }
         if kinds.contains(&"array".to_string()) {
-            self.array(m, &mut out, depth, notes);
+            self.array(m, &mut node, depth);
         }
-        self.constraints(m, &mut out, &kinds, notes);
-        Value::Object(out)
+        self.constraints(m, &mut node, &kinds);
+        notes.append(&mut node.notes);
+        Value::Object(node.out)
     }
 
     /// The node's types: `type`, or what its keywords imply.
@@ -297,12 +306,8 @@ impl<'a> Pass<'a> {
         out
     }
 
-    fn write_type(
-        &mut self,
-        out: &mut Map<String, Value>,
-        kinds: &[String],
-        notes: &mut Vec<String>,
-    ) {
+    fn write_type(&mut self, node: &mut Node, kinds: &[String]) {
+        let Node { out, notes } = node;
         let nullable = kinds.iter().any(|k| k == "null");
         let real: Vec<&String> = kinds.iter().filter(|k| *k != "null").collect();
         match (self.target, real.as_slice()) {
@@ -340,13 +345,8 @@ impl<'a> Pass<'a> {
         }
     }
 
-    fn write_enum(
-        &mut self,
-        out: &mut Map<String, Value>,
-        values: Vec<Value>,
-        kinds: &[String],
-        notes: &mut Vec<String>,
-    ) {
+    fn write_enum(&mut self, node: &mut Node, values: Vec<Value>, kinds: &[String]) {
+        let Node { out, notes } = node;
         let values: Vec<Value> = values.into_iter().take(1_000).collect();
         self.text += values.iter().map(|v| v.to_string().len()).sum::<usize>();
         let strings = values.iter().all(|v| v.is_string() || v.is_null());
@@ -365,13 +365,8 @@ impl<'a> Pass<'a> {
         out.insert("enum".into(), Value::Array(values));
     }
 
-    fn object(
-        &mut self,
-        m: &Map<String, Value>,
-        out: &mut Map<String, Value>,
-        depth: usize,
-        notes: &mut Vec<String>,
-    ) {
+    fn object(&mut self, m: &Map<String, Value>, node: &mut Node, depth: usize) {
+        let Node { out, notes } = node;
         let mut props = Map::new();
         for (name, s) in m
             .get("properties")
@@ -442,13 +437,8 @@ impl<'a> Pass<'a> {
         out.insert("properties".into(), Value::Object(props));
     }
 
-    fn array(
-        &mut self,
-        m: &Map<String, Value>,
-        out: &mut Map<String, Value>,
-        depth: usize,
-        notes: &mut Vec<String>,
-    ) {
+    fn array(&mut self, m: &Map<String, Value>, node: &mut Node, depth: usize) {
+        let Node { out, notes } = node;
         let items = match (m.get("items"), m.get("prefixItems")) {
             (Some(Value::Array(tuple)), _) | (None, Some(Value::Array(tuple))) => {
                 notes.push(format!("{} items in a fixed order", tuple.len()));
@@ -466,13 +456,8 @@ impl<'a> Pass<'a> {
     }
 
     /// The remaining keywords: kept where the target has them, told otherwise.
-    fn constraints(
-        &mut self,
-        m: &Map<String, Value>,
-        out: &mut Map<String, Value>,
-        kinds: &[String],
-        notes: &mut Vec<String>,
-    ) {
+    fn constraints(&mut self, m: &Map<String, Value>, node: &mut Node, kinds: &[String]) {
+        let Node { out, notes } = node;
         for (key, v) in m {
             if out.contains_key(key) || HANDLED.contains(&key.as_str()) {
                 continue;

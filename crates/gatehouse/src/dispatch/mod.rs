@@ -23,7 +23,7 @@ use rmcp::{
     ServiceError,
     model::{
         CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, ErrorData,
-        InputRequest, InputRequests, InputResponses, JsonObject, ReadResourceRequest,
+        CreateTaskResult, InputRequest, InputRequests, InputResponses, JsonObject, ReadResourceRequest,
         ReadResourceRequestParams, ReadResourceResult, RequestMetaObject, ServerResult,
     },
 };
@@ -159,7 +159,8 @@ impl Round1<'_> {
         };
         let (tx, mut rx) = mpsc::channel(MAX_QUEUED_PROGRESS);
         let handler = conn.handler();
-        handler.route_progress(Some((handle.progress_token.clone(), tx)));
+        let token = handle.progress_token.clone();
+        handler.route_progress(token.clone(), tx);
         let hard_deadline = started + limits.max_round_timeout.max(limits.round_timeout);
         let mut deadline = started + limits.round_timeout;
         let mut record = |p: rmcp::model::ProgressNotificationParam| {
@@ -177,7 +178,7 @@ impl Round1<'_> {
         let ended = loop {
             tokio::select! {
                 answer = &mut handle.rx => {
-                    handler.route_progress(None);
+                    handler.end_progress(&token);
                     // Progress the server sent before its answer was routed as it was read
                     // (`connect::InOrder`), so it is all here: shown before the result.
                     while let Ok(p) = rx.try_recv() {
@@ -194,7 +195,7 @@ impl Round1<'_> {
                 _ = self.stop.cancelled() => break (Round::Stopped, "stopped by the person"),
             }
         };
-        handler.route_progress(None);
+        handler.end_progress(&token);
         let (round, reason) = ended;
         // Bounded: a server that stops reading its input must not hold the host here.
         let _ = tokio::time::timeout(CANCEL_SEND_LIMIT, handle.cancel(Some(reason.into()))).await;
@@ -230,6 +231,70 @@ pub struct Call<'a> {
     pub meta: Option<RequestMetaObject>,
 }
 
+impl<'a> Call<'a> {
+    /// The round that sends this call, and its first request's params.
+    fn first_round<'r>(
+        self,
+        limits: CallLimits,
+        trace: &'r Trace,
+        stop: &'r CancellationToken,
+    ) -> (Round1<'r>, CallToolRequestParams)
+    where
+        'a: 'r,
+    {
+        let round = Round1 {
+            conn: self.conn,
+            label: self.wire_name,
+            limits,
+            trace,
+            stop,
+        };
+        let mut params =
+            CallToolRequestParams::new(self.wire_name.to_owned()).with_arguments(self.arguments);
+        params.meta = self.meta;
+        (round, params)
+    }
+}
+
+/// How one round of a call ended: the call's end, or the server's questions.
+enum Asked {
+    Ended(CallEnd),
+    Asks(InputRequiredResult),
+    /// The server runs the call as a task (only when the connection declared tasks).
+    Task(Box<CreateTaskResult>),
+}
+
+impl Round1<'_> {
+    /// Send one round of a call and read its answer: the end of the call, or the
+    /// server's `input_required` questions.
+    async fn call_round(
+        &self,
+        params: &CallToolRequestParams,
+        progress_steps: &mut usize,
+    ) -> Asked {
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()));
+        let reply = match self.send(request, progress_steps).await {
+            Round::Answered(reply) => reply,
+            Round::TimedOut(after) => return Asked::Ended(CallEnd::TimedOut(after)),
+            Round::Stopped => return Asked::Ended(CallEnd::Stopped),
+        };
+        Asked::Ended(match failed(self.conn, reply) {
+            Err(end) => end,
+            Ok(ServerResult::CallToolResult(result)) => CallEnd::Result(result),
+            Ok(ServerResult::InputRequiredResult(asked)) => return Asked::Asks(asked),
+            Ok(ServerResult::CreateTaskResult(created)) if self.conn.declares_tasks() => {
+                return Asked::Task(Box::new(created));
+            }
+            Ok(ServerResult::CreateTaskResult(_)) => CallEnd::Failed(
+                "the server answered with a task, which this host did not ask for".into(),
+            ),
+            Ok(_) => CallEnd::Failed(
+                "the server answered with something that is not a tool's result".into(),
+            ),
+        })
+    }
+}
+
 /// Send one call and see it through to its end, answering the server's questions through
 /// the person.
 pub async fn call_tool(
@@ -241,34 +306,18 @@ pub async fn call_tool(
 ) -> Dispatched {
     let start = Instant::now();
     let conn = call.conn;
-    let round = Round1 {
-        conn,
-        label: call.wire_name,
-        limits,
-        trace,
-        stop,
-    };
-    let mut params =
-        CallToolRequestParams::new(call.wire_name.to_owned()).with_arguments(call.arguments);
-    params.meta = call.meta;
+    let (round, mut params) = call.first_round(limits, trace, stop);
     let (mut asked_user, mut rounds, mut progress_steps) = (false, 0, 0);
     let mut seen = None;
     let end = loop {
         rounds += 1;
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()));
-        let sent = round.send(request, &mut progress_steps).await;
+        let sent = round.call_round(&params, &mut progress_steps).await;
         // An older server may have asked with elicitation/create during the round.
         asked_user |= conn.handler().take_asked();
-        let reply = match sent {
-            Round::Answered(reply) => reply,
-            Round::TimedOut(after) => break CallEnd::TimedOut(after),
-            Round::Stopped => break CallEnd::Stopped,
-        };
-        let asked = match failed(conn, reply) {
-            Err(end) => break end,
-            Ok(ServerResult::CallToolResult(result)) => break CallEnd::Result(result),
-            Ok(ServerResult::InputRequiredResult(asked)) => asked,
-            Ok(ServerResult::CreateTaskResult(created)) if conn.declares_tasks() => {
+        let asked = match sent {
+            Asked::Ended(end) => break end,
+            Asked::Asks(asked) => asked,
+            Asked::Task(created) => {
                 let follow = task::Follow {
                     round: &round,
                     person,
@@ -277,20 +326,10 @@ pub async fn call_tool(
                     wait: limits.task_wait,
                     resumed: false,
                 };
-                let followed = follow.run(created).await;
+                let followed = follow.run(*created).await;
                 asked_user |= followed.asked_user;
                 seen = followed.seen;
                 break followed.end;
-            }
-            Ok(ServerResult::CreateTaskResult(_)) => {
-                break CallEnd::Failed(
-                    "the server answered with a task, which this host did not ask for".into(),
-                );
-            }
-            Ok(_) => {
-                break CallEnd::Failed(
-                    "the server answered with something that is not a tool's result".into(),
-                );
             }
         };
         if rounds > limits.max_input_rounds {
@@ -299,11 +338,7 @@ pub async fn call_tool(
                 limits.max_input_rounds
             ));
         }
-        asked_user |= asked
-            .input_requests
-            .iter()
-            .flatten()
-            .any(|(_, r)| matches!(r, InputRequest::Elicitation(_)));
+        asked_user |= asks_the_person(&asked);
         let requests = asked.input_requests.clone().unwrap_or_default();
         match answers(conn, &requests, person, trace).await {
             Ok(responses) => params = next_round(params, responses, asked.request_state),
@@ -354,6 +389,83 @@ pub async fn follow_task(
         rounds: 0,
         elapsed: start.elapsed(),
         task: followed.seen,
+    }
+}
+
+/// Whether a server's `input_required` round asks the person anything (a form or a URL).
+pub fn asks_the_person(asked: &InputRequiredResult) -> bool {
+    asked
+        .input_requests
+        .iter()
+        .flatten()
+        .any(|(_, r)| matches!(r, InputRequest::Elicitation(_)))
+}
+
+/// The answers a caller's client gave to a server's questions, with the server's state,
+/// for the round that follows them.
+#[derive(Debug, Clone)]
+pub struct Answered {
+    /// The answers, by the keys the server asked under.
+    pub responses: InputResponses,
+    /// The server's `requestState`, byte for byte.
+    pub state: Option<String>,
+}
+
+/// How one relayed round ended: the call's end, or the server's questions for the caller.
+#[derive(Debug)]
+pub enum Relayed {
+    /// The call ended.
+    Ended(Dispatched),
+    /// The server asks: the caller's client answers, and the next round carries it.
+    Asks(InputRequiredResult),
+}
+
+/// Send one round of a call whose questions someone else answers (a gateway relays them
+/// to its caller's client, never answering itself): the call's end, or the server's
+/// questions. `answered` carries the answers to the questions of the round before.
+pub async fn call_tool_round(
+    call: Call<'_>,
+    answered: Option<Answered>,
+    limits: CallLimits,
+    trace: &Trace,
+    stop: &CancellationToken,
+) -> Relayed {
+    let start = Instant::now();
+    let conn = call.conn;
+    let (round, mut params) = call.first_round(limits, trace, stop);
+    if let Some(a) = answered {
+        params = next_round(params, a.responses, a.state);
+    }
+    match round.call_round(&params, &mut 0).await {
+        Asked::Asks(asked) => Relayed::Asks(asked),
+        Asked::Ended(end) => Relayed::Ended(Dispatched {
+            end,
+            asked_user: conn.handler().take_asked(),
+            rounds: 1,
+            elapsed: start.elapsed(),
+            task: None,
+        }),
+        // A task is followed here, for at most the call's task wait. Questions inside it
+        // have no round to reach the caller's client through, so nobody answers them: each
+        // is declined, as an older server's question outside a call's rounds is.
+        Asked::Task(created) => {
+            let follow = task::Follow {
+                round: &round,
+                person: &person::Unattended::NOBODY,
+                meta: params.meta.clone(),
+                max_questions: limits.max_input_rounds,
+                wait: limits.task_wait,
+                resumed: false,
+            };
+            let followed = follow.run(*created).await;
+            Relayed::Ended(Dispatched {
+                end: followed.end,
+                asked_user: followed.asked_user,
+                rounds: 1,
+                elapsed: start.elapsed(),
+                task: followed.seen,
+            })
+        }
     }
 }
 

@@ -4,23 +4,30 @@
 //! ledger line for every decision ([`crate::ledger`]), flushed to disk before anything is
 //! sent. After the call, the `afterCall` hook sees the result before the model does.
 //!
-//! One implementation of that path, owned by the host and usable by anything that turns
-//! proposals into calls: nothing in it knows about terminals or turns. The hooks' part is
-//! in `hooked.rs`.
+//! One implementation of that path, owned by the host and used by anything that turns
+//! proposals into calls: nothing in it knows about terminals or turns. A host asks its
+//! person in the middle ([`Gate::admit`]); a gateway asks through its caller's client,
+//! in a later request perhaps served by another replica, so the path is also open in its
+//! two halves: [`Gate::judge`] (the checks, the policy, the hook) and [`Gate::settle`]
+//! (the answer, what is remembered, the ledger line). Where approvals and the ledger are
+//! kept is the [`Keeper`]'s (`keeper.rs`); the hooks' part is in `hooked.rs`.
 
 mod hooked;
+mod keeper;
 
-use std::sync::{Mutex, MutexGuard};
+pub use keeper::{Keeper, LocalKeeper};
+
+use std::sync::Arc;
 
 use rmcp::model::JsonObject;
 use serde_json::{Value, json};
 
 use crate::{
-    approvals::{ProjectFile, Remembered, Scope},
+    approvals::{ProjectFile, Remembered},
     catalog::{CatalogTool, Live, host_tools::runs_unasked},
     config::{Hooks, Settings},
     digest,
-    ledger::{Entry, Ledger},
+    ledger::Entry,
     model::ToolCall,
     person::{self, AnsweredBy, Person},
     policy::{self, Explanation, Refusal, Verdict},
@@ -31,12 +38,9 @@ use crate::{
 /// is the model's text, of any length.
 pub const MAX_RECORDED_NAME_CHARS: usize = 256;
 
-/// What the gate keeps for a session: approvals remembered, the project's file, the
-/// ledger and the hooks.
+/// What the gate keeps for a session: where approvals and the ledger live, and the hooks.
 pub struct Gate {
-    remembered: Mutex<Remembered>,
-    project: Option<ProjectFile>,
-    ledger: Option<Ledger>,
+    keeper: Arc<dyn Keeper>,
     keep_arguments: bool,
     hooks: Hooks,
 }
@@ -52,6 +56,18 @@ pub struct Proposal<'a> {
     pub trace_id: &'a str,
     /// The call's number in the turn.
     pub step: u64,
+    /// Who proposes, as a gateway's caller (`user@tenant`): whose approvals hold, and
+    /// named in the ledger line. `None` for a host's own person.
+    pub caller: Option<&'a str>,
+    /// The confirmation a gateway's second round uses up (its nonce): named in the line,
+    /// which the keeper appends only once.
+    pub confirmation: Option<&'a str>,
+}
+
+impl Proposal<'_> {
+    fn who(&self) -> &str {
+        self.caller.unwrap_or_default()
+    }
 }
 
 /// What the gate lets through.
@@ -76,6 +92,7 @@ pub enum Admission {
 }
 
 /// How a call that passed the policy goes on.
+#[derive(Debug)]
 enum How {
     Run {
         rule: String,
@@ -89,6 +106,7 @@ enum How {
 }
 
 /// A call the policy did not refuse.
+#[derive(Debug)]
 struct Decided {
     tool: CatalogTool,
     arguments: JsonObject,
@@ -97,66 +115,86 @@ struct Decided {
     how: How,
 }
 
+/// A call the checks, the policy and the `beforeCall` hook let through, not yet written
+/// down: it runs, or the person must be asked first ([`Judged::asks`]). Nothing is sent
+/// before [`Gate::settle`] writes its line.
+#[derive(Debug)]
+pub struct Judged {
+    decided: Decided,
+}
+
+impl Judged {
+    /// The tool.
+    pub fn tool(&self) -> &CatalogTool {
+        &self.decided.tool
+    }
+
+    /// The arguments to send (a hook may have rewritten the model's).
+    pub fn arguments(&self) -> &JsonObject {
+        &self.decided.arguments
+    }
+
+    /// What decided, as the ledger names it: `rules[2]`, `allow[0]`, `default`, `hook`.
+    pub fn rule(&self) -> &str {
+        match &self.decided.how {
+            How::Run { rule, .. } | How::Ask { rule, .. } => rule,
+        }
+    }
+
+    /// When the person must be asked: why, in words.
+    pub fn asks(&self) -> Option<&str> {
+        match &self.decided.how {
+            How::Ask { why, .. } => Some(why),
+            How::Run { .. } => None,
+        }
+    }
+
+    /// The call as the person is shown it.
+    pub fn proposed(&self) -> person::Proposed<'_> {
+        let tool = &self.decided.tool;
+        person::Proposed {
+            server: tool.origin.label(),
+            tool: &tool.name,
+            arguments: &self.decided.arguments,
+            annotations: tool.tool.annotations.as_ref(),
+            may_remember: matches!(
+                self.decided.how,
+                How::Ask {
+                    may_remember: true,
+                    ..
+                }
+            ),
+            proposed: self.decided.proposed.as_ref(),
+        }
+    }
+}
+
 impl Gate {
-    /// The gate for a session with these settings: the project's remembered approvals read
-    /// (those not sealed for this person are ignored, and the run says so), the ledger
-    /// checked (a ledger that cannot be written is said at once: calls will be stopped).
+    /// The gate for a session with these settings: approvals and the ledger kept as a
+    /// host keeps them ([`LocalKeeper`]).
     pub fn new(settings: &Settings, project: Option<ProjectFile>, trace: &Trace) -> Gate {
-        let mut remembered = Remembered::default();
-        if let Some(file) = &project {
-            match file.load_into(&mut remembered) {
-                Ok(0) => {}
-                Ok(n) => trace.add(
-                    Who::Host,
-                    format!(
-                        "warning: {n} approvals in {} are not sealed for you and are ignored",
-                        file.path().display()
-                    ),
-                    json!({"ignored": n}),
-                ),
-                Err(e) => trace.add(
-                    Who::Host,
-                    format!("warning: remembered approvals are not used: {e}"),
-                    json!({}),
-                ),
-            }
-        }
-        let ledger = settings
-            .ledger
-            .enabled
-            .then(|| Ledger::new(settings.ledger.file()));
-        if let Some(Err(e)) = ledger.as_ref().map(Ledger::check) {
-            trace.add(
-                Who::Host,
-                format!("warning: {e}; calls will be stopped until it can be written"),
-                json!({"ledger": "unwritable"}),
-            );
-        }
+        let keeper = LocalKeeper::new(settings, project, trace);
+        Gate::with_keeper(settings, Arc::new(keeper))
+    }
+
+    /// The gate with approvals and the ledger kept by `keeper` (a gateway's shared store).
+    pub fn with_keeper(settings: &Settings, keeper: Arc<dyn Keeper>) -> Gate {
         Gate {
-            remembered: Mutex::new(remembered),
-            project,
-            ledger,
+            keeper,
             keep_arguments: settings.ledger.arguments,
             hooks: settings.hooks.clone(),
         }
     }
 
-    /// The ledger, when there is one.
-    pub fn ledger(&self) -> Option<&Ledger> {
-        self.ledger.as_ref()
-    }
-
     /// Explain the policy's verdict on `call` with the approvals remembered now.
-    pub fn explain(&self, call: &ToolCall, live: &Live, settings: &Settings) -> Explanation {
-        policy::explain(call, &live.current(), settings, &self.remembered())
+    pub async fn explain(&self, call: &ToolCall, live: &Live, settings: &Settings) -> Explanation {
+        let remembered = self.keeper.remembered("").await;
+        policy::explain(call, &live.current(), settings, &remembered)
     }
 
-    fn remembered(&self) -> MutexGuard<'_, Remembered> {
-        self.remembered.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Decide on one proposal: refused, or to be sent. Every decision is a ledger line; a
-    /// call is sent only after its line is on disk.
+    /// Decide on one proposal: refused, or to be sent, asking `person` when the policy
+    /// says so. Every decision is a ledger line; a call is sent only after its line is on
+    /// disk.
     pub async fn admit(
         &self,
         p: &Proposal<'_>,
@@ -165,44 +203,73 @@ impl Gate {
         person: &dyn Person,
         trace: &Trace,
     ) -> Admission {
-        let decided = match self.decide(p.call, live, settings) {
+        let judged = match self.judge(p, live, settings, trace).await {
+            Ok(judged) => judged,
+            Err(refused) => return refused,
+        };
+        let approval = match judged.asks() {
+            Some(why) => Some(person::approve_call(person, trace, &judged.proposed(), why).await),
+            None => None,
+        };
+        self.settle(p, judged, approval, live, trace).await
+    }
+
+    /// The first half: the checks, the policy and the `beforeCall` hook. A refusal is
+    /// written down here and is the model's answer; anything else is [`Judged`], for
+    /// [`Gate::settle`].
+    pub async fn judge(
+        &self,
+        p: &Proposal<'_>,
+        live: &Live,
+        settings: &Settings,
+        trace: &Trace,
+    ) -> Result<Judged, Admission> {
+        let remembered = self.keeper.remembered(p.who()).await;
+        let decided = match self.decide(p.call, live, settings, &remembered) {
             Ok(decided) => decided,
             Err(refused) => {
                 let (refusal, tool) = *refused;
-                return self.refused(p, tool.as_ref(), &refusal, trace).await;
+                return Err(self.refused(p, tool.as_ref(), &refusal, trace).await);
             }
         };
         // The host's tools that read only its own state (`search_tools`, `read_result`) are
-        // not calls out of the host: no hook, no ledger line, no step of their own.
+        // not calls out of the host: no hook, no ledger line, no step of their own. Their
+        // admission is decided here, as a refusal's is.
         if runs_unasked(&decided.tool) {
-            return Admission::Send {
+            return Err(Admission::Send {
                 tool: Box::new(decided.tool),
                 arguments: decided.arguments,
-            };
+            });
         }
-        let decided = match self.before_call(p, decided, settings, trace).await {
-            Ok(decided) => decided,
-            Err(refused) => return refused,
-        };
+        let decided = self.before_call(p, decided, settings, trace).await?;
+        if let How::Run { rule, said } = &decided.how {
+            // The allow-list's step is the seed's own line; a rule's names the rule.
+            let data = if rule.starts_with("allow[") {
+                json!({"decision": "auto"})
+            } else {
+                json!({"decision": "auto", "rule": rule})
+            };
+            trace.add(Who::Host, said.clone(), data);
+        }
+        Ok(Judged { decided })
+    }
+
+    /// The second half: the person's answer (for a call that asks; none is a no), what
+    /// they said to remember, and the ledger line, synced before the call may be sent.
+    pub async fn settle(
+        &self,
+        p: &Proposal<'_>,
+        judged: Judged,
+        answer: Option<person::Approval>,
+        live: &Live,
+        trace: &Trace,
+    ) -> Admission {
+        let decided = judged.decided;
         let (rule, answer) = match &decided.how {
-            How::Run { rule, said } => {
-                // The allow-list's step is the seed's own line; a rule's names the rule.
-                let data = if rule.starts_with("allow[") {
-                    json!({"decision": "auto"})
-                } else {
-                    json!({"decision": "auto", "rule": rule})
-                };
-                trace.add(Who::Host, said.clone(), data);
-                (rule.clone(), None)
-            }
-            How::Ask {
-                rule,
-                why,
-                may_remember,
-            } => {
-                let approval = self
-                    .ask(&decided, why, *may_remember, live, person, trace)
-                    .await;
+            How::Run { rule, .. } => (rule.clone(), None),
+            How::Ask { rule, .. } => {
+                let approval =
+                    answer.unwrap_or_else(|| person::Approval::once(false, AnsweredBy::Nobody));
                 (rule.clone(), Some(approval))
             }
         };
@@ -231,7 +298,7 @@ impl Gate {
                 return refused_text("the person declined this call", Outcome::Declined, server);
             }
         }
-        if let Err(e) = self.record(entry).await {
+        if let Err(e) = self.keeper.append(entry).await {
             trace.add(
                 Who::Host,
                 format!("stopped: {e}; a call is never sent unrecorded"),
@@ -244,9 +311,36 @@ impl Gate {
                 server,
             );
         }
+        // Remembered only once the yes is written down (a confirmation used twice is not).
+        if let (How::Ask { may_remember, .. }, Some(approval)) = (&decided.how, answer) {
+            self.approved(p, &decided.tool, *may_remember, approval, live, trace)
+                .await;
+        }
         Admission::Send {
             tool: Box::new(decided.tool),
             arguments: decided.arguments,
+        }
+    }
+
+    /// The person said yes: a changed tool's new definition is the one decided on, and an
+    /// approval remembered where they said so (and the request offered it).
+    async fn approved(
+        &self,
+        p: &Proposal<'_>,
+        tool: &CatalogTool,
+        may_remember: bool,
+        approval: person::Approval,
+        live: &Live,
+        trace: &Trace,
+    ) {
+        if tool.changed {
+            live.mark_approved(&tool.name);
+        }
+        if let (true, Some(scope)) = (may_remember, approval.remember) {
+            let fingerprint = policy::definition_digest(&tool.tool);
+            self.keeper
+                .remember(p.who(), scope, &tool.name, &fingerprint, trace)
+                .await;
         }
     }
 
@@ -256,9 +350,10 @@ impl Gate {
         call: &ToolCall,
         live: &Live,
         settings: &Settings,
+        remembered: &Remembered,
     ) -> Result<Decided, Box<(Refusal, Option<CatalogTool>)>> {
         let catalog = live.current();
-        let verdict = policy::decide_remembering(call, &catalog, settings, &self.remembered());
+        let verdict = policy::decide_remembering(call, &catalog, settings, remembered);
         let (tool, arguments, how) = match verdict {
             Verdict::Run {
                 tool,
@@ -295,66 +390,6 @@ impl Gate {
             proposed: None,
             how,
         })
-    }
-
-    /// Ask the person, and remember the answer where they said so.
-    async fn ask(
-        &self,
-        decided: &Decided,
-        why: &str,
-        may_remember: bool,
-        live: &Live,
-        person: &dyn Person,
-        trace: &Trace,
-    ) -> person::Approval {
-        let tool = &decided.tool;
-        let proposed = person::Proposed {
-            server: tool.origin.label(),
-            tool: &tool.name,
-            arguments: &decided.arguments,
-            annotations: tool.tool.annotations.as_ref(),
-            may_remember,
-            proposed: decided.proposed.as_ref(),
-        };
-        let approval = person::approve_call(person, trace, &proposed, why).await;
-        if !approval.yes {
-            return approval;
-        }
-        if tool.changed {
-            live.mark_approved(&tool.name);
-        }
-        if let (true, Some(scope)) = (may_remember, approval.remember) {
-            self.remember(scope, tool, trace).await;
-        }
-        approval
-    }
-
-    /// Remember an approval of `tool` at its current definition: for the session, and in
-    /// the project's file for `A` (if that cannot be written, for the session, as said).
-    async fn remember(&self, scope: Scope, tool: &CatalogTool, trace: &Trace) {
-        let fingerprint = policy::definition_digest(&tool.tool);
-        let mut kept = Scope::Session;
-        if let (Scope::Project, Some(file)) = (scope, self.project.clone()) {
-            let (name, fp) = (tool.name.clone(), fingerprint.clone());
-            let written = tokio::task::spawn_blocking(move || {
-                file.approve(&name, &fp, &crate::ledger::now())
-            })
-            .await
-            .unwrap_or_else(|e| Err(e.to_string()));
-            match written {
-                Ok(()) => kept = Scope::Project,
-                Err(e) => trace.add(
-                    Who::Host,
-                    format!("could not remember it in the project ({e}): remembered for this session only"),
-                    json!({}),
-                ),
-            }
-        }
-        let mut remembered = self.remembered();
-        remembered.remember(Scope::Session, &tool.name, &fingerprint);
-        if kept == Scope::Project {
-            remembered.remember(Scope::Project, &tool.name, &fingerprint);
-        }
     }
 
     /// A refusal by a check or a deny rule: said, written down, and what the model reads.
@@ -412,23 +447,15 @@ impl Gate {
             arguments_sha256: digest::sha256_hex(text.as_bytes()),
             arguments: kept,
             fingerprint: tool.map(|t| policy::definition_digest(&t.tool)),
+            caller: p.caller.map(str::to_owned),
+            confirmation: p.confirmation.map(str::to_owned),
             ..Entry::default()
         }
     }
 
-    /// Append a line durably; `Ok` when there is no ledger.
-    async fn record(&self, entry: Entry) -> Result<(), String> {
-        let Some(ledger) = self.ledger.clone() else {
-            return Ok(());
-        };
-        tokio::task::spawn_blocking(move || ledger.append(&entry).map(drop))
-            .await
-            .unwrap_or_else(|e| Err(format!("the ledger's writer failed: {e}")))
-    }
-
     /// Append a line for a decision that sends nothing: a failure is said, not fatal.
     async fn record_or_warn(&self, entry: Entry, trace: &Trace) {
-        if let Err(e) = self.record(entry).await {
+        if let Err(e) = self.keeper.append(entry).await {
             trace.add(
                 Who::Host,
                 format!("warning: {e}"),
@@ -450,6 +477,7 @@ fn answered_by(by: AnsweredBy) -> &'static str {
     match by {
         AnsweredBy::Option => "option",
         AnsweredBy::Terminal => "person",
+        AnsweredBy::Client => "person via client",
         AnsweredBy::Nobody => "nobody",
     }
 }

@@ -88,12 +88,8 @@ async fn crashes_garbage_and_floods_are_errors() {
         command: "/nonexistent/hook".into(),
         ..sh("", 1_000)
     };
-    assert!(
-        before_call(&missing, &input())
-            .await
-            .unwrap_err()
-            .contains("could not start")
-    );
+    let err = before_call(&missing, &input()).await.unwrap_err();
+    assert!(err.contains("could not start"), "{err}");
 }
 
 #[tokio::test]
@@ -107,12 +103,8 @@ async fn after_call_keeps_replaces_or_fails() {
     let result = after_call(&replace, &input()).await.unwrap().unwrap();
     assert_eq!(result.content.len(), 1);
     let bad = sh(r#"echo '{"result": {"content": 3}}'"#, 5_000);
-    assert!(
-        after_call(&bad, &input())
-            .await
-            .unwrap_err()
-            .contains("not a tool result")
-    );
+    let err = after_call(&bad, &input()).await.unwrap_err();
+    assert!(err.contains("not a tool result"), "{err}");
 }
 
 #[tokio::test]

@@ -67,6 +67,12 @@ pub struct Entry {
     pub by: Option<String>,
     /// The reason given (a rule's, a hook's, a refusal's words).
     pub reason: Option<String>,
+    /// Who proposed, for a gateway's caller (`user@tenant`); a host's lines name none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub caller: Option<String>,
+    /// The confirmation a gateway's second round used up, by its nonce: one line each.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confirmation: Option<String>,
 }
 
 /// Where a line went: its number and hash.

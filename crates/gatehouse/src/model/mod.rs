@@ -147,16 +147,15 @@ impl Decision {
 #[error("{0}")]
 pub struct ModelError(pub String);
 
+/// What deciding gives: the model's next step, or why there is none.
+pub type Decided<'a> = BoxFuture<'a, Result<Decision, ModelError>>;
+
 /// Anything that can propose.
 pub trait Model: Send {
     /// How the model is named in the run.
     fn name(&self) -> String;
     /// Propose the next step of the conversation, given the tools on offer.
-    fn decide<'a>(
-        &'a mut self,
-        messages: &'a [Message],
-        tools: &'a [ToolSpec],
-    ) -> BoxFuture<'a, Result<Decision, ModelError>>;
+    fn decide<'a>(&'a mut self, messages: &'a [Message], tools: &'a [ToolSpec]) -> Decided<'a>;
     /// Check, before the first question, that the model can be used at all (endpoint
     /// reachable, key accepted), so a person learns it at once, not after a question.
     /// Models with nothing to check keep this default.

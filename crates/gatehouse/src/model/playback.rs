@@ -8,10 +8,9 @@
 
 use std::path::Path;
 
-use futures::future::BoxFuture;
 use serde_json::Value;
 
-use super::{Decision, Message, Model, ModelError, ToolCall};
+use super::{Decided, Decision, Message, Model, ToolCall};
 use crate::catalog::ToolSpec;
 
 /// The answer once every decision in the file was used.
@@ -98,11 +97,7 @@ impl Model for Playback {
         "playback".into()
     }
 
-    fn decide<'a>(
-        &'a mut self,
-        _messages: &'a [Message],
-        _tools: &'a [ToolSpec],
-    ) -> BoxFuture<'a, Result<Decision, ModelError>> {
+    fn decide<'a>(&'a mut self, _messages: &'a [Message], _tools: &'a [ToolSpec]) -> Decided<'a> {
         let decision = self
             .decisions
             .get(self.next)

@@ -4,10 +4,12 @@
 //! - this module: the [`Person`] trait, and the two questions as the run records them:
 //!   [`approve_call`] (the approval flow) and [`ask_person`] (a server's question);
 //! - [`terminal`]: the person at a terminal, or options in a script;
-//! - [`form`]: a server's flat form, its fields, and answers given by options.
+//! - [`form`]: a server's flat form, its fields, and answers given by options;
+//! - [`unattended`]: nobody at the host, every answer fixed beforehand (probing, harnesses).
 
 pub mod form;
 pub mod terminal;
+pub mod unattended;
 
 #[cfg(test)]
 mod tests;
@@ -18,6 +20,7 @@ use serde_json::{Map, Value, json};
 
 pub use form::{FormAnswer, FormField, answers_for, fill_from_options, form_fields};
 pub use terminal::{FixedAnswers, Terminal, asks_at_terminal, describe_call};
+pub use unattended::Unattended;
 
 use crate::trace::{Trace, Who};
 
@@ -30,6 +33,9 @@ pub enum AnsweredBy {
     Terminal,
     /// Nobody could answer (no terminal, end of input): the default, no.
     Nobody,
+    /// The person answered in their own MCP client, through the form or the page a
+    /// gateway asked them with.
+    Client,
 }
 
 /// The person's answer to "run this call?".
@@ -76,20 +82,60 @@ pub struct ApprovalRequest {
     pub proposed: Option<Value>,
 }
 
+/// What answering a server's question gives: the answer, and who gave it.
+pub type Answered<'a> = BoxFuture<'a, (ElicitResult, AnsweredBy)>;
+
 /// The person, however they are reached.
 pub trait Person: Send + Sync {
     /// Ask whether to run one call.
     fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Approval>;
     /// Answer a server's question (elicitation). `server` names who asks.
-    fn elicit<'a>(
-        &'a self,
-        server: &'a str,
-        request: &'a ElicitRequestParams,
-    ) -> BoxFuture<'a, (ElicitResult, AnsweredBy)>;
+    fn elicit<'a>(&'a self, server: &'a str, request: &'a ElicitRequestParams) -> Answered<'a>;
 }
 
-pub(crate) fn decline() -> ElicitResult {
+/// A "no" to a server's question.
+pub fn decline() -> ElicitResult {
     ElicitResult::new(ElicitationAction::Decline)
+}
+
+/// A server's question as every way of asking reads it: a form with its schema as JSON, or
+/// a URL to open. One reading, so the terminal, the lab and the harnesses cannot drift.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Question<'a> {
+    /// A form to fill (SEP-1034's flat schema).
+    Form {
+        /// What the server says it wants.
+        message: &'a str,
+        /// The requested schema, as JSON (null when it cannot be written as JSON).
+        schema: Value,
+    },
+    /// A URL the person is asked to open themselves.
+    Url {
+        /// What the server says it wants.
+        message: &'a str,
+        /// Where it wants the person to go.
+        url: &'a str,
+    },
+}
+
+impl<'a> Question<'a> {
+    /// Read a request; `None` for a kind this host does not know, which is declined.
+    pub fn of(request: &'a ElicitRequestParams) -> Option<Question<'a>> {
+        match request {
+            ElicitRequestParams::FormElicitationParams {
+                message,
+                requested_schema,
+                ..
+            } => Some(Question::Form {
+                message,
+                schema: serde_json::to_value(requested_schema).unwrap_or(Value::Null),
+            }),
+            ElicitRequestParams::UrlElicitationParams { message, url, .. } => {
+                Some(Question::Url { message, url })
+            }
+            _ => None,
+        }
+    }
 }
 
 /// A call the host asks the person about: which server's tool, with what, and what the
@@ -110,6 +156,21 @@ pub struct Proposed<'a> {
     pub proposed: Option<&'a rmcp::model::JsonObject>,
 }
 
+impl Proposed<'_> {
+    /// The question put to the person, with `why` they are asked.
+    pub fn request(&self, why: &str) -> ApprovalRequest {
+        ApprovalRequest {
+            server: self.server.to_owned(),
+            tool: self.tool.to_owned(),
+            arguments: Value::Object(self.arguments.clone()),
+            annotations: annotations_for_display(self.annotations),
+            why: why.to_owned(),
+            may_remember: self.may_remember,
+            proposed: self.proposed.map(|p| Value::Object(p.clone())),
+        }
+    }
+}
+
 /// Ask the person whether to run one call, the way the run shows it: why the host asks,
 /// the exact call, the answer and who gave it. `why` is the policy's reason, in words.
 pub async fn approve_call(
@@ -118,40 +179,25 @@ pub async fn approve_call(
     call: &Proposed<'_>,
     why: &str,
 ) -> Approval {
-    let Proposed {
-        server,
-        tool,
-        arguments,
-        annotations,
-        may_remember,
-        proposed,
-    } = *call;
-    let annotations = annotations_for_display(annotations);
+    let may_remember = call.may_remember;
+    let request = call.request(why);
     trace.add(
         Who::Host,
         why,
-        json!({"decision": "ask", "server": server, "annotations": annotations}),
+        json!({"decision": "ask", "server": call.server, "annotations": request.annotations}),
     );
-    let arguments = Value::Object(arguments.clone());
-    let proposed = proposed.map(|p| Value::Object(p.clone()));
-    let rewritten = match &proposed {
+    let rewritten = match &request.proposed {
         Some(p) => format!(" (rewritten by the beforeCall hook; the assistant proposed {p})"),
         None => String::new(),
     };
     trace.add(
         Who::Host,
-        format!("The assistant wants to run {tool} with {arguments}{rewritten}"),
+        format!(
+            "The assistant wants to run {} with {}{rewritten}",
+            call.tool, request.arguments
+        ),
         json!({}),
     );
-    let request = ApprovalRequest {
-        server: server.to_owned(),
-        tool: tool.to_owned(),
-        arguments,
-        annotations,
-        why: why.to_owned(),
-        may_remember,
-        proposed,
-    };
     let approval = person.approve(&request).await;
     let said = if approval.yes { "yes" } else { "no" };
     match approval.by {
@@ -161,7 +207,7 @@ pub async fn approve_call(
             json!({}),
         ),
         AnsweredBy::Nobody => trace.add(Who::Host, "No answer could be read: no", json!({})),
-        AnsweredBy::Terminal => {}
+        AnsweredBy::Terminal | AnsweredBy::Client => {}
     }
     if let (true, Some(scope)) = (approval.yes && may_remember, approval.remember) {
         let text = match scope {
@@ -215,6 +261,7 @@ pub async fn ask_person(
     let how = match by {
         AnsweredBy::Option => "by option",
         AnsweredBy::Terminal => "at the terminal",
+        AnsweredBy::Client => "in their client",
         AnsweredBy::Nobody => "by default: nobody could answer",
     };
     let mut data = json!({"action": action, "answered": how});

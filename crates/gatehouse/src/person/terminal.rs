@@ -15,7 +15,7 @@ use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
 use serde_json::{Map, Value};
 
 use super::{
-    AnsweredBy, Approval, ApprovalRequest, Person, decline,
+    Answered, AnsweredBy, Approval, ApprovalRequest, Person, Question, decline,
     form::{FormAnswer, answers_for, fill_from_options, form_fields},
 };
 use crate::{
@@ -154,9 +154,7 @@ impl Person for Terminal {
             if let Some(yes) = self.fixed.approve {
                 return Approval::once(yes, AnsweredBy::Option);
             }
-            let answer = tokio::task::block_in_place(|| {
-                let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
-                let mut screen = screen();
+            let answer = self.at_screen(|screen| {
                 if self.show_calls {
                     let _ = writeln!(screen, "[host] {}", describe_call(request));
                 }
@@ -165,7 +163,7 @@ impl Person for Terminal {
                 } else {
                     RUN_IT
                 };
-                read_line(&mut *screen, prompt)
+                read_line(screen, prompt)
             });
             match answer {
                 None => Approval::once(false, AnsweredBy::Nobody),
@@ -174,54 +172,39 @@ impl Person for Terminal {
         })
     }
 
-    fn elicit<'a>(
-        &'a self,
-        server: &'a str,
-        request: &'a ElicitRequestParams,
-    ) -> BoxFuture<'a, (ElicitResult, AnsweredBy)> {
+    fn elicit<'a>(&'a self, server: &'a str, request: &'a ElicitRequestParams) -> Answered<'a> {
         Box::pin(async move {
             if self.fixed.decline_forms {
                 return (decline(), AnsweredBy::Option);
             }
-            match request {
-                ElicitRequestParams::FormElicitationParams {
-                    message,
-                    requested_schema,
-                    ..
-                } => {
-                    let schema = serde_json::to_value(requested_schema).unwrap_or(Value::Null);
-                    self.form(server, message, &schema)
-                }
-                ElicitRequestParams::UrlElicitationParams { message, url, .. } => {
-                    self.url(server, message, url)
-                }
-                _ => (decline(), AnsweredBy::Nobody),
+            match Question::of(request) {
+                Some(Question::Form { message, schema }) => self.form(server, message, &schema),
+                Some(Question::Url { message, url }) => self.url(server, message, url),
+                None => (decline(), AnsweredBy::Nobody),
             }
         })
     }
 }
 
 impl Terminal {
+    /// Run `ask` at the screen, one question at a time (the lock), off the async threads.
+    fn at_screen<T>(&self, ask: impl FnOnce(&mut dyn Write) -> T) -> T {
+        tokio::task::block_in_place(|| {
+            let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+            ask(&mut *screen())
+        })
+    }
+
     /// A URL-mode question: the URL shown whole, never opened by the host; without a
     /// person at a terminal, declined.
     fn url(&self, server: &str, message: &str, url: &str) -> (ElicitResult, AnsweredBy) {
         if !std::io::stdin().is_terminal() {
             return (decline(), AnsweredBy::Nobody);
         }
-        let yes = tokio::task::block_in_place(|| {
-            let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
-            let mut screen = screen();
-            let _ = writeln!(
-                screen,
-                "\n[{} asks] {}\n  It wants you to open: {}",
-                visible_line(server),
-                visible(message),
-                visible_line(url)
-            );
-            said_yes(read_line(
-                &mut *screen,
-                "  Open it yourself and continue? [y/N] ",
-            ))
+        let yes = self.at_screen(|screen| {
+            server_asks(screen, server, message);
+            let _ = writeln!(screen, "  It wants you to open: {}", visible_line(url));
+            said_yes(read_line(screen, "  Open it yourself and continue? [y/N] "))
         });
         let action = if yes {
             ElicitationAction::Accept
@@ -247,21 +230,14 @@ impl Terminal {
         if !std::io::stdin().is_terminal() {
             return (decline(), AnsweredBy::Nobody);
         }
-        tokio::task::block_in_place(|| {
-            let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
-            let mut screen = screen();
-            let _ = writeln!(
-                screen,
-                "\n[{} asks] {}",
-                visible_line(server),
-                visible(message)
-            );
-            if !said_yes(read_line(&mut *screen, "  Accept? [y/N] ")) {
+        self.at_screen(|screen| {
+            server_asks(screen, server, message);
+            if !said_yes(read_line(screen, "  Accept? [y/N] ")) {
                 return (decline(), AnsweredBy::Terminal);
             }
             let mut content = Map::new();
             for field in &fields {
-                match ask_field(&mut *screen, field) {
+                match ask_field(screen, field) {
                     Some(Some(v)) => {
                         content.insert(field.name.clone(), v);
                     }
@@ -280,6 +256,16 @@ impl Terminal {
             )
         })
     }
+}
+
+/// The line that opens a server's question: who asks, and what it says.
+fn server_asks(screen: &mut dyn Write, server: &str, message: &str) {
+    let _ = writeln!(
+        screen,
+        "\n[{} asks] {}",
+        visible_line(server),
+        visible(message)
+    );
 }
 
 /// One field asked until its answer fits: `Some(None)` for an optional field left blank,

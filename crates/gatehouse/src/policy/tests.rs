@@ -151,6 +151,11 @@ mod precedence {
         }
     }
 
+    /// The arguments of a call on `path`.
+    fn at(path: &str) -> String {
+        json!({ "path": path }).to_string()
+    }
+
     #[test]
     fn the_table() {
         let inside = json!({"pointer": "/path", "inside": "/srv/project"});
@@ -165,40 +170,28 @@ mod precedence {
         let c = files_catalog();
         let table = [
             // A matching allow that comes first.
-            (
-                "files__read",
-                json!({"path": "/srv/project/a"}),
-                "run rules[0]",
-            ),
+            ("files__read", at("/srv/project/a"), "run rules[0]"),
             // No rule applies: the allow-list.
-            (
-                "files__read",
-                json!({"path": "/etc/passwd"}),
-                "run allow[1]",
-            ),
+            ("files__read", at("/etc/passwd"), "run allow[1]"),
             // A traversal is outside: the deny wins over the allow-list and any rule before it.
             (
                 "files__write",
-                json!({"path": "/srv/project/../../etc/passwd"}),
+                at("/srv/project/../../etc/passwd"),
                 "deny rules[1]",
             ),
             // Missing path: the deny cannot tell, so it applies.
-            ("files__write", json!({}), "deny rules[1]"),
+            ("files__write", "{}".to_string(), "deny rules[1]"),
             // The first matching rule wins over the ask after it and the allow-list.
-            (
-                "files__write",
-                json!({"path": "/srv/project/x"}),
-                "run rules[0]",
-            ),
+            ("files__write", at("/srv/project/x"), "run rules[0]"),
             // A deny without conditions hides the tool.
             (
                 "files__delete",
-                json!({"path": "/srv/project/x"}),
+                at("/srv/project/x"),
                 "deny rules[3] hidden",
             ),
         ];
         for (tool, args, want) in table {
-            let got = said(decide(&call(tool, &args.to_string()), &c, &s));
+            let got = said(decide(&call(tool, &args), &c, &s));
             assert_eq!(got, want, "{tool} {args}");
         }
         let s = with(

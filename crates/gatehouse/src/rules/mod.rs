@@ -48,6 +48,15 @@ impl Decision {
             Decision::Deny => "deny",
         }
     }
+
+    /// The decision an object's `"decision"` names (`allow`, `ask`, `deny`), as rules and
+    /// hooks write it; `None` when it names none.
+    pub fn of(map: &serde_json::Map<String, Value>) -> Option<Decision> {
+        let word = map.get("decision").and_then(Value::as_str)?;
+        [Decision::Allow, Decision::Ask, Decision::Deny]
+            .into_iter()
+            .find(|d| d.as_str() == word)
+    }
 }
 
 /// One rule of the list.
@@ -191,11 +200,8 @@ fn rule(index: usize, value: &Value) -> Result<Rule, String> {
         _ => return Err("\"tool\" must be a glob over tool names, such as \"files__*\"".into()),
     };
     let matcher = conditions::glob(tool).map_err(|e| format!("\"tool\" {tool:?}: {e}"))?;
-    let decision = match map.get("decision").and_then(Value::as_str) {
-        Some("allow") => Decision::Allow,
-        Some("ask") => Decision::Ask,
-        Some("deny") => Decision::Deny,
-        _ => return Err("\"decision\" must be \"allow\", \"ask\" or \"deny\"".into()),
+    let Some(decision) = Decision::of(map) else {
+        return Err("\"decision\" must be \"allow\", \"ask\" or \"deny\"".into());
     };
     let reason = match map.get("reason") {
         None => None,

@@ -5,7 +5,9 @@
 #![allow(dead_code)]
 
 pub mod client;
+pub mod expect;
 pub mod http_server;
+pub mod nginx;
 pub mod process;
 pub mod serve;
 
@@ -37,6 +39,17 @@ pub struct Ran {
     pub status: i32,
     pub stdout: String,
     pub stderr: String,
+}
+
+impl From<Output> for Ran {
+    /// A finished process's exit code (-1 for a signal) and its output as text.
+    fn from(out: Output) -> Ran {
+        Ran {
+            status: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
 }
 
 impl Ran {
@@ -162,6 +175,13 @@ impl Ran {
         }
     }
 
+    /// The steps ("who: text") that start with `prefix`, in order.
+    pub fn steps_starting(&self, prefix: &str) -> Vec<String> {
+        let mut steps = self.step_texts();
+        steps.retain(|s| s.starts_with(prefix));
+        steps
+    }
+
     /// A step ("who: text") starts with `prefix`.
     pub fn assert_step_starting(&self, prefix: &str) {
         let texts = self.step_texts();
@@ -175,6 +195,12 @@ impl Ran {
     pub fn assert_answer(&self, part: &str) {
         let answer = self.answer();
         assert!(answer.contains(part), "{part}: {answer}");
+    }
+
+    /// The answer starts with `prefix`.
+    pub fn assert_answer_starting(&self, prefix: &str) {
+        let answer = self.answer();
+        assert!(answer.starts_with(prefix), "{prefix}: {answer}");
     }
 
     /// Stderr holds `part`.
@@ -216,14 +242,29 @@ impl Ran {
 }
 
 /// A fresh folder for one run's ticket store, so tests never share or touch a real one.
+/// All of a test process's folders are under one root, `gatehouse-test-PID`; the first
+/// call removes the roots of test processes that are gone, so runs do not pile up in the
+/// temporary folder (a whole run leaves about 100 MB there).
 pub fn scratch_dir() -> PathBuf {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static N: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "gatehouse-test-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst)
-    ));
+    static ROOT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    let root = ROOT.get_or_init(|| {
+        let tmp = std::env::temp_dir();
+        for entry in std::fs::read_dir(&tmp).into_iter().flatten().flatten() {
+            let name = entry.file_name();
+            let pid = name
+                .to_str()
+                .and_then(|n| n.strip_prefix("gatehouse-test-"));
+            if let Some(pid) = pid.filter(|p| p.bytes().all(|b| b.is_ascii_digit()))
+                && !Path::new("/proc").join(pid).exists()
+            {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+        tmp.join(format!("gatehouse-test-{}", std::process::id()))
+    });
+    let dir = root.join(N.fetch_add(1, Ordering::SeqCst).to_string());
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -307,16 +348,7 @@ pub fn run_with_stdin(args: &[&str], env: &[(&str, &str)], stdin: Option<&str>) 
             .write_all(text.as_bytes())
             .unwrap();
     }
-    let Output {
-        status,
-        stdout,
-        stderr,
-    } = child.wait_with_output().expect("the gatehouse binary runs");
-    Ran {
-        status: status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&stderr).into_owned(),
-    }
+    Ran::from(child.wait_with_output().expect("the gatehouse binary runs"))
 }
 
 /// The seed's question: who owns a host, and a ticket for it.
@@ -416,19 +448,11 @@ pub fn run_bounded(args: &[&str], env: &[(&str, &str)]) -> Ran {
 
 /// As [`run`], in the folder `dir`: a person at work in their project.
 pub fn run_in(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Ran {
-    let Output {
-        status,
-        stdout,
-        stderr,
-    } = gatehouse_command(args, env)
+    let out = gatehouse_command(args, env)
         .current_dir(dir)
         .output()
         .expect("the gatehouse binary runs");
-    Ran {
-        status: status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&stderr).into_owned(),
-    }
+    Ran::from(out)
 }
 
 /// A servers entry that starts one of the binary's own servers, passing it the test's

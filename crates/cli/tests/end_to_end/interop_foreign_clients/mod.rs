@@ -20,7 +20,7 @@
 //! names the command. See docs/interop.md.
 
 mod inspectors;
-mod python_sdk;
+pub mod python_sdk;
 
 use std::path::{Path, PathBuf};
 

@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::common::Ran;
+use crate::common::expect;
 
 /// Run `py_mcp_client.py --mode MODE ARGS…` against `server` (over stdio `-- COMMAND…`,
 /// over HTTP `--header "Authorization: Bearer …" … --url URL`); what it printed, which
@@ -47,7 +48,7 @@ fn py_client(
     (out, run, ran)
 }
 
-fn call_args(name: &str, args: &Value) -> Vec<String> {
+pub fn call_args(name: &str, args: &Value) -> Vec<String> {
     vec![
         "--call".into(),
         name.into(),
@@ -109,12 +110,7 @@ fn python_client_uses_every_server(t: Transport, mode: &str, protocol: &str, how
             );
         }
         if *server == "orders" {
-            let link = result["content"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|b| b["type"] == "resource_link")
-                .unwrap();
+            let link = expect::item_with(&result["content"], "type", "resource_link").unwrap();
             assert_eq!(link["uri"], "orders://A-1002");
             let report = &out["calls"][1]["result"];
             assert_eq!(report["isError"], false, "{}", out["calls"][1]);

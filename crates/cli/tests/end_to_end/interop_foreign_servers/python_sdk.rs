@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::common::client::{Asker, open_ticket, with_answer};
+use crate::common::expect;
 
 // ------------------------------------------------------------------------------------
 // py_confirm_server.py under the host
@@ -414,15 +415,7 @@ pub fn the_host_connects_to_a_python_server_that_lists_only_2025_11_25_through_i
     // The server's view: the probe refused, then the handshake, then every call on
     // 2025-11-25.
     let records = world.records(&ran);
-    let seen: Vec<(String, String)> = records
-        .iter()
-        .map(|r| {
-            (
-                r["method"].as_str().unwrap_or_default().to_owned(),
-                r["outcome"].as_str().unwrap_or_default().to_owned(),
-            )
-        })
-        .collect();
+    let seen = expect::pairs(&records, "method", "outcome");
     assert_eq!(
         seen[0],
         ("server/discover".to_string(), "error -32022".to_string())

@@ -16,7 +16,7 @@ use futures::future::BoxFuture;
 use reqwest::{StatusCode, Url, header};
 use serde_json::{Value, json};
 
-use super::{Decision, Message, Model, ModelError};
+use super::{Decided, Decision, Message, Model, ModelError};
 use crate::catalog::ToolSpec;
 
 mod wire;
@@ -417,11 +417,7 @@ impl Model for OpenAi {
         format!("openai:{}", self.model)
     }
 
-    fn decide<'a>(
-        &'a mut self,
-        messages: &'a [Message],
-        tools: &'a [ToolSpec],
-    ) -> BoxFuture<'a, Result<Decision, ModelError>> {
+    fn decide<'a>(&'a mut self, messages: &'a [Message], tools: &'a [ToolSpec]) -> Decided<'a> {
         Box::pin(async move {
             let body = self.request_body(messages, tools);
             let ids_in_use: HashSet<&str> = messages

@@ -11,10 +11,9 @@
 //! offers `search_tools` instead of every definition, it searches for the tools it needs
 //! first (`search`).
 
-use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
-use super::{Decision, Message, Model, ModelError};
+use super::{Decided, Decision, Message, Model};
 use crate::catalog::ToolSpec;
 
 /// The longest query the scripted model sends (the support server's own bound).
@@ -42,13 +41,24 @@ fn short_name(name: &str) -> &str {
 
 /// The first ticket id (`T-` and five digits) in a text.
 pub fn ticket_id(text: &str) -> Option<String> {
+    code_id(text, b"T-", 5)
+}
+
+/// The first order id (`A-` and four digits) in a text.
+pub fn order_id(text: &str) -> Option<String> {
+    code_id(text, b"A-", 4)
+}
+
+/// The first `prefix` followed by exactly `digits` digits, as a whole word.
+fn code_id(text: &str, prefix: &[u8; 2], digits: usize) -> Option<String> {
     let b = text.as_bytes();
-    (0..b.len().saturating_sub(6)).find_map(|i| {
-        let ok = &b[i..i + 2] == b"T-"
-            && b[i + 2..i + 7].iter().all(u8::is_ascii_digit)
+    let len = 2 + digits;
+    (0..b.len().saturating_sub(len - 1)).find_map(|i| {
+        let ok = &b[i..i + 2] == prefix
+            && b[i + 2..i + len].iter().all(u8::is_ascii_digit)
             && (i == 0 || !b[i - 1].is_ascii_alphanumeric())
-            && b.get(i + 7).is_none_or(|c| !c.is_ascii_alphanumeric());
-        ok.then(|| text[i..i + 7].to_string())
+            && b.get(i + len).is_none_or(|c| !c.is_ascii_alphanumeric());
+        ok.then(|| text[i..i + len].to_string())
     })
 }
 
@@ -103,18 +113,6 @@ pub fn hostname(text: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// The first order id (`A-` and four digits) in a text.
-pub fn order_id(text: &str) -> Option<String> {
-    let b = text.as_bytes();
-    (0..b.len().saturating_sub(5)).find_map(|i| {
-        let ok = &b[i..i + 2] == b"A-"
-            && b[i + 2..i + 6].iter().all(u8::is_ascii_digit)
-            && (i == 0 || !b[i - 1].is_ascii_alphanumeric())
-            && b.get(i + 6).is_none_or(|c| !c.is_ascii_alphanumeric());
-        ok.then(|| text[i..i + 6].to_string())
-    })
-}
-
 /// `2026-10-18` as "18 October 2026".
 fn long_date(iso: &str) -> String {
     const MONTHS: [&str; 12] = [
@@ -142,36 +140,42 @@ fn long_date(iso: &str) -> String {
     }
 }
 
+/// Ways of asking for a ticket to be opened.
+const NEW_TICKET: &[&str] = &[
+    "open a ticket",
+    "open an incident",
+    "open a new ticket",
+    "open ticket",
+    "file a ticket",
+    "create a ticket",
+    "raise a ticket",
+];
+
+/// Ways of asking for the list of tickets.
+const TICKET_LIST: &[&str] = &[
+    "list tickets",
+    "list the tickets",
+    "list incident tickets",
+    "list all tickets",
+    "which tickets",
+    "show tickets",
+    "show the tickets",
+];
+
+/// Does the question hold one of `phrases`, whatever its case?
+fn says_any(q: &str, phrases: &[&str]) -> bool {
+    let q = q.to_lowercase();
+    phrases.iter().any(|p| q.contains(p))
+}
+
 /// Does the question ask for a ticket to be opened?
 fn wants_new_ticket(q: &str) -> bool {
-    let q = q.to_lowercase();
-    [
-        "open a ticket",
-        "open an incident",
-        "open a new ticket",
-        "open ticket",
-        "file a ticket",
-        "create a ticket",
-        "raise a ticket",
-    ]
-    .iter()
-    .any(|p| q.contains(p))
+    says_any(q, NEW_TICKET)
 }
 
 /// Does the question ask for the list of tickets?
 fn wants_ticket_list(q: &str) -> bool {
-    let q = q.to_lowercase();
-    [
-        "list tickets",
-        "list the tickets",
-        "list incident tickets",
-        "list all tickets",
-        "which tickets",
-        "show tickets",
-        "show the tickets",
-    ]
-    .iter()
-    .any(|p| q.contains(p))
+    says_any(q, TICKET_LIST)
 }
 
 /// The ticket's summary: the text after the colon that follows the request, else the question.
@@ -488,11 +492,7 @@ impl Model for Scripted {
         "scripted".into()
     }
 
-    fn decide<'a>(
-        &'a mut self,
-        messages: &'a [Message],
-        tools: &'a [ToolSpec],
-    ) -> BoxFuture<'a, Result<Decision, ModelError>> {
+    fn decide<'a>(&'a mut self, messages: &'a [Message], tools: &'a [ToolSpec]) -> Decided<'a> {
         Box::pin(async move { Ok(Self::plan(messages, tools)) })
     }
 }

@@ -11,14 +11,23 @@ fn spec(name: &str) -> ToolSpec {
     }
 }
 
+/// `find` gives each text's expected part, or nothing.
+fn finds(find: fn(&str) -> Option<String>, cases: &[(&str, Option<&str>)]) {
+    for (text, want) in cases {
+        assert_eq!(find(text).as_deref(), *want, "{text}");
+    }
+}
+
 #[test]
 fn finds_ticket_ids_only_as_whole_words() {
-    assert_eq!(
-        ticket_id("Draft a reply to ticket T-30002").as_deref(),
-        Some("T-30002")
+    finds(
+        ticket_id,
+        &[
+            ("Draft a reply to ticket T-30002", Some("T-30002")),
+            ("XT-30002 or T-300021", None),
+            ("T-40003.", Some("T-40003")),
+        ],
     );
-    assert_eq!(ticket_id("XT-30002 or T-300021"), None);
-    assert_eq!(ticket_id("T-40003."), Some("T-40003".into()));
 }
 
 #[test]
@@ -28,28 +37,24 @@ fn a_ticket_question_starts_with_the_ticket_then_searches_its_subject() {
         spec("support__get_ticket"),
     ];
     let mut msgs = vec![Message::User("Draft a reply to ticket T-30002".into())];
-    let d = Scripted::plan(&msgs, &tools);
-    assert_eq!(d.tool_calls[0].name, "support__get_ticket");
-    msgs.push(Message::Tool {
-        call_id: "c".into(),
-        name: "support__get_ticket".into(),
-        content: json!({"tool": "support__get_ticket", "result": {"subject": "Charged twice", "customer_name": "Hugo"}}).to_string(),
-        media: vec![],
-    });
-    let d = Scripted::plan(&msgs, &tools);
+    let d = plan_after(
+        &mut msgs,
+        &tools,
+        "support__get_ticket",
+        json!({"subject": "Charged twice", "customer_name": "Hugo"}),
+    );
     assert_eq!(d.tool_calls[0].arguments, r#"{"query":"Charged twice"}"#);
 }
 
 #[test]
 fn hostnames_and_ticket_requests_are_recognised() {
-    assert_eq!(
-        hostname("who owns jump-prod-02? Open").as_deref(),
-        Some("jump-prod-02")
-    );
-    assert_eq!(hostname("T-30002 and LK-182074"), None);
-    assert_eq!(
-        hostname("customer-db-prod-01's disk"),
-        Some("customer-db-prod-01".into())
+    finds(
+        hostname,
+        &[
+            ("who owns jump-prod-02? Open", Some("jump-prod-02")),
+            ("T-30002 and LK-182074", None),
+            ("customer-db-prod-01's disk", Some("customer-db-prod-01")),
+        ],
     );
     assert_eq!(
         summary_of("who owns x? Open a ticket for it: brute force then a login"),
@@ -65,15 +70,12 @@ fn the_seed_question_looks_up_the_host_then_opens_a_ticket() {
     let q =
         "who owns jump-prod-02? Open a ticket for it: brute force then a login from 203.0.113.77";
     let mut msgs = vec![Message::User(q.into())];
-    let d = Scripted::plan(&msgs, &tools);
-    assert_eq!(d.tool_calls[0].name, "cmdb__get_asset");
-    msgs.push(Message::Tool {
-        call_id: "c".into(),
-        name: "cmdb__get_asset".into(),
-        content: json!({"tool": "cmdb__get_asset", "result": {"hostname": "jump-prod-02", "owner_name": "Camille Michel"}}).to_string(),
-        media: vec![],
-    });
-    let d = Scripted::plan(&msgs, &tools);
+    let d = plan_after(
+        &mut msgs,
+        &tools,
+        "cmdb__get_asset",
+        json!({"hostname": "jump-prod-02", "owner_name": "Camille Michel"}),
+    );
     assert_eq!(d.tool_calls[0].name, "tickets__open_ticket");
     assert_eq!(
         serde_json::from_str::<Value>(&d.tool_calls[0].arguments).unwrap(),
@@ -83,11 +85,13 @@ fn the_seed_question_looks_up_the_host_then_opens_a_ticket() {
 
 #[test]
 fn an_order_question_asks_for_the_order_status() {
-    assert_eq!(
-        order_id("When will A-1002 arrive?").as_deref(),
-        Some("A-1002")
+    finds(
+        order_id,
+        &[
+            ("When will A-1002 arrive?", Some("A-1002")),
+            ("BA-1002 or A-10021", None),
+        ],
     );
-    assert_eq!(order_id("BA-1002 or A-10021"), None);
     assert_eq!(long_date("2026-10-18"), "18 October 2026");
     let tools = [spec("orders__get_order_status")];
     let d = Scripted::plan(&[Message::User("When will A-1002 arrive?".into())], &tools);
@@ -99,18 +103,12 @@ fn a_missing_tool_is_said_not_invented() {
     let tools = [spec("cmdb__get_asset")];
     let q = "Open a ticket for jump-prod-02: disk full";
     let mut msgs = vec![Message::User(q.into())];
-    assert_eq!(
-        Scripted::plan(&msgs, &tools).tool_calls[0].name,
-        "cmdb__get_asset"
+    let d = plan_after(
+        &mut msgs,
+        &tools,
+        "cmdb__get_asset",
+        json!({"hostname": "jump-prod-02"}),
     );
-    msgs.push(Message::Tool {
-        call_id: "c".into(),
-        name: "cmdb__get_asset".into(),
-        content: json!({"tool": "cmdb__get_asset", "result": {"hostname": "jump-prod-02"}})
-            .to_string(),
-        media: vec![],
-    });
-    let d = Scripted::plan(&msgs, &tools);
     assert!(d.text.unwrap().contains("I cannot open a ticket"));
 }
 
@@ -196,10 +194,30 @@ fn answered(msgs: &mut Vec<Message>, d: &Decision, result: Value) {
         tool_calls: d.tool_calls.clone(),
     });
     let call = &d.tool_calls[0];
+    result_of(msgs, &call.id, &call.name, result);
+}
+
+/// Plan, check that the first call is `tool`, answer it with `result`, and plan again.
+fn plan_after(msgs: &mut Vec<Message>, tools: &[ToolSpec], tool: &str, result: Value) -> Decision {
+    let d = Scripted::plan(msgs, tools);
+    assert_eq!(d.tool_calls[0].name, tool);
+    result_of(msgs, "c", tool, result);
+    Scripted::plan(msgs, tools)
+}
+
+/// The search `d` asked for found `tool`: it joins the tools on offer; plan again.
+fn found(msgs: &mut Vec<Message>, tools: &mut Vec<ToolSpec>, d: &Decision, tool: &str) -> Decision {
+    answered(msgs, d, json!({"tools": [{"name": tool}]}));
+    tools.push(spec(tool));
+    Scripted::plan(msgs, tools)
+}
+
+/// The conversation after call `id` of `tool` came back with `result`.
+fn result_of(msgs: &mut Vec<Message>, id: &str, tool: &str, result: Value) {
     msgs.push(Message::Tool {
-        call_id: call.id.clone(),
-        name: call.name.clone(),
-        content: json!({"tool": call.name, "result": result}).to_string(),
+        call_id: id.into(),
+        name: tool.into(),
+        content: json!({"tool": tool, "result": result}).to_string(),
         media: vec![],
     });
 }
@@ -212,23 +230,11 @@ fn over_a_searched_catalog_it_searches_for_each_tool_it_needs_first() {
     assert_eq!(d.tool_calls[0].name, "search_tools");
     let args: Value = serde_json::from_str(&d.tool_calls[0].arguments).unwrap();
     assert_eq!(args["query"], "look up a support ticket by its id");
-    answered(
-        &mut msgs,
-        &d,
-        json!({"tools": [{"name": "support__get_ticket"}]}),
-    );
-    tools.push(spec("support__get_ticket"));
-    let d = Scripted::plan(&msgs, &tools);
+    let d = found(&mut msgs, &mut tools, &d, "support__get_ticket");
     assert_eq!(d.tool_calls[0].name, "search_tools");
     assert!(d.tool_calls[0].arguments.contains("knowledge base"));
-    answered(
-        &mut msgs,
-        &d,
-        json!({"tools": [{"name": "support__search_knowledge"}]}),
-    );
-    tools.push(spec("support__search_knowledge"));
     // Both found: the plan goes on as with the whole catalog, searches not counted.
-    let d = Scripted::plan(&msgs, &tools);
+    let d = found(&mut msgs, &mut tools, &d, "support__search_knowledge");
     assert_eq!(d.tool_calls[0].name, "support__get_ticket");
     answered(
         &mut msgs,

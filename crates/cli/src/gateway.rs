@@ -1,0 +1,90 @@
+//! `gatehouse gateway`: the library's gateway served on stdio or Streamable HTTP. Who
+//! calls is decided here: over HTTP the bearer token's caller (the reference servers'
+//! tokens file and HTTP layer, `gatehouse_servers::http`), on stdio the local user.
+
+use std::sync::Arc;
+
+use gatehouse::{
+    config::{Config, Identity},
+    gateway::{CallerOf, Gateway, Store},
+    ledger::Ledger,
+    trace::Trace,
+};
+use gatehouse_servers::{
+    common::Caller,
+    http::{self, Auth, HttpLimits, HttpOptions, SessionAccess},
+};
+use rmcp::ServiceExt;
+
+use crate::{args::GatewayArgs, screen::StepsTo};
+
+/// The state file when `--state` is not given.
+pub const STATE_FILE: &str = "gateway.db";
+
+/// A caller as the gateway names it: `user@tenant`, each part JSON-quoted when it holds
+/// an `@`, so no user can pass for another pair.
+fn named(caller: &Caller) -> String {
+    let part = |s: &str| {
+        if s.contains('@') || s.contains('"') {
+            serde_json::json!(s).to_string()
+        } else {
+            s.to_owned()
+        }
+    };
+    if caller.user.is_empty() {
+        // Nobody named on stdio: the local user, the same every time.
+        return "local".into();
+    }
+    format!("{}@{}", part(&caller.user), part(&caller.tenant))
+}
+
+/// Run the gateway until its stdio client leaves, or SIGTERM over HTTP.
+pub async fn run(args: GatewayArgs) -> anyhow::Result<()> {
+    let local = Caller::from_env();
+    let identity = Identity {
+        user: local.user.clone(),
+        tenant: local.tenant.clone(),
+    };
+    let config = Config::load(&args.config, &identity)?;
+    let settings = &config.settings;
+    let ledger = settings
+        .ledger
+        .enabled
+        .then(|| Ledger::new(settings.ledger.file()));
+    let state = args
+        .state
+        .clone()
+        .unwrap_or_else(|| gatehouse::config::state_dir().join(STATE_FILE));
+    let store = Store::open(&state, ledger).map_err(anyhow::Error::msg)?;
+    // stdout is the MCP channel on stdio: every step goes to stderr.
+    let trace = Trace::new(crate::printer(&args.screen, &config, StepsTo::Stderr)?);
+    let Some(addr) = args.http else {
+        let me = named(&local);
+        let caller_of: CallerOf = Arc::new(move |_| me.clone());
+        let gateway = Gateway::start(&config, store, trace, caller_of)
+            .await
+            .map_err(anyhow::Error::msg)?;
+        let service = gateway.clone().serve(rmcp::transport::stdio()).await?;
+        let _ = service.waiting().await;
+        gateway.shutdown().await;
+        return Ok(());
+    };
+    let options = HttpOptions {
+        addr,
+        tokens: args.tokens,
+        no_auth: args.no_auth,
+        allowed_origins: Vec::new(),
+        allowed_hosts: Vec::new(),
+        limits: HttpLimits::default(),
+    };
+    let auth = Auth::from_options(&options)?;
+    let default = auth.default_caller();
+    let caller_of: CallerOf =
+        Arc::new(move |context| named(&Caller::of_request(&default, context)));
+    let gateway = Gateway::start(&config, store, trace, caller_of)
+        .await
+        .map_err(anyhow::Error::msg)?;
+    let served = http::serve(gateway.clone(), auth, SessionAccess::AnyCaller, &options).await;
+    gateway.shutdown().await;
+    served
+}

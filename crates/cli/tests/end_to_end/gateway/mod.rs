@@ -1,0 +1,207 @@
+//! `gatehouse gateway` in front of the reference servers (cmdb, tickets), driven by a
+//! real foreign client, the official Python SDK 2.3.0 (`tests/peers/py_mcp_client.py`),
+//! over stdio (the client starts the gateway, as the local user) and Streamable HTTP (a
+//! bearer token says who calls), in auto mode (2026-07-28: `input_required`) and legacy
+//! mode (2025-11-25: `elicitation/create`). The servers file's rules hide
+//! `cmdb__find_assets`, ask before `cmdb__get_asset` and allow `tickets__*`; behind
+//! the gateway each server runs with its own credentials from that file.
+//!
+//! - `python_sdk.rs`: the catalog, the person's approval through their client, a
+//!   server's own question relayed;
+//! - `inspector.rs`: the inspector 2 `--cli`, a client without forms;
+//! - `replicas.rs`: two gateways sharing one state store and one ledger, directly and
+//!   behind nginx.
+
+mod inspector;
+mod python_sdk;
+mod replicas;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::common::{
+    exe, gatehouse_command,
+    process::{LIMIT, Process, Spawn, Stream},
+    serve::tokens_file,
+    write,
+};
+use crate::interop_foreign_clients::bearer;
+use crate::interop_peers::*;
+
+cases! {
+    python_sdk::lists_the_catalog_less_what_a_deny_rule_hides: stdio, http;
+    python_sdk::the_person_approves_in_the_gateways_form_on_2026_07_28: stdio, http;
+    python_sdk::the_person_approves_through_elicitation_create_on_2025_11_25: stdio, http;
+    python_sdk::a_servers_own_question_reaches_the_client_and_its_answer_the_server: stdio, http;
+    inspector::the_inspector_lists_the_catalog_and_is_refused_where_it_cannot_show_the_form: stdio, http;
+}
+
+/// The call the rules ask about, and its arguments.
+pub const ASKED: &str = "cmdb__get_asset";
+/// The tool a deny rule hides.
+pub const HIDDEN: &str = "cmdb__find_assets";
+
+pub fn asked_args() -> Value {
+    json!({"hostname": "jump-prod-02"})
+}
+
+/// One gateway's world: its servers file, state store, ledger, tickets store and tokens,
+/// in a folder of its own; over HTTP the gateway itself, started once.
+pub struct Gw {
+    pub config: String,
+    pub state: PathBuf,
+    pub ledger: PathBuf,
+    // Dropped before its folder.
+    server: Option<Process>,
+    dir: tempfile::TempDir,
+}
+
+impl Gw {
+    pub fn new(transport: Transport) -> Gw {
+        let dir = tempfile::tempdir().unwrap();
+        let config = gateway_config(dir.path());
+        let state = dir.path().join("state.db");
+        let server =
+            (transport == Transport::Http).then(|| start_gateway(dir.path(), &config, &state));
+        Gw {
+            config,
+            state,
+            ledger: dir.path().join("ledger.jsonl"),
+            server,
+            dir,
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Run the Python client in `mode` with these arguments (`--call`, `--answer`, …)
+    /// against the gateway: what it printed.
+    pub fn client(&self, mode: &str, args: &[&str]) -> Value {
+        let mut argv: Vec<String> = vec![script("py_mcp_client.py"), "--mode".into(), mode.into()];
+        argv.extend(args.iter().map(|a| a.to_string()));
+        let state = self.state.to_string_lossy().into_owned();
+        match &self.server {
+            None => {
+                argv.push("--".into());
+                let exe = exe().to_string_lossy().into_owned();
+                argv.extend([
+                    exe,
+                    "gateway".into(),
+                    "--config".into(),
+                    self.config.clone(),
+                ]);
+                argv.extend(["--state".into(), state]);
+            }
+            Some(server) => {
+                argv.extend(["--header".into(), bearer()]);
+                argv.extend(["--url".into(), server.url.clone()]);
+            }
+        }
+        py_client(&argv, self.path())
+    }
+
+    /// Over HTTP, the gateway's URL.
+    pub fn url(&self) -> Option<String> {
+        self.server.as_ref().map(|s| s.url.clone())
+    }
+
+    /// The ledger's lines.
+    pub fn ledger(&self) -> Vec<Value> {
+        ledger_lines(&self.ledger)
+    }
+}
+
+/// The Python client with `argv`, the local user `usr-sam` of `larkfield` in its
+/// environment (over stdio the gateway it starts is theirs): what it printed.
+pub fn py_client(argv: &[String], dir: &Path) -> Value {
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let state_home = dir.join("xdg-state");
+    let env = [
+        ("MCP_USER", "usr-sam"),
+        ("MCP_TENANT", "larkfield"),
+        ("XDG_STATE_HOME", state_home.to_str().unwrap()),
+        ("XDG_CONFIG_HOME", state_home.to_str().unwrap()),
+    ];
+    let ran = run_peer(&python(), &argv, &env, None);
+    serde_json::from_str(&ran.stdout).unwrap_or_else(|e| {
+        panic!(
+            "the Python client printed no JSON ({e}):\n{}\n{}",
+            ran.stdout, ran.stderr
+        )
+    })
+}
+
+/// The servers file of the gateway: cmdb and tickets, each started with its own
+/// credentials, and the rules.
+pub fn gateway_config(dir: &Path) -> String {
+    let exe = exe().to_string_lossy().into_owned();
+    let server = |name: &str| {
+        json!({"command": exe, "args": ["serve", name],
+               "env": {"MCP_USER": "usr-sam", "MCP_TENANT": "larkfield",
+                       "GATEHOUSE_TICKETS_DB": dir.join("tickets.db")}})
+    };
+    write(
+        dir,
+        "servers.json",
+        &json!({
+            "mcpServers": {"cmdb": server("cmdb"), "tickets": server("tickets")},
+            "gatehouse": {
+                "rules": [
+                    {"tool": HIDDEN, "decision": "deny"},
+                    {"tool": ASKED, "decision": "ask", "reason": "asset records are private"},
+                    {"tool": "tickets__*", "decision": "allow"}
+                ],
+                "ledger": {"path": dir.join("ledger.jsonl"), "arguments": true}
+            }
+        }),
+    )
+}
+
+/// `gatehouse gateway --http 127.0.0.1:0 --tokens FILE` on `config`, with its state
+/// store at `state`; its stderr kept.
+pub fn start_gateway(dir: &Path, config: &str, state: &Path) -> Process {
+    let tokens = tokens_file(dir);
+    let args = [
+        "gateway",
+        "--config",
+        config,
+        "--http",
+        "127.0.0.1:0",
+        "--tokens",
+        tokens.to_str().unwrap(),
+        "--state",
+        state.to_str().unwrap(),
+    ];
+    Spawn::new(gatehouse_command(&args, &[]), "gatehouse gateway --http").serving(
+        Stream::Stderr,
+        "listening on ",
+        LIMIT,
+    )
+}
+
+/// The ledger's lines, as JSON.
+pub fn ledger_lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a ledger line is JSON"))
+        .collect()
+}
+
+/// `gatehouse ledger verify` on the ledger at `path` says its chain holds.
+pub fn assert_ledger_verifies(path: &Path) {
+    let ran = crate::common::run(&["ledger", "verify", "--file", path.to_str().unwrap()], &[]);
+    assert_eq!(ran.status, 0, "{}\n{}", ran.stdout, ran.stderr);
+}
+
+/// The one ledger line deciding on `tool` last.
+pub fn last_line_of<'a>(lines: &'a [Value], tool: &str) -> &'a Value {
+    lines
+        .iter()
+        .rev()
+        .find(|l| l["tool"] == tool)
+        .unwrap_or_else(|| panic!("no ledger line for {tool}: {lines:#?}"))
+}

@@ -1,0 +1,211 @@
+//! Two gateways sharing one state store and one ledger: a confirmation begun on one is
+//! finished on the other and cannot be used again on either; behind nginx the Python
+//! client's two rounds land on different replicas; a replica killed with SIGKILL in the
+//! middle of calls loses no acknowledged decision and doubles no call.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::*;
+use crate::common::{
+    http_server::{Answer, call},
+    nginx::start_nginx,
+    serve::SAM_TOKEN,
+};
+
+/// Two replicas on one folder's servers file, state store and ledger.
+fn two_replicas(dir: &Path) -> (String, PathBuf, Process, Process) {
+    let config = gateway_config(dir);
+    let state = dir.join("state.db");
+    let a = start_gateway(dir, &config, &state);
+    let b = start_gateway(dir, &config, &state);
+    (config, state, a, b)
+}
+
+fn port_of(p: &Process) -> u16 {
+    p.url
+        .trim_start_matches("http://127.0.0.1:")
+        .trim_end_matches("/mcp")
+        .parse()
+        .unwrap_or_else(|_| panic!("no port in {}", p.url))
+}
+
+fn approve(state: &str) -> Value {
+    json!({"name": ASKED, "arguments": asked_args(), "requestState": state,
+           "inputResponses": {"gatehouse.approve": {"action": "accept", "content": {"approve": true}}}})
+}
+
+fn said(p: &Process, part: &str) -> bool {
+    p.lines().iter().any(|l| l.contains(part))
+}
+
+#[tokio::test]
+async fn a_confirmation_begun_on_one_replica_finishes_on_the_other_and_only_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, _, a, b) = two_replicas(dir.path());
+    let params = json!({"name": ASKED, "arguments": asked_args()});
+    let asked = call(&a.url, SAM_TOKEN, 1, params).await;
+    let asked = asked.result(1);
+    assert_eq!(asked["resultType"], "input_required", "{asked}");
+    let state = asked["requestState"]
+        .as_str()
+        .expect("a sealed state")
+        .to_owned();
+    let form = &asked["inputRequests"]["gatehouse.approve"];
+    assert_eq!(form["method"], "elicitation/create", "{asked}");
+
+    let done = call(&b.url, SAM_TOKEN, 2, approve(&state)).await;
+    let done = done.result(2);
+    assert_eq!(
+        done["structuredContent"]["hostname"], "jump-prod-02",
+        "{done}"
+    );
+
+    // Used: on either replica, the same state runs nothing again.
+    for (url, id) in [(&a.url, 3), (&b.url, 4)] {
+        let again: Answer = call(url, SAM_TOKEN, id, approve(&state)).await;
+        let again = again.result(id);
+        assert_eq!(again["isError"], true, "{again}");
+        assert!(again.to_string().contains("used already"), "{again}");
+    }
+    // Edited, or for other arguments: refused as invalid, on either replica.
+    let mut edited = state.clone();
+    edited.replace_range(edited.len() - 3.., "AAA");
+    let r = call(&a.url, SAM_TOKEN, 5, approve(&edited)).await;
+    assert_eq!(r.error_code(5), -32602, "{}", r.text);
+    let mut other = approve(&state);
+    other["arguments"]["hostname"] = json!("db-prod-01");
+    let r = call(&b.url, SAM_TOKEN, 6, other).await;
+    assert_eq!(r.error_code(6), -32602, "{}", r.text);
+
+    assert!(
+        said(&a, "asked usr-sam@larkfield in their client"),
+        "{:?}",
+        a.lines()
+    );
+    assert!(
+        said(&b, "usr-sam@larkfield said yes in their client"),
+        "{:?}",
+        b.lines()
+    );
+    let lines = ledger_lines(&dir.path().join("ledger.jsonl"));
+    let yes: Vec<&Value> = lines.iter().filter(|l| l["answer"] == "yes").collect();
+    assert_eq!(yes.len(), 1, "{lines:#?}");
+    assert_eq!(yes[0]["confirmation"].as_str().map(str::len), Some(32));
+    assert_ledger_verifies(&dir.path().join("ledger.jsonl"));
+}
+
+#[test]
+fn behind_nginx_the_python_clients_two_rounds_land_on_two_replicas() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, _, a, b) = two_replicas(dir.path());
+    let proxy = start_nginx(dir.path(), &[port_of(&a), port_of(&b)]);
+    let args = asked_args().to_string();
+    let argv: Vec<String> = [
+        script("py_mcp_client.py").as_str(),
+        "--mode",
+        "auto",
+        "--no-list",
+        "--call",
+        ASKED,
+        "--args",
+        &args,
+        "--answer",
+        "approve=true",
+        "--header",
+        &bearer(),
+        "--url",
+        &proxy.url,
+    ]
+    .map(String::from)
+    .to_vec();
+    let out = py_client(&argv, dir.path());
+    assert_eq!(out["protocolVersion"], "2026-07-28", "{out}");
+    let result = &out["calls"][0]["result"];
+    assert_eq!(
+        result["structuredContent"]["hostname"], "jump-prod-02",
+        "{out}"
+    );
+    // nginx's round robin sent round 1 to one replica and round 2 to the other.
+    let asked = [&a, &b].map(|p| said(p, "asked usr-sam@larkfield"));
+    let answered = [&a, &b].map(|p| said(p, "said yes in their client"));
+    assert!(
+        asked.iter().filter(|x| **x).count() == 1 && answered != asked && answered.contains(&true),
+        "asked on {asked:?}, answered on {answered:?}"
+    );
+    assert_ledger_verifies(&dir.path().join("ledger.jsonl"));
+}
+
+/// A tools/call of `tickets__list_tickets` for host `h-N` through `url`: `Some(true)`
+/// when it was acknowledged with a result, `None` when the connection broke.
+async fn list_for(url: String, n: usize) -> Option<bool> {
+    let body = crate::common::http_server::request(
+        n as i64,
+        "tools/call",
+        json!({"name": "tickets__list_tickets", "arguments": {"host": format!("h-{n}")}}),
+    );
+    let headers = crate::common::http_server::standard_headers(&body);
+    let mut req = reqwest::Client::new()
+        .post(&url)
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .header("Authorization", format!("Bearer {SAM_TOKEN}"))
+        .timeout(Duration::from_secs(30));
+    for (k, v) in &headers {
+        req = req.header(k.as_str(), v.as_str());
+    }
+    let response = req.body(body.to_string()).send().await.ok()?;
+    let text = response.text().await.ok()?;
+    let messages = crate::common::http_server::parse_messages(&text);
+    let answered = messages
+        .iter()
+        .any(|m| m["id"] == n as i64 && m["result"]["structuredContent"]["total"].is_number());
+    Some(answered)
+}
+
+#[tokio::test]
+async fn a_replica_killed_in_the_middle_of_calls_loses_no_acknowledged_decision_and_doubles_none() {
+    const CALLS: usize = 60;
+    let dir = tempfile::tempdir().unwrap();
+    let (_, _, a, b) = two_replicas(dir.path());
+    let proxy = start_nginx(dir.path(), &[port_of(&a), port_of(&b)]);
+    let mut calls = Vec::new();
+    for n in 0..CALLS {
+        calls.push(tokio::spawn(list_for(proxy.url.clone(), n)));
+        if n == CALLS / 3 {
+            assert!(a.signal("KILL"), "replica A could not be killed");
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let mut acknowledged = Vec::new();
+    for (n, call) in calls.into_iter().enumerate() {
+        if call.await.unwrap() == Some(true) {
+            acknowledged.push(n);
+        }
+    }
+    assert!(
+        acknowledged.len() > CALLS / 2,
+        "only {acknowledged:?} were answered"
+    );
+    let ledger = dir.path().join("ledger.jsonl");
+    let lines = ledger_lines(&ledger);
+    let decided = |n: usize| {
+        let host = format!("h-{n}");
+        lines
+            .iter()
+            .filter(|l| l["tool"] == "tickets__list_tickets" && l["arguments"]["host"] == host)
+            .count()
+    };
+    for n in 0..CALLS {
+        let lines_of_n = decided(n);
+        assert!(lines_of_n <= 1, "call {n} was decided {lines_of_n} times");
+        if acknowledged.contains(&n) {
+            assert_eq!(
+                lines_of_n, 1,
+                "call {n} was answered but is not in the ledger"
+            );
+        }
+    }
+    assert_ledger_verifies(&ledger);
+}

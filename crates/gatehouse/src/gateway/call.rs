@@ -1,0 +1,420 @@
+//! One caller's `tools/call` through the gateway, round by round. A client on revision
+//! 2026-07-28 is asked in a later request (`input_required`, answered on any replica:
+//! [`Gate::judge`](crate::gate::Gate::judge) then
+//! [`Gate::settle`](crate::gate::Gate::settle)); an older client is asked in the middle
+//! of its call with `elicitation/create` ([`ClientPerson`]), between the same two halves.
+//! A client that cannot show a form is refused, and the ledger says nobody answered. Either way the answer comes only from the
+//! form the gateway sent, and a server's own questions go to the same client.
+
+use rmcp::{
+    ErrorData, RoleServer,
+    model::{
+        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequest,
+        ElicitRequestParams, ElicitResult, InputRequest, InputRequests, InputRequiredResult,
+        InputResponses, JsonObject, ProtocolVersion,
+    },
+    service::{Peer, RequestContext},
+};
+use serde_json::json;
+
+use super::{
+    Gateway,
+    confirm::{self, APPROVE_KEY, Bound, Sealed},
+};
+use crate::{
+    catalog::{CatalogTool, Origin},
+    dispatch::{self, Answered, CallEnd, Relayed},
+    gate::{Admission, Proposal},
+    model::ToolCall,
+    person::{self, AnsweredBy, Approval, ApprovalRequest, Person},
+    policy, text,
+    trace::Who,
+};
+
+/// Most characters of a server's error message passed on to the caller.
+pub const MAX_RELAYED_ERROR_CHARS: usize = 1_000;
+
+/// One `tools/call` request as the gateway received it.
+pub(crate) struct Call<'a> {
+    gw: &'a Gateway,
+    context: &'a RequestContext<RoleServer>,
+    caller: String,
+    call: ToolCall,
+    arguments: JsonObject,
+    state: Option<String>,
+    responses: InputResponses,
+    modern: bool,
+    step: u64,
+    trace_id: String,
+}
+
+impl<'a> Call<'a> {
+    pub(crate) fn new(
+        gw: &'a Gateway,
+        request: CallToolRequestParams,
+        context: &'a RequestContext<RoleServer>,
+    ) -> Call<'a> {
+        let arguments = request.arguments.unwrap_or_default();
+        let (step, trace_id) = gw.next_step();
+        Call {
+            gw,
+            context,
+            caller: (gw.inner.caller_of)(context),
+            call: ToolCall {
+                id: format!("gw-{step}"),
+                name: request.name.to_string(),
+                arguments: serde_json::to_string(&arguments).unwrap_or_default(),
+            },
+            arguments,
+            state: request.request_state,
+            responses: request.input_responses.unwrap_or_default(),
+            modern: context
+                .protocol_version()
+                .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str()),
+            step,
+            trace_id,
+        }
+    }
+
+    /// The call, from this round to its end or to the next question.
+    pub(crate) async fn run(mut self) -> Result<CallToolResponse, ErrorData> {
+        let host_own = self
+            .gw
+            .host()
+            .catalog()
+            .get(&self.call.name)
+            .is_some_and(|t| t.origin == Origin::Host);
+        if host_own {
+            return Ok(failed(format!("unknown tool: {}", self.call.name)));
+        }
+        match self.state.take() {
+            None => self.first().await,
+            Some(state) => self.again(&state).await,
+        }
+    }
+
+    fn proposal<'p>(&'p self, confirmation: Option<&'p str>) -> Proposal<'p> {
+        Proposal {
+            call: &self.call,
+            session: "gateway",
+            trace_id: &self.trace_id,
+            step: self.step,
+            caller: Some(&self.caller),
+            confirmation,
+        }
+    }
+
+    /// What a state of this call is bound to: the caller, the tool as called, the
+    /// arguments as sent, and the tool's definition now.
+    fn bound<'b>(&'b self, fingerprint: &'b str) -> Bound<'b> {
+        Bound {
+            caller: &self.caller,
+            tool: &self.call.name,
+            arguments: &self.arguments,
+            fingerprint,
+        }
+    }
+
+    fn fingerprint(&self) -> String {
+        let catalog = self.gw.host().catalog();
+        catalog
+            .get(&self.call.name)
+            .map(|t| policy::definition_digest(&t.tool))
+            .unwrap_or_default()
+    }
+
+    /// A first round: decided, and on 2026-07-28 a question for the person answered in
+    /// the next round; on older revisions asked now.
+    async fn first(&self) -> Result<CallToolResponse, ErrorData> {
+        let host = self.gw.host();
+        let (gate, live, settings, trace) =
+            (host.gate(), host.live(), host.settings(), host.trace());
+        let p = self.proposal(None);
+        let judged = match gate.judge(&p, live, settings, trace).await {
+            Ok(judged) => judged,
+            Err(refused) => return self.admitted(refused).await,
+        };
+        let Some(why) = judged.asks() else {
+            let admitted = gate.settle(&p, judged, None, live, trace).await;
+            return self.admitted(admitted).await;
+        };
+        if !can_ask(self.context) {
+            // No form can reach the person: written down as nobody's no.
+            let _ = gate.settle(&p, judged, None, live, trace).await;
+            return Ok(failed(
+                "the policy asks the person before this call, and this client cannot show them a form; the call was not run"
+                    .into(),
+            ));
+        }
+        if !self.modern {
+            // Older revisions: asked now, inside this call, as the host asks its person.
+            let person = ClientPerson::of(self.context);
+            let approval = person::approve_call(&person, trace, &judged.proposed(), why).await;
+            let admitted = gate.settle(&p, judged, Some(approval), live, trace).await;
+            return self.admitted(admitted).await;
+        }
+        trace.add(
+            Who::Host,
+            format!("asked {} in their client: {why}", self.caller),
+            json!({"decision": "ask", "tool": self.call.name, "caller": self.caller}),
+        );
+        let form = confirm::approval_form(&judged.proposed().request(why));
+        let state = self
+            .gw
+            .inner
+            .confirmations
+            .approve(&self.bound(&self.fingerprint()));
+        let mut requests = InputRequests::new();
+        requests.insert(
+            APPROVE_KEY.into(),
+            InputRequest::Elicitation(ElicitRequest::new(form)),
+        );
+        Ok(InputRequiredResult::new(Some(requests), Some(state)).into())
+    }
+
+    /// A later round, with a state this gateway (or another replica) sealed.
+    async fn again(&self, state: &str) -> Result<CallToolResponse, ErrorData> {
+        let host = self.gw.host();
+        let fingerprint = self.fingerprint();
+        let sealed = self
+            .gw
+            .inner
+            .confirmations
+            .open(state, &self.bound(&fingerprint))
+            .map_err(|e| {
+                host.trace().add(
+                    Who::Host,
+                    format!("refused a requestState for {}: {e}", self.call.name),
+                    json!({"caller": self.caller}),
+                );
+                ErrorData::invalid_params(
+                    "the requestState is not valid for this call (expired, altered, or another call's)",
+                    Some(json!({"reason": "invalid_request_state"})),
+                )
+            })?;
+        match sealed {
+            Sealed::Approve { nonce } => self.confirmed(&nonce).await,
+            Sealed::Relay {
+                server_state,
+                rounds,
+                arguments,
+            } => {
+                let tool = host.catalog().get(&self.call.name).cloned();
+                let Some(tool) = tool else {
+                    return Ok(failed(format!("unknown tool: {}", self.call.name)));
+                };
+                let answered = Answered {
+                    responses: self.responses.clone(),
+                    state: server_state,
+                };
+                self.send(tool, arguments, Some(answered), rounds).await
+            }
+        }
+    }
+
+    /// The person's answer to the gateway's form: decided again (the policy may have
+    /// changed), then settled with it; the confirmation is used up with its ledger line.
+    async fn confirmed(&self, nonce: &str) -> Result<CallToolResponse, ErrorData> {
+        let host = self.gw.host();
+        let (gate, live, settings, trace) =
+            (host.gate(), host.live(), host.settings(), host.trace());
+        let p = self.proposal(Some(nonce));
+        let judged = match gate.judge(&p, live, settings, trace).await {
+            Ok(judged) => judged,
+            Err(refused) => return self.admitted(refused).await,
+        };
+        let answer = self
+            .responses
+            .get(APPROVE_KEY)
+            .and_then(|v| serde_json::from_value::<ElicitResult>(v.clone()).ok());
+        let approval = judged.asks().map(|_| match &answer {
+            Some(a) => confirm::read_answer(a, judged.proposed().may_remember),
+            None => Approval::once(false, AnsweredBy::Nobody),
+        });
+        if let Some(approval) = approval {
+            let said = if approval.yes { "yes" } else { "no" };
+            trace.add(
+                Who::Person,
+                format!("{} said {said} in their client", self.caller),
+                json!({"tool": self.call.name, "caller": self.caller}),
+            );
+        }
+        let admitted = gate.settle(&p, judged, approval, live, trace).await;
+        self.admitted(admitted).await
+    }
+
+    async fn admitted(&self, admitted: Admission) -> Result<CallToolResponse, ErrorData> {
+        match admitted {
+            Admission::Refused { text, .. } => Ok(failed(text)),
+            Admission::Send { tool, arguments } => self.send(*tool, arguments, None, 0).await,
+        }
+    }
+
+    /// Send an admitted call (or its next round) to its server: its end, after the
+    /// `afterCall` hook, or the server's questions for the caller's client.
+    async fn send(
+        &self,
+        tool: CatalogTool,
+        arguments: JsonObject,
+        answered: Option<Answered>,
+        rounds: usize,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let host = self.gw.host();
+        let Some(conn) = tool.origin.server().and_then(|s| host.connection(s)) else {
+            return Ok(failed("the tool's server is not connected".into()));
+        };
+        let to_send = dispatch::Call {
+            conn,
+            wire_name: &tool.tool.name,
+            arguments: arguments.clone(),
+            meta: None,
+        };
+        let (limits, trace, stop) = (self.gw.limits(), host.trace(), &self.context.ct);
+        let end = if self.modern {
+            match dispatch::call_tool_round(to_send, answered, limits, trace, stop).await {
+                Relayed::Ended(done) => done.end,
+                Relayed::Asks(asked) => return Ok(self.relay(asked, &tool, arguments, rounds + 1)),
+            }
+        } else {
+            let person = ClientPerson::of(self.context);
+            dispatch::call_tool(to_send, limits, &person, trace, stop)
+                .await
+                .end
+        };
+        let p = self.proposal(None);
+        let end = host
+            .gate()
+            .after_call(&p, &tool, &arguments, end, trace)
+            .await;
+        Ok(finished(end).into())
+    }
+
+    /// A server's questions, passed to the caller's client with the server's state
+    /// sealed inside the gateway's: only questions for the person are relayed.
+    fn relay(
+        &self,
+        asked: InputRequiredResult,
+        tool: &CatalogTool,
+        arguments: JsonObject,
+        rounds: usize,
+    ) -> CallToolResponse {
+        let server = tool.origin.label();
+        let max = self.gw.limits().max_input_rounds;
+        if rounds > max {
+            return failed(format!("{server} asked for input more than {max} times"));
+        }
+        let only_forms = asked
+            .input_requests
+            .iter()
+            .flatten()
+            .all(|(_, r)| matches!(r, InputRequest::Elicitation(_)));
+        if !only_forms {
+            return failed(format!(
+                "{server} asked for input the gateway does not pass on (only questions for the person are)"
+            ));
+        }
+        if !can_ask(self.context) {
+            return failed(format!(
+                "{server} asks the person a question, and this client cannot show them a form"
+            ));
+        }
+        let sealed = Sealed::Relay {
+            server_state: asked.request_state,
+            rounds,
+            arguments,
+        };
+        let state = self
+            .gw
+            .inner
+            .confirmations
+            .seal(&sealed, &self.bound(&self.fingerprint()));
+        InputRequiredResult::new(asked.input_requests, Some(state)).into()
+    }
+}
+
+/// Can the caller's client show the person a form?
+fn can_ask(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .client_capabilities()
+        .and_then(|c| c.elicitation)
+        .is_some_and(|e| e.form.is_some() || e.url.is_none())
+}
+
+/// A failure as the caller reads it: a tool error.
+fn failed(text: String) -> CallToolResponse {
+    CallToolResult::error(vec![ContentBlock::text(text)]).into()
+}
+
+/// A call's end as the caller reads it: the server's result as it came, or why there is
+/// none.
+fn finished(end: CallEnd) -> CallToolResult {
+    let text = match end {
+        CallEnd::Result(result) => return result,
+        CallEnd::ProtocolError(e) => format!(
+            "the server answered with an error: {}",
+            text::clip(&text::visible(&e.message), MAX_RELAYED_ERROR_CHARS)
+        ),
+        CallEnd::TimedOut(after) => format!(
+            "the server did not answer within {}; the call was cancelled",
+            text::seconds(after)
+        ),
+        CallEnd::Failed(why) => why,
+        CallEnd::Stopped => "the call was cancelled".into(),
+    };
+    CallToolResult::error(vec![ContentBlock::text(text)])
+}
+
+/// The person, through the caller's own client, for clients on older revisions: the
+/// gateway's approval form and a server's questions, each as `elicitation/create` to
+/// that client, waited for at most [`confirm::CONFIRMATION_TTL`].
+pub(crate) struct ClientPerson {
+    peer: Peer<RoleServer>,
+    can_ask: bool,
+}
+
+impl ClientPerson {
+    fn of(context: &RequestContext<RoleServer>) -> ClientPerson {
+        ClientPerson {
+            peer: context.peer.clone(),
+            can_ask: can_ask(context),
+        }
+    }
+
+    async fn ask(&self, form: ElicitRequestParams) -> Option<ElicitResult> {
+        if !self.can_ask {
+            return None;
+        }
+        let asked = self.peer.create_elicitation(form);
+        match tokio::time::timeout(confirm::CONFIRMATION_TTL, asked).await {
+            Ok(Ok(answer)) => Some(answer),
+            _ => None,
+        }
+    }
+}
+
+impl Person for ClientPerson {
+    fn approve<'a>(
+        &'a self,
+        request: &'a ApprovalRequest,
+    ) -> futures::future::BoxFuture<'a, Approval> {
+        Box::pin(async move {
+            match self.ask(confirm::approval_form(request)).await {
+                Some(answer) => confirm::read_answer(&answer, request.may_remember),
+                None => Approval::once(false, AnsweredBy::Nobody),
+            }
+        })
+    }
+
+    fn elicit<'a>(
+        &'a self,
+        _server: &'a str,
+        request: &'a ElicitRequestParams,
+    ) -> futures::future::BoxFuture<'a, (ElicitResult, AnsweredBy)> {
+        Box::pin(async move {
+            match self.ask(request.clone()).await {
+                Some(answer) => (answer, AnsweredBy::Client),
+                None => (crate::person::decline(), AnsweredBy::Nobody),
+            }
+        })
+    }
+}

@@ -1,0 +1,278 @@
+//! The person's yes or no through their own client. On revision 2026-07-28 the gateway
+//! answers a call the policy asks about with `input_required`: a form showing the exact
+//! call and a sealed `requestState`. The state is bound to the caller, the tool, a
+//! digest of the arguments and the tool definition's fingerprint, expires, and carries a
+//! nonce the shared store lets be used once, so any replica can take the second round
+//! and none can take it twice. The same sealing carries a server's own questions across
+//! replicas when they are relayed ([`Sealed::Relay`]).
+
+use std::time::Duration;
+
+use rmcp::model::{
+    ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, JsonObject,
+    RequestStateCodec, SealOptions,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::{
+    approvals::Scope,
+    person::{AnsweredBy, Approval, ApprovalRequest},
+    text,
+};
+
+/// How long the person has to answer before the confirmation expires.
+pub const CONFIRMATION_TTL: Duration = Duration::from_secs(10 * 60);
+/// The key of the gateway's own question among a round's `inputRequests`.
+pub const APPROVE_KEY: &str = "gatehouse.approve";
+/// Most characters of the arguments (and of the annotations) shown in the form's
+/// message; the rest is cut, and the form says so.
+pub const MAX_SHOWN_ARGUMENT_CHARS: usize = 4_000;
+
+/// What a sealed state carries, inside the seal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Sealed {
+    /// The gateway asked the person to approve a call; its nonce is used once.
+    Approve {
+        /// Random, 128 bits, as hex.
+        nonce: String,
+    },
+    /// A server asked the caller's client: its own state, echoed to it byte for byte,
+    /// and the rounds relayed so far.
+    Relay {
+        /// The server's `requestState`.
+        server_state: Option<String>,
+        /// Server rounds sent so far.
+        rounds: usize,
+        /// The arguments admitted (a `beforeCall` hook may have rewritten the caller's),
+        /// sent again as they were.
+        arguments: JsonObject,
+    },
+}
+
+/// What a state is bound to.
+pub struct Bound<'a> {
+    /// Who calls (`user@tenant`).
+    pub caller: &'a str,
+    /// The namespaced tool.
+    pub tool: &'a str,
+    /// The call's arguments.
+    pub arguments: &'a JsonObject,
+    /// The tool definition's digest.
+    pub fingerprint: &'a str,
+}
+
+impl Bound<'_> {
+    /// Canonical bytes: each part JSON-quoted (no name can imitate another), the
+    /// arguments with their keys sorted, so key order does not matter.
+    fn bytes(&self) -> Vec<u8> {
+        let args = canonical(&Value::Object(self.arguments.clone())).to_string();
+        json!([
+            "tools/call",
+            self.caller,
+            self.tool,
+            crate::digest::sha256_hex(args.as_bytes()),
+            self.fingerprint
+        ])
+        .to_string()
+        .into_bytes()
+    }
+}
+
+/// The same JSON with every object's keys in order.
+fn canonical(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            Value::Object(
+                keys.into_iter()
+                    .map(|k| (k.clone(), canonical(&m[k])))
+                    .collect(),
+            )
+        }
+        Value::Array(a) => Value::Array(a.iter().map(canonical).collect()),
+        other => other.clone(),
+    }
+}
+
+/// Seals and opens states with the key the replicas share.
+pub struct Confirmations {
+    codec: RequestStateCodec,
+    ttl: Duration,
+}
+
+impl Confirmations {
+    /// With the shared key (at least 32 bytes) and how long a state lives.
+    pub fn new(key: Vec<u8>, ttl: Duration) -> Result<Confirmations, String> {
+        let codec = RequestStateCodec::try_new(key).map_err(|e| e.to_string())?;
+        Ok(Confirmations { codec, ttl })
+    }
+
+    /// A new approval's state, with a fresh nonce.
+    pub fn approve(&self, bound: &Bound<'_>) -> String {
+        let mut nonce = [0u8; 16];
+        rand::fill(&mut nonce);
+        let nonce = crate::digest::hex(&nonce);
+        self.seal(&Sealed::Approve { nonce }, bound)
+    }
+
+    /// Seal `what` to `bound`.
+    pub fn seal(&self, what: &Sealed, bound: &Bound<'_>) -> String {
+        let payload = serde_json::to_vec(what).unwrap_or_default();
+        let ad = bound.bytes();
+        let options = SealOptions::new().associated_data(&ad).ttl(self.ttl);
+        self.codec.seal_with(&payload, &options)
+    }
+
+    /// Open a state for `bound`: one error for every way it can fail (minted, edited,
+    /// expired, another caller's, other arguments, a changed definition), as the
+    /// protocol asks; the detail is for the gateway's own log.
+    pub fn open(&self, state: &str, bound: &Bound<'_>) -> Result<Sealed, String> {
+        let payload = self
+            .codec
+            .open_with(state, &bound.bytes())
+            .map_err(|e| e.to_string())?;
+        serde_json::from_slice(&payload).map_err(|e| e.to_string())
+    }
+}
+
+/// The form that asks the person about a call: the exact call in the message, and a
+/// yes/no (and, where the policy lets the answer be remembered, whether to).
+pub fn approval_form(request: &ApprovalRequest) -> ElicitRequestParams {
+    let shown = |v: &Value| {
+        let raw = v.to_string();
+        text::clip(&text::visible(&raw), MAX_SHOWN_ARGUMENT_CHARS).into_owned()
+    };
+    let mut message = format!(
+        "Run {tool} on {server}?\n\nWhy you are asked: {why}\n\nArguments: {args}",
+        tool = text::visible_line(&request.tool),
+        server = text::visible_line(&request.server),
+        why = text::visible(&request.why),
+        args = shown(&request.arguments),
+    );
+    if let Some(proposed) = &request.proposed {
+        message.push_str(&format!(
+            "\n\n(rewritten by the beforeCall hook; proposed: {})",
+            shown(proposed)
+        ));
+    }
+    if request
+        .annotations
+        .as_object()
+        .is_some_and(|a| !a.is_empty())
+    {
+        message.push_str(&format!(
+            "\n\nThe server describes the tool as (hints, not checked): {}",
+            shown(&request.annotations)
+        ));
+    }
+    let mut properties = json!({
+        "approve": {"type": "boolean", "title": "Run this call", "default": false},
+    });
+    if request.may_remember {
+        properties["remember"] = json!({
+            "type": "boolean", "default": false,
+            "title": "Also run this tool, as it is defined now, without asking me again",
+        });
+    }
+    let schema: ElicitationSchema = serde_json::from_value(json!({
+        "type": "object", "properties": properties, "required": ["approve"],
+    }))
+    .expect("the approval form's schema is valid");
+    ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message,
+        requested_schema: schema,
+    }
+}
+
+/// The person's answer to the form: yes only for an accepted form with `approve: true`;
+/// anything else (declined, closed, missing, not a boolean) is no.
+pub fn read_answer(answer: &ElicitResult, may_remember: bool) -> Approval {
+    let field = |name: &str| {
+        answer
+            .content
+            .as_ref()
+            .and_then(|c| c.get(name))
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+    };
+    let yes = answer.action == ElicitationAction::Accept && field("approve");
+    Approval {
+        yes,
+        by: AnsweredBy::Client,
+        remember: (yes && may_remember && field("remember")).then_some(Scope::Project),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bound<'a>(caller: &'a str, args: &'a JsonObject, fp: &'a str) -> Bound<'a> {
+        Bound {
+            caller,
+            tool: "tickets__open_ticket",
+            arguments: args,
+            fingerprint: fp,
+        }
+    }
+
+    #[test]
+    fn a_state_opens_only_for_what_it_was_bound_to() {
+        let c = Confirmations::new(vec![7; 32], CONFIRMATION_TTL).unwrap();
+        let args: JsonObject =
+            serde_json::from_value(json!({"a": 1, "b": {"y": 2, "x": 1}})).unwrap();
+        let reordered: JsonObject =
+            serde_json::from_value(json!({"b": {"x": 1, "y": 2}, "a": 1})).unwrap();
+        let other: JsonObject = serde_json::from_value(json!({"a": 2, "b": {}})).unwrap();
+        let state = c.approve(&bound("sam@larkfield", &args, "fp"));
+        assert!(matches!(
+            c.open(&state, &bound("sam@larkfield", &reordered, "fp")),
+            Ok(Sealed::Approve { .. })
+        ));
+        assert!(
+            c.open(&state, &bound("kim@larkfield", &args, "fp"))
+                .is_err()
+        );
+        assert!(
+            c.open(&state, &bound("sam@larkfield", &other, "fp"))
+                .is_err()
+        );
+        assert!(
+            c.open(&state, &bound("sam@larkfield", &args, "fp2"))
+                .is_err()
+        );
+        let mut edited = state.clone();
+        edited.pop();
+        assert!(
+            c.open(&edited, &bound("sam@larkfield", &args, "fp"))
+                .is_err()
+        );
+        let other_key = Confirmations::new(vec![8; 32], CONFIRMATION_TTL).unwrap();
+        assert!(
+            other_key
+                .open(&state, &bound("sam@larkfield", &args, "fp"))
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn only_an_accepted_true_is_yes() {
+        let accept = |content: Value| {
+            let mut r = ElicitResult::new(ElicitationAction::Accept);
+            r.content = Some(content);
+            r
+        };
+        assert!(read_answer(&accept(json!({"approve": true})), false).yes);
+        assert!(!read_answer(&accept(json!({"approve": "true"})), false).yes);
+        assert!(!read_answer(&accept(json!({})), false).yes);
+        assert!(!read_answer(&ElicitResult::new(ElicitationAction::Decline), false).yes);
+        let remembered = read_answer(&accept(json!({"approve": true, "remember": true})), true);
+        assert_eq!(remembered.remember, Some(Scope::Project));
+        let not_offered = read_answer(&accept(json!({"approve": true, "remember": true})), false);
+        assert_eq!(not_offered.remember, None);
+    }
+}

@@ -1,0 +1,190 @@
+//! A gateway: one MCP server in front of the servers of a servers file, for any MCP
+//! client, with the host's policy. It offers the namespaced catalog less the tools a
+//! deny rule hides, and sends every `tools/call` through the same gate as a host's
+//! proposals (checks, rules, hooks, remembered approvals, pinned definitions, the
+//! ledger) and the same dispatch (time limits, cancellation). When the policy asks, the
+//! person is asked through their own client (`confirm.rs`); a server's own questions go
+//! to that client too, never answered by the gateway. Replicas share their state
+//! through the store (`store.rs`). How the caller is known (a bearer token, the local
+//! user) is the binary's business: it hands the gateway a [`CallerOf`].
+
+pub mod call;
+pub mod confirm;
+pub mod store;
+
+use std::{
+    borrow::Cow,
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
+};
+
+use rmcp::{
+    ErrorData, RoleServer, ServerHandler,
+    model::{
+        CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
+        PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
+    },
+    service::RequestContext,
+};
+
+use crate::{
+    catalog::Origin,
+    config::Config,
+    dispatch::CallLimits,
+    host::Host,
+    person::{AnsweredBy, Approval, ApprovalRequest, Person},
+    trace::{Trace, random_hex},
+};
+
+pub use confirm::{CONFIRMATION_TTL, Confirmations};
+pub use store::Store;
+
+/// Who is calling, from a request: `user@tenant` as the binary knows it (a bearer
+/// token's caller over HTTP, the local user on stdio). Whose approvals hold, and named
+/// in the ledger.
+pub type CallerOf = Arc<dyn Fn(&RequestContext<RoleServer>) -> String + Send + Sync>;
+
+/// The gateway: a host's connections, catalog, settings and gate, served as one MCP
+/// server. Cheap to clone (one per HTTP request or stdio session).
+#[derive(Clone)]
+pub struct Gateway {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    host: Host,
+    confirmations: Confirmations,
+    caller_of: CallerOf,
+    /// Calls so far, for the ledger's step.
+    calls: AtomicU64,
+}
+
+/// The person behind the servers' own `elicitation/create` outside any caller's call:
+/// nobody the gateway can reach, so every such question is declined (and said). A
+/// caller's calls are answered through [`call::ClientPerson`] instead.
+struct Unreachable;
+
+impl Person for Unreachable {
+    fn approve<'a>(
+        &'a self,
+        _request: &'a ApprovalRequest,
+    ) -> futures::future::BoxFuture<'a, Approval> {
+        Box::pin(async { Approval::once(false, AnsweredBy::Nobody) })
+    }
+
+    fn elicit<'a>(
+        &'a self,
+        _server: &'a str,
+        _request: &'a rmcp::model::ElicitRequestParams,
+    ) -> futures::future::BoxFuture<'a, (rmcp::model::ElicitResult, AnsweredBy)> {
+        Box::pin(async { (crate::person::decline(), AnsweredBy::Nobody) })
+    }
+}
+
+impl Gateway {
+    /// Start every server of `config`, with approvals, confirmations and the ledger kept
+    /// in `store`; `caller_of` names who calls.
+    pub async fn start(
+        config: &Config,
+        store: Store,
+        trace: Trace,
+        caller_of: CallerOf,
+    ) -> Result<Gateway, String> {
+        let key = store.sealing_key()?;
+        let confirmations = Confirmations::new(key, CONFIRMATION_TTL)?;
+        let host = Host::start_keeping(config, Arc::new(Unreachable), trace, Arc::new(store)).await;
+        Ok(Gateway {
+            inner: Arc::new(Inner {
+                host,
+                confirmations,
+                caller_of,
+                calls: AtomicU64::new(0),
+            }),
+        })
+    }
+
+    /// The tools offered: every server's, namespaced, less those a deny rule without
+    /// conditions hides (the host's own tools are a host's, not offered).
+    pub fn tools(&self) -> Vec<Tool> {
+        let host = &self.inner.host;
+        let rules = &host.settings().rules;
+        host.catalog()
+            .tools()
+            .iter()
+            .filter(|t| matches!(t.origin, Origin::Server(_)))
+            .filter(|t| rules.hiding(&t.name).is_none())
+            .map(|t| {
+                let mut tool = t.tool.clone();
+                tool.name = t.name.clone().into();
+                tool
+            })
+            .collect()
+    }
+
+    /// Close every server.
+    pub async fn shutdown(self) {
+        if let Ok(inner) = Arc::try_unwrap(self.inner) {
+            inner.host.shutdown().await;
+        }
+    }
+
+    fn host(&self) -> &Host {
+        &self.inner.host
+    }
+
+    fn limits(&self) -> CallLimits {
+        let settings = self.host().settings();
+        CallLimits {
+            round_timeout: settings.tool_timeout,
+            max_round_timeout: settings.tool_max_timeout,
+            max_input_rounds: settings.max_input_rounds,
+        }
+    }
+
+    fn next_step(&self) -> (u64, String) {
+        (
+            self.inner.calls.fetch_add(1, Ordering::SeqCst) + 1,
+            random_hex(16),
+        )
+    }
+}
+
+impl ServerHandler for Gateway {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(
+                "gatehouse-gateway",
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(
+                "Gatehouse gateway: the tools of several MCP servers, named SERVER__TOOL, \
+                 under one policy. Some calls ask the user first, in a form.",
+            )
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let mut result = ListToolsResult::with_all_items(self.tools());
+        // The list is the same for every caller today, but a server behind may change
+        // it at any time: no cache may keep it.
+        result.ttl_ms = Some(0);
+        Ok(result)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        call::Call::new(self, request, &context).run().await
+    }
+}
