@@ -107,6 +107,22 @@ install_python_sdk() {
   "$venv/bin/pip" install -q --disable-pip-version-check mcp==2.3.0
 }
 
+# fastmcp: FastMCP 4.1.4 with fastmcp-tasks 4.1.4 (the tasks extension, SEP-2663, on the
+# server and the client side), in a venv of its own: it pulls pydocket, redis and more
+# that the Python SDK's venv must not get. fastmcp-tasks has no 4.2.x, so fastmcp is
+# pinned to 4.1.4 too (`fastmcp[tasks]==4.2.x` does not resolve).
+install_fastmcp() {
+  local venv="$PEERS_DIR/fastmcp"
+  if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c       'import importlib.metadata as m, sys; sys.exit(not (m.version("fastmcp") == "4.1.4" and m.version("fastmcp-tasks") == "4.1.4"))' 2>/dev/null; then
+    log "$venv: fastmcp 4.1.4 and fastmcp-tasks 4.1.4 already installed"
+    return 0
+  fi
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  log "$venv: installing fastmcp==4.1.4 fastmcp-tasks==4.1.4"
+  "$venv/bin/pip" install -q --disable-pip-version-check "fastmcp==4.1.4" "fastmcp-tasks==4.1.4"
+  "$venv/bin/python" -c 'import fastmcp_tasks'
+}
+
 # mcp_servers: the reference servers everything, filesystem and memory (stdio, Node 20 is fine).
 install_mcp_servers() {
   need_node
@@ -187,7 +203,7 @@ install_oauth() {
 
 # (Other peers go here, each as its own install_<peer> function, listed in PEERS.)
 
-PEERS=(browser node22 python_sdk mcp_servers inspector_cli inspector conformance nginx oauth)
+PEERS=(browser node22 python_sdk fastmcp mcp_servers inspector_cli inspector conformance nginx oauth)
 
 main() {
   local wanted=("$@")

@@ -47,6 +47,9 @@ pub enum Command {
     /// Sign in to an HTTP server that asks for it (OAuth), see the sign-ins kept, or sign
     /// out. Tokens are never shown.
     Auth(AuthArgs),
+    /// Calls the servers run as tasks, from any terminal: list them, look at one, cancel
+    /// one, or get one's result.
+    Tasks(TasksArgs),
     /// Print a completion script for a shell, made from these very flags:
     /// `gatehouse completions bash > ~/.local/share/bash-completion/completions/gatehouse`.
     Completions(CompletionsArgs),
@@ -143,6 +146,60 @@ pub struct AuthLogoutArgs {
     pub name: String,
     #[command(flatten)]
     pub host: HostArgs,
+}
+
+/// `gatehouse tasks …`.
+#[derive(Args, Debug)]
+pub struct TasksArgs {
+    #[command(subcommand)]
+    pub command: TasksCommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum TasksCommand {
+    /// Every task the host has a record of, the newest first. No server is reached.
+    List(TasksListArgs),
+    /// One task: its record, and its status asked of its server now.
+    Show(TaskArgs),
+    /// Cancel a task on its server (`tasks/cancel`); one that has ended is left as it is.
+    Cancel(TaskArgs),
+    /// A task's result, waiting up to --wait seconds for it to end (its questions are put
+    /// to you). Exits 3 while it is still running.
+    Result(TaskResultArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct TasksListArgs {
+    #[command(flatten)]
+    pub host: HostArgs,
+    /// Print the records as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct TaskArgs {
+    /// The task's id (or the start of it, if no other task's id starts so).
+    pub id: String,
+    #[command(flatten)]
+    pub host: HostArgs,
+    #[command(flatten)]
+    pub answers: AnswerArgs,
+    #[command(flatten)]
+    pub screen: ScreenArgs,
+    /// Print the record (and the end, when there is one) as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct TaskResultArgs {
+    #[command(flatten)]
+    pub task: TaskArgs,
+    /// How long to wait for the task to end, in seconds (0: look once).
+    #[arg(long, value_name = "SECS", default_value_t = 0,
+          value_parser = clap::value_parser!(u64).range(0..=86_400))]
+    pub wait: u64,
 }
 
 /// `gatehouse mcp …`.

@@ -11,6 +11,7 @@ mod mcp;
 mod output;
 mod policy_commands;
 mod screen;
+mod tasks;
 
 use std::{process::ExitCode, sync::Arc};
 
@@ -44,6 +45,11 @@ fn main() -> ExitCode {
         }
         Command::Man => manual::man(&mut std::io::stdout().lock())
             .map_err(|e| anyhow::anyhow!("cannot write the manual page: {e}")),
+        Command::Tasks(t) => match on_thread_pool(tasks::run(t)) {
+            // Still running: the report says so, and the status tells scripts.
+            Ok(false) => return ExitCode::from(3),
+            other => other.map(|_| ()),
+        },
         Command::Doctor(d) => match on_thread_pool(doctor::run(d)) {
             // Something is broken: the report says what, and the status says so to scripts.
             Ok(false) => return ExitCode::from(1),
@@ -103,7 +109,7 @@ struct Run {
 
 /// The configuration a command runs with: a servers file, or the built-in servers. With
 /// `say_which`, a file found without `--config` is named on stderr.
-fn load_config(host: &HostArgs, say_which: bool) -> anyhow::Result<Config> {
+pub(crate) fn load_config(host: &HostArgs, say_which: bool) -> anyhow::Result<Config> {
     let identity = Identity {
         user: host.user.clone(),
         tenant: host.tenant.clone(),
@@ -129,6 +135,9 @@ fn load_config(host: &HostArgs, say_which: bool) -> anyhow::Result<Config> {
     }
     if let Some(max) = config::tool_max_timeout_from_env().map_err(anyhow::Error::msg)? {
         config.settings.tool_max_timeout = max;
+    }
+    if let Some(wait) = config::task_wait_from_env().map_err(anyhow::Error::msg)? {
+        config.settings.task_wait = wait;
     }
     if let Some(n) = host.max_steps {
         anyhow::ensure!(
@@ -166,7 +175,11 @@ fn load_model(host: &HostArgs, config: &Config) -> anyhow::Result<Box<dyn model:
 /// server that needs a sign-in is signed in to at the terminal (the browser opened when
 /// `openBrowser` says so); without a terminal, it is reported as needing `gatehouse auth
 /// login`.
-fn person(answers: &AnswerArgs, show_calls: bool, settings: &config::Settings) -> Arc<Terminal> {
+pub(crate) fn person(
+    answers: &AnswerArgs,
+    show_calls: bool,
+    settings: &config::Settings,
+) -> Arc<Terminal> {
     let approve = match (answers.yes, answers.no) {
         (true, _) => Some(true),
         (_, true) => Some(false),
@@ -197,7 +210,11 @@ fn level(screen: &ScreenArgs) -> Level {
 
 /// The printer of a command that runs the host: its steps to `steps` at the level asked
 /// for, and every record to the log that `--log` or `logFile` names.
-fn printer(screen: &ScreenArgs, config: &Config, steps: StepsTo) -> anyhow::Result<Arc<Printer>> {
+pub(crate) fn printer(
+    screen: &ScreenArgs,
+    config: &Config,
+    steps: StepsTo,
+) -> anyhow::Result<Arc<Printer>> {
     let log = match screen.log.as_ref().or(config.settings.log_file.as_ref()) {
         Some(path) => Some(Log::open(path)?),
         None => None,

@@ -8,8 +8,11 @@
 //! client (sampling, elicitation, roots) answers `input_required`; on 2025-11-25 it sends
 //! the client a request in the middle of the call. Every `requestState` this server hands
 //! out is sealed (HMAC, rmcp's [`RequestStateCodec`]); one that does not open is refused.
+//! The tasks extension's tools (`greet`, `slow_compute`, …) are in `tasks`.
 
 #![allow(deprecated)] // sampling, roots and logging are deprecated by SEP-2577, still in the suite
+
+mod tasks;
 
 use std::{
     collections::BTreeSet,
@@ -20,15 +23,16 @@ use std::{
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
-        CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams,
-        CompleteResult, CreateMessageRequestParams, ElicitRequestParams, GetPromptRequestParams,
-        GetPromptResponse, GetPromptResult, Implementation, InputRequiredResult, InputResponses,
-        ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-        LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams,
-        ProgressNotificationParam, ProtocolVersion, ReadResourceRequestParams,
-        ReadResourceResponse, ReadResourceResult, RequestStateCodec, ServerCapabilities,
-        ServerConfig, SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool,
-        UnsubscribeRequestParams,
+        CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
+        CompleteRequestParams, CompleteResult, CreateMessageRequestParams, ElicitRequestParams,
+        GetPromptRequestParams, GetPromptResponse, GetPromptResult, GetTaskParams, GetTaskResult,
+        Implementation, InputRequiredResult, InputResponses, ListPromptsResult,
+        ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
+        LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam,
+        ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+        RequestStateCodec, ServerCapabilities, ServerConfig, SetLevelRequestParams,
+        SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
+        UpdateTaskParams,
     },
     service::{RequestContext, SubscriptionContext},
 };
@@ -123,6 +127,8 @@ pub struct Fixture {
     /// `resources/subscribe` URIs of legacy sessions.
     subscriptions: Arc<Mutex<BTreeSet<String>>>,
     changes: Arc<watch::Sender<Changes>>,
+    /// The tasks of the tasks extension's tools.
+    tasks: gatehouse_servers::tasks::Tasks,
 }
 
 impl Default for Fixture {
@@ -249,10 +255,18 @@ impl Fixture {
         }
         Fixture {
             info: Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")),
-            tools: Arc::new(serde_json::from_str(TOOLS).expect("the fixture's tools parse")),
+            tools: Arc::new(
+                [TOOLS, tasks::TOOLS]
+                    .iter()
+                    .flat_map(|t| {
+                        serde_json::from_str::<Vec<Tool>>(t).expect("the fixture's tools parse")
+                    })
+                    .collect(),
+            ),
             codec: RequestStateCodec::try_new(key.to_vec()).expect("a 32-byte key"),
             subscriptions: Arc::new(Mutex::new(BTreeSet::new())),
             changes: Arc::new(watch::Sender::new(Changes::default())),
+            tasks: tasks::store(),
         }
     }
 
@@ -352,9 +366,12 @@ impl Fixture {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let args = request.arguments.clone().unwrap_or_default();
         let responses = request.input_responses.as_ref();
         check_responses(responses)?;
+        if let Some(answer) = tasks::call(self, &request, &context).await {
+            return answer;
+        }
+        let args = request.arguments.clone().unwrap_or_default();
         let state = self.open_state(request.request_state.as_deref())?;
         match request.name.as_ref() {
             "test_simple_text" => text_result("This is a simple text response for testing."),
@@ -674,6 +691,7 @@ impl ServerHandler for Fixture {
             "resources": {"subscribe": true, "listChanged": true},
             "logging": {},
             "completions": {},
+            "extensions": {gatehouse_servers::tasks::TASKS_EXTENSION_ID: {}},
         }))
         .expect("the fixture's capabilities parse");
         ServerConfig::new(capabilities)
@@ -701,6 +719,30 @@ impl ServerHandler for Fixture {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         self.call(request, context).await
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        tasks::get(self, &request.task_id)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        tasks::update(self, &request.task_id, request.input_responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        tasks::cancel(self, &request.task_id)
     }
 
     async fn list_prompts(

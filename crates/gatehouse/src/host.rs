@@ -22,6 +22,7 @@ use crate::{
     gate::{Gate, Keeper},
     person::Person,
     policy, redact,
+    tasks::{Records, default_path},
     trace::{Trace, Who, random_hex},
 };
 
@@ -40,6 +41,8 @@ pub struct Host {
     stopper: Stopper,
     /// Questions begun so far; lists are re-read by age only after the first.
     turns: AtomicU64,
+    /// The records of calls run as tasks (`tasksFile`), opened on first use.
+    tasks: Records,
     /// The person's policy at work: approvals remembered, the ledger, the hooks.
     gate: Gate,
 }
@@ -122,6 +125,13 @@ impl Host {
             session_id,
             stopper: Stopper::default(),
             turns: AtomicU64::new(0),
+            tasks: Records::at(
+                config
+                    .settings
+                    .tasks_file
+                    .clone()
+                    .unwrap_or_else(default_path),
+            ),
         }
     }
 
@@ -202,6 +212,22 @@ impl Host {
     /// The live catalog, for the gate that decides on a call.
     pub fn live(&self) -> &Live {
         &self.catalog
+    }
+
+    /// The records of calls run as tasks.
+    pub fn tasks(&self) -> &Records {
+        &self.tasks
+    }
+
+    /// Where a turn looks again at the tasks no model was told the end of.
+    pub(crate) fn looking(&self) -> crate::tasks::Looking<'_> {
+        crate::tasks::Looking {
+            records: &self.tasks,
+            connections: &self.connections,
+            stopper: &self.stopper,
+            person: self.person.as_ref(),
+            trace: &self.trace,
+        }
     }
 
     /// The connection to a server, by its name.

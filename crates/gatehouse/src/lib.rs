@@ -21,6 +21,8 @@
 //! - [`result`]: what goes back into the model's context, bounded;
 //! - [`turn`]: one question, from the model's first proposal to its answer;
 //! - [`host`]: the session: the connections, the catalog, start and shutdown;
+//! - [`tasks`]: calls that go on as tasks after their turn: the records, the report at the
+//!   next turn, `gatehouse tasks`;
 //! - [`trace`]: the steps of a run, for people and scripts.
 //!
 //! Beside them: [`text`] (a peer's text made safe to show), [`redact`] (the host's secrets
@@ -48,6 +50,7 @@ pub mod probe;
 pub mod result;
 pub mod rules;
 pub mod schema;
+pub mod tasks;
 pub mod trace;
 pub mod turn;
 

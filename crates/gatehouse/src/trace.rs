@@ -177,6 +177,9 @@ pub enum Outcome {
     Timeout,
     /// The person stopped it.
     Stopped,
+    /// The server runs it as a task, which went on in the background when the turn
+    /// stopped waiting.
+    Background,
 }
 
 /// The host's record of one proposed call, whatever became of it.
@@ -202,6 +205,10 @@ pub struct ToolEvent {
     pub ms: f64,
     /// Bytes of what went back into the model's context.
     pub result_bytes: usize,
+    /// The task the server ran the call as, if it did: its `tasks/*` requests carry the
+    /// same `trace_id` and `step`, so the server's records of them join this one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
 }
 
 impl ToolEvent {

@@ -10,6 +10,7 @@
 //! What each model call is offered, and the host's `search_tools` and `read_result`, are
 //! in `offered`.
 
+mod as_tasks;
 mod offered;
 
 use std::{collections::HashMap, time::Instant};
@@ -24,6 +25,7 @@ use crate::{
     host::Host,
     model::{Message, Model, ToolCall, Usage},
     result::{self, ForModel, Kept, Shaped, Shaper, shape::round_ms},
+    tasks::records,
     trace::{Outcome, ToolEvent, Who, random_hex},
 };
 
@@ -72,6 +74,8 @@ struct Ended {
     outcome: Outcome,
     server: String,
     asked_user: bool,
+    /// The task the server ran it as, if it did.
+    task_id: Option<String>,
 }
 
 impl Host {
@@ -124,6 +128,7 @@ impl Turn<'_> {
         {
             conversation.push(Message::System(prompt.clone()));
         }
+        self.report_ended_tasks(conversation).await;
         conversation.push(Message::User(question.into()));
         host.refresh_catalog(self.state.number > 1).await;
         self.begin_offer(&model.name());
@@ -238,6 +243,7 @@ impl Turn<'_> {
             asked_user: ended.asked_user,
             ms: round_ms(start.elapsed()),
             result_bytes: ended.shown.text.len(),
+            task_id: ended.task_id,
         });
         ended.shown
     }
@@ -271,6 +277,7 @@ impl Turn<'_> {
         };
         let stopper = self.host.stopper();
         let stop = stopper.begin();
+        let started_ms = records::now_ms();
         let done = dispatch::call_tool(
             to_send,
             self.limits(),
@@ -292,6 +299,9 @@ impl Turn<'_> {
         let end = gate
             .after_call(&proposal, &tool, &arguments, done.end, self.host.trace())
             .await;
+        if let Some(seen) = &done.task {
+            self.keep_task(call, &tool, no, started_ms, seen, &end);
+        }
         let stem = self.stem(no);
         let Shaped {
             shown,
@@ -310,6 +320,7 @@ impl Turn<'_> {
             outcome,
             server: server.clone(),
             asked_user: done.asked_user,
+            task_id: done.task.map(|seen| seen.id),
         }
     }
 
@@ -358,6 +369,7 @@ impl Turn<'_> {
             outcome: shaped.outcome,
             server,
             asked_user: false,
+            task_id: None,
         }
     }
 
@@ -429,6 +441,7 @@ impl Turn<'_> {
             round_timeout: settings.tool_timeout,
             max_round_timeout: settings.tool_max_timeout,
             max_input_rounds: settings.max_input_rounds,
+            task_wait: settings.task_wait,
         }
     }
 
@@ -464,6 +477,7 @@ impl Turn<'_> {
             outcome,
             server: server.to_owned(),
             asked_user: false,
+            task_id: None,
         }
     }
 }

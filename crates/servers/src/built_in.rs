@@ -28,11 +28,14 @@ pub const BUILT_IN_ALLOW: &[&str] = &[
 ];
 
 /// What the built-in servers read from the host's environment beyond the base environment every stdio server gets: the
-/// tickets server's store, its sealing key and confirmation lifetime, and where data lives.
+/// tickets server's store, its sealing key and confirmation lifetime, the task store and
+/// when a task's runner counts as stopped, and where data lives.
 pub const BUILT_IN_PASS_ENV: &[&str] = &[
     "GATEHOUSE_TICKETS_DB",
     "GATEHOUSE_TICKETS_KEY",
     "GATEHOUSE_TICKETS_CONFIRM_TTL_MS",
+    crate::tasks::ENV_DB,
+    crate::tasks::ENV_STALE_MS,
     "XDG_DATA_HOME",
 ];
 

@@ -18,6 +18,12 @@ pub struct ServeArgs {
     /// ~/.local/share/gatehouse/tickets.db).
     #[arg(long, value_name = "PATH")]
     pub db: Option<PathBuf>,
+    /// The task store of the servers whose calls may run as tasks (default:
+    /// $GATEHOUSE_SERVER_TASKS_DB, else ~/.local/share/gatehouse/server-tasks.db for the
+    /// orders server; the testbed keeps its tasks in memory). Instances that share it
+    /// answer for each other's tasks.
+    #[arg(long, value_name = "PATH")]
+    pub tasks_db: Option<PathBuf>,
     /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio (port 0 picks a free
     /// one; the address is printed on stderr). Stops on SIGTERM or Ctrl-C.
     #[arg(long, value_name = "IP:PORT")]
@@ -136,6 +142,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         .map_err(|e| anyhow::anyhow!("cannot start the async runtime: {e}"))?;
     let options = crate::ServeOptions {
         db: args.db.clone(),
+        tasks_db: args.tasks_db.clone(),
     };
     let limits = args.http_limits();
     let result = runtime.block_on(async {

@@ -217,12 +217,22 @@ pub fn log_line(record: Value) {
     let _ = std::io::stderr().lock().write_all(line.as_bytes());
 }
 
-/// Seconds since the epoch as an RFC 3339 UTC timestamp, for log records.
+/// Now as an RFC 3339 UTC timestamp, for log records.
 pub fn timestamp() -> String {
-    let now = SystemTime::now()
+    timestamp_of(now_ms())
+}
+
+/// Milliseconds since the epoch, now.
+pub fn now_ms() -> u64 {
+    SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    let secs = now.as_secs() as i64;
+        .unwrap_or_default()
+        .as_millis() as u64
+}
+
+/// Milliseconds since the epoch as an RFC 3339 UTC timestamp.
+pub fn timestamp_of(ms: u64) -> String {
+    let secs = (ms / 1000) as i64;
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     let (y, m, d) = civil_from_days(days);
     format!(
@@ -230,7 +240,7 @@ pub fn timestamp() -> String {
         rem / 3600,
         rem % 3600 / 60,
         rem % 60,
-        now.subsec_millis()
+        ms % 1000
     )
 }
 
@@ -334,6 +344,7 @@ pub fn call_outcome(result: &Result<rmcp::model::CallToolResponse, ErrorData>) -
     match result {
         Err(_) => "error",
         Ok(rmcp::model::CallToolResponse::InputRequired(_)) => "input_required",
+        Ok(rmcp::model::CallToolResponse::Task(_)) => "task",
         Ok(rmcp::model::CallToolResponse::Complete(r)) if r.is_error == Some(true) => "tool_error",
         Ok(_) => "ok",
     }
@@ -347,6 +358,7 @@ mod tests {
     fn civil_dates() {
         assert_eq!(civil_from_days(0), (1970, 1, 1));
         assert_eq!(civil_from_days(20_723), (2026, 9, 27));
+        assert_eq!(timestamp_of(1_790_000_000_123), "2026-09-21T14:13:20.123Z");
     }
 
     #[test]

@@ -4,16 +4,21 @@
 //! its `mcp.request` record), one shape for the `tool_call` record, and one mapping from a
 //! tool's failure to the word its record logs and the answer the client gets.
 //!
-//! A server implements [`Desk`]; [`Served`] turns it into an rmcp `ServerHandler`.
+//! A server implements [`Desk`]; [`Served`] turns it into an rmcp `ServerHandler`. A desk
+//! whose tools may run as tasks gives its [`Tasks`] and their work (`tasks`: the glue to
+//! the tasks extension).
+
+mod tasks;
 
 use std::{sync::Arc, time::Instant};
 
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
-        CallToolRequestParams, CallToolResponse, CallToolResult, Implementation,
-        ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
-        ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig, Tool,
+        CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, GetTaskParams,
+        GetTaskResult, Implementation, ListResourcesResult, ListToolsResult,
+        PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+        ServerCapabilities, ServerConfig, Tool, UpdateTaskParams,
     },
     service::RequestContext,
 };
@@ -22,6 +27,7 @@ use serde_json::{Map, Value, json};
 use crate::{
     common::{self, Caller, RequestLog},
     membership::{self, Refusal, Role},
+    tasks::{Job, Leg, TaskMode, Tasks},
 };
 
 /// How a tool call failed. Each kind has one word in the `tool_call` record and one
@@ -63,6 +69,20 @@ impl Failure {
             Failure::Unavailable(_) => "unavailable",
             Failure::Cancelled => "cancelled",
             Failure::Protocol(_) => "error",
+        }
+    }
+
+    /// The end of a task's leg this failure makes: a cancellation, a JSON-RPC error (the
+    /// task fails), or a tool error (the task completes with it).
+    pub fn into_leg(self, info: &Implementation) -> Leg {
+        match self {
+            Failure::Cancelled => Leg::Cancelled,
+            Failure::Protocol(e) => Leg::Failed(e),
+            other => match other.answer(info) {
+                Ok(CallToolResponse::Complete(result)) => Leg::Done(result),
+                Ok(_) => Leg::Failed(ErrorData::internal_error("the tool asked mid-task", None)),
+                Err(e) => Leg::Failed(e),
+            },
         }
     }
 
@@ -254,6 +274,30 @@ pub trait Desk: Clone + Send + Sync + 'static {
     }
     /// Run one of its tools.
     fn run(&self, call: Call<'_>) -> impl Future<Output = Result<Done, Failure>> + Send;
+    /// The server's tasks, when some of its tools may run as tasks.
+    fn tasks(&self) -> Option<&Tasks> {
+        None
+    }
+    /// Whether `tool` runs as a task (when the request declares the extension).
+    fn task_mode(&self, tool: &str) -> TaskMode {
+        let _ = tool;
+        TaskMode::Never
+    }
+    /// Check a call that is about to become a task, so that wrong arguments are told at
+    /// once rather than as the task's result (default: the work checks them).
+    fn check_task(&self, call: &Call<'_>) -> Result<(), Failure> {
+        let _ = call;
+        Ok(())
+    }
+    /// One leg of a task's work.
+    fn run_task(&self, job: Job) -> impl Future<Output = Leg> + Send {
+        async move {
+            Leg::Failed(ErrorData::internal_error(
+                format!("{} runs no tasks", job.tool),
+                None,
+            ))
+        }
+    }
     /// `resources/list`, for a server with resources.
     fn list_resources(&self, caller: &Caller) -> Result<ListResourcesResult, ErrorData> {
         let _ = caller;
@@ -361,6 +405,16 @@ impl<D: Desk> Served<D> {
         let record = |outcome: &str, extra: Value| {
             tool_call_record(D::PROFILE.name, &caller, role, name, outcome, extra, start)
         };
+        if let Some(tasks) = desk.tasks() {
+            match (desk.task_mode(name), crate::tasks::declared(context)) {
+                (TaskMode::Never, _) | (TaskMode::Optional, false) => {}
+                (TaskMode::Required, false) => {
+                    record("needs_tasks", json!({}));
+                    return Err(crate::tasks::needs_tasks());
+                }
+                (_, true) => return tasks::start(self, tasks, &call, &record),
+            }
+        }
         match desk.run(call).await {
             Ok(Done {
                 ran: Ran::Asking(response),
@@ -384,7 +438,14 @@ impl<D: Desk> Served<D> {
 
 impl<D: Desk> ServerHandler for Served<D> {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(self.0.capabilities())
+        let mut capabilities = self.0.capabilities();
+        if self.0.tasks().is_some() {
+            capabilities
+                .extensions
+                .get_or_insert_with(Default::default)
+                .insert(crate::tasks::TASKS_EXTENSION_ID.into(), Default::default());
+        }
+        ServerConfig::new(capabilities)
             .with_server_info(self.0.info().clone())
             .with_instructions(D::PROFILE.instructions)
     }
@@ -423,6 +484,30 @@ impl<D: Desk> ServerHandler for Served<D> {
         let response = self.call(&request, &context).await;
         log.finish(common::call_outcome(&response));
         response
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        tasks::get(self, &request.task_id, &context)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        tasks::update(self, request.task_id, request.input_responses, &context)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        tasks::cancel(self, &request.task_id, &context)
     }
 
     async fn list_resources(

@@ -5,7 +5,8 @@
 //! tool names, silence, and dying in the middle of a call.
 //!
 //! `HOSTILE=SCENARIO` picks the attack (see [`Scenario`]); every scenario offers at least
-//! one tool the host can call to trigger it. Nothing here is bounded on purpose except the
+//! one tool the host can call to trigger it. The attacks through the tasks extension are
+//! in `tasks`. Nothing here is bounded on purpose except the
 //! sizes below, which are the attacks' own.
 
 use std::{
@@ -15,6 +16,8 @@ use std::{
 };
 
 use serde_json::{Value, json};
+
+mod tasks;
 
 /// The environment variable naming the scenario.
 pub const ENV_SCENARIO: &str = "HOSTILE";
@@ -74,6 +77,12 @@ pub enum Scenario {
     /// A form with no required field, and the answer it got reported back: a host that
     /// answers for the person shows here.
     Forms,
+    /// Tasks gone wrong, one tool each (`tasks`): never ending, going back, flooding,
+    /// polled every 0 ms or once a year, malformed, about another task, asking.
+    Tasks,
+    /// No `server/discover` (so the host connects with `initialize`, where the tasks
+    /// extension does not exist), and a task as the answer to every call all the same.
+    TaskUnasked,
 }
 
 impl Scenario {
@@ -96,6 +105,8 @@ impl Scenario {
         ("stderr-flood", Scenario::StderrFlood),
         ("env", Scenario::Env),
         ("forms", Scenario::Forms),
+        ("tasks", Scenario::Tasks),
+        ("task-unasked", Scenario::TaskUnasked),
     ];
 
     /// The scenario `HOSTILE` names.
@@ -232,6 +243,7 @@ fn tools(scenario: Scenario) -> Vec<Value> {
             plain("search.knowledge", "Search the knowledge base (the decoy)."),
             plain("search_knowledge", "Search the knowledge base."),
         ],
+        Scenario::Tasks => tasks::tools(),
         _ => vec![plain("attack", "Run this scenario's attack.")],
     }
 }
@@ -386,6 +398,7 @@ pub fn run(scenario: Scenario) -> anyhow::Result<()> {
         }
     }
     let stdin = std::io::stdin();
+    let mut tasks = tasks::Tasks::default();
     for line in stdin.lock().lines() {
         let Ok(line) = line else { break };
         let Ok(message) = serde_json::from_str::<Value>(&line) else {
@@ -399,7 +412,15 @@ pub fn run(scenario: Scenario) -> anyhow::Result<()> {
             out.raw(b"this is not JSON\n{\"jsonrpc\": \"2.0\"}\n[1, 2\n\x1b[2J\n{\"id\": {}}\n");
         }
         let params = &message["params"];
+        let with_tasks = matches!(scenario, Scenario::Tasks | Scenario::TaskUnasked);
         match method {
+            "server/discover" if scenario == Scenario::TaskUnasked => {
+                out.error(id, -32601, "method not found")
+            }
+            "tools/call" if with_tasks => tasks.call(&out, id, params),
+            "tasks/get" | "tasks/update" | "tasks/cancel" if with_tasks => {
+                tasks.handle(&out, id, method, params)
+            }
             "server/discover" => out.result(id, json!({
                 "resultType": "complete", "supportedVersions": ["2026-07-28"],
                 "capabilities": {"tools": {}}, "ttlMs": 0, "cacheScope": "private",

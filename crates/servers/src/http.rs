@@ -68,6 +68,7 @@ use crate::{
 
 pub mod connections;
 pub mod sessions;
+pub mod task_route;
 
 use connections::{Connections, ThrottledLog};
 use sessions::{BoundedSessions, Refused, SessionLimits, Sessions};
@@ -722,7 +723,7 @@ async fn authenticate(State(gate): State<Arc<Gate>>, request: Request, next: Nex
         let method = message.as_ref().and_then(|m| m.method.as_deref());
         let tool = message
             .as_ref()
-            .and_then(|m| m.params.as_ref()?.name.as_deref());
+            .and_then(|m| m.params.as_ref()?.get("name")?.as_str());
         let needed = oauth::required_scopes(method, tool.and_then(|t| (gate.read_only)(t)));
         if !grant.missing(needed).is_empty() {
             return insufficient_scope(rs, grant, needed, tool);
@@ -876,11 +877,16 @@ async fn read_post(
         Err(e) if e.is_data() => None,
         Err(e) => return Err(parse_error(e.to_string())),
     };
+    let mut parts = parts;
+    if let Some(m) = &message {
+        task_route::fill_in(&mut parts.headers, m.method.as_deref(), m.params.as_ref());
+    }
     Ok((Request::from_parts(parts, Body::from(bytes)), message))
 }
 
-/// What the HTTP layer reads of a JSON-RPC message: its id, its method, and the name in
-/// its params (a tool call's tool, for the scopes it needs).
+/// What the HTTP layer reads of a JSON-RPC message: its id, its method, and its params
+/// (the name in them is a tool call's tool, for the scopes it needs; [`task_route`] reads
+/// the rest).
 #[derive(Deserialize)]
 struct Peek {
     #[serde(default)]
@@ -888,14 +894,7 @@ struct Peek {
     #[serde(default)]
     method: Option<String>,
     #[serde(default)]
-    params: Option<PeekParams>,
-}
-
-/// The `name` in a message's params.
-#[derive(Deserialize)]
-struct PeekParams {
-    #[serde(default)]
-    name: Option<String>,
+    params: Option<Value>,
 }
 
 /// Whether JSON text opens more than `max` arrays or objects inside one another. One pass

@@ -18,7 +18,9 @@ pub mod http;
 pub mod membership;
 pub mod oauth;
 pub mod orders;
+pub mod store;
 pub mod support;
+pub mod tasks;
 pub mod testbed;
 pub mod tickets;
 
@@ -36,6 +38,33 @@ pub const SERVER_NAMES: &[&str] = &["support", "cmdb", "tickets", "orders", "tes
 pub struct ServeOptions {
     /// The tickets server's store (default: [`tickets::default_db_path`]).
     pub db: Option<PathBuf>,
+    /// The task store (default: [`tasks::default_db_path`] for the orders server; the
+    /// testbed keeps its tasks in memory unless one is named here or in [`tasks::ENV_DB`]).
+    pub tasks_db: Option<PathBuf>,
+}
+
+impl ServeOptions {
+    /// The orders server, with its tasks in the task store.
+    fn orders(&self, caller: common::Caller) -> anyhow::Result<orders::OrdersServer> {
+        let path = self.tasks_db.clone().unwrap_or_else(tasks::default_db_path);
+        let tasks = tasks::Tasks::open(&path, "orders", tasks::TaskSettings::from_env()?)?;
+        Ok(orders::OrdersServer::new(caller)?.with_tasks(tasks))
+    }
+
+    /// The testbed, with its tasks in the task store named, else in memory.
+    fn testbed(&self) -> anyhow::Result<testbed::Testbed> {
+        let settings = tasks::TaskSettings::from_env()?;
+        let named = self.tasks_db.clone().or_else(|| {
+            std::env::var_os(tasks::ENV_DB)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        });
+        let tasks = match named {
+            Some(path) => tasks::Tasks::open(&path, "testbed", settings)?,
+            None => tasks::Tasks::in_memory("testbed", settings)?,
+        };
+        Ok(testbed::Testbed::new(testbed::TestbedOptions::from_env()?).with_tasks(tasks))
+    }
 }
 
 /// Run a server on stdio until the client goes away. The server comes boxed, so that the
@@ -105,7 +134,7 @@ pub async fn serve_stdio(name: &str, options: ServeOptions) -> anyhow::Result<()
     match name {
         "support" => run(Served::new(support::SupportServer::new(caller)?).into_dyn()).await,
         "cmdb" => run(Served::new(cmdb::CmdbServer::new(caller)?).into_dyn()).await,
-        "orders" => run(Served::new(orders::OrdersServer::new(caller)?).into_dyn()).await,
+        "orders" => run(Served::new(options.orders(caller)?).into_dyn()).await,
         "tickets" => {
             let db = options.db.unwrap_or_else(tickets::default_db_path);
             run(Served::new(tickets::TicketsServer::new(caller, &db)?).into_dyn()).await
@@ -114,7 +143,7 @@ pub async fn serve_stdio(name: &str, options: ServeOptions) -> anyhow::Result<()
             if !testbed::misbehave_at_start() {
                 std::process::exit(1);
             }
-            run(testbed::Testbed::new(testbed::TestbedOptions::from_env()?).into_dyn()).await
+            run(options.testbed()?.into_dyn()).await
         }
         // Raw JSON lines on purpose: its attacks are on the wire rmcp would not let it write.
         "hostile" => hostile::run(hostile::Scenario::from_env()?),
@@ -160,15 +189,7 @@ pub async fn serve_http(
             .await
         }
         "cmdb" => http::serve(Served::new(cmdb::CmdbServer::new(caller)?), auth, anyone, o).await,
-        "orders" => {
-            http::serve(
-                Served::new(orders::OrdersServer::new(caller)?),
-                auth,
-                anyone,
-                o,
-            )
-            .await
-        }
+        "orders" => http::serve(Served::new(options.orders(caller)?), auth, anyone, o).await,
         "tickets" => {
             let db = options.db.unwrap_or_else(tickets::default_db_path);
             let server = Served::new(tickets::TicketsServer::new(caller, &db)?);
@@ -178,8 +199,7 @@ pub async fn serve_http(
             if !testbed::misbehave_at_start() {
                 std::process::exit(1);
             }
-            let server = testbed::Testbed::new(testbed::TestbedOptions::from_env()?);
-            http::serve(server, auth, anyone, o).await
+            http::serve(options.testbed()?, auth, anyone, o).await
         }
     }
 }

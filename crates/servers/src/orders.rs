@@ -1,14 +1,15 @@
 //! `orders`: Larkfield's order desk. `get_order_status` answers with structured content, a
 //! text copy, and a `resource_link` to the full record (`orders://A-1002`), readable with
 //! `resources/read`. `export_report` is the long call: it reports progress at least every
-//! 5% and stops promptly when cancelled.
+//! 5% and stops promptly when cancelled. For a client that declares the tasks extension it
+//! runs as a task (`crate::tasks`): its progress is the task's status message, and where
+//! it is, its checkpoint, so that another instance goes on from there if this one stops.
 
 use std::{sync::Arc, time::Duration};
 
 use rmcp::{
-    ErrorData, RoleServer,
-    model::{CallToolResult, ListResourcesResult, ProgressNotificationParam, ReadResourceResponse},
-    service::RequestContext,
+    ErrorData,
+    model::{CallToolResult, ListResourcesResult, ReadResourceResponse},
 };
 use serde_json::{Map, Value, json};
 
@@ -16,6 +17,7 @@ use crate::{
     common::{self, Caller},
     data,
     desk::{Call, Desk, Done, Failure, Parts, Profile, Ran},
+    tasks::{Job, Leg, TaskMode, Tasks, Watch},
 };
 
 /// What the orders server tells a client about itself at discovery.
@@ -34,6 +36,8 @@ pub const MAX_EXPORT_ROWS: i64 = 100_000;
 pub struct OrdersServer {
     orders: Arc<Vec<Map<String, Value>>>,
     parts: Parts,
+    /// Where `export_report` runs as a task, when the server has a task store.
+    tasks: Option<Tasks>,
 }
 
 fn uri_of(order_id: &str) -> String {
@@ -56,7 +60,15 @@ impl OrdersServer {
                 &["get_order_status", "export_report"],
                 caller,
             ),
+            tasks: None,
         })
+    }
+
+    /// The same server, running `export_report` as a task in `tasks` for clients that
+    /// declare the extension.
+    pub fn with_tasks(mut self, tasks: Tasks) -> Self {
+        self.tasks = Some(tasks);
+        self
     }
 
     fn find(&self, order_id: &str) -> Option<&Map<String, Value>> {
@@ -114,11 +126,8 @@ impl OrdersServer {
         Ok(result)
     }
 
-    async fn export_report(
-        &self,
-        args: &Map<String, Value>,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<Value, Failure> {
+    /// Check `export_report`'s arguments: the number of rows.
+    fn export_rows(args: &Map<String, Value>) -> Result<usize, Failure> {
         common::no_unknown_args(args, &["rows"])?;
         let rows = common::int_arg(args, "rows", 0, 1, MAX_EXPORT_ROWS)?;
         if rows == 0 {
@@ -126,8 +135,17 @@ impl OrdersServer {
                 "invalid arguments: \"rows\" is required".into(),
             ));
         }
-        let rows = rows as usize;
-        let token = context.meta.get_progress_token();
+        Ok(rows as usize)
+    }
+
+    /// Build the report, from `from` (a task's checkpoint) on, telling `watch` how far it
+    /// is after each chunk and stopping when it is cancelled.
+    async fn export_report(
+        &self,
+        rows: usize,
+        from: Export,
+        watch: Watch<'_>,
+    ) -> Result<Value, Failure> {
         let lines: Vec<(&str, &Value)> = self
             .orders
             .iter()
@@ -141,18 +159,16 @@ impl OrdersServer {
             })
             .collect();
         let step = (rows * PROGRESS_EVERY_PERCENT / 100).clamp(1, EXPORT_CHUNK_ROWS);
-        let mut total_value = 0.0;
-        let mut preview = Vec::new();
-        let mut done = 0;
-        while done < rows {
-            let n = step.min(rows - done);
-            for k in done..done + n {
+        let mut export = from;
+        while export.done < rows {
+            let n = step.min(rows - export.done);
+            for k in export.done..export.done + n {
                 let (id, item) = lines[k % lines.len()];
                 let value = item["unit_price"].as_f64().unwrap_or(0.0)
                     * item["quantity"].as_f64().unwrap_or(1.0);
-                total_value += value;
-                if preview.len() < 5 {
-                    preview.push(format!(
+                export.total_value += value;
+                if export.preview.len() < 5 {
+                    export.preview.push(format!(
                         "{id},{},{},{value:.2}",
                         item["sku"].as_str().unwrap_or(""),
                         item["quantity"]
@@ -160,31 +176,60 @@ impl OrdersServer {
                 }
             }
             tokio::select! {
-                _ = context.ct.cancelled() => {
-                    common::log_line(json!({"ts": common::timestamp(), "event": "cancelled", "tool": "export_report", "rows_done": done, "rows": rows}));
+                _ = watch.cancelled() => {
+                    common::log_line(json!({"ts": common::timestamp(), "event": "cancelled", "tool": "export_report", "rows_done": export.done, "rows": rows}));
                     return Err(Failure::Cancelled);
                 }
                 _ = tokio::time::sleep(EXPORT_ROW_COST * n as u32) => {}
             }
-            done += n;
-            if let Some(token) = &token {
-                let _ = context
-                    .peer
-                    .notify_progress(
-                        ProgressNotificationParam::new(token.clone(), done as f64)
-                            .with_total(rows as f64)
-                            .with_message(format!("{done} of {rows} rows")),
-                    )
-                    .await;
-            }
+            export.done += n;
+            let checkpoint = serde_json::to_value(&export).ok();
+            let (done, message) = (export.done, format!("{} of {rows} rows", export.done));
+            watch
+                .report(done as f64, rows as f64, &message, checkpoint)
+                .await;
         }
         Ok(json!({
             "rows": rows,
             "columns": ["order_id", "sku", "quantity", "value"],
-            "total_value": (total_value * 100.0).round() / 100.0,
-            "preview": preview,
+            "total_value": (export.total_value * 100.0).round() / 100.0,
+            "preview": export.preview,
         }))
     }
+
+    /// `export_report` run as a task: from its checkpoint when a leg is run again.
+    async fn export_task(&self, job: &Job) -> Leg {
+        let rows = match Self::export_rows(&job.args) {
+            Ok(rows) => rows,
+            Err(failure) => return failure.into_leg(&self.parts.info),
+        };
+        let from = job
+            .checkpoint
+            .clone()
+            .and_then(|c| serde_json::from_value::<Export>(c).ok())
+            .filter(|e| e.done <= rows)
+            .unwrap_or_default();
+        if from.done > 0 {
+            common::log_line(
+                json!({"ts": common::timestamp(), "event": "export_resumed", "rows_done": from.done, "rows": rows}),
+            );
+        }
+        match self
+            .export_report(rows, from, Watch::Task(&job.control))
+            .await
+        {
+            Ok(value) => Leg::Done(common::structured_result(value, &self.parts.info)),
+            Err(failure) => failure.into_leg(&self.parts.info),
+        }
+    }
+}
+
+/// How far a report is: what a task's checkpoint keeps.
+#[derive(Debug, Default, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Export {
+    done: usize,
+    total_value: f64,
+    preview: Vec<String>,
 }
 
 impl Desk for OrdersServer {
@@ -197,12 +242,35 @@ impl Desk for OrdersServer {
     async fn run(&self, call: Call<'_>) -> Result<Done, Failure> {
         let ran = match call.name {
             "get_order_status" => Ran::Result(self.get_order_status(&call.args)?),
-            _ => Ran::Value(self.export_report(&call.args, call.context).await?),
+            _ => {
+                let rows = Self::export_rows(&call.args)?;
+                let watch = Watch::Call(call.context);
+                Ran::Value(self.export_report(rows, Export::default(), watch).await?)
+            }
         };
         Ok(Done {
             ran,
             extra: json!({}),
         })
+    }
+
+    fn tasks(&self) -> Option<&Tasks> {
+        self.tasks.as_ref()
+    }
+
+    fn task_mode(&self, tool: &str) -> TaskMode {
+        match tool {
+            "export_report" => TaskMode::Optional,
+            _ => TaskMode::Never,
+        }
+    }
+
+    fn check_task(&self, call: &Call<'_>) -> Result<(), Failure> {
+        Self::export_rows(&call.args).map(|_| ())
+    }
+
+    async fn run_task(&self, job: Job) -> Leg {
+        self.export_task(&job).await
     }
 
     fn list_resources(&self, _caller: &Caller) -> Result<ListResourcesResult, ErrorData> {

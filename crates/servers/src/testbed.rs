@@ -16,6 +16,10 @@
 //!   JSON array of definitions, or `{"tools": [...]}`, as `bench/catalog/servers/` pins real
 //!   servers' lists); every call of one answers with its arguments. With `TESTBED_TOOLS`,
 //!   the generated tools come after them.
+//!
+//! `task_job` (`job`) is its long job, a task for clients that declare the tasks extension.
+
+mod job;
 
 use std::{
     sync::{Arc, RwLock},
@@ -25,16 +29,21 @@ use std::{
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
-        CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
-        PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, ServerCapabilities,
-        ServerConfig, SubscriptionFilter, Tool,
+        CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, GetTaskMethod,
+        GetTaskParams, GetTaskResult, Implementation, ListToolsResult, PaginatedRequestParams,
+        ProgressNotificationParam, ProtocolVersion, ServerCapabilities, ServerConfig,
+        SubscriptionFilter, Tool, UpdateTaskParams,
     },
     service::{RequestContext, SubscriptionContext},
 };
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use crate::{common, data};
+use crate::{
+    common::{self, Caller},
+    data,
+    tasks::{self, Tasks, Watch},
+};
 
 /// The longest a `sleep` call may ask for.
 pub const MAX_SLEEP_SECONDS: f64 = 600.0;
@@ -92,6 +101,8 @@ pub struct Testbed {
     /// the notification before the answer.
     announced: Arc<watch::Sender<u64>>,
     listeners: Arc<std::sync::atomic::AtomicUsize>,
+    /// Where `task_job` runs as a task.
+    tasks: Option<Tasks>,
 }
 
 /// Settings read from the environment at start.
@@ -183,6 +194,9 @@ impl Testbed {
         let mut tools: Vec<Tool> = options
             .tools
             .unwrap_or_else(|| serde_json::from_str(FIXED_TOOLS).expect("the fixed tools parse"));
+        if !from_file {
+            tools.push(common::tool_from_json(job::TOOL));
+        }
         tools.extend((1..=options.generated_tools).map(generated_tool));
         Testbed {
             info: Implementation::new("testbed", "0.1.0"),
@@ -193,7 +207,61 @@ impl Testbed {
             changed: Arc::new(watch::Sender::new(0)),
             announced: Arc::new(watch::Sender::new(0)),
             listeners: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
+            tasks: None,
         }
+    }
+
+    /// The same testbed, running `task_job` as a task in `tasks` when asked to.
+    pub fn with_tasks(mut self, tasks: Tasks) -> Self {
+        self.tasks = Some(tasks);
+        self
+    }
+
+    /// Its tasks, or -32601 for a testbed without them.
+    fn store(&self) -> Result<&Tasks, ErrorData> {
+        self.tasks
+            .as_ref()
+            .ok_or_else(ErrorData::method_not_found::<GetTaskMethod>)
+    }
+
+    fn job_work(&self) -> Arc<dyn tasks::TaskWork> {
+        Arc::new(job::JobWork(self.info.clone()))
+    }
+
+    fn owner(context: &RequestContext<RoleServer>) -> String {
+        tasks::owner_of(&Caller::of_request(&Caller::from_env(), context))
+    }
+
+    /// `task_job`: a task when the request declares the extension; otherwise an ordinary
+    /// call, its question asked through `input_required`.
+    async fn task_job(
+        &self,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let args = common::arguments(request.arguments.as_ref());
+        let order = match job::Order::of(&args) {
+            Ok(order) => order,
+            Err(e) => return Ok(common::tool_error(e, &self.info).into()),
+        };
+        if let Some(tasks) = &self.tasks
+            && tasks::declared(context)
+        {
+            return match tasks.create(self.job_work(), &Self::owner(context), "task_job", args) {
+                Ok(created) => Ok(CallToolResponse::Task(created)),
+                Err(e) => Ok(common::tool_error(format!("no task: {e:?}"), &self.info).into()),
+            };
+        }
+        let answer = request
+            .input_responses
+            .as_ref()
+            .and_then(|r| r.get(job::QUESTION_KEY));
+        if order.must_ask(answer) {
+            let params = job::question()["params"].clone();
+            return Ok(Self::asking(job::QUESTION_KEY, params, "job".into()));
+        }
+        let leg = job::run(&order, 0.0, answer, Watch::Call(context), &self.info).await;
+        job::answer_of(leg).map(Into::into)
     }
 
     /// An `input_required` answer with one elicitation under `key`.
@@ -318,16 +386,18 @@ impl Testbed {
 
 impl ServerHandler for Testbed {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tool_list_changed()
-                .build(),
-        )
-        .with_server_info(self.info.clone())
-        .with_instructions(
-            "Test server: sleeps, echoes, crashes, changes its tool list on request.",
-        )
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed();
+        let capabilities = match self.tasks {
+            Some(_) => capabilities.enable_tasks().build(),
+            None => capabilities.build(),
+        };
+        ServerConfig::new(capabilities)
+            .with_server_info(self.info.clone())
+            .with_instructions(
+                "Test server: sleeps, echoes, crashes, changes its tool list on request.",
+            )
     }
 
     fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
@@ -400,6 +470,39 @@ impl ServerHandler for Testbed {
         Ok(result)
     }
 
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let tasks = self.store()?;
+        tasks.get(self.job_work(), &Self::owner(&context), &request.task_id)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let tasks = self.store()?;
+        let owner = Self::owner(&context);
+        tasks.update(
+            self.job_work(),
+            &owner,
+            &request.task_id,
+            request.input_responses,
+        )
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let tasks = self.store()?;
+        tasks.cancel(&Self::owner(&context), &request.task_id)
+    }
+
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
@@ -420,6 +523,7 @@ impl ServerHandler for Testbed {
         }
         match request.name.as_ref() {
             "sleep" => self.sleep(&args, &context).await,
+            "task_job" => self.task_job(&request, &context).await,
             "echo" => match common::string_arg(&args, "text", 0, 1_000_000) {
                 Ok(text) => Ok(common::structured_result(json!({"text": text}), &self.info).into()),
                 Err(e) => Ok(common::tool_error(e, &self.info).into()),

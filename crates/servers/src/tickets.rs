@@ -52,6 +52,7 @@ use crate::{
     common::{self, Caller},
     desk::{Admission, Call, Desk, Done, Failure, Parts, Profile, Ran},
     membership::{self, Memberships},
+    store,
 };
 
 /// What the tickets server tells a client about itself at discovery.
@@ -76,19 +77,10 @@ pub const ALREADY_USED: &str = "this confirmation was already used: no ticket wa
 /// to the server's log only).
 pub const INVALID_STATE: &str = "Invalid or expired requestState";
 
-/// Where tickets are kept when nothing says otherwise: `$XDG_DATA_HOME/gatehouse/tickets.db`,
-/// else `~/.local/share/gatehouse/tickets.db`.
+/// Where tickets are kept when nothing says otherwise: [`ENV_DB`], else `tickets.db` in
+/// the servers' data folder ([`store::data_dir`]).
 pub fn default_db_path() -> PathBuf {
-    if let Ok(p) = std::env::var(ENV_DB)
-        && !p.is_empty()
-    {
-        return PathBuf::from(p);
-    }
-    let base = std::env::var_os("XDG_DATA_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
-        .unwrap_or_else(std::env::temp_dir);
-    base.join("gatehouse").join("tickets.db")
+    store::path_from_env(ENV_DB, "tickets.db")
 }
 
 /// The sealing key: from [`ENV_KEY`], else a key file beside the store, created with mode
@@ -122,7 +114,7 @@ pub fn load_key(db_path: &Path) -> anyhow::Result<Vec<u8>> {
 
 fn write_private(path: &Path, text: &str) -> anyhow::Result<()> {
     use std::io::Write;
-    match create_private(path) {
+    match store::create_private(path) {
         Ok(Some(mut f)) => Ok(f.write_all(text.as_bytes())?),
         Ok(None) => Ok(()),
         Err(e) => Err(anyhow::anyhow!(
@@ -132,35 +124,6 @@ fn write_private(path: &Path, text: &str) -> anyhow::Result<()> {
     }
 }
 
-/// Create `path` readable and writable by this user only (0600); `None` when it exists
-/// already (another instance may have just made it), which is left as it is.
-fn create_private(path: &Path) -> std::io::Result<Option<std::fs::File>> {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    match options.open(path) {
-        Ok(f) => Ok(Some(f)),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
-/// Create a folder and any missing parents, each one usable by this user only (0700).
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        builder.mode(0o700);
-    }
-    builder.create(dir)
-}
-
 /// Open (or create) the ticket store: WAL, so several instances can share it.
 ///
 /// Tickets name hosts and incidents, and the used confirmations sit beside them, so the
@@ -168,17 +131,7 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
 /// before SQLite opens it, since SQLite gives its `-wal` and `-shm` files the database
 /// file's mode (a file that exists already keeps its mode).
 pub fn open_store(path: &Path) -> anyhow::Result<Connection> {
-    if let Some(dir) = path.parent()
-        && !dir.as_os_str().is_empty()
-    {
-        create_private_dir(dir)
-            .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
-    }
-    create_private(path).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", path.display()))?;
-    let db = Connection::open(path)
-        .map_err(|e| anyhow::anyhow!("cannot open {}: {e}", path.display()))?;
-    db.busy_timeout(Duration::from_secs(5))?;
-    db.pragma_update(None, "journal_mode", "WAL")?;
+    let db = store::open(path)?;
     db.execute_batch(
         "CREATE TABLE IF NOT EXISTS tickets (
              number INTEGER PRIMARY KEY, host TEXT NOT NULL, summary TEXT NOT NULL,
@@ -189,28 +142,13 @@ pub fn open_store(path: &Path) -> anyhow::Result<Connection> {
     )?;
     // A store from before organizations: its tickets get no organization, so no one lists
     // them; the ticket numbers go on from where they were.
-    add_column(&db, "tickets", "tenant", "TEXT NOT NULL DEFAULT ''")?;
+    store::add_column(&db, "tickets", "tenant", "TEXT NOT NULL DEFAULT ''")?;
     // What each confirmation was answered with and the ticket it opened, so that the same
     // answer sent again gets the same ticket.
-    add_column(&db, "used_confirmations", "answer", "TEXT")?;
-    add_column(&db, "used_confirmations", "ticket", "INTEGER")?;
+    store::add_column(&db, "used_confirmations", "answer", "TEXT")?;
+    store::add_column(&db, "used_confirmations", "ticket", "INTEGER")?;
     db.execute_batch("CREATE INDEX IF NOT EXISTS tickets_by_tenant ON tickets (tenant, number)")?;
     Ok(db)
-}
-
-/// Add a column to a table of an older store, once (SQLite has no ADD COLUMN IF NOT EXISTS).
-fn add_column(db: &Connection, table: &str, column: &str, declaration: &str) -> anyhow::Result<()> {
-    let present = db
-        .prepare(&format!(
-            "SELECT 1 FROM pragma_table_info('{table}') WHERE name = ?1"
-        ))?
-        .exists(params![column])?;
-    if !present {
-        db.execute_batch(&format!(
-            "ALTER TABLE {table} ADD COLUMN {column} {declaration}"
-        ))?;
-    }
-    Ok(())
 }
 
 #[derive(Clone)]

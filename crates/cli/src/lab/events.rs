@@ -231,6 +231,7 @@ mod tests {
             arg_keys: vec!["x".into()],
             outcome: gatehouse::trace::Outcome::Ok,
             asked_user: false,
+            task_id: None,
             ms: 1.0,
             result_bytes: 10,
         });

@@ -165,7 +165,7 @@ fn a_server_that_never_answers_times_out_at_start() {
 fn garbage_lines_before_real_messages_are_skipped() {
     let ran = echo(json!({"TESTBED_START": "garbage"}), "fine");
     assert!(
-        ran.step_texts()[0].starts_with("host: discovered 13 tools on testbed"),
+        ran.step_texts()[0].starts_with("host: discovered 14 tools on testbed"),
         "{:?}",
         ran.step_texts()
     );

@@ -308,3 +308,175 @@ fn a_flood_on_stderr_is_relayed_in_bounded_lines() {
     assert!(longest < 9 * 1024, "a relayed line of {longest} bytes");
     assert!(w.ran.stderr.contains("more bytes)"));
 }
+
+// ---------------------------------------------------------------------------------------
+// Tasks gone wrong (`HOSTILE=tasks`, one tool each, and `task-unasked`).
+// ---------------------------------------------------------------------------------------
+
+/// The hostile server's `event` records of one kind, from its stderr.
+fn events(w: &Watched, event: &str) -> Vec<Value> {
+    w.ran
+        .server_logs("hostile")
+        .into_iter()
+        .filter(|r| r["event"] == event)
+        .collect()
+}
+
+#[test]
+fn a_task_the_host_did_not_ask_for_is_refused() {
+    let w = attack_once("task-unasked");
+    says(
+        &w,
+        "host: the call failed: the server answered with a task, which this host did not ask for",
+    );
+    assert!(events(&w, "task_polled").is_empty(), "never polled");
+}
+
+#[test]
+fn a_task_that_never_ends_goes_on_in_the_background_after_the_turns_wait() {
+    let w = attack_with(
+        "tasks",
+        &[("never_ends", json!({}))],
+        json!({"taskWaitMs": 1500}),
+    );
+    says(
+        &w,
+        "host: task hostile-task-1 goes on in the background after 1.5 s",
+    );
+    assert_eq!(w.ran.outcomes(), ["background"]);
+    assert!(w.elapsed < Duration::from_secs(15), "{:?}", w.elapsed);
+}
+
+#[test]
+fn a_status_that_goes_back_and_asks_again_never_asks_the_person_twice() {
+    let w = attack_with(
+        "tasks",
+        &[("backwards", json!({}))],
+        json!({"taskWaitMs": 20000}),
+    );
+    let texts = w.ran.step_texts();
+    let asked = texts
+        .iter()
+        .filter(|t| t.as_str() == "server: hostile asks: Go on?")
+        .count();
+    assert_eq!(asked, 1, "{texts:#?}");
+    assert_eq!(events(&w, "task_update").len(), 1, "one answer for one key");
+    says(&w, "server: task hostile-task-1: completed");
+}
+
+#[test]
+fn a_flood_of_status_notifications_is_ignored_and_memory_stays_bounded() {
+    let w = attack_with(
+        "tasks",
+        &[("flood", json!({}))],
+        json!({"taskWaitMs": 60000}),
+    );
+    says(&w, "server: task hostile-task-1: completed");
+    assert_eq!(w.ran.outcomes(), ["ok"]);
+}
+
+#[test]
+fn a_poll_interval_of_zero_is_slowed_to_the_floor_and_one_of_a_year_cut_to_the_ceiling() {
+    let w = attack_with(
+        "tasks",
+        &[("poll_zero", json!({})), ("poll_year", json!({}))],
+        json!({"taskWaitMs": 60000}),
+    );
+    assert_eq!(w.ran.outcomes(), ["ok", "ok"]);
+    let polls = |tool: &str| -> Vec<u64> {
+        events(&w, "task_polled")
+            .iter()
+            .filter(|e| e["tool"] == tool)
+            .map(|e| e["ms"].as_u64().unwrap())
+            .collect()
+    };
+    let zero = polls("poll_zero");
+    // Two seconds of "poll me every 0 ms": about one poll per 100 ms, no more.
+    assert!(
+        zero.len() <= 2_000 / 100 + 3,
+        "{} polls: {zero:?}",
+        zero.len()
+    );
+    assert!(zero.windows(2).all(|p| p[1] - p[0] >= 90), "{zero:?}");
+    let year = polls("poll_year");
+    // "Once a year": polled within the host's 5 s ceiling all the same.
+    assert!(!year.is_empty() && year[0] <= 5_500, "{year:?}");
+}
+
+#[test]
+fn a_malformed_task_or_an_answer_about_another_task_ends_the_call_and_cancels_it() {
+    let w = attack_with(
+        "tasks",
+        &[
+            ("malformed_create", json!({})),
+            ("malformed_status", json!({})),
+            ("other_id", json!({})),
+            ("bad_id", json!({})),
+        ],
+        json!({}),
+    );
+    assert_eq!(w.ran.outcomes(), ["error", "error", "error", "error"]);
+    says(
+        &w,
+        "the server answered with something that is not a tool's result",
+    );
+    says(
+        &w,
+        "hostile answered tasks/get with something that is not a task (a malformed task, or a status the extension does not have)",
+    );
+    says(
+        &w,
+        "hostile answered tasks/get for hostile-task-3 with another task (someone-elses-task)",
+    );
+    says(&w, "hostile answered with a task whose id is not usable");
+    let cancelled: Vec<String> = events(&w, "task_cancelled")
+        .iter()
+        .map(|e| e["tool"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(cancelled, ["malformed_status", "other_id"]);
+}
+
+#[test]
+fn escapes_and_a_megabyte_in_a_status_message_are_made_visible_and_cut() {
+    let w = attack_with(
+        "tasks",
+        &[("escapes", json!({}))],
+        json!({"taskWaitMs": 20000}),
+    );
+    let texts = w.ran.step_texts();
+    let status = texts
+        .iter()
+        .find(|t| t.starts_with("server: task hostile-task-1: working: "))
+        .unwrap_or_else(|| panic!("{texts:#?}"));
+    assert!(status.contains("\\u{1b}[2J"), "{status}");
+    assert!(
+        status.chars().count() < 400,
+        "cut short: {} chars",
+        status.chars().count()
+    );
+}
+
+#[test]
+fn a_question_inside_a_task_goes_to_the_person_and_a_sampling_request_is_refused() {
+    let w = attack_with(
+        "tasks",
+        &[("question", json!({})), ("sampling", json!({}))],
+        json!({"taskWaitMs": 20000}),
+    );
+    says(&w, "server: hostile asks: Approve the export? \\u{1b}[2J");
+    says(&w, "person: answered decline");
+    says(
+        &w,
+        "host: the call failed: hostile asked to use the host's model (sampling), which this host does not offer",
+    );
+    assert_eq!(w.ran.outcomes(), ["ok", "error"]);
+    let updates = events(&w, "task_update");
+    assert_eq!(
+        updates.len(),
+        1,
+        "only the person's decline was sent: {updates:?}"
+    );
+    let cancelled: Vec<Value> = events(&w, "task_cancelled");
+    assert_eq!(cancelled.len(), 1);
+    assert_eq!(cancelled[0]["tool"], "sampling");
+}

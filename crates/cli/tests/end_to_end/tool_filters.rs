@@ -39,7 +39,7 @@ fn filtered_tools_are_not_in_the_catalog_and_a_pattern_that_matches_nothing_is_s
     );
     assert!(
         ran.stderr.contains(
-            "testbed: 2 of its 13 tools offered (11 left out by enabledTools and disabledTools)"
+            "testbed: 2 of its 14 tools offered (12 left out by enabledTools and disabledTools)"
         ),
         "{}",
         ran.stderr

@@ -52,6 +52,7 @@ const LIMITS: CallLimits = CallLimits {
     round_timeout: Duration::from_secs(20),
     max_round_timeout: Duration::from_secs(40),
     max_input_rounds: config::MAX_INPUT_ROUNDS,
+    task_wait: config::HOST_TASK_WAIT,
 };
 
 /// The client-id metadata document URL the harness's authorization servers accept.
@@ -262,6 +263,9 @@ impl Client {
             CallEnd::TimedOut(after) => anyhow::bail!("{tool}: no answer within {after:?}"),
             CallEnd::Failed(reason) => anyhow::bail!("{tool}: {reason}"),
             CallEnd::Stopped => anyhow::bail!("{tool}: stopped"),
+            CallEnd::Background(left) => {
+                anyhow::bail!("{tool}: task {} still running", left.id)
+            }
         }
     }
 

@@ -27,6 +27,11 @@ pub const MAX_INPUT_ROUNDS: usize = 10;
 pub const SIGN_IN_TIMEOUT: Duration = Duration::from_secs(300);
 /// The shortest and longest `signInTimeoutMs`.
 pub const SIGN_IN_TIMEOUT_MS_RANGE: std::ops::RangeInclusive<u64> = 5_000..=3_600_000;
+/// How long a turn waits on a call the server runs as a task (the person's thinking not
+/// counted); then the task goes on in the background and the model is told its id.
+pub const HOST_TASK_WAIT: Duration = Duration::from_secs(60);
+/// Environment variable overriding [`HOST_TASK_WAIT`], in seconds (fractions allowed).
+pub const HOST_TASK_WAIT_ENV: &str = "HOST_TASK_WAIT";
 
 /// The smallest bound a result may be given (`maxResultChars`): room for the longest frame
 /// (a cut result's, with the longest tool name and its note) and some of the result.
@@ -175,6 +180,12 @@ pub struct Settings {
     pub open_browser: bool,
     /// Where sign-in secrets are kept (`credentialStore`).
     pub credential_store: CredentialStore,
+    /// How long a turn waits on a task before it goes on in the background (`taskWaitMs`,
+    /// `HOST_TASK_WAIT`).
+    pub task_wait: Duration,
+    /// Where the host keeps its records of tasks (`tasksFile`; default
+    /// [`crate::tasks::default_path`]).
+    pub tasks_file: Option<PathBuf>,
     /// Most bytes of tool definitions per model call before the host searches instead
     /// (`toolBudgetBytes`, or a share of `contextTokens`).
     pub tool_budget_bytes: usize,
@@ -243,6 +254,14 @@ impl Settings {
                 kind: PathKind::File,
             });
         }
+        if let Some(file) = &self.tasks_file {
+            paths.push(WrittenPath {
+                what: "the records of calls run as tasks",
+                setting: "tasksFile",
+                path: file.clone(),
+                kind: PathKind::File,
+            });
+        }
         paths
     }
 }
@@ -269,6 +288,8 @@ impl Default for Settings {
             sign_in_timeout: SIGN_IN_TIMEOUT,
             open_browser: false,
             credential_store: CredentialStore::Auto,
+            task_wait: HOST_TASK_WAIT,
+            tasks_file: None,
             tool_budget_bytes: DEFAULT_TOOL_BUDGET_BYTES,
             context_tokens: None,
             tool_search: ToolSearch::Auto,
@@ -361,6 +382,8 @@ pub(super) fn parse(value: &Value, warnings: &mut Vec<String>) -> Result<Setting
             }
             "saveDir" => s.save_dir = Some(path(key, v)?),
             "logFile" => s.log_file = Some(path(key, v)?),
+            "tasksFile" => s.tasks_file = Some(path(key, v)?),
+            "taskWaitMs" => s.task_wait = Duration::from_millis(bounded(1..=MAX_TIMEOUT_MS)?),
             other => {
                 if !catalog_setting(&mut s, other, v)? {
                     warnings.push(format!("gatehouse: unknown setting \"{other}\" is ignored"))
@@ -465,6 +488,11 @@ pub fn tool_timeout_from_env() -> Result<Option<Duration>, String> {
 /// The hard maximum from [`HOST_TOOL_MAX_TIMEOUT_ENV`], if set; a bad value is an error.
 pub fn tool_max_timeout_from_env() -> Result<Option<Duration>, String> {
     seconds_from_env(HOST_TOOL_MAX_TIMEOUT_ENV)
+}
+
+/// The task wait from [`HOST_TASK_WAIT_ENV`], if set; a bad value is an error.
+pub fn task_wait_from_env() -> Result<Option<Duration>, String> {
+    seconds_from_env(HOST_TASK_WAIT_ENV)
 }
 
 fn seconds_from_env(name: &str) -> Result<Option<Duration>, String> {

@@ -210,7 +210,7 @@ fn a_server_gets_only_the_base_environment_and_what_its_entry_names() {
 #[test]
 fn every_place_the_host_writes_is_named_by_its_setting() {
     let c = Config::parse(
-        r#"{"mcpServers": {}, "gatehouse": {"saveDir": "out", "logFile": "logs/host.log"}}"#,
+        r#"{"mcpServers": {}, "gatehouse": {"saveDir": "out", "logFile": "logs/host.log", "tasksFile": "t.db"}}"#,
         "f",
         &id(),
     )
@@ -224,7 +224,8 @@ fn every_place_the_host_writes_is_named_by_its_setting() {
         named,
         [
             ("saveDir", "out", PathKind::Folder),
-            ("logFile", "logs/host.log", PathKind::File)
+            ("logFile", "logs/host.log", PathKind::File),
+            ("tasksFile", "t.db", PathKind::File)
         ]
     );
     assert!(Settings::default().written_paths().is_empty());

@@ -146,6 +146,15 @@ impl ClientHandler for HostHandler {
         elicitation.url = Some(UrlElicitationCapability::default());
         let mut capabilities = ClientCapabilities::default();
         capabilities.elicitation = Some(elicitation);
+        // The tasks extension exists from 2026-07-28 on: declared in every request then, so
+        // any call may come back as a task (`dispatch::task`). A handshake-era connection
+        // does not declare it.
+        if self.handshake_version.as_str() >= ProtocolVersion::V_2026_07_28.as_str() {
+            capabilities
+                .extensions
+                .get_or_insert_with(Default::default)
+                .insert(rmcp::model::TASKS_EXTENSION_ID.into(), Default::default());
+        }
         let mut config = ClientConfig::new(capabilities, client_info());
         config.protocol_version = self.handshake_version.clone();
         config

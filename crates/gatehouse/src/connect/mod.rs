@@ -111,6 +111,14 @@ impl Connection {
             .await
     }
 
+    /// Do this connection's requests declare the tasks extension? Only on 2026-07-28,
+    /// where it is defined; only then may a call come back as a task.
+    pub fn declares_tasks(&self) -> bool {
+        use rmcp::ClientHandler;
+        self.protocol.as_str() >= ProtocolVersion::V_2026_07_28.as_str()
+            && self.handler().get_info().capabilities.supports_tasks()
+    }
+
     /// The client side of this connection (progress routing, questions asked).
     pub fn handler(&self) -> &HostHandler {
         self.client.service()

@@ -360,6 +360,13 @@ fn finished(end: CallEnd) -> CallToolResult {
         ),
         CallEnd::Failed(why) => why,
         CallEnd::Stopped => "the call was cancelled".into(),
+        // The gateway follows a task only for the call's wait and keeps no record of it.
+        CallEnd::Background(seen) => format!(
+            "the server runs this call as task {} ({:?}) and it had not ended within the \
+             gateway's wait; the gateway does not follow it further",
+            text::clip(&text::visible(&seen.id), 80),
+            seen.status
+        ),
     };
     CallToolResult::error(vec![ContentBlock::text(text)])
 }

@@ -140,6 +140,7 @@ impl Gateway {
             round_timeout: settings.tool_timeout,
             max_round_timeout: settings.tool_max_timeout,
             max_input_rounds: settings.max_input_rounds,
+            task_wait: settings.task_wait,
         }
     }
 

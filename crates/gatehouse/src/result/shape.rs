@@ -13,7 +13,10 @@ use serde_json::{Value, json};
 use super::{ForModel, blocks};
 use crate::{
     catalog::CatalogTool,
-    dispatch::CallEnd,
+    dispatch::{
+        CallEnd,
+        task::{self, TaskSeen},
+    },
     redact::Secrets,
     text,
     trace::{Outcome, Trace, Who},
@@ -21,6 +24,9 @@ use crate::{
 
 /// Most characters of a block meant for the person only that a step shows.
 pub const MAX_SHOWN_CHARS: usize = 2_000;
+
+/// What the model is told of a call that goes on in the background as a task.
+pub const BACKGROUND_NOTE: &str = "The server runs this call as a task, which was still going when the host stopped waiting. It goes on in the background: do not call the tool again for it. Its result will be given to you with the person's next question; the person can see it now with `gatehouse tasks show ID`.";
 
 /// What one call's end came to.
 #[derive(Debug)]
@@ -69,6 +75,7 @@ impl Shaper<'_> {
         let server = tool.origin.label();
         let r = match redacted(end, self.trace.secrets()) {
             CallEnd::Result(r) => r,
+            CallEnd::Background(left) => return self.background(name, server, &left),
             other => return self.unfinished(name, other, "call"),
         };
         let failed = if r.is_error == Some(true) {
@@ -239,6 +246,27 @@ impl Shaper<'_> {
                 );
                 self.shaped(name, &reason, Outcome::Error)
             }
+            CallEnd::Background(left) => {
+                let error = format!("the {what} goes on in the background as task {}", left.id);
+                self.shaped(name, &error, Outcome::Background)
+            }
+        }
+    }
+
+    /// A call the server runs as a task that goes on without the turn: the model learns
+    /// the task's id and where it is, and that its result comes later.
+    fn background(&self, name: &str, server: &str, left: &TaskSeen) -> Shaped {
+        let mut task =
+            json!({"id": left.id, "server": server, "status": task::status_word(left.status)});
+        if let Some(message) = &left.message {
+            task["statusMessage"] = json!(message);
+        }
+        let value = json!({"task": task, "note": BACKGROUND_NOTE});
+        Shaped {
+            shown: super::success(name, &value, self.max_chars),
+            outcome: Outcome::Background,
+            links: Vec::new(),
+            whole: None,
         }
     }
 

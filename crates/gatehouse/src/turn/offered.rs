@@ -182,6 +182,7 @@ impl Turn<'_> {
             outcome: Outcome::Ok,
             server: HOST_LABEL.to_owned(),
             asked_user: false,
+            task_id: None,
         }
     }
 
@@ -223,6 +224,7 @@ impl Turn<'_> {
                     outcome: Outcome::Ok,
                     server: HOST_LABEL.to_owned(),
                     asked_user: false,
+                    task_id: None,
                 }
             }
             Err(why) => {

@@ -301,6 +301,14 @@ pub fn request(id: i64, method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 }
 
+/// As [`request`], from a client that declares the tasks extension.
+pub fn tasks_request(id: i64, method: &str, params: Value) -> Value {
+    let mut body = request(id, method, params);
+    body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+        json!({"elicitation": {"form": {}}, "extensions": {"io.modelcontextprotocol/tasks": {}}});
+    body
+}
+
 /// The headers the revision requires for `body`: version, method, and the name when the
 /// method has one.
 pub fn standard_headers(body: &Value) -> Vec<(String, String)> {
@@ -312,6 +320,7 @@ pub fn standard_headers(body: &Value) -> Vec<(String, String)> {
     let name = match method.as_str() {
         "tools/call" | "prompts/get" => body["params"]["name"].as_str(),
         "resources/read" => body["params"]["uri"].as_str(),
+        "tasks/get" | "tasks/update" | "tasks/cancel" => body["params"]["taskId"].as_str(),
         _ => None,
     };
     if let Some(name) = name {

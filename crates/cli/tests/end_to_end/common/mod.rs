@@ -281,7 +281,8 @@ pub fn texts(result: &Value) -> String {
         .join("\n")
 }
 
-/// `gatehouse ARGS` with extra environment, its output piped, in a fresh world.
+/// `gatehouse ARGS` with extra environment, its output piped, in a fresh world (see
+/// [`in_fresh_world`]).
 pub fn gatehouse_command(args: &[&str], env: &[(&str, &str)]) -> Command {
     let mut cmd = Command::new(exe());
     cmd.args(args)
@@ -291,13 +292,16 @@ pub fn gatehouse_command(args: &[&str], env: &[(&str, &str)]) -> Command {
     in_fresh_world(cmd, env)
 }
 
-/// `cmd` in a fresh world, then with `env`: its own ticket store, no servers file of the
-/// machine's user found by accident, and none of the variables that change a host's time
-/// limits, a server's caller or its confirmations.
+/// `cmd` in a fresh world, then with `env`: its own ticket store, task records and servers'
+/// task store, no servers file of the machine's user found by accident, and none of the
+/// variables that change a host's time limits or task waits, a server's caller or its
+/// confirmations.
 pub fn in_fresh_world(mut cmd: Command, env: &[(&str, &str)]) -> Command {
     for name in [
         "HOST_TOOL_TIMEOUT",
         "HOST_TOOL_MAX_TIMEOUT",
+        "HOST_TASK_WAIT",
+        "GATEHOUSE_TASK_STALE_MS",
         "GATEHOUSE_TICKETS_KEY",
         "GATEHOUSE_TICKETS_CONFIRM_TTL_MS",
         "GATEHOUSE_CONFIG",
@@ -308,7 +312,12 @@ pub fn in_fresh_world(mut cmd: Command, env: &[(&str, &str)]) -> Command {
     }
     cmd.env("XDG_CONFIG_HOME", scratch_dir())
         .env("XDG_STATE_HOME", scratch_dir())
-        .env("GATEHOUSE_TICKETS_DB", scratch_dir().join("tickets.db"));
+        .env("GATEHOUSE_TICKETS_DB", scratch_dir().join("tickets.db"))
+        .env("GATEHOUSE_TASKS_FILE", scratch_dir().join("tasks.db"))
+        .env(
+            "GATEHOUSE_SERVER_TASKS_DB",
+            scratch_dir().join("server-tasks.db"),
+        );
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -447,14 +456,14 @@ pub fn run_in(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Ran {
 }
 
 /// A servers entry that starts one of the binary's own servers, passing it the test's
-/// ticket store (a server gets only the environment its entry names).
+/// ticket store and task store (a server gets only the environment its entry names).
 pub fn builtin_server(name: &str, env: Value) -> Value {
     let mut e = json!({"MCP_USER": "${GATEHOUSE_USER}", "MCP_TENANT": "${GATEHOUSE_TENANT}"});
     if let (Some(m), Value::Object(more)) = (e.as_object_mut(), env) {
         m.extend(more);
     }
     json!({"command": exe().to_string_lossy(), "args": ["serve", name], "env": e,
-           "passEnv": ["GATEHOUSE_TICKETS_*"]})
+           "passEnv": ["GATEHOUSE_TICKETS_*", "GATEHOUSE_SERVER_TASKS_DB", "GATEHOUSE_TASK_STALE_MS"]})
 }
 
 /// A servers entry that starts a stdio server.

@@ -36,7 +36,14 @@ pub fn serve_http(name: &str, tokens: &Path, db: &Path) -> Process {
     let mut cmd = Command::new(super::exe());
     cmd.args(["serve", name, "--http", "127.0.0.1:0", "--tokens"])
         .arg(tokens);
-    let cmd = super::in_fresh_world(cmd, &[("GATEHOUSE_TICKETS_DB", db.to_str().unwrap())]);
+    let tasks_db = db.with_file_name("server-tasks.db");
+    let cmd = super::in_fresh_world(
+        cmd,
+        &[
+            ("GATEHOUSE_TICKETS_DB", db.to_str().unwrap()),
+            ("GATEHOUSE_SERVER_TASKS_DB", tasks_db.to_str().unwrap()),
+        ],
+    );
     Spawn::new(cmd, format!("gatehouse serve {name} --http")).serving(
         Stream::Stderr,
         "listening on ",

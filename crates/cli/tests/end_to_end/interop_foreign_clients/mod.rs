@@ -66,6 +66,7 @@ pub struct Desk {
     // Dropped in this order: the processes, then their folder.
     served: Vec<Served>,
     db: String,
+    tasks_db: String,
     dir: tempfile::TempDir,
 }
 
@@ -99,6 +100,10 @@ impl Desk {
             transport,
             served,
             db: db.to_string_lossy().into_owned(),
+            tasks_db: db
+                .with_file_name("server-tasks.db")
+                .to_string_lossy()
+                .into_owned(),
             dir,
         }
     }
@@ -127,14 +132,15 @@ impl Desk {
         tap.expect("the server is on HTTP").url.clone()
     }
 
-    /// The environment a client passes to a stdio server: who is asking, and the tickets
-    /// store. None over HTTP, where the token says who is asking.
+    /// The environment a client passes to a stdio server: who is asking, the tickets
+    /// store and the task store. None over HTTP, where the token says who is asking.
     pub fn vars(&self) -> Vec<(&str, &str)> {
         match self.transport {
             Transport::Stdio => vec![
                 ("MCP_USER", "usr-sam"),
                 ("MCP_TENANT", "larkfield"),
                 ("GATEHOUSE_TICKETS_DB", &self.db),
+                ("GATEHOUSE_SERVER_TASKS_DB", &self.tasks_db),
             ],
             Transport::Http => vec![],
         }

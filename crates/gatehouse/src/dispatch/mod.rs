@@ -1,12 +1,15 @@
 //! The request itself: `tools/call` (and the host's own `resources/read`) with a time
 //! limit per server round, the person's Stop, and the `input_required` rounds of revision
-//! 2026-07-28 driven by the host.
+//! 2026-07-28 driven by the host; a call the server runs as a task is followed by
+//! [`task`].
 //!
 //! The host drives the rounds itself (rather than rmcp's automatic loop) so that the time
 //! limit covers each server round and never the person's thinking, the rounds are capped,
 //! and every question reaches the person with the name of the server that asks. When a
 //! round runs out of time, or the person stops it, the request is cancelled: rmcp sends
 //! `notifications/cancelled`, awaited until written.
+
+pub mod task;
 
 use std::{
     sync::{Arc, Mutex},
@@ -19,9 +22,10 @@ use tokio_util::sync::CancellationToken;
 use rmcp::{
     ServiceError,
     model::{
-        CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, ErrorData,
-        InputRequest, InputRequiredResult, InputResponses, JsonObject, ReadResourceRequest,
-        ReadResourceRequestParams, ReadResourceResult, RequestMetaObject, ServerResult,
+        CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, CreateTaskResult,
+        ErrorData, InputRequest, InputRequests, InputRequiredResult, InputResponses, JsonObject,
+        ReadResourceRequest, ReadResourceRequestParams, ReadResourceResult, RequestMetaObject,
+        ServerResult,
     },
 };
 use serde_json::json;
@@ -46,6 +50,9 @@ pub enum CallEnd<T = CallToolResult> {
     Failed(String),
     /// The person stopped the call (Ctrl-C, the lab's Stop button); it was cancelled.
     Stopped,
+    /// The server runs the call as a task that was still going when the turn's wait ran
+    /// out: it goes on in the background.
+    Background(task::TaskSeen),
 }
 
 /// Stops the call in flight, if any: its request is cancelled on the server. Cheap to
@@ -96,6 +103,8 @@ pub struct Dispatched<T = CallToolResult> {
     pub rounds: usize,
     /// From the first round sent to the end.
     pub elapsed: Duration,
+    /// The task the server ran the call as, if it did, as last seen.
+    pub task: Option<task::TaskSeen>,
 }
 
 /// Limits for one call.
@@ -105,8 +114,10 @@ pub struct CallLimits {
     pub round_timeout: Duration,
     /// Progress extends a round's limit, but never past this.
     pub max_round_timeout: Duration,
-    /// Most `input_required` rounds before the host gives up.
+    /// Most `input_required` rounds before the host gives up (for a task: most questions).
     pub max_input_rounds: usize,
+    /// How long a call run as a task is waited on before it goes on in the background.
+    pub task_wait: Duration,
 }
 
 /// Most progress notifications recorded as steps for one call; the rest are still shown
@@ -266,6 +277,8 @@ impl<'a> Call<'a> {
 enum Asked {
     Ended(CallEnd),
     Asks(InputRequiredResult),
+    /// The server runs the call as a task (only when the connection declared tasks).
+    Task(Box<CreateTaskResult>),
 }
 
 impl Round1<'_> {
@@ -286,6 +299,9 @@ impl Round1<'_> {
             Err(end) => end,
             Ok(ServerResult::CallToolResult(result)) => CallEnd::Result(result),
             Ok(ServerResult::InputRequiredResult(asked)) => return Asked::Asks(asked),
+            Ok(ServerResult::CreateTaskResult(created)) if self.conn.declares_tasks() => {
+                return Asked::Task(Box::new(created));
+            }
             Ok(ServerResult::CreateTaskResult(_)) => CallEnd::Failed(
                 "the server answered with a task, which this host did not ask for".into(),
             ),
@@ -309,6 +325,7 @@ pub async fn call_tool(
     let conn = call.conn;
     let (round, mut params) = call.first_round(limits, trace, stop);
     let (mut asked_user, mut rounds, mut progress_steps) = (false, 0, 0);
+    let mut seen = None;
     let end = loop {
         rounds += 1;
         let sent = round.call_round(&params, &mut progress_steps).await;
@@ -317,6 +334,20 @@ pub async fn call_tool(
         let asked = match sent {
             Asked::Ended(end) => break end,
             Asked::Asks(asked) => asked,
+            Asked::Task(created) => {
+                let follow = task::Follow {
+                    round: &round,
+                    person,
+                    meta: params.meta.clone(),
+                    max_questions: limits.max_input_rounds,
+                    wait: limits.task_wait,
+                    resumed: false,
+                };
+                let followed = follow.run(*created).await;
+                asked_user |= followed.asked_user;
+                seen = followed.seen;
+                break followed.end;
+            }
         };
         if rounds > limits.max_input_rounds {
             break CallEnd::Failed(format!(
@@ -325,7 +356,8 @@ pub async fn call_tool(
             ));
         }
         asked_user |= asks_the_person(&asked);
-        match answers(conn, &asked, person, trace).await {
+        let requests = asked.input_requests.clone().unwrap_or_default();
+        match answers(conn, &requests, person, trace).await {
             Ok(responses) => params = next_round(params, responses, asked.request_state),
             Err(reason) => break CallEnd::Failed(reason),
         }
@@ -335,6 +367,45 @@ pub async fn call_tool(
         asked_user,
         rounds,
         elapsed: start.elapsed(),
+        task: seen,
+    }
+}
+
+/// Look again at task `id` on `conn`, which an earlier call left running: one look at
+/// once, then polls for `limits.task_wait`, its questions answered through the person, as
+/// a call's are.
+pub async fn follow_task(
+    conn: &Connection,
+    id: &str,
+    meta: Option<RequestMetaObject>,
+    limits: CallLimits,
+    person: &dyn Person,
+    trace: &Trace,
+    stop: &CancellationToken,
+) -> Dispatched {
+    let start = Instant::now();
+    let round = Round1 {
+        conn,
+        label: "tasks/get",
+        limits,
+        trace,
+        stop,
+    };
+    let follow = task::Follow {
+        round: &round,
+        person,
+        meta,
+        max_questions: limits.max_input_rounds,
+        wait: limits.task_wait,
+        resumed: true,
+    };
+    let followed = follow.resume(id).await;
+    Dispatched {
+        end: followed.end,
+        asked_user: followed.asked_user,
+        rounds: 0,
+        elapsed: start.elapsed(),
+        task: followed.seen,
     }
 }
 
@@ -389,7 +460,29 @@ pub async fn call_tool_round(
             asked_user: conn.handler().take_asked(),
             rounds: 1,
             elapsed: start.elapsed(),
+            task: None,
         }),
+        // A task is followed here, for at most the call's task wait. Questions inside it
+        // have no round to reach the caller's client through, so nobody answers them: each
+        // is declined, as an older server's question outside a call's rounds is.
+        Asked::Task(created) => {
+            let follow = task::Follow {
+                round: &round,
+                person: &person::Unattended::NOBODY,
+                meta: params.meta.clone(),
+                max_questions: limits.max_input_rounds,
+                wait: limits.task_wait,
+                resumed: false,
+            };
+            let followed = follow.run(*created).await;
+            Relayed::Ended(Dispatched {
+                end: followed.end,
+                asked_user: followed.asked_user,
+                rounds: 1,
+                elapsed: start.elapsed(),
+                task: followed.seen,
+            })
+        }
     }
 }
 
@@ -409,16 +502,17 @@ fn next_round(
     }
 }
 
-/// Answer every question of an `input_required` round: forms through the person, roots
-/// as none; a request for the host's model is refused (the host offers no sampling).
+/// Answer every question of an `input_required` round or of a task: forms through the
+/// person, roots as none; a request for the host's model is refused (the host offers no
+/// sampling).
 async fn answers(
     conn: &Connection,
-    asked: &InputRequiredResult,
+    asked: &InputRequests,
     person: &dyn Person,
     trace: &Trace,
 ) -> Result<InputResponses, String> {
     let mut responses = InputResponses::new();
-    for (key, request) in asked.input_requests.iter().flatten() {
+    for (key, request) in asked {
         match request {
             InputRequest::Elicitation(req) => {
                 let answer = person::ask_person(&conn.name, key, &req.params, person, trace).await;
@@ -485,5 +579,6 @@ pub async fn read_resource(
         asked_user: false,
         rounds: 1,
         elapsed: start.elapsed(),
+        task: None,
     }
 }
