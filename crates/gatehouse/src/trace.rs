@@ -244,6 +244,38 @@ impl Observer for Quiet {
 /// server that floods the host with questions or dropped answers cannot fill its memory.
 pub const MAX_KEPT_STEPS: usize = 10_000;
 
+/// Most levels of arrays and objects a proposal's arguments keep in a step: deeper ones are
+/// shown as the model's text. `--json` nests a step's data four levels down, and JSON
+/// readers stop at a depth (serde_json at 128), so a model's deep arguments must not make
+/// the run's own output unreadable.
+pub const MAX_SHOWN_ARGUMENT_DEPTH: usize = 32;
+
+/// A proposal's arguments as a step shows them: the JSON value the model wrote when it is
+/// one that nests at most [`MAX_SHOWN_ARGUMENT_DEPTH`] levels, else its text.
+pub fn shown_arguments(raw: &str) -> Value {
+    match serde_json::from_str::<Value>(raw) {
+        Ok(value) if depth_within(&value, MAX_SHOWN_ARGUMENT_DEPTH) => value,
+        _ => Value::String(raw.to_owned()),
+    }
+}
+
+/// Does `value` nest at most `max` arrays and objects? Iterative: no stack to overflow.
+fn depth_within(value: &Value, max: usize) -> bool {
+    let mut stack = vec![(value, 0usize)];
+    while let Some((v, depth)) = stack.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match v {
+            Value::Array(items) => Box::new(items.iter()),
+            Value::Object(map) => Box::new(map.values()),
+            _ => continue,
+        };
+        if depth + 1 > max {
+            return false;
+        }
+        stack.extend(children.map(|c| (c, depth + 1)));
+    }
+    true
+}
+
 /// The steps of one run, shared by the stages that write them.
 #[derive(Clone)]
 pub struct Trace {
@@ -338,5 +370,27 @@ impl Trace {
     /// Take the steps recorded so far, leaving the trace empty for the next turn.
     pub fn take(&self) -> Vec<Step> {
         std::mem::take(&mut *self.steps.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_are_shown_as_json_up_to_the_depth_and_as_text_past_it() {
+        let nested = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        let at = nested(MAX_SHOWN_ARGUMENT_DEPTH);
+        assert!(shown_arguments(&at).is_array());
+        let past = nested(MAX_SHOWN_ARGUMENT_DEPTH + 1);
+        assert_eq!(shown_arguments(&past), Value::String(past.clone()));
+        let deep_object = format!("{}1{}", r#"{"a":"#.repeat(200), "}".repeat(200));
+        assert!(shown_arguments(&deep_object).is_string());
+        assert_eq!(shown_arguments(r#"{"q": 1}"#), serde_json::json!({"q": 1}));
+        assert_eq!(
+            shown_arguments("not json"),
+            Value::String("not json".into())
+        );
+        assert_eq!(shown_arguments("7"), serde_json::json!(7));
     }
 }

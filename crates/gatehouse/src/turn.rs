@@ -192,8 +192,7 @@ impl Turn<'_> {
         self.state.calls += 1;
         let no = self.state.calls;
         let start = Instant::now();
-        let arguments: Value =
-            serde_json::from_str(&call.arguments).unwrap_or_else(|_| json!(call.arguments));
+        let arguments = crate::trace::shown_arguments(&call.arguments);
         self.host.trace().add(
             Who::Model,
             format!("wants {}", call.name),

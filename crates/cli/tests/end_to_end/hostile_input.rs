@@ -41,6 +41,31 @@ fn a_proposed_name_of_5000_characters_gets_an_answer_at_once() {
 }
 
 #[test]
+fn deeply_nested_arguments_leave_the_runs_json_readable() {
+    // Found by fuzz_proposals: 125 nested arrays parse as a value, and the step that shows
+    // them put them four levels deeper, past what a JSON reader such as serde_json takes.
+    let deep = format!("{}{}", "[".repeat(125), "]".repeat(125));
+    let model = play_model(json!([
+        {"tool_calls": [{"name": "support__get_ticket", "arguments": deep}]},
+        {"answer": "done"}
+    ]));
+    let ran = run(&["ask", "x", "--model", &model, "--json"], &[]);
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    let out: Value = serde_json::from_str(&ran.stdout).expect("the run's JSON reads back");
+    let shown = out["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["text"] == "wants support__get_ticket")
+        .expect("the proposal's step");
+    assert_eq!(
+        shown["data"]["arguments"],
+        json!(deep),
+        "shown as the model's text"
+    );
+}
+
+#[test]
 fn a_result_bound_too_small_for_the_frame_is_refused_when_the_file_is_read() {
     let bed = Bed::new(json!({}), json!({"maxResultChars": 30}));
     let ran = bed.run(&["ask", "Draft a reply to ticket T-40003"]);
