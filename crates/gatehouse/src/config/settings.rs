@@ -331,13 +331,7 @@ pub(super) fn parse(value: &Value, warnings: &mut Vec<String>) -> Result<Setting
                     bounded(MIN_RESULT_CHARS as u64..=MAX_RESULT_CHARS_LIMIT as u64)? as usize
             }
             "maxSteps" => s.max_model_calls = bounded(1..=MAX_STEPS_LIMIT as u64)? as usize,
-            "systemPrompt" => {
-                s.system_prompt = Some(
-                    v.as_str()
-                        .ok_or_else(|| "\"systemPrompt\" must be a string".to_string())?
-                        .into(),
-                )
-            }
+            "systemPrompt" => s.system_prompt = Some(text(key, v)?),
             "toolTimeoutMs" => s.tool_timeout = Duration::from_millis(bounded(1..=MAX_TIMEOUT_MS)?),
             "toolMaxTimeoutMs" => {
                 s.tool_max_timeout = Duration::from_millis(bounded(1..=MAX_TIMEOUT_MS)?)
@@ -348,44 +342,14 @@ pub(super) fn parse(value: &Value, warnings: &mut Vec<String>) -> Result<Setting
             "maxInputRounds" => {
                 s.max_input_rounds = bounded(1..=MAX_INPUT_ROUNDS_LIMIT as u64)? as usize
             }
-            "model" => {
-                s.model = Some(
-                    v.as_str()
-                        .ok_or_else(|| "\"model\" must be a string".to_string())?
-                        .into(),
-                )
-            }
-            "modelAcceptsMedia" => {
-                s.model_accepts_media = v
-                    .as_bool()
-                    .ok_or_else(|| "\"modelAcceptsMedia\" must be true or false".to_string())?
-            }
-            "signInTimeoutMs" => {
-                s.sign_in_timeout = Duration::from_millis(bounded(SIGN_IN_TIMEOUT_MS_RANGE)?)
-            }
-            "openBrowser" => {
-                s.open_browser = v
-                    .as_bool()
-                    .ok_or_else(|| "\"openBrowser\" must be true or false".to_string())?
-            }
-            "credentialStore" => {
-                s.credential_store = match v.as_str() {
-                    Some("auto") => CredentialStore::Auto,
-                    Some("keychain") => CredentialStore::Keychain,
-                    Some("file") => CredentialStore::File,
-                    _ => {
-                        return Err(format!(
-                            "\"credentialStore\" must be \"auto\", \"keychain\" or \"file\", not {v}"
-                        ));
-                    }
-                }
-            }
+            "model" => s.model = Some(text(key, v)?),
+            "modelAcceptsMedia" => s.model_accepts_media = flag(key, v)?,
             "saveDir" => s.save_dir = Some(path(key, v)?),
             "logFile" => s.log_file = Some(path(key, v)?),
             "tasksFile" => s.tasks_file = Some(path(key, v)?),
             "taskWaitMs" => s.task_wait = Duration::from_millis(bounded(1..=MAX_TIMEOUT_MS)?),
             other => {
-                if !catalog_setting(&mut s, other, v)? {
+                if !catalog_setting(&mut s, other, v)? && !sign_in_setting(&mut s, other, v)? {
                     warnings.push(format!("gatehouse: unknown setting \"{other}\" is ignored"))
                 }
             }
@@ -398,6 +362,44 @@ pub(super) fn parse(value: &Value, warnings: &mut Vec<String>) -> Result<Setting
             .clamp(MIN_TOOL_BUDGET_BYTES, MAX_TOOL_BUDGET_BYTES);
     }
     Ok(s)
+}
+
+/// The settings of signing in to servers; `false` for a key that is not one.
+fn sign_in_setting(s: &mut Settings, key: &str, v: &Value) -> Result<bool, String> {
+    match key {
+        "signInTimeoutMs" => {
+            s.sign_in_timeout =
+                Duration::from_millis(whole_number(key, v, SIGN_IN_TIMEOUT_MS_RANGE)?)
+        }
+        "openBrowser" => s.open_browser = flag(key, v)?,
+        "credentialStore" => {
+            s.credential_store = match v.as_str() {
+                Some("auto") => CredentialStore::Auto,
+                Some("keychain") => CredentialStore::Keychain,
+                Some("file") => CredentialStore::File,
+                _ => {
+                    return Err(format!(
+                        "\"credentialStore\" must be \"auto\", \"keychain\" or \"file\", not {v}"
+                    ));
+                }
+            }
+        }
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// A setting that is true or false.
+fn flag(key: &str, v: &Value) -> Result<bool, String> {
+    v.as_bool()
+        .ok_or_else(|| format!("\"{key}\" must be true or false"))
+}
+
+/// A setting that is a string.
+fn text(key: &str, v: &Value) -> Result<String, String> {
+    v.as_str()
+        .map(str::to_owned)
+        .ok_or_else(|| format!("\"{key}\" must be a string"))
 }
 
 /// A setting that names a place: a string that is not empty.
