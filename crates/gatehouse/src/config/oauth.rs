@@ -169,29 +169,7 @@ pub(super) fn parse(
             "\"oauth\".clientMetadataUrl must be an https URL (it is the client's id), not {u:?}"
         ));
     }
-    let scopes = match map.get("scopes") {
-        None => Vec::new(),
-        Some(Value::Array(items)) if items.len() <= MAX_CONFIGURED_SCOPES => items
-            .iter()
-            .map(|s| match s.as_str() {
-                Some(s)
-                    if !s.is_empty()
-                        && s.bytes()
-                            .all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\\') =>
-                {
-                    Ok(s.to_owned())
-                }
-                _ => Err(format!(
-                    "\"oauth\".scopes holds scope names (visible ASCII, no quotes), not {s}"
-                )),
-            })
-            .collect::<Result<_, _>>()?,
-        Some(_) => {
-            return Err(format!(
-                "\"oauth\".scopes must be an array of at most {MAX_CONFIGURED_SCOPES} scope names"
-            ));
-        }
-    };
+    let scopes = scopes(map)?;
     let grant = match map.get("grant").and_then(Value::as_str) {
         None if !map.contains_key("grant") => Grant::AuthorizationCode,
         Some("authorization_code") => Grant::AuthorizationCode,
@@ -207,17 +185,7 @@ pub(super) fn parse(
             "\"oauth\".grant \"client_credentials\" needs \"clientId\" and \"clientSecret\"".into(),
         );
     }
-    let redirect_port = match map.get("redirectPort") {
-        None => None,
-        Some(v) => match v.as_u64().filter(|p| (1024..=65535).contains(p)) {
-            Some(p) => Some(p as u16),
-            None => {
-                return Err(format!(
-                    "\"oauth\".redirectPort must be a port from 1024 to 65535, not {v}"
-                ));
-            }
-        },
-    };
+    let redirect_port = redirect_port(map)?;
     let allow_private_addresses = match map.get("allowPrivateAddresses") {
         None => false,
         Some(Value::Bool(b)) => *b,
@@ -235,4 +203,43 @@ pub(super) fn parse(
         resource: url(map, "resource", vars)?,
         allow_private_addresses,
     }))
+}
+
+/// `scopes`: at most [`MAX_CONFIGURED_SCOPES`] scope names, each visible ASCII without
+/// quotes or backslashes (they go into headers and URLs).
+fn scopes(map: &Map<String, Value>) -> Result<Vec<String>, String> {
+    match map.get("scopes") {
+        None => Ok(Vec::new()),
+        Some(Value::Array(items)) if items.len() <= MAX_CONFIGURED_SCOPES => items
+            .iter()
+            .map(|s| match s.as_str() {
+                Some(s)
+                    if !s.is_empty()
+                        && s.bytes()
+                            .all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\\') =>
+                {
+                    Ok(s.to_owned())
+                }
+                _ => Err(format!(
+                    "\"oauth\".scopes holds scope names (visible ASCII, no quotes), not {s}"
+                )),
+            })
+            .collect(),
+        Some(_) => Err(format!(
+            "\"oauth\".scopes must be an array of at most {MAX_CONFIGURED_SCOPES} scope names"
+        )),
+    }
+}
+
+/// `redirectPort`: a fixed port for the sign-in's listener, 1024 to 65535.
+fn redirect_port(map: &Map<String, Value>) -> Result<Option<u16>, String> {
+    match map.get("redirectPort") {
+        None => Ok(None),
+        Some(v) => match v.as_u64().filter(|p| (1024..=65535).contains(p)) {
+            Some(p) => Ok(Some(p as u16)),
+            None => Err(format!(
+                "\"oauth\".redirectPort must be a port from 1024 to 65535, not {v}"
+            )),
+        },
+    }
 }

@@ -225,39 +225,9 @@ pub(super) async fn authorize(
     let slot = auth.store.slot(&auth.url, &issuer);
     m.set_credential_store(slot.clone());
     if auth.config.grant == Grant::ClientCredentials {
-        let initial = m.select_initial_scopes(&[]).await;
-        let cc = client_credentials_config(&auth.config, &auth.url, scopes.unwrap_or(initial))
-            .ok_or_else(|| failed("client credentials need \"clientId\" and \"clientSecret\""))?;
-        m.validate_client_credentials_metadata(&cc)
-            .and_then(|()| m.configure_client_credentials(&cc))
-            .map_err(|e| failed(explain(&e)))?;
-        let id = auth.config.client_id.clone().unwrap_or_default();
-        let kept = record(
-            auth,
-            &metadata,
-            &issuer,
-            &id,
-            ClientSource::ClientCredentials,
-            "",
-        );
-        slot.prepare(kept, None);
-        m.exchange_client_credentials(&cc)
-            .await
-            .map_err(|e| failed(explain(&e)))?;
-        return signed_in(m, issuer).await;
+        return client_credentials(auth, m, &metadata, issuer, &slot, scopes).await;
     }
-    // PKCE is a MUST; a server that does not say it supports S256 is refused (rmcp goes on).
-    let s256 = metadata
-        .code_challenge_methods_supported
-        .iter()
-        .flatten()
-        .any(|m| m == "S256");
-    if !s256 {
-        return Err(failed(format!(
-            "the authorization server {} does not advertise PKCE with S256 (code_challenge_methods_supported), without which the MCP spec forbids signing in",
-            visible_line(&issuer)
-        )));
-    }
+    require_s256(&metadata, &issuer)?;
     let _busy = auth.person_time.busy();
     let finished = CancellationToken::new();
     let kept_port = previous_port(auth, &issuer).await;
@@ -272,15 +242,7 @@ pub(super) async fn authorize(
     let client = identity(auth, &mut m, &metadata, &issuer, &redirect_uri).await?;
     let wanted = match scopes {
         Some(s) => s,
-        None => {
-            let mut s = m.select_initial_scopes(&[]).await;
-            for c in &auth.config.scopes {
-                if !s.contains(c) {
-                    s.push(c.clone());
-                }
-            }
-            s
-        }
+        None => initial_scopes(auth, &m).await,
     };
     let mut request = AuthorizationRequest::new(&redirect_uri)
         .with_initial_scope_selection()
@@ -309,20 +271,8 @@ pub(super) async fn authorize(
         ),
         client.registration.clone(),
     );
-    let iss_required = metadata
-        .additional_fields
-        .get("authorization_response_iss_parameter_supported")
-        == Some(&Value::Bool(true));
     let came_back = wait_for_redirect(auth, &url, &issuer, listener, finished).await?;
-    let code = match redirect::read(&came_back, &state, &issuer, iss_required) {
-        Err(e) => return Err(failed(e.to_string())),
-        Ok(Callback::Refused(words)) => {
-            return Err(failed(format!(
-                "the authorization server refused the sign-in: {words}"
-            )));
-        }
-        Ok(Callback::Code { code, iss, .. }) => (code, iss),
-    };
+    let code = code_of(&came_back, &state, &issuer, &metadata)?;
     auth.trace.secrets().add(&code.0);
     if let Err(e) = session
         .handle_callback_with_issuer(&code.0, &state, code.1.as_deref())
@@ -338,6 +288,88 @@ pub(super) async fn authorize(
         return Err(failed(words));
     }
     signed_in(session.auth_manager, issuer).await
+}
+
+/// The client-credentials grant (machine to machine): no person, the configured client's
+/// own credentials exchanged for tokens.
+async fn client_credentials(
+    auth: &ServerAuth,
+    mut m: AuthorizationManager,
+    metadata: &AuthorizationMetadata,
+    issuer: String,
+    slot: &store::Slot,
+    scopes: Option<Vec<String>>,
+) -> Result<(AuthorizationManager, SignedIn), SignInError> {
+    let initial = m.select_initial_scopes(&[]).await;
+    let cc = client_credentials_config(&auth.config, &auth.url, scopes.unwrap_or(initial))
+        .ok_or_else(|| failed("client credentials need \"clientId\" and \"clientSecret\""))?;
+    m.validate_client_credentials_metadata(&cc)
+        .and_then(|()| m.configure_client_credentials(&cc))
+        .map_err(|e| failed(explain(&e)))?;
+    let id = auth.config.client_id.clone().unwrap_or_default();
+    let kept = record(
+        auth,
+        metadata,
+        &issuer,
+        &id,
+        ClientSource::ClientCredentials,
+        "",
+    );
+    slot.prepare(kept, None);
+    m.exchange_client_credentials(&cc)
+        .await
+        .map_err(|e| failed(explain(&e)))?;
+    signed_in(m, issuer).await
+}
+
+/// The code and `iss` of the address the browser came back to, checked against this
+/// sign-in's `state` and the issuer (its `iss` required where the metadata promises one).
+fn code_of(
+    came_back: &str,
+    state: &str,
+    issuer: &str,
+    metadata: &AuthorizationMetadata,
+) -> Result<(String, Option<String>), SignInError> {
+    let iss_required = metadata
+        .additional_fields
+        .get("authorization_response_iss_parameter_supported")
+        == Some(&Value::Bool(true));
+    match redirect::read(came_back, state, issuer, iss_required) {
+        Err(e) => Err(failed(e.to_string())),
+        Ok(Callback::Refused(words)) => Err(failed(format!(
+            "the authorization server refused the sign-in: {words}"
+        ))),
+        Ok(Callback::Code { code, iss, .. }) => Ok((code, iss)),
+    }
+}
+
+/// PKCE is a MUST: an authorization server that does not say it supports S256 is refused
+/// (rmcp would go on without it).
+fn require_s256(metadata: &AuthorizationMetadata, issuer: &str) -> Result<(), SignInError> {
+    let s256 = metadata
+        .code_challenge_methods_supported
+        .iter()
+        .flatten()
+        .any(|m| m == "S256");
+    if s256 {
+        return Ok(());
+    }
+    Err(failed(format!(
+        "the authorization server {} does not advertise PKCE with S256 (code_challenge_methods_supported), without which the MCP spec forbids signing in",
+        visible_line(issuer)
+    )))
+}
+
+/// The scopes a first sign-in asks for: rmcp's choice (the challenge's, else the
+/// metadata's), and those the entry adds.
+async fn initial_scopes(auth: &ServerAuth, m: &AuthorizationManager) -> Vec<String> {
+    let mut s = m.select_initial_scopes(&[]).await;
+    for c in &auth.config.scopes {
+        if !s.contains(c) {
+            s.push(c.clone());
+        }
+    }
+    s
 }
 
 /// The record a sign-in keeps with its tokens.
