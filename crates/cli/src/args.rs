@@ -21,7 +21,7 @@ pub enum Command {
     /// Ask one question and print the run: every step, then the answer.
     Ask(AskArgs),
     /// A conversation: questions from the terminal, the history kept across turns.
-    Chat(ChatArgs),
+    Chat(RunArgs),
     /// Print the tools the model would be offered, as the host names them. Needs no model.
     Tools(ToolsArgs),
     /// Run one of the built-in reference servers on stdio, or over HTTP with `--http`.
@@ -182,11 +182,7 @@ pub struct TaskArgs {
     /// The task's id (or the start of it, if no other task's id starts so).
     pub id: String,
     #[command(flatten)]
-    pub host: HostArgs,
-    #[command(flatten)]
-    pub answers: AnswerArgs,
-    #[command(flatten)]
-    pub screen: ScreenArgs,
+    pub run: RunArgs,
     /// Print the record (and the end, when there is one) as JSON.
     #[arg(long)]
     pub json: bool,
@@ -372,8 +368,10 @@ pub struct ScreenArgs {
     pub color: clap::ColorChoice,
 }
 
+/// What a command that runs the host and may ask the person takes: the servers and the
+/// model, how the person answers, and the screen (`chat`, `ask`, `tasks show|cancel|result`).
 #[derive(Args, Debug)]
-pub struct ChatArgs {
+pub struct RunArgs {
     #[command(flatten)]
     pub host: HostArgs,
     #[command(flatten)]
@@ -382,12 +380,20 @@ pub struct ChatArgs {
     pub screen: ScreenArgs,
 }
 
+/// What a command that starts the host and asks the person nothing takes: the servers,
+/// and the screen (`tools`, `policy explain`).
 #[derive(Args, Debug)]
-pub struct ToolsArgs {
+pub struct StartArgs {
     #[command(flatten)]
     pub host: HostArgs,
     #[command(flatten)]
     pub screen: ScreenArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct ToolsArgs {
+    #[command(flatten)]
+    pub start: StartArgs,
     /// Print the catalog as JSON (name, server, description, annotations).
     #[arg(long)]
     pub json: bool,
@@ -398,11 +404,7 @@ pub struct AskArgs {
     /// The question.
     pub question: String,
     #[command(flatten)]
-    pub host: HostArgs,
-    #[command(flatten)]
-    pub answers: AnswerArgs,
-    #[command(flatten)]
-    pub screen: ScreenArgs,
+    pub run: RunArgs,
     /// Print the run as one JSON object on stdout, and nothing else there.
     #[arg(long)]
     pub json: bool,
@@ -444,9 +446,7 @@ pub struct ExplainArgs {
     /// The call's arguments, as JSON (default `{}`).
     pub arguments: Option<String>,
     #[command(flatten)]
-    pub host: HostArgs,
-    #[command(flatten)]
-    pub screen: ScreenArgs,
+    pub start: StartArgs,
     /// Print the explanation as JSON.
     #[arg(long)]
     pub json: bool,

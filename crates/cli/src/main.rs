@@ -26,7 +26,9 @@ use gatehouse::{
 };
 use serde_json::json;
 
-use args::{AnswerArgs, AskArgs, ChatArgs, Cli, Command, HostArgs, ScreenArgs, ToolsArgs};
+use args::{
+    AnswerArgs, AskArgs, Cli, Command, HostArgs, RunArgs, ScreenArgs, StartArgs, ToolsArgs,
+};
 use screen::{Level, Log, Printer, StepsTo};
 
 fn main() -> ExitCode {
@@ -175,11 +177,7 @@ fn load_model(host: &HostArgs, config: &Config) -> anyhow::Result<Box<dyn model:
 /// server that needs a sign-in is signed in to at the terminal (the browser opened when
 /// `openBrowser` says so); without a terminal, it is reported as needing `gatehouse auth
 /// login`.
-pub(crate) fn person(
-    answers: &AnswerArgs,
-    show_calls: bool,
-    settings: &config::Settings,
-) -> Arc<Terminal> {
+fn person(answers: &AnswerArgs, show_calls: bool, settings: &config::Settings) -> Arc<Terminal> {
     let approve = match (answers.yes, answers.no) {
         (true, _) => Some(true),
         (_, true) => Some(false),
@@ -227,6 +225,18 @@ pub(crate) fn printer(
     )))
 }
 
+/// The printer and the person of a command that may ask the person: its steps to `steps`,
+/// and each "Run it?" showing the call itself when the steps are not on screen.
+pub(crate) fn printer_and_person(
+    run: &RunArgs,
+    config: &Config,
+    steps: StepsTo,
+) -> anyhow::Result<(Arc<Printer>, Arc<Terminal>)> {
+    let printer = printer(&run.screen, config, steps)?;
+    let person = person(&run.answers, printer.calls_need_showing(), &config.settings);
+    Ok((printer, person))
+}
+
 /// Start the host on every configured server, offering only `--tools` if given.
 async fn start_host(
     host_args: &HostArgs,
@@ -240,6 +250,17 @@ async fn start_host(
     }
     stop_on_ctrl_c(host.stopper());
     host
+}
+
+/// Start the host for a command that asks the person nothing (`person` answers as it
+/// is told), its steps to stderr.
+pub(crate) async fn start_asking_nobody(
+    args: &StartArgs,
+    person: Arc<Terminal>,
+) -> anyhow::Result<Host> {
+    let config = load_config(&args.host, level(&args.screen) > Level::Quiet)?;
+    let trace = Trace::new(printer(&args.screen, &config, StepsTo::Stderr)?);
+    Ok(start_host(&args.host, &config, person, trace).await)
 }
 
 /// Ctrl-C stops the call in flight (the server gets `notifications/cancelled` and the model
@@ -260,9 +281,10 @@ fn stop_on_ctrl_c(stopper: gatehouse::dispatch::Stopper) {
 }
 
 async fn ask(args: AskArgs) -> anyhow::Result<()> {
-    let level = level(&args.screen);
-    let config = load_config(&args.host, level > Level::Quiet)?;
-    let mut model = load_model(&args.host, &config)?;
+    let run = &args.run;
+    let level = level(&run.screen);
+    let config = load_config(&run.host, level > Level::Quiet)?;
+    let mut model = load_model(&run.host, &config)?;
     // An unusable model endpoint is reported before any server starts.
     model.preflight().await?;
     let steps = if args.json {
@@ -270,19 +292,14 @@ async fn ask(args: AskArgs) -> anyhow::Result<()> {
     } else {
         StepsTo::Stdout
     };
-    let printer = printer(&args.screen, &config, steps)?;
-    let person = person(
-        &args.answers,
-        printer.calls_need_showing(),
-        &config.settings,
-    );
+    let (printer, person) = printer_and_person(run, &config, steps)?;
     // `--record FILE`: every message of the run, as JSON lines, beside the usual output.
     let observer: Arc<dyn gatehouse::trace::Observer> = match &args.record {
         Some(path) => Arc::new(lab::record::RecordingObserver::create(path, printer)?),
         None => printer,
     };
     let trace = Trace::new(observer);
-    let host = start_host(&args.host, &config, person, trace.clone()).await;
+    let host = start_host(&run.host, &config, person, trace.clone()).await;
     let mut conversation = Vec::new();
     let (answer, usage) = host
         .ask(model.as_mut(), &mut conversation, &args.question)
@@ -335,17 +352,12 @@ async fn next_line() -> anyhow::Result<Option<String>> {
     .map_err(|e| anyhow::anyhow!("cannot read your input: {e}"))?
 }
 
-async fn chat(args: ChatArgs) -> anyhow::Result<()> {
+async fn chat(args: RunArgs) -> anyhow::Result<()> {
     let config = load_config(&args.host, level(&args.screen) > Level::Quiet)?;
     let mut model = load_model(&args.host, &config)?;
     model.preflight().await?;
     // Steps go to stderr, beside the host's records; stdout is the conversation.
-    let printer = printer(&args.screen, &config, StepsTo::Stderr)?;
-    let person = person(
-        &args.answers,
-        printer.calls_need_showing(),
-        &config.settings,
-    );
+    let (printer, person) = printer_and_person(&args, &config, StepsTo::Stderr)?;
     let trace = Trace::new(printer);
     let host = start_host(&args.host, &config, person, trace.clone()).await;
     let mut conversation = Vec::new();
@@ -372,10 +384,8 @@ async fn chat(args: ChatArgs) -> anyhow::Result<()> {
 }
 
 async fn tools(args: ToolsArgs) -> anyhow::Result<()> {
-    let config = load_config(&args.host, level(&args.screen) > Level::Quiet)?;
-    let trace = Trace::new(printer(&args.screen, &config, StepsTo::Stderr)?);
     let terminal = Arc::new(Terminal::new(FixedAnswers::default()));
-    let host = start_host(&args.host, &config, terminal, trace).await;
+    let host = start_asking_nobody(&args.start, terminal).await?;
     let rows: Vec<serde_json::Value> = host
         .catalog()
         .tools()

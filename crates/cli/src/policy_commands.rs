@@ -13,16 +13,12 @@ use gatehouse::{
     person::{FixedAnswers, Terminal},
     policy::Explanation,
     text::{visible, visible_json, visible_line},
-    trace::Trace,
 };
 use serde_json::{Value, json};
 
-use crate::{
-    args::{
-        ApprovalsArgs, ApprovalsCommand, ExplainArgs, LedgerArgs, LedgerCommand, PolicyArgs,
-        PolicyCommand,
-    },
-    screen::{Level, StepsTo},
+use crate::args::{
+    ApprovalsArgs, ApprovalsCommand, ExplainArgs, LedgerArgs, LedgerCommand, PolicyArgs,
+    PolicyCommand,
 };
 
 /// `gatehouse policy …`.
@@ -33,15 +29,13 @@ pub async fn policy(args: PolicyArgs) -> anyhow::Result<()> {
 }
 
 async fn explain(args: ExplainArgs) -> anyhow::Result<()> {
-    let config = crate::load_config(&args.host, crate::level(&args.screen) > Level::Quiet)?;
     let arguments = args.arguments.unwrap_or_else(|| "{}".into());
-    let trace = Trace::new(crate::printer(&args.screen, &config, StepsTo::Stderr)?);
     // Nobody is asked anything: explaining sends nothing.
     let person = std::sync::Arc::new(Terminal::new(FixedAnswers {
         approve: Some(false),
         ..FixedAnswers::default()
     }));
-    let host = crate::start_host(&args.host, &config, person, trace).await;
+    let host = crate::start_asking_nobody(&args.start, person).await?;
     let call = ToolCall {
         id: "explain".into(),
         name: args.tool,

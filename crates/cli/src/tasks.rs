@@ -6,7 +6,10 @@ use std::time::Duration;
 use gatehouse::{
     dispatch::CallEnd,
     result::content_text,
-    tasks::{Record, manage},
+    tasks::{
+        Record,
+        manage::{self, Manager},
+    },
     text::{clip, visible, visible_line},
     trace::Trace,
 };
@@ -14,7 +17,7 @@ use serde_json::{Value, json};
 
 use crate::{
     args::{TaskArgs, TasksArgs, TasksCommand},
-    load_config, person, printer,
+    load_config, printer_and_person,
     screen::StepsTo,
 };
 
@@ -54,18 +57,18 @@ enum Look {
 }
 
 async fn one(args: TaskArgs, look: Look) -> anyhow::Result<bool> {
-    let config = load_config(&args.host, false)?;
-    let printer = printer(&args.screen, &config, StepsTo::Stderr)?;
-    let person = person(
-        &args.answers,
-        printer.calls_need_showing(),
-        &config.settings,
-    );
+    let config = load_config(&args.run.host, false)?;
+    let (printer, person) = printer_and_person(&args.run, &config, StepsTo::Stderr)?;
     let trace = Trace::new(printer);
+    let manager = Manager {
+        config: &config,
+        person,
+        trace: &trace,
+    };
     let looked = match look {
-        Look::Cancel => manage::cancel(&config, &args.id, person, &trace).await,
-        Look::Show => manage::look(&config, &args.id, Duration::ZERO, person, &trace).await,
-        Look::Result(wait) => manage::look(&config, &args.id, wait, person, &trace).await,
+        Look::Cancel => manager.cancel(&args.id).await,
+        Look::Show => manager.look(&args.id, Duration::ZERO).await,
+        Look::Result(wait) => manager.look(&args.id, wait).await,
     }
     .map_err(anyhow::Error::msg)?;
     let r = &looked.record;

@@ -78,6 +78,20 @@ struct Ended {
     task_id: Option<String>,
 }
 
+impl Ended {
+    /// The end of a call that no task ran and nobody was asked about: the host's own
+    /// tools, a resource read, a refusal.
+    fn plain(shown: ForModel, outcome: Outcome, server: &str) -> Ended {
+        Ended {
+            shown,
+            outcome,
+            server: server.to_owned(),
+            asked_user: false,
+            task_id: None,
+        }
+    }
+}
+
 impl Host {
     /// A new turn: a question, with a trace of its own.
     pub fn turn(&self) -> Turn<'_> {
@@ -363,13 +377,7 @@ impl Turn<'_> {
         if let Some(whole) = shaped.whole {
             self.keep(offered::result_id(no), whole);
         }
-        Ended {
-            shown: shaped.shown,
-            outcome: shaped.outcome,
-            server,
-            asked_user: false,
-            task_id: None,
-        }
+        Ended::plain(shaped.shown, shaped.outcome, &server)
     }
 
     /// The server `read_resource` reads `uri` from: the one that linked it, or the one
@@ -471,12 +479,6 @@ impl Turn<'_> {
 
     /// A call that ended before anything came back: the model reads `error`.
     fn ended(&self, call: &ToolCall, error: &str, outcome: Outcome, server: &str) -> Ended {
-        Ended {
-            shown: self.shaper().error(&call.name, error),
-            outcome,
-            server: server.to_owned(),
-            asked_user: false,
-            task_id: None,
-        }
+        Ended::plain(self.shaper().error(&call.name, error), outcome, server)
     }
 }

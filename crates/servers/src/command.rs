@@ -30,23 +30,13 @@ pub struct ServeArgs {
     pub http: Option<std::net::SocketAddr>,
     /// Bearer tokens over HTTP: a JSON array of {"user", "tenant", "sha256"} (the
     /// SHA-256 of each token in hex: `printf %s TOKEN | sha256sum`).
-    #[arg(
-        long,
-        value_name = "FILE",
-        requires = "http",
-        conflicts_with = "no_auth"
-    )]
+    #[arg(long, value_name = "FILE", requires = "http")]
     pub tokens: Option<PathBuf>,
     /// Accept OAuth access tokens from this authorization server (its issuer identifier):
     /// protected-resource metadata is served at /.well-known/oauth-protected-resource/mcp,
     /// and a request without a valid token gets 401 naming it. With --tokens, the tokens
     /// file's tokens are accepted too.
-    #[arg(
-        long,
-        value_name = "URL",
-        requires = "http",
-        conflicts_with = "no_auth"
-    )]
+    #[arg(long, value_name = "URL", requires = "http")]
     pub oauth_issuer: Option<String>,
     /// The URL clients know this server by (its resource identifier, the tokens' audience);
     /// default http://ADDR/mcp of the address it listens on.
@@ -58,8 +48,8 @@ pub struct ServeArgs {
           default_value = crate::oauth::DEFAULT_ORG_CLAIM)]
     pub oauth_org_claim: String,
     /// Serve HTTP without authentication, every request acting as MCP_USER/MCP_TENANT.
-    /// For local testing only (loopback addresses only).
-    #[arg(long, requires = "http")]
+    /// For local testing only (loopback addresses only); not with --tokens or --oauth-issuer.
+    #[arg(long, requires = "http", conflicts_with_all = ["tokens", "oauth_issuer"])]
     pub no_auth: bool,
     /// A browser origin allowed to call (repeatable; replaces the default, this server's
     /// own http://127.0.0.1:PORT and http://localhost:PORT).

@@ -27,6 +27,13 @@ fn attack_once(scenario: &str) -> Watched {
     attack(scenario, &[("attack", json!({}))])
 }
 
+/// The hostile tasks server's `tools`, each called once with no arguments, under
+/// `settings`.
+fn attack_tasks(tools: &[&str], settings: Value) -> Watched {
+    let calls: Vec<(&str, Value)> = tools.iter().map(|t| (*t, json!({}))).collect();
+    attack_with("tasks", &calls, settings)
+}
+
 /// A servers file with the hostile server in `scenario` and `gatehouse` settings.
 fn hostile_config(dir: &std::path::Path, scenario: &str, gatehouse: Value) -> String {
     servers_file(
@@ -334,11 +341,7 @@ fn a_task_the_host_did_not_ask_for_is_refused() {
 
 #[test]
 fn a_task_that_never_ends_goes_on_in_the_background_after_the_turns_wait() {
-    let w = attack_with(
-        "tasks",
-        &[("never_ends", json!({}))],
-        json!({"taskWaitMs": 1500}),
-    );
+    let w = attack_tasks(&["never_ends"], json!({"taskWaitMs": 1500}));
     says(
         &w,
         "host: task hostile-task-1 goes on in the background after 1.5 s",
@@ -349,11 +352,7 @@ fn a_task_that_never_ends_goes_on_in_the_background_after_the_turns_wait() {
 
 #[test]
 fn a_status_that_goes_back_and_asks_again_never_asks_the_person_twice() {
-    let w = attack_with(
-        "tasks",
-        &[("backwards", json!({}))],
-        json!({"taskWaitMs": 20000}),
-    );
+    let w = attack_tasks(&["backwards"], json!({"taskWaitMs": 20000}));
     let texts = w.ran.step_texts();
     let asked = texts
         .iter()
@@ -366,22 +365,14 @@ fn a_status_that_goes_back_and_asks_again_never_asks_the_person_twice() {
 
 #[test]
 fn a_flood_of_status_notifications_is_ignored_and_memory_stays_bounded() {
-    let w = attack_with(
-        "tasks",
-        &[("flood", json!({}))],
-        json!({"taskWaitMs": 60000}),
-    );
+    let w = attack_tasks(&["flood"], json!({"taskWaitMs": 60000}));
     says(&w, "server: task hostile-task-1: completed");
     assert_eq!(w.ran.outcomes(), ["ok"]);
 }
 
 #[test]
 fn a_poll_interval_of_zero_is_slowed_to_the_floor_and_one_of_a_year_cut_to_the_ceiling() {
-    let w = attack_with(
-        "tasks",
-        &[("poll_zero", json!({})), ("poll_year", json!({}))],
-        json!({"taskWaitMs": 60000}),
-    );
+    let w = attack_tasks(&["poll_zero", "poll_year"], json!({"taskWaitMs": 60000}));
     assert_eq!(w.ran.outcomes(), ["ok", "ok"]);
     let polls = |tool: &str| -> Vec<u64> {
         events(&w, "task_polled")
@@ -405,14 +396,8 @@ fn a_poll_interval_of_zero_is_slowed_to_the_floor_and_one_of_a_year_cut_to_the_c
 
 #[test]
 fn a_malformed_task_or_an_answer_about_another_task_ends_the_call_and_cancels_it() {
-    let w = attack_with(
-        "tasks",
-        &[
-            ("malformed_create", json!({})),
-            ("malformed_status", json!({})),
-            ("other_id", json!({})),
-            ("bad_id", json!({})),
-        ],
+    let w = attack_tasks(
+        &["malformed_create", "malformed_status", "other_id", "bad_id"],
         json!({}),
     );
     assert_eq!(w.ran.outcomes(), ["error", "error", "error", "error"]);
@@ -438,11 +423,7 @@ fn a_malformed_task_or_an_answer_about_another_task_ends_the_call_and_cancels_it
 
 #[test]
 fn escapes_and_a_megabyte_in_a_status_message_are_made_visible_and_cut() {
-    let w = attack_with(
-        "tasks",
-        &[("escapes", json!({}))],
-        json!({"taskWaitMs": 20000}),
-    );
+    let w = attack_tasks(&["escapes"], json!({"taskWaitMs": 20000}));
     let texts = w.ran.step_texts();
     let status = texts
         .iter()
@@ -458,11 +439,7 @@ fn escapes_and_a_megabyte_in_a_status_message_are_made_visible_and_cut() {
 
 #[test]
 fn a_question_inside_a_task_goes_to_the_person_and_a_sampling_request_is_refused() {
-    let w = attack_with(
-        "tasks",
-        &[("question", json!({})), ("sampling", json!({}))],
-        json!({"taskWaitMs": 20000}),
-    );
+    let w = attack_tasks(&["question", "sampling"], json!({"taskWaitMs": 20000}));
     says(&w, "server: hostile asks: Approve the export? \\u{1b}[2J");
     says(&w, "person: answered decline");
     says(

@@ -302,10 +302,16 @@ impl Config {
 
 /// `$XDG_CONFIG_HOME`, else `~/.config`.
 fn config_home() -> Option<PathBuf> {
-    std::env::var_os("XDG_CONFIG_HOME")
+    user_dir("XDG_CONFIG_HOME", ".config")
+}
+
+/// One of the person's base folders: the XDG variable `var` when it is set and not empty,
+/// else `under_home` in `$HOME` (`.config`, `.local/state`, `.local/share`).
+pub(crate) fn user_dir(var: &str, under_home: &str) -> Option<PathBuf> {
+    std::env::var_os(var)
         .filter(|p| !p.is_empty())
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(under_home)))
 }
 
 /// The keys a server's entry may have; others are warned about.

@@ -88,12 +88,9 @@ impl LedgerSettings {
 /// The person's state folder for Gatehouse: `$XDG_STATE_HOME/gatehouse`, else
 /// `~/.local/state/gatehouse` (the ledger, the key that seals remembered approvals).
 pub fn state_dir() -> PathBuf {
-    let base = std::env::var_os("XDG_STATE_HOME")
-        .filter(|p| !p.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))
-        .unwrap_or_else(std::env::temp_dir);
-    base.join("gatehouse")
+    super::user_dir("XDG_STATE_HOME", ".local/state")
+        .unwrap_or_else(std::env::temp_dir)
+        .join("gatehouse")
 }
 
 /// The hooks of the servers file.

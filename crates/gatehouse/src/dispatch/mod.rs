@@ -339,8 +339,6 @@ pub async fn call_tool(
                     round: &round,
                     person,
                     meta: params.meta.clone(),
-                    max_questions: limits.max_input_rounds,
-                    wait: limits.task_wait,
                     resumed: false,
                 };
                 let followed = follow.run(*created).await;
@@ -395,8 +393,6 @@ pub async fn follow_task(
         round: &round,
         person,
         meta,
-        max_questions: limits.max_input_rounds,
-        wait: limits.task_wait,
         resumed: true,
     };
     let followed = follow.resume(id).await;
@@ -470,8 +466,6 @@ pub async fn call_tool_round(
                 round: &round,
                 person: &person::Unattended::NOBODY,
                 meta: params.meta.clone(),
-                max_questions: limits.max_input_rounds,
-                wait: limits.task_wait,
                 resumed: false,
             };
             let followed = follow.run(*created).await;

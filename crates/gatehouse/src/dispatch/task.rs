@@ -108,8 +108,6 @@ pub(super) struct Follow<'a> {
     pub round: &'a Round1<'a>,
     pub person: &'a dyn Person,
     pub meta: Option<RequestMetaObject>,
-    pub max_questions: usize,
-    pub wait: Duration,
     /// Is this a look again at a task an earlier call left running?
     pub resumed: bool,
 }
@@ -186,11 +184,11 @@ impl Follow<'_> {
         let stop = self.round.stop;
         loop {
             // A first look (`resume`) is made whatever the wait.
-            if state.waited >= self.wait && !state.interval.is_zero() {
+            if state.waited >= self.round.limits.task_wait && !state.interval.is_zero() {
                 return self.left(state);
             }
             // The last wait is cut to what is left of the turn's, after a first look.
-            let nap = match self.wait.checked_sub(state.waited) {
+            let nap = match self.round.limits.task_wait.checked_sub(state.waited) {
                 Some(left) if !state.interval.is_zero() => state.interval.min(left),
                 _ => state.interval,
             };
@@ -320,11 +318,11 @@ impl Follow<'_> {
             return Ok(());
         }
         state.questions += fresh.len();
-        if state.questions > self.max_questions {
+        if state.questions > self.round.limits.max_input_rounds {
             return Err(CallEnd::Failed(format!(
                 "{} asked more than {} questions in task {}; the host stopped",
                 self.server(),
-                self.max_questions,
+                self.round.limits.max_input_rounds,
                 state.id
             )));
         }

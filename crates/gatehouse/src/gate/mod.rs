@@ -30,7 +30,7 @@ use crate::{
     ledger::Entry,
     model::ToolCall,
     person::{self, AnsweredBy, Person},
-    policy::{self, Explanation, Refusal, Verdict},
+    policy::{self, Basis, Explanation, Refusal, Verdict},
     trace::{Outcome, Trace, Who},
 };
 
@@ -103,6 +103,25 @@ enum How {
         why: String,
         may_remember: bool,
     },
+}
+
+impl How {
+    /// Run, as the policy's `basis` allows.
+    fn run(basis: &Basis) -> How {
+        How::Run {
+            rule: basis.label(),
+            said: basis.for_run(),
+        }
+    }
+
+    /// Ask the person first, as the policy's `basis` says.
+    fn ask(basis: &Basis) -> How {
+        How::Ask {
+            rule: basis.label(),
+            why: basis.for_ask(),
+            may_remember: basis.may_remember(),
+        }
+    }
 }
 
 /// A call the policy did not refuse.
@@ -359,27 +378,12 @@ impl Gate {
                 tool,
                 arguments,
                 basis,
-            } => (
-                tool,
-                arguments,
-                How::Run {
-                    rule: basis.label(),
-                    said: basis.for_run(),
-                },
-            ),
+            } => (tool, arguments, How::run(&basis)),
             Verdict::Ask {
                 tool,
                 arguments,
                 basis,
-            } => (
-                tool,
-                arguments,
-                How::Ask {
-                    rule: basis.label(),
-                    why: basis.for_ask(),
-                    may_remember: basis.may_remember(),
-                },
-            ),
+            } => (tool, arguments, How::ask(&basis)),
             Verdict::Refuse(refusal) => {
                 return Err(Box::new((refusal, catalog.get(&call.name).cloned())));
             }

@@ -45,44 +45,15 @@ enum Found {
     Running(Records, Box<Record>, Box<Connection>),
 }
 
-/// Task `id`'s record, and its server reached when the record has no end.
-async fn find(
-    config: &Config,
-    id: &str,
-    person: Arc<dyn Person>,
-    trace: &Trace,
-) -> Result<Found, String> {
-    let records = records_of(config);
-    let r = records.find(id)?;
-    if r.ended() {
-        let end = r.end.as_ref().map(super::end_of);
-        return Ok(Found::Ended(Box::new(Looked { record: r, end })));
-    }
-    let conn = reach(config, &r, person, trace).await?;
-    Ok(Found::Running(records, Box::new(r), Box::new(conn)))
-}
-
-/// Reach the record's server as the configuration describes it.
-async fn reach(
-    config: &Config,
-    r: &Record,
-    person: Arc<dyn Person>,
-    trace: &Trace,
-) -> Result<Connection, String> {
-    let spec = config
-        .servers
-        .iter()
-        .find(|s| s.name == r.server)
-        .ok_or_else(|| {
-            format!(
-                "task {} is on server {:?}, which this servers file does not name",
-                r.task_id, r.server
-            )
-        })?;
-    let limits = connect::Limits::from_settings(&config.settings);
-    connect::connect(spec, person, trace, limits)
-        .await
-        .map_err(|e| e.to_string())
+/// What a look at a task works with: the configuration that names its server and records,
+/// the person its questions go to, and the trace.
+pub struct Manager<'a> {
+    /// The servers file the task's server is reached by.
+    pub config: &'a Config,
+    /// Who answers the task's questions.
+    pub person: Arc<dyn Person>,
+    /// Where the looks are recorded.
+    pub trace: &'a Trace,
 }
 
 fn limits(config: &Config, wait: Duration) -> CallLimits {
@@ -95,105 +66,116 @@ fn limits(config: &Config, wait: Duration) -> CallLimits {
     }
 }
 
-/// Look at task `id` (its id, or the start of it), following it for up to `wait` when it
-/// has not ended; its questions go to `person`. A task whose record has its end is not
-/// looked at again.
-pub async fn look(
-    config: &Config,
-    id: &str,
-    wait: Duration,
-    person: Arc<dyn Person>,
-    trace: &Trace,
-) -> Result<Looked, String> {
-    let (records, r, conn) = match find(config, id, person.clone(), trace).await? {
-        Found::Ended(looked) => return Ok(*looked),
-        Found::Running(records, r, conn) => (records, *r, *conn),
-    };
-    let looked = follow(config, &conn, &records, r, wait, person.as_ref(), trace).await;
-    conn.close().await;
-    looked
-}
-
-/// Follow the task of `r` on `conn` for up to `wait`, and keep what came of it.
-async fn follow(
-    config: &Config,
-    conn: &Connection,
-    records: &Records,
-    r: Record,
-    wait: Duration,
-    person: &dyn Person,
-    trace: &Trace,
-) -> Result<Looked, String> {
-    let stop = CancellationToken::new();
-    let meta = Some(meta_of(&r));
-    let limits = limits(config, wait);
-    let done = dispatch::follow_task(conn, &r.task_id, meta, limits, person, trace, &stop).await;
-    let now = record(
-        &r,
-        &done.end,
-        done.task.as_ref(),
-        r.reported,
-        trace.secrets(),
-    );
-    records.keep(&now)?;
-    let goes_on = matches!(done.end, CallEnd::Background(_) | CallEnd::TimedOut(_));
-    Ok(Looked {
-        record: now,
-        end: (!goes_on).then_some(done.end),
-    })
-}
-
 /// How long `cancel` follows a task after asking, for the cancellation to show: it is
 /// cooperative, and a task whose runner stopped is taken over (and so ends) only once its
 /// lease is stale.
 pub const CANCEL_SETTLE: Duration = Duration::from_secs(10);
 
-/// Cancel task `id` on its server (`tasks/cancel`), then follow it for up to
-/// [`CANCEL_SETTLE`] until it ends. A task that has ended is left as it is.
-pub async fn cancel(
-    config: &Config,
-    id: &str,
-    person: Arc<dyn Person>,
-    trace: &Trace,
-) -> Result<Looked, String> {
-    let (records, r, conn) = match find(config, id, person.clone(), trace).await? {
-        Found::Ended(looked) => return Ok(*looked),
-        Found::Running(records, r, conn) => (records, *r, *conn),
-    };
-    let mut params = CancelTaskParams::new(r.task_id.clone());
-    params.meta = Some(meta_of(&r));
-    let request = ClientRequest::CancelTaskRequest(CancelTaskRequest::new(params));
-    let limit = CANCEL_SEND_LIMIT.max(config.settings.tool_timeout);
-    let sent = tokio::time::timeout(limit, async {
-        conn.send(request).await?.await_response().await
-    })
-    .await;
-    let refused = match sent {
-        Ok(Ok(_)) => None,
-        Ok(Err(e)) => Some(format!(
-            "{} refused to cancel task {}: {e}",
-            r.server, r.task_id
-        )),
-        Err(_) => Some(format!(
-            "{} did not answer the cancellation of task {}",
-            r.server, r.task_id
-        )),
-    };
-    let looked = match refused {
-        Some(why) => Err(why),
-        None => {
-            follow(
-                config,
-                &conn,
-                &records,
-                r,
-                CANCEL_SETTLE,
-                person.as_ref(),
-                trace,
-            )
-            .await
+impl Manager<'_> {
+    /// Task `id`'s record, and its server reached when the record has no end.
+    async fn find(&self, id: &str) -> Result<Found, String> {
+        let records = records_of(self.config);
+        let r = records.find(id)?;
+        if r.ended() {
+            let end = r.end.as_ref().map(super::end_of);
+            return Ok(Found::Ended(Box::new(Looked { record: r, end })));
         }
-    };
-    conn.close().await;
-    looked
+        let conn = self.reach(&r).await?;
+        Ok(Found::Running(records, Box::new(r), Box::new(conn)))
+    }
+
+    /// Reach the record's server as the configuration describes it.
+    async fn reach(&self, r: &Record) -> Result<Connection, String> {
+        let spec = self
+            .config
+            .servers
+            .iter()
+            .find(|s| s.name == r.server)
+            .ok_or_else(|| {
+                format!(
+                    "task {} is on server {:?}, which this servers file does not name",
+                    r.task_id, r.server
+                )
+            })?;
+        let limits = connect::Limits::from_settings(&self.config.settings);
+        connect::connect(spec, self.person.clone(), self.trace, limits)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    /// Look at task `id` (its id, or the start of it), following it for up to `wait` when
+    /// it has not ended; its questions go to the person. A task whose record has its end is
+    /// not looked at again.
+    pub async fn look(&self, id: &str, wait: Duration) -> Result<Looked, String> {
+        let (records, r, conn) = match self.find(id).await? {
+            Found::Ended(looked) => return Ok(*looked),
+            Found::Running(records, r, conn) => (records, *r, *conn),
+        };
+        let looked = self.follow(&conn, &records, r, wait).await;
+        conn.close().await;
+        looked
+    }
+
+    /// Follow the task of `r` on `conn` for up to `wait`, and keep what came of it.
+    async fn follow(
+        &self,
+        conn: &Connection,
+        records: &Records,
+        r: Record,
+        wait: Duration,
+    ) -> Result<Looked, String> {
+        let stop = CancellationToken::new();
+        let meta = Some(meta_of(&r));
+        let limits = limits(self.config, wait);
+        let (person, trace) = (self.person.as_ref(), self.trace);
+        let done =
+            dispatch::follow_task(conn, &r.task_id, meta, limits, person, trace, &stop).await;
+        let now = record(
+            &r,
+            &done.end,
+            done.task.as_ref(),
+            r.reported,
+            trace.secrets(),
+        );
+        records.keep(&now)?;
+        let goes_on = matches!(done.end, CallEnd::Background(_) | CallEnd::TimedOut(_));
+        Ok(Looked {
+            record: now,
+            end: (!goes_on).then_some(done.end),
+        })
+    }
+
+    /// Cancel task `id` on its server (`tasks/cancel`), then follow it for up to
+    /// [`CANCEL_SETTLE`] until it ends. A task that has ended is left as it is.
+    pub async fn cancel(&self, id: &str) -> Result<Looked, String> {
+        let (records, r, conn) = match self.find(id).await? {
+            Found::Ended(looked) => return Ok(*looked),
+            Found::Running(records, r, conn) => (records, *r, *conn),
+        };
+        let mut params = CancelTaskParams::new(r.task_id.clone());
+        params.meta = Some(meta_of(&r));
+        let request = ClientRequest::CancelTaskRequest(CancelTaskRequest::new(params));
+        let limit = CANCEL_SEND_LIMIT.max(self.config.settings.tool_timeout);
+        let sent = tokio::time::timeout(limit, async {
+            conn.send(request).await?.await_response().await
+        })
+        .await;
+        let refused = match sent {
+            Ok(Ok(_)) => None,
+            Ok(Err(e)) => Some(format!(
+                "{} refused to cancel task {}: {e}",
+                r.server, r.task_id
+            )),
+            Err(_) => Some(format!(
+                "{} did not answer the cancellation of task {}",
+                r.server, r.task_id
+            )),
+        };
+        let looked = match refused {
+            Some(why) => Err(why),
+            None => self.follow(&conn, &records, r, CANCEL_SETTLE).await,
+        };
+        conn.close().await;
+        looked
+    }
 }

@@ -30,13 +30,7 @@ pub fn default_path() -> PathBuf {
     if let Some(p) = std::env::var_os(TASKS_FILE_ENV).filter(|p| !p.is_empty()) {
         return PathBuf::from(p);
     }
-    std::env::var_os("XDG_STATE_HOME")
-        .filter(|p| !p.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))
-        .unwrap_or_else(std::env::temp_dir)
-        .join("gatehouse")
-        .join("tasks.db")
+    crate::config::state_dir().join("tasks.db")
 }
 
 /// Milliseconds since the epoch, now.

@@ -177,13 +177,7 @@ impl Turn<'_> {
         });
         let shown =
             crate::result::success(&call.name, &value, self.host.settings().max_result_chars);
-        Ended {
-            shown,
-            outcome: Outcome::Ok,
-            server: HOST_LABEL.to_owned(),
-            asked_user: false,
-            task_id: None,
-        }
+        Ended::plain(shown, Outcome::Ok, HOST_LABEL)
     }
 
     fn report_search(&self, query: &str, names: &[&str], loaded: &Loaded, bytes: Option<usize>) {
@@ -219,13 +213,7 @@ impl Turn<'_> {
                     ),
                     json!({"id": id, "offset": offset, "clipped": shown.clipped}),
                 );
-                Ended {
-                    shown,
-                    outcome: Outcome::Ok,
-                    server: HOST_LABEL.to_owned(),
-                    asked_user: false,
-                    task_id: None,
-                }
+                Ended::plain(shown, Outcome::Ok, HOST_LABEL)
             }
             Err(why) => {
                 self.host.trace().add(

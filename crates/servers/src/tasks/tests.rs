@@ -83,6 +83,15 @@ fn args(v: Value) -> Map<String, Value> {
 }
 
 /// Poll until the task is no longer `working`.
+/// The id of a new task of Sam's running `tool` with no arguments.
+fn started(tasks: &Tasks, tool: &str) -> String {
+    tasks
+        .create(work(), SAM, tool, Map::new())
+        .unwrap()
+        .task
+        .task_id
+}
+
 async fn settled(tasks: &Tasks, owner: &str, id: &str) -> GetTaskResult {
     for _ in 0..200 {
         let got = tasks.get(work(), owner, id).unwrap();
@@ -120,11 +129,7 @@ async fn a_task_is_found_at_once_works_and_completes_with_its_result() {
 #[tokio::test]
 async fn another_callers_id_reads_like_one_that_never_existed() {
     let tasks = Tasks::in_memory("test", settings()).unwrap();
-    let id = tasks
-        .create(work(), SAM, "forever", Map::new())
-        .unwrap()
-        .task
-        .task_id;
+    let id = started(&tasks, "forever");
     let theirs = tasks.get(work(), EVE, &id).unwrap_err();
     let none = tasks
         .get(work(), SAM, "0123456789abcdef0123456789abcdef")
@@ -145,11 +150,7 @@ async fn another_callers_id_reads_like_one_that_never_existed() {
 #[tokio::test]
 async fn questions_are_answered_in_part_checked_and_the_last_answer_finishes_the_task() {
     let tasks = Tasks::in_memory("test", settings()).unwrap();
-    let id = tasks
-        .create(work(), SAM, "ask", Map::new())
-        .unwrap()
-        .task
-        .task_id;
+    let id = started(&tasks, "ask");
     let asking = settled(&tasks, SAM, &id).await;
     let TaskPayload::InputRequired { input_requests } = &asking.task.payload else {
         panic!("{asking:?}");
@@ -196,11 +197,7 @@ async fn questions_are_answered_in_part_checked_and_the_last_answer_finishes_the
 async fn cancel_ends_a_working_or_asking_task_and_leaves_an_ended_one_as_it_was() {
     let tasks = Tasks::in_memory("test", settings()).unwrap();
     for tool in ["forever", "ask"] {
-        let id = tasks
-            .create(work(), SAM, tool, Map::new())
-            .unwrap()
-            .task
-            .task_id;
+        let id = started(&tasks, tool);
         if tool == "ask" {
             settled(&tasks, SAM, &id).await;
         }
@@ -208,11 +205,7 @@ async fn cancel_ends_a_working_or_asking_task_and_leaves_an_ended_one_as_it_was(
         let ended = settled(&tasks, SAM, &id).await;
         assert_eq!(ended.task.status(), TaskStatus::Cancelled, "{tool}");
     }
-    let id = tasks
-        .create(work(), SAM, "fail", Map::new())
-        .unwrap()
-        .task
-        .task_id;
+    let id = started(&tasks, "fail");
     let failed = settled(&tasks, SAM, &id).await;
     let TaskPayload::Failed { error } = &failed.task.payload else {
         panic!("{failed:?}");

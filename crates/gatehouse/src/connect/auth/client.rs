@@ -125,6 +125,8 @@ fn refresh_failed(e: AuthError) -> HttpError {
 impl StreamableHttpClient for HostHttp {
     type Error = reqwest::Error;
 
+    // The narrower forms send as the widest with rmcp's default limits, as rmcp's own
+    // reqwest client does, so a request is signed in for in one place.
     async fn post_message(
         &self,
         uri: Arc<str>,
@@ -133,15 +135,15 @@ impl StreamableHttpClient for HostHttp {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse, HttpError> {
-        self.with_sign_in(|| {
-            self.auth.client().post_message(
-                uri.clone(),
-                message.clone(),
-                session_id.clone(),
-                auth_header.clone(),
-                custom_headers.clone(),
-            )
-        })
+        let limits = StreamableHttpResponseLimits::default();
+        self.post_message_with_response_limits(
+            uri,
+            message,
+            session_id,
+            auth_header,
+            custom_headers,
+            limits,
+        )
         .await
     }
 
@@ -154,16 +156,16 @@ impl StreamableHttpClient for HostHttp {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<StreamableHttpPostResponse, HttpError> {
-        self.with_sign_in(|| {
-            self.auth.client().post_message_with_max_sse_event_size(
-                uri.clone(),
-                message.clone(),
-                session_id.clone(),
-                auth_header.clone(),
-                custom_headers.clone(),
-                max_sse_event_size,
-            )
-        })
+        let mut limits = StreamableHttpResponseLimits::default();
+        limits.max_sse_event_size = max_sse_event_size;
+        self.post_message_with_response_limits(
+            uri,
+            message,
+            session_id,
+            auth_header,
+            custom_headers,
+            limits,
+        )
         .await
     }
 
@@ -211,15 +213,15 @@ impl StreamableHttpClient for HostHttp {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, HttpError> {
-        self.with_sign_in(|| {
-            self.auth.client().get_stream(
-                uri.clone(),
-                session_id.clone(),
-                last_event_id.clone(),
-                auth_header.clone(),
-                custom_headers.clone(),
-            )
-        })
+        let max_sse_event_size = StreamableHttpResponseLimits::default().max_sse_event_size;
+        self.get_stream_with_max_sse_event_size(
+            uri,
+            session_id,
+            last_event_id,
+            auth_header,
+            custom_headers,
+            max_sse_event_size,
+        )
         .await
     }
 

@@ -175,10 +175,7 @@ pub fn now_secs() -> u64 {
 /// The data folder's OAuth store: `$XDG_DATA_HOME/gatehouse/oauth`, else
 /// `~/.local/share/gatehouse/oauth`.
 pub fn default_dir() -> Option<PathBuf> {
-    std::env::var_os("XDG_DATA_HOME")
-        .filter(|p| !p.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
+    crate::config::user_dir("XDG_DATA_HOME", ".local/share")
         .map(|d| d.join("gatehouse").join("oauth"))
 }
 
