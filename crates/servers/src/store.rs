@@ -85,6 +85,61 @@ pub fn open(path: &Path) -> anyhow::Result<Connection> {
     Ok(db)
 }
 
+/// Open a store and make sure of its tables (`init`), one process at a time: instances
+/// starting at once on a new file otherwise meet SQLite's busy answers that its busy
+/// handler does not wait on (the switch to WAL, the schema), and a slow start keeps a
+/// client's first request waiting. The lock is an exclusive `flock` on `PATH.lock`,
+/// waited for at most twice [`BUSY_TIMEOUT`], and released when the store is ready.
+pub fn open_with(
+    path: &Path,
+    init: impl FnOnce(&Connection) -> anyhow::Result<()>,
+) -> anyhow::Result<Connection> {
+    let _starting = StartLock::take(path)?;
+    let db = open(path)?;
+    init(&db)?;
+    Ok(db)
+}
+
+/// The exclusive lock of a store's start, held while it lives.
+struct StartLock(#[allow(dead_code)] std::fs::File);
+
+impl StartLock {
+    fn take(path: &Path) -> anyhow::Result<StartLock> {
+        let mut name = path.as_os_str().to_owned();
+        name.push(".lock");
+        let lock_path = std::path::PathBuf::from(name);
+        if let Some(dir) = lock_path.parent()
+            && !dir.as_os_str().is_empty()
+        {
+            create_private_dir(dir)
+                .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
+        }
+        create_private(&lock_path)
+            .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", lock_path.display()))?;
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| anyhow::anyhow!("cannot open {}: {e}", lock_path.display()))?;
+        #[cfg(unix)]
+        {
+            use std::os::fd::AsRawFd;
+            let deadline = std::time::Instant::now() + 2 * BUSY_TIMEOUT;
+            // SAFETY: flock on a descriptor this function owns; no memory is shared.
+            while unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+                if std::time::Instant::now() >= deadline {
+                    anyhow::bail!(
+                        "{} is being opened by another instance for longer than {} s",
+                        path.display(),
+                        (2 * BUSY_TIMEOUT).as_secs()
+                    );
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+        Ok(StartLock(file))
+    }
+}
+
 /// Run `f` again while SQLite says the store is busy, for up to [`BUSY_TIMEOUT`] in all,
 /// for the statements the busy handler does not cover (a change of journal mode, a
 /// schema made by several instances starting at once).

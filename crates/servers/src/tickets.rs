@@ -131,24 +131,27 @@ fn write_private(path: &Path, text: &str) -> anyhow::Result<()> {
 /// before SQLite opens it, since SQLite gives its `-wal` and `-shm` files the database
 /// file's mode (a file that exists already keeps its mode).
 pub fn open_store(path: &Path) -> anyhow::Result<Connection> {
-    let db = store::open(path)?;
-    db.execute_batch(
-        "CREATE TABLE IF NOT EXISTS tickets (
+    store::open_with(path, |db| {
+        db.execute_batch(
+            "CREATE TABLE IF NOT EXISTS tickets (
              number INTEGER PRIMARY KEY, host TEXT NOT NULL, summary TEXT NOT NULL,
              priority TEXT NOT NULL, status TEXT NOT NULL, opened_by TEXT NOT NULL,
              opened_at TEXT NOT NULL, tenant TEXT NOT NULL DEFAULT '');
          CREATE TABLE IF NOT EXISTS used_confirmations (
              nonce TEXT PRIMARY KEY, used_at TEXT NOT NULL, outcome TEXT NOT NULL);",
-    )?;
-    // A store from before organizations: its tickets get no organization, so no one lists
-    // them; the ticket numbers go on from where they were.
-    store::add_column(&db, "tickets", "tenant", "TEXT NOT NULL DEFAULT ''")?;
-    // What each confirmation was answered with and the ticket it opened, so that the same
-    // answer sent again gets the same ticket.
-    store::add_column(&db, "used_confirmations", "answer", "TEXT")?;
-    store::add_column(&db, "used_confirmations", "ticket", "INTEGER")?;
-    db.execute_batch("CREATE INDEX IF NOT EXISTS tickets_by_tenant ON tickets (tenant, number)")?;
-    Ok(db)
+        )?;
+        // A store from before organizations: its tickets get no organization, so no one lists
+        // them; the ticket numbers go on from where they were.
+        store::add_column(db, "tickets", "tenant", "TEXT NOT NULL DEFAULT ''")?;
+        // What each confirmation was answered with and the ticket it opened, so that the same
+        // answer sent again gets the same ticket.
+        store::add_column(db, "used_confirmations", "answer", "TEXT")?;
+        store::add_column(db, "used_confirmations", "ticket", "INTEGER")?;
+        db.execute_batch(
+            "CREATE INDEX IF NOT EXISTS tickets_by_tenant ON tickets (tenant, number)",
+        )?;
+        Ok(())
+    })
 }
 
 #[derive(Clone)]

@@ -316,8 +316,9 @@ fn new_id() -> String {
 impl Tasks {
     /// The tasks of `server` in the store at `path` (created if missing, private).
     pub fn open(path: &Path, server: &'static str, settings: TaskSettings) -> anyhow::Result<Self> {
-        let db = crate::store::open(path)?;
-        crate::store::retry_busy(|| table::create(&db))?;
+        let db = crate::store::open_with(path, |db| {
+            Ok(crate::store::retry_busy(|| table::create(db))?)
+        })?;
         Ok(Self::with(db, server, settings))
     }
 
