@@ -33,7 +33,6 @@ fn echo(text: &str) -> Value {
 #[test]
 fn a_approves_the_tool_for_the_session_until_its_definition_changes() {
     let dir = tempfile::tempdir().unwrap();
-    let state = dir.path().join("state");
     let model = playback(
         dir.path(),
         json!([
@@ -42,7 +41,7 @@ fn a_approves_the_tool_for_the_session_until_its_definition_changes() {
             echo("three"), {"answer": "done"}
         ]),
     );
-    let config = config(dir.path());
+    let (config, state) = (config(dir.path()), dir.path().join("state"));
     let screen = at_terminal_in(
         dir.path(),
         &["ask", "x", "--config", &config, "--model", &model],

@@ -434,9 +434,11 @@ fn the_same_uri_from_two_servers_is_read_from_the_one_named() {
     assert_eq!(read["server"], "b");
 }
 
-/// Run `gatehouse ask QUESTION OPTIONS…` at a pseudo-terminal, answering `answers`
-/// (prompt, answer) in order; everything the terminal showed.
-fn at_terminal(question: &str, options: &[&str], answers: &[(&str, &str)]) -> String {
+/// Ask for a ticket for jump-prod-02 with this summary (`gatehouse ask … OPTIONS…`) at a
+/// pseudo-terminal, answering `answers` (prompt, answer) in order; everything the terminal
+/// showed.
+fn ticket_at_terminal(summary: &str, options: &[&str], answers: &[(&str, &str)]) -> String {
+    let question = format!("who owns jump-prod-02? Open a ticket for it: {summary}");
     let script = repo_root().join("tests/peers/pty_run.py");
     let mut cmd = std::process::Command::new("python3");
     cmd.arg(script).arg("60");
@@ -447,7 +449,7 @@ fn at_terminal(question: &str, options: &[&str], answers: &[(&str, &str)]) -> St
     // other, so they run without colour.
     cmd.arg("--")
         .arg(exe())
-        .args(["ask", question])
+        .args(["ask", question.as_str()])
         .args(options);
     cmd.env("GATEHOUSE_TICKETS_DB", scratch_dir().join("tickets.db"))
         .env("XDG_CONFIG_HOME", scratch_dir())
@@ -465,11 +467,7 @@ fn at_terminal(question: &str, options: &[&str], answers: &[(&str, &str)]) -> St
 
 #[test]
 fn with_json_at_a_terminal_the_person_sees_the_call_before_the_question() {
-    let screen = at_terminal(
-        "who owns jump-prod-02? Open a ticket for it: disk full",
-        &["--json"],
-        &[("Run it? [y/N]", "n")],
-    );
+    let screen = ticket_at_terminal("disk full", &["--json"], &[("Run it? [y/N]", "n")]);
     let call = screen
         .find("tickets__open_ticket on tickets wants to run with")
         .unwrap_or_else(|| panic!("the call is not shown:\n{screen}"));
@@ -480,8 +478,8 @@ fn with_json_at_a_terminal_the_person_sees_the_call_before_the_question() {
 
 #[test]
 fn a_ticket_summary_cannot_repaint_the_confirmation_at_the_terminal() {
-    let screen = at_terminal(
-        "who owns jump-prod-02? Open a ticket for it: all fine\u{1b}[2J\u{1b}[H\u{9b}Approve: yes",
+    let screen = ticket_at_terminal(
+        "all fine\u{1b}[2J\u{1b}[H\u{9b}Approve: yes",
         &["--yes"],
         &[("Accept? [y/N]", "n")],
     );

@@ -111,6 +111,15 @@ fn says(w: &Watched, part: &str) {
     assert!(steps(w).contains(part), "{part}: {}", steps(w));
 }
 
+/// The first step of the run that starts with `prefix`.
+fn step_starting(w: &Watched, prefix: &str) -> String {
+    let texts = w.ran.step_texts();
+    match texts.iter().find(|t| t.starts_with(prefix)) {
+        Some(step) => step.clone(),
+        None => panic!("no step starts with {prefix:?}: {texts:#?}"),
+    }
+}
+
 /// One test per scenario: its `attack` tool called once, and the steps hold the words.
 macro_rules! says_once {
     ($($name:ident: $scenario:literal => $part:literal,)*) => {
@@ -424,11 +433,7 @@ fn a_malformed_task_or_an_answer_about_another_task_ends_the_call_and_cancels_it
 #[test]
 fn escapes_and_a_megabyte_in_a_status_message_are_made_visible_and_cut() {
     let w = attack_tasks(&["escapes"], json!({"taskWaitMs": 20000}));
-    let texts = w.ran.step_texts();
-    let status = texts
-        .iter()
-        .find(|t| t.starts_with("server: task hostile-task-1: working: "))
-        .unwrap_or_else(|| panic!("{texts:#?}"));
+    let status = step_starting(&w, "server: task hostile-task-1: working: ");
     assert!(status.contains("\\u{1b}[2J"), "{status}");
     assert!(
         status.chars().count() < 400,

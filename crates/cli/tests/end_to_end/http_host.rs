@@ -21,6 +21,13 @@ fn serve(name: &str, dir: &Path) -> Process {
     serve_http(name, &tokens_file(dir), &dir.join("tickets.db"))
 }
 
+/// A scratch folder and the support desk served over HTTP from it.
+fn support_served() -> (tempfile::TempDir, Process) {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve("support", dir.path());
+    (dir, server)
+}
+
 fn remote_config(dir: &Path, servers: serde_json::Value, allow: &[&str]) -> String {
     write(
         dir,
@@ -31,8 +38,7 @@ fn remote_config(dir: &Path, servers: serde_json::Value, allow: &[&str]) -> Stri
 
 #[test]
 fn the_support_desk_over_http_with_a_token_from_the_environment() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = serve("support", dir.path());
+    let (dir, server) = support_served();
     let config = remote_config(
         dir.path(),
         json!({"support": {"type": "http", "url": "${SUPPORT_URL}", "headers": {"Authorization": "Bearer ${SUPPORT_TOKEN}"}}}),
@@ -78,8 +84,7 @@ fn the_seed_run_over_http_confirms_through_input_required() {
 
 #[test]
 fn a_missing_variable_is_named_and_the_other_servers_work() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = serve("support", dir.path());
+    let (dir, server) = support_served();
     let config = remote_config(
         dir.path(),
         json!({"needs_token": {"type": "http", "url": server.url, "headers": {"Authorization": "Bearer ${GATEHOUSE_TEST_NOT_SET}"}},
@@ -94,8 +99,7 @@ fn a_missing_variable_is_named_and_the_other_servers_work() {
 
 #[test]
 fn unreachable_refused_and_wrong_endpoints_are_named() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = serve("support", dir.path());
+    let (dir, server) = support_served();
     let closed = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()

@@ -16,6 +16,13 @@ fn config(dir: &std::path::Path, rules: Value) -> String {
     )
 }
 
+/// A scratch folder and a servers file in it with these rules.
+fn with_rules(rules: Value) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path(), rules);
+    (dir, config)
+}
+
 /// `ask --no` with a model that proposes two echoes at once, of these texts, then answers.
 fn two_echoes(dir: &std::path::Path, config: &str, texts: [&str; 2]) -> Ran {
     let calls: Vec<Value> = texts
@@ -44,11 +51,7 @@ pub fn calls_sent(ran: &Ran) -> Vec<String> {
 
 #[test]
 fn a_deny_without_conditions_hides_the_tool_and_a_proposal_of_it_is_unknown() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = config(
-        dir.path(),
-        json!([{"tool": "testbed__sl*", "decision": "deny"}]),
-    );
+    let (dir, config) = with_rules(json!([{"tool": "testbed__sl*", "decision": "deny"}]));
     let listed = run(&["tools", "--config", &config, "--json"], &[]);
     let names: Vec<String> = expect::names_listed(&listed.stdout);
     assert!(
@@ -79,15 +82,11 @@ fn a_deny_without_conditions_hides_the_tool_and_a_proposal_of_it_is_unknown() {
 
 #[test]
 fn a_conditional_deny_refuses_with_its_reason_and_sends_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = config(
-        dir.path(),
-        json!([
-            {"tool": "testbed__*", "decision": "allow"},
-            {"tool": "testbed__echo", "decision": "deny", "reason": "no secrets in echoes",
-             "when": {"pointer": "/text", "regex": "(?i)password"}}
-        ]),
-    );
+    let (dir, config) = with_rules(json!([
+        {"tool": "testbed__*", "decision": "allow"},
+        {"tool": "testbed__echo", "decision": "deny", "reason": "no secrets in echoes",
+         "when": {"pointer": "/text", "regex": "(?i)password"}}
+    ]));
     let ran = two_echoes(dir.path(), &config, ["my PASSWORD is x", "hello"]);
     let texts = ran.steps_after_discovery();
     expect::assert_has(&texts, "host: denied by rules[1]: no secrets in echoes");
@@ -100,14 +99,10 @@ fn a_conditional_deny_refuses_with_its_reason_and_sends_nothing() {
 
 #[test]
 fn an_ask_rule_gives_the_person_its_reason_and_a_traversal_is_not_inside() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = config(
-        dir.path(),
-        json!([
-            {"tool": "testbed__echo", "decision": "allow", "when": {"pointer": "/text", "inside": "/srv/project"}},
-            {"tool": "testbed__echo", "decision": "ask", "reason": "echoes outside the project are read by a person"}
-        ]),
-    );
+    let (dir, config) = with_rules(json!([
+        {"tool": "testbed__echo", "decision": "allow", "when": {"pointer": "/text", "inside": "/srv/project"}},
+        {"tool": "testbed__echo", "decision": "ask", "reason": "echoes outside the project are read by a person"}
+    ]));
     let ran = two_echoes(
         dir.path(),
         &config,
@@ -169,14 +164,10 @@ fn a_bad_rule_stops_the_host_with_its_index_and_the_problem() {
 
 #[test]
 fn policy_explain_names_the_rule_that_decides_and_each_condition() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = config(
-        dir.path(),
-        json!([
-            {"tool": "testbed__*", "decision": "allow", "when": {"pointer": "/text", "glob": "safe*"}},
-            {"tool": "testbed__echo", "decision": "deny", "reason": "never", "when": {"pointer": "/text", "glob": "*rm -rf*"}}
-        ]),
-    );
+    let (dir, config) = with_rules(json!([
+        {"tool": "testbed__*", "decision": "allow", "when": {"pointer": "/text", "glob": "safe*"}},
+        {"tool": "testbed__echo", "decision": "deny", "reason": "never", "when": {"pointer": "/text", "glob": "*rm -rf*"}}
+    ]));
     let explain = |args: &str| {
         run(
             &[

@@ -27,11 +27,10 @@ fn names(request: &Value) -> Vec<String> {
 #[test]
 fn a_cut_result_is_read_on_with_read_result_and_saved_whole() {
     let dir = scratch_dir();
-    let save = dir.join("saved");
     let config = servers_file(
         &dir,
         json!({"testbed": {"command": exe(), "args": ["serve", "testbed"]}}),
-        json!({"allow": ["testbed__repeat"], "saveDir": save.to_string_lossy()}),
+        json!({"allow": ["testbed__repeat"], "saveDir": dir.join("saved")}),
     );
     let whole = json!({"text": "abcdefghij".repeat(1_000)}).to_string();
     let total = whole.chars().count();

@@ -60,6 +60,40 @@ async fn accepted(
 }
 
 /// Round 1: the question and the sealed state.
+/// Sam's client on a tickets server with a new store (in the folder returned with it).
+async fn sam_in_new_store(
+    mode: ClientLifecycleMode,
+    asker: Asker,
+) -> (tempfile::TempDir, RunningService<RoleClient, Asker>) {
+    let dir = tempfile::tempdir().unwrap();
+    let client = start(&dir.path().join("tickets.db"), "usr-sam", &[], mode, asker).await;
+    (dir, client)
+}
+
+/// Sam's client on the store at `db`, asked to confirm the usual ticket: the client, the
+/// call and the sealed state.
+async fn sam_asked(
+    db: &Path,
+) -> (
+    RunningService<RoleClient, Asker>,
+    CallToolRequestParams,
+    String,
+) {
+    let client = modern_client(db, "usr-sam").await;
+    let (params, state) = jump_prod_asked(&client).await;
+    (client, params, state)
+}
+
+/// The first round of the usual confirmation (a ticket for jump-prod-02): the call and
+/// the sealed state the server asked with.
+async fn jump_prod_asked(
+    client: &RunningService<RoleClient, Asker>,
+) -> (CallToolRequestParams, String) {
+    let params = open_ticket("jump-prod-02", "brute force");
+    let (_, state) = round1(client, params.clone()).await;
+    (params, state)
+}
+
 async fn round1(
     client: &RunningService<RoleClient, Asker>,
     params: CallToolRequestParams,
@@ -167,8 +201,7 @@ async fn an_honest_confirmation_opens_one_ticket_and_the_same_answer_again_gets_
 async fn a_tampered_or_rebound_state_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let client = modern_client(&dir.path().join("tickets.db"), "usr-sam").await;
-    let params = open_ticket("jump-prod-02", "brute force");
-    let (_, state) = round1(&client, params.clone()).await;
+    let (params, state) = jump_prod_asked(&client).await;
 
     let mut tampered = state.clone().into_bytes();
     let i = tampered.len() - 5;
@@ -201,8 +234,7 @@ async fn an_expired_state_is_refused() {
         Asker::new(can_ask(), accept("P1")),
     )
     .await;
-    let params = open_ticket("jump-prod-02", "brute force");
-    let (_, state) = round1(&client, params.clone()).await;
+    let (params, state) = jump_prod_asked(&client).await;
     tokio::time::sleep(Duration::from_millis(1_200)).await;
     invalid_state(accepted(&client, params, "P1", &state).await);
     assert_eq!(ticket_count(&client).await, 0);
@@ -212,9 +244,7 @@ async fn an_expired_state_is_refused() {
 async fn a_restart_between_the_rounds_still_accepts_the_honest_answer_and_keeps_it_single_use() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("tickets.db");
-    let params = open_ticket("jump-prod-02", "brute force");
-    let first = modern_client(&db, "usr-sam").await;
-    let (_, state) = round1(&first, params.clone()).await;
+    let (first, params, state) = sam_asked(&db).await;
     first.cancel().await.unwrap();
 
     let key = dir.path().join("tickets.key");
@@ -246,9 +276,7 @@ async fn a_restart_between_the_rounds_still_accepts_the_honest_answer_and_keeps_
 async fn one_users_confirmation_cannot_be_used_by_another() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("tickets.db");
-    let params = open_ticket("jump-prod-02", "brute force");
-    let sam = modern_client(&db, "usr-sam").await;
-    let (_, state) = round1(&sam, params.clone()).await;
+    let (sam, params, state) = sam_asked(&db).await;
     // Jun is staff at Larkfield too, so only the binding stands in his way.
     let jun = modern_client(&db, "usr-jun").await;
     invalid_state(accepted(&jun, params, "P1", &state).await);
@@ -263,8 +291,7 @@ async fn decline_and_cancel_open_nothing() {
         (ElicitationAction::Decline, "declined"),
         (ElicitationAction::Cancel, "closed the form"),
     ] {
-        let params = open_ticket("jump-prod-02", "brute force");
-        let (_, state) = round1(&client, params.clone()).await;
+        let (params, state) = jump_prod_asked(&client).await;
         let round2 = answered(params.clone(), &ElicitResult::new(action), &state);
         // Sent again (its answer lost), the same answer is answered as the first time.
         for _ in 0..2 {
@@ -281,8 +308,7 @@ async fn decline_and_cancel_open_nothing() {
         assert!(text(&r).contains("already used"), "{}", text(&r));
     }
     // Accepting without a valid priority opens nothing either.
-    let params = open_ticket("jump-prod-02", "brute force");
-    let (_, state) = round1(&client, params.clone()).await;
+    let (params, state) = jump_prod_asked(&client).await;
     let r = complete(accepted(&client, params, "P9", &state).await);
     assert!(text(&r).contains("without a valid priority"));
     assert_eq!(ticket_count(&client).await, 0);
@@ -307,11 +333,7 @@ async fn answers_without_the_state_are_asked_again() {
 
 #[tokio::test]
 async fn a_client_that_cannot_ask_is_refused_and_nothing_opens() {
-    let dir = tempfile::tempdir().unwrap();
-    let client = start(
-        &dir.path().join("tickets.db"),
-        "usr-sam",
-        &[],
+    let (_dir, client) = sam_in_new_store(
         modern(),
         Asker::new(ClientCapabilities::default(), accept("P1")),
     )
@@ -332,11 +354,7 @@ async fn a_client_that_cannot_ask_is_refused_and_nothing_opens() {
 
 #[tokio::test]
 async fn an_older_client_is_asked_with_elicitation_create() {
-    let dir = tempfile::tempdir().unwrap();
-    let client = start(
-        &dir.path().join("tickets.db"),
-        "usr-sam",
-        &[],
+    let (_dir, client) = sam_in_new_store(
         ClientLifecycleMode::Initialize,
         Asker::new(can_ask(), accept("P2")),
     )
@@ -436,9 +454,7 @@ async fn a_caller_with_no_membership_is_refused_before_anything_and_nothing_open
 async fn a_read_only_member_may_list_but_not_open() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("tickets.db");
-    let sam = modern_client(&db, "usr-sam").await;
-    let params = open_ticket("jump-prod-02", "brute force");
-    let (_, state) = round1(&sam, params.clone()).await;
+    let (sam, params, state) = sam_asked(&db).await;
     complete(accepted(&sam, params.clone(), "P2", &state).await);
 
     for mode in [modern(), ClientLifecycleMode::Initialize] {
@@ -527,9 +543,7 @@ async fn the_store_its_files_and_its_folder_are_the_users_alone() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("gatehouse").join("store");
     let db = store.join("tickets.db");
-    let client = modern_client(&db, "usr-sam").await;
-    let params = open_ticket("jump-prod-02", "brute force");
-    let (_, state) = round1(&client, params.clone()).await;
+    let (client, params, state) = sam_asked(&db).await;
     complete(accepted(&client, params, "P1", &state).await);
     // While the server runs, with a ticket written: the WAL files exist.
     let mode = |p: &Path| {

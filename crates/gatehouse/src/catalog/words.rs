@@ -5,6 +5,8 @@
 //! `remember` is to keep in memory). Stemming (`files`, `filed` → `file`) is left to the
 //! index's tokenizer.
 
+use std::sync::LazyLock;
+
 /// Most words of one request that are searched for.
 pub const MAX_QUERY_WORDS: usize = 32;
 /// Longest word kept, in characters.
@@ -165,104 +167,23 @@ pub fn is_stop_word(word: &str) -> bool {
 }
 
 /// Other words for what a word means, as tools name it. Each entry is a word people type
-/// and what tools may call it instead; a phrase is written with spaces. Kept to the words
-/// of the trade: no entry names a product's tool.
-const SYNONYMS: &[(&str, &[&str])] = &[
-    ("ack", &["acknowledge"]),
-    ("add", &["create", "insert", "append", "sum"]),
-    ("address", &["geocode", "location"]),
-    ("big", &["size", "sizes"]),
-    ("bug", &["issue"]),
-    ("cancel", &["delete", "stop"]),
-    ("chat", &["message", "conversation"]),
-    ("close", &["update", "state"]),
-    ("cluster", &["kubernetes", "context"]),
-    ("columns", &["schema", "describe"]),
-    ("comment", &["comments", "reply"]),
-    ("coordinates", &["geocode", "latitude", "longitude"]),
-    ("crash", &["error", "failure", "logs"]),
-    ("crashing", &["error", "failure", "logs", "describe"]),
-    ("db", &["database", "sql"]),
-    ("delete", &["remove"]),
-    ("deploy", &["deployment", "rollout", "release"]),
-    ("dir", &["directory"]),
-    ("disk", &["file", "filesystem"]),
-    ("dismiss", &["dialog", "handle", "close"]),
-    ("drive", &["directions", "driving"]),
-    ("dump", &["read", "entire", "export"]),
-    ("edit", &["update", "modify", "change"]),
-    ("email", &["mail", "message"]),
-    ("env", &["environment"]),
-    ("error", &["errors", "failure", "issue"]),
-    ("errors", &["error", "issues", "console"]),
-    ("fail", &["failure", "failed", "error"]),
-    ("failed", &["failure", "error", "rerun"]),
-    ("far", &["distance"]),
-    ("find", &["search", "lookup"]),
-    ("fix", &["edit", "update"]),
-    ("folder", &["directory"]),
-    ("forget", &["delete", "remove"]),
-    ("grab", &["fetch", "get", "scrape"]),
-    ("green", &["status", "passing"]),
-    ("high", &["elevation"]),
-    ("image", &["picture", "screenshot"]),
-    ("incident", &["ticket"]),
-    ("k8s", &["kubernetes", "kubectl"]),
-    ("kick", &["trigger", "run", "start"]),
-    ("know", &["memory", "knowledge"]),
-    ("link", &["relation", "url"]),
-    ("local", &["filesystem", "file"]),
-    ("look", &["search", "get"]),
-    ("make", &["create", "new"]),
-    ("mark", &["update", "complete"]),
-    ("modified", &["info", "metadata", "time"]),
-    ("mr", &["merge request"]),
-    ("note", &["observation", "add"]),
-    ("now", &["current"]),
-    ("open", &["create", "navigate", "read"]),
-    ("picture", &["image", "screenshot"]),
-    ("pod", &["kubernetes", "pods"]),
-    ("pods", &["kubernetes", "pod"]),
-    ("popup", &["dialog", "modal"]),
-    ("post", &["send", "message", "create"]),
-    ("pr", &["pull request"]),
-    ("prs", &["pull requests"]),
-    ("rain", &["weather", "forecast"]),
-    ("raining", &["weather", "current"]),
-    ("remember", &["memory", "entity", "observation"]),
-    ("remembered", &["memory", "search", "nodes"]),
-    ("rename", &["move"]),
-    ("replies", &["reply", "thread"]),
-    ("reply", &["thread", "respond"]),
-    ("repo", &["repository", "project"]),
-    ("repos", &["repositories", "projects"]),
-    ("restart", &["stop", "start", "reboot"]),
-    ("run", &["execute", "query", "trigger"]),
-    ("said", &["message", "history"]),
-    ("save", &["write", "create"]),
-    ("say", &["post", "send", "message"]),
-    ("screenshot", &["image", "capture"]),
-    ("send", &["post", "message"]),
-    ("show", &["get", "list", "read"]),
-    ("site", &["website", "url", "page"]),
-    ("sms", &["text message"]),
-    ("staged", &["stage", "staging"]),
-    ("text", &["message", "sms"]),
-    ("ticket", &["issue", "incident"]),
-    ("tree", &["directory", "recursive"]),
-    ("url", &["page", "website", "link"]),
-    ("urls", &["map", "links", "website"]),
-    ("watch", &["monitor", "track"]),
-    ("web", &["internet", "online", "website"]),
-    ("webpage", &["page", "url"]),
-    ("website", &["site", "url", "page"]),
-];
+/// and what tools may call it instead; a phrase is written with spaces.
+/// The table: `catalog/synonyms.txt`, read once (the words are data, kept apart from the
+/// code that looks them up; the slices borrow from the file's text in the binary).
+static SYNONYMS: LazyLock<Vec<(&'static str, Vec<&'static str>)>> = LazyLock::new(|| {
+    include_str!("synonyms.txt")
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .filter_map(|l| l.split_once(':'))
+        .map(|(word, alts)| (word.trim(), alts.split(',').map(str::trim).collect()))
+        .collect()
+});
 
 /// The other words for `word` (none when it has no entry).
 pub fn synonyms(word: &str) -> &'static [&'static str] {
     SYNONYMS
         .binary_search_by(|(w, _)| w.cmp(&word))
-        .map_or(&[], |i| SYNONYMS[i].1)
+        .map_or(&[], |i| SYNONYMS[i].1.as_slice())
 }
 
 /// File name endings that say a request is about a file.
@@ -388,7 +309,9 @@ mod tests {
             SYNONYMS.windows(2).all(|w| w[0].0 < w[1].0),
             "SYNONYMS unsorted"
         );
-        for (word, _) in SYNONYMS {
+        assert!(SYNONYMS.len() > 80, "the synonyms file is read");
+        for (word, alts) in SYNONYMS.iter() {
+            assert!(alts.iter().all(|a| !a.is_empty()), "{word}: an empty word");
             assert!(!synonyms(word).is_empty(), "{word}");
             assert!(!is_stop_word(word), "{word} is a stop word too");
         }

@@ -81,6 +81,18 @@ pub enum ToolSearch {
     Never,
 }
 
+/// The words the settings file gives a choice with, each beside the value it stands for.
+macro_rules! words {
+    ($kind:ident: $($word:literal => $value:ident),+) => {
+        impl $kind {
+            /// The words of the settings file for each.
+            pub const WORDS: &[(&str, $kind)] = &[$(($word, $kind::$value)),+];
+        }
+    };
+}
+
+words!(ToolSearch: "auto" => Auto, "always" => Always, "never" => Never);
+
 /// The JSON Schema a model's API accepts for a tool's parameters (`schemaDialect`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SchemaDialect {
@@ -208,6 +220,8 @@ pub enum CredentialStore {
     /// The file (0600) in the data folder.
     File,
 }
+
+words!(CredentialStore: "auto" => Auto, "keychain" => Keychain, "file" => File);
 
 /// Whether a place the host writes is a file or a folder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -372,18 +386,7 @@ fn sign_in_setting(s: &mut Settings, key: &str, v: &Value) -> Result<bool, Strin
                 Duration::from_millis(whole_number(key, v, SIGN_IN_TIMEOUT_MS_RANGE)?)
         }
         "openBrowser" => s.open_browser = flag(key, v)?,
-        "credentialStore" => {
-            s.credential_store = match v.as_str() {
-                Some("auto") => CredentialStore::Auto,
-                Some("keychain") => CredentialStore::Keychain,
-                Some("file") => CredentialStore::File,
-                _ => {
-                    return Err(format!(
-                        "\"credentialStore\" must be \"auto\", \"keychain\" or \"file\", not {v}"
-                    ));
-                }
-            }
-        }
+        "credentialStore" => s.credential_store = one_of(key, v, CredentialStore::WORDS)?,
         _ => return Ok(false),
     }
     Ok(true)
@@ -393,6 +396,21 @@ fn sign_in_setting(s: &mut Settings, key: &str, v: &Value) -> Result<bool, Strin
 fn flag(key: &str, v: &Value) -> Result<bool, String> {
     v.as_bool()
         .ok_or_else(|| format!("\"{key}\" must be true or false"))
+}
+
+/// A setting that is one of a few words: `"key" must be "a", "b" or "c", not V` otherwise.
+fn one_of<T: Copy>(key: &str, v: &Value, choices: &[(&str, T)]) -> Result<T, String> {
+    if let Some(&(_, chosen)) = choices.iter().find(|(word, _)| v.as_str() == Some(word)) {
+        return Ok(chosen);
+    }
+    let quoted: Vec<String> = choices.iter().map(|(w, _)| format!("\"{w}\"")).collect();
+    let (last, rest) = quoted.split_last().expect("a setting has choices");
+    let listed = if rest.is_empty() {
+        last.clone()
+    } else {
+        format!("{} or {last}", rest.join(", "))
+    };
+    Err(format!("\"{key}\" must be {listed}, not {v}"))
 }
 
 /// A setting that is a string.
@@ -422,18 +440,7 @@ fn catalog_setting(s: &mut Settings, key: &str, v: &Value) -> Result<bool, Strin
         "contextTokens" => {
             s.context_tokens = Some(bounded(MIN_CONTEXT_TOKENS..=MAX_CONTEXT_TOKENS)?)
         }
-        "toolSearch" => {
-            s.tool_search = match v.as_str() {
-                Some("auto") => ToolSearch::Auto,
-                Some("always") => ToolSearch::Always,
-                Some("never") => ToolSearch::Never,
-                _ => {
-                    return Err(format!(
-                        "\"toolSearch\" must be \"auto\", \"always\" or \"never\", not {v}"
-                    ));
-                }
-            }
-        }
+        "toolSearch" => s.tool_search = one_of(key, v, ToolSearch::WORDS)?,
         "schemaDialect" => s.schema_dialect = dialects(v)?,
         _ => return Ok(false),
     }

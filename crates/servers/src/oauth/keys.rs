@@ -78,14 +78,7 @@ async fn fetch_json(http: &reqwest::Client, url: &str) -> Result<Value, String> 
 impl Keys {
     /// Find the issuer's metadata, check its `issuer`, and fetch its keys.
     pub async fn discover(issuer: &str) -> anyhow::Result<Self> {
-        let parsed = reqwest::Url::parse(issuer)
-            .map_err(|e| anyhow::anyhow!("--oauth-issuer {issuer:?} is not a URL: {e}"))?;
-        anyhow::ensure!(
-            matches!(parsed.scheme(), "http" | "https")
-                && parsed.query().is_none()
-                && parsed.fragment().is_none(),
-            "--oauth-issuer must be an http(s) URL without a query or fragment, not {issuer:?}"
-        );
+        let parsed = super::http_url("--oauth-issuer", issuer)?;
         let http = reqwest::Client::builder()
             .timeout(FETCH_TIMEOUT)
             .redirect(reqwest::redirect::Policy::none())

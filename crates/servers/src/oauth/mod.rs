@@ -186,6 +186,20 @@ pub fn required_scopes(
 
 /// A quoted-string value of a challenge parameter: what is not printable ASCII, and the
 /// quote and backslash, are left out (the values are ours, but stay valid whatever they are).
+/// The URL a flag gives (`--oauth-issuer`, `--oauth-resource`): http(s), without a query or
+/// a fragment, which neither an issuer nor a resource may carry.
+fn http_url(flag: &str, value: &str) -> anyhow::Result<reqwest::Url> {
+    let parsed = reqwest::Url::parse(value)
+        .map_err(|e| anyhow::anyhow!("{flag} {value:?} is not a URL: {e}"))?;
+    anyhow::ensure!(
+        matches!(parsed.scheme(), "http" | "https")
+            && parsed.query().is_none()
+            && parsed.fragment().is_none(),
+        "{flag} must be an http(s) URL without a query or fragment, not {value:?}"
+    );
+    Ok(parsed)
+}
+
 fn quoted(value: &str) -> String {
     value
         .chars()
@@ -212,14 +226,7 @@ impl ResourceServer {
                 format!("http://{local}{}", crate::http::MCP_PATH)
             }
         };
-        let parsed = reqwest::Url::parse(&resource)
-            .map_err(|e| anyhow::anyhow!("--oauth-resource {resource:?} is not a URL: {e}"))?;
-        anyhow::ensure!(
-            matches!(parsed.scheme(), "http" | "https")
-                && parsed.fragment().is_none()
-                && parsed.query().is_none(),
-            "--oauth-resource must be an http(s) URL without a query or fragment, not {resource:?}"
-        );
+        let parsed = http_url("--oauth-resource", &resource)?;
         // RFC 9728 §3.1: the well-known name goes between the origin and the path.
         let path = parsed.path().trim_end_matches('/');
         let metadata_path = format!("{METADATA_PREFIX}{path}");

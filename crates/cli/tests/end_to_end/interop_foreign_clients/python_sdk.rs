@@ -101,13 +101,8 @@ fn python_client_uses_every_server(t: Transport, mode: &str, protocol: &str, how
             let read = &out["read"]["contents"][0];
             assert_eq!(read["uri"], POLICY, "{}", out["read"]);
             assert_eq!(read["mimeType"], "text/markdown");
-            assert!(
-                read["text"]
-                    .as_str()
-                    .unwrap()
-                    .starts_with("# Refunds and payments policy"),
-                "{read}"
-            );
+            let text = read["text"].as_str().unwrap_or_default();
+            assert!(text.starts_with("# Refunds and payments policy"), "{read}");
         }
         if *server == "orders" {
             let link = expect::item_with(&result["content"], "type", "resource_link").unwrap();

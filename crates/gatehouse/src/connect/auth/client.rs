@@ -125,8 +125,9 @@ fn refresh_failed(e: AuthError) -> HttpError {
 impl StreamableHttpClient for HostHttp {
     type Error = reqwest::Error;
 
-    // The narrower forms send as the widest with rmcp's default limits, as rmcp's own
-    // reqwest client does, so a request is signed in for in one place.
+    // rmcp's transport sends through the widest forms only (response limits, SSE event
+    // size); the narrow ones it requires send as those with rmcp's default limits, and the
+    // defaults of the others lead here, so a request is signed in for in one place.
     async fn post_message(
         &self,
         uri: Arc<str>,
@@ -136,28 +137,6 @@ impl StreamableHttpClient for HostHttp {
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse, HttpError> {
         let limits = StreamableHttpResponseLimits::default();
-        self.post_message_with_response_limits(
-            uri,
-            message,
-            session_id,
-            auth_header,
-            custom_headers,
-            limits,
-        )
-        .await
-    }
-
-    async fn post_message_with_max_sse_event_size(
-        &self,
-        uri: Arc<str>,
-        message: ClientJsonRpcMessage,
-        session_id: Option<Arc<str>>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-        max_sse_event_size: usize,
-    ) -> Result<StreamableHttpPostResponse, HttpError> {
-        let mut limits = StreamableHttpResponseLimits::default();
-        limits.max_sse_event_size = max_sse_event_size;
         self.post_message_with_response_limits(
             uri,
             message,
