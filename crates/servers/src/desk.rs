@@ -17,7 +17,7 @@ use rmcp::{
     model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, GetTaskParams,
         GetTaskResult, Implementation, ListResourcesResult, ListToolsResult,
-        PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+        PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
         ServerCapabilities, ServerConfig, Tool, UpdateTaskParams,
     },
     service::RequestContext,
@@ -448,10 +448,6 @@ impl<D: Desk> ServerHandler for Served<D> {
         ServerConfig::new(capabilities)
             .with_server_info(self.0.info().clone())
             .with_instructions(D::PROFILE.instructions)
-    }
-
-    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
-        std::borrow::Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS)
     }
 
     async fn list_tools(

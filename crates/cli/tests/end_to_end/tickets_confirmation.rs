@@ -60,13 +60,20 @@ async fn accepted(
 }
 
 /// Round 1: the question and the sealed state.
+/// A new folder for a tickets store, and the store's path in it.
+fn new_store() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("tickets.db");
+    (dir, db)
+}
+
 /// Sam's client on a tickets server with a new store (in the folder returned with it).
 async fn sam_in_new_store(
     mode: ClientLifecycleMode,
     asker: Asker,
 ) -> (tempfile::TempDir, RunningService<RoleClient, Asker>) {
-    let dir = tempfile::tempdir().unwrap();
-    let client = start(&dir.path().join("tickets.db"), "usr-sam", &[], mode, asker).await;
+    let (dir, db) = new_store();
+    let client = start(&db, "usr-sam", &[], mode, asker).await;
     (dir, client)
 }
 
@@ -148,8 +155,7 @@ async fn ticket_count(client: &RunningService<RoleClient, Asker>) -> i64 {
 
 #[tokio::test]
 async fn an_honest_confirmation_opens_one_ticket_and_the_same_answer_again_gets_it_back() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("tickets.db");
+    let (_dir, db) = new_store();
     let client = modern_client(&db, "usr-sam").await;
     let params = open_ticket("jump-prod-02", "brute force then a login from 203.0.113.77");
     let (asked, state) = round1(&client, params.clone()).await;
@@ -242,8 +248,7 @@ async fn an_expired_state_is_refused() {
 
 #[tokio::test]
 async fn a_restart_between_the_rounds_still_accepts_the_honest_answer_and_keeps_it_single_use() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("tickets.db");
+    let (dir, db) = new_store();
     let (first, params, state) = sam_asked(&db).await;
     first.cancel().await.unwrap();
 
@@ -274,8 +279,7 @@ async fn a_restart_between_the_rounds_still_accepts_the_honest_answer_and_keeps_
 
 #[tokio::test]
 async fn one_users_confirmation_cannot_be_used_by_another() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("tickets.db");
+    let (_dir, db) = new_store();
     let (sam, params, state) = sam_asked(&db).await;
     // Jun is staff at Larkfield too, so only the binding stands in his way.
     let jun = modern_client(&db, "usr-jun").await;
@@ -420,8 +424,7 @@ async fn listed(client: &RunningService<RoleClient, Asker>) -> Vec<(String, Stri
 
 #[tokio::test]
 async fn a_caller_with_no_membership_is_refused_before_anything_and_nothing_opens() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("tickets.db");
+    let (_dir, db) = new_store();
     // Tomás exists but belongs to no organization; Camille belongs to Bramble, not Larkfield.
     for (user, tenant) in [("usr-tomas", "larkfield"), ("usr-camille", "larkfield")] {
         for mode in [modern(), ClientLifecycleMode::Initialize] {
@@ -452,8 +455,7 @@ async fn a_caller_with_no_membership_is_refused_before_anything_and_nothing_open
 
 #[tokio::test]
 async fn a_read_only_member_may_list_but_not_open() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("tickets.db");
+    let (_dir, db) = new_store();
     let (sam, params, state) = sam_asked(&db).await;
     complete(accepted(&sam, params.clone(), "P2", &state).await);
 
@@ -493,8 +495,7 @@ async fn a_read_only_member_may_list_but_not_open() {
 
 #[tokio::test]
 async fn each_organization_lists_only_its_own_tickets() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("tickets.db");
+    let (_dir, db) = new_store();
     let sam = modern_client(&db, "usr-sam").await;
     let params = open_ticket("jump-prod-02", "brute force then a login from 203.0.113.77");
     let (_, state) = round1(&sam, params.clone()).await;
