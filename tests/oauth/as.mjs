@@ -15,11 +15,15 @@
 //   AS_ORGS        "account=org,..." the `org` claim of each account's access tokens
 //   AS_PREREG      "id:secret:redirect" a pre-registered confidential client (Basic auth)
 //   AS_CC_CLIENT   "id:secret" a pre-registered client-credentials client
+//   AS_LOG_REQUESTS  "1": one `request` event per request (path, query, form body,
+//                  Authorization header), so a test can look for what must never reach
+//                  this server (another issuer's tokens or client id)
 //
 // Prints "listening on ISSUER" as its first line on stdout, then one JSON line per
 // event the tests count: register, authorize, token, token_error, grant_revoked, revoked.
 // POST /__test/fail-token?count=N makes the next N token requests answer 503 (an
-// authorization server that is down for a moment).
+// authorization server that is down for a moment); with &how=drop they are cut off
+// without an answer instead (the connection closed: a network error at the client).
 import http from 'node:http';
 import crypto from 'node:crypto';
 import Provider, { errors } from 'oidc-provider';
@@ -32,6 +36,7 @@ const login = env.AS_LOGIN ?? 'auto:usr-sam';
 const autoAccount = login.startsWith('auto:') ? login.slice(5) : undefined;
 const orgs = Object.fromEntries((env.AS_ORGS ?? '').split(',').filter(Boolean).map((p) => p.split('=')));
 let failTokens = 0;
+let failHow = '503';
 
 const signingKey = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 })
   .privateKey.export({ format: 'jwk' });
@@ -106,6 +111,13 @@ const provider = new Provider(issuer, {
 });
 provider.on('server_error', (_ctx, err) => console.error('server_error', err));
 const event = (e) => console.log(JSON.stringify(e));
+if (env.AS_LOG_REQUESTS === '1') {
+  provider.use(async (ctx, next) => {
+    await next();
+    event({ event: 'request', method: ctx.method, path: ctx.path, query: ctx.query,
+      body: ctx.oidc?.body ?? null, authorization: ctx.headers.authorization ?? null });
+  });
+}
 provider.on('authorization.accepted', (ctx) => event({ event: 'authorize',
   client_id: ctx.oidc.params.client_id, scope: ctx.oidc.params.scope,
   resource: ctx.oidc.params.resource, redirect_uri: ctx.oidc.params.redirect_uri }));
@@ -143,13 +155,19 @@ async function autoInteraction(req, res) {
 const callback = provider.callback();
 server.on('request', (req, res) => {
   if (req.method === 'POST' && req.url.startsWith('/__test/fail-token')) {
-    failTokens = Number(new URL(req.url, issuer).searchParams.get('count') ?? 1);
+    const asked = new URL(req.url, issuer).searchParams;
+    failTokens = Number(asked.get('count') ?? 1);
+    failHow = asked.get('how') ?? '503';
     res.end('ok');
     return;
   }
   if ((req.url === '/token' || req.url.startsWith('/token?')) && failTokens > 0) {
     failTokens -= 1;
-    event({ event: 'token_failed_on_purpose' });
+    event({ event: 'token_failed_on_purpose', how: failHow });
+    if (failHow === 'drop') {
+      req.socket.destroy();
+      return;
+    }
     res.statusCode = 503;
     res.end('Service Unavailable');
     return;

@@ -210,7 +210,8 @@ async fn discover(
 }
 
 /// Sign in: discover, pick the client, have the person authorize (or use the client's
-/// credentials), and exchange the code. Nothing is stored unless tokens come.
+/// credentials), and exchange the code. Nothing is stored unless tokens come, and nothing
+/// is begun when they would have nowhere to go.
 pub(super) async fn authorize(
     auth: &ServerAuth,
     challenge: Option<&str>,
@@ -221,6 +222,8 @@ pub(super) async fn authorize(
             server: auth.server.clone(),
         });
     }
+    let s = auth.store.clone();
+    blocking(move || s.check_vault()).await.map_err(failed)?;
     let (mut m, metadata, issuer) = discover(auth, challenge).await?;
     let slot = auth.store.slot(&auth.url, &issuer);
     m.set_credential_store(slot.clone());

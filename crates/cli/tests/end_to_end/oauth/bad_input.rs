@@ -1,0 +1,78 @@
+//! What an attacker or a broken authorization server sends during a sign-in: a forged
+//! redirect, an error on the redirect, metadata without S256, a token response that is
+//! not a bearer token. Each fails the sign-in naming the server and the cause, stores
+//! nothing from the attempt, and leaves the other servers working.
+
+use std::{path::Path, time::Duration};
+
+use super::{World, events};
+
+/// Wait for the host's sign-in address in the browser log.
+fn sign_in_address(log: &Path) -> reqwest::Url {
+    for _ in 0..300 {
+        let first = std::fs::read_to_string(log)
+            .ok()
+            .and_then(|t| t.lines().next().map(str::to_owned));
+        if let Some(line) = first {
+            return reqwest::Url::parse(&line).expect("the sign-in address is a URL");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("the host opened no sign-in address within 30 s");
+}
+
+fn param(url: &reqwest::Url, name: &str) -> String {
+    url.query_pairs()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_else(|| panic!("the sign-in address has no {name}"))
+}
+
+/// Redirects to the host's listener that the authorization server did not send: a wrong
+/// `state`; the right state with another issuer's `iss`. Each fails the sign-in naming
+/// the cause, no code is exchanged, and nothing is kept.
+#[test]
+fn refuses_a_forged_redirect_and_keeps_nothing() {
+    let w = World::new(&[]);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    for (right_state, iss, cause) in [
+        (false, w.issuer.url.clone(), "its state differs"),
+        (true, "http://127.0.0.1:9".to_owned(), "its iss differs"),
+    ] {
+        let _ = std::fs::remove_file(w.browser_log());
+        let ran = std::thread::scope(|s| {
+            let login = s.spawn(|| {
+                w.run(
+                    &["auth", "login", "support", "--open"],
+                    &[("OAUTH_BROWSER_ONLY_LOG", "1")],
+                )
+            });
+            let address = sign_in_address(&w.browser_log());
+            let mut forged = reqwest::Url::parse(&param(&address, "redirect_uri")).unwrap();
+            let state = if right_state {
+                param(&address, "state")
+            } else {
+                "forged-state".to_owned()
+            };
+            forged
+                .query_pairs_mut()
+                .append_pair("code", "forged-code")
+                .append_pair("state", &state)
+                .append_pair("iss", &iss);
+            let _ = rt.block_on(reqwest::get(forged));
+            login.join().expect("the login run is read")
+        });
+        assert_ne!(ran.status, 0, "{}", ran.stdout);
+        assert!(
+            ran.stderr.contains("server support") && ran.stderr.contains(cause),
+            "{}",
+            ran.stderr
+        );
+        assert!(
+            events(&w.issuer, "token").is_empty(),
+            "no code was exchanged"
+        );
+        assert!(w.kept_tokens().is_empty());
+        assert_eq!(w.status()[0]["signed_in"], false);
+    }
+}

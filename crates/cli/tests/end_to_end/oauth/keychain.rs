@@ -1,0 +1,75 @@
+//! Where the secrets go when no keychain runs: with no session bus at all, and with a
+//! session bus (`dbus-run-session`) that has no Secret Service on it. `"credentialStore":
+//! "keychain"` refuses before the sign-in begins, naming the keychain, and stores
+//! nothing; `"auto"` keeps them in the 0600 file. A locked keychain is not produced here
+//! (see `docs/oauth.md`); the words for it are checked by `vault`'s unit tests.
+
+use std::process::Command;
+
+use super::{World, events, mode};
+
+/// How the binary is started: as it is (no session bus), and under a session bus of its
+/// own with no Secret Service on it.
+fn without_a_keychain() -> [&'static [&'static str]; 2] {
+    let present = Command::new("dbus-run-session")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        present,
+        "dbus-run-session is missing (Debian's dbus-daemon): run `scripts/install-test-peers.sh oauth`"
+    );
+    [&[], &["dbus-run-session", "--"]]
+}
+
+/// `credentialStore: "keychain"` with no keychain: the sign-in fails before the browser
+/// opens or a client is registered, the error names the server and the keychain, nothing
+/// is stored, and the CMDB works.
+#[test]
+fn with_no_keychain_running_a_sign_in_is_refused_and_nothing_is_stored() {
+    let w = World::keeping_in(&[], "keychain");
+    for wrapper in without_a_keychain() {
+        let ran = w.run_under(wrapper, &["auth", "login", "support", "--open"], &[]);
+        assert_ne!(ran.status, 0, "{}", ran.stdout);
+        assert!(
+            ran.stderr.contains("server support") && ran.stderr.contains("no keychain is running"),
+            "{wrapper:?}: {}",
+            ran.stderr
+        );
+        assert_eq!(w.browser_visits(), 0, "the person was not sent to sign in");
+        assert!(
+            events(&w.issuer, "register").is_empty(),
+            "no client registered"
+        );
+        assert!(w.store_bytes().is_none(), "nothing stored");
+        let tools = w.run_under(wrapper, &["tools"], &[]);
+        assert!(tools.stdout.contains("cmdb__"), "{}", tools.stderr);
+        let status = w.run_under(wrapper, &["auth", "status", "--json"], &[]);
+        assert_eq!(status.json()[0]["signed_in"], false, "{}", status.stderr);
+    }
+}
+
+/// `credentialStore: "auto"` with no keychain: the secrets go to the 0600 file, and the
+/// sign-in is used by the next run.
+#[test]
+fn auto_keeps_the_secrets_in_the_private_file_when_no_keychain_runs() {
+    let w = World::keeping_in(&[], "auto");
+    for wrapper in without_a_keychain() {
+        let login = w.run_under(wrapper, &["auth", "login", "support", "--open"], &[]);
+        assert_eq!(login.status, 0, "{wrapper:?}: {}", login.stderr);
+        assert_eq!(mode(&w.credentials()), 0o600);
+        assert!(!w.kept_tokens().is_empty(), "the tokens are in the file");
+        let status = w
+            .run_under(wrapper, &["auth", "status", "--json"], &[])
+            .json();
+        let kept_in = status[0]["kept_in"].as_str().unwrap_or_default();
+        assert!(kept_in.starts_with("the file "), "{status}");
+        let tools = w.run_under(wrapper, &["tools"], &[]);
+        assert!(
+            tools.stdout.contains("support__get_ticket"),
+            "{}",
+            tools.stderr
+        );
+    }
+    assert_eq!(events(&w.issuer, "register").len(), 1);
+}
