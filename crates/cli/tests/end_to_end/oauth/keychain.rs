@@ -1,16 +1,18 @@
 //! Where the secrets go when no keychain runs: with no session bus at all, and with a
-//! session bus (`dbus-run-session`) that has no Secret Service on it. `"credentialStore":
+//! session bus (`dbus-run-session`, starting nothing by activation) that has no Secret
+//! Service on it. `"credentialStore":
 //! "keychain"` refuses before the sign-in begins, naming the keychain, and stores
-//! nothing; `"auto"` keeps them in the 0600 file. A locked keychain is not produced here
-//! (see `docs/oauth.md`); the words for it are checked by `vault`'s unit tests.
+//! nothing; `"auto"` keeps them in the 0600 file. And a real keychain that is locked:
+//! Debian's gnome-keyring on a session bus of the test's own, its collection locked
+//! (tests/oauth/locked-keychain.sh).
 
 use std::process::Command;
 
-use super::{World, events, mode};
+use super::{World, events, mode, repo_root};
 
-/// How the binary is started: as it is (no session bus), and under a session bus of its
-/// own with no Secret Service on it.
-fn without_a_keychain() -> [&'static [&'static str]; 2] {
+/// The session bus of these tests: `dbus-run-session` with tests/oauth/session-bus.conf,
+/// which starts nothing by activation; with `then` run on it before the binary.
+fn session_bus(then: Option<&str>) -> Vec<String> {
     let present = Command::new("dbus-run-session")
         .arg("--version")
         .output()
@@ -19,16 +21,50 @@ fn without_a_keychain() -> [&'static [&'static str]; 2] {
         present,
         "dbus-run-session is missing (Debian's dbus-daemon): run `scripts/install-test-peers.sh oauth`"
     );
-    [&[], &["dbus-run-session", "--"]]
+    let config = repo_root().join("tests/oauth/session-bus.conf");
+    let mut wrapper = vec![
+        "dbus-run-session".to_owned(),
+        format!("--config-file={}", config.display()),
+        "--".to_owned(),
+    ];
+    wrapper.extend(then.map(str::to_owned));
+    wrapper
 }
 
-/// `credentialStore: "keychain"` with no keychain: the sign-in fails before the browser
-/// opens or a client is registered, the error names the server and the keychain, nothing
+/// How the binary is started without a keychain: as it is (no session bus), and on a
+/// session bus with no Secret Service on it.
+fn without_a_keychain() -> [Vec<String>; 2] {
+    [Vec::new(), session_bus(None)]
+}
+
+/// The binary started on a session bus with gnome-keyring on it, its collection locked
+/// (tests/oauth/locked-keychain.sh).
+fn locked_keychain() -> Vec<String> {
+    let present = Command::new("gnome-keyring-daemon")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        present,
+        "gnome-keyring is missing (Debian's gnome-keyring): run `scripts/install-test-peers.sh oauth`"
+    );
+    let script = repo_root().join("tests/oauth/locked-keychain.sh");
+    session_bus(Some(&script.to_string_lossy()))
+}
+
+/// A wrapper as [`World::run_under`] takes it.
+fn words(wrapper: &[String]) -> Vec<&str> {
+    wrapper.iter().map(String::as_str).collect()
+}
+
+/// `credentialStore: "keychain"` with no keychain: the sign-in is refused before the
+/// browser opens or a client is registered, the error names the server and the keychain, nothing
 /// is stored, and the CMDB works.
 #[test]
 fn with_no_keychain_running_a_sign_in_is_refused_and_nothing_is_stored() {
     let w = World::keeping_in(&[], "keychain");
     for wrapper in without_a_keychain() {
+        let wrapper = &words(&wrapper)[..];
         let ran = w.run_under(wrapper, &["auth", "login", "support", "--open"], &[]);
         assert_ne!(ran.status, 0, "{}", ran.stdout);
         assert!(
@@ -55,6 +91,7 @@ fn with_no_keychain_running_a_sign_in_is_refused_and_nothing_is_stored() {
 fn auto_keeps_the_secrets_in_the_private_file_when_no_keychain_runs() {
     let w = World::keeping_in(&[], "auto");
     for wrapper in without_a_keychain() {
+        let wrapper = &words(&wrapper)[..];
         let login = w.run_under(wrapper, &["auth", "login", "support", "--open"], &[]);
         assert_eq!(login.status, 0, "{wrapper:?}: {}", login.stderr);
         assert_eq!(mode(&w.credentials()), 0o600);
@@ -72,4 +109,33 @@ fn auto_keeps_the_secrets_in_the_private_file_when_no_keychain_runs() {
         );
     }
     assert_eq!(events(&w.issuer, "register").len(), 1);
+}
+
+/// `credentialStore: "keychain"` with a real Secret Service (gnome-keyring) whose
+/// collection is locked, and no one to unlock it (no prompter on a headless machine):
+/// the sign-in is refused before the browser opens or a client is registered, naming
+/// the keychain and the lock; nothing is stored, and the CMDB works.
+#[test]
+fn with_the_keychain_locked_a_sign_in_is_refused_and_nothing_is_stored() {
+    let w = World::keeping_in(&[], "keychain");
+    let wrapper = locked_keychain();
+    let locked = words(&wrapper);
+    let ran = w.run_under(&locked, &["auth", "login", "support", "--open"], &[]);
+    assert_ne!(ran.status, 0, "{}", ran.stdout);
+    assert!(
+        ran.stderr.contains("server support")
+            && ran
+                .stderr
+                .contains("the keychain refused access (is it locked?)"),
+        "{}",
+        ran.stderr
+    );
+    assert_eq!(w.browser_visits(), 0, "the person was not sent to sign in");
+    assert!(
+        events(&w.issuer, "register").is_empty(),
+        "no client registered"
+    );
+    assert!(w.store_bytes().is_none(), "nothing stored");
+    let tools = w.run_under(&locked, &["tools"], &[]);
+    assert!(tools.stdout.contains("cmdb__"), "{}", tools.stderr);
 }

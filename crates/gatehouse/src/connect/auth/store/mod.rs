@@ -254,11 +254,11 @@ impl Store {
         self.inner.dir.join(STORE_FILE)
     }
 
-    /// Whether new secrets have somewhere to go (the keychain the settings ask for runs):
-    /// asked before a sign-in starts, so that the person does not sign in for tokens that
-    /// could not be kept. Blocking the first time.
+    /// Whether new secrets can be kept now (the keychain the settings ask for runs and
+    /// takes them): asked before a sign-in starts, so that the person does not sign in for
+    /// tokens that could not be kept. Blocking.
     pub fn check_vault(&self) -> Result<(), StoreError> {
-        self.inner.vault.for_writing().map(|_| ())
+        self.inner.vault.ready().map(|_| ())
     }
 
     /// Where a sign-in's secrets are, in words.
