@@ -5,7 +5,8 @@
 
 use std::{path::Path, time::Duration};
 
-use super::{World, events};
+use super::{World, events, post_form};
+use crate::common::serve::{serve_http, tokens_file};
 
 /// Wait for the host's sign-in address in the browser log.
 fn sign_in_address(log: &Path) -> reqwest::Url {
@@ -75,4 +76,77 @@ fn refuses_a_forged_redirect_and_keeps_nothing() {
         assert!(w.kept_tokens().is_empty());
         assert_eq!(w.status()[0]["signed_in"], false);
     }
+}
+
+/// An authorization server that answers badly (as.mjs's `/__test/break`, AS_LOGIN=deny):
+/// each `gatehouse auth login support` fails naming the server and the cause, stores
+/// nothing at all, and the CMDB works after it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_bad_answer_from_the_authorization_server_fails_the_sign_in_and_stores_nothing() {
+    for (broken, login, cause) in [
+        ("metadata=missing", None, "publishes usable metadata"),
+        ("metadata=malformed", None, "publishes usable metadata"),
+        (
+            "metadata=other-issuer",
+            None,
+            "names the issuer http://127.0.0.1:9",
+        ),
+        (
+            "metadata=no-s256",
+            None,
+            "does not advertise PKCE with S256",
+        ),
+        (
+            "",
+            Some("deny"),
+            "refused the sign-in: access_denied: the person said no",
+        ),
+        (
+            "token_response=no-access-token",
+            None,
+            "gave no usable tokens",
+        ),
+        ("token_response=token-type", None, "not Bearer"),
+    ] {
+        let case = format!("{broken}{}", login.unwrap_or_default());
+        let w = World::new(
+            &login
+                .map(|l| ("AS_LOGIN", l))
+                .into_iter()
+                .collect::<Vec<_>>(),
+        );
+        post_form(&w.issuer.url, &format!("/__test/break?{broken}"), &[], None).await;
+        let ran = w.login();
+        assert_ne!(ran.status, 0, "{case}: {}", ran.stdout);
+        assert!(
+            ran.stderr.contains("server support") && ran.stderr.contains(cause),
+            "{case}: {}",
+            ran.stderr
+        );
+        assert!(w.store_bytes().is_none(), "{case}: nothing stored");
+        let tools = w.run(&["tools"], &[]);
+        assert!(tools.stdout.contains("cmdb__"), "{}", tools.stderr);
+        assert_eq!(w.status()[0]["signed_in"], false);
+    }
+}
+
+/// A server that answers 401 and publishes no OAuth metadata at all (the reference
+/// server with its own bearer tokens): the sign-in is refused, naming the cause, rather
+/// than sent to endpoints made up from the server's URL; nothing is stored.
+#[test]
+fn a_server_without_oauth_metadata_is_not_signed_in_to() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = tokens_file(dir.path());
+    let support = serve_http("support", &tokens, &dir.path().join("tickets.db"));
+    let w = World::around(super::authorization_server(&[]), support, "file");
+    let ran = w.login();
+    assert_ne!(ran.status, 0, "{}", ran.stdout);
+    assert!(
+        ran.stderr.contains("server support") && ran.stderr.contains("publishes no OAuth metadata"),
+        "{}",
+        ran.stderr
+    );
+    assert_eq!(w.browser_visits(), 0);
+    assert!(w.store_bytes().is_none(), "nothing stored");
+    assert!(w.run(&["tools"], &[]).stdout.contains("cmdb__"));
 }

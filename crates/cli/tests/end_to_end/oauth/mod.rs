@@ -114,6 +114,11 @@ impl World {
     fn keeping_in(as_env: &[(&str, &str)], credential_store: &str) -> World {
         let issuer = authorization_server(as_env);
         let support = protected_support(&issuer.url, "127.0.0.1:0");
+        World::around(issuer, support, credential_store)
+    }
+
+    /// The world of this authorization server and this server as `support`.
+    fn around(issuer: Process, support: Process, credential_store: &str) -> World {
         let bed = Bed::new(
             json!({
                 "support": {"url": support.url, "oauth": {"allowPrivateAddresses": true}},
