@@ -6,24 +6,18 @@
 //! Debian's gnome-keyring on a session bus of the test's own, its collection locked
 //! (tests/oauth/locked-keychain.sh).
 
-use std::process::Command;
-
-use super::{World, events, mode, repo_root};
+use super::{
+    World, assert_login_fails_keeping_nothing, assert_no_sign_in_begun, events, mode, repo_root,
+};
+use crate::interop_peers::require_program;
 
 /// The session bus of these tests: `dbus-run-session` with tests/oauth/session-bus.conf,
 /// which starts nothing by activation; with `then` run on it before the binary.
 fn session_bus(then: Option<&str>) -> Vec<String> {
-    let present = Command::new("dbus-run-session")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    assert!(
-        present,
-        "dbus-run-session is missing (Debian's dbus-daemon): run `scripts/install-test-peers.sh oauth`"
-    );
+    let program = require_program("dbus-run-session", "oauth", "dbus-daemon");
     let config = repo_root().join("tests/oauth/session-bus.conf");
     let mut wrapper = vec![
-        "dbus-run-session".to_owned(),
+        program,
         format!("--config-file={}", config.display()),
         "--".to_owned(),
     ];
@@ -40,14 +34,7 @@ fn without_a_keychain() -> [Vec<String>; 2] {
 /// The binary started on a session bus with gnome-keyring on it, its collection locked
 /// (tests/oauth/locked-keychain.sh).
 fn locked_keychain() -> Vec<String> {
-    let present = Command::new("gnome-keyring-daemon")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    assert!(
-        present,
-        "gnome-keyring is missing (Debian's gnome-keyring): run `scripts/install-test-peers.sh oauth`"
-    );
+    require_program("gnome-keyring-daemon", "oauth", "gnome-keyring");
     let script = repo_root().join("tests/oauth/locked-keychain.sh");
     session_bus(Some(&script.to_string_lossy()))
 }
@@ -65,23 +52,8 @@ fn with_no_keychain_running_a_sign_in_is_refused_and_nothing_is_stored() {
     let w = World::keeping_in(&[], "keychain");
     for wrapper in without_a_keychain() {
         let wrapper = &words(&wrapper)[..];
-        let ran = w.run_under(wrapper, &["auth", "login", "support", "--open"], &[]);
-        assert_ne!(ran.status, 0, "{}", ran.stdout);
-        assert!(
-            ran.stderr.contains("server support") && ran.stderr.contains("no keychain is running"),
-            "{wrapper:?}: {}",
-            ran.stderr
-        );
-        assert_eq!(w.browser_visits(), 0, "the person was not sent to sign in");
-        assert!(
-            events(&w.issuer, "register").is_empty(),
-            "no client registered"
-        );
-        assert!(w.store_bytes().is_none(), "nothing stored");
-        let tools = w.run_under(wrapper, &["tools"], &[]);
-        assert!(tools.stdout.contains("cmdb__"), "{}", tools.stderr);
-        let status = w.run_under(wrapper, &["auth", "status", "--json"], &[]);
-        assert_eq!(status.json()[0]["signed_in"], false, "{}", status.stderr);
+        assert_login_fails_keeping_nothing(&w, wrapper, "no keychain is running");
+        assert_no_sign_in_begun(&w);
     }
 }
 
@@ -120,22 +92,7 @@ fn with_the_keychain_locked_a_sign_in_is_refused_and_nothing_is_stored() {
     let w = World::keeping_in(&[], "keychain");
     let wrapper = locked_keychain();
     let locked = words(&wrapper);
-    let ran = w.run_under(&locked, &["auth", "login", "support", "--open"], &[]);
-    assert_ne!(ran.status, 0, "{}", ran.stdout);
-    assert!(
-        ran.stderr.contains("server support")
-            && ran
-                .stderr
-                .contains("the keychain refused access (is it locked?)"),
-        "{}",
-        ran.stderr
-    );
-    assert_eq!(w.browser_visits(), 0, "the person was not sent to sign in");
-    assert!(
-        events(&w.issuer, "register").is_empty(),
-        "no client registered"
-    );
-    assert!(w.store_bytes().is_none(), "nothing stored");
-    let tools = w.run_under(&locked, &["tools"], &[]);
-    assert!(tools.stdout.contains("cmdb__"), "{}", tools.stderr);
+    let cause = "the keychain refused access (is it locked?)";
+    assert_login_fails_keeping_nothing(&w, &locked, cause);
+    assert_no_sign_in_begun(&w);
 }

@@ -357,6 +357,33 @@ fn short_lived() -> World {
     World::new(&[("AS_AT_TTL", &ttl), ("AS_ORGS", "usr-sam=larkfield")])
 }
 
+/// `gatehouse auth login support --open` (started by `wrapper`, if any) fails naming the
+/// server and `cause`, the store is not even created, and after it the CMDB works and
+/// support is not signed in.
+fn assert_login_fails_keeping_nothing(w: &World, wrapper: &[&str], cause: &str) {
+    let ran = w.run_under(wrapper, &["auth", "login", "support", "--open"], &[]);
+    assert_ne!(ran.status, 0, "{cause}: {}", ran.stdout);
+    assert!(
+        ran.stderr.contains("server support") && ran.stderr.contains(cause),
+        "{wrapper:?}, {cause}: {}",
+        ran.stderr
+    );
+    assert!(w.store_bytes().is_none(), "{cause}: nothing stored");
+    let tools = w.run_under(wrapper, &["tools"], &[]);
+    assert!(tools.stdout.contains("cmdb__"), "{}", tools.stderr);
+    let status = w.run_under(wrapper, &["auth", "status", "--json"], &[]);
+    assert_eq!(status.json()[0]["signed_in"], false, "{}", status.stderr);
+}
+
+/// The person was not sent to sign in, and no client was registered.
+fn assert_no_sign_in_begun(w: &World) {
+    assert_eq!(w.browser_visits(), 0, "the person was not sent to sign in");
+    assert!(
+        events(&w.issuer, "register").is_empty(),
+        "no client registered"
+    );
+}
+
 /// Without a terminal and without a sign-in, a run says what to do; CMDB still works.
 fn assert_needs_sign_in(w: &World) -> Ran {
     let before = w.run(&["tools"], &[]);

@@ -245,7 +245,7 @@ pub(super) async fn authorize(
     let client = identity(auth, &mut m, &metadata, &issuer, &redirect_uri).await?;
     let wanted = match scopes {
         Some(s) => s,
-        None => initial_scopes(auth, &m).await,
+        None => super::scopes::initial(&m, &auth.config.scopes).await,
     };
     let mut request = AuthorizationRequest::new(&redirect_uri)
         .with_initial_scope_selection()
@@ -361,18 +361,6 @@ fn require_s256(metadata: &AuthorizationMetadata, issuer: &str) -> Result<(), Si
         "the authorization server {} does not advertise PKCE with S256 (code_challenge_methods_supported), without which the MCP spec forbids signing in",
         visible_line(issuer)
     )))
-}
-
-/// The scopes a first sign-in asks for: rmcp's choice (the challenge's, else the
-/// metadata's), and those the entry adds.
-async fn initial_scopes(auth: &ServerAuth, m: &AuthorizationManager) -> Vec<String> {
-    let mut s = m.select_initial_scopes(&[]).await;
-    for c in &auth.config.scopes {
-        if !s.contains(c) {
-            s.push(c.clone());
-        }
-    }
-    s
 }
 
 /// The record a sign-in keeps with its tokens.
