@@ -8,6 +8,8 @@ use std::{path::Path, time::Duration};
 use super::{
     World, assert_login_fails_keeping_nothing, assert_no_sign_in_begun, events, post_form,
 };
+use serde_json::json;
+
 use crate::common::serve::{serve_http, tokens_file};
 
 /// Wait for the host's sign-in address in the browser log.
@@ -133,7 +135,31 @@ fn a_server_without_oauth_metadata_is_not_signed_in_to() {
     let dir = tempfile::tempdir().unwrap();
     let tokens = tokens_file(dir.path());
     let support = serve_http("support", &tokens, &dir.path().join("tickets.db"));
-    let w = World::around(super::authorization_server(&[]), support, "file");
+    let w = World::around(super::authorization_server(&[]), support, "file", json!({}));
     assert_login_fails_keeping_nothing(&w, &[], "publishes no OAuth metadata");
     assert_no_sign_in_begun(&w);
+}
+
+/// The servers file's client belongs to one authorization server, and the server names
+/// another: the sign-in is refused before the client id goes anywhere (the authorization
+/// server's request log has none of it), and nothing is stored.
+#[test]
+fn a_configured_client_is_not_sent_to_another_authorization_server() {
+    let issuer = super::authorization_server(&[("AS_LOG_REQUESTS", "1")]);
+    let support = super::protected_support(&issuer.url, "127.0.0.1:0");
+    let client = json!({"clientId": "client-of-another-issuer", "issuer": "http://127.0.0.1:9"});
+    let w = World::around(issuer, support, "file", client);
+    assert_login_fails_keeping_nothing(&w, &[], "its credentials are not sent there");
+    assert_no_sign_in_begun(&w);
+    let requests: Vec<String> = events(&w.issuer, "request")
+        .iter()
+        .map(|r| r.to_string())
+        .collect();
+    assert!(!requests.is_empty(), "the metadata was read");
+    assert!(
+        requests
+            .iter()
+            .all(|r| !r.contains("client-of-another-issuer")),
+        "{requests:?}"
+    );
 }

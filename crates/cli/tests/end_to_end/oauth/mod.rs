@@ -114,14 +114,19 @@ impl World {
     fn keeping_in(as_env: &[(&str, &str)], credential_store: &str) -> World {
         let issuer = authorization_server(as_env);
         let support = protected_support(&issuer.url, "127.0.0.1:0");
-        World::around(issuer, support, credential_store)
+        World::around(issuer, support, credential_store, json!({}))
     }
 
-    /// The world of this authorization server and this server as `support`.
-    fn around(issuer: Process, support: Process, credential_store: &str) -> World {
+    /// The world of this authorization server and this server as `support`, whose entry's
+    /// `oauth` object has `oauth`'s members too.
+    fn around(issuer: Process, support: Process, credential_store: &str, oauth: Value) -> World {
+        let mut settings = json!({"allowPrivateAddresses": true});
+        for (k, v) in oauth.as_object().into_iter().flatten() {
+            settings[k] = v.clone();
+        }
         let bed = Bed::new(
             json!({
-                "support": {"url": support.url, "oauth": {"allowPrivateAddresses": true}},
+                "support": {"url": support.url, "oauth": settings},
                 "cmdb": builtin_server("cmdb", json!({})),
             }),
             json!({"credentialStore": credential_store, "signInTimeoutMs": 60_000}),
