@@ -9,7 +9,9 @@
 set -euo pipefail
 [ -n "${DBUS_SESSION_BUS_ADDRESS:-}" ] || { echo "no session bus: run under dbus-run-session" >&2; exit 2; }
 runtime="$(mktemp -d)"
-trap 'rm -rf "$runtime"' EXIT
+daemon=""
+# The daemon forks away from this script: it is stopped by its id, which the bus knows.
+trap '[ -n "$daemon" ] && kill "$daemon" 2>/dev/null; rm -rf "$runtime"' EXIT
 export XDG_RUNTIME_DIR="$runtime"
 printf 'throwaway' | gnome-keyring-daemon --unlock --components=secrets >/dev/null
 call() {
@@ -22,6 +24,9 @@ for _ in $(seq 100); do
     | grep -q 'boolean true' && break
   sleep 0.1
 done
+daemon="$(dbus-send --session --dest=org.freedesktop.DBus --print-reply /org/freedesktop/DBus \
+  org.freedesktop.DBus.GetConnectionUnixProcessID string:org.freedesktop.secrets \
+  | awk '/uint32/ {print $2}')"
 login=/org/freedesktop/secrets/collection/login
 call /org/freedesktop/secrets org.freedesktop.Secret.Service.Lock "array:objpath:$login" >/dev/null
 call "$login" org.freedesktop.DBus.Properties.Get string:org.freedesktop.Secret.Collection \
