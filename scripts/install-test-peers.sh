@@ -178,13 +178,19 @@ install_nginx() {
   /usr/sbin/nginx -v
 }
 
-# oauth: the authorization server of crates/cli/tests/end_to_end/oauth.rs, oidc-provider
+# oauth: the authorization server of crates/cli/tests/end_to_end/oauth/, oidc-provider
 # (a certified OpenID provider: dynamic registration, PKCE, resource indicators, JWT access
 # tokens), the npm project tests/oauth run on Node 22; its browser is Debian's Chromium
-# (tests/oauth/browser.sh). Checked by importing it.
+# (tests/oauth/browser.sh); for the keychain tests, Debian's dbus-daemon (dbus-run-session)
+# and gnome-keyring (a real Secret Service, locked by tests/oauth/locked-keychain.sh).
+# Checked by importing oidc-provider and asking the two daemons their versions.
 install_oauth() {
   install_node22
   apt_install chromium
+  apt_install dbus-daemon
+  apt_install gnome-keyring
+  dbus-run-session --version >/dev/null
+  gnome-keyring-daemon --version >/dev/null
   local bin
   bin="$(cd "$NODE22_BIN" && pwd)"
   (

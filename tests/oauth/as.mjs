@@ -10,16 +10,26 @@
 //   AS_RT_TTL      refresh-token lifetime in seconds (default 86400)
 //   AS_LOGIN       "auto:<account>": login and consent finish by themselves (a browser
 //                  that only follows redirects signs in as <account>); "dev": the
-//                  library's own login and consent pages, for a real browser (default
+//                  library's own login and consent pages, for a real browser; "deny": the
+//                  person says no (the redirect carries error=access_denied) (default
 //                  auto:usr-sam)
 //   AS_ORGS        "account=org,..." the `org` claim of each account's access tokens
 //   AS_PREREG      "id:secret:redirect" a pre-registered confidential client (Basic auth)
 //   AS_CC_CLIENT   "id:secret" a pre-registered client-credentials client
+//   AS_LOG_REQUESTS  "1": one `request` event per request (path, query, form body,
+//                  Authorization header), so a test can look for what must never reach
+//                  this server (another issuer's tokens or client id)
 //
 // Prints "listening on ISSUER" as its first line on stdout, then one JSON line per
 // event the tests count: register, authorize, token, token_error, grant_revoked, revoked.
 // POST /__test/fail-token?count=N makes the next N token requests answer 503 (an
-// authorization server that is down for a moment).
+// authorization server that is down for a moment); with &how=drop they are cut off
+// without an answer instead (the connection closed: a network error at the client).
+// POST /__test/break?metadata=M&token_response=T breaks what follows (after the protected
+// resource has read the metadata it needs): the metadata document, M = "missing" (404),
+// "malformed" (not JSON), "other-issuer" (names another issuer), "no-s256" (no
+// code_challenge_methods_supported); the answer to a code's exchange, T =
+// "no-access-token", "token-type" (token_type "mac").
 import http from 'node:http';
 import crypto from 'node:crypto';
 import Provider, { errors } from 'oidc-provider';
@@ -30,8 +40,11 @@ const resourceScopes = env.AS_SCOPES ?? 'mcp:read mcp:write';
 const atTtl = Number(env.AS_AT_TTL ?? 3600);
 const login = env.AS_LOGIN ?? 'auto:usr-sam';
 const autoAccount = login.startsWith('auto:') ? login.slice(5) : undefined;
+const deny = login === 'deny';
 const orgs = Object.fromEntries((env.AS_ORGS ?? '').split(',').filter(Boolean).map((p) => p.split('=')));
 let failTokens = 0;
+let failHow = '503';
+const broken = { metadata: undefined, tokenResponse: undefined };
 
 const signingKey = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 })
   .privateKey.export({ format: 'jwk' });
@@ -106,6 +119,35 @@ const provider = new Provider(issuer, {
 });
 provider.on('server_error', (_ctx, err) => console.error('server_error', err));
 const event = (e) => console.log(JSON.stringify(e));
+// The broken answers a test asks for, made from the provider's own (after it answered).
+const metadataPaths = ['/.well-known/openid-configuration', '/.well-known/oauth-authorization-server'];
+provider.use(async (ctx, next) => {
+  await next();
+  if (broken.metadata && metadataPaths.includes(ctx.path)) {
+    if (broken.metadata === 'missing') { ctx.status = 404; ctx.body = 'Not Found'; }
+    if (broken.metadata === 'malformed') { ctx.type = 'json'; ctx.body = '{"issuer": '; }
+    if (broken.metadata === 'other-issuer' && ctx.status === 200) ctx.body = { ...ctx.body, issuer: 'http://127.0.0.1:9' };
+    if (broken.metadata === 'no-s256' && ctx.status === 200) {
+      const { code_challenge_methods_supported: _dropped, ...rest } = ctx.body;
+      ctx.body = rest;
+    }
+  }
+  if (broken.tokenResponse && ctx.path === '/token' && ctx.status === 200
+      && ctx.oidc?.params?.grant_type === 'authorization_code') {
+    if (broken.tokenResponse === 'no-access-token') {
+      const { access_token: _dropped, ...rest } = ctx.body;
+      ctx.body = rest;
+    }
+    if (broken.tokenResponse === 'token-type') ctx.body = { ...ctx.body, token_type: 'mac' };
+  }
+});
+if (env.AS_LOG_REQUESTS === '1') {
+  provider.use(async (ctx, next) => {
+    await next();
+    event({ event: 'request', method: ctx.method, path: ctx.path, query: ctx.query,
+      body: ctx.oidc?.body ?? null, authorization: ctx.headers.authorization ?? null });
+  });
+}
 provider.on('authorization.accepted', (ctx) => event({ event: 'authorize',
   client_id: ctx.oidc.params.client_id, scope: ctx.oidc.params.scope,
   resource: ctx.oidc.params.resource, redirect_uri: ctx.oidc.params.redirect_uri }));
@@ -123,6 +165,10 @@ provider.on('revocation.success', () => event({ event: 'revoked' }));
 // Login and consent without pages: the test "browser" follows redirects, with cookies.
 async function autoInteraction(req, res) {
   const { prompt, params, session, grantId } = await provider.interactionDetails(req, res);
+  if (deny) {
+    return provider.interactionFinished(req, res,
+      { error: 'access_denied', error_description: 'the person said no' }, { mergeWithLastSubmission: false });
+  }
   if (prompt.name === 'login') {
     return provider.interactionFinished(req, res,
       { login: { accountId: autoAccount } }, { mergeWithLastSubmission: false });
@@ -143,18 +189,31 @@ async function autoInteraction(req, res) {
 const callback = provider.callback();
 server.on('request', (req, res) => {
   if (req.method === 'POST' && req.url.startsWith('/__test/fail-token')) {
-    failTokens = Number(new URL(req.url, issuer).searchParams.get('count') ?? 1);
+    const asked = new URL(req.url, issuer).searchParams;
+    failTokens = Number(asked.get('count') ?? 1);
+    failHow = asked.get('how') ?? '503';
+    res.end('ok');
+    return;
+  }
+  if (req.method === 'POST' && req.url.startsWith('/__test/break')) {
+    const asked = new URL(req.url, issuer).searchParams;
+    broken.metadata = asked.get('metadata') ?? undefined;
+    broken.tokenResponse = asked.get('token_response') ?? undefined;
     res.end('ok');
     return;
   }
   if ((req.url === '/token' || req.url.startsWith('/token?')) && failTokens > 0) {
     failTokens -= 1;
-    event({ event: 'token_failed_on_purpose' });
+    event({ event: 'token_failed_on_purpose', how: failHow });
+    if (failHow === 'drop') {
+      req.socket.destroy();
+      return;
+    }
     res.statusCode = 503;
     res.end('Service Unavailable');
     return;
   }
-  if (autoAccount && req.url.startsWith('/interaction/')) {
+  if ((autoAccount || deny) && req.url.startsWith('/interaction/')) {
     autoInteraction(req, res).catch((err) => {
       console.error('interaction failed', err);
       res.statusCode = 500; res.end(String(err));

@@ -108,17 +108,23 @@ pub fn python() -> String {
     require("pyvenv/bin/python", "python_sdk")
 }
 
-/// The machine's `node`, which runs the reference servers and inspector-cli 1.0.3.
-pub fn node() -> String {
-    let ok = Command::new("node")
+/// A program on the PATH that answers `--version`, or a failure that names the peer that
+/// installs it and the Debian package it comes in. Never a skip.
+pub fn require_program(program: &str, peer: &str, package: &str) -> String {
+    let ok = Command::new(program)
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success());
     assert!(
         ok,
-        "node is missing: run `scripts/install-test-peers.sh mcp_servers` (it installs Debian's nodejs)"
+        "{program} is missing: run `scripts/install-test-peers.sh {peer}` (it installs Debian's {package})"
     );
-    "node".into()
+    program.into()
+}
+
+/// The machine's `node`, which runs the reference servers and inspector-cli 1.0.3.
+pub fn node() -> String {
+    require_program("node", "mcp_servers", "nodejs")
 }
 
 /// Node 22 (for the inspector 2 and the conformance harness), or a failure that says how to

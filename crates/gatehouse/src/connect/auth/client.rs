@@ -75,29 +75,20 @@ impl HostHttp {
         Fut: Future<Output = Result<T, HttpError>>,
     {
         let auth = &self.auth;
-        let (mut signed_in, mut stepped_up) = (false, 0);
+        let mut retries = Retries::default();
         loop {
             let seen = auth.generation();
             match send().await {
                 Err(StreamableHttpError::AuthRequired(challenge)) => {
-                    if signed_in {
-                        return Err(sign_in_failed(SignInError::Failed(
-                            "it refused the new sign-in too (401): check that the account may use this server".into(),
-                        )));
-                    }
-                    signed_in = true;
+                    retries.after_unauthorized().map_err(sign_in_failed)?;
                     auth.unauthorized(seen, &challenge.www_authenticate_header)
                         .await
                         .map_err(sign_in_failed)?;
                 }
                 Err(StreamableHttpError::InsufficientScope(challenge)) => {
-                    if stepped_up == MAX_STEP_UPS {
-                        return Err(sign_in_failed(SignInError::Failed(format!(
-                            "it still wants more scope ({}) after {MAX_STEP_UPS} sign-ins for more: stopped asking",
-                            challenge.required_scope.as_deref().unwrap_or("none named")
-                        ))));
-                    }
-                    stepped_up += 1;
+                    retries
+                        .after_insufficient_scope(challenge.required_scope.as_deref())
+                        .map_err(sign_in_failed)?;
                     auth.insufficient_scope(seen, &challenge.www_authenticate_header)
                         .await
                         .map_err(sign_in_failed)?;
@@ -106,6 +97,41 @@ impl HostHttp {
                 other => return other,
             }
         }
+    }
+}
+
+/// What one request has done about refusals so far: one sign-in after a 401, at most
+/// [`MAX_STEP_UPS`] after a 403 `insufficient_scope`.
+#[derive(Debug, Default)]
+struct Retries {
+    signed_in: bool,
+    stepped_up: usize,
+}
+
+impl Retries {
+    /// A 401: sign in, unless this request did so already.
+    fn after_unauthorized(&mut self) -> Result<(), SignInError> {
+        if self.signed_in {
+            return Err(SignInError::Failed(
+                "it refused the new sign-in too (401): check that the account may use this server"
+                    .into(),
+            ));
+        }
+        self.signed_in = true;
+        Ok(())
+    }
+
+    /// A 403 asking for `required`: step up, unless this request has done so
+    /// [`MAX_STEP_UPS`] times.
+    fn after_insufficient_scope(&mut self, required: Option<&str>) -> Result<(), SignInError> {
+        if self.stepped_up == MAX_STEP_UPS {
+            return Err(SignInError::Failed(format!(
+                "it still wants more scope ({}) after {MAX_STEP_UPS} sign-ins for more: stopped asking",
+                required.unwrap_or("none named")
+            )));
+        }
+        self.stepped_up += 1;
+        Ok(())
     }
 }
 
@@ -224,5 +250,29 @@ impl StreamableHttpClient for HostHttp {
             )
         })
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_signs_in_once_and_steps_up_at_most_max_step_ups_times() {
+        let mut r = Retries::default();
+        r.after_unauthorized().unwrap();
+        let again = r.after_unauthorized().unwrap_err().to_string();
+        assert!(again.contains("refused the new sign-in too"), "{again}");
+        for _ in 0..MAX_STEP_UPS {
+            r.after_insufficient_scope(Some("mcp:write")).unwrap();
+        }
+        let stop = r.after_insufficient_scope(Some("mcp:admin")).unwrap_err();
+        assert_eq!(
+            stop.to_string(),
+            format!(
+                "it still wants more scope (mcp:admin) after {MAX_STEP_UPS} sign-ins for more: stopped asking"
+            )
+        );
+        assert!(Retries::default().after_insufficient_scope(None).is_ok());
     }
 }

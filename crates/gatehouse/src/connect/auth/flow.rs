@@ -210,7 +210,8 @@ async fn discover(
 }
 
 /// Sign in: discover, pick the client, have the person authorize (or use the client's
-/// credentials), and exchange the code. Nothing is stored unless tokens come.
+/// credentials), and exchange the code. Nothing is stored unless tokens come, and nothing
+/// is begun when they would have nowhere to go.
 pub(super) async fn authorize(
     auth: &ServerAuth,
     challenge: Option<&str>,
@@ -221,6 +222,8 @@ pub(super) async fn authorize(
             server: auth.server.clone(),
         });
     }
+    let s = auth.store.clone();
+    blocking(move || s.check_vault()).await.map_err(failed)?;
     let (mut m, metadata, issuer) = discover(auth, challenge).await?;
     let slot = auth.store.slot(&auth.url, &issuer);
     m.set_credential_store(slot.clone());
@@ -242,7 +245,7 @@ pub(super) async fn authorize(
     let client = identity(auth, &mut m, &metadata, &issuer, &redirect_uri).await?;
     let wanted = match scopes {
         Some(s) => s,
-        None => initial_scopes(auth, &m).await,
+        None => super::scopes::initial(&m, &auth.config.scopes).await,
     };
     let mut request = AuthorizationRequest::new(&redirect_uri)
         .with_initial_scope_selection()
@@ -358,18 +361,6 @@ fn require_s256(metadata: &AuthorizationMetadata, issuer: &str) -> Result<(), Si
         "the authorization server {} does not advertise PKCE with S256 (code_challenge_methods_supported), without which the MCP spec forbids signing in",
         visible_line(issuer)
     )))
-}
-
-/// The scopes a first sign-in asks for: rmcp's choice (the challenge's, else the
-/// metadata's), and those the entry adds.
-async fn initial_scopes(auth: &ServerAuth, m: &AuthorizationManager) -> Vec<String> {
-    let mut s = m.select_initial_scopes(&[]).await;
-    for c in &auth.config.scopes {
-        if !s.contains(c) {
-            s.push(c.clone());
-        }
-    }
-    s
 }
 
 /// The record a sign-in keeps with its tokens.

@@ -14,6 +14,7 @@
 //! - when to sign in and how often: a 401 signs in once per request, a 403
 //!   `insufficient_scope` steps up at most [`MAX_STEP_UPS`] times and stops when the
 //!   scopes asked for are granted already, and the request is sent again ([`client`]);
+//!   the scopes asked for, first and on a step-up ([`scopes`]);
 //! - refusing an authorization server that does not advertise S256, or a server with no
 //!   metadata at all (rmcp only warns, or makes up endpoints) ([`flow`]);
 //! - which client to sign in as: the servers file's, a kept registration, a Client ID
@@ -35,6 +36,7 @@ mod client;
 mod flow;
 pub mod redirect;
 pub mod revoke;
+mod scopes;
 pub mod store;
 pub mod vault;
 
@@ -294,18 +296,7 @@ impl ServerAuth {
             .map(str::to_owned)
             .collect();
         let granted = flow::granted_scopes(self).await;
-        if asked.iter().all(|s| granted.contains(s)) {
-            return Err(SignInError::Failed(format!(
-                "it refuses the request for want of scope ({}), which the sign-in has already: more sign-ins cannot help",
-                scope_words(&asked)
-            )));
-        }
-        let mut union = granted;
-        for s in asked.iter().chain(&self.config.scopes) {
-            if !union.contains(s) {
-                union.push(s.clone());
-            }
-        }
+        let union = scopes::step_up(&asked, granted, &self.config.scopes)?;
         self.trace.add(
             Who::Host,
             format!(

@@ -15,6 +15,10 @@ use crate::config::CredentialStore;
 
 /// The service name of the host's keychain items.
 pub const KEYCHAIN_SERVICE: &str = "gatehouse-oauth";
+/// The item written and removed again before a sign-in, to learn that the keychain takes
+/// secrets now (a locked one refuses, or asks the person to unlock it, before the sign-in
+/// rather than after it).
+const PROBE: &str = "probe: does the keychain take secrets";
 
 /// One place secrets are kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,6 +83,18 @@ impl Vault {
             })
             .clone()
     }
+
+    /// Where new secrets go, and that they can go there now: a keychain is written to and
+    /// cleaned up once. Blocking.
+    pub fn ready(&self) -> Result<Kind, StoreError> {
+        let kind = self.for_writing()?;
+        if kind == Kind::Keychain {
+            let probe = entry(PROBE)?;
+            probe.set_password(PROBE).map_err(keychain_error)?;
+            probe.delete_credential().map_err(keychain_error)?;
+        }
+        Ok(kind)
+    }
 }
 
 impl Kind {
@@ -138,5 +154,36 @@ impl Kind {
                 Err(e) => Err(keychain_error(e)),
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(e: keyring::Error) -> String {
+        keychain_error(e).to_string()
+    }
+
+    #[test]
+    fn keychain_errors_are_told_in_words_that_name_the_keychain() {
+        let locked = words(keyring::Error::NoStorageAccess("prompt dismissed".into()));
+        assert!(
+            locked.contains("in the keychain") && locked.contains("is it locked?"),
+            "{locked}"
+        );
+        assert!(
+            locked.contains("prompt dismissed"),
+            "the keychain's own words follow"
+        );
+        let failed = words(keyring::Error::PlatformFailure("no reply".into()));
+        assert!(failed.contains("the keychain failed: no reply"), "{failed}");
+        let absent = words(keyring::Error::NoDefaultStore);
+        assert!(absent.contains("no keychain is running"), "{absent}");
+        let other = words(keyring::Error::TooLong("user".into(), 10));
+        assert!(
+            other.starts_with("the credential store in the keychain: "),
+            "{other}"
+        );
     }
 }

@@ -34,6 +34,8 @@ use super::vault::{Kind, Vault};
 use crate::files;
 
 mod slot;
+#[cfg(test)]
+mod tests;
 pub use slot::Slot;
 
 /// The document's name in the data folder.
@@ -250,6 +252,13 @@ impl Store {
     /// The document's path.
     pub fn path(&self) -> PathBuf {
         self.inner.dir.join(STORE_FILE)
+    }
+
+    /// Whether new secrets can be kept now (the keychain the settings ask for runs and
+    /// takes them): asked before a sign-in starts, so that the person does not sign in for
+    /// tokens that could not be kept. Blocking.
+    pub fn check_vault(&self) -> Result<(), StoreError> {
+        self.inner.vault.ready().map(|_| ())
     }
 
     /// Where a sign-in's secrets are, in words.

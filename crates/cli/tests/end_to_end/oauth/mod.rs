@@ -3,6 +3,19 @@
 //! protected resource (`gatehouse serve support --http … --oauth-issuer …`), and the host
 //! signing in through the real binary, its browser Debian's headless Chromium
 //! (tests/oauth/browser.sh). A missing peer fails the test and names the install command.
+//!
+//! Here: the world every OAuth test shares, the first sign-in, refresh and sign-out, and
+//! two processes refreshing at once. Beside it: [`refresh`] (a refresh refused, or the
+//! authorization server down), [`issuer_change`] (the protected resource moves to another
+//! authorization server), [`keychain`] (no keychain running), [`bad_input`] (forged
+//! redirects and the authorization server's bad answers), [`resource_server`] (the
+//! reference server's side).
+
+mod bad_input;
+mod issuer_change;
+mod keychain;
+mod refresh;
+mod resource_server;
 
 use std::{
     os::unix::fs::PermissionsExt,
@@ -64,15 +77,15 @@ fn grant_types(server: &Process) -> Vec<Value> {
         .collect()
 }
 
-/// `gatehouse serve support --http 127.0.0.1:0 --oauth-issuer ISSUER`; its URL is its
+/// `gatehouse serve support --http ADDRESS --oauth-issuer ISSUER`; its URL is its
 /// resource identifier.
-fn protected_support(issuer: &str) -> Process {
+fn protected_support(issuer: &str, address: &str) -> Process {
     let mut cmd = Command::new(crate::common::exe());
     cmd.args([
         "serve",
         "support",
         "--http",
-        "127.0.0.1:0",
+        address,
         "--oauth-issuer",
         issuer,
     ]);
@@ -93,20 +106,63 @@ struct World {
 
 impl World {
     fn new(as_env: &[(&str, &str)]) -> World {
+        World::keeping_in(as_env, "file")
+    }
+
+    /// A world whose host keeps secrets where `credential_store` says (`file`,
+    /// `keychain`, `auto`).
+    fn keeping_in(as_env: &[(&str, &str)], credential_store: &str) -> World {
         let issuer = authorization_server(as_env);
-        let support = protected_support(&issuer.url);
+        let support = protected_support(&issuer.url, "127.0.0.1:0");
+        World::around(issuer, support, credential_store, json!({}))
+    }
+
+    /// The world of this authorization server and this server as `support`, whose entry's
+    /// `oauth` object has `oauth`'s members too.
+    fn around(issuer: Process, support: Process, credential_store: &str, oauth: Value) -> World {
+        let mut settings = json!({"allowPrivateAddresses": true});
+        for (k, v) in oauth.as_object().into_iter().flatten() {
+            settings[k] = v.clone();
+        }
         let bed = Bed::new(
             json!({
-                "support": {"url": support.url, "oauth": {"allowPrivateAddresses": true}},
+                "support": {"url": support.url, "oauth": settings},
                 "cmdb": builtin_server("cmdb", json!({})),
             }),
-            json!({"credentialStore": "file", "signInTimeoutMs": 60_000}),
+            json!({"credentialStore": credential_store, "signInTimeoutMs": 60_000}),
         );
         World {
             issuer,
             support,
             bed,
         }
+    }
+
+    /// The support server started again at its address (so at the same URL, the same
+    /// resource), now naming `issuer` as its authorization server.
+    fn move_support_to(&mut self, issuer: &Process) {
+        let address = reqwest::Url::parse(&self.support.url).expect("the server's URL");
+        let address = format!(
+            "{}:{}",
+            address.host_str().unwrap(),
+            address.port().unwrap()
+        );
+        self.support.stop();
+        let url = self.support.url.clone();
+        self.support = protected_support(&issuer.url, &address);
+        assert_eq!(self.support.url, url, "the server is back at its URL");
+    }
+
+    /// The store's bytes as they are now (none: no store yet).
+    fn store_bytes(&self) -> Option<Vec<u8>> {
+        std::fs::read(self.credentials()).ok()
+    }
+
+    /// The store's document (`Null` when there is none).
+    fn store_document(&self) -> Value {
+        self.store_bytes().map_or(Value::Null, |b| {
+            serde_json::from_slice(&b).expect("the store is JSON")
+        })
     }
 
     fn data_dir(&self) -> PathBuf {
@@ -127,8 +183,15 @@ impl World {
         self.data_dir().join("gatehouse/oauth/credentials.json")
     }
 
-    /// `gatehouse ARGS… --config FILE` with the world's data folder and browser, bounded.
+    /// `gatehouse ARGS… --config FILE` with the world's data folder and browser, bounded,
+    /// and no session bus (so no keychain).
     fn run(&self, args: &[&str], env: &[(&str, &str)]) -> Ran {
+        self.run_under(&[], args, env)
+    }
+
+    /// As [`World::run`], the binary started by the command `wrapper` (for example
+    /// `dbus-run-session --`) when it is not empty.
+    fn run_under(&self, wrapper: &[&str], args: &[&str], env: &[(&str, &str)]) -> Ran {
         let mut args = args.to_vec();
         args.extend(["--config", self.bed.config.as_str()]);
         let browser = repo_root().join("tests/oauth/browser.sh");
@@ -147,6 +210,24 @@ impl World {
         let env: Vec<(&str, &str)> = all.iter().map(|(k, v)| (*k, v.as_str())).collect();
         let mut cmd = gatehouse_command(&args, &env);
         cmd.env_remove("DBUS_SESSION_BUS_ADDRESS");
+        if let Some((program, first)) = wrapper.split_first() {
+            let mut wrapped = Command::new(program);
+            wrapped
+                .args(first)
+                .arg(cmd.get_program())
+                .args(cmd.get_args());
+            for (k, v) in cmd.get_envs() {
+                match v {
+                    Some(v) => wrapped.env(k, v),
+                    None => wrapped.env_remove(k),
+                };
+            }
+            wrapped
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped());
+            cmd = wrapped;
+        }
         Spawn::new(cmd, format!("gatehouse {}", args.join(" ")))
             .run()
             .wait(Duration::from_secs(90))
@@ -178,15 +259,19 @@ impl World {
     /// The kept tokens' values (access and refresh), read from the store, so that the
     /// test can look for them where they must not be.
     fn kept_tokens(&self) -> Vec<String> {
-        let Ok(text) = std::fs::read_to_string(self.credentials()) else {
-            return Vec::new();
-        };
-        let file: Value = serde_json::from_str(&text).expect("the store is JSON");
+        self.kept_tokens_of("")
+    }
+
+    /// As [`World::kept_tokens`], of the sign-ins at the issuer `issuer` only (every
+    /// sign-in when it is empty).
+    fn kept_tokens_of(&self, issuer: &str) -> Vec<String> {
+        let file = self.store_document();
         let mut out = Vec::new();
         for secret in file["secrets"]
             .as_object()
             .into_iter()
             .flatten()
+            .filter(|(name, _)| name.starts_with("tokens ") && name.ends_with(issuer))
             .map(|(_, v)| v)
         {
             let tokens: Value = secret
@@ -216,53 +301,55 @@ fn assert_no_token_in(runs: &[&Ran], tokens: &[String]) {
     }
 }
 
-/// An MCP initialize sent to the support server with `token`: its HTTP status, its
-/// `WWW-Authenticate` and its body.
-async fn initialize_with(url: &str, token: &str) -> (u16, String, String) {
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "oauth-test", "version": "1"}}});
-    let answer = reqwest::Client::new()
-        .post(url)
-        .bearer_auth(token)
-        .header("accept", "application/json, text/event-stream")
-        .json(&body)
-        .send()
-        .await
-        .expect("the support server answers");
-    let status = answer.status().as_u16();
-    let challenge = answer
-        .headers()
-        .get("www-authenticate")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_owned();
-    (status, challenge, answer.text().await.unwrap_or_default())
-}
-
-/// A token request to the authorization server (`pairs` form-encoded, Basic when `basic`
-/// is given): its status and JSON answer.
-async fn token_request(
+/// A form POST to the authorization server's `path` (`pairs` form-encoded, Basic when
+/// `basic` is given).
+async fn post_form(
     issuer: &str,
+    path: &str,
     pairs: &[(&str, &str)],
     basic: Option<(&str, &str)>,
-) -> (u16, Value) {
+) -> reqwest::Response {
     // A form body, encoded by the URL type (reqwest's `form` feature is off).
     let mut form = reqwest::Url::parse("http://form.invalid/").unwrap();
     form.query_pairs_mut().extend_pairs(pairs);
     let mut request = reqwest::Client::new()
-        .post(format!("{issuer}/token"))
+        .post(format!("{issuer}{path}"))
         .header("content-type", "application/x-www-form-urlencoded")
         .body(form.query().unwrap_or_default().to_owned());
     if let Some((id, secret)) = basic {
         request = request.basic_auth(id, Some(secret));
     }
-    let answer = request
+    request
         .send()
         .await
-        .expect("the authorization server answers");
+        .expect("the authorization server answers")
+}
+
+/// A token request to the authorization server: its status and JSON answer.
+async fn token_request(
+    issuer: &str,
+    pairs: &[(&str, &str)],
+    basic: Option<(&str, &str)>,
+) -> (u16, Value) {
+    let answer = post_form(issuer, "/token", pairs, basic).await;
     let status = answer.status().as_u16();
     (status, answer.json().await.expect("a JSON token response"))
+}
+
+/// Revoke `token` at the authorization server as the public client `client_id` (RFC 7009),
+/// as an administrator or a sign-out elsewhere would: a refresh with it is refused after.
+async fn revoke(issuer: &str, token: &str, client_id: &str) {
+    let pairs = [("token", token), ("client_id", client_id)];
+    let answer = post_form(issuer, "/token/revocation", &pairs, None).await;
+    assert_eq!(answer.status().as_u16(), 200, "the revocation is accepted");
+}
+
+/// The authorization server's next `count` token requests fail: `how` is `503`, or
+/// `drop` (the connection closed without an answer); a count of 0 ends that.
+async fn fail_tokens(issuer: &str, count: u32, how: &str) {
+    let path = format!("/__test/fail-token?count={count}&how={how}");
+    let answer = post_form(issuer, &path, &[], None).await;
+    assert!(answer.status().is_success(), "the test hook answers");
 }
 
 fn mode(path: &Path) -> u32 {
@@ -273,6 +360,33 @@ fn mode(path: &Path) -> u32 {
 fn short_lived() -> World {
     let ttl = ACCESS_TOKEN_TTL.to_string();
     World::new(&[("AS_AT_TTL", &ttl), ("AS_ORGS", "usr-sam=larkfield")])
+}
+
+/// `gatehouse auth login support --open` (started by `wrapper`, if any) fails naming the
+/// server and `cause`, the store is not even created, and after it the CMDB works and
+/// support is not signed in.
+fn assert_login_fails_keeping_nothing(w: &World, wrapper: &[&str], cause: &str) {
+    let ran = w.run_under(wrapper, &["auth", "login", "support", "--open"], &[]);
+    assert_ne!(ran.status, 0, "{cause}: {}", ran.stdout);
+    assert!(
+        ran.stderr.contains("server support") && ran.stderr.contains(cause),
+        "{wrapper:?}, {cause}: {}",
+        ran.stderr
+    );
+    assert!(w.store_bytes().is_none(), "{cause}: nothing stored");
+    let tools = w.run_under(wrapper, &["tools"], &[]);
+    assert!(tools.stdout.contains("cmdb__"), "{}", tools.stderr);
+    let status = w.run_under(wrapper, &["auth", "status", "--json"], &[]);
+    assert_eq!(status.json()[0]["signed_in"], false, "{}", status.stderr);
+}
+
+/// The person was not sent to sign in, and no client was registered.
+fn assert_no_sign_in_begun(w: &World) {
+    assert_eq!(w.browser_visits(), 0, "the person was not sent to sign in");
+    assert!(
+        events(&w.issuer, "register").is_empty(),
+        "no client registered"
+    );
 }
 
 /// Without a terminal and without a sign-in, a run says what to do; CMDB still works.
@@ -444,116 +558,4 @@ fn two_runs_refreshing_at_once_keep_working_credentials() {
     assert!(events(&w.issuer, "grant_revoked").is_empty());
     assert!(grant_types(&w.issuer).contains(&json!("refresh_token")));
     assert_eq!(w.browser_visits(), 1);
-}
-
-/// Wait for the host's sign-in address in the browser log.
-fn sign_in_address(log: &Path) -> reqwest::Url {
-    for _ in 0..300 {
-        let first = std::fs::read_to_string(log)
-            .ok()
-            .and_then(|t| t.lines().next().map(str::to_owned));
-        if let Some(line) = first {
-            return reqwest::Url::parse(&line).expect("the sign-in address is a URL");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!("the host opened no sign-in address within 30 s");
-}
-
-fn param(url: &reqwest::Url, name: &str) -> String {
-    url.query_pairs()
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| v.into_owned())
-        .unwrap_or_else(|| panic!("the sign-in address has no {name}"))
-}
-
-/// Redirects to the host's listener that the authorization server did not send: a wrong
-/// `state`; the right state with another issuer's `iss`. Each fails the sign-in naming
-/// the cause, no code is exchanged, and nothing is kept.
-#[test]
-fn refuses_a_forged_redirect_and_keeps_nothing() {
-    let w = World::new(&[]);
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    for (right_state, iss, cause) in [
-        (false, w.issuer.url.clone(), "its state differs"),
-        (true, "http://127.0.0.1:9".to_owned(), "its iss differs"),
-    ] {
-        let _ = std::fs::remove_file(w.browser_log());
-        let ran = std::thread::scope(|s| {
-            let login = s.spawn(|| {
-                w.run(
-                    &["auth", "login", "support", "--open"],
-                    &[("OAUTH_BROWSER_ONLY_LOG", "1")],
-                )
-            });
-            let address = sign_in_address(&w.browser_log());
-            let mut forged = reqwest::Url::parse(&param(&address, "redirect_uri")).unwrap();
-            let state = if right_state {
-                param(&address, "state")
-            } else {
-                "forged-state".to_owned()
-            };
-            forged
-                .query_pairs_mut()
-                .append_pair("code", "forged-code")
-                .append_pair("state", &state)
-                .append_pair("iss", &iss);
-            let _ = rt.block_on(reqwest::get(forged));
-            login.join().expect("the login run is read")
-        });
-        assert_ne!(ran.status, 0, "{}", ran.stdout);
-        assert!(
-            ran.stderr.contains("server support") && ran.stderr.contains(cause),
-            "{}",
-            ran.stderr
-        );
-        assert!(
-            events(&w.issuer, "token").is_empty(),
-            "no code was exchanged"
-        );
-        assert!(w.kept_tokens().is_empty());
-        assert_eq!(w.status()[0]["signed_in"], false);
-    }
-}
-
-/// The support server takes only tokens for itself: a client-credentials token the
-/// authorization server issued for another resource is refused (401 `invalid_token`), one
-/// for it accepted (then the caller's membership decides), a made-up one refused.
-#[tokio::test(flavor = "multi_thread")]
-async fn the_server_refuses_a_token_for_another_resource() {
-    let w = World::new(&[
-        ("AS_CC_CLIENT", "machine:machine-secret"),
-        ("AS_RESOURCE_PATTERN", "^http://127\\.0\\.0\\.1:[0-9]+/mcp$"),
-    ]);
-    let token_for = |resource: String| {
-        let issuer = w.issuer.url.clone();
-        async move {
-            let pairs = [
-                ("grant_type", "client_credentials"),
-                ("scope", "mcp:read"),
-                ("resource", resource.as_str()),
-            ];
-            let (_, answer) =
-                token_request(&issuer, &pairs, Some(("machine", "machine-secret"))).await;
-            answer["access_token"]
-                .as_str()
-                .unwrap_or_else(|| panic!("no access token: {answer}"))
-                .to_owned()
-        }
-    };
-    let other = token_for("http://127.0.0.1:1/mcp".to_owned()).await;
-    let own = token_for(w.support.url.clone()).await;
-    let (status, challenge, _) = initialize_with(&w.support.url, &other).await;
-    assert_eq!(status, 401);
-    assert!(
-        challenge.contains("error=\"invalid_token\"") && challenge.contains("another resource"),
-        "{challenge}"
-    );
-    // Its own token is accepted; the machine client is no member of any organization.
-    let (status, _, body) = initialize_with(&w.support.url, &own).await;
-    assert_eq!(status, 403, "{body}");
-    assert!(body.contains("no access to this organization"), "{body}");
-    let (status, challenge, _) = initialize_with(&w.support.url, "not-a-token").await;
-    assert_eq!(status, 401);
-    assert!(challenge.contains("not a JWT"), "{challenge}");
 }
