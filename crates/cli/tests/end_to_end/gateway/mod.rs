@@ -9,12 +9,15 @@
 //! - `python_sdk.rs`: the catalog, the person's approval through their client, a
 //!   server's own question relayed;
 //! - `inspector.rs`: the inspector 2 `--cli`, a client without forms;
+//! - `robust.rs`: one bad server does not hurt the rest (restarts, a slow server, the
+//!   list marked the same for every caller);
 //! - `replicas.rs`: two gateways sharing one state store and one ledger, directly and
 //!   behind nginx.
 
 mod inspector;
 mod python_sdk;
 mod replicas;
+mod robust;
 
 use std::path::{Path, PathBuf};
 
@@ -180,6 +183,16 @@ pub fn start_gateway(dir: &Path, config: &str, state: &Path) -> Process {
         "listening on ",
         LIMIT,
     )
+}
+
+/// The names in a list of tools (a `tools/list` result, or the Python client's output).
+pub fn tool_names(out: &Value) -> Vec<String> {
+    out["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no tools: {out}"))
+        .iter()
+        .map(|t| t["name"].as_str().unwrap_or_default().to_owned())
+        .collect()
 }
 
 /// The ledger's lines, as JSON.
