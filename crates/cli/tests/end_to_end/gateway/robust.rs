@@ -2,7 +2,8 @@
 //! testbed and cmdb: a testbed that dies is started again with backoff and its tools come
 //! back, while calls to it fail at once naming it and calls to cmdb go on; a testbed
 //! sleeping in one call does not hold up calls to cmdb; the list is marked as the same
-//! for every caller.
+//! for every caller. And the Python SDK's 2025-11-25 server, started again under the
+//! gateway, forgets its session: the gateway opens a new one and sends the call again.
 
 use std::time::{Duration, Instant};
 
@@ -10,6 +11,7 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::common::{
+    http_server,
     http_server::{Answer, call, post, request},
     serve::SAM_TOKEN,
     texts,
@@ -181,4 +183,81 @@ async fn the_list_is_marked_the_same_for_every_caller_and_never_fresh() {
     let listed = list(&gw.url, 1).await;
     assert_eq!(listed["cacheScope"], "public", "{listed}");
     assert_eq!(listed["ttlMs"], 0, "{listed}");
+}
+
+/// The Python SDK's 2025-11-25-only server on Streamable HTTP (sessions) at `port`
+/// (0: a free one).
+fn legacy_server(port: u16) -> Process {
+    let mut cmd = std::process::Command::new(python());
+    cmd.arg(script("py_legacy_only_server.py"))
+        .args(["--http", &port.to_string()]);
+    http_peer(cmd, "py_legacy_only_server.py --http")
+}
+
+fn port_of(url: &str) -> u16 {
+    url.trim_start_matches("http://127.0.0.1:")
+        .trim_end_matches("/mcp")
+        .parse()
+        .unwrap_or_else(|_| panic!("no port in {url}"))
+}
+
+async fn add(url: &str, id: i64) -> Value {
+    let params = json!({"name": "legacy__add", "arguments": {"a": 2, "b": id}});
+    let answer = call(url, SAM_TOKEN, id, params).await;
+    answer.result(id).clone()
+}
+
+#[tokio::test]
+async fn an_http_server_that_forgets_the_session_gets_a_new_one_and_the_call_is_sent_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = legacy_server(0);
+    let port = port_of(&server.url);
+    let log = dir.path().join("tap.log");
+    let tap = http_tap(&server.url, &log);
+    let config = write(
+        dir.path(),
+        "servers.json",
+        &json!({
+            "mcpServers": {"legacy": http_server(&tap.url, json!({}))},
+            "gatehouse": {"rules": [{"tool": "*", "decision": "allow"}],
+                          "ledger": {"path": dir.path().join("ledger.jsonl")}}
+        }),
+    );
+    let gw = start_gateway(dir.path(), &config, &dir.path().join("state.db"));
+    let first = add(&gw.url, 1).await;
+    assert_eq!(first["structuredContent"]["sum"], 3, "{first}");
+
+    // The server starts again on the same port, knowing no session.
+    drop(server);
+    let again = legacy_server(port);
+    let second = add(&gw.url, 40).await;
+    assert_eq!(second["structuredContent"]["sum"], 42, "{second}");
+
+    // The call went out on the old session, was refused with 404 (so it did not run),
+    // and was sent once more on a session opened by a second `initialize`.
+    let exchanges = http_exchanges(&tapped(&log));
+    let carried = |e: &Value, method: &str| {
+        e["body"]
+            .as_array()
+            .is_some_and(|b| b.iter().any(|m| m["method"] == method))
+    };
+    let calls: Vec<&Value> = exchanges
+        .iter()
+        .filter(|e| carried(e, "tools/call"))
+        .collect();
+    let statuses: Vec<&Value> = calls.iter().map(|e| &e["status"]).collect();
+    assert_eq!(statuses, [200, 404, 200], "{exchanges:#?}");
+    let inits = exchanges
+        .iter()
+        .filter(|e| carried(e, "initialize"))
+        .count();
+    assert_eq!(inits, 2, "{exchanges:#?}");
+    assert_ne!(calls[1]["session"], calls[2]["session"], "{exchanges:#?}");
+    // The new server ran the call once.
+    let ran = again
+        .lines()
+        .iter()
+        .filter(|l| l.contains("tools/call"))
+        .count();
+    assert_eq!(ran, 1, "{:?}", again.lines());
 }
