@@ -130,6 +130,14 @@ install_mcp_servers() {
     @modelcontextprotocol/server-filesystem@2026.8.31 @modelcontextprotocol/server-memory@2026.8.31
 }
 
+# ts_sdk: the official TypeScript SDK 1.32.2 (client and server; 2025-11-25, initialize
+# only), which tests/peers/ts_mcp_client.cjs drives the gateway with (Node 20 is fine).
+install_ts_sdk() {
+  need_node
+  npm_peer ts_sdk @modelcontextprotocol/sdk@1.32.2
+  node -e 'require(process.argv[1])' "$(cd "$PEERS_DIR" && pwd)/ts_sdk/node_modules/@modelcontextprotocol/sdk/dist/cjs/client/index.js"
+}
+
 # inspector_cli: the inspector's CLI 1.0.3 (TS SDK 1.32.2, initialize only).
 install_inspector_cli() {
   need_node
@@ -209,7 +217,7 @@ install_oauth() {
 
 # (Other peers go here, each as its own install_<peer> function, listed in PEERS.)
 
-PEERS=(browser node22 python_sdk fastmcp mcp_servers inspector_cli inspector conformance nginx oauth)
+PEERS=(browser node22 python_sdk fastmcp mcp_servers ts_sdk inspector_cli inspector conformance nginx oauth)
 
 main() {
   local wanted=("$@")

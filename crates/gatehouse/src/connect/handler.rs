@@ -37,7 +37,10 @@ pub(crate) type ProgressRoute =
     Arc<Mutex<HashMap<ProgressToken, mpsc::Sender<ProgressNotificationParam>>>>;
 
 /// The client side of one connection. Progress and "tool list changed" are taken by the
-/// transport as they are read ([`super::wire::InOrder`]); questions come here.
+/// transport as they are read ([`super::wire::InOrder`]); questions come here. Its clones
+/// share every flag and count, so a server restarted under the same connection
+/// (`connect::restart`) is served by the same handler.
+#[derive(Clone)]
 pub struct HostHandler {
     server: String,
     person: Arc<dyn Person>,
@@ -47,11 +50,11 @@ pub struct HostHandler {
     /// Set when an older server says its tool list changed.
     pub(crate) tools_changed: Arc<AtomicBool>,
     /// Set when the server asked the person during a call (older revisions).
-    asked: AtomicBool,
+    asked: Arc<AtomicBool>,
     /// Questions asked during the call in flight; past the call's cap they are declined.
-    questions: AtomicUsize,
+    questions: Arc<AtomicUsize>,
     /// A question outside any call was refused already (and told in the run).
-    told_outside: AtomicBool,
+    told_outside: Arc<AtomicBool>,
     /// Most questions one call may ask ([`crate::config::Settings::max_input_rounds`]).
     max_questions: usize,
     /// The revision offered by an `initialize` handshake.
@@ -67,9 +70,9 @@ impl HostHandler {
             trace,
             progress: Arc::new(Mutex::new(HashMap::new())),
             tools_changed: Arc::new(AtomicBool::new(false)),
-            asked: AtomicBool::new(false),
-            questions: AtomicUsize::new(0),
-            told_outside: AtomicBool::new(false),
+            asked: Arc::default(),
+            questions: Arc::default(),
+            told_outside: Arc::default(),
             max_questions,
             handshake_version: ProtocolVersion::LATEST,
         }
@@ -122,6 +125,11 @@ impl HostHandler {
     ) -> std::sync::MutexGuard<'_, HashMap<ProgressToken, mpsc::Sender<ProgressNotificationParam>>>
     {
         self.progress.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The tool list must be read again (the server was restarted).
+    pub(crate) fn mark_tools_changed(&self) {
+        self.tools_changed.store(true, Ordering::SeqCst);
     }
 
     /// Did the server announce a changed tool list since the last look? Clears the flag.

@@ -35,8 +35,7 @@ pub(crate) fn transport(
             .map_err(|_| format!("the value of header {name} is not a valid header value"))?;
         custom.insert(name, value);
     }
-    let mut config =
-        StreamableHttpClientTransportConfig::with_uri(url.to_owned()).custom_headers(custom);
+    let mut config = session_config(url).custom_headers(custom);
     if let Some(token) = auth {
         config = config.auth_header(token);
     }
@@ -58,9 +57,17 @@ pub(crate) fn signing_in(
             .map_err(|_| format!("the value of header {name} is not valid header value"))?;
         custom.insert(name, value);
     }
-    let config =
-        StreamableHttpClientTransportConfig::with_uri(url.to_owned()).custom_headers(custom);
+    let config = session_config(url).custom_headers(custom);
     Ok(StreamableHttpClientTransport::with_client(client, config))
+}
+
+/// rmcp's transport settings for `url`, with a lost session recovered: a server on an
+/// older revision that answers 404 to a request carrying its `Mcp-Session-Id` has
+/// forgotten the session (restarted, or expired it) and did not process the request, so
+/// the transport runs `initialize` again and sends each such request once more. A request
+/// that failed any other way may have run, and is never sent again.
+fn session_config(url: &str) -> StreamableHttpClientTransportConfig {
+    StreamableHttpClientTransportConfig::with_uri(url.to_owned()).reinit_on_expired_session(true)
 }
 
 /// What an HTTP server's failure to connect comes down to.

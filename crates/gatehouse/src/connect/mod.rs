@@ -11,12 +11,16 @@
 //! - [`http`]: Streamable HTTP and why a connection failed;
 //! - [`auth`]: signing in to an HTTP server that asks for it (OAuth), and keeping the
 //!   sign-in working;
+//! - `connection`: a [`Connection`] and the run of the server it talks to now;
+//! - [`restart`]: a stdio server that dies started again, with backoff;
 //! - `error`: why a server could not be used ([`ConnectError`]).
 
 pub mod auth;
+mod connection;
 mod error;
 pub mod handler;
 mod http;
+pub mod restart;
 pub mod stdio;
 pub mod wire;
 
@@ -28,11 +32,13 @@ use std::{
 
 use rmcp::{
     ClientLifecycleMode, ClientServiceExt, RoleClient,
-    model::{Implementation, ProtocolVersion},
+    model::ProtocolVersion,
     service::{ClientInitializeError, RunningService},
     transport::Transport,
 };
 
+use connection::Session;
+pub use connection::{CLOSE_LIMIT, Connection, ServerDown, server_down};
 pub use error::ConnectError;
 pub use handler::{HostHandler, client_info};
 pub use stdio::{Health, MAX_MESSAGE_BYTES, STDERR_DRAIN, STDERR_TAIL_LINES};
@@ -43,134 +49,6 @@ use crate::{
     person::{Person, PersonTime},
     trace::{Trace, Who},
 };
-
-/// A live connection to one server. The rmcp client stays inside: the host's stages use
-/// the requests it offers, so every one goes through the same taps and checks.
-pub struct Connection {
-    /// The server's name in the servers file (the namespace of its tools).
-    pub name: String,
-    /// The revision both sides agreed on.
-    pub protocol: ProtocolVersion,
-    /// The server's name and version, as it gave them.
-    pub implementation: Option<Implementation>,
-    /// The server's instructions (never passed to the model: a server must not depend on
-    /// them for safety).
-    pub instructions: Option<String>,
-    /// The server process id, when it is a child process.
-    pub pid: Option<u32>,
-    client: RunningService<RoleClient, HostHandler>,
-    /// Reads the server's stderr; awaited at shutdown so its last lines are not lost.
-    stderr_reader: Option<tokio::task::JoinHandle<()>>,
-    /// What broke the connection, when the host broke it.
-    health: Arc<Health>,
-    /// The person's time spent signing in to this server, which time limits leave out.
-    person_time: PersonTime,
-    /// The server's sign-in, for a server the host may sign in to.
-    auth: Option<Arc<auth::ServerAuth>>,
-}
-
-/// How long a server gets to close when the host ends a session.
-pub const CLOSE_LIMIT: Duration = Duration::from_secs(2);
-
-impl Connection {
-    /// Why the connection is closed, in words, when the host knows more than "closed".
-    pub fn broken_reason(&self) -> Option<String> {
-        self.health.broken_reason()
-    }
-
-    /// The person's time spent signing in to this server: the limits of its requests
-    /// leave it out.
-    pub fn person_time(&self) -> &PersonTime {
-        &self.person_time
-    }
-
-    /// The server's sign-in, if the host may sign in to it.
-    pub fn sign_in(&self) -> Option<&Arc<auth::ServerAuth>> {
-        self.auth.as_ref()
-    }
-
-    /// One page of the server's tool list, from `cursor`.
-    pub async fn list_tools_page(
-        &self,
-        cursor: Option<String>,
-    ) -> Result<rmcp::model::ListToolsResult, rmcp::ServiceError> {
-        let params = rmcp::model::PaginatedRequestParams::default().with_cursor(cursor);
-        self.client.list_tools(Some(params)).await
-    }
-
-    /// Send one request and return its handle: the answer to wait for, the progress
-    /// token it carries, and the way to cancel it. Tool calls and resource reads are sent
-    /// this way, so one time limit and one Stop path serve both (`dispatch`).
-    pub async fn send(
-        &self,
-        request: rmcp::model::ClientRequest,
-    ) -> Result<rmcp::service::RequestHandle<RoleClient>, rmcp::ServiceError> {
-        self.client
-            .peer()
-            .send_request_with_option(request, rmcp::service::PeerRequestOptions::no_options())
-            .await
-    }
-
-    /// Do this connection's requests declare the tasks extension? Only on 2026-07-28,
-    /// where it is defined; only then may a call come back as a task.
-    pub fn declares_tasks(&self) -> bool {
-        use rmcp::ClientHandler;
-        self.protocol.as_str() >= ProtocolVersion::V_2026_07_28.as_str()
-            && self.handler().get_info().capabilities.supports_tasks()
-    }
-
-    /// The client side of this connection (progress routing, questions asked).
-    pub fn handler(&self) -> &HostHandler {
-        self.client.service()
-    }
-
-    /// The rmcp peer, for requests the host itself never makes (prompt and resource
-    /// lists, as the conformance client asks for).
-    pub fn peer(&self) -> &rmcp::Peer<RoleClient> {
-        self.client.peer()
-    }
-
-    /// Does the server offer resources (so `read_resource` may follow its links)?
-    pub fn offers_resources(&self) -> bool {
-        self.client
-            .peer_info()
-            .is_some_and(|i| i.capabilities.resources.is_some())
-    }
-
-    /// Does the server say it announces changes to its tool list?
-    pub fn announces_tool_changes(&self) -> bool {
-        self.client.peer_info().is_some_and(|i| {
-            i.capabilities
-                .tools
-                .as_ref()
-                .and_then(|t| t.list_changed)
-                .unwrap_or(false)
-        })
-    }
-
-    /// Open a `subscriptions/listen` stream for tool-list changes (2026-07-28), waiting
-    /// for its acknowledgment so no change made after this is missed.
-    pub async fn listen_for_tool_changes(&self) -> Option<rmcp::service::Subscription> {
-        let filter = rmcp::model::SubscriptionFilter::builder()
-            .tools_list_changed()
-            .build();
-        self.client.peer().listen(filter).await.ok()
-    }
-
-    /// Close the connection: the server gets [`CLOSE_LIMIT`] to exit, and its last
-    /// stderr lines are read.
-    pub async fn close(self) {
-        let Connection {
-            mut client,
-            stderr_reader,
-            ..
-        } = self;
-        let _ = client.close_with_timeout(CLOSE_LIMIT).await;
-        if let Some(reader) = stderr_reader {
-            let _ = tokio::time::timeout(STDERR_DRAIN, reader).await;
-        }
-    }
-}
 
 /// How a connection agrees on a revision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -247,7 +125,7 @@ pub async fn connect_with(
 }
 
 /// What every attempt at one connection shares.
-struct Setup<'a> {
+pub(crate) struct Setup<'a> {
     spec: &'a ServerSpec,
     person: Arc<dyn Person>,
     trace: &'a Trace,
@@ -264,16 +142,32 @@ impl Setup<'_> {
         }
     }
 
-    /// Serve a client over `transport`, tapped when the observer wants every message.
+    /// Serve a client over `transport` with a new handler, tapped when the observer wants
+    /// every message.
     async fn serve<T>(
         &self,
         transport: T,
         negotiation: Negotiation,
-    ) -> Result<RunningService<RoleClient, HostHandler>, ClientInitializeError>
+    ) -> Result<(RunningService<RoleClient, HostHandler>, HostHandler), ClientInitializeError>
     where
         T: Transport<RoleClient> + 'static,
     {
         let handler = self.handler(negotiation);
+        let client = self.serve_with(transport, negotiation, &handler).await?;
+        Ok((client, handler))
+    }
+
+    /// Serve a client over `transport` with (a clone of) `handler`.
+    async fn serve_with<T>(
+        &self,
+        transport: T,
+        negotiation: Negotiation,
+        handler: &HostHandler,
+    ) -> Result<RunningService<RoleClient, HostHandler>, ClientInitializeError>
+    where
+        T: Transport<RoleClient> + 'static,
+    {
+        let handler = handler.clone();
         let mode = match negotiation {
             Negotiation::PreferModern => ClientLifecycleMode::Auto {
                 preferred_versions: vec![ProtocolVersion::V_2026_07_28],
@@ -321,7 +215,7 @@ impl Setup<'_> {
             }
         };
         let timeout = self.limits.timeout;
-        let client = match tokio::time::timeout(timeout, attempt).await {
+        let (client, handler) = match tokio::time::timeout(timeout, attempt).await {
             Ok(result) => result?,
             Err(_) => {
                 return Err(fail(format!(
@@ -330,7 +224,8 @@ impl Setup<'_> {
                 )));
             }
         };
-        Ok(connection(self.spec, client, None, None, Arc::default()))
+        let session = Session::new(client, None, None, Arc::default());
+        Ok(Connection::new(self.spec, handler, session))
     }
 
     /// An HTTP server the host signs in to when it answers 401: rmcp's client with the
@@ -385,7 +280,7 @@ impl Setup<'_> {
             }
         };
         let timeout = self.limits.timeout;
-        let client = match person_time.within(timeout, attempt).await {
+        let (client, handler) = match person_time.within(timeout, attempt).await {
             Ok(result) => result?,
             Err(()) => {
                 return Err(fail(format!(
@@ -394,32 +289,68 @@ impl Setup<'_> {
                 )));
             }
         };
-        let mut conn = connection(self.spec, client, None, None, Arc::default());
+        let session = Session::new(client, None, None, Arc::default());
+        let mut conn = Connection::new(self.spec, handler, session);
         conn.person_time = person_time;
         conn.auth = Some(server_auth);
         Ok(conn)
     }
 
+    /// A stdio server, restarted under its connection whenever it dies.
     async fn stdio(&self, negotiation: Negotiation) -> Result<Connection, ConnectError> {
+        let handler = self.handler(negotiation);
+        let (session, handler) = self.stdio_session(negotiation, &handler).await?;
+        let conn = Connection::new(self.spec, handler.clone(), session);
+        // A restart agrees on the revision this run agreed on, with the same handler.
+        let negotiation = if conn.protocol.as_str() >= ProtocolVersion::V_2026_07_28.as_str() {
+            Negotiation::PreferModern
+        } else {
+            Negotiation::HandshakeOnly
+        };
+        let restarter = restart::Restarter {
+            spec: self.spec.clone(),
+            person: self.person.clone(),
+            trace: self.trace.clone(),
+            limits: self.limits,
+            negotiation,
+            handler,
+        };
+        Ok(conn.supervised(restarter))
+    }
+
+    /// Start the server's process and agree on a revision, within `limits.timeout`,
+    /// served by `handler` (or, when a server answers the probe with only handshake-era
+    /// revisions, by a handshake handler like it): the run, and the handler that serves it.
+    pub(crate) async fn stdio_session(
+        &self,
+        negotiation: Negotiation,
+        handler: &HostHandler,
+    ) -> Result<(Session, HostHandler), ConnectError> {
         let tail: stdio::Tail = Arc::new(Mutex::new(VecDeque::new()));
-        let health = Arc::new(Health::default());
         let attempt = async {
+            let health = Arc::new(Health::default());
             let spawned = stdio::spawn(self.spec, self.trace, &tail, &health)?;
             let pid = spawned.transport.id();
-            match self.serve(spawned.transport, negotiation).await {
-                Ok(client) => Ok((client, pid, spawned.stderr_reader)),
+            match self
+                .serve_with(spawned.transport, negotiation, handler)
+                .await
+            {
+                Ok(client) => Ok((client, handler.clone(), pid, spawned.stderr_reader, health)),
                 // The server answered the probe with only handshake-era revisions. rmcp
                 // stops there; a host connects anyway, with a fresh process and `initialize`.
                 Err(e) if negotiation == Negotiation::PreferModern && retry_with_initialize(&e) => {
                     // Let the first process's stderr drain before it is replaced.
                     tokio::time::sleep(Duration::from_millis(20)).await;
+                    let health = Arc::new(Health::default());
                     let spawned = stdio::spawn(self.spec, self.trace, &tail, &health)?;
                     let pid = spawned.transport.id();
                     match self
                         .serve(spawned.transport, Negotiation::HandshakeOnly)
                         .await
                     {
-                        Ok(client) => Ok((client, pid, spawned.stderr_reader)),
+                        Ok((client, handler)) => {
+                            Ok((client, handler, pid, spawned.stderr_reader, health))
+                        }
                         Err(e) => Err(self.handshake_error(e, &tail).await),
                     }
                 }
@@ -427,23 +358,19 @@ impl Setup<'_> {
             }
         };
         let timeout = self.limits.timeout;
-        let (client, pid, stderr_reader) = match tokio::time::timeout(timeout, attempt).await {
-            Ok(result) => result?,
-            Err(_) => {
-                return Err(ConnectError::Timeout {
-                    server: self.spec.name.clone(),
-                    seconds: timeout.as_secs_f64(),
-                    stderr: lines(&tail),
-                });
-            }
-        };
-        Ok(connection(
-            self.spec,
-            client,
-            pid,
-            Some(stderr_reader),
-            health,
-        ))
+        let (client, handler, pid, stderr_reader, health) =
+            match tokio::time::timeout(timeout, attempt).await {
+                Ok(result) => result?,
+                Err(_) => {
+                    return Err(ConnectError::Timeout {
+                        server: self.spec.name.clone(),
+                        seconds: timeout.as_secs_f64(),
+                        stderr: lines(&tail),
+                    });
+                }
+            };
+        let session = Session::new(client, pid, Some(stderr_reader), health);
+        Ok((session, handler))
     }
 
     async fn handshake_error(&self, e: ClientInitializeError, tail: &stdio::Tail) -> ConnectError {
@@ -503,30 +430,4 @@ fn retry_with_initialize(e: &ClientInitializeError) -> bool {
 /// The host's words for a request that failed because a sign-in to its server failed.
 pub fn sign_in_failure(e: &rmcp::ServiceError) -> Option<String> {
     http::sign_in_failure(e)
-}
-
-/// What a connection keeps, however it was made.
-fn connection(
-    spec: &ServerSpec,
-    client: RunningService<RoleClient, HostHandler>,
-    pid: Option<u32>,
-    stderr_reader: Option<tokio::task::JoinHandle<()>>,
-    health: Arc<Health>,
-) -> Connection {
-    let info = client.peer_info();
-    Connection {
-        name: spec.name.clone(),
-        protocol: info
-            .as_ref()
-            .map(|i| i.protocol_version.clone())
-            .unwrap_or(ProtocolVersion::V_2025_11_25),
-        implementation: info.as_ref().and_then(|i| i.server_info.clone()),
-        instructions: info.as_ref().and_then(|i| i.instructions.clone()),
-        client,
-        pid,
-        stderr_reader,
-        health,
-        person_time: PersonTime::default(),
-        auth: None,
-    }
 }

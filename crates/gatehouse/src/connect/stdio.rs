@@ -50,13 +50,25 @@ pub const EXIT_GRACE: Duration = Duration::from_secs(2);
 /// A server's last stderr lines, to explain a failed start.
 pub(crate) type Tail = Arc<Mutex<VecDeque<String>>>;
 
-/// What went wrong on a connection that rmcp only sees as "closed".
+/// What went wrong on a connection that rmcp only sees as "closed", and whether the
+/// server's output has ended (it exited, or closed its stdout).
 #[derive(Debug, Default)]
 pub struct Health {
     oversized: AtomicBool,
+    ended: tokio_util::sync::CancellationToken,
 }
 
 impl Health {
+    /// Wait until the server's output ends: the process exited or closed its stdout.
+    pub async fn ended(&self) {
+        self.ended.cancelled().await
+    }
+
+    /// Has the server's output ended?
+    pub fn has_ended(&self) -> bool {
+        self.ended.is_cancelled()
+    }
+
     /// Why the connection broke, when the host broke it.
     pub fn broken_reason(&self) -> Option<String> {
         self.oversized.load(Ordering::SeqCst).then(|| {
@@ -109,6 +121,7 @@ impl<R: AsyncRead + Unpin> AsyncRead for BoundedLines<R> {
 pub struct ChildTransport {
     transport: AsyncRwTransport<RoleClient, BoundedLines<ChildStdout>, ChildStdin>,
     child: Child,
+    health: Arc<Health>,
 }
 
 impl ChildTransport {
@@ -128,8 +141,18 @@ impl Transport<RoleClient> for ChildTransport {
         self.transport.send(item)
     }
 
+    /// The next message; at the end of the server's output the connection's [`Health`]
+    /// says so, which is what a restart waits for.
     fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
-        self.transport.receive()
+        let health = self.health.clone();
+        let next = self.transport.receive();
+        async move {
+            let message = next.await;
+            if message.is_none() {
+                health.ended.cancel();
+            }
+            message
+        }
     }
 
     /// Close stdin and let the server exit; then SIGTERM; then kill.
@@ -232,7 +255,11 @@ pub(crate) fn spawn(
         tail.clone(),
     ));
     Ok(Spawned {
-        transport: ChildTransport { transport, child },
+        transport: ChildTransport {
+            transport,
+            child,
+            health: health.clone(),
+        },
         stderr_reader,
     })
 }

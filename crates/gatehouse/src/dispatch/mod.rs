@@ -229,10 +229,15 @@ fn failed<T>(
             Some(why) => format!("{}: {why}", conn.name),
             None => format!("the connection to {} closed during the call", conn.name),
         })),
-        Err(e) => Err(CallEnd::Failed(match crate::connect::sign_in_failure(&e) {
-            Some(words) => format!("{}: {words}", conn.name),
-            None => e.to_string(),
-        })),
+        Err(e) => Err(CallEnd::Failed(
+            match crate::connect::server_down(&e)
+                .map(str::to_owned)
+                .or_else(|| crate::connect::sign_in_failure(&e))
+            {
+                Some(words) => format!("{}: {words}", conn.name),
+                None => e.to_string(),
+            },
+        )),
     }
 }
 

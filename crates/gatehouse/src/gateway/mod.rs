@@ -20,7 +20,7 @@ use std::sync::{
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
-        CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
+        CacheScope, CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
         PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
     },
     service::RequestContext,
@@ -102,15 +102,17 @@ impl Gateway {
         })
     }
 
-    /// The tools offered: every server's, namespaced, less those a deny rule without
-    /// conditions hides (the host's own tools are a host's, not offered).
+    /// The tools offered: every running server's, namespaced, less those a deny rule
+    /// without conditions hides (the host's own tools are a host's, not offered). A
+    /// server that is down, waiting to be restarted, offers none until it is back.
     pub fn tools(&self) -> Vec<Tool> {
         let host = &self.inner.host;
         let rules = &host.settings().rules;
+        let up = |server: &str| host.connection(server).is_some_and(|c| c.is_up());
         host.catalog()
             .tools()
             .iter()
-            .filter(|t| matches!(t.origin, Origin::Server(_)))
+            .filter(|t| matches!(&t.origin, Origin::Server(s) if up(s)))
             .filter(|t| rules.hiding(&t.name).is_none())
             .map(|t| {
                 let mut tool = t.tool.clone();
@@ -167,10 +169,15 @@ impl ServerHandler for Gateway {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        // A server restarted, or one that announced a change, is listed anew first.
+        self.host().refresh_catalog(false).await;
         let mut result = ListToolsResult::with_all_items(self.tools());
-        // The list is the same for every caller today, but a server behind may change
-        // it at any time: no cache may keep it.
+        // A server behind may change its list, or go down, at any time: no cache may
+        // keep it as fresh. But the list is the same for every caller (rules hide tools by
+        // name alone, and every server behind is reached with the servers file's
+        // credentials, never a caller's), so a cache may share it between callers.
         result.ttl_ms = Some(0);
+        result.cache_scope = Some(CacheScope::Public);
         Ok(result)
     }
 

@@ -9,12 +9,18 @@
 //! - `python_sdk.rs`: the catalog, the person's approval through their client, a
 //!   server's own question relayed;
 //! - `inspector.rs`: the inspector 2 `--cli`, a client without forms;
+//! - `ts_sdk.rs`: the TypeScript SDK client (`tests/peers/ts_mcp_client.cjs`), the
+//!   catalog and the approval form;
+//! - `robust.rs`: one bad server does not hurt the rest (restarts, a slow server, the
+//!   list marked the same for every caller);
 //! - `replicas.rs`: two gateways sharing one state store and one ledger, directly and
 //!   behind nginx.
 
 mod inspector;
 mod python_sdk;
 mod replicas;
+mod robust;
+mod ts_sdk;
 
 use std::path::{Path, PathBuf};
 
@@ -35,6 +41,7 @@ cases! {
     python_sdk::the_person_approves_through_elicitation_create_on_2025_11_25: stdio, http;
     python_sdk::a_servers_own_question_reaches_the_client_and_its_answer_the_server: stdio, http;
     inspector::the_inspector_lists_the_catalog_and_is_refused_where_it_cannot_show_the_form: stdio, http;
+    ts_sdk::the_typescript_sdk_client_lists_the_catalog_and_answers_the_approval_form: stdio, http;
 }
 
 /// The call the rules ask about, and its arguments.
@@ -80,7 +87,19 @@ impl Gw {
     /// Run the Python client in `mode` with these arguments (`--call`, `--answer`, …)
     /// against the gateway: what it printed.
     pub fn client(&self, mode: &str, args: &[&str]) -> Value {
-        let mut argv: Vec<String> = vec![script("py_mcp_client.py"), "--mode".into(), mode.into()];
+        let argv = vec![script("py_mcp_client.py"), "--mode".into(), mode.into()];
+        self.run_client(&python(), argv, args)
+    }
+
+    /// Run the TypeScript SDK client (2025-11-25) with these arguments against the
+    /// gateway: what it printed.
+    pub fn ts_client(&self, args: &[&str]) -> Value {
+        self.run_client(&node(), vec![ts_client()], args)
+    }
+
+    /// Run `program` with `argv`, these arguments, and the way to reach the gateway (the
+    /// command that starts it on stdio, or its URL and a bearer token).
+    fn run_client(&self, program: &str, mut argv: Vec<String>, args: &[&str]) -> Value {
         argv.extend(args.iter().map(|a| a.to_string()));
         let state = self.state.to_string_lossy().into_owned();
         match &self.server {
@@ -100,7 +119,7 @@ impl Gw {
                 argv.extend(["--url".into(), server.url.clone()]);
             }
         }
-        py_client(&argv, self.path())
+        peer_client(program, &argv, self.path())
     }
 
     /// Over HTTP, the gateway's URL.
@@ -117,6 +136,11 @@ impl Gw {
 /// The Python client with `argv`, the local user `usr-sam` of `larkfield` in its
 /// environment (over stdio the gateway it starts is theirs): what it printed.
 pub fn py_client(argv: &[String], dir: &Path) -> Value {
+    peer_client(&python(), argv, dir)
+}
+
+/// A client `program` with `argv`, as [`py_client`] runs the Python one.
+fn peer_client(program: &str, argv: &[String], dir: &Path) -> Value {
     let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
     let state_home = dir.join("xdg-state");
     let env = [
@@ -125,10 +149,10 @@ pub fn py_client(argv: &[String], dir: &Path) -> Value {
         ("XDG_STATE_HOME", state_home.to_str().unwrap()),
         ("XDG_CONFIG_HOME", state_home.to_str().unwrap()),
     ];
-    let ran = run_peer(&python(), &argv, &env, None);
+    let ran = run_peer(program, &argv, &env, None);
     serde_json::from_str(&ran.stdout).unwrap_or_else(|e| {
         panic!(
-            "the Python client printed no JSON ({e}):\n{}\n{}",
+            "the client {program} printed no JSON ({e}):\n{}\n{}",
             ran.stdout, ran.stderr
         )
     })
@@ -180,6 +204,16 @@ pub fn start_gateway(dir: &Path, config: &str, state: &Path) -> Process {
         "listening on ",
         LIMIT,
     )
+}
+
+/// The names in a list of tools (a `tools/list` result, or the Python client's output).
+pub fn tool_names(out: &Value) -> Vec<String> {
+    out["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no tools: {out}"))
+        .iter()
+        .map(|t| t["name"].as_str().unwrap_or_default().to_owned())
+        .collect()
 }
 
 /// The ledger's lines, as JSON.

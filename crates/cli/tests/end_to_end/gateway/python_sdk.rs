@@ -3,19 +3,10 @@
 //! server's own question relayed by the gateway. Every decision is a ledger line naming
 //! the caller.
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::*;
 use crate::interop_foreign_clients::python_sdk::call_args;
-
-fn tool_names(out: &Value) -> Vec<String> {
-    out["tools"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no tools: {out}"))
-        .iter()
-        .map(|t| t["name"].as_str().unwrap().to_owned())
-        .collect()
-}
 
 fn strs(v: &[String]) -> Vec<&str> {
     v.iter().map(String::as_str).collect()

@@ -127,6 +127,16 @@ pub fn node() -> String {
     require_program("node", "mcp_servers", "nodejs")
 }
 
+/// `tests/peers/ts_mcp_client.cjs`, the TypeScript SDK 1.32.2 client, run by the machine's
+/// `node`; a failure that says how to install the SDK when it is missing.
+pub fn ts_client() -> String {
+    require(
+        "ts_sdk/node_modules/@modelcontextprotocol/sdk/package.json",
+        "ts_sdk",
+    );
+    script("ts_mcp_client.cjs")
+}
+
 /// Node 22 (for the inspector 2 and the conformance harness), or a failure that says how to
 /// install it.
 pub fn node22() -> String {

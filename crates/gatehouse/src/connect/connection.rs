@@ -1,0 +1,266 @@
+//! A live connection to one server: what the server said about itself, and the run of it
+//! the host talks to now (a [`Session`]). A stdio server that dies is started again under
+//! the same connection (`restart`), so the stages that hold a `&Connection` never see
+//! the swap; while it is down its requests fail at once, saying so.
+
+use std::sync::{Arc, Mutex};
+
+use rmcp::{
+    RoleClient,
+    model::{Implementation, ProtocolVersion},
+    service::RunningService,
+};
+
+use super::{
+    HostHandler, STDERR_DRAIN, auth,
+    restart::{self, Link},
+    stdio::Health,
+};
+use crate::{config::ServerSpec, person::PersonTime};
+
+/// How long a server gets to close when the host ends a session.
+pub const CLOSE_LIMIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// A request not sent because its server is down, waiting to be restarted: why, and
+/// when it is tried again.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ServerDown(pub String);
+
+/// The words of a [`ServerDown`], when `e` is one: the request never reached a server.
+pub fn server_down(e: &rmcp::ServiceError) -> Option<&str> {
+    match e {
+        rmcp::ServiceError::TransportSend(sent) => sent
+            .error
+            .downcast_ref::<ServerDown>()
+            .map(|d| d.0.as_str()),
+        _ => None,
+    }
+}
+
+/// One run of a server: its rmcp client, its process id and stderr reader (stdio), and
+/// what broke it.
+pub(crate) struct Session {
+    peer: rmcp::Peer<RoleClient>,
+    client: tokio::sync::Mutex<Option<RunningService<RoleClient, HostHandler>>>,
+    pid: Option<u32>,
+    /// Reads the server's stderr; awaited at close so its last lines are not lost.
+    stderr_reader: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    pub(crate) health: Arc<Health>,
+}
+
+impl Session {
+    pub(crate) fn new(
+        client: RunningService<RoleClient, HostHandler>,
+        pid: Option<u32>,
+        stderr_reader: Option<tokio::task::JoinHandle<()>>,
+        health: Arc<Health>,
+    ) -> Session {
+        Session {
+            peer: client.peer().clone(),
+            client: tokio::sync::Mutex::new(Some(client)),
+            pid,
+            stderr_reader: Mutex::new(stderr_reader),
+            health,
+        }
+    }
+
+    /// Close this run: the server gets [`CLOSE_LIMIT`] to exit, and its last stderr
+    /// lines are read. Closing twice does nothing more.
+    pub(crate) async fn close(&self) {
+        let client = self.client.lock().await.take();
+        if let Some(mut client) = client {
+            let _ = client.close_with_timeout(CLOSE_LIMIT).await;
+        }
+        let reader = self
+            .stderr_reader
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(reader) = reader {
+            let _ = tokio::time::timeout(STDERR_DRAIN, reader).await;
+        }
+    }
+}
+
+/// A live connection to one server. The rmcp client stays inside: the host's stages use
+/// the requests it offers, so every one goes through the same taps and checks.
+pub struct Connection {
+    /// The server's name in the servers file (the namespace of its tools).
+    pub name: String,
+    /// The revision both sides agreed on.
+    pub protocol: ProtocolVersion,
+    /// The server's name and version, as it gave them.
+    pub implementation: Option<Implementation>,
+    /// The server's instructions (never passed to the model: a server must not depend on
+    /// them for safety).
+    pub instructions: Option<String>,
+    /// The client side, shared by every run of the server.
+    handler: HostHandler,
+    /// The run of the server in use, and whether it is down.
+    link: Arc<Link>,
+    /// Restarts a stdio server that dies; `None` for HTTP servers.
+    supervisor: Option<tokio::task::JoinHandle<()>>,
+    /// The person's time spent signing in to this server, which time limits leave out.
+    pub(crate) person_time: PersonTime,
+    /// The server's sign-in, for a server the host may sign in to.
+    pub(crate) auth: Option<Arc<auth::ServerAuth>>,
+}
+
+impl Connection {
+    /// A connection over this first run of the server.
+    pub(crate) fn new(spec: &ServerSpec, handler: HostHandler, session: Session) -> Connection {
+        let info = session.peer.peer_info();
+        Connection {
+            name: spec.name.clone(),
+            protocol: info
+                .as_ref()
+                .map(|i| i.protocol_version.clone())
+                .unwrap_or(ProtocolVersion::V_2025_11_25),
+            implementation: info.as_ref().and_then(|i| i.server_info.clone()),
+            instructions: info.as_ref().and_then(|i| i.instructions.clone()),
+            handler,
+            link: Link::new(session),
+            supervisor: None,
+            person_time: PersonTime::default(),
+            auth: None,
+        }
+    }
+
+    /// Restart the server with `restarter` whenever it dies, until the connection closes.
+    pub(crate) fn supervised(mut self, restarter: restart::Restarter) -> Connection {
+        self.supervisor = Some(restart::supervise(self.link.clone(), restarter));
+        self
+    }
+
+    fn session(&self) -> Arc<Session> {
+        self.link.current()
+    }
+
+    /// Is the server running (not down, waiting to be restarted)?
+    pub fn is_up(&self) -> bool {
+        self.link.down_reason().is_none() && !self.session().health.has_ended()
+    }
+
+    /// The server's process id, when it is a child process (of its run now).
+    pub fn pid(&self) -> Option<u32> {
+        self.session().pid
+    }
+
+    /// Why the connection is closed, in words, when the host broke it.
+    pub fn broken_reason(&self) -> Option<String> {
+        self.session().health.broken_reason()
+    }
+
+    /// The person's time spent signing in to this server: the limits of its requests
+    /// leave it out.
+    pub fn person_time(&self) -> &PersonTime {
+        &self.person_time
+    }
+
+    /// The server's sign-in, if the host may sign in to it.
+    pub fn sign_in(&self) -> Option<&Arc<auth::ServerAuth>> {
+        self.auth.as_ref()
+    }
+
+    /// One page of the server's tool list, from `cursor`.
+    pub async fn list_tools_page(
+        &self,
+        cursor: Option<String>,
+    ) -> Result<rmcp::model::ListToolsResult, rmcp::ServiceError> {
+        let params = rmcp::model::PaginatedRequestParams::default().with_cursor(cursor);
+        self.up()?.list_tools(Some(params)).await
+    }
+
+    /// Send one request and return its handle: the answer to wait for, the progress
+    /// token it carries, and the way to cancel it. Tool calls and resource reads are sent
+    /// this way, so one time limit and one Stop path serve both (`dispatch`). A server
+    /// that is down fails it at once ([`Connection::broken_reason`] says why).
+    pub async fn send(
+        &self,
+        request: rmcp::model::ClientRequest,
+    ) -> Result<rmcp::service::RequestHandle<RoleClient>, rmcp::ServiceError> {
+        self.up()?
+            .send_request_with_option(request, rmcp::service::PeerRequestOptions::no_options())
+            .await
+    }
+
+    /// The peer of the run in use, or, while the server is down, a [`ServerDown`].
+    fn up(&self) -> Result<rmcp::Peer<RoleClient>, rmcp::ServiceError> {
+        if let Some(why) = self.link.down_reason() {
+            let error = rmcp::transport::DynamicTransportError::from_parts(
+                "gatehouse restart",
+                std::any::TypeId::of::<ServerDown>(),
+                Box::new(ServerDown(why)),
+            );
+            return Err(rmcp::ServiceError::TransportSend(error));
+        }
+        Ok(self.session().peer.clone())
+    }
+
+    /// Do this connection's requests declare the tasks extension? Only on 2026-07-28,
+    /// where it is defined; only then may a call come back as a task.
+    pub fn declares_tasks(&self) -> bool {
+        use rmcp::ClientHandler;
+        self.protocol.as_str() >= ProtocolVersion::V_2026_07_28.as_str()
+            && self.handler().get_info().capabilities.supports_tasks()
+    }
+
+    /// The client side of this connection (progress routing, questions asked).
+    pub fn handler(&self) -> &HostHandler {
+        &self.handler
+    }
+
+    /// The rmcp peer of the run in use, for requests the host itself never makes
+    /// (prompt and resource lists, as the conformance client asks for).
+    pub fn peer(&self) -> rmcp::Peer<RoleClient> {
+        self.session().peer.clone()
+    }
+
+    /// Does the server offer resources (so `read_resource` may follow its links)?
+    pub fn offers_resources(&self) -> bool {
+        self.session()
+            .peer
+            .peer_info()
+            .is_some_and(|i| i.capabilities.resources.is_some())
+    }
+
+    /// Does the server say it announces changes to its tool list?
+    pub fn announces_tool_changes(&self) -> bool {
+        self.session().peer.peer_info().is_some_and(|i| {
+            i.capabilities
+                .tools
+                .as_ref()
+                .and_then(|t| t.list_changed)
+                .unwrap_or(false)
+        })
+    }
+
+    /// Open a `subscriptions/listen` stream for tool-list changes (2026-07-28), waiting
+    /// for its acknowledgment so no change made after this is missed.
+    pub async fn listen_for_tool_changes(&self) -> Option<rmcp::service::Subscription> {
+        let filter = rmcp::model::SubscriptionFilter::builder()
+            .tools_list_changed()
+            .build();
+        self.session().peer.listen(filter).await.ok()
+    }
+
+    /// Close the connection: no more restarts; the server gets [`CLOSE_LIMIT`] to exit,
+    /// and its last stderr lines are read.
+    pub async fn close(mut self) {
+        self.link.close();
+        if let Some(supervisor) = self.supervisor.take() {
+            // A restart under way ends with the link closed; its run is closed below.
+            let _ = tokio::time::timeout(CLOSE_LIMIT, supervisor).await;
+        }
+        self.link.current().close().await;
+    }
+}
+
+impl Drop for Connection {
+    /// A connection dropped without [`Connection::close`] is not restarted either: its
+    /// run ends with it (the child is killed on drop).
+    fn drop(&mut self) {
+        self.link.close();
+    }
+}
