@@ -62,9 +62,14 @@ pub fn serve_http(name: &str, tokens: &Path, db: &Path) -> Process {
 /// `gatehouse lab --port 0 ARGS…`, its address (`http://127.0.0.1:PORT/?token=…`) read
 /// from stdout; stopped with Ctrl-C, so it closes its servers, when dropped.
 pub fn lab(args: &[&str]) -> Process {
+    lab_with(args, &[])
+}
+
+/// [`lab`] with extra environment (a model endpoint's address, say).
+pub fn lab_with(args: &[&str], env: &[(&str, &str)]) -> Process {
     let mut argv = vec!["lab", "--port", "0"];
     argv.extend_from_slice(args);
-    Spawn::new(super::gatehouse_command(&argv, &[]), "gatehouse lab")
+    Spawn::new(super::gatehouse_command(&argv, env), "gatehouse lab")
         .interrupt_first(Duration::from_secs(3))
         .serving(Stream::Stdout, "gatehouse lab: ", Duration::from_secs(60))
 }
