@@ -47,6 +47,7 @@ cases! {
     inspectors::inspector_2_in_the_legacy_era_lists_calls_and_reads_every_server_on_2025_11_25: stdio, http;
     inspectors::inspector_2_in_the_auto_era_discovers_2026_07_28_and_lists_calls_and_reads_every_server: stdio, http;
     inspectors::inspector_2_in_the_modern_era_lists_calls_and_reads_every_server_on_2026_07_28: stdio, http;
+    inspectors::each_inspector_gets_export_report_as_a_task_on_2026_07_28_and_as_a_call_on_2025_11_25: stdio, http;
     fastmcp_tasks::the_fastmcp_client_follows_export_report_as_a_task_to_its_result: stdio, http;
     fastmcp_tasks::the_fastmcp_client_answers_a_question_inside_a_task_and_cancels_a_task: stdio, http;
     fastmcp_tasks::another_callers_task_id_reads_as_unknown_to_the_fastmcp_client: stdio, http;
