@@ -175,6 +175,27 @@ try {
     "the stopped call's row says stopped");
   await page.locator("#running").waitFor({ state: "hidden", timeout: T });
 
+  // ---- 6b. a call that goes on as a task; the next turn tells the person it ended ----
+  await page.locator("#manual-tool").selectOption("testbed__task_job");
+  await page.fill("#manual-args", '{"seconds": 1}');
+  await page.click("#manual-run");
+  await page.locator('#calls tbody tr[data-turn="7"][data-outcome="background"]').waitFor({ timeout: T });
+  check(true, "a call that outlives the turn's task wait goes on in the background");
+  await page.locator("#running").waitFor({ state: "hidden", timeout: T });
+  // The job sleeps 1 s; give it room to end on the server.
+  await page.waitForTimeout(2500);
+  await page.getByRole("tab", { name: "Conversation" }).click();
+  await ask("Draft a reply to ticket T-30002");
+  await answerOf(8);
+  const notice = turn(8).locator(".notice");
+  check(await notice.count() === 1, "the next turn shows one notice for the task that ended");
+  const said = await notice.innerText();
+  check(/^Task \S+ \(testbed__task_job on testbed\), which went on in the background, has ended: completed\./.test(said),
+    `the notice names the task, its tool and how it ended (${said})`);
+  check(await page.locator('#calls tbody tr[data-turn="8"][data-outcome="ok"]').count() >= 1,
+    "the task's end has its row in the table");
+  await shot("task-ended-notice");
+
   // ---- 7. the explorer: a lab turn, then a file recorded with --record ----
   await page.getByRole("tab", { name: "Explorer" }).click();
   await page.locator("#ex-source").selectOption("turn:1");

@@ -68,6 +68,24 @@ pub trait Observer: Send + Sync {
     fn progress(&self, event: &ProgressEvent) {
         let _ = event;
     }
+    /// A call of an earlier turn that went on as a task has ended, and this turn gives
+    /// the model its end: a notice for the person (the step says it too).
+    fn task_ended(&self, notice: &TaskEnded) {
+        let _ = notice;
+    }
+}
+
+/// A task that went on in the background has ended, found at the start of a later turn.
+#[derive(Debug, Clone, Serialize)]
+pub struct TaskEnded {
+    /// The server's name.
+    pub server: String,
+    /// The tool as the model named it.
+    pub tool: String,
+    /// The server's id of the task.
+    pub task_id: String,
+    /// How it ended: `completed`, `failed` or `cancelled`.
+    pub status: &'static str,
 }
 
 /// Progress a server reported on one call (`notifications/progress`).
@@ -362,6 +380,25 @@ impl Trace {
         self.observer.tool_event(event);
     }
 
+    /// A task of an earlier turn has ended and the model reads its end now: the step, and
+    /// the observer's notice, made visible and its secrets replaced like any step.
+    pub fn task_ended(&self, notice: &TaskEnded) {
+        let mut notice = notice.clone();
+        for text in [&mut notice.server, &mut notice.tool, &mut notice.task_id] {
+            *text = crate::text::visible_line(&self.secrets.text(text)).into_owned();
+        }
+        self.add(
+            Who::Host,
+            format!(
+                "task {} ({}), which went on in the background, has ended: {}; the model reads its end with this question",
+                notice.task_id, notice.tool, notice.status
+            ),
+            serde_json::json!({"server": notice.server, "task_id": notice.task_id,
+                "status": notice.status, "decision": "task_reported"}),
+        );
+        self.observer.task_ended(&notice);
+    }
+
     /// The observer, for stages that report more than steps (server stderr).
     pub fn observer(&self) -> Arc<dyn Observer> {
         self.observer.clone()
@@ -392,5 +429,44 @@ mod tests {
             Value::String("not json".into())
         );
         assert_eq!(shown_arguments("7"), serde_json::json!(7));
+    }
+
+    /// Keeps the notices it is shown.
+    #[derive(Default)]
+    struct Notices(Mutex<Vec<TaskEnded>>);
+
+    impl Observer for Notices {
+        fn step(&self, _: &Step) {}
+        fn server_stderr(&self, _: &str, _: &str) {}
+        fn task_ended(&self, notice: &TaskEnded) {
+            self.0.lock().unwrap().push(notice.clone());
+        }
+    }
+
+    #[test]
+    fn a_task_ended_notice_is_shown_visible_and_without_secrets_and_said_as_a_step() {
+        let seen = Arc::new(Notices::default());
+        let trace = Trace::new(seen.clone());
+        trace.secrets().add("sk-live-0123456789abcdef");
+        trace.task_ended(&TaskEnded {
+            server: "srv\u{1b}]0;owned\u{7}".into(),
+            tool: "srv__job\u{1b}[2J".into(),
+            task_id: "id-sk-live-0123456789abcdef\nforged line".into(),
+            status: "completed",
+        });
+        let notice = seen.0.lock().unwrap()[0].clone();
+        for text in [&notice.server, &notice.tool, &notice.task_id] {
+            assert!(!text.contains(['\u{1b}', '\u{7}', '\n']), "{text:?}");
+        }
+        assert!(!notice.task_id.contains("sk-live"), "{}", notice.task_id);
+        let steps = trace.take();
+        assert_eq!(steps.len(), 1);
+        assert!(
+            steps[0].text.starts_with("task id-[redacted]"),
+            "{}",
+            steps[0].text
+        );
+        assert!(steps[0].text.contains("has ended: completed"));
+        assert_eq!(steps[0].data["decision"], "task_reported");
     }
 }

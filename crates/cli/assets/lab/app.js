@@ -119,6 +119,13 @@ class Turn {
     }
   }
 
+  /** A task of an earlier turn has ended: the person is told here, where the model reads its end. */
+  addNotice(e) {
+    const text = `Task ${e.task_id} (${e.tool} on ${e.server}), which went on in the background, `
+      + `has ended: ${e.status}. The model reads its end with this question.`;
+    this.node.insertBefore(el("div", { class: "notice", role: "status", "data-task": e.task_id, text }), this.steps);
+  }
+
   end(e) {
     this.t1 = e.t;
     if (this.kind === "ask") {
@@ -166,6 +173,7 @@ function handle(e) {
   turn.events.push(e);
   switch (e.type) {
     case "step": turn.addStep(e); break;
+    case "task_ended": turn.addNotice(e); break;
     case "tool":
       addCall(turn, e);
       if (state.running === e.turn) {

@@ -1,9 +1,10 @@
 //! What the browser sees: every event of the lab, numbered and timed, kept in a log (so a
 //! page that connects late replays it) and sent live over server-sent events.
 //!
-//! [`LabObserver`] turns the host's steps, tool records, wire messages, stderr lines and
-//! progress into events, and records the wire in the current turn. [`TimedModel`] wraps
-//! the model so the timeline can draw each model call exactly.
+//! [`LabObserver`] turns the host's steps, tool records, wire messages, stderr lines,
+//! progress and the notices of tasks that ended in the background into events, and
+//! records the wire in the current turn. [`TimedModel`] wraps the model so the timeline
+//! can draw each model call exactly.
 
 use std::{
     sync::{
@@ -17,7 +18,7 @@ use futures::future::BoxFuture;
 use gatehouse::{
     catalog::ToolSpec,
     model::{Decided, Message, Model, ModelError},
-    trace::{Observer, ProgressEvent, Step, ToolEvent, Who, WireEvent},
+    trace::{Observer, ProgressEvent, Step, TaskEnded, ToolEvent, Who, WireEvent},
 };
 use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
@@ -159,6 +160,13 @@ impl Observer for LabObserver {
             serde_json::to_value(event).unwrap_or_else(|_| json!({})),
         );
     }
+
+    fn task_ended(&self, notice: &TaskEnded) {
+        self.hub.emit(
+            "task_ended",
+            serde_json::to_value(notice).unwrap_or_else(|_| json!({})),
+        );
+    }
 }
 
 /// A model that reports when each of its calls starts and ends, for the timeline.
@@ -239,5 +247,23 @@ mod tests {
         assert_eq!(log[1]["type"], "tool");
         assert_eq!(log[1]["arguments"], json!({"x": 1}));
         assert_eq!(log[1]["outcome"], "ok");
+    }
+
+    #[test]
+    fn a_task_that_ended_in_the_background_is_a_notice_event() {
+        let hub = Arc::new(Hub::default());
+        let obs = LabObserver::new(hub.clone(), Arc::new(Recordings::new()));
+        obs.task_ended(&TaskEnded {
+            server: "testbed".into(),
+            tool: "testbed__task_job".into(),
+            task_id: "t-1\u{1b}[2J".into(),
+            status: "failed",
+        });
+        let (log, _) = hub.subscribe();
+        assert_eq!(log[0]["type"], "task_ended");
+        assert_eq!(log[0]["status"], "failed");
+        assert_eq!(log[0]["tool"], "testbed__task_job");
+        let id = log[0]["task_id"].as_str().unwrap();
+        assert!(id.starts_with("t-1") && !id.contains('\u{1b}'), "{id:?}");
     }
 }

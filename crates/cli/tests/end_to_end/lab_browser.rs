@@ -46,7 +46,8 @@ fn require_peers(root: &Path) {
     );
 }
 
-/// A servers file: the three reference servers and the testbed (for a slow call).
+/// A servers file: the three reference servers and the testbed (for a slow call, and a
+/// call that goes on as a task).
 fn servers_file(dir: &Path) -> String {
     let exe = common::exe().to_string_lossy().into_owned();
     let config = json!({
@@ -59,9 +60,13 @@ fn servers_file(dir: &Path) -> String {
         "gatehouse": {
             // open_ticket is never on the allow-list: the person approves it.
             "allow": ["support__search_knowledge", "support__get_ticket", "cmdb__get_asset",
-                      "cmdb__find_assets", "tickets__list_tickets", "testbed__sleep"],
+                      "cmdb__find_assets", "tickets__list_tickets", "testbed__sleep",
+                      "testbed__task_job"],
             // Long enough that only the Stop button can end the 30 s sleep early.
-            "toolTimeoutMs": 60000
+            "toolTimeoutMs": 60000,
+            // A 1 s task_job goes on in the background, and the next turn reports its end.
+            "taskWaitMs": 300,
+            "tasksFile": dir.join("tasks.db")
         }
     });
     common::write(dir, "servers.json", &config)

@@ -1,5 +1,6 @@
 //! The lab over plain HTTP: who may talk to it (token, `Host`, `Origin`), how it answers bad
-//! requests, and `ask --record`. The real binary, real servers, raw requests.
+//! requests, `ask --record`, and calls run as tasks (a task that went on in the background
+//! told at the next turn, Stop on a task). The real binary, real servers, raw requests.
 
 use crate::common;
 
@@ -10,7 +11,7 @@ use std::{
 };
 
 use common::process::Process;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// A running `gatehouse lab` ([`common::serve::lab`]), stopped with Ctrl-C when dropped.
 struct Lab {
@@ -21,7 +22,11 @@ struct Lab {
 
 impl Lab {
     fn start(extra: &[&str]) -> Lab {
-        let process = common::serve::lab(extra);
+        Lab::start_with(extra, &[])
+    }
+
+    fn start_with(extra: &[&str], env: &[(&str, &str)]) -> Lab {
+        let process = common::serve::lab_with(extra, env);
         let rest = process
             .url
             .strip_prefix("http://127.0.0.1:")
@@ -86,7 +91,51 @@ impl Lab {
         let headers = [("Host", self.host()), ("X-Lab-Token", self.token.clone())];
         self.request(method, path, &headers, body)
     }
+
+    /// The lab's events from the first (its log is replayed to each new page) up to and
+    /// including the first one `until` holds for, read from `/api/events` within
+    /// [`EVENTS_LIMIT`].
+    fn events_until(&self, until: impl Fn(&Value) -> bool) -> Vec<Value> {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_millis(500)))
+            .unwrap();
+        let request = format!(
+            "GET /api/events HTTP/1.0\r\nHost: {}\r\nX-Lab-Token: {}\r\n\r\n",
+            self.host(),
+            self.token
+        );
+        stream.write_all(request.as_bytes()).unwrap();
+        let deadline = std::time::Instant::now() + EVENTS_LIMIT;
+        let (mut bytes, mut events, mut read) = (Vec::new(), Vec::new(), 0);
+        let mut buf = [0u8; 16384];
+        while std::time::Instant::now() < deadline {
+            match stream.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => bytes.extend_from_slice(&buf[..n]),
+                Err(_) => continue, // the read timed out: look at the deadline again
+            }
+            // Whole lines only (HTTP/1.0: the body is not chunked, it ends with the stream).
+            while let Some(end) = bytes[read..].iter().position(|b| *b == b'\n') {
+                let line = String::from_utf8_lossy(&bytes[read..read + end]).into_owned();
+                read += end + 1;
+                let Some(data) = line.trim_end().strip_prefix("data:") else {
+                    continue;
+                };
+                let event: Value = serde_json::from_str(data.trim()).unwrap();
+                let done = until(&event);
+                events.push(event);
+                if done {
+                    return events;
+                }
+            }
+        }
+        panic!("the awaited event did not come in {EVENTS_LIMIT:?}: {events:#?}");
+    }
 }
+
+/// The longest a test waits for one of the lab's events.
+const EVENTS_LIMIT: Duration = Duration::from_secs(60);
 
 /// The JSON body of a response (chunked bodies are read loosely: from the first `{`).
 fn json_of(body: &str) -> Value {
@@ -243,4 +292,191 @@ fn ask_record_writes_every_message_as_json_lines() {
     );
     let times: Vec<f64> = lines.iter().map(|l| l["t_ms"].as_f64().unwrap()).collect();
     assert!(times.windows(2).all(|w| w[0] <= w[1]), "in time order");
+}
+
+// ---------------------------------------------------------------------------------------
+// Calls run as tasks
+// ---------------------------------------------------------------------------------------
+
+/// A folder with the testbed (its task store there, `task_job` allowed) and the host's
+/// task records, and the servers file naming them with `settings`.
+fn task_world(settings: Value) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let env = json!({"GATEHOUSE_SERVER_TASKS_DB": dir.path().join("server-tasks.db")});
+    let mut gatehouse =
+        json!({"allow": ["testbed__task_job"], "tasksFile": dir.path().join("tasks.db")});
+    if let (Some(g), Value::Object(more)) = (gatehouse.as_object_mut(), settings) {
+        g.extend(more);
+    }
+    let config = common::servers_file(
+        dir.path(),
+        json!({"testbed": common::builtin_server("testbed", env)}),
+        gatehouse,
+    );
+    (dir, config)
+}
+
+fn is_turn_end(n: u64) -> impl Fn(&Value) -> bool {
+    move |e| e["type"] == "turn_end" && e["turn"] == n
+}
+
+/// The id in turn `n`'s step "runs the call as task ID".
+fn task_of_turn(events: &[Value], n: u64) -> String {
+    events
+        .iter()
+        .find(|e| {
+            e["type"] == "step"
+                && e["turn"] == n
+                && e["text"]
+                    .as_str()
+                    .is_some_and(|t| t.starts_with("runs the call as task "))
+        })
+        .and_then(|e| e["data"]["task_id"].as_str())
+        .unwrap_or_else(|| panic!("no task in turn {n}: {events:#?}"))
+        .to_owned()
+}
+
+/// The testbed's line on its stderr that task `id`'s leg ended `status`.
+fn leg_ended(id: &str, status: &str) -> impl Fn(&Value) -> bool {
+    let (id, status) = (id.to_owned(), status.to_owned());
+    move |e| {
+        e["type"] == "stderr"
+            && serde_json::from_str::<Value>(e["line"].as_str().unwrap_or_default()).is_ok_and(
+                |l| l["event"] == "task_leg_ended" && l["task_id"] == id && l["status"] == status,
+            )
+    }
+}
+
+/// Turn 1's call outlives its wait and goes on as a task; when it has ended, turn 2 tells
+/// the person (a `task_ended` notice, and the step) and gives the model its end as the
+/// answer to its call, before the question, as `chat` does.
+#[test]
+fn a_task_that_went_on_in_the_background_is_told_at_the_labs_next_turn_to_the_person_and_the_model()
+{
+    use crate::openai_endpoint::{Fake, tool_call};
+    let (_dir, config) = task_world(json!({"taskWaitMs": 500}));
+    let answer = |text: &str| {
+        json!({"id": "chatcmpl-end", "object": "chat.completion", "model": "gpt-oss-120b",
+               "choices": [{"index": 0, "finish_reason": "stop",
+                            "message": {"role": "assistant", "content": text}}],
+               "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+    };
+    let fake = Fake::start(vec![
+        tool_call("c1", "testbed__task_job", json!({"seconds": 1.5}), (10, 5)),
+        answer("It goes on in the background."),
+        answer("The job has finished."),
+    ]);
+    let env = [
+        ("OPENAI_BASE_URL", fake.base.as_str()),
+        ("OPENAI_API_KEY", "sk-test"),
+    ];
+    let lab = Lab::start_with(
+        &["--config", &config, "--model", "openai:gpt-oss-120b"],
+        &env,
+    );
+    let (status, body) = lab.ours("POST", "/api/ask", r#"{"question": "start the job"}"#);
+    assert_eq!(status, 202, "{body}");
+    let events = lab.events_until(is_turn_end(1));
+    let id = task_of_turn(&events, 1);
+    let call = events.iter().find(|e| e["type"] == "tool").unwrap();
+    assert_eq!(
+        (&call["outcome"], &call["task_id"]),
+        (&json!("background"), &json!(id))
+    );
+    assert!(!events.iter().any(|e| e["type"] == "task_ended"));
+    // The task ends on the server; the lab is idle meanwhile.
+    lab.events_until(leg_ended(&id, "completed"));
+
+    let (status, body) = lab.ours("POST", "/api/ask", r#"{"question": "is it done?"}"#);
+    assert_eq!(status, 202, "{body}");
+    let events = lab.events_until(is_turn_end(2));
+    let turn2: Vec<&Value> = events.iter().filter(|e| e["turn"] == 2).collect();
+    let notices: Vec<&&Value> = turn2.iter().filter(|e| e["type"] == "task_ended").collect();
+    assert_eq!(notices.len(), 1, "{turn2:#?}");
+    assert_eq!(
+        (
+            &notices[0]["task_id"],
+            &notices[0]["tool"],
+            &notices[0]["server"],
+            &notices[0]["status"]
+        ),
+        (
+            &json!(id),
+            &json!("testbed__task_job"),
+            &json!("testbed"),
+            &json!("completed")
+        )
+    );
+    let said = format!(
+        "task {id} (testbed__task_job), which went on in the background, has ended: completed"
+    );
+    assert!(
+        turn2
+            .iter()
+            .any(|e| e["type"] == "step" && e["text"].as_str().unwrap().starts_with(&said)),
+        "{turn2:#?}"
+    );
+    // Its end's record joins the call's.
+    let ended = turn2
+        .iter()
+        .find(|e| e["type"] == "tool")
+        .unwrap_or_else(|| panic!("{turn2:#?}"));
+    assert_eq!(
+        (&ended["outcome"], &ended["task_id"], &ended["trace_id"]),
+        (&json!("ok"), &json!(id), &call["trace_id"])
+    );
+    // The model read the end as the answer to its call, just before the question.
+    let seen = fake.chat_requests();
+    assert_eq!(seen.len(), 3);
+    let messages = seen[2].body["messages"].as_array().unwrap();
+    let at = messages
+        .iter()
+        .position(|m| m["tool_calls"][0]["id"] == json!(format!("task_{id}")))
+        .unwrap_or_else(|| panic!("the task's call is not in the conversation: {messages:#?}"));
+    assert_eq!(messages[at + 1]["role"], "tool");
+    let end: Value = serde_json::from_str(messages[at + 1]["content"].as_str().unwrap()).unwrap();
+    assert_eq!(end["result"]["slept"], 1.5, "{end}");
+    assert_eq!(
+        (&messages[at + 2]["role"], &messages[at + 2]["content"]),
+        (&json!("user"), &json!("is it done?"))
+    );
+}
+
+/// Stop while a call runs as a task: the host sends `tasks/cancel`, the testbed's task
+/// ends `cancelled`, and the call ends stopped.
+#[test]
+fn stop_in_the_lab_cancels_a_running_task_with_tasks_cancel() {
+    let (dir, config) = task_world(json!({"toolTimeoutMs": 120000}));
+    let model = common::playback(
+        dir.path(),
+        json!([{"tool_calls": [{"name": "testbed__task_job", "arguments": {"seconds": 120}}]},
+               {"answer": "stopped"}]),
+    );
+    let lab = Lab::start(&["--config", &config, "--model", &model]);
+    let (status, body) = lab.ours("POST", "/api/ask", r#"{"question": "run the long job"}"#);
+    assert_eq!(status, 202, "{body}");
+    let events = lab.events_until(|e| {
+        e["type"] == "step"
+            && e["text"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("runs the call as task "))
+    });
+    let id = task_of_turn(&events, 1);
+    let (status, body) = lab.ours("POST", "/api/stop", "{}");
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(json_of(&body)["stopped"], true, "{body}");
+    let events = lab.events_until(is_turn_end(1));
+    assert!(
+        events.iter().any(|e| e["type"] == "wire"
+            && e["direction"] == "to_server"
+            && e["method"] == "tasks/cancel"),
+        "tasks/cancel was sent"
+    );
+    let call = events.iter().find(|e| e["type"] == "tool").unwrap();
+    assert_eq!(
+        (&call["outcome"], &call["task_id"]),
+        (&json!("stopped"), &json!(id))
+    );
+    // The server's task ended cancelled (its line may come after the turn's end).
+    lab.events_until(leg_ended(&id, "cancelled"));
 }

@@ -13,7 +13,7 @@ use crate::{
     model::{Message, ToolCall},
     result::ForModel,
     tasks::{self, records},
-    trace::{Outcome, ToolEvent, Who},
+    trace::{Outcome, TaskEnded, ToolEvent},
 };
 
 impl Turn<'_> {
@@ -25,14 +25,12 @@ impl Turn<'_> {
         for ended in tasks::look_again(host.looking(), self.limits()).await {
             let r = &ended.record.clone();
             let status = tasks::status_of(&ended.end, ended.seen.as_ref());
-            host.trace().add(
-                Who::Host,
-                format!(
-                    "task {} ({}), which went on in the background, has ended: {status}; the model reads its end with this question",
-                    r.task_id, r.tool
-                ),
-                json!({"server": r.server, "task_id": r.task_id, "status": status, "decision": "task_reported"}),
-            );
+            host.trace().task_ended(&TaskEnded {
+                server: r.server.clone(),
+                tool: r.tool.clone(),
+                task_id: r.task_id.clone(),
+                status,
+            });
             let ms = (records::now_ms().saturating_sub(r.started_ms)) as f64;
             let (shown, outcome) = self.shape_ended_task(ended, ms).await;
             let call_id = format!("task_{}", crate::text::head(&r.task_id, 40));

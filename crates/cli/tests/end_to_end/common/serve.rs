@@ -14,15 +14,23 @@ use super::process::{LIMIT, Process, Spawn, Stream};
 /// Sam's bearer token in [`tokens_file`]: `usr-sam` of `larkfield`.
 pub const SAM_TOKEN: &str = "tok-sam-larkfield-interop-5d0e7c1a93b2";
 
-/// A tokens file for `gatehouse serve --http --tokens` with [`SAM_TOKEN`] (hashed).
+/// Omar's token: `usr-omar` of `larkfield` (another user of Sam's organization).
+pub const OMAR_TOKEN: &str = "tok-omar-larkfield-interop-7a4c2e9d0b13";
+/// Sam's token acting in `bramble` (the same user in another organization).
+pub const SAM_IN_BRAMBLE_TOKEN: &str = "tok-sam-bramble-interop-3f8b1d6c5e20";
+
+/// A tokens file for `gatehouse serve --http --tokens` with [`SAM_TOKEN`],
+/// [`OMAR_TOKEN`] and [`SAM_IN_BRAMBLE_TOKEN`] (hashed).
 pub fn tokens_file(dir: &Path) -> PathBuf {
     let path = dir.join("tokens.json");
+    let hash = gatehouse_servers::auth::hash_token;
     std::fs::write(
         &path,
-        json!([{
-            "user": "usr-sam", "tenant": "larkfield",
-            "sha256": gatehouse_servers::auth::hash_token(SAM_TOKEN), "client": "interop"
-        }])
+        json!([
+            {"user": "usr-sam", "tenant": "larkfield", "sha256": hash(SAM_TOKEN), "client": "interop"},
+            {"user": "usr-omar", "tenant": "larkfield", "sha256": hash(OMAR_TOKEN)},
+            {"user": "usr-sam", "tenant": "bramble", "sha256": hash(SAM_IN_BRAMBLE_TOKEN)},
+        ])
         .to_string(),
     )
     .expect("the tokens file is written");
@@ -54,9 +62,14 @@ pub fn serve_http(name: &str, tokens: &Path, db: &Path) -> Process {
 /// `gatehouse lab --port 0 ARGS…`, its address (`http://127.0.0.1:PORT/?token=…`) read
 /// from stdout; stopped with Ctrl-C, so it closes its servers, when dropped.
 pub fn lab(args: &[&str]) -> Process {
+    lab_with(args, &[])
+}
+
+/// [`lab`] with extra environment (a model endpoint's address, say).
+pub fn lab_with(args: &[&str], env: &[(&str, &str)]) -> Process {
     let mut argv = vec!["lab", "--port", "0"];
     argv.extend_from_slice(args);
-    Spawn::new(super::gatehouse_command(&argv, &[]), "gatehouse lab")
+    Spawn::new(super::gatehouse_command(&argv, env), "gatehouse lab")
         .interrupt_first(Duration::from_secs(3))
         .serving(Stream::Stdout, "gatehouse lab: ", Duration::from_secs(60))
 }

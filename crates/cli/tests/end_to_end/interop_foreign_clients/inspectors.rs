@@ -262,3 +262,72 @@ pub fn inspector_2_in_the_modern_era_lists_calls_and_reads_every_server_on_2026_
 ) {
     inspector_uses_every_server(t, Inspector::Two("modern"), "2026-07-28", "server/discover");
 }
+
+/// `export_report` as each inspector calls it. Inspector 2 in the modern and auto eras
+/// declares the tasks extension in the call's `_meta`, gets a task, and polls it with
+/// `tasks/get` (over HTTP with `Mcp-Name`: the task's id) to the report it prints.
+/// Inspector-cli 1.0.3 and inspector 2 in the legacy era are on 2025-11-25, where the
+/// extension is not defined: they get the report as an ordinary call, never a task.
+pub fn each_inspector_gets_export_report_as_a_task_on_2026_07_28_and_as_a_call_on_2025_11_25(
+    t: Transport,
+) {
+    let desk = Desk::new(t, &["orders"]);
+    for (which, tasked) in [
+        (Inspector::Two("modern"), true),
+        (Inspector::Two("auto"), true),
+        (Inspector::Two("legacy"), false),
+        (Inspector::One, false),
+    ] {
+        let args = tool_call(which, "export_report", &json!({"rows": 20000}));
+        let (out, status, run) = inspector(&desk, which, "orders", &args);
+        assert_eq!(status, 0, "{which:?}: {out}");
+        let result = result_of(which, &out);
+        assert_eq!(result["isError"], false, "{which:?}: {result}");
+        assert_eq!(result["structuredContent"]["rows"], 20000, "{which:?}");
+        let (call, created) = run
+            .iter()
+            .find(|(d, m)| d == ">>" && m["method"] == "tools/call")
+            .map(|(_, call)| {
+                let answer = run
+                    .iter()
+                    .find(|(d, m)| d == "<<" && m["id"] == call["id"] && m.get("method").is_none());
+                (call, answer.expect("the call's answer").1["result"].clone())
+            })
+            .unwrap_or_else(|| panic!("{which:?}: no tools/call: {run:#?}"));
+        let polls: Vec<&Value> = run
+            .iter()
+            .filter(|(d, m)| d == ">>" && m["method"] == "tasks/get")
+            .map(|(_, m)| m)
+            .collect();
+        if !tasked {
+            assert_ne!(created["resultType"], "task", "{which:?}: {created}");
+            assert_eq!(created["structuredContent"]["rows"], 20000, "{which:?}");
+            assert!(polls.is_empty(), "{which:?}: {polls:?}");
+            continue;
+        }
+        let caps = &call["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"];
+        assert!(
+            caps["extensions"]["io.modelcontextprotocol/tasks"].is_object(),
+            "{which:?}: {caps}"
+        );
+        assert_eq!(created["resultType"], "task", "{which:?}: {created}");
+        let id = &created["taskId"];
+        assert!(!polls.is_empty(), "{which:?}: {run:#?}");
+        for p in &polls {
+            assert_eq!(&p["params"]["taskId"], id, "{which:?}");
+            if t == Transport::Http {
+                assert_eq!(
+                    &exchange_of(&run, p)["headers"]["mcp-name"],
+                    id,
+                    "{which:?}"
+                );
+            }
+        }
+        let last = run
+            .iter()
+            .rev()
+            .find(|(d, m)| d == "<<" && m["id"] == polls.last().unwrap()["id"])
+            .unwrap();
+        assert_eq!(last.1["result"]["status"], "completed", "{which:?}");
+    }
+}

@@ -2,7 +2,7 @@
 //! support|cmdb|tickets|orders`), one suite over both transports: the official Python SDK
 //! 2.3.0 client (`tests/peers/py_mcp_client.py`, auto mode and legacy mode), the inspector's
 //! CLI 1.0.3 (`initialize` only) and the inspector 2.12.0 `--cli` in its legacy, auto and
-//! modern eras.
+//! modern eras, and the FastMCP 4.1.4 client on the servers' tasks.
 //!
 //! Over stdio the client starts `gatehouse serve NAME` as `usr-sam` of `larkfield` (the
 //! server's environment says who calls); over Streamable HTTP the server runs with
@@ -14,11 +14,14 @@
 //! on 127.0.0.1 and is killed when its test ends.
 //!
 //! - `python_sdk.rs`: the Python SDK client;
-//! - `inspectors.rs`: inspector-cli 1.0.3 and inspector 2.12.0.
+//! - `inspectors.rs`: inspector-cli 1.0.3 and inspector 2.12.0;
+//! - `fastmcp_tasks.rs`: the FastMCP 4.1.4 client with fastmcp-tasks 4.1.4
+//!   (`tests/peers/fastmcp_tasks_client.py`) on the servers' tasks.
 //!
 //! The peers come from `scripts/install-test-peers.sh`; a missing one fails the test and
 //! names the command. See docs/interop.md.
 
+mod fastmcp_tasks;
 mod inspectors;
 pub mod python_sdk;
 
@@ -44,6 +47,10 @@ cases! {
     inspectors::inspector_2_in_the_legacy_era_lists_calls_and_reads_every_server_on_2025_11_25: stdio, http;
     inspectors::inspector_2_in_the_auto_era_discovers_2026_07_28_and_lists_calls_and_reads_every_server: stdio, http;
     inspectors::inspector_2_in_the_modern_era_lists_calls_and_reads_every_server_on_2026_07_28: stdio, http;
+    inspectors::each_inspector_gets_export_report_as_a_task_on_2026_07_28_and_as_a_call_on_2025_11_25: stdio, http;
+    fastmcp_tasks::the_fastmcp_client_follows_export_report_as_a_task_to_its_result: stdio, http;
+    fastmcp_tasks::the_fastmcp_client_answers_a_question_inside_a_task_and_cancels_a_task: stdio, http;
+    fastmcp_tasks::another_callers_task_id_reads_as_unknown_to_the_fastmcp_client: stdio, http;
 }
 
 // ------------------------------------------------------------------------------------
@@ -132,13 +139,19 @@ impl Desk {
         tap.expect("the server is on HTTP").url.clone()
     }
 
-    /// The environment a client passes to a stdio server: who is asking, the tickets
+    /// The environment a client passes to a stdio server: Sam is asking, the tickets
     /// store and the task store. None over HTTP, where the token says who is asking.
     pub fn vars(&self) -> Vec<(&str, &str)> {
+        self.vars_as(Caller::Sam)
+    }
+
+    /// [`Desk::vars`] with `caller` asking.
+    pub fn vars_as(&self, caller: Caller) -> Vec<(&str, &str)> {
+        let (user, tenant) = caller.who();
         match self.transport {
             Transport::Stdio => vec![
-                ("MCP_USER", "usr-sam"),
-                ("MCP_TENANT", "larkfield"),
+                ("MCP_USER", user),
+                ("MCP_TENANT", tenant),
                 ("GATEHOUSE_TICKETS_DB", &self.db),
                 ("GATEHOUSE_SERVER_TASKS_DB", &self.tasks_db),
             ],
@@ -173,9 +186,40 @@ impl Desk {
     }
 }
 
+/// Who a client run calls as: Sam of Larkfield (every test's caller), another user of
+/// Larkfield, or Sam acting in another organization.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Caller {
+    Sam,
+    Omar,
+    SamInBramble,
+}
+
+impl Caller {
+    /// The user and the organization, as a stdio server's environment names them.
+    pub fn who(self) -> (&'static str, &'static str) {
+        match self {
+            Caller::Sam => ("usr-sam", "larkfield"),
+            Caller::Omar => ("usr-omar", "larkfield"),
+            Caller::SamInBramble => ("usr-sam", "bramble"),
+        }
+    }
+
+    /// The `Authorization` header with this caller's token.
+    pub fn bearer(self) -> String {
+        use crate::common::serve::{OMAR_TOKEN, SAM_IN_BRAMBLE_TOKEN, SAM_TOKEN};
+        let token = match self {
+            Caller::Sam => SAM_TOKEN,
+            Caller::Omar => OMAR_TOKEN,
+            Caller::SamInBramble => SAM_IN_BRAMBLE_TOKEN,
+        };
+        format!("Authorization: Bearer {token}")
+    }
+}
+
 /// The `Authorization` header with Sam's token.
 pub fn bearer() -> String {
-    format!("Authorization: Bearer {}", crate::common::serve::SAM_TOKEN)
+    Caller::Sam.bearer()
 }
 
 /// Over HTTP, every exchange of a run carried the bearer token, the revision's header,
