@@ -32,6 +32,8 @@ import os
 import sys
 from typing import Any
 
+from form_answers import typed
+
 import fastmcp_tasks  # noqa: F401  (registers the client half of the extension)
 import mcp_types as types
 from fastmcp import Client
@@ -57,17 +59,6 @@ def dump(model: Any) -> Any:
     if hasattr(model, "model_dump"):
         return model.model_dump(mode="json", by_alias=True, exclude_none=True)
     return model
-
-
-def typed(value: str, prop: dict) -> Any:
-    kind = prop.get("type")
-    if kind == "integer":
-        return int(value)
-    if kind == "number":
-        return float(value)
-    if kind == "boolean":
-        return value.lower() in ("true", "yes", "y", "1")
-    return value
 
 
 def elicitation_handler(answers: dict[str, str], decline: bool, seen: list):

@@ -36,6 +36,8 @@ import os
 import sys
 from typing import Any
 
+from form_answers import typed
+
 import httpx2
 import mcp_types as types
 from mcp import Client, StdioServerParameters
@@ -58,19 +60,6 @@ def failure(e: Exception) -> dict:
     if isinstance(e, MCPError):
         return {"code": e.code, "message": e.message, "data": e.data}
     return {"type": type(e).__name__, "message": str(e)}
-
-
-def typed(value: str, prop: dict) -> Any:
-    kind = prop.get("type")
-    if kind == "integer":
-        return int(value)
-    if kind == "number":
-        return float(value)
-    if kind == "boolean":
-        return value.lower() in ("true", "yes", "y", "1")
-    if kind == "array":
-        return [v for v in value.split(",") if v]
-    return value
 
 
 def parse_calls(argv: list[str]) -> list[tuple[str, dict]]:

@@ -26,23 +26,10 @@ pub const TOMAS: &str = "tok-tomas-larkfield-2c8e0a6f4b1d9e73";
 pub const START_TIMEOUT: Duration = Duration::from_secs(30);
 pub const PROTOCOL: &str = "2026-07-28";
 
+/// The one tokens file of the tests ([`super::serve::tokens_file`]), which holds these
+/// tokens beside the interop ones.
 pub fn tokens_file(dir: &Path) -> PathBuf {
-    let hash = gatehouse_servers::auth::hash_token;
-    let path = dir.join("tokens.json");
-    std::fs::write(
-        &path,
-        json!([
-            {"user": "usr-sam", "tenant": "larkfield", "sha256": hash(SAM), "client": "sam-laptop"},
-            {"user": "usr-omar", "tenant": "larkfield", "sha256": hash(OMAR)},
-            {"user": "usr-camille", "tenant": "larkfield", "sha256": hash(CAMILLE_IN_LARKFIELD)},
-            {"user": "usr-jun", "tenant": "larkfield", "sha256": hash(JUN)},
-            {"user": "usr-camille", "tenant": "bramble", "sha256": hash(CAMILLE)},
-            {"user": "usr-tomas", "tenant": "larkfield", "sha256": hash(TOMAS)},
-        ])
-        .to_string(),
-    )
-    .unwrap();
-    path
+    super::serve::tokens_file(dir)
 }
 
 // ---------------------------------------------------------------------------------------

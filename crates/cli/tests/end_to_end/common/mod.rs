@@ -438,12 +438,17 @@ pub fn time_limits(timeout: &'static str, max: &'static str) -> [(&'static str, 
 /// Run `gatehouse ARGS` as [`run`] does, within [`process::LIMIT`] (a run that would hang
 /// fails instead, and the process is killed).
 pub fn run_bounded(args: &[&str], env: &[(&str, &str)]) -> Ran {
+    run_within(args, env, process::LIMIT)
+}
+
+/// As [`run_bounded`], killed after `limit`.
+pub fn run_within(args: &[&str], env: &[(&str, &str)], limit: std::time::Duration) -> Ran {
     Spawn::new(
         gatehouse_command(args, env),
         format!("gatehouse {}", args.join(" ")),
     )
     .run()
-    .wait(process::LIMIT)
+    .wait(limit)
 }
 
 /// As [`run`], in the folder `dir`: a person at work in their project.

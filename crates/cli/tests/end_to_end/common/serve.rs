@@ -19,9 +19,11 @@ pub const OMAR_TOKEN: &str = "tok-omar-larkfield-interop-7a4c2e9d0b13";
 /// Sam's token acting in `bramble` (the same user in another organization).
 pub const SAM_IN_BRAMBLE_TOKEN: &str = "tok-sam-bramble-interop-3f8b1d6c5e20";
 
-/// A tokens file for `gatehouse serve --http --tokens` with [`SAM_TOKEN`],
-/// [`OMAR_TOKEN`] and [`SAM_IN_BRAMBLE_TOKEN`] (hashed).
+/// The tests' tokens file for `gatehouse serve --http --tokens` (hashed): [`SAM_TOKEN`],
+/// [`OMAR_TOKEN`] and [`SAM_IN_BRAMBLE_TOKEN`], and the HTTP tests' people
+/// (`http_server::SAM`, …), each token its own caller.
 pub fn tokens_file(dir: &Path) -> PathBuf {
+    use super::http_server as hs;
     let path = dir.join("tokens.json");
     let hash = gatehouse_servers::auth::hash_token;
     std::fs::write(
@@ -30,6 +32,12 @@ pub fn tokens_file(dir: &Path) -> PathBuf {
             {"user": "usr-sam", "tenant": "larkfield", "sha256": hash(SAM_TOKEN), "client": "interop"},
             {"user": "usr-omar", "tenant": "larkfield", "sha256": hash(OMAR_TOKEN)},
             {"user": "usr-sam", "tenant": "bramble", "sha256": hash(SAM_IN_BRAMBLE_TOKEN)},
+            {"user": "usr-sam", "tenant": "larkfield", "sha256": hash(hs::SAM), "client": "sam-laptop"},
+            {"user": "usr-omar", "tenant": "larkfield", "sha256": hash(hs::OMAR)},
+            {"user": "usr-camille", "tenant": "larkfield", "sha256": hash(hs::CAMILLE_IN_LARKFIELD)},
+            {"user": "usr-jun", "tenant": "larkfield", "sha256": hash(hs::JUN)},
+            {"user": "usr-camille", "tenant": "bramble", "sha256": hash(hs::CAMILLE)},
+            {"user": "usr-tomas", "tenant": "larkfield", "sha256": hash(hs::TOMAS)},
         ])
         .to_string(),
     )

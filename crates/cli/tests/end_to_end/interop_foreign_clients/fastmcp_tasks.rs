@@ -138,12 +138,7 @@ pub fn the_fastmcp_client_follows_export_report_as_a_task_to_its_result(t: Trans
     assert_eq!(task_requests_answered(t, &run), polls.len());
     let records = task_records(&desk, "orders", &id);
     assert_eq!(records[0]["event"], "task_created", "{records:?}");
-    assert!(
-        records
-            .iter()
-            .any(|r| r["event"] == "task_leg_ended" && r["status"] == "completed"),
-        "{records:?}"
-    );
+    assert_task_ended(&records, "completed");
 }
 
 /// The testbed's `task_job` that asks first: inside its task the question comes as
@@ -217,12 +212,7 @@ pub fn the_fastmcp_client_answers_a_question_inside_a_task_and_cancels_a_task(t:
         sent(&run, "tasks/get").len() + 2
     );
     let records = task_records(&desk, "testbed", id);
-    assert!(
-        records
-            .iter()
-            .any(|r| r["event"] == "task_leg_ended" && r["status"] == "cancelled"),
-        "{records:?}"
-    );
+    assert_task_ended(&records, "cancelled");
 }
 
 /// A task Sam starts (`export_report`, 100,000 rows, left running) is "not found" to Omar of
@@ -258,5 +248,14 @@ pub fn another_callers_task_id_reads_as_unknown_to_the_fastmcp_client(t: Transpo
             .iter()
             .all(|r| r["event"] != "task_cancel"),
         "another caller's cancel reached the task"
+    );
+}
+
+/// The server's log says a task leg ended with `status`.
+fn assert_task_ended(records: &[Value], status: &str) {
+    let ended = |r: &&Value| r["event"] == "task_leg_ended" && r["status"] == status;
+    assert!(
+        records.iter().any(|r| ended(&r)),
+        "no task ended {status}: {records:?}"
     );
 }

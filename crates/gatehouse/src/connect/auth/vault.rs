@@ -168,14 +168,10 @@ mod tests {
     #[test]
     fn keychain_errors_are_told_in_words_that_name_the_keychain() {
         let locked = words(keyring::Error::NoStorageAccess("prompt dismissed".into()));
-        assert!(
-            locked.contains("in the keychain") && locked.contains("is it locked?"),
-            "{locked}"
-        );
-        assert!(
-            locked.contains("prompt dismissed"),
-            "the keychain's own words follow"
-        );
+        // What it is, what may be wrong, then the keychain's own words.
+        for part in ["in the keychain", "is it locked?", "prompt dismissed"] {
+            assert!(locked.contains(part), "{part}: {locked}");
+        }
         let failed = words(keyring::Error::PlatformFailure("no reply".into()));
         assert!(failed.contains("the keychain failed: no reply"), "{failed}");
         let absent = words(keyring::Error::NoDefaultStore);
