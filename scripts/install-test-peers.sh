@@ -159,31 +159,50 @@ install_conformance() {
     list >/dev/null
 }
 
-# ---------------------------------------------------------------------------------------
-# nginx: Debian's nginx, the reverse proxy of crates/cli/tests/end_to_end/http_servers.rs (two tickets
-# instances behind it, docs/scaling.md). The test runs its own nginx, with its own config,
-# pid and logs under a temporary folder; the package's system service is not wanted, so
-# it is kept from starting while the package installs (a policy-rc.d, removed after).
-# ---------------------------------------------------------------------------------------
-install_nginx() {
-  if dpkg-query -W -f='${Status}' nginx 2>/dev/null | grep -q "install ok installed"; then
-    log "nginx: already installed"
+# apt_install_no_service PKG: install a Debian package whose system service is not
+# wanted (the tests run their own instance), kept from starting while the package
+# installs (a policy-rc.d, removed after).
+apt_install_no_service() {
+  local pkg="$1"
+  if dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+    log "$pkg: already installed"
     return 0
   fi
   local policy=/usr/sbin/policy-rc.d added=0 status=0
   if [ ! -e "$policy" ]; then
-    printf '#!/bin/sh\n# install-test-peers.sh: no service starts while nginx installs\nexit 101\n' >"$policy"
+    printf '#!/bin/sh\n# install-test-peers.sh: no service starts while %s installs\nexit 101\n' "$pkg" >"$policy"
     chmod 755 "$policy"
     added=1
   fi
-  apt_install nginx || status=$?
+  apt_install "$pkg" || status=$?
   if [ "$added" = 1 ]; then
     rm -f "$policy"
   fi
-  if [ "$status" != 0 ]; then
-    return "$status"
-  fi
+  return "$status"
+}
+
+# ---------------------------------------------------------------------------------------
+# nginx: Debian's nginx, the reverse proxy of crates/cli/tests/end_to_end/http_servers.rs (two tickets
+# instances behind it, docs/scaling.md). The test runs its own nginx, with its own config,
+# pid and logs under a temporary folder; the package's system service is not wanted.
+# ---------------------------------------------------------------------------------------
+install_nginx() {
+  apt_install_no_service nginx
   /usr/sbin/nginx -v
+}
+
+# ---------------------------------------------------------------------------------------
+# postgres: Debian's PostgreSQL (15 on bookworm), the shared state of gateway replicas in
+# crates/cli/tests/end_to_end/gateway/ (common/postgres.rs). Each test makes its own
+# cluster with initdb in a temporary folder and runs it as the package's `postgres` user on
+# a free loopback port; the package's system service is not wanted.
+# ---------------------------------------------------------------------------------------
+install_postgres() {
+  apt_install_no_service postgresql
+  local initdb
+  initdb="$(ls -d /usr/lib/postgresql/*/bin/initdb | sort -V | tail -n 1)"
+  id -u postgres >/dev/null
+  "$initdb" --version
 }
 
 # oauth: the authorization server of crates/cli/tests/end_to_end/oauth/, oidc-provider
@@ -217,7 +236,7 @@ install_oauth() {
 
 # (Other peers go here, each as its own install_<peer> function, listed in PEERS.)
 
-PEERS=(browser node22 python_sdk fastmcp mcp_servers ts_sdk inspector_cli inspector conformance nginx oauth)
+PEERS=(browser node22 python_sdk fastmcp mcp_servers ts_sdk inspector_cli inspector conformance nginx postgres oauth)
 
 main() {
   local wanted=("$@")

@@ -73,10 +73,12 @@ pub struct GatewayArgs {
     /// Every request acts as the local user (loopback addresses only; for tests).
     #[arg(long, requires = "http")]
     pub no_auth: bool,
-    /// The state replicas share: sealing key, callers' approvals, used confirmations
-    /// (SQLite). Default: gateway.db in the state folder.
-    #[arg(long, value_name = "FILE")]
-    pub state: Option<PathBuf>,
+    /// The state replicas share: sealing key, callers' approvals, used confirmations.
+    /// A SQLite FILE (replicas on one machine; default: gateway.db in the state folder),
+    /// or a postgres://USER@HOST:PORT/DB URL (replicas on several; the ledger is then a
+    /// table there too).
+    #[arg(long, value_name = "FILE|URL")]
+    pub state: Option<String>,
     #[command(flatten)]
     pub screen: ScreenArgs,
 }
@@ -490,6 +492,10 @@ pub struct LedgerArgs {
     /// The servers file whose `ledger` setting names the ledger.
     #[arg(long, value_name = "FILE", global = true)]
     pub config: Option<PathBuf>,
+    /// The ledger a gateway keeps in PostgreSQL, by its `--state` postgres://USER@HOST:PORT/DB
+    /// (instead of --file or --config).
+    #[arg(long, value_name = "URL", global = true)]
+    pub state: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use gatehouse::{
     config::{Config, Identity},
-    gateway::{CallerOf, Gateway, Store},
+    gateway::{CallerOf, Gateway, Store, store::Location},
     ledger::Ledger,
     trace::Trace,
 };
@@ -51,13 +51,23 @@ pub async fn run(args: GatewayArgs) -> anyhow::Result<()> {
         .ledger
         .enabled
         .then(|| Ledger::new(settings.ledger.file()));
-    let state = args
-        .state
-        .clone()
-        .unwrap_or_else(|| gatehouse::config::state_dir().join(STATE_FILE));
-    let store = Store::open(&state, ledger).map_err(anyhow::Error::msg)?;
+    // Read as text and checked here, not by clap: its error would quote the URL whole,
+    // password and all.
+    let state = match &args.state {
+        Some(text) => Location::parse(text).map_err(anyhow::Error::msg)?,
+        None => Location::File(gatehouse::config::state_dir().join(STATE_FILE)),
+    };
+    let store = Store::open(&state, ledger.clone())
+        .await
+        .map_err(anyhow::Error::msg)?;
     // stdout is the MCP channel on stdio: every step goes to stderr.
     let trace = Trace::new(crate::printer(&args.screen, &config, StepsTo::Stderr)?);
+    if let (true, Some(file)) = (store.keeps_the_ledger(), &ledger) {
+        eprintln!(
+            "gatehouse: the ledger is kept in {state} (`gatehouse ledger verify --state URL`); {} is not used",
+            file.path().display()
+        );
+    }
     let Some(addr) = args.http else {
         let me = named(&local);
         let caller_of: CallerOf = Arc::new(move |_| me.clone());

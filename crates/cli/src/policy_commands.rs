@@ -8,6 +8,7 @@ use anyhow::Context;
 use gatehouse::{
     approvals::ProjectFile,
     config::{self, Config, Identity, LedgerSettings},
+    gateway::{self, store::Location},
     ledger,
     model::ToolCall,
     person::{FixedAnswers, Terminal},
@@ -161,6 +162,10 @@ fn ledger_file(args: &LedgerArgs) -> anyhow::Result<PathBuf> {
 
 /// `gatehouse ledger …`.
 pub fn ledger(args: LedgerArgs) -> anyhow::Result<()> {
+    if let Some(state) = &args.state {
+        let state = Location::parse(state).map_err(anyhow::Error::msg)?;
+        return in_store(&state, args.command);
+    }
     let path = ledger_file(&args)?;
     match args.command {
         LedgerCommand::Verify => match ledger::verify(&path) {
@@ -182,9 +187,53 @@ pub fn ledger(args: LedgerArgs) -> anyhow::Result<()> {
     }
 }
 
+/// `gatehouse ledger verify|show --state URL`: the ledger a gateway keeps in PostgreSQL.
+fn in_store(state: &Location, command: LedgerCommand) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let kept = runtime
+        .block_on(gateway::store::kept_ledger(state))
+        .map_err(anyhow::Error::msg)?;
+    match (command, kept.verified) {
+        (LedgerCommand::Verify, Ok(v)) => {
+            println!(
+                "{state}: {} lines, the chain holds; head {}",
+                v.lines, v.head
+            );
+            if let Some(note) = v.note {
+                println!("note: {note}");
+            }
+            Ok(())
+        }
+        (LedgerCommand::Verify, Err(bad)) => {
+            anyhow::bail!("the ledger in {state} is broken at {bad}")
+        }
+        (LedgerCommand::Show { since, json }, verified) => {
+            print_entries(kept.entries, since.as_deref(), json)?;
+            if let Err(bad) = verified {
+                eprintln!("gatehouse: warning: the ledger is broken at {bad}");
+            }
+            Ok(())
+        }
+    }
+}
+
 fn show(path: &std::path::Path, since: Option<&str>, json: bool) -> anyhow::Result<()> {
+    print_entries(
+        ledger::read_entries(path).map_err(anyhow::Error::msg)?,
+        since,
+        json,
+    )?;
+    if let Err(bad) = ledger::verify(path) {
+        eprintln!("gatehouse: warning: the ledger is broken at {bad}");
+    }
+    Ok(())
+}
+
+/// The decisions, oldest first, since `since`: as lines for a person, or as JSON.
+fn print_entries(entries: Vec<Value>, since: Option<&str>, json: bool) -> anyhow::Result<()> {
     let since = since.map(parse_since).transpose()?;
-    let entries = ledger::read_entries(path).map_err(anyhow::Error::msg)?;
     for mut entry in entries {
         let time = entry["time"]
             .as_str()
@@ -213,9 +262,6 @@ fn show(path: &std::path::Path, since: Option<&str>, json: bool) -> anyhow::Resu
             visible_line(&s("server")),
             s("rule")
         );
-    }
-    if let Err(bad) = ledger::verify(path) {
-        eprintln!("gatehouse: warning: the ledger is broken at {bad}");
     }
     Ok(())
 }

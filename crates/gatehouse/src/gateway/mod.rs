@@ -89,7 +89,7 @@ impl Gateway {
         trace: Trace,
         caller_of: CallerOf,
     ) -> Result<Gateway, String> {
-        let key = store.sealing_key()?;
+        let key = store.sealing_key().await?;
         let confirmations = Confirmations::new(key, CONFIRMATION_TTL)?;
         let host = Host::start_keeping(config, Arc::new(Unreachable), trace, Arc::new(store)).await;
         Ok(Gateway {

@@ -12,6 +12,10 @@
 //! one write, and sync it to disk before returning. An append that fails is an error the
 //! caller must act on: a call that needs its line is not sent unrecorded.
 //!
+//! A gateway's replicas on several machines keep the same lines, by the same rules, in a
+//! PostgreSQL table instead (`gateway/store/postgres.rs`): [`line_after`] makes a line
+//! and [`Chain`] walks them.
+//!
 //! The chain shows an edit unless every line after it is rewritten too; anyone who can
 //! write the file can do that. Keep the head's hash (`gatehouse ledger verify` prints it)
 //! somewhere the ledger's writer cannot reach to make a rewrite visible as well.
@@ -27,7 +31,7 @@ use std::{
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-pub use verify::{Bad, Verified, read_entries, verify};
+pub use verify::{Bad, Chain, Verified, read_entries, verify};
 
 /// The `prev` of the first line.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -148,6 +152,15 @@ pub fn head_path(path: &Path) -> PathBuf {
 /// The now, as the ledger writes it: RFC 3339 in UTC, to the millisecond.
 pub fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// The line (without its newline) for entry `seq` after the line whose hash is `prev`,
+/// and its hash: what a ledger kept elsewhere than a file (a gateway's table) stores, by
+/// the file's rules.
+pub fn line_after(seq: u64, prev: &str, entry: &Entry) -> (String, String) {
+    let (mut line, hash) = compose(seq, prev, entry);
+    line.pop();
+    (line, hash)
 }
 
 /// The line for entry `seq` after `prev`, and its hash. The hash is over the line's text

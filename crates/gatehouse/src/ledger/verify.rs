@@ -98,15 +98,34 @@ pub fn verify(path: &Path) -> Result<Verified, Bad> {
         line: 0,
         problem: format!("cannot lock {}: {e}", path.display()),
     })?;
-    let mut prev = GENESIS.to_owned();
-    let mut hashes = Vec::new();
+    let mut chain = Chain::default();
     for (i, (text, complete)) in lines(path)?.into_iter().enumerate() {
-        let line = i as u64 + 1;
-        let bad = |problem: String| Bad { line, problem };
         if !complete {
-            return Err(bad("is incomplete: the ledger was cut short here".into()));
+            return Err(Bad {
+                line: i as u64 + 1,
+                problem: "is incomplete: the ledger was cut short here".into(),
+            });
         }
-        let (body, hash) = split_line(&text)
+        chain.next(&text)?;
+    }
+    let note = check_head(path, &chain)?;
+    Ok(chain.verified(note))
+}
+
+/// The chain's rules, line by line, for a ledger file and a ledger table alike: each
+/// line's hash is over its text, its `seq` is its place, its `prev` the line before's
+/// hash.
+#[derive(Debug, Default)]
+pub struct Chain {
+    hashes: Vec<String>,
+}
+
+impl Chain {
+    /// The next line (its text, without a newline).
+    pub fn next(&mut self, text: &str) -> Result<(), Bad> {
+        let line = self.hashes.len() as u64 + 1;
+        let bad = |problem: String| Bad { line, problem };
+        let (body, hash) = split_line(text)
             .ok_or_else(|| bad("is not a ledger line (no hash at its end)".into()))?;
         if crate::digest::sha256_hex(body.as_bytes()) != hash {
             return Err(bad("was edited: its hash does not match its text".into()));
@@ -119,24 +138,60 @@ pub fn verify(path: &Path) -> Result<Verified, Bad> {
                 value["seq"]
             )));
         }
-        if value["prev"].as_str() != Some(prev.as_str()) {
+        if value["prev"].as_str() != Some(self.head()) {
             return Err(bad(
                 "does not follow the line before it (its prev is another line's hash)".into(),
             ));
         }
-        prev = hash.to_owned();
-        hashes.push(prev.clone());
+        self.hashes.push(hash.to_owned());
+        Ok(())
     }
-    check_head(path, &hashes).map(|note| Verified {
-        lines: hashes.len() as u64,
-        head: prev,
-        note,
-    })
+
+    /// The last line's hash so far ([`GENESIS`] before any).
+    pub fn head(&self) -> &str {
+        self.hashes.last().map_or(GENESIS, String::as_str)
+    }
+
+    /// Check a recorded head (`seq` lines ending in `hash`) against the lines walked:
+    /// lines cut from the end are found here. `Ok` with a note when the head is behind.
+    pub fn against_head(&self, seq: u64, hash: &str) -> Result<Option<String>, Bad> {
+        let count = self.hashes.len() as u64;
+        if seq > count {
+            return Err(Bad {
+                line: count + 1,
+                problem: format!(
+                    "is missing: the head records {seq} lines and the ledger has {count}; lines were cut from the end"
+                ),
+            });
+        }
+        let at = match seq {
+            0 => GENESIS,
+            n => self.hashes[n as usize - 1].as_str(),
+        };
+        if at != hash {
+            return Err(Bad {
+                line: seq.max(1),
+                problem: "does not match the head's hash".into(),
+            });
+        }
+        Ok((seq < count).then(|| {
+            format!("the head records {seq} of {count} lines (an append was interrupted before its head was written)")
+        }))
+    }
+
+    /// The walk's outcome.
+    pub fn verified(self, note: Option<String>) -> Verified {
+        Verified {
+            lines: self.hashes.len() as u64,
+            head: self.head().to_owned(),
+            note,
+        }
+    }
 }
 
 /// The head file against the lines: whole lines cut from the end are found here.
-fn check_head(path: &Path, hashes: &[String]) -> Result<Option<String>, Bad> {
-    let count = hashes.len() as u64;
+fn check_head(path: &Path, chain: &Chain) -> Result<Option<String>, Bad> {
+    let count = chain.hashes.len() as u64;
     let head = match std::fs::read_to_string(head_path(path)) {
         Err(_) if count == 0 => return Ok(None),
         Err(_) => {
@@ -155,23 +210,13 @@ fn check_head(path: &Path, hashes: &[String]) -> Result<Option<String>, Bad> {
             problem: "the head file is not readable, so the ledger's end cannot be checked".into(),
         });
     };
-    if seq > count {
+    if seq == 0 && count > 0 {
         return Err(Bad {
-            line: count + 1,
-            problem: format!(
-                "is missing: the head records {seq} lines and the ledger has {count}; lines were cut from the end"
-            ),
-        });
-    }
-    if seq == 0 || hashes[seq as usize - 1] != hash {
-        return Err(Bad {
-            line: seq.max(1),
+            line: 1,
             problem: "does not match the head file's hash".into(),
         });
     }
-    Ok((seq < count).then(|| {
-        format!("the head records {seq} of {count} lines (an append was interrupted before its head was written)")
-    }))
+    chain.against_head(seq, hash)
 }
 
 /// Every line that is JSON, in order, for showing; lines that are not are skipped (verify

@@ -14,8 +14,10 @@
 //! - `robust.rs`: one bad server does not hurt the rest (restarts, a slow server, the
 //!   list marked the same for every caller);
 //! - `replicas.rs`: two gateways sharing one state store and one ledger, directly and
-//!   behind nginx.
+//!   behind nginx, in SQLite and in a real PostgreSQL (`common/postgres.rs`);
+//! - `database.rs`: the PostgreSQL store going away and coming back.
 
+mod database;
 mod inspector;
 mod python_sdk;
 mod replicas;
@@ -28,6 +30,7 @@ use serde_json::{Value, json};
 
 use crate::common::{
     exe, gatehouse_command,
+    postgres::Cluster,
     process::{LIMIT, Process, Spawn, Stream},
     serve::tokens_file,
     write,
@@ -42,6 +45,9 @@ cases! {
     python_sdk::a_servers_own_question_reaches_the_client_and_its_answer_the_server: stdio, http;
     inspector::the_inspector_lists_the_catalog_and_is_refused_where_it_cannot_show_the_form: stdio, http;
     ts_sdk::the_typescript_sdk_client_lists_the_catalog_and_answers_the_approval_form: stdio, http;
+    async replicas::a_confirmation_begun_on_one_replica_finishes_on_the_other_and_only_once: sqlite, postgres;
+    replicas::behind_nginx_the_python_clients_two_rounds_land_on_two_replicas: sqlite, postgres;
+    async replicas::a_replica_killed_in_the_middle_of_calls_loses_no_acknowledged_decision_and_doubles_none: sqlite, postgres;
 }
 
 /// The call the rules ask about, and its arguments.
@@ -69,8 +75,8 @@ impl Gw {
         let dir = tempfile::tempdir().unwrap();
         let config = gateway_config(dir.path());
         let state = dir.path().join("state.db");
-        let server =
-            (transport == Transport::Http).then(|| start_gateway(dir.path(), &config, &state));
+        let server = (transport == Transport::Http)
+            .then(|| start_gateway(dir.path(), &config, state.to_str().unwrap()));
         Gw {
             config,
             state,
@@ -184,9 +190,9 @@ pub fn gateway_config(dir: &Path) -> String {
     )
 }
 
-/// `gatehouse gateway --http 127.0.0.1:0 --tokens FILE` on `config`, with its state
-/// store at `state`; its stderr kept.
-pub fn start_gateway(dir: &Path, config: &str, state: &Path) -> Process {
+/// `gatehouse gateway --http 127.0.0.1:0 --tokens FILE` on `config`, with `--state
+/// state` (a file or a URL); its stderr kept.
+pub fn start_gateway(dir: &Path, config: &str, state: &str) -> Process {
     let tokens = tokens_file(dir);
     let args = [
         "gateway",
@@ -197,7 +203,7 @@ pub fn start_gateway(dir: &Path, config: &str, state: &Path) -> Process {
         "--tokens",
         tokens.to_str().unwrap(),
         "--state",
-        state.to_str().unwrap(),
+        state,
     ];
     Spawn::new(gatehouse_command(&args, &[]), "gatehouse gateway --http").serving(
         Stream::Stderr,
@@ -229,6 +235,71 @@ pub fn ledger_lines(path: &Path) -> Vec<Value> {
 pub fn assert_ledger_verifies(path: &Path) {
     let ran = crate::common::run(&["ledger", "verify", "--file", path.to_str().unwrap()], &[]);
     assert_eq!(ran.status, 0, "{}\n{}", ran.stdout, ran.stderr);
+}
+
+/// Where the replicas of a test keep what they share.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backing {
+    /// A SQLite file, the ledger the servers file's.
+    Sqlite,
+    /// A real PostgreSQL of the test's own, which keeps the ledger too.
+    Postgres,
+}
+
+/// A test's shared state, in the backing it was made for.
+pub struct SharedState {
+    /// What `--state` is given: the file, or the database's URL.
+    pub arg: String,
+    ledger_file: PathBuf,
+    /// The PostgreSQL cluster, for [`Backing::Postgres`].
+    pub cluster: Option<Cluster>,
+}
+
+impl SharedState {
+    /// The state of the test in `dir` (whose servers file names `ledger.jsonl`), the
+    /// database's URL with `password` in it if given.
+    pub fn new(backing: Backing, dir: &Path, password: Option<&str>) -> SharedState {
+        let (arg, cluster) = match backing {
+            Backing::Sqlite => (dir.join("state.db").to_string_lossy().into_owned(), None),
+            Backing::Postgres => {
+                let cluster = Cluster::start();
+                (cluster.url(password), Some(cluster))
+            }
+        };
+        SharedState {
+            arg,
+            ledger_file: dir.join("ledger.jsonl"),
+            cluster,
+        }
+    }
+
+    /// The ledger's lines, as JSON: the file's, or `gatehouse ledger show --json
+    /// --state URL`'s.
+    pub fn ledger(&self) -> Vec<Value> {
+        if self.cluster.is_none() {
+            return ledger_lines(&self.ledger_file);
+        }
+        let ran = crate::common::run(&["ledger", "show", "--json", "--state", &self.arg], &[]);
+        assert_eq!(ran.status, 0, "{}\n{}", ran.stdout, ran.stderr);
+        assert!(
+            !self.ledger_file.exists(),
+            "with PostgreSQL the ledger file is not written"
+        );
+        ran.stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("a ledger line is JSON"))
+            .collect()
+    }
+
+    /// `gatehouse ledger verify` (`--file` or `--state`) says the chain holds.
+    pub fn assert_ledger_verifies(&self) {
+        if self.cluster.is_none() {
+            return assert_ledger_verifies(&self.ledger_file);
+        }
+        let ran = crate::common::run(&["ledger", "verify", "--state", &self.arg], &[]);
+        assert_eq!(ran.status, 0, "{}\n{}", ran.stdout, ran.stderr);
+        assert!(ran.stdout.contains("the chain holds"), "{}", ran.stdout);
+    }
 }
 
 /// The one ledger line deciding on `tool` last.

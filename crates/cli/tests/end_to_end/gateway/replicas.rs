@@ -1,7 +1,9 @@
 //! Two gateways sharing one state store and one ledger: a confirmation begun on one is
 //! finished on the other and cannot be used again on either; behind nginx the Python
 //! client's two rounds land on different replicas; a replica killed with SIGKILL in the
-//! middle of calls loses no acknowledged decision and doubles no call.
+//! middle of calls loses no acknowledged decision and doubles no call. Each test runs on
+//! both backings: a SQLite file (the ledger a file), and a real PostgreSQL (the ledger a
+//! table there, read back with `gatehouse ledger show|verify --state`).
 
 use std::time::Duration;
 
@@ -14,13 +16,13 @@ use crate::common::{
     serve::SAM_TOKEN,
 };
 
-/// Two replicas on one folder's servers file, state store and ledger.
-fn two_replicas(dir: &Path) -> (String, PathBuf, Process, Process) {
+/// Two replicas on one folder's servers file, sharing one state store and ledger.
+fn two_replicas(dir: &Path, backing: Backing) -> (SharedState, Process, Process) {
     let config = gateway_config(dir);
-    let state = dir.join("state.db");
-    let a = start_gateway(dir, &config, &state);
-    let b = start_gateway(dir, &config, &state);
-    (config, state, a, b)
+    let state = SharedState::new(backing, dir, None);
+    let a = start_gateway(dir, &config, &state.arg);
+    let b = start_gateway(dir, &config, &state.arg);
+    (state, a, b)
 }
 
 fn port_of(p: &Process) -> u16 {
@@ -40,10 +42,11 @@ fn said(p: &Process, part: &str) -> bool {
     p.lines().iter().any(|l| l.contains(part))
 }
 
-#[tokio::test]
-async fn a_confirmation_begun_on_one_replica_finishes_on_the_other_and_only_once() {
+pub async fn a_confirmation_begun_on_one_replica_finishes_on_the_other_and_only_once(
+    backing: Backing,
+) {
     let dir = tempfile::tempdir().unwrap();
-    let (_, _, a, b) = two_replicas(dir.path());
+    let (shared, a, b) = two_replicas(dir.path(), backing);
     let params = json!({"name": ASKED, "arguments": asked_args()});
     let asked = call(&a.url, SAM_TOKEN, 1, params).await;
     let asked = asked.result(1);
@@ -89,17 +92,16 @@ async fn a_confirmation_begun_on_one_replica_finishes_on_the_other_and_only_once
         "{:?}",
         b.lines()
     );
-    let lines = ledger_lines(&dir.path().join("ledger.jsonl"));
+    let lines = shared.ledger();
     let yes: Vec<&Value> = lines.iter().filter(|l| l["answer"] == "yes").collect();
     assert_eq!(yes.len(), 1, "{lines:#?}");
     assert_eq!(yes[0]["confirmation"].as_str().map(str::len), Some(32));
-    assert_ledger_verifies(&dir.path().join("ledger.jsonl"));
+    shared.assert_ledger_verifies();
 }
 
-#[test]
-fn behind_nginx_the_python_clients_two_rounds_land_on_two_replicas() {
+pub fn behind_nginx_the_python_clients_two_rounds_land_on_two_replicas(backing: Backing) {
     let dir = tempfile::tempdir().unwrap();
-    let (_, _, a, b) = two_replicas(dir.path());
+    let (shared, a, b) = two_replicas(dir.path(), backing);
     let proxy = start_nginx(dir.path(), &[port_of(&a), port_of(&b)]);
     let args = asked_args().to_string();
     let argv: Vec<String> = [
@@ -134,7 +136,7 @@ fn behind_nginx_the_python_clients_two_rounds_land_on_two_replicas() {
         asked.iter().filter(|x| **x).count() == 1 && answered != asked && answered.contains(&true),
         "asked on {asked:?}, answered on {answered:?}"
     );
-    assert_ledger_verifies(&dir.path().join("ledger.jsonl"));
+    shared.assert_ledger_verifies();
 }
 
 /// A tools/call of `tickets__list_tickets` for host `h-N` through `url`: `Some(true)`
@@ -164,11 +166,12 @@ async fn list_for(url: String, n: usize) -> Option<bool> {
     Some(answered)
 }
 
-#[tokio::test]
-async fn a_replica_killed_in_the_middle_of_calls_loses_no_acknowledged_decision_and_doubles_none() {
+pub async fn a_replica_killed_in_the_middle_of_calls_loses_no_acknowledged_decision_and_doubles_none(
+    backing: Backing,
+) {
     const CALLS: usize = 60;
     let dir = tempfile::tempdir().unwrap();
-    let (_, _, a, b) = two_replicas(dir.path());
+    let (shared, a, b) = two_replicas(dir.path(), backing);
     let proxy = start_nginx(dir.path(), &[port_of(&a), port_of(&b)]);
     let mut calls = Vec::new();
     for n in 0..CALLS {
@@ -188,8 +191,7 @@ async fn a_replica_killed_in_the_middle_of_calls_loses_no_acknowledged_decision_
         acknowledged.len() > CALLS / 2,
         "only {acknowledged:?} were answered"
     );
-    let ledger = dir.path().join("ledger.jsonl");
-    let lines = ledger_lines(&ledger);
+    let lines = shared.ledger();
     let decided = |n: usize| {
         let host = format!("h-{n}");
         lines
@@ -207,5 +209,5 @@ async fn a_replica_killed_in_the_middle_of_calls_loses_no_acknowledged_decision_
             );
         }
     }
-    assert_ledger_verifies(&ledger);
+    shared.assert_ledger_verifies();
 }

@@ -50,7 +50,7 @@ exec "$EXE" serve testbed"#;
 /// The gateway over HTTP on [`robust_config`], in `dir`.
 fn robust_gateway(dir: &Path) -> Process {
     let config = robust_config(dir);
-    start_gateway(dir, &config, &dir.join("state.db"))
+    start_gateway(dir, &config, dir.join("state.db").to_str().unwrap())
 }
 
 async fn list(url: &str, id: i64) -> Value {
@@ -223,7 +223,11 @@ async fn an_http_server_that_forgets_the_session_gets_a_new_one_and_the_call_is_
                           "ledger": {"path": dir.path().join("ledger.jsonl")}}
         }),
     );
-    let gw = start_gateway(dir.path(), &config, &dir.path().join("state.db"));
+    let gw = start_gateway(
+        dir.path(),
+        &config,
+        dir.path().join("state.db").to_str().unwrap(),
+    );
     let first = add(&gw.url, 1).await;
     assert_eq!(first["structuredContent"]["sum"], 3, "{first}");
 

@@ -62,6 +62,12 @@ macro_rules! cases {
     (@ http) => {
         $crate::interop_peers::Transport::Http
     };
+    (@ sqlite) => {
+        $crate::gateway::Backing::Sqlite
+    };
+    (@ postgres) => {
+        $crate::gateway::Backing::Postgres
+    };
 }
 pub(crate) use cases;
 

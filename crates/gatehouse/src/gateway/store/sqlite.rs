@@ -1,51 +1,40 @@
-//! What a gateway's replicas share: the key that seals confirmations, each caller's
-//! remembered approvals and every confirmation used, in one SQLite file
-//! (`--state FILE`), and the ledger file beside it. Any replica that opens the same
-//! store seals and opens the same confirmations, and a confirmation is used once across
-//! all of them: its nonce is inserted under a unique key before its ledger line is
-//! written, and a second use finds it there.
+//! The gateway's shared state in one SQLite file (`--state FILE`, the default), for
+//! replicas on one machine: the sealing key, callers' approvals and used confirmations,
+//! and the ledger file beside it (its appends lock the file). Every call runs on a
+//! blocking thread, never on the runtime's workers.
 
 use std::{
     path::{Path, PathBuf},
     sync::{Arc, Mutex},
-    time::Duration,
 };
 
-use futures::future::BoxFuture;
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, params};
 
+use super::{KEY_BYTES, STORE_TIMEOUT};
 use crate::{
     approvals::{Remembered, Scope},
-    gate::Keeper,
     ledger::{Entry, Ledger},
-    trace::{Trace, Who},
 };
 
-/// How long a replica waits for another's write on the store before it gives up (the
-/// call is then refused: never sent unrecorded).
-pub const STORE_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
-/// The sealing key's length, in bytes.
-const KEY_BYTES: usize = 32;
-
-/// The store shared by a gateway's replicas. Cheap to clone.
+/// A store file shared by replicas on one machine. Cheap to clone.
 #[derive(Clone)]
-pub struct Store {
+pub struct Sqlite {
     db: Arc<Mutex<Connection>>,
     path: PathBuf,
     ledger: Option<Ledger>,
 }
 
-impl Store {
+impl Sqlite {
     /// Open (or create) the store at `path`, with the ledger at `ledger` (none with
     /// `None`). The sealing key is made by the first replica and read by the others.
-    pub fn open(path: &Path, ledger: Option<Ledger>) -> Result<Store, String> {
+    pub fn open(path: &Path, ledger: Option<Ledger>) -> Result<Sqlite, String> {
         let shown = |e: rusqlite::Error| format!("the state store {}: {e}", path.display());
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             crate::files::private_dir(dir)
                 .map_err(|e| format!("the state store's folder {}: {e}", dir.display()))?;
         }
         let db = Connection::open(path).map_err(shown)?;
-        db.busy_timeout(STORE_BUSY_TIMEOUT).map_err(shown)?;
+        db.busy_timeout(STORE_TIMEOUT).map_err(shown)?;
         db.execute_batch(
             "PRAGMA journal_mode = WAL;
              PRAGMA synchronous = FULL;
@@ -58,7 +47,7 @@ impl Store {
         if let Some(ledger) = &ledger {
             ledger.check()?;
         }
-        Ok(Store {
+        Ok(Sqlite {
             db: Arc::new(Mutex::new(db)),
             path: path.to_owned(),
             ledger,
@@ -67,7 +56,7 @@ impl Store {
 
     /// The key confirmations are sealed with: the one in the store, or a new one put
     /// there if none is (two replicas starting at once agree: the first insert wins).
-    pub fn sealing_key(&self) -> Result<Vec<u8>, String> {
+    fn sealing_key_now(&self) -> Result<Vec<u8>, String> {
         let mut key = [0u8; KEY_BYTES];
         rand::fill(&mut key);
         let db = self.held();
@@ -91,8 +80,10 @@ impl Store {
             .map_err(|e| self.error(&e))
     }
 
-    /// Was this confirmation used? (For tests and `gatehouse gateway` diagnostics.)
-    pub fn confirmation_used(&self, nonce: &str) -> Result<bool, String> {
+    /// Was this confirmation used?
+    #[cfg(test)]
+    fn confirmation_used(&self, nonce: &str) -> Result<bool, String> {
+        use rusqlite::OptionalExtension;
         self.held()
             .query_row(
                 "SELECT 1 FROM used_confirmations WHERE nonce = ?1",
@@ -115,7 +106,7 @@ impl Store {
         )
     }
 
-    fn approvals_of(&self, caller: &str) -> Result<Remembered, String> {
+    pub(super) fn approvals_of(&self, caller: &str) -> Result<Remembered, String> {
         let db = self.held();
         let mut stmt = db
             .prepare_cached("SELECT tool, fingerprint FROM approvals WHERE caller = ?1")
@@ -133,7 +124,12 @@ impl Store {
         Ok(remembered)
     }
 
-    fn approve(&self, caller: &str, tool: &str, fingerprint: &str) -> Result<(), String> {
+    pub(super) fn approve(
+        &self,
+        caller: &str,
+        tool: &str,
+        fingerprint: &str,
+    ) -> Result<(), String> {
         self.held()
             .execute(
                 "INSERT OR REPLACE INTO approvals (caller, tool, fingerprint, approved_at)
@@ -154,56 +150,43 @@ async fn blocking<T: Send + 'static>(
         .unwrap_or_else(|e| Err(format!("the state store's worker failed: {e}")))
 }
 
-impl Keeper for Store {
-    /// A caller's approvals; a store that cannot be read remembers nothing (so the
-    /// person is asked, never the other way round).
-    fn remembered<'a>(&'a self, who: &'a str) -> BoxFuture<'a, Remembered> {
-        let (store, who) = (self.clone(), who.to_owned());
-        Box::pin(async move {
-            blocking(move || store.approvals_of(&who))
-                .await
-                .unwrap_or_default()
-        })
+impl Sqlite {
+    /// The sealing key, as [`super::Store::sealing_key`] gives it.
+    pub async fn sealing_key(&self) -> Result<Vec<u8>, String> {
+        let store = self.clone();
+        blocking(move || store.sealing_key_now()).await
     }
 
-    /// Every approval a gateway remembers is kept in the store, for that caller, on
-    /// every replica.
-    fn remember<'a>(
-        &'a self,
-        who: &'a str,
-        _scope: Scope,
-        tool: &'a str,
-        fingerprint: &'a str,
-        trace: &'a Trace,
-    ) -> BoxFuture<'a, ()> {
+    /// A caller's approvals.
+    pub async fn remembered(&self, who: &str) -> Result<Remembered, String> {
+        let (store, who) = (self.clone(), who.to_owned());
+        blocking(move || store.approvals_of(&who)).await
+    }
+
+    /// Remember that `who` approved `tool` at this definition.
+    pub async fn remember(&self, who: &str, tool: &str, fingerprint: &str) -> Result<(), String> {
         let store = self.clone();
         let (who, tool, fp) = (who.to_owned(), tool.to_owned(), fingerprint.to_owned());
-        Box::pin(async move {
-            if let Err(e) = blocking(move || store.approve(&who, &tool, &fp)).await {
-                trace.add(
-                    Who::Host,
-                    format!("could not remember the approval ({e})"),
-                    serde_json::json!({}),
-                );
-            }
-        })
+        blocking(move || store.approve(&who, &tool, &fp)).await
     }
 
     /// The confirmation (if the entry names one) is used up first, then the line is
-    /// appended: a crash between the two loses the confirmation, never doubles a call.
-    fn append(&self, entry: Entry) -> BoxFuture<'_, Result<(), String>> {
+    /// appended to the ledger file: a crash between the two loses the confirmation,
+    /// never doubles a call.
+    pub async fn append(&self, entry: Entry) -> Result<(), String> {
         let store = self.clone();
-        Box::pin(blocking(move || {
+        blocking(move || {
             if let Some(nonce) = &entry.confirmation
                 && !store.use_confirmation(nonce)?
             {
-                return Err("this confirmation was used already".into());
+                return Err(super::USED.into());
             }
             match &store.ledger {
                 Some(ledger) => ledger.append(&entry).map(drop),
                 None => Ok(()),
             }
-        }))
+        })
+        .await
     }
 }
 
@@ -215,9 +198,9 @@ mod tests {
     fn two_openers_share_one_key_and_use_a_confirmation_once() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("state.db");
-        let a = Store::open(&path, None).unwrap();
-        let b = Store::open(&path, None).unwrap();
-        assert_eq!(a.sealing_key().unwrap(), b.sealing_key().unwrap());
+        let a = Sqlite::open(&path, None).unwrap();
+        let b = Sqlite::open(&path, None).unwrap();
+        assert_eq!(a.sealing_key_now().unwrap(), b.sealing_key_now().unwrap());
         assert!(a.use_confirmation("n1").unwrap());
         assert!(!b.use_confirmation("n1").unwrap());
         assert!(b.confirmation_used("n1").unwrap());
@@ -227,7 +210,7 @@ mod tests {
     #[test]
     fn approvals_are_the_callers_own() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("state.db"), None).unwrap();
+        let store = Sqlite::open(&dir.path().join("state.db"), None).unwrap();
         store
             .approve("sam@larkfield", "tickets__open_ticket", "fp1")
             .unwrap();

@@ -1,0 +1,245 @@
+//! What a gateway's replicas share: the key that seals confirmations, each caller's
+//! remembered approvals, every confirmation used, and the ledger. Any replica that opens
+//! the same store seals and opens the same confirmations, and a confirmation is used once
+//! across all of them: its nonce is inserted under a unique key before (or, in
+//! PostgreSQL, in the same transaction as) its ledger line, and a second use finds it.
+//!
+//! Where it lives is the `--state` [`Location`]: one SQLite file for replicas on one
+//! machine (`sqlite.rs`, the ledger the servers file's), or a PostgreSQL database for
+//! replicas on several (`postgres.rs`, the ledger a table in it).
+
+mod postgres;
+mod sqlite;
+
+use std::{path::PathBuf, sync::Arc, time::Duration};
+
+use futures::future::BoxFuture;
+
+pub use postgres::Database;
+
+use crate::{
+    approvals::{Remembered, Scope},
+    gate::Keeper,
+    ledger::{Bad, Entry, Ledger, Verified},
+    trace::{Trace, Who},
+};
+
+/// How long a replica waits on the store (another replica's write, a slow or unreachable
+/// database) before it gives up: the call is then refused, never sent unrecorded.
+pub const STORE_TIMEOUT: Duration = Duration::from_secs(5);
+/// The sealing key's length, in bytes.
+const KEY_BYTES: usize = 32;
+/// What a second use of a confirmation is told.
+const USED: &str = "this confirmation was used already";
+
+/// Where the shared state lives, as `--state` names it: checked when read.
+#[derive(Clone)]
+pub enum Location {
+    /// A SQLite file (replicas on one machine).
+    File(PathBuf),
+    /// A PostgreSQL database (`postgres://` or `postgresql://`).
+    Postgres(Box<Database>),
+}
+
+impl Location {
+    /// Read `--state`: a `postgres://` or `postgresql://` URL, else a file's path. Any
+    /// other URL, or a malformed PostgreSQL one, is an error that says why (and never
+    /// shows the URL's password).
+    pub fn parse(text: &str) -> Result<Location, String> {
+        let scheme = text.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+        match scheme.as_deref() {
+            Some("postgres" | "postgresql") => {
+                Database::parse(text).map(|db| Location::Postgres(Box::new(db)))
+            }
+            Some(other) if !other.contains('/') => Err(format!(
+                "--state takes a file or a postgres:// URL, not a {}:// URL",
+                crate::text::visible_line(other)
+            )),
+            _ if text.trim().is_empty() => Err("--state is empty".into()),
+            _ => Ok(Location::File(PathBuf::from(text))),
+        }
+    }
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Location::File(path) => write!(f, "{}", path.display()),
+            Location::Postgres(db) => write!(f, "{db}"),
+        }
+    }
+}
+
+impl std::fmt::Debug for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Location({self})")
+    }
+}
+
+/// The store shared by a gateway's replicas. Cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    kind: Kind,
+}
+
+#[derive(Clone)]
+enum Kind {
+    Sqlite(sqlite::Sqlite),
+    Postgres(Arc<postgres::Postgres>),
+}
+
+impl Store {
+    /// Open (or create) the store at `location`, keeping a ledger when `ledger` names one:
+    /// for a file, that ledger file; in PostgreSQL, the database's ledger table (the
+    /// file's path is then not used). The sealing key is made by the first replica and
+    /// read by the others.
+    pub async fn open(location: &Location, ledger: Option<Ledger>) -> Result<Store, String> {
+        let kind = match location {
+            Location::File(path) => Kind::Sqlite(sqlite::Sqlite::open(path, ledger)?),
+            Location::Postgres(db) => Kind::Postgres(Arc::new(
+                postgres::Postgres::open((**db).clone(), ledger.is_some()).await?,
+            )),
+        };
+        Ok(Store { kind })
+    }
+
+    /// The key confirmations are sealed with: the one in the store, or a new one put
+    /// there if none is (two replicas starting at once agree: the first insert wins).
+    pub async fn sealing_key(&self) -> Result<Vec<u8>, String> {
+        match &self.kind {
+            Kind::Sqlite(s) => s.sealing_key().await,
+            Kind::Postgres(p) => p.sealing_key().await,
+        }
+    }
+
+    /// Is the ledger kept in the store itself (PostgreSQL) rather than in a file?
+    pub fn keeps_the_ledger(&self) -> bool {
+        matches!(self.kind, Kind::Postgres(_))
+    }
+}
+
+/// The ledger kept in the store at `location` (`gatehouse ledger verify|show --state`).
+pub struct KeptLedger {
+    /// Its lines as JSON, in order (those that are not JSON left out: `verified` says
+    /// which).
+    pub entries: Vec<serde_json::Value>,
+    /// Its chain walked: `Err` at the first bad line.
+    pub verified: Result<Verified, Bad>,
+}
+
+/// Read back the ledger kept in the store at `location`: `Err` when it cannot be read.
+pub async fn kept_ledger(location: &Location) -> Result<KeptLedger, String> {
+    match location {
+        Location::File(path) => Err(format!(
+            "{} is a SQLite store: it keeps no ledger (the servers file's `ledger.path` is the ledger: use --file)",
+            path.display()
+        )),
+        Location::Postgres(db) => {
+            let (lines, head) = postgres::Postgres::connect_only((**db).clone())
+                .read_ledger()
+                .await?;
+            Ok(KeptLedger {
+                entries: lines
+                    .iter()
+                    .filter_map(|l| serde_json::from_str(l).ok())
+                    .collect(),
+                verified: postgres::walk(&lines, head),
+            })
+        }
+    }
+}
+
+impl Keeper for Store {
+    /// A caller's approvals; a store that cannot be read remembers nothing (so the
+    /// person is asked, never the other way round).
+    fn remembered<'a>(&'a self, who: &'a str) -> BoxFuture<'a, Remembered> {
+        Box::pin(async move {
+            match &self.kind {
+                Kind::Sqlite(s) => s.remembered(who).await,
+                Kind::Postgres(p) => p.remembered(who).await,
+            }
+            .unwrap_or_default()
+        })
+    }
+
+    /// Every approval a gateway remembers is kept in the store, for that caller, on
+    /// every replica.
+    fn remember<'a>(
+        &'a self,
+        who: &'a str,
+        _scope: Scope,
+        tool: &'a str,
+        fingerprint: &'a str,
+        trace: &'a Trace,
+    ) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let kept = match &self.kind {
+                Kind::Sqlite(s) => s.remember(who, tool, fingerprint).await,
+                Kind::Postgres(p) => p.remember(who, tool, fingerprint).await,
+            };
+            if let Err(e) = kept {
+                trace.add(
+                    Who::Host,
+                    format!("could not remember the approval ({e})"),
+                    serde_json::json!({}),
+                );
+            }
+        })
+    }
+
+    /// The confirmation (if the entry names one) is used up no later than the line is
+    /// appended: a crash loses the confirmation, never doubles a call.
+    fn append(&self, entry: Entry) -> BoxFuture<'_, Result<(), String>> {
+        Box::pin(async move {
+            match &self.kind {
+                Kind::Sqlite(s) => s.append(entry).await,
+                Kind::Postgres(p) => p.append(entry).await,
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn state_is_a_file_or_a_postgres_url_and_a_bad_url_says_why() {
+        assert!(matches!(Location::parse("state.db"), Ok(Location::File(_))));
+        assert!(matches!(
+            Location::parse("/srv/gatehouse/gateway.db"),
+            Ok(Location::File(_))
+        ));
+        for good in [
+            "postgres://gh@127.0.0.1:5432/gatehouse",
+            "postgresql://gh:pw@db.internal/gatehouse",
+            "POSTGRES://gh@127.0.0.1/gatehouse?host=/run/postgresql",
+        ] {
+            assert!(
+                matches!(Location::parse(good), Ok(Location::Postgres(_))),
+                "{good}"
+            );
+        }
+        let err = |text: &str| Location::parse(text).unwrap_err();
+        assert!(err("mysql://a@b/c").contains("not a mysql:// URL"));
+        assert!(err("").contains("empty"));
+        assert!(err("postgres://gh@127.0.0.1:notaport/db").contains("--state"));
+        assert!(err("postgres://127.0.0.1/db").contains("no user"));
+        assert!(err("postgres://gh@127.0.0.1").contains("no database"));
+        assert!(err("postgres://gh@127.0.0.1/db?sslmode=require").contains("TLS"));
+        assert!(err("postgres://gh@127.0.0.1/db?bogus=1").contains("--state"));
+    }
+
+    #[test]
+    fn a_postgres_urls_password_is_never_shown() {
+        let secret = "hunter2-hunter2";
+        let url = format!("postgres://gh:{secret}@127.0.0.1:5432/gatehouse");
+        let location = Location::parse(&url).unwrap();
+        assert!(!location.to_string().contains(secret), "{location}");
+        assert!(!format!("{location:?}").contains(secret));
+        assert!(location.to_string().contains("127.0.0.1:5432/gatehouse"));
+        let bad = format!("postgres://gh:{secret}@127.0.0.1:x/gatehouse");
+        let e = Location::parse(&bad).unwrap_err();
+        assert!(!e.contains(secret), "{e}");
+    }
+}

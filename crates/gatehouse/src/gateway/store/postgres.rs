@@ -1,0 +1,438 @@
+//! The gateway's shared state in PostgreSQL (`--state postgres://…`), for replicas on
+//! several machines: the sealing key, callers' approvals, used confirmations, and the
+//! ledger itself as a table of lines chained by the ledger file's rules.
+//!
+//! Each append is one transaction: the confirmation's nonce inserted under its unique
+//! key, the chain's head row read `FOR UPDATE` (every replica's appends wait their turn
+//! on it), the line after it inserted and the head moved; a replica killed mid-way
+//! leaves nothing of it. Every use of the database is bounded by [`STORE_TIMEOUT`]: past
+//! it, or with the database down, the operation fails with an error naming the store
+//! (the call is refused), and the next one connects again. One connection per replica,
+//! no pool: the appends of all replicas take turns on the head row anyway.
+
+use std::{str::FromStr, time::Duration};
+
+use futures::future::BoxFuture;
+use tokio::sync::Mutex;
+use tokio_postgres::{Client, Config, NoTls, config::SslMode};
+
+use super::{KEY_BYTES, STORE_TIMEOUT, USED};
+use crate::{
+    approvals::{Remembered, Scope},
+    ledger::{self, Bad, Chain, Entry, GENESIS, MAX_LINE_BYTES, Verified},
+    redact::{self, Secrets},
+};
+
+/// How long `gatehouse ledger verify --state` may take to read the whole ledger table.
+pub const VERIFY_TIMEOUT: Duration = Duration::from_secs(600);
+/// How long the database keeps a transaction that its replica left open (a replica
+/// stopped mid-append) before it ends it and frees the head row: a backstop, as a lost
+/// connection ends it at once.
+const IDLE_IN_TRANSACTION: &str = "30s";
+/// Held while a replica makes the tables, so two starting at once do not race.
+const SCHEMA_LOCK: i64 = 0x6761_7465_686f;
+
+fn schema() -> String {
+    format!(
+        "SELECT pg_advisory_xact_lock({SCHEMA_LOCK});
+         CREATE TABLE IF NOT EXISTS gatehouse_key (id INTEGER PRIMARY KEY CHECK (id = 1),
+             key BYTEA NOT NULL);
+         CREATE TABLE IF NOT EXISTS gatehouse_approvals (caller TEXT NOT NULL, tool TEXT NOT NULL,
+             fingerprint TEXT NOT NULL, approved_at TEXT NOT NULL, PRIMARY KEY (caller, tool));
+         CREATE TABLE IF NOT EXISTS gatehouse_used_confirmations (nonce TEXT PRIMARY KEY,
+             used_at TEXT NOT NULL);
+         CREATE TABLE IF NOT EXISTS gatehouse_ledger (seq BIGINT PRIMARY KEY, line TEXT NOT NULL);
+         CREATE TABLE IF NOT EXISTS gatehouse_ledger_head (id INTEGER PRIMARY KEY CHECK (id = 1),
+             seq BIGINT NOT NULL, hash TEXT NOT NULL);
+         INSERT INTO gatehouse_ledger_head (id, seq, hash) VALUES (1, 0, '{GENESIS}')
+             ON CONFLICT (id) DO NOTHING;"
+    )
+}
+
+/// A PostgreSQL database as `--state` names it: checked when read, shown without its
+/// user-info and query values.
+#[derive(Clone)]
+pub struct Database {
+    config: Config,
+    shown: String,
+    secrets: Secrets,
+}
+
+impl Database {
+    /// Read a `postgres://USER[:PASSWORD]@HOST[:PORT]/DB[?…]` URL: it must name a user, a
+    /// host and a database; TLS is not built in, so `sslmode=require` is refused.
+    pub fn parse(url: &str) -> Result<Database, String> {
+        let shown = crate::text::visible_line(&redact::url(url)).into_owned();
+        let secrets = Secrets::default();
+        for secret in redact::url_secrets(url) {
+            secrets.add(&secret);
+        }
+        let bad = |why: &str| format!("--state {shown}: {why}");
+        let (scheme, rest) = url.split_once("://").unwrap_or(("postgres", url));
+        let url = format!("{}://{rest}", scheme.to_ascii_lowercase());
+        let mut config = Config::from_str(&url).map_err(|e| {
+            bad(&format!(
+                "not a PostgreSQL URL ({})",
+                secrets.text(&e.to_string())
+            ))
+        })?;
+        if config.get_user().is_none() {
+            return Err(bad("it names no user (postgres://USER@HOST:PORT/DB)"));
+        }
+        if config.get_hosts().is_empty() {
+            return Err(bad("it names no host (postgres://USER@HOST:PORT/DB)"));
+        }
+        if config.get_dbname().is_none() {
+            return Err(bad("it names no database (postgres://USER@HOST:PORT/DB)"));
+        }
+        if config.get_ssl_mode() == SslMode::Require {
+            return Err(bad(
+                "sslmode=require: TLS to PostgreSQL is not built in; reach the database over a \
+                 local socket (?host=/run/postgresql) or a private network",
+            ));
+        }
+        config.connect_timeout(STORE_TIMEOUT);
+        config.application_name("gatehouse-gateway");
+        Ok(Database {
+            config,
+            shown,
+            secrets,
+        })
+    }
+}
+
+impl std::fmt::Display for Database {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.shown)
+    }
+}
+
+/// An operation on the connection.
+type Op<'c, T> = BoxFuture<'c, Result<T, tokio_postgres::Error>>;
+
+/// One replica's connection to the shared database, made again when it is lost.
+pub struct Postgres {
+    db: Database,
+    ledger: bool,
+    client: Mutex<Option<Client>>,
+}
+
+impl Postgres {
+    /// Connect to `db` and make the tables (the first replica does; the others find
+    /// them), keeping a ledger table when `ledger`.
+    pub async fn open(db: Database, ledger: bool) -> Result<Postgres, String> {
+        let store = Postgres {
+            ledger,
+            ..Postgres::connect_only(db)
+        };
+        let schema = schema();
+        store
+            .run(STORE_TIMEOUT, |c| {
+                Box::pin(async move {
+                    let tx = c.transaction().await?;
+                    tx.batch_execute(&schema).await?;
+                    tx.commit().await
+                })
+            })
+            .await?;
+        Ok(store)
+    }
+
+    /// A connection to `db` that makes nothing (for reading the ledger back).
+    pub fn connect_only(db: Database) -> Postgres {
+        Postgres {
+            db,
+            ledger: false,
+            client: Mutex::new(None),
+        }
+    }
+
+    /// Run `op` on the connection (made first if there is none), within `limit`.
+    async fn run<T>(
+        &self,
+        limit: Duration,
+        op: impl for<'c> FnOnce(&'c mut Client) -> Op<'c, T>,
+    ) -> Result<T, String> {
+        let attempt = async {
+            let mut held = self.client.lock().await;
+            if held.as_ref().is_none_or(Client::is_closed) {
+                *held = Some(self.connect().await?);
+            }
+            let client = held.as_mut().expect("connected just now");
+            let done = op(client).await;
+            if done.is_err() && client.is_closed() {
+                *held = None;
+            }
+            done.map_err(|e| self.error(&e))
+        };
+        match tokio::time::timeout(limit, attempt).await {
+            Ok(done) => done,
+            Err(_) => {
+                // Whatever the connection was in the middle of is unknown: start anew
+                // (a transaction left open ends with it).
+                if let Ok(mut held) = self.client.try_lock() {
+                    *held = None;
+                }
+                Err(format!(
+                    "the state store {} did not answer within {} s",
+                    self.db,
+                    limit.as_secs()
+                ))
+            }
+        }
+    }
+
+    async fn connect(&self) -> Result<Client, String> {
+        let (client, connection) = self
+            .db
+            .config
+            .connect(NoTls)
+            .await
+            .map_err(|e| self.error(&e))?;
+        tokio::spawn(async move {
+            // Ends when the database goes away or the client is dropped; the next
+            // operation sees the client closed and connects again.
+            let _ = connection.await;
+        });
+        client
+            .batch_execute(&format!(
+                "SET idle_in_transaction_session_timeout = '{IDLE_IN_TRANSACTION}'"
+            ))
+            .await
+            .map_err(|e| self.error(&e))?;
+        Ok(client)
+    }
+
+    fn error(&self, e: &tokio_postgres::Error) -> String {
+        let mut text = e.to_string();
+        if let Some(db) = e.as_db_error() {
+            text = format!("{text}: {}", db.message());
+        } else if let Some(cause) = std::error::Error::source(e) {
+            text = format!("{text}: {cause}");
+        }
+        format!(
+            "the state store {} is unavailable: {}",
+            self.db,
+            crate::text::visible_line(&self.db.secrets.text(&text))
+        )
+    }
+
+    /// The sealing key: the first replica's insert wins, every replica reads that one.
+    pub async fn sealing_key(&self) -> Result<Vec<u8>, String> {
+        let mut key = vec![0u8; KEY_BYTES];
+        rand::fill(&mut key[..]);
+        self.run(STORE_TIMEOUT, |c| {
+            Box::pin(async move {
+                c.execute(
+                    "INSERT INTO gatehouse_key (id, key) VALUES (1, $1) ON CONFLICT (id) DO NOTHING",
+                    &[&key],
+                )
+                .await?;
+                let row = c
+                    .query_one("SELECT key FROM gatehouse_key WHERE id = 1", &[])
+                    .await?;
+                row.try_get::<_, Vec<u8>>(0)
+            })
+        })
+        .await
+    }
+
+    /// A caller's approvals.
+    pub async fn remembered(&self, who: &str) -> Result<Remembered, String> {
+        let who = who.to_owned();
+        let rows = self
+            .run(STORE_TIMEOUT, |c| {
+                Box::pin(async move {
+                    c.query(
+                        "SELECT tool, fingerprint FROM gatehouse_approvals WHERE caller = $1",
+                        &[&who],
+                    )
+                    .await
+                })
+            })
+            .await?;
+        let mut remembered = Remembered::default();
+        for row in rows {
+            let (tool, fingerprint): (String, String) = (row.get(0), row.get(1));
+            remembered.remember(Scope::Project, &tool, &fingerprint);
+        }
+        Ok(remembered)
+    }
+
+    /// Remember that `who` approved `tool` at this definition.
+    pub async fn remember(&self, who: &str, tool: &str, fingerprint: &str) -> Result<(), String> {
+        let params = [who, tool, fingerprint].map(str::to_owned);
+        self.run(STORE_TIMEOUT, |c| {
+            Box::pin(async move {
+                let [who, tool, fingerprint] = &params;
+                c.execute(
+                    "INSERT INTO gatehouse_approvals (caller, tool, fingerprint, approved_at)
+                     VALUES ($1, $2, $3, $4)
+                     ON CONFLICT (caller, tool) DO UPDATE
+                     SET fingerprint = EXCLUDED.fingerprint, approved_at = EXCLUDED.approved_at",
+                    &[who, tool, fingerprint, &ledger::now()],
+                )
+                .await
+                .map(drop)
+            })
+        })
+        .await
+    }
+
+    /// Use the entry's confirmation up (if it names one) and append its line, in one
+    /// transaction: both are kept, or neither.
+    pub async fn append(&self, entry: Entry) -> Result<(), String> {
+        let keep = self.ledger;
+        let fresh = self
+            .run(STORE_TIMEOUT, |c| {
+                Box::pin(async move {
+                    let tx = c.transaction().await?;
+                    if let Some(nonce) = &entry.confirmation {
+                        let used = tx
+                            .execute(
+                                "INSERT INTO gatehouse_used_confirmations (nonce, used_at)
+                                 VALUES ($1, $2) ON CONFLICT (nonce) DO NOTHING",
+                                &[nonce, &ledger::now()],
+                            )
+                            .await?;
+                        if used == 0 {
+                            return Ok(false);
+                        }
+                    }
+                    if keep {
+                        let head = tx
+                            .query_one(
+                                "SELECT seq, hash FROM gatehouse_ledger_head WHERE id = 1 FOR UPDATE",
+                                &[],
+                            )
+                            .await?;
+                        let (seq, prev): (i64, String) = (head.try_get(0)?, head.try_get(1)?);
+                        let seq = seq + 1;
+                        let (line, hash) = ledger::line_after(seq as u64, &prev, &entry);
+                        tx.execute(
+                            "INSERT INTO gatehouse_ledger (seq, line) VALUES ($1, $2)",
+                            &[&seq, &line],
+                        )
+                        .await?;
+                        tx.execute(
+                            "UPDATE gatehouse_ledger_head SET seq = $1, hash = $2 WHERE id = 1",
+                            &[&seq, &hash],
+                        )
+                        .await?;
+                    }
+                    tx.commit().await.map(|()| true)
+                })
+            })
+            .await?;
+        if fresh { Ok(()) } else { Err(USED.into()) }
+    }
+
+    /// The ledger table's lines, in order, and its head row: one snapshot, so appends
+    /// going on meanwhile are not half seen.
+    pub async fn read_ledger(&self) -> Result<(Vec<String>, Option<(i64, String)>), String> {
+        self.run(VERIFY_TIMEOUT, |c| {
+            Box::pin(async move {
+                let tx = c
+                    .build_transaction()
+                    .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+                    .read_only(true)
+                    .start()
+                    .await?;
+                let lines = tx
+                    .query("SELECT line FROM gatehouse_ledger ORDER BY seq", &[])
+                    .await?
+                    .iter()
+                    .map(|r| r.try_get::<_, String>(0))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let head = match tx
+                    .query_opt(
+                        "SELECT seq, hash FROM gatehouse_ledger_head WHERE id = 1",
+                        &[],
+                    )
+                    .await?
+                {
+                    Some(h) => Some((h.try_get::<_, i64>(0)?, h.try_get::<_, String>(1)?)),
+                    None => None,
+                };
+                tx.commit().await?;
+                Ok((lines, head))
+            })
+        })
+        .await
+    }
+}
+
+/// The chain of the ledger table's `lines` against its `head` row (`seq`, `hash`), by the
+/// ledger file's rules.
+pub(super) fn walk(lines: &[String], head: Option<(i64, String)>) -> Result<Verified, Bad> {
+    let mut chain = Chain::default();
+    for (i, text) in lines.iter().enumerate() {
+        if text.len() > MAX_LINE_BYTES {
+            return Err(Bad {
+                line: i as u64 + 1,
+                problem: format!("is longer than {MAX_LINE_BYTES} bytes"),
+            });
+        }
+        chain.next(text)?;
+    }
+    let Some((seq, hash)) = head else {
+        return Err(Bad {
+            line: lines.len() as u64 + 1,
+            problem: "the head row is missing, so the ledger's end cannot be checked".into(),
+        });
+    };
+    let note = chain.against_head(u64::try_from(seq).unwrap_or(u64::MAX), &hash)?;
+    Ok(chain.verified(note))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(step: u64) -> Entry {
+        Entry {
+            session: "s1".into(),
+            step,
+            tool: "tickets__list_tickets".into(),
+            decision: "run".into(),
+            ..Entry::default()
+        }
+    }
+
+    fn lines(n: u64) -> (Vec<String>, (i64, String)) {
+        let mut prev = GENESIS.to_owned();
+        let mut out = Vec::new();
+        for seq in 1..=n {
+            let (line, hash) = ledger::line_after(seq, &prev, &entry(seq));
+            out.push(line);
+            prev = hash;
+        }
+        (out, (n as i64, prev))
+    }
+
+    #[test]
+    fn a_table_of_lines_walks_by_the_files_rules() {
+        let (good, head) = lines(3);
+        assert_eq!(walk(&good, Some(head.clone())).unwrap().lines, 3);
+        assert_eq!(walk(&[], Some((0, GENESIS.into()))).unwrap().lines, 0);
+
+        let mut edited = good.clone();
+        edited[1] = edited[1].replace("\"run\"", "\"denied\"");
+        let bad = walk(&edited, Some(head.clone())).unwrap_err();
+        assert_eq!(bad.line, 2, "{bad}");
+        assert!(bad.problem.contains("edited"), "{bad}");
+
+        let mut removed = good.clone();
+        removed.remove(0);
+        assert_eq!(walk(&removed, Some(head.clone())).unwrap_err().line, 1);
+
+        let cut = good[..2].to_vec();
+        let bad = walk(&cut, Some(head.clone())).unwrap_err();
+        assert!(bad.problem.contains("cut from the end"), "{bad}");
+
+        let bad = walk(&good, None).unwrap_err();
+        assert!(bad.problem.contains("head row is missing"), "{bad}");
+        let bad = walk(&good, Some((3, GENESIS.into()))).unwrap_err();
+        assert!(bad.problem.contains("head"), "{bad}");
+    }
+}
