@@ -30,9 +30,8 @@ import asyncio
 import json
 import os
 import sys
+from functools import partial
 from typing import Any
-
-from form_answers import typed
 
 import fastmcp_tasks  # noqa: F401  (registers the client half of the extension)
 import mcp_types as types
@@ -41,6 +40,11 @@ from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
 from fastmcp_tasks import call_tool_task
 from fastmcp_tasks.client import _send_cancel, _send_get
 from mcp.shared.exceptions import MCPError
+from peer_json import dump as dump_json
+from peer_json import typed
+
+# FastMCP's models carry defaults that are None; those are left out.
+dump = partial(dump_json, drop="none")
 
 # The longest a handle's wait for a task's end may take, in seconds.
 WAIT_LIMIT = 60.0
@@ -52,13 +56,6 @@ def failure(e: BaseException) -> dict:
         return {"code": e.error.code, "message": e.error.message}
     return {"type": type(e).__name__, "message": str(e)}
 
-
-def dump(model: Any) -> Any:
-    if model is None:
-        return None
-    if hasattr(model, "model_dump"):
-        return model.model_dump(mode="json", by_alias=True, exclude_none=True)
-    return model
 
 
 def elicitation_handler(answers: dict[str, str], decline: bool, seen: list):

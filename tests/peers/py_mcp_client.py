@@ -36,7 +36,7 @@ import os
 import sys
 from typing import Any
 
-from form_answers import typed
+from peer_json import dump, typed
 
 import httpx2
 import mcp_types as types
@@ -44,14 +44,6 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-
-def dump(model: Any) -> Any:
-    """The model as it was on the wire (no SDK defaults added)."""
-    if model is None:
-        return None
-    if hasattr(model, "model_dump"):
-        return model.model_dump(mode="json", by_alias=True, exclude_unset=True)
-    return model
 
 
 def failure(e: Exception) -> dict:

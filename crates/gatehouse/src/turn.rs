@@ -291,14 +291,12 @@ impl Turn<'_> {
         let stopper = self.host.stopper();
         let stop = stopper.begin();
         let started_ms = records::now_ms();
-        let done = dispatch::call_tool(
-            to_send,
-            self.limits(),
-            self.host.person(),
-            self.host.trace(),
-            &stop,
-        )
-        .await;
+        let watch = dispatch::Watch {
+            person: self.host.person(),
+            trace: self.host.trace(),
+            stop: &stop,
+        };
+        let done = dispatch::call_tool(to_send, self.limits(), watch).await;
         stopper.finish();
         let proposal = gate::Proposal {
             call,

@@ -230,11 +230,9 @@ fn chat_keeps_one_session_across_turns_until_quit() {
         .collect();
     assert_eq!(answers.len(), 2, "{}", ran.stdout);
     assert!(answers[0].contains("Camille Michel"));
-    assert!(
-        ran.stdout
-            .contains("I opened INC-4100 (P3) for customer-db-prod-01: disk almost full"),
-        "{}",
-        ran.stdout
+    crate::common::expect::says(
+        &ran.stdout,
+        "I opened INC-4100 (P3) for customer-db-prod-01: disk almost full",
     );
     assert!(ran.stdout.matches("you> ").count() == 3);
     let events = ran.tool_events();

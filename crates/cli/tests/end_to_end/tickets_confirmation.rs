@@ -60,6 +60,16 @@ async fn accepted(
 }
 
 /// Round 1: the question and the sealed state.
+/// A client asked to confirm a call: the client, the call, and the sealed state.
+type Asked = (
+    RunningService<RoleClient, Asker>,
+    CallToolRequestParams,
+    String,
+);
+
+/// The summary of the seeds' recorded run.
+const SEED_SUMMARY: &str = "brute force then a login from 203.0.113.77";
+
 /// A new folder for a tickets store, and the store's path in it.
 fn new_store() -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
@@ -79,15 +89,15 @@ async fn sam_in_new_store(
 
 /// Sam's client on the store at `db`, asked to confirm the usual ticket: the client, the
 /// call and the sealed state.
-async fn sam_asked(
-    db: &Path,
-) -> (
-    RunningService<RoleClient, Asker>,
-    CallToolRequestParams,
-    String,
-) {
+async fn sam_asked(db: &Path) -> Asked {
+    sam_asked_about(db, "brute force").await
+}
+
+/// As [`sam_asked`], for a ticket with this summary.
+async fn sam_asked_about(db: &Path, summary: &str) -> Asked {
     let client = modern_client(db, "usr-sam").await;
-    let (params, state) = jump_prod_asked(&client).await;
+    let params = open_ticket("jump-prod-02", summary);
+    let (_, state) = round1(&client, params.clone()).await;
     (client, params, state)
 }
 
@@ -157,7 +167,7 @@ async fn ticket_count(client: &RunningService<RoleClient, Asker>) -> i64 {
 async fn an_honest_confirmation_opens_one_ticket_and_the_same_answer_again_gets_it_back() {
     let (_dir, db) = new_store();
     let client = modern_client(&db, "usr-sam").await;
-    let params = open_ticket("jump-prod-02", "brute force then a login from 203.0.113.77");
+    let params = open_ticket("jump-prod-02", SEED_SUMMARY);
     let (asked, state) = round1(&client, params.clone()).await;
     let form = serde_json::to_value(&asked.input_requests.unwrap()["confirm"]).unwrap();
     assert_eq!(form["method"], "elicitation/create");
@@ -496,9 +506,7 @@ async fn a_read_only_member_may_list_but_not_open() {
 #[tokio::test]
 async fn each_organization_lists_only_its_own_tickets() {
     let (_dir, db) = new_store();
-    let sam = modern_client(&db, "usr-sam").await;
-    let params = open_ticket("jump-prod-02", "brute force then a login from 203.0.113.77");
-    let (_, state) = round1(&sam, params.clone()).await;
+    let (sam, params, state) = sam_asked_about(&db, SEED_SUMMARY).await;
     let opened = complete(accepted(&sam, params, "P1", &state).await);
     assert_eq!(opened.structured_content.unwrap()["id"], "INC-4100");
 

@@ -161,28 +161,26 @@ fn offered(request: &Value) -> (Vec<String>, usize) {
 fn each_model_call_carries_search_tools_then_what_was_found_or_called_appended() {
     let dir = scratch_dir();
     let config = thousand_tools(&dir, json!({}));
-    let fake = Fake::start(vec![
-        tool_call(
-            "c1",
+    let calls = [
+        (
             "search_tools",
             json!({"query": "read a text file from my disk"}),
-            (10, 1),
         ),
-        tool_call(
-            "c2",
+        (
             "filesystem__read_text_file",
             json!({"path": "/tmp/notes.txt"}),
-            (10, 1),
         ),
-        tool_call(
-            "c3",
+        (
             "github__get_issue",
             json!({"owner": "acme", "repo": "web", "issue_number": 7}),
-            (10, 1),
         ),
-        json!({"choices": [{"index": 0, "finish_reason": "stop",
-               "message": {"role": "assistant", "content": "done"}}]}),
-    ]);
+    ];
+    let mut replies: Vec<Value> = (calls.into_iter().enumerate())
+        .map(|(i, (name, args))| tool_call(&format!("c{}", i + 1), name, args, (10, 1)))
+        .collect();
+    replies.push(json!({"choices": [{"index": 0, "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": "done"}}]}));
+    let fake = Fake::start(replies);
     let ran = fake.ask(
         "read my notes and issue 7",
         &config,

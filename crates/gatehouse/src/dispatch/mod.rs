@@ -317,15 +317,26 @@ impl Round1<'_> {
     }
 }
 
+/// Who and what watch over a call while it runs: the person who answers its questions,
+/// the trace its steps are told to, and the token that stops it.
+#[derive(Clone, Copy)]
+pub struct Watch<'a> {
+    /// Answers the server's questions (never the model).
+    pub person: &'a dyn Person,
+    /// Where the call's steps and records go.
+    pub trace: &'a Trace,
+    /// Cancelled by Stop or Ctrl-C: the call is cancelled at the server.
+    pub stop: &'a CancellationToken,
+}
+
 /// Send one call and see it through to its end, answering the server's questions through
 /// the person.
-pub async fn call_tool(
-    call: Call<'_>,
-    limits: CallLimits,
-    person: &dyn Person,
-    trace: &Trace,
-    stop: &CancellationToken,
-) -> Dispatched {
+pub async fn call_tool(call: Call<'_>, limits: CallLimits, watch: Watch<'_>) -> Dispatched {
+    let Watch {
+        person,
+        trace,
+        stop,
+    } = watch;
     let start = Instant::now();
     let conn = call.conn;
     let (round, mut params) = call.first_round(limits, trace, stop);
@@ -382,21 +393,19 @@ pub async fn follow_task(
     id: &str,
     meta: Option<RequestMetaObject>,
     limits: CallLimits,
-    person: &dyn Person,
-    trace: &Trace,
-    stop: &CancellationToken,
+    watch: Watch<'_>,
 ) -> Dispatched {
     let start = Instant::now();
     let round = Round1 {
         conn,
         label: "tasks/get",
         limits,
-        trace,
-        stop,
+        trace: watch.trace,
+        stop: watch.stop,
     };
     let follow = task::Follow {
         round: &round,
-        person,
+        person: watch.person,
         meta,
         resumed: true,
     };

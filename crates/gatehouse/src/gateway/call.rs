@@ -277,9 +277,12 @@ impl<'a> Call<'a> {
             }
         } else {
             let person = ClientPerson::of(self.context);
-            dispatch::call_tool(to_send, limits, &person, trace, stop)
-                .await
-                .end
+            let watch = dispatch::Watch {
+                person: &person,
+                trace,
+                stop,
+            };
+            dispatch::call_tool(to_send, limits, watch).await.end
         };
         let p = self.proposal(None);
         let end = host

@@ -127,15 +127,18 @@ impl Manager<'_> {
         let stop = CancellationToken::new();
         let meta = Some(meta_of(&r));
         let limits = limits(self.config, wait);
-        let (person, trace) = (self.person.as_ref(), self.trace);
-        let done =
-            dispatch::follow_task(conn, &r.task_id, meta, limits, person, trace, &stop).await;
+        let watch = dispatch::Watch {
+            person: self.person.as_ref(),
+            trace: self.trace,
+            stop: &stop,
+        };
+        let done = dispatch::follow_task(conn, &r.task_id, meta, limits, watch).await;
         let now = record(
             &r,
             &done.end,
             done.task.as_ref(),
             r.reported,
-            trace.secrets(),
+            self.trace.secrets(),
         );
         records.keep(&now)?;
         let goes_on = matches!(done.end, CallEnd::Background(_) | CallEnd::TimedOut(_));

@@ -178,8 +178,12 @@ pub(crate) async fn look_again(at: Looking<'_>, limits: CallLimits) -> Vec<Ended
         };
         let stop = at.stopper.begin();
         let meta = Some(meta_of(&r));
-        let done =
-            dispatch::follow_task(conn, &r.task_id, meta, limits, at.person, trace, &stop).await;
+        let watch = dispatch::Watch {
+            person: at.person,
+            trace,
+            stop: &stop,
+        };
+        let done = dispatch::follow_task(conn, &r.task_id, meta, limits, watch).await;
         at.stopper.finish();
         match done.end {
             CallEnd::Background(_) | CallEnd::TimedOut(_) => {

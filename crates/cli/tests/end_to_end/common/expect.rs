@@ -3,6 +3,12 @@
 
 use serde_json::Value;
 
+/// `text` (a run's stderr, a screen) says `part`.
+#[track_caller]
+pub fn says(text: &str, part: &str) {
+    assert!(text.contains(part), "{part:?} is not in:\n{text}");
+}
+
 /// `texts` holds `want`, exactly.
 pub fn assert_has(texts: &[String], want: &str) {
     assert!(texts.iter().any(|t| t == want), "{want}: {texts:#?}");

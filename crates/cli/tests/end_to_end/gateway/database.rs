@@ -119,11 +119,9 @@ fn a_malformed_state_url_is_refused_when_read_without_its_password() {
         &[],
     );
     assert_ne!(out.status, 0, "{}", out.stdout);
-    assert!(
-        out.stderr
-            .contains("the state store postgres://[redacted]@127.0.0.1:1/db is unavailable"),
-        "{}",
-        out.stderr
+    crate::common::expect::says(
+        &out.stderr,
+        "the state store postgres://[redacted]@127.0.0.1:1/db is unavailable",
     );
     assert!(!out.stderr.contains(PASSWORD), "{}", out.stderr);
 }
