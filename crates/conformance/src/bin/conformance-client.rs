@@ -243,9 +243,11 @@ impl Client {
                 meta: None,
             },
             LIMITS,
-            self.person.as_ref(),
-            &self.trace,
-            &stop,
+            dispatch::Watch {
+                person: self.person.as_ref(),
+                trace: &self.trace,
+                stop: &stop,
+            },
         )
         .await;
         match done.end {
