@@ -5,7 +5,8 @@ noise falls on both, and reports the median, min and max of each side and the ra
 the medians. Nothing is timed until both sides are shown to do the same work: the same
 tool calls, the same results, the same answer (see `check_parity`).
 
-Rows are functions in ROWS; each returns table lines. Adding a row is one function and one
+Rows are functions in ROWS; each returns table lines (row 9, the gateway, lives in
+gateway_row.py). Adding a row is one function and one
 entry there.
 """
 
@@ -531,6 +532,16 @@ def http_call(url: str, token: str = HTTP_TOKEN) -> tuple[int, dict | None]:
     return status, None
 
 
+def stop(proc) -> None:
+    """End a server: SIGTERM, then SIGKILL after 10 s."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def free_port() -> int:
     import socket
 
@@ -581,12 +592,7 @@ def row_http(s: Settings) -> list[Line]:
                     raise SystemExit(f"row 5: {side}: {res['non2xx']} non-2xx answers, {res['errors']} errors")
                 out[side].append(res)
             finally:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+                stop(proc)
     s.results["http"] = out
     g = [r["rps"] for r in out["gh"]]
     r = [r["rps"] for r in out["ref"]]
@@ -749,7 +755,16 @@ def row_tool_search(s: Settings) -> list[Line]:
     return lines
 
 
-ROWS = [row_cold_ask, row_first_answer, row_call_rate, row_floor, row_http, row_scale, row_context, row_tool_search]
+def row_gateway(s: Settings) -> list[Line]:
+    """Row 9: `gatehouse gateway` against the same call made direct (bench/gateway_row.py)."""
+    sys.path.insert(0, str(BENCH))
+    import gateway_row
+
+    return gateway_row.row(s, sys.modules[__name__])
+
+
+ROWS = [row_cold_ask, row_first_answer, row_call_rate, row_floor, row_http, row_scale, row_context, row_tool_search,
+        row_gateway]  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------- main
