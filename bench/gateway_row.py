@@ -21,6 +21,7 @@ screenful per row.
 
 import hashlib
 import json
+import re
 import subprocess
 import time
 import urllib.error
@@ -114,8 +115,6 @@ def start_gateway(h, work: Path, config: Path, state: Path, tokens: Path, log: s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise SystemExit(f"row 9: the gateway exited: {(work / log).read_text()[-2000:]}")
-        import re
-
         m = re.search(r"(http://127\.0\.0\.1:\d+/mcp)", (work / log).read_text())
         if m:
             url = m.group(1)
