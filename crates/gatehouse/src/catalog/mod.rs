@@ -64,6 +64,19 @@ pub struct CatalogTool {
     /// The tool changed (description, schemas or annotations) after the host decided to
     /// run it without asking: the person is asked before its next call.
     pub changed: bool,
+    /// The digest of its definition ([`CatalogTool::definition_digest`]), made on first
+    /// use: every proposal's ledger line needs it, and serialising the schemas for each
+    /// call was a third of the host's own time per call.
+    digest: OnceLock<String>,
+}
+
+impl CatalogTool {
+    /// The digest of what the host relies on in this tool's definition
+    /// ([`crate::policy::definition_digest`]), computed once per catalog entry.
+    pub fn definition_digest(&self) -> &str {
+        self.digest
+            .get_or_init(|| crate::policy::definition_digest(&self.tool))
+    }
 }
 
 /// Where a catalog tool comes from.
@@ -377,6 +390,7 @@ impl Catalog {
                 output,
                 always_load: false,
                 changed: false,
+                digest: OnceLock::new(),
             }),
             Err(reason) => {
                 self.left_out.push(format!(
@@ -406,6 +420,7 @@ impl Catalog {
             output: None,
             always_load: true,
             changed: false,
+            digest: OnceLock::new(),
         });
         self.request_bytes = OnceLock::new();
     }
@@ -426,6 +441,7 @@ impl Catalog {
                 output: None,
                 always_load: false,
                 changed: false,
+                digest: OnceLock::new(),
             });
         }
     }

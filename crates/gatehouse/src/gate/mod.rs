@@ -356,9 +356,9 @@ impl Gate {
             live.mark_approved(&tool.name);
         }
         if let (true, Some(scope)) = (may_remember, approval.remember) {
-            let fingerprint = policy::definition_digest(&tool.tool);
+            let fingerprint = tool.definition_digest();
             self.keeper
-                .remember(p.who(), scope, &tool.name, &fingerprint, trace)
+                .remember(p.who(), scope, &tool.name, fingerprint, trace)
                 .await;
         }
     }
@@ -450,7 +450,7 @@ impl Gate {
             tool: crate::text::clip(&p.call.name, MAX_RECORDED_NAME_CHARS).into_owned(),
             arguments_sha256: digest::sha256_hex(text.as_bytes()),
             arguments: kept,
-            fingerprint: tool.map(|t| policy::definition_digest(&t.tool)),
+            fingerprint: tool.map(|t| t.definition_digest().to_owned()),
             caller: p.caller.map(str::to_owned),
             confirmation: p.confirmation.map(str::to_owned),
             ..Entry::default()

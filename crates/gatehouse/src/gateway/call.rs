@@ -27,7 +27,7 @@ use crate::{
     gate::{Admission, Proposal},
     model::ToolCall,
     person::{self, AnsweredBy, Approval, ApprovalRequest, Person},
-    policy, text,
+    text,
     trace::Who,
 };
 
@@ -119,7 +119,7 @@ impl<'a> Call<'a> {
         let catalog = self.gw.host().catalog();
         catalog
             .get(&self.call.name)
-            .map(|t| policy::definition_digest(&t.tool))
+            .map(|t| t.definition_digest().to_owned())
             .unwrap_or_default()
     }
 

@@ -414,7 +414,7 @@ pub fn rule_for(
         Some(basis) if tool.changed => (Decision::Ask, Basis::Changed { was: basis.label() }),
         Some(basis) => (Decision::Allow, basis),
         None if remembered.names(&tool.name) => {
-            match remembered.covers(&tool.name, &definition_digest(&tool.tool)) {
+            match remembered.covers(&tool.name, tool.definition_digest()) {
                 Some(scope) => (Decision::Allow, Basis::Remembered(scope)),
                 None => (Decision::Ask, Basis::Default),
             }
