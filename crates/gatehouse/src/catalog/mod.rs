@@ -66,8 +66,9 @@ pub struct CatalogTool {
     pub changed: bool,
     /// The digest of its definition ([`CatalogTool::definition_digest`]), made on first
     /// use: every proposal's ledger line needs it, and serialising the schemas for each
-    /// call was a third of the host's own time per call.
-    digest: OnceLock<String>,
+    /// call was a third of the host's own time per call. Shared by clones, since a
+    /// proposal works on a clone taken out of the catalog's lock.
+    digest: Arc<OnceLock<String>>,
 }
 
 impl CatalogTool {
@@ -390,7 +391,7 @@ impl Catalog {
                 output,
                 always_load: false,
                 changed: false,
-                digest: OnceLock::new(),
+                digest: Arc::default(),
             }),
             Err(reason) => {
                 self.left_out.push(format!(
@@ -420,7 +421,7 @@ impl Catalog {
             output: None,
             always_load: true,
             changed: false,
-            digest: OnceLock::new(),
+            digest: Arc::default(),
         });
         self.request_bytes = OnceLock::new();
     }
@@ -441,7 +442,7 @@ impl Catalog {
                 output: None,
                 always_load: false,
                 changed: false,
-                digest: OnceLock::new(),
+                digest: Arc::default(),
             });
         }
     }

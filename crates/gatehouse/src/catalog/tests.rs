@@ -251,3 +251,20 @@ fn enabled_and_disabled_tools_leave_the_others_out_of_the_catalog() {
     );
     assert!(bytes > 3 * r#"{"type":"function","function":}"#.len());
 }
+
+/// A tool's definition digest is made once per catalog entry: a proposal works on a clone,
+/// and what the clone computes is what the catalog's entry gives next time.
+#[test]
+fn a_definition_digest_computed_on_a_clone_is_the_entrys() {
+    let c = Catalog::build(vec![("s".into(), vec![tool("get")])]);
+    let entry = c.get("s__get").expect("listed");
+    let taken = entry.clone();
+    assert!(entry.digest.get().is_none(), "made on first use only");
+    let digest = taken.definition_digest().to_owned();
+    assert_eq!(digest, crate::policy::definition_digest(&entry.tool));
+    assert_eq!(
+        entry.digest.get(),
+        Some(&digest),
+        "the clone filled the entry's"
+    );
+}
