@@ -15,8 +15,7 @@ use super::{assert_approved_in_the_client, last_line_of, ledger_lines};
 use crate::{
     common::{
         gatehouse_command,
-        http_server::JUN,
-        http_server::{Answer, call_tool, post, request},
+        http_server::{Answer, JUN, call_tool, post, request},
         nginx::{Nginx, start_tap},
         process::{LIMIT, Process, Spawn, Stream},
         repo_root,
@@ -456,6 +455,13 @@ async fn the_approval_state_is_bound_to_the_oauth_caller() {
         lines.iter().all(|l| l["caller"] != "usr-omar@larkfield"),
         "Omar's round 2 decided nothing: {lines:#?}"
     );
+    // Omar's token is Omar, a caller of his own: his call is his ledger line.
+    let search = json!({"query": "refund"});
+    let his = call_tool(&url, &omar, 4, "support__search_knowledge", search).await;
+    assert_eq!(his.result(4)["isError"], false, "{}", his.text);
+    let lines = w.ledger();
+    let line = last_line_of(&lines, "support__search_knowledge");
+    assert_eq!(line["caller"], "usr-omar@larkfield", "{line}");
     assert_only_the_gateways_credential_behind(&w);
 }
 
