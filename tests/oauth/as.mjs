@@ -39,7 +39,7 @@ const resourcePattern = new RegExp(env.AS_RESOURCE_PATTERN ?? '^http://127\\.0\\
 const resourceScopes = env.AS_SCOPES ?? 'mcp:read mcp:write';
 const atTtl = Number(env.AS_AT_TTL ?? 3600);
 const login = env.AS_LOGIN ?? 'auto:usr-sam';
-const autoAccount = login.startsWith('auto:') ? login.slice(5) : undefined;
+let autoAccount = login.startsWith('auto:') ? login.slice(5) : undefined;
 const deny = login === 'deny';
 const orgs = Object.fromEntries((env.AS_ORGS ?? '').split(',').filter(Boolean).map((p) => p.split('=')));
 let failTokens = 0;
@@ -192,6 +192,11 @@ server.on('request', (req, res) => {
     const asked = new URL(req.url, issuer).searchParams;
     failTokens = Number(asked.get('count') ?? 1);
     failHow = asked.get('how') ?? '503';
+    res.end('ok');
+    return;
+  }
+  if (req.method === 'POST' && req.url.startsWith('/__test/login') && autoAccount) {
+    autoAccount = new URL(req.url, issuer).searchParams.get('account') ?? autoAccount;
     res.end('ok');
     return;
   }

@@ -13,6 +13,11 @@ server's stderr go to stderr.
                    [--read URI] [--answer KEY=VALUE]... [--decline] [--no-list]
                    [--timeout SECONDS] -- COMMAND ARGS...
   py_mcp_client.py [same options] [--header "NAME: VALUE"]... --url http://127.0.0.1:PORT/mcp
+  py_mcp_client.py [same options] --oauth-browser CMD --url http://127.0.0.1:PORT/mcp
+
+With --oauth-browser the client signs in with the SDK's own OAuth provider when the
+server answers 401 (or 403 insufficient_scope), opening each sign-in address with CMD
+(py_oauth.py); the output's "sign_ins" counts them.
 
 Each --call takes the --args that follows it (default {}). The server gets this
 process's whole environment (the SDK passes only an allow-list unless told).
@@ -37,6 +42,7 @@ import sys
 from typing import Any
 
 from peer_json import dump, typed
+import py_oauth
 
 import httpx2
 import mcp_types as types
@@ -84,6 +90,7 @@ async def main() -> int:
     p.add_argument("--timeout", type=float, default=20.0)
     p.add_argument("--url")
     p.add_argument("--header", action="append", default=[])
+    p.add_argument("--oauth-browser")
     p.add_argument("cmd", nargs=argparse.REMAINDER)
     a = p.parse_args()
     own = sys.argv[1:sys.argv.index("--")] if "--" in sys.argv else sys.argv[1:]
@@ -116,13 +123,19 @@ async def main() -> int:
 
     out: dict[str, Any] = {}
     rc = 0
+    auth, person = None, None
+    if a.oauth_browser:
+        if not a.url:
+            p.error("--oauth-browser needs --url")
+        auth, person = await py_oauth.provider(a.url, a.oauth_browser)
     try:
         async with contextlib.AsyncExitStack() as stack:
             if a.url:
                 # The SDK takes headers through the httpx client it is given (and closes
                 # only a client it made itself); its examples' timeouts.
                 http = await stack.enter_async_context(
-                    httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=300.0)))
+                    httpx2.AsyncClient(headers=headers, auth=auth,
+                                       timeout=httpx2.Timeout(30.0, read=300.0)))
                 server: Any = streamable_http_client(a.url, http_client=http)
             else:
                 server = StdioServerParameters(command=cmd[0], args=cmd[1:], env=dict(os.environ))
@@ -172,6 +185,9 @@ async def main() -> int:
             inner = inner.exceptions[0]
         out["error"] = f"{type(inner).__name__}: {inner}"
         rc = 2
+    if person is not None:
+        await person.close()
+        out["sign_ins"] = person.sign_ins
     out["elicitations"] = elicitations
     out["progress"] = progress
     print(json.dumps(out, indent=2))

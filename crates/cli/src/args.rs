@@ -70,8 +70,13 @@ pub struct GatewayArgs {
     /// Bearer tokens of the callers (the reference servers' tokens file).
     #[arg(long, value_name = "FILE", requires = "http")]
     pub tokens: Option<PathBuf>,
-    /// Every request acts as the local user (loopback addresses only; for tests).
-    #[arg(long, requires = "http")]
+    /// Who calls over HTTP may also be an OAuth access token's user and organization, as
+    /// for `gatehouse serve`.
+    #[command(flatten)]
+    pub oauth: gatehouse_servers::command::OAuthArgs,
+    /// Every request acts as the local user (loopback addresses only; for tests); not
+    /// with --tokens or --oauth-issuer.
+    #[arg(long, requires = "http", conflicts_with_all = ["tokens", "oauth_issuer"])]
     pub no_auth: bool,
     /// The state replicas share: sealing key, callers' approvals, used confirmations.
     /// A SQLite FILE (replicas on one machine; default: gateway.db in the state folder),

@@ -1,6 +1,7 @@
 //! `gatehouse gateway`: the library's gateway served on stdio or Streamable HTTP. Who
 //! calls is decided here: over HTTP the bearer token's caller (the reference servers'
-//! tokens file and HTTP layer, `gatehouse_servers::http`), on stdio the local user.
+//! tokens file, or with `--oauth-issuer` an OAuth access token's user and organization,
+//! through their HTTP layer, `gatehouse_servers::http`), on stdio the local user.
 
 use std::sync::Arc;
 
@@ -13,6 +14,7 @@ use gatehouse::{
 use gatehouse_servers::{
     common::Caller,
     http::{self, Auth, HttpLimits, HttpOptions, SessionAccess},
+    oauth::{OAuthOptions, Writes},
 };
 use rmcp::ServiceExt;
 
@@ -86,8 +88,14 @@ pub async fn run(args: GatewayArgs) -> anyhow::Result<()> {
         allowed_origins: Vec::new(),
         allowed_hosts: Vec::new(),
         limits: HttpLimits::default(),
-        // The gateway takes bearer tokens from its file; OAuth in front of it is not built.
-        oauth: None,
+        // Access tokens checked exactly as a reference server checks them; the caller is
+        // the token's user and organization, which the gateway's approvals, sealed
+        // states and ledger then name. The token itself goes no further than this layer.
+        // Every call needs mcp:write: a server's read-only hint is its claim, not ours.
+        oauth: args.oauth.options().map(|o| OAuthOptions {
+            writes: Writes::EveryCall,
+            ..o
+        }),
     };
     let auth = Auth::from_options(&options)?;
     let default = auth.default_caller();

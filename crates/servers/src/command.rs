@@ -9,6 +9,43 @@ use clap::Args;
 
 use crate::http::{connections, sessions};
 
+/// `--oauth-issuer`, `--oauth-resource` and `--oauth-org-claim`: an HTTP server as an
+/// OAuth protected resource. Defined once, for `gatehouse serve` and `gatehouse gateway`,
+/// whose command lines both name an `http` flag these require.
+#[derive(Args, Debug, Clone)]
+pub struct OAuthArgs {
+    /// Accept OAuth access tokens from this authorization server (its issuer identifier):
+    /// protected-resource metadata is served at /.well-known/oauth-protected-resource/mcp,
+    /// and a request without a valid token gets 401 naming it. With --tokens, the tokens
+    /// file's tokens are accepted too.
+    #[arg(long, value_name = "URL", requires = "http")]
+    pub oauth_issuer: Option<String>,
+    /// The URL clients know this server by (its resource identifier, the tokens' audience);
+    /// default http://ADDR/mcp of the address it listens on.
+    #[arg(long, value_name = "URL", requires = "oauth_issuer")]
+    pub oauth_resource: Option<String>,
+    /// The access-token claim that names the caller's organization (without it in a token,
+    /// the user's only organization).
+    #[arg(long, value_name = "CLAIM", requires = "oauth_issuer",
+          default_value = crate::oauth::DEFAULT_ORG_CLAIM)]
+    pub oauth_org_claim: String,
+}
+
+impl OAuthArgs {
+    /// What the flags ask for, as a reference server means them (its own tools' read-only
+    /// hints hold); `None` without `--oauth-issuer`.
+    pub fn options(&self) -> Option<crate::oauth::OAuthOptions> {
+        self.oauth_issuer
+            .as_ref()
+            .map(|issuer| crate::oauth::OAuthOptions {
+                issuer: issuer.clone(),
+                resource: self.oauth_resource.clone(),
+                org_claim: self.oauth_org_claim.clone(),
+                writes: crate::oauth::Writes::UnlessReadOnly,
+            })
+    }
+}
+
 /// Which server to run, and how.
 #[derive(Args, Debug, Clone)]
 pub struct ServeArgs {
@@ -32,21 +69,9 @@ pub struct ServeArgs {
     /// SHA-256 of each token in hex: `printf %s TOKEN | sha256sum`).
     #[arg(long, value_name = "FILE", requires = "http")]
     pub tokens: Option<PathBuf>,
-    /// Accept OAuth access tokens from this authorization server (its issuer identifier):
-    /// protected-resource metadata is served at /.well-known/oauth-protected-resource/mcp,
-    /// and a request without a valid token gets 401 naming it. With --tokens, the tokens
-    /// file's tokens are accepted too.
-    #[arg(long, value_name = "URL", requires = "http")]
-    pub oauth_issuer: Option<String>,
-    /// The URL clients know this server by (its resource identifier, the tokens' audience);
-    /// default http://ADDR/mcp of the address it listens on.
-    #[arg(long, value_name = "URL", requires = "oauth_issuer")]
-    pub oauth_resource: Option<String>,
-    /// The access-token claim that names the caller's organization (without it in a token,
-    /// the user's only organization).
-    #[arg(long, value_name = "CLAIM", requires = "oauth_issuer",
-          default_value = crate::oauth::DEFAULT_ORG_CLAIM)]
-    pub oauth_org_claim: String,
+    /// OAuth access tokens over HTTP.
+    #[command(flatten)]
+    pub oauth: OAuthArgs,
     /// Serve HTTP without authentication, every request acting as MCP_USER/MCP_TENANT.
     /// For local testing only (loopback addresses only); not with --tokens or --oauth-issuer.
     #[arg(long, requires = "http", conflicts_with_all = ["tokens", "oauth_issuer"])]
@@ -145,11 +170,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
                     no_auth: args.no_auth,
                     allowed_origins: args.allowed_origins,
                     allowed_hosts: args.allowed_hosts,
-                    oauth: args.oauth_issuer.map(|issuer| crate::oauth::OAuthOptions {
-                        issuer,
-                        resource: args.oauth_resource,
-                        org_claim: args.oauth_org_claim,
-                    }),
+                    oauth: args.oauth.options(),
                     limits,
                 };
                 crate::serve_http(&args.name, options, http).await

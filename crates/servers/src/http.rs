@@ -724,7 +724,7 @@ async fn authenticate(State(gate): State<Arc<Gate>>, request: Request, next: Nex
         let tool = message
             .as_ref()
             .and_then(|m| m.params.as_ref()?.get("name")?.as_str());
-        let needed = oauth::required_scopes(method, tool.and_then(|t| (gate.read_only)(t)));
+        let needed = rs.required_scopes(method, tool.and_then(|t| (gate.read_only)(t)));
         if !grant.missing(needed).is_empty() {
             return insufficient_scope(rs, grant, needed, tool);
         }
@@ -785,7 +785,7 @@ async fn oauth_caller(
     let challenge = |refusal: Option<TokenRefusal>, reason: &str| {
         refused_log(reason);
         let error = refusal.map(|r| ("invalid_token", r.description()));
-        oauth_unauthorized(rs.challenge(error, &[oauth::READ_SCOPE]))
+        oauth_unauthorized(rs.challenge(error, rs.basic_scopes()))
     };
     let Some(value) = presented else {
         return Err(challenge(None, "missing"));

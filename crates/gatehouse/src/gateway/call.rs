@@ -263,6 +263,8 @@ impl<'a> Call<'a> {
         let Some(conn) = tool.origin.server().and_then(|s| host.connection(s)) else {
             return Ok(failed("the tool's server is not connected".into()));
         };
+        // The call behind is made anew on the servers file's connection: nothing of the
+        // client's request (its headers, its token, its `_meta`) is passed on.
         let to_send = dispatch::Call {
             conn,
             wire_name: &tool.tool.name,

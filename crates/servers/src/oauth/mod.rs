@@ -8,8 +8,9 @@
 //! default, `--oauth-org-claim`), else from the user's only membership
 //! ([`crate::membership`]); the server then checks the membership on every call as always.
 //! Scopes are delegation, roles are permission: a token needs [`READ_SCOPE`] for anything,
-//! and [`WRITE_SCOPE`] as well to call a tool that is not marked read-only; the role the
-//! membership gives still decides what the user may do at all.
+//! and [`WRITE_SCOPE`] as well to call a tool that is not marked read-only (a gateway,
+//! [`Writes::EveryCall`], for every call); the role the membership gives still decides
+//! what the user may do at all.
 //!
 //! - [`keys`]: the issuer's metadata (RFC 8414 and OpenID discovery) and its key set,
 //!   fetched at start and again, at most every [`KEYS_REFETCH_INTERVAL`], for a key it
@@ -64,6 +65,52 @@ const ALGORITHMS: &[Algorithm] = &[
     Algorithm::EdDSA,
 ];
 
+/// Which tool calls need [`WRITE_SCOPE`] besides [`READ_SCOPE`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Writes {
+    /// A call to a tool not marked read-only (an unknown tool counts as writing): a
+    /// reference server, which vouches for its own tools' hints.
+    #[default]
+    UnlessReadOnly,
+    /// Every call: a gateway, which vouches for no hint of the servers behind it
+    /// (annotations never grant anything).
+    EveryCall,
+}
+
+/// Reading only.
+const READING: &[&str] = &[READ_SCOPE];
+/// Reading and writing.
+const WRITING: &[&str] = &[READ_SCOPE, WRITE_SCOPE];
+
+impl Writes {
+    /// The scopes a request needs: [`READ_SCOPE`] for everything, and [`WRITE_SCOPE`] too
+    /// for the `tools/call`s this rule says write. Every scope is named in one challenge,
+    /// so a client asks for them all at once.
+    pub fn required(
+        self,
+        method: Option<&str>,
+        read_only_tool: Option<bool>,
+    ) -> &'static [&'static str] {
+        match (method, self) {
+            (Some("tools/call"), Writes::EveryCall) => WRITING,
+            (Some("tools/call"), Writes::UnlessReadOnly) if read_only_tool != Some(true) => WRITING,
+            _ => READING,
+        }
+    }
+
+    /// The minimal set for basic use, which the metadata's `scopes_supported` and a 401's
+    /// challenge name: reading, and writing too where every call writes, so that a client
+    /// signs in for what its first call needs instead of stepping up on it (some clients
+    /// register with their first scopes, and their authorization server then refuses a
+    /// step-up beyond them).
+    pub fn basic(self) -> &'static [&'static str] {
+        match self {
+            Writes::UnlessReadOnly => READING,
+            Writes::EveryCall => WRITING,
+        }
+    }
+}
+
 /// What `--oauth-issuer`, `--oauth-resource` and `--oauth-org-claim` ask for.
 #[derive(Debug, Clone)]
 pub struct OAuthOptions {
@@ -74,6 +121,8 @@ pub struct OAuthOptions {
     pub resource: Option<String>,
     /// The claim naming the caller's organization.
     pub org_claim: String,
+    /// Which calls need [`WRITE_SCOPE`].
+    pub writes: Writes,
 }
 
 /// The checks of one server: the issuer, its keys, and this resource's identity.
@@ -83,6 +132,7 @@ pub struct ResourceServer {
     metadata_url: String,
     metadata_path: String,
     org_claim: String,
+    writes: Writes,
     keys: keys::Keys,
     members: &'static Memberships,
 }
@@ -171,19 +221,6 @@ impl Refusal {
     }
 }
 
-/// The scopes a request needs: [`READ_SCOPE`] for everything, and [`WRITE_SCOPE`] too for
-/// `tools/call` of a tool not marked read-only (an unknown tool counts as writing). Every
-/// scope is named in one challenge, so a client asks for them all at once.
-pub fn required_scopes(
-    method: Option<&str>,
-    read_only_tool: Option<bool>,
-) -> &'static [&'static str] {
-    match method {
-        Some("tools/call") if read_only_tool != Some(true) => &[READ_SCOPE, WRITE_SCOPE],
-        _ => &[READ_SCOPE],
-    }
-}
-
 /// A quoted-string value of a challenge parameter: what is not printable ASCII, and the
 /// quote and backslash, are left out (the values are ours, but stay valid whatever they are).
 /// The URL a flag gives (`--oauth-issuer`, `--oauth-resource`): http(s), without a query or
@@ -238,6 +275,7 @@ impl ResourceServer {
             metadata_url,
             metadata_path,
             org_claim: options.org_claim.clone(),
+            writes: options.writes,
             keys,
             members,
         })
@@ -252,6 +290,7 @@ impl ResourceServer {
             metadata_url: format!("http://127.0.0.1:1{METADATA_PREFIX}/mcp"),
             metadata_path: format!("{METADATA_PREFIX}/mcp"),
             org_claim: DEFAULT_ORG_CLAIM.into(),
+            writes: Writes::default(),
             keys,
             members: Memberships::embedded().expect("embedded memberships"),
         }
@@ -267,19 +306,33 @@ impl ResourceServer {
         &self.issuer
     }
 
+    /// The scopes a request needs ([`Writes::required`]).
+    pub fn required_scopes(
+        &self,
+        method: Option<&str>,
+        read_only_tool: Option<bool>,
+    ) -> &'static [&'static str] {
+        self.writes.required(method, read_only_tool)
+    }
+
+    /// The scopes a 401 names ([`Writes::basic`]).
+    pub fn basic_scopes(&self) -> &'static [&'static str] {
+        self.writes.basic()
+    }
+
     /// The path this server serves its metadata at.
     pub fn metadata_path(&self) -> &str {
         &self.metadata_path
     }
 
     /// The protected-resource metadata document (RFC 9728 §2). `scopes_supported` is the
-    /// minimal set for basic use; writing is asked for when it is needed. No
-    /// `offline_access` here: refresh tokens are the authorization server's business.
+    /// minimal set for basic use ([`Writes::basic`]); more is asked for when it is needed.
+    /// No `offline_access` here: refresh tokens are the authorization server's business.
     pub fn metadata_document(&self) -> Value {
         json!({
             "resource": self.resource,
             "authorization_servers": [self.issuer],
-            "scopes_supported": [READ_SCOPE],
+            "scopes_supported": self.writes.basic(),
             "bearer_methods_supported": ["header"],
             "resource_name": "Gatehouse reference server",
         })

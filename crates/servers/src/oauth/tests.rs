@@ -202,24 +202,36 @@ fn challenges_read_back_as_clients_read_them() {
 
 #[test]
 fn scopes_follow_the_method_and_the_tools_hint() {
-    assert_eq!(required_scopes(Some("tools/list"), None), &[READ_SCOPE]);
+    let required = |m, ro| Writes::UnlessReadOnly.required(m, ro);
+    assert_eq!(required(Some("tools/list"), None), &[READ_SCOPE]);
+    assert_eq!(required(Some("tools/call"), Some(true)), &[READ_SCOPE]);
     assert_eq!(
-        required_scopes(Some("tools/call"), Some(true)),
-        &[READ_SCOPE]
-    );
-    assert_eq!(
-        required_scopes(Some("tools/call"), Some(false)),
+        required(Some("tools/call"), Some(false)),
         &[READ_SCOPE, WRITE_SCOPE]
     );
     assert_eq!(
-        required_scopes(Some("tools/call"), None),
+        required(Some("tools/call"), None),
         &[READ_SCOPE, WRITE_SCOPE]
     );
-    assert_eq!(required_scopes(None, None), &[READ_SCOPE]);
+    assert_eq!(required(None, None), &[READ_SCOPE]);
+    assert_eq!(Writes::UnlessReadOnly.basic(), &[READ_SCOPE]);
     let doc = server().metadata_document();
     assert_eq!(doc["resource"], RESOURCE);
     assert_eq!(doc["authorization_servers"], json!([ISSUER]));
     assert_eq!(doc["scopes_supported"], json!([READ_SCOPE]));
+}
+
+#[test]
+fn where_every_call_writes_a_read_only_hint_grants_nothing() {
+    let required = |m, ro| Writes::EveryCall.required(m, ro);
+    for hint in [Some(true), Some(false), None] {
+        assert_eq!(
+            required(Some("tools/call"), hint),
+            &[READ_SCOPE, WRITE_SCOPE]
+        );
+    }
+    assert_eq!(required(Some("tools/list"), None), &[READ_SCOPE]);
+    assert_eq!(Writes::EveryCall.basic(), &[READ_SCOPE, WRITE_SCOPE]);
 }
 
 #[test]

@@ -1,5 +1,7 @@
 //! nginx as the tests' balancer: one process of its own per test, its config, pid and
 //! logs in the test's folder, round robin over loopback upstreams, stopped when dropped.
+//! As a tap ([`start_tap`]), one upstream and the `Authorization` header of every request
+//! it passes on written down, so a test sees what credential reached a server.
 
 use std::{
     path::{Path, PathBuf},
@@ -66,8 +68,40 @@ pub fn free_port() -> u16 {
 
 /// nginx round-robin over `upstreams` (loopback ports), `/mcp` proxied to them.
 pub fn start_nginx(dir: &Path, upstreams: &[u16]) -> Nginx {
+    start(&dir.join("nginx"), upstreams, "")
+}
+
+/// The access log of a tap: one line per request, its `Authorization` header as it came
+/// (`-` when there was none).
+pub const TAP_LOG: &str = "authorization.log";
+
+/// nginx in front of the server at `upstream` (a loopback port), in `dir/tap`, writing
+/// the `Authorization` header of each request to [`TAP_LOG`] ([`Nginx::authorizations`]).
+pub fn start_tap(dir: &Path, upstream: u16) -> Nginx {
+    let logs = dir.join("tap");
+    let format = format!(
+        "log_format tap '$http_authorization';\n  access_log {}/{TAP_LOG} tap;",
+        logs.display()
+    );
+    start(&logs, &[upstream], &format)
+}
+
+impl Nginx {
+    /// A tap's lines: the `Authorization` header of every request, in order.
+    pub fn authorizations(&self) -> Vec<String> {
+        std::fs::read_to_string(self.dir.join(TAP_LOG))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+/// nginx in `dir` over `upstreams`, with `logging` (log formats and access logs) added to
+/// its `http` block.
+fn start(dir: &Path, upstreams: &[u16], logging: &str) -> Nginx {
     let nginx = nginx_binary();
-    let dir = dir.join("nginx");
+    let dir = dir.to_path_buf();
     std::fs::create_dir_all(&dir).unwrap();
     let port = free_port();
     let servers: String = upstreams
@@ -85,6 +119,7 @@ error_log {d}/error.log info;
 events {{ worker_connections 64; }}
 http {{
   access_log {d}/access.log;
+  {logging}
   client_body_temp_path {d}/client_body;
   proxy_temp_path {d}/proxy;
   fastcgi_temp_path {d}/fastcgi;

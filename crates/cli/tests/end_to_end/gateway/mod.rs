@@ -15,10 +15,14 @@
 //!   list marked the same for every caller);
 //! - `replicas.rs`: two gateways sharing one state store and one ledger, directly and
 //!   behind nginx, in SQLite and in a real PostgreSQL (`common/postgres.rs`);
-//! - `database.rs`: the PostgreSQL store going away and coming back.
+//! - `database.rs`: the PostgreSQL store going away and coming back;
+//! - `oauth.rs`: `--oauth-issuer` in front (the host signing in through oidc-provider,
+//!   the refusals, the approval state bound to the OAuth caller), and the client's token
+//!   never reaching the server behind.
 
 mod database;
 mod inspector;
+mod oauth;
 mod python_sdk;
 mod replicas;
 mod robust;
@@ -309,4 +313,12 @@ pub fn last_line_of<'a>(lines: &'a [Value], tool: &str) -> &'a Value {
         .rev()
         .find(|l| l["tool"] == tool)
         .unwrap_or_else(|| panic!("no ledger line for {tool}: {lines:#?}"))
+}
+
+/// A ledger line of a call the person approved through their client, as `caller`.
+pub fn assert_approved_in_the_client(line: &Value, caller: &str) {
+    assert_eq!(line["decision"], "asked", "{line}");
+    assert_eq!(line["answer"], "yes", "{line}");
+    assert_eq!(line["by"], "person via client", "{line}");
+    assert_eq!(line["caller"], caller, "{line}");
 }

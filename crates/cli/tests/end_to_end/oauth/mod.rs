@@ -9,7 +9,8 @@
 //! authorization server down), [`issuer_change`] (the protected resource moves to another
 //! authorization server), [`keychain`] (no keychain running), [`bad_input`] (forged
 //! redirects and the authorization server's bad answers), [`resource_server`] (the
-//! reference server's side).
+//! reference server's side). The gateway's OAuth tests (`gateway::oauth`) share this
+//! world, with the gateway as the protected resource.
 
 mod bad_input;
 mod issuer_change;
@@ -37,10 +38,10 @@ use crate::{
 
 /// The access tokens' lifetime at the authorization server, in seconds: short, so that a
 /// refresh comes within the test.
-const ACCESS_TOKEN_TTL: u64 = 3;
+pub(crate) const ACCESS_TOKEN_TTL: u64 = 3;
 
 /// The authorization server, started on a free port. `env` configures it (as.mjs's header).
-fn authorization_server(env: &[(&str, &str)]) -> Process {
+pub(crate) fn authorization_server(env: &[(&str, &str)]) -> Process {
     let script = repo_root().join("tests/oauth/as.mjs");
     assert!(
         repo_root()
@@ -61,7 +62,7 @@ fn authorization_server(env: &[(&str, &str)]) -> Process {
 }
 
 /// The events the authorization server logged (register, authorize, token, …), in order.
-fn events(server: &Process, kind: &str) -> Vec<Value> {
+pub(crate) fn events(server: &Process, kind: &str) -> Vec<Value> {
     server
         .records()
         .into_iter()
@@ -96,12 +97,16 @@ fn protected_support(issuer: &str, address: &str) -> Process {
     .serving(Stream::Stderr, "listening on ", LIMIT)
 }
 
-/// One test's world: the authorization server, the protected support server, a servers
-/// file naming it (and the stdio CMDB beside it), and a data folder for the sign-ins.
-struct World {
-    issuer: Process,
-    support: Process,
-    bed: Bed,
+/// One test's world: the authorization server, the protected resource (the support
+/// server, or a gateway in front of it), a servers file naming it (and the stdio CMDB
+/// beside it), and a data folder for the sign-ins.
+pub(crate) struct World {
+    pub(crate) issuer: Process,
+    /// The protected resource.
+    pub(crate) support: Process,
+    pub(crate) bed: Bed,
+    /// The protected resource's name in the servers file.
+    name: &'static str,
 }
 
 impl World {
@@ -120,13 +125,24 @@ impl World {
     /// The world of this authorization server and this server as `support`, whose entry's
     /// `oauth` object has `oauth`'s members too.
     fn around(issuer: Process, support: Process, credential_store: &str, oauth: Value) -> World {
+        World::named("support", issuer, support, credential_store, oauth)
+    }
+
+    /// As [`World::around`], the protected resource named `name` in the servers file.
+    pub(crate) fn named(
+        name: &'static str,
+        issuer: Process,
+        support: Process,
+        credential_store: &str,
+        oauth: Value,
+    ) -> World {
         let mut settings = json!({"allowPrivateAddresses": true});
         for (k, v) in oauth.as_object().into_iter().flatten() {
             settings[k] = v.clone();
         }
         let bed = Bed::new(
             json!({
-                "support": {"url": support.url, "oauth": settings},
+                name: {"url": support.url, "oauth": settings},
                 "cmdb": builtin_server("cmdb", json!({})),
             }),
             json!({"credentialStore": credential_store, "signInTimeoutMs": 60_000}),
@@ -135,6 +151,7 @@ impl World {
             issuer,
             support,
             bed,
+            name,
         }
     }
 
@@ -160,12 +177,10 @@ impl World {
 
     /// The store's document (`Null` when there is none).
     fn store_document(&self) -> Value {
-        self.store_bytes().map_or(Value::Null, |b| {
-            serde_json::from_slice(&b).expect("the store is JSON")
-        })
+        store_document_in(&self.data_dir())
     }
 
-    fn data_dir(&self) -> PathBuf {
+    pub(crate) fn data_dir(&self) -> PathBuf {
         self.bed.path().join("data")
     }
 
@@ -180,12 +195,12 @@ impl World {
 
     /// The sign-in store's file.
     fn credentials(&self) -> PathBuf {
-        self.data_dir().join("gatehouse/oauth/credentials.json")
+        credentials_in(&self.data_dir())
     }
 
     /// `gatehouse ARGS… --config FILE` with the world's data folder and browser, bounded,
     /// and no session bus (so no keychain).
-    fn run(&self, args: &[&str], env: &[(&str, &str)]) -> Ran {
+    pub(crate) fn run(&self, args: &[&str], env: &[(&str, &str)]) -> Ran {
         self.run_under(&[], args, env)
     }
 
@@ -233,8 +248,8 @@ impl World {
             .wait(Duration::from_secs(90))
     }
 
-    fn login(&self) -> Ran {
-        self.run(&["auth", "login", "support", "--open"], &[])
+    pub(crate) fn login(&self) -> Ran {
+        self.run(&["auth", "login", self.name, "--open"], &[])
     }
 
     /// `gatehouse ask "Draft a reply to ticket ID" --yes --json`.
@@ -258,38 +273,60 @@ impl World {
 
     /// The kept tokens' values (access and refresh), read from the store, so that the
     /// test can look for them where they must not be.
-    fn kept_tokens(&self) -> Vec<String> {
+    pub(crate) fn kept_tokens(&self) -> Vec<String> {
         self.kept_tokens_of("")
     }
 
     /// As [`World::kept_tokens`], of the sign-ins at the issuer `issuer` only (every
     /// sign-in when it is empty).
     fn kept_tokens_of(&self, issuer: &str) -> Vec<String> {
-        let file = self.store_document();
-        let mut out = Vec::new();
-        for secret in file["secrets"]
-            .as_object()
-            .into_iter()
-            .flatten()
-            .filter(|(name, _)| name.starts_with("tokens ") && name.ends_with(issuer))
-            .map(|(_, v)| v)
-        {
-            let tokens: Value = secret
-                .as_str()
-                .and_then(|s| serde_json::from_str(s).ok())
-                .unwrap_or_default();
-            for key in ["access_token", "refresh_token"] {
-                if let Some(t) = tokens[key].as_str() {
-                    out.push(t.to_owned());
-                }
-            }
-        }
-        out
+        tokens_kept(
+            &self.store_document(),
+            issuer,
+            &["access_token", "refresh_token"],
+        )
     }
 }
 
+/// The sign-in store's file under the data folder `data`.
+fn credentials_in(data: &Path) -> PathBuf {
+    data.join("gatehouse/oauth/credentials.json")
+}
+
+/// The sign-in store's document under the data folder `data` (`Null` when there is none).
+pub(crate) fn store_document_in(data: &Path) -> Value {
+    std::fs::read(credentials_in(data)).map_or(Value::Null, |b| {
+        serde_json::from_slice(&b).expect("the store is JSON")
+    })
+}
+
+/// The values of the tokens named `keys` (`access_token`, `refresh_token`) a store's
+/// `document` keeps, of the sign-ins at the issuer `issuer` only (every sign-in when it
+/// is empty).
+pub(crate) fn tokens_kept(document: &Value, issuer: &str, keys: &[&str]) -> Vec<String> {
+    let mut out = Vec::new();
+    for secret in document["secrets"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(name, _)| name.starts_with("tokens ") && name.ends_with(issuer))
+        .map(|(_, v)| v)
+    {
+        let tokens: Value = secret
+            .as_str()
+            .and_then(|s| serde_json::from_str(s).ok())
+            .unwrap_or_default();
+        for key in keys {
+            if let Some(t) = tokens[key].as_str() {
+                out.push(t.to_owned());
+            }
+        }
+    }
+    out
+}
+
 /// No token value appears in what the runs printed.
-fn assert_no_token_in(runs: &[&Ran], tokens: &[String]) {
+pub(crate) fn assert_no_token_in(runs: &[&Ran], tokens: &[String]) {
     assert!(!tokens.is_empty(), "there are tokens to look for");
     for ran in runs {
         for token in tokens {
@@ -326,7 +363,7 @@ async fn post_form(
 }
 
 /// A token request to the authorization server: its status and JSON answer.
-async fn token_request(
+pub(crate) async fn token_request(
     issuer: &str,
     pairs: &[(&str, &str)],
     basic: Option<(&str, &str)>,
