@@ -36,7 +36,7 @@ import os
 import sys
 from typing import Any
 
-from peer_json import dump, typed
+from peer_json import dump, innermost, typed
 
 import httpx2
 import mcp_types as types
@@ -167,10 +167,7 @@ async def main() -> int:
     except BaseException as e:  # a test peer reports, it does not trace back
         if isinstance(e, (KeyboardInterrupt, SystemExit)):
             raise
-        inner = e
-        while isinstance(inner, BaseExceptionGroup) and inner.exceptions:
-            inner = inner.exceptions[0]
-        out["error"] = f"{type(inner).__name__}: {inner}"
+        out["error"] = innermost(e)
         rc = 2
     out["elicitations"] = elicitations
     out["progress"] = progress
