@@ -18,6 +18,14 @@ export async function launch(prefix, viewport) {
       "--disable-background-networking", "--disable-component-update", "--disable-sync",
     ],
   });
-  context.on("close", () => rmSync(profile, { recursive: true, force: true }));
+  // Chromium may still be writing its profile as the context closes: retried, and never
+  // a failure of the test.
+  context.on("close", () => {
+    try {
+      rmSync(profile, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
+    } catch (e) {
+      console.error(`could not remove the profile ${profile}: ${e.message}`);
+    }
+  });
   return context;
 }

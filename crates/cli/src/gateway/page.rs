@@ -47,15 +47,19 @@ struct Pages {
     tokens: Arc<Tokens>,
     /// The cookie's `Path`: the base URL's path and [`APPROVE_PATH`].
     cookie_path: String,
+    /// The base URL's origin: a POST that names another is refused.
+    origin: String,
 }
 
 /// The page's routes, for the gateway's HTTP listener.
 pub fn routes(page: Page, tokens: Arc<Tokens>) -> Router {
-    let base_path = base_path_of(page.settings().base());
+    let base = page.settings().base().to_owned();
+    let base_path = base_path_of(&base);
     let state = Arc::new(Pages {
         page,
         tokens,
         cookie_path: format!("{base_path}{APPROVE_PATH}"),
+        origin: base[..base.len() - base_path.len()].to_owned(),
     });
     Router::new()
         .route(&format!("{APPROVE_PATH}/{{id}}"), get(show).post(decide))
@@ -93,7 +97,15 @@ async fn show(
 }
 
 /// POST `…/sign-in`: a bearer token from the tokens file opens a session.
-async fn sign_in(State(pages): State<Arc<Pages>>, Path(id): Path<String>, body: Bytes) -> Response {
+async fn sign_in(
+    State(pages): State<Arc<Pages>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if let Some(refused) = pages.foreign(&headers) {
+        return refused;
+    }
     let token = field(&body, "token").unwrap_or_default();
     let Some(caller) = pages.tokens.caller_for(token.trim()) else {
         return sign_in_page(
@@ -132,6 +144,9 @@ async fn decide(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    if let Some(refused) = pages.foreign(&headers) {
+        return refused;
+    }
     let session = match pages.session(&headers).await {
         Ok(Some(session)) => session,
         Ok(None) => return sign_in_page(StatusCode::UNAUTHORIZED, &id, "Sign in first."),
@@ -177,6 +192,23 @@ async fn decide(
 }
 
 impl Pages {
+    /// A POST from a page of another origin (a browser names it in `Origin`) is refused:
+    /// no other site can sign a person in, or decide for them.
+    fn foreign(&self, headers: &HeaderMap) -> Option<Response> {
+        let origin = headers.get(header::ORIGIN)?;
+        if origin
+            .to_str()
+            .is_ok_and(|o| o.eq_ignore_ascii_case(&self.origin))
+        {
+            return None;
+        }
+        Some(message(
+            StatusCode::FORBIDDEN,
+            "Refused",
+            "This form was sent from another site: nothing was done.",
+        ))
+    }
+
     /// The session of the request's cookie, if it has a live one.
     async fn session(&self, headers: &HeaderMap) -> Result<Option<Session>, String> {
         let cookie = headers
@@ -301,14 +333,15 @@ fn html(status: StatusCode, title: &str, body: &str) -> Response {
 }
 
 /// The headers every page answer carries: no script, no framing (an Approve button
-/// cannot be clicked through another site), no caching, no referrer.
+/// cannot be clicked through another site), no caching, no referrer to other sites.
 fn secured(mut response: Response) -> Response {
     let h = response.headers_mut();
     for (name, value) in [
         (header::CONTENT_SECURITY_POLICY, CSP),
         (header::X_FRAME_OPTIONS, "DENY"),
         (header::CACHE_CONTROL, "no-store"),
-        (header::REFERRER_POLICY, "no-referrer"),
+        // Not `no-referrer`: with it a browser sends `Origin: null` on the page's own forms.
+        (header::REFERRER_POLICY, "same-origin"),
         (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
     ] {
         h.insert(name, HeaderValue::from_static(value));

@@ -405,6 +405,17 @@ pub async fn a_decision_on_one_replicas_page_lets_round_two_run_on_the_other(bac
         );
     }
     assert_eq!(decide_over_http(&url, "deny").await, 409, "decided once");
+    // Another site's form cannot sign anyone in.
+    let foreign = reqwest::Client::new()
+        .post(format!("{url}/sign-in"))
+        .header("origin", "https://evil.example")
+        .header("content-type", FORM)
+        .body(form_body(&[("token", SAM_TOKEN)]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(foreign.status(), 403);
+    assert!(foreign.headers().get("set-cookie").is_none());
     let lines = shared.ledger();
     let yes: Vec<&Value> = lines.iter().filter(|l| l["answer"] == "yes").collect();
     assert_eq!(yes.len(), 1, "{lines:#?}");
