@@ -26,7 +26,7 @@ apt_install() {
 
 # ---------------------------------------------------------------------------------------
 # browser: Debian's Chromium and the npm project in tests/browser (playwright-core, driven
-# by crates/cli/tests/end_to_end/lab_browser.rs). Playwright's own browser download is never used.
+# by crates/cli/tests/end_to_end/lab_browser.rs and gateway/page.rs). Playwright's own browser download is never used.
 # ---------------------------------------------------------------------------------------
 install_browser() {
   apt_install chromium

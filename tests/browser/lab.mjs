@@ -4,17 +4,15 @@
 //   node tests/browser/lab.mjs <lab URL with token> [recording.jsonl] [screenshot dir]
 //
 // Exits 0 when every check passed; prints the failing check and exits 1 otherwise.
-import { mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { chromium } from "playwright-core";
+import { launch } from "./chromium.mjs";
 
 const [url, recording, shots = "target/lab-screenshots"] = process.argv.slice(2);
 if (!url) {
   console.error("usage: node lab.mjs <lab URL> [recording.jsonl] [screenshot dir]");
   process.exit(2);
 }
-const executablePath = process.env.CHROMIUM || "/usr/bin/chromium";
 mkdirSync(shots, { recursive: true });
 // Only this run's screenshots stay in the folder.
 for (const f of readdirSync(shots)) if (f.endsWith(".png")) rmSync(join(shots, f), { force: true });
@@ -24,16 +22,7 @@ let n = 0;
 const log = (...a) => console.log("[lab.mjs]", ...a);
 
 // A fresh profile every run (Playwright passes it as --user-data-dir).
-const profile = mkdtempSync(join(tmpdir(), "lab-chromium-"));
-const browser = await chromium.launchPersistentContext(profile, {
-  executablePath,
-  headless: true,
-  viewport: { width: 1440, height: 1000 },
-  args: [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-  ],
-});
+const browser = await launch("lab-chromium-", { width: 1440, height: 1000 });
 const page = browser.pages()[0] || await browser.newPage();
 const problems = [];
 page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
@@ -236,7 +225,6 @@ try {
   check(problems.length === 0, `no errors on the page${problems.length ? ": " + problems.join("; ") : ""}`);
   log("all checks passed");
   await browser.close();
-  rmSync(profile, { recursive: true, force: true });
   process.exit(0);
 } catch (err) {
   console.error("[lab.mjs] FAILED:", err.message);

@@ -1,5 +1,6 @@
-"""What the Python client peers (py_mcp_client.py, fastmcp_tasks_client.py) share: the
-person's answers to a form, typed as the form's schema asks, and SDK models as JSON."""
+"""What the Python client peers (py_mcp_client.py, py_url_client.py,
+fastmcp_tasks_client.py) share: the person's answers to a form, typed as the form's
+schema asks, SDK models as JSON, and a failure as one line."""
 
 from typing import Any
 
@@ -26,3 +27,11 @@ def typed(value: str, prop: dict) -> Any:
     if kind == "array":
         return [v for v in value.split(",") if v]
     return value
+
+
+def innermost(e: BaseException) -> str:
+    """A failure as one line: the first of an exception group's, as deep as it goes."""
+    inner = e
+    while isinstance(inner, BaseExceptionGroup) and inner.exceptions:
+        inner = inner.exceptions[0]
+    return f"{type(inner).__name__}: {inner}"

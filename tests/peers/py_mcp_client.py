@@ -41,7 +41,7 @@ import os
 import sys
 from typing import Any
 
-from peer_json import dump, typed
+from peer_json import dump, innermost, typed
 import py_oauth
 
 import httpx2
@@ -180,10 +180,7 @@ async def main() -> int:
     except BaseException as e:  # a test peer reports, it does not trace back
         if isinstance(e, (KeyboardInterrupt, SystemExit)):
             raise
-        inner = e
-        while isinstance(inner, BaseExceptionGroup) and inner.exceptions:
-            inner = inner.exceptions[0]
-        out["error"] = f"{type(inner).__name__}: {inner}"
+        out["error"] = innermost(e)
         rc = 2
     if person is not None:
         await person.close()

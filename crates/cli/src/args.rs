@@ -84,6 +84,16 @@ pub struct GatewayArgs {
     /// table there too).
     #[arg(long, value_name = "FILE|URL")]
     pub state: Option<String>,
+    /// Ask clients that cannot show a form (only URL questions) on an approval page of
+    /// this listener's own, which people reach at this base URL (http:// or https://,
+    /// e.g. https://gw.example.com); they sign in there with their bearer token. Needs
+    /// --http and --tokens. Without it such clients are refused where the policy asks.
+    #[arg(long, value_name = "URL", requires = "tokens")]
+    pub approval_page: Option<String>,
+    /// How long one round of a 2026-07-28 call waits for the decision on the approval
+    /// page before it asks again with the same URL (1 to 120; default 20).
+    #[arg(long, value_name = "SECONDS", requires = "approval_page")]
+    pub approval_page_wait: Option<u64>,
     #[command(flatten)]
     pub screen: ScreenArgs,
 }

@@ -1,13 +1,16 @@
 //! `gatehouse gateway`: the library's gateway served on stdio or Streamable HTTP. Who
 //! calls is decided here: over HTTP the bearer token's caller (the reference servers'
 //! tokens file, or with `--oauth-issuer` an OAuth access token's user and organization,
-//! through their HTTP layer, `gatehouse_servers::http`), on stdio the local user.
+//! through their HTTP layer, `gatehouse_servers::http`), on stdio the local user; the
+//! approval page's routes and HTML are `gateway/page.rs`.
 
-use std::sync::Arc;
+mod page;
+
+use std::{sync::Arc, time::Duration};
 
 use gatehouse::{
     config::{Config, Identity},
-    gateway::{CallerOf, Gateway, Store, store::Location},
+    gateway::{CallerOf, Gateway, PageSettings, Store, store::Location},
     ledger::Ledger,
     trace::Trace,
 };
@@ -25,7 +28,7 @@ pub const STATE_FILE: &str = "gateway.db";
 
 /// A caller as the gateway names it: `user@tenant`, each part JSON-quoted when it holds
 /// an `@`, so no user can pass for another pair.
-fn named(caller: &Caller) -> String {
+pub(crate) fn named(caller: &Caller) -> String {
     let part = |s: &str| {
         if s.contains('@') || s.contains('"') {
             serde_json::json!(s).to_string()
@@ -59,6 +62,14 @@ pub async fn run(args: GatewayArgs) -> anyhow::Result<()> {
         Some(text) => Location::parse(text).map_err(anyhow::Error::msg)?,
         None => Location::File(gatehouse::config::state_dir().join(STATE_FILE)),
     };
+    // Checked before anything starts; clap has made sure --tokens (and so --http) is given.
+    let page = match &args.approval_page {
+        Some(base) => Some(
+            PageSettings::parse(base, args.approval_page_wait.map(Duration::from_secs))
+                .map_err(anyhow::Error::msg)?,
+        ),
+        None => None,
+    };
     let store = Store::open(&state, ledger.clone())
         .await
         .map_err(anyhow::Error::msg)?;
@@ -73,7 +84,7 @@ pub async fn run(args: GatewayArgs) -> anyhow::Result<()> {
     let Some(addr) = args.http else {
         let me = named(&local);
         let caller_of: CallerOf = Arc::new(move |_| me.clone());
-        let gateway = Gateway::start(&config, store, trace, caller_of)
+        let gateway = Gateway::start(&config, store, trace, caller_of, None)
             .await
             .map_err(anyhow::Error::msg)?;
         let service = gateway.clone().serve(rmcp::transport::stdio()).await?;
@@ -101,10 +112,30 @@ pub async fn run(args: GatewayArgs) -> anyhow::Result<()> {
     let default = auth.default_caller();
     let caller_of: CallerOf =
         Arc::new(move |context| named(&Caller::of_request(&default, context)));
-    let gateway = Gateway::start(&config, store, trace, caller_of)
+    let gateway = Gateway::start(&config, store, trace, caller_of, page)
         .await
         .map_err(anyhow::Error::msg)?;
-    let served = http::serve(gateway.clone(), auth, SessionAccess::AnyCaller, &options).await;
+    // The page signs in with the tokens file's tokens (required with --approval-page),
+    // beside OAuth too.
+    let pages = match (gateway.page(), &auth) {
+        (Some(p), Auth::Tokens(tokens) | Auth::OAuth(_, Some(tokens))) => {
+            eprintln!(
+                "approval page: {}{}/…",
+                p.settings().base(),
+                gatehouse::gateway::page::APPROVE_PATH
+            );
+            page::routes(p.clone(), tokens.clone())
+        }
+        _ => axum::Router::new(),
+    };
+    let served = http::serve_with(
+        gateway.clone(),
+        auth,
+        SessionAccess::AnyCaller,
+        &options,
+        pages,
+    )
+    .await;
     gateway.shutdown().await;
     served
 }

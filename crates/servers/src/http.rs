@@ -239,6 +239,22 @@ pub async fn serve<S>(
 where
     S: rmcp::ServerHandler + Clone + Send + Sync + 'static,
 {
+    serve_with(server, auth, access, options, Router::new()).await
+}
+
+/// [`serve`], with `pages` served beside the MCP endpoint: outside its bearer-token
+/// check (they authenticate people their own way, e.g. the gateway's approval page),
+/// inside the connection bounds and the drain on shutdown.
+pub async fn serve_with<S>(
+    server: S,
+    auth: Auth,
+    access: SessionAccess,
+    options: &HttpOptions,
+    pages: Router,
+) -> anyhow::Result<()>
+where
+    S: rmcp::ServerHandler + Clone + Send + Sync + 'static,
+{
     let limits = &options.limits;
     let max_connections =
         connections::max_connections(limits.max_connections, connections::open_file_limit())?;
@@ -297,6 +313,7 @@ where
     let mut app = Router::new()
         .route_service(MCP_PATH, service)
         .layer(middleware::from_fn_with_state(gate, authenticate))
+        .merge(pages)
         .layer(middleware::from_fn_with_state(tracker.clone(), bound));
     if let Some(rs) = &oauth {
         // Outside the authentication layer: metadata is for clients that have no token yet.

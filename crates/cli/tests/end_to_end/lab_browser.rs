@@ -8,43 +8,14 @@
 
 use crate::common;
 
-use std::{
-    path::{Path, PathBuf},
-    process::Command,
-    time::{Duration, Instant},
+use std::{path::Path, process::Command, time::Instant};
+
+use common::{
+    browser::{SCRIPT_LIMIT, chromium, require_peers, screenshots},
+    process::Spawn,
+    repo_root, seed_run,
 };
-
-use common::{process::Spawn, repo_root, seed_run};
 use serde_json::json;
-
-/// The longest the browser script may take.
-const SCRIPT_LIMIT: Duration = Duration::from_secs(240);
-
-fn chromium() -> PathBuf {
-    std::env::var_os("CHROMIUM")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"))
-}
-
-/// Fail loudly, with the fix, when a peer the test drives is missing.
-fn require_peers(root: &Path) {
-    let fix = "run scripts/install-test-peers.sh (it installs Debian's chromium and runs npm ci in tests/browser)";
-    let node = Command::new("node").arg("--version").output();
-    assert!(
-        node.is_ok_and(|o| o.status.success()),
-        "node is missing: {fix}"
-    );
-    assert!(
-        chromium().exists(),
-        "Chromium is missing at {}: {fix}",
-        chromium().display()
-    );
-    assert!(
-        root.join("tests/browser/node_modules/playwright-core/package.json")
-            .exists(),
-        "playwright-core is missing in tests/browser/node_modules: {fix}"
-    );
-}
 
 /// A servers file: the three reference servers and the testbed (for a slow call, and a
 /// call that goes on as a task).
@@ -87,10 +58,7 @@ fn the_lab_works_in_a_real_browser() {
 
     let lab = common::serve::lab(&["--config", &config]);
 
-    let shots = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target"))
-        .join("lab-screenshots");
+    let shots = screenshots(&root, "lab-screenshots");
     let started = Instant::now();
     let mut script = Command::new("node");
     script

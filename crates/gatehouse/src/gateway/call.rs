@@ -3,22 +3,27 @@
 //! [`Gate::judge`](crate::gate::Gate::judge) then
 //! [`Gate::settle`](crate::gate::Gate::settle)); an older client is asked in the middle
 //! of its call with `elicitation/create` ([`ClientPerson`]), between the same two halves.
-//! A client that cannot show a form is refused, and the ledger says nobody answered. Either way the answer comes only from the
-//! form the gateway sent, and a server's own questions go to the same client.
+//! A client that takes only URL questions is sent to the approval page (`call/paged.rs`)
+//! if one is set up; one that cannot be asked is refused, and the ledger says nobody
+//! answered. Either way the answer comes only from the form or the page the gateway
+//! asked with, and a server's own questions go to the same client.
 
 use rmcp::{
     ErrorData, RoleServer,
     model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequest,
-        ElicitRequestParams, ElicitResult, InputRequest, InputRequests, InputRequiredResult,
-        InputResponses, JsonObject, ProtocolVersion,
+        ElicitResult, InputRequest, InputRequests, InputRequiredResult, InputResponses, JsonObject,
+        ProtocolVersion,
     },
-    service::{Peer, RequestContext},
+    service::RequestContext,
 };
 use serde_json::json;
 
+mod paged;
+
 use super::{
     Gateway,
+    client::{Asking, ClientPerson},
     confirm::{self, APPROVE_KEY, Bound, Sealed},
 };
 use crate::{
@@ -26,7 +31,7 @@ use crate::{
     dispatch::{self, Answered, CallEnd, Relayed},
     gate::{Admission, Proposal},
     model::ToolCall,
-    person::{self, AnsweredBy, Approval, ApprovalRequest, Person},
+    person::{self, AnsweredBy, Approval},
     text,
     trace::Who,
 };
@@ -44,6 +49,7 @@ pub(crate) struct Call<'a> {
     state: Option<String>,
     responses: InputResponses,
     modern: bool,
+    asking: Asking,
     step: u64,
     trace_id: String,
 }
@@ -71,6 +77,7 @@ impl<'a> Call<'a> {
             modern: context
                 .protocol_version()
                 .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str()),
+            asking: Asking::of(context, gw.page()),
             step,
             trace_id,
         }
@@ -91,6 +98,11 @@ impl<'a> Call<'a> {
             None => self.first().await,
             Some(state) => self.again(&state).await,
         }
+    }
+
+    /// The person behind this call's client, for older revisions' questions.
+    fn person(&self) -> ClientPerson {
+        ClientPerson::of(self.context, self.asking.clone(), &self.caller)
     }
 
     fn proposal<'p>(&'p self, confirmation: Option<&'p str>) -> Proposal<'p> {
@@ -138,20 +150,21 @@ impl<'a> Call<'a> {
             let admitted = gate.settle(&p, judged, None, live, trace).await;
             return self.admitted(admitted).await;
         };
-        if !can_ask(self.context) {
-            // No form can reach the person: written down as nobody's no.
+        if let Asking::Not(why) = self.asking {
+            // Neither a form nor the page can reach the person: written down as nobody's no.
             let _ = gate.settle(&p, judged, None, live, trace).await;
-            return Ok(failed(
-                "the policy asks the person before this call, and this client cannot show them a form; the call was not run"
-                    .into(),
-            ));
+            return Ok(failed(why.into()));
         }
         if !self.modern {
             // Older revisions: asked now, inside this call, as the host asks its person.
-            let person = ClientPerson::of(self.context);
+            let person = self.person();
             let approval = person::approve_call(&person, trace, &judged.proposed(), why).await;
             let admitted = gate.settle(&p, judged, Some(approval), live, trace).await;
             return self.admitted(admitted).await;
+        }
+        if let Asking::Page(page) = &self.asking {
+            let why = why.to_owned();
+            return self.ask_on_page(page, judged, &why).await;
         }
         trace.add(
             Who::Host,
@@ -194,6 +207,11 @@ impl<'a> Call<'a> {
             })?;
         match sealed {
             Sealed::Approve { nonce } => self.confirmed(&nonce).await,
+            Sealed::Page {
+                nonce,
+                confirmation,
+                rounds,
+            } => self.paged(&nonce, &confirmation, rounds).await,
             Sealed::Relay {
                 server_state,
                 rounds,
@@ -212,9 +230,28 @@ impl<'a> Call<'a> {
         }
     }
 
-    /// The person's answer to the gateway's form: decided again (the policy may have
-    /// changed), then settled with it; the confirmation is used up with its ledger line.
+    /// The person's answer to the gateway's form, settled as [`Call::answered`] does.
     async fn confirmed(&self, nonce: &str) -> Result<CallToolResponse, ErrorData> {
+        let answer = self
+            .responses
+            .get(APPROVE_KEY)
+            .and_then(|v| serde_json::from_value::<ElicitResult>(v.clone()).ok());
+        self.answered(nonce, "in their client", |may_remember| match &answer {
+            Some(a) => confirm::read_answer(a, may_remember),
+            None => Approval::once(false, AnsweredBy::Nobody),
+        })
+        .await
+    }
+
+    /// The person's answer (`approval`, given whether it may be remembered): the call
+    /// decided again (the policy may have changed), then settled with it; the
+    /// confirmation is used up with its ledger line.
+    async fn answered(
+        &self,
+        nonce: &str,
+        place: &str,
+        approval: impl FnOnce(bool) -> Approval,
+    ) -> Result<CallToolResponse, ErrorData> {
         let host = self.gw.host();
         let (gate, live, settings, trace) =
             (host.gate(), host.live(), host.settings(), host.trace());
@@ -223,19 +260,14 @@ impl<'a> Call<'a> {
             Ok(judged) => judged,
             Err(refused) => return self.admitted(refused).await,
         };
-        let answer = self
-            .responses
-            .get(APPROVE_KEY)
-            .and_then(|v| serde_json::from_value::<ElicitResult>(v.clone()).ok());
-        let approval = judged.asks().map(|_| match &answer {
-            Some(a) => confirm::read_answer(a, judged.proposed().may_remember),
-            None => Approval::once(false, AnsweredBy::Nobody),
-        });
+        let approval = judged
+            .asks()
+            .map(|_| approval(judged.proposed().may_remember));
         if let Some(approval) = approval {
             let said = if approval.yes { "yes" } else { "no" };
             trace.add(
                 Who::Person,
-                format!("{} said {said} in their client", self.caller),
+                format!("{} said {said} {place}", self.caller),
                 json!({"tool": self.call.name, "caller": self.caller}),
             );
         }
@@ -278,7 +310,7 @@ impl<'a> Call<'a> {
                 Relayed::Asks(asked) => return Ok(self.relay(asked, &tool, arguments, rounds + 1)),
             }
         } else {
-            let person = ClientPerson::of(self.context);
+            let person = self.person();
             let watch = dispatch::Watch {
                 person: &person,
                 trace,
@@ -318,7 +350,7 @@ impl<'a> Call<'a> {
                 "{server} asked for input the gateway does not pass on (only questions for the person are)"
             ));
         }
-        if !can_ask(self.context) {
+        if !self.asking.form() {
             return failed(format!(
                 "{server} asks the person a question, and this client cannot show them a form"
             ));
@@ -335,14 +367,6 @@ impl<'a> Call<'a> {
             .seal(&sealed, &self.bound(&self.fingerprint()));
         InputRequiredResult::new(asked.input_requests, Some(state)).into()
     }
-}
-
-/// Can the caller's client show the person a form?
-fn can_ask(context: &RequestContext<RoleServer>) -> bool {
-    context
-        .client_capabilities()
-        .and_then(|c| c.elicitation)
-        .is_some_and(|e| e.form.is_some() || e.url.is_none())
 }
 
 /// A failure as the caller reads it: a tool error.
@@ -374,59 +398,4 @@ fn finished(end: CallEnd) -> CallToolResult {
         ),
     };
     CallToolResult::error(vec![ContentBlock::text(text)])
-}
-
-/// The person, through the caller's own client, for clients on older revisions: the
-/// gateway's approval form and a server's questions, each as `elicitation/create` to
-/// that client, waited for at most [`confirm::CONFIRMATION_TTL`].
-pub(crate) struct ClientPerson {
-    peer: Peer<RoleServer>,
-    can_ask: bool,
-}
-
-impl ClientPerson {
-    fn of(context: &RequestContext<RoleServer>) -> ClientPerson {
-        ClientPerson {
-            peer: context.peer.clone(),
-            can_ask: can_ask(context),
-        }
-    }
-
-    async fn ask(&self, form: ElicitRequestParams) -> Option<ElicitResult> {
-        if !self.can_ask {
-            return None;
-        }
-        let asked = self.peer.create_elicitation(form);
-        match tokio::time::timeout(confirm::CONFIRMATION_TTL, asked).await {
-            Ok(Ok(answer)) => Some(answer),
-            _ => None,
-        }
-    }
-}
-
-impl Person for ClientPerson {
-    fn approve<'a>(
-        &'a self,
-        request: &'a ApprovalRequest,
-    ) -> futures::future::BoxFuture<'a, Approval> {
-        Box::pin(async move {
-            match self.ask(confirm::approval_form(request)).await {
-                Some(answer) => confirm::read_answer(&answer, request.may_remember),
-                None => Approval::once(false, AnsweredBy::Nobody),
-            }
-        })
-    }
-
-    fn elicit<'a>(
-        &'a self,
-        _server: &'a str,
-        request: &'a ElicitRequestParams,
-    ) -> futures::future::BoxFuture<'a, (ElicitResult, AnsweredBy)> {
-        Box::pin(async move {
-            match self.ask(request.clone()).await {
-                Some(answer) => (answer, AnsweredBy::Client),
-                None => (crate::person::decline(), AnsweredBy::Nobody),
-            }
-        })
-    }
 }

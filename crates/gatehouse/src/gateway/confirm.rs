@@ -38,6 +38,16 @@ pub enum Sealed {
         /// Random, 128 bits, as hex.
         nonce: String,
     },
+    /// The gateway asked the person on the approval page: the confirmation the page
+    /// decides, and the rounds asked so far; its nonce is used once, as an approval's.
+    Page {
+        /// Random, 128 bits, as hex.
+        nonce: String,
+        /// The page's confirmation id.
+        confirmation: String,
+        /// Rounds asked so far.
+        rounds: usize,
+    },
     /// A server asked the caller's client: its own state, echoed to it byte for byte,
     /// and the rounds relayed so far.
     Relay {
@@ -112,10 +122,7 @@ impl Confirmations {
 
     /// A new approval's state, with a fresh nonce.
     pub fn approve(&self, bound: &Bound<'_>) -> String {
-        let mut nonce = [0u8; 16];
-        rand::fill(&mut nonce);
-        let nonce = crate::digest::hex(&nonce);
-        self.seal(&Sealed::Approve { nonce }, bound)
+        self.seal(&Sealed::Approve { nonce: nonce() }, bound)
     }
 
     /// Seal `what` to `bound`.
@@ -136,6 +143,13 @@ impl Confirmations {
             .map_err(|e| e.to_string())?;
         serde_json::from_slice(&payload).map_err(|e| e.to_string())
     }
+}
+
+/// A fresh nonce: 128 random bits, as hex.
+pub fn nonce() -> String {
+    let mut nonce = [0u8; 16];
+    rand::fill(&mut nonce);
+    crate::digest::hex(&nonce)
 }
 
 /// The form that asks the person about a call: the exact call in the message, and a

@@ -3,13 +3,16 @@
 //! deny rule hides, and sends every `tools/call` through the same gate as a host's
 //! proposals (checks, rules, hooks, remembered approvals, pinned definitions, the
 //! ledger) and the same dispatch (time limits, cancellation). When the policy asks, the
-//! person is asked through their own client (`confirm.rs`); a server's own questions go
-//! to that client too, never answered by the gateway. Replicas share their state
+//! person is asked through their own client (`confirm.rs`, `client.rs`), or on the
+//! approval page for a client that takes only URL questions (`page.rs`); a server's own
+//! questions go to that client too, never answered by the gateway. Replicas share their state
 //! through the store (`store.rs`). How the caller is known (a bearer token, the local
 //! user) is the binary's business: it hands the gateway a [`CallerOf`].
 
 pub mod call;
+pub mod client;
 pub mod confirm;
+pub mod page;
 pub mod store;
 
 use std::sync::{
@@ -36,6 +39,7 @@ use crate::{
 };
 
 pub use confirm::{CONFIRMATION_TTL, Confirmations};
+pub use page::{Page, PageSettings};
 pub use store::Store;
 
 /// Who is calling, from a request: `user@tenant` as the binary knows it (a bearer
@@ -54,13 +58,15 @@ struct Inner {
     host: Host,
     confirmations: Confirmations,
     caller_of: CallerOf,
+    /// The approval page, when `--approval-page` set one up.
+    page: Option<Page>,
     /// Calls so far, for the ledger's step.
     calls: AtomicU64,
 }
 
 /// The person behind the servers' own `elicitation/create` outside any caller's call:
 /// nobody the gateway can reach, so every such question is declined (and said). A
-/// caller's calls are answered through [`call::ClientPerson`] instead.
+/// caller's calls are answered through [`client::ClientPerson`] instead.
 struct Unreachable;
 
 impl Person for Unreachable {
@@ -82,14 +88,17 @@ impl Person for Unreachable {
 
 impl Gateway {
     /// Start every server of `config`, with approvals, confirmations and the ledger kept
-    /// in `store`; `caller_of` names who calls.
+    /// in `store`; `caller_of` names who calls; with `page`, clients that take only URL
+    /// questions are asked on the approval page (its state in the same store).
     pub async fn start(
         config: &Config,
         store: Store,
         trace: Trace,
         caller_of: CallerOf,
+        page: Option<PageSettings>,
     ) -> Result<Gateway, String> {
         let key = store.sealing_key().await?;
+        let page = page.map(|settings| Page::new(settings, store.clone()));
         let confirmations = Confirmations::new(key, CONFIRMATION_TTL)?;
         let host = Host::start_keeping(config, Arc::new(Unreachable), trace, Arc::new(store)).await;
         Ok(Gateway {
@@ -97,6 +106,7 @@ impl Gateway {
                 host,
                 confirmations,
                 caller_of,
+                page,
                 calls: AtomicU64::new(0),
             }),
         })
@@ -120,6 +130,11 @@ impl Gateway {
                 tool
             })
             .collect()
+    }
+
+    /// The approval page, if one is set up: its routes are the binary's to serve.
+    pub fn page(&self) -> Option<&Page> {
+        self.inner.page.as_ref()
     }
 
     /// Close every server.

@@ -18,11 +18,15 @@
 //! - `database.rs`: the PostgreSQL store going away and coming back;
 //! - `oauth.rs`: `--oauth-issuer` in front (the host signing in through oidc-provider,
 //!   the refusals, the approval state bound to the OAuth caller), and the client's token
-//!   never reaching the server behind.
+//!   never reaching the server behind;
+//! - `page.rs`: the approval page, for a client that takes only URL questions (the
+//!   Python SDK client declaring `elicitation.url` alone, `tests/peers/py_url_client.py`),
+//!   in real headless Chromium (`tests/browser/gateway_page.mjs`), and across replicas.
 
 mod database;
 mod inspector;
 mod oauth;
+mod page;
 mod python_sdk;
 mod replicas;
 mod robust;
@@ -52,6 +56,11 @@ cases! {
     async replicas::a_confirmation_begun_on_one_replica_finishes_on_the_other_and_only_once: sqlite, postgres;
     replicas::behind_nginx_the_python_clients_two_rounds_land_on_two_replicas: sqlite, postgres;
     async replicas::a_replica_killed_in_the_middle_of_calls_loses_no_acknowledged_decision_and_doubles_none: sqlite, postgres;
+    page::a_url_only_client_is_sent_to_the_page_and_the_person_approves_in_chromium: auto, legacy;
+    page::the_person_denies_on_the_page_and_hostile_arguments_stay_text: auto;
+    page::an_answer_to_the_url_question_approves_nothing_by_itself: auto;
+    page::without_a_page_a_url_only_client_is_refused_and_told_why: auto;
+    async page::a_decision_on_one_replicas_page_lets_round_two_run_on_the_other: sqlite, postgres;
 }
 
 /// The call the rules ask about, and its arguments.
@@ -197,18 +206,30 @@ pub fn gateway_config(dir: &Path) -> String {
 /// `gatehouse gateway --http 127.0.0.1:0 --tokens FILE` on `config`, with `--state
 /// state` (a file or a URL); its stderr kept.
 pub fn start_gateway(dir: &Path, config: &str, state: &str) -> Process {
+    start_gateway_on(dir, config, state, "127.0.0.1:0", &[])
+}
+
+/// As [`start_gateway`], listening on `addr`, with `extra` flags.
+pub fn start_gateway_on(
+    dir: &Path,
+    config: &str,
+    state: &str,
+    addr: &str,
+    extra: &[&str],
+) -> Process {
     let tokens = tokens_file(dir);
-    let args = [
+    let mut args = vec![
         "gateway",
         "--config",
         config,
         "--http",
-        "127.0.0.1:0",
+        addr,
         "--tokens",
         tokens.to_str().unwrap(),
         "--state",
         state,
     ];
+    args.extend_from_slice(extra);
     Spawn::new(gatehouse_command(&args, &[]), "gatehouse gateway --http").serving(
         Stream::Stderr,
         "listening on ",

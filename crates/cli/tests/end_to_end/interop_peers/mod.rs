@@ -62,6 +62,12 @@ macro_rules! cases {
     (@ http) => {
         $crate::interop_peers::Transport::Http
     };
+    (@ auto) => {
+        "auto"
+    };
+    (@ legacy) => {
+        "legacy"
+    };
     (@ sqlite) => {
         $crate::gateway::Backing::Sqlite
     };

@@ -1,6 +1,7 @@
 //! The gateway's shared state in PostgreSQL (`--state postgres://…`), for replicas on
-//! several machines: the sealing key, callers' approvals, used confirmations, and the
-//! ledger itself as a table of lines chained by the ledger file's rules.
+//! several machines: the sealing key, callers' approvals, used confirmations, the
+//! approval page's confirmations and sessions (`postgres/page.rs`), and the ledger
+//! itself as a table of lines chained by the ledger file's rules.
 //!
 //! Each append is one transaction: the confirmation's nonce inserted under its unique
 //! key, the chain's head row read `FOR UPDATE` (every replica's appends wait their turn
@@ -17,6 +18,8 @@ use tokio::sync::Mutex;
 use tokio_postgres::{Client, Config, NoTls, config::SslMode};
 
 use super::{KEY_BYTES, STORE_TIMEOUT, USED};
+
+mod page;
 use crate::{
     approvals::{Remembered, Scope},
     ledger::{self, Bad, Chain, Entry, GENESIS, MAX_LINE_BYTES, Verified},
@@ -45,7 +48,9 @@ fn schema() -> String {
          CREATE TABLE IF NOT EXISTS gatehouse_ledger_head (id INTEGER PRIMARY KEY CHECK (id = 1),
              seq BIGINT NOT NULL, hash TEXT NOT NULL);
          INSERT INTO gatehouse_ledger_head (id, seq, hash) VALUES (1, 0, '{GENESIS}')
-             ON CONFLICT (id) DO NOTHING;"
+             ON CONFLICT (id) DO NOTHING;
+         {page}",
+        page = page::SCHEMA
     )
 }
 

@@ -1,6 +1,7 @@
 //! The gateway's shared state in one SQLite file (`--state FILE`, the default), for
 //! replicas on one machine: the sealing key, callers' approvals and used confirmations,
-//! and the ledger file beside it (its appends lock the file). Every call runs on a
+//! the approval page's confirmations and sessions (`sqlite/page.rs`), and the ledger
+//! file beside it (its appends lock the file). Every call runs on a
 //! blocking thread, never on the runtime's workers.
 
 use std::{
@@ -9,6 +10,8 @@ use std::{
 };
 
 use rusqlite::{Connection, params};
+
+mod page;
 
 use super::{KEY_BYTES, STORE_TIMEOUT};
 use crate::{
@@ -44,6 +47,7 @@ impl Sqlite {
              CREATE TABLE IF NOT EXISTS used_confirmations (nonce TEXT PRIMARY KEY, used_at TEXT NOT NULL);",
         )
         .map_err(shown)?;
+        db.execute_batch(page::SCHEMA).map_err(shown)?;
         if let Some(ledger) = &ledger {
             ledger.check()?;
         }

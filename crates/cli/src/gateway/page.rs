@@ -1,0 +1,414 @@
+//! The approval page's HTTP side, served beside the gateway's MCP endpoint
+//! (`--approval-page URL`): the sign-in with a bearer token (POSTed, never in a URL),
+//! a session cookie (HttpOnly, SameSite=Strict, a random id kept server-side as its
+//! digest), the call shown to the caller it is for, and Approve / Deny with the
+//! session's CSRF token. Every string of the call is escaped, and the page runs no
+//! script at all (its Content-Security-Policy allows none), so hostile text stays text.
+//! The state (confirmations, decisions, sessions) is the library's
+//! [`gatehouse::gateway::Page`], in the store the replicas share.
+
+use std::sync::Arc;
+
+use axum::{
+    Router,
+    body::Bytes,
+    extract::{DefaultBodyLimit, Path, State},
+    http::{HeaderMap, HeaderValue, StatusCode, header},
+    response::{IntoResponse, Response},
+    routing::{get, post},
+};
+use gatehouse::{
+    gateway::{
+        Page,
+        page::{self, APPROVE_PATH, Decided, Decision, Session, ShownCall},
+    },
+    text,
+};
+use gatehouse_servers::auth::Tokens;
+
+const PAGE_HTML: &str = include_str!("../../assets/gateway/page.html");
+const SIGN_IN_HTML: &str = include_str!("../../assets/gateway/sign_in.html");
+const CALL_HTML: &str = include_str!("../../assets/gateway/call.html");
+const MESSAGE_HTML: &str = include_str!("../../assets/gateway/message.html");
+
+/// The session cookie's name.
+const COOKIE: &str = "gatehouse_approval";
+/// The largest form body the page reads (a token, or a CSRF token and a decision).
+pub const MAX_FORM_BYTES: usize = 8 * 1024;
+/// Most characters of the arguments (and annotations) shown; the rest is cut, and said.
+pub const MAX_SHOWN_CHARS: usize = 100_000;
+/// The page's policy for the browser: no script, no frames, forms only to itself.
+const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; \
+                   frame-ancestors 'none'; base-uri 'none'";
+
+/// What the routes share.
+struct Pages {
+    page: Page,
+    tokens: Arc<Tokens>,
+    /// The cookie's `Path`: the base URL's path and [`APPROVE_PATH`].
+    cookie_path: String,
+    /// The base URL's origin: a POST that names another is refused.
+    origin: String,
+}
+
+/// The page's routes, for the gateway's HTTP listener.
+pub fn routes(page: Page, tokens: Arc<Tokens>) -> Router {
+    let base = page.settings().base().to_owned();
+    let base_path = base_path_of(&base);
+    let state = Arc::new(Pages {
+        page,
+        tokens,
+        cookie_path: format!("{base_path}{APPROVE_PATH}"),
+        origin: base[..base.len() - base_path.len()].to_owned(),
+    });
+    Router::new()
+        .route(&format!("{APPROVE_PATH}/{{id}}"), get(show).post(decide))
+        .route(&format!("{APPROVE_PATH}/{{id}}/sign-in"), post(sign_in))
+        .layer(DefaultBodyLimit::max(MAX_FORM_BYTES))
+        .with_state(state)
+}
+
+/// The path part of the base URL (checked when read), without a trailing `/`.
+fn base_path_of(base: &str) -> String {
+    let after_scheme = base.split_once("://").map_or(base, |(_, rest)| rest);
+    match after_scheme.find('/') {
+        Some(i) => after_scheme[i..].trim_end_matches('/').to_owned(),
+        None => String::new(),
+    }
+}
+
+/// GET: the call, to the caller it is for; the sign-in form to anyone not signed in.
+async fn show(
+    State(pages): State<Arc<Pages>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let session = match pages.session(&headers).await {
+        Ok(Some(session)) => session,
+        Ok(None) => return sign_in_page(StatusCode::OK, &id, ""),
+        Err(e) => return unavailable(&e),
+    };
+    match pages.page.pending(&id, &session.caller).await {
+        Ok(Some((call, Decision::Undecided))) => call_page(&id, &session, &call),
+        Ok(Some((_, decided))) => already(decided),
+        Ok(None) => not_found(),
+        Err(e) => unavailable(&e),
+    }
+}
+
+/// POST `…/sign-in`: a bearer token from the tokens file opens a session.
+async fn sign_in(
+    State(pages): State<Arc<Pages>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if let Some(refused) = pages.foreign(&headers) {
+        return refused;
+    }
+    let token = field(&body, "token").unwrap_or_default();
+    let Some(caller) = pages.tokens.caller_for(token.trim()) else {
+        return sign_in_page(
+            StatusCode::UNAUTHORIZED,
+            &id,
+            "That token is not one this gateway knows.",
+        );
+    };
+    let signed = match pages.page.sign_in(&super::named(&caller)).await {
+        Ok(signed) => signed,
+        Err(e) => return unavailable(&e),
+    };
+    let secure = if pages.page.secure() { "; Secure" } else { "" };
+    let cookie = format!(
+        "{COOKIE}={}; Path={}; HttpOnly; SameSite=Strict; Max-Age={}{secure}",
+        signed.cookie,
+        pages.cookie_path,
+        page::SESSION_TTL.as_secs()
+    );
+    let mut response = (StatusCode::SEE_OTHER, "").into_response();
+    let h = response.headers_mut();
+    if let Ok(cookie) = HeaderValue::from_str(&cookie) {
+        h.insert(header::SET_COOKIE, cookie);
+    }
+    // Relative, so a prefix the base URL has (behind a proxy) is kept.
+    if let Ok(to) = HeaderValue::from_str(&format!("../{}", path_id(&id))) {
+        h.insert(header::LOCATION, to);
+    }
+    secured(response)
+}
+
+/// POST: Approve or Deny, with the session's CSRF token, once.
+async fn decide(
+    State(pages): State<Arc<Pages>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if let Some(refused) = pages.foreign(&headers) {
+        return refused;
+    }
+    let session = match pages.session(&headers).await {
+        Ok(Some(session)) => session,
+        Ok(None) => return sign_in_page(StatusCode::UNAUTHORIZED, &id, "Sign in first."),
+        Err(e) => return unavailable(&e),
+    };
+    let sent = field(&body, "csrf").unwrap_or_default();
+    if !page::csrf_matches(&session, &sent) {
+        return message(
+            StatusCode::FORBIDDEN,
+            "Refused",
+            "The form's CSRF token is missing or wrong: nothing was decided. Open the page again from your client.",
+        );
+    }
+    let yes = match field(&body, "decision").as_deref() {
+        Some("approve") => true,
+        Some("deny") => false,
+        _ => {
+            return message(
+                StatusCode::BAD_REQUEST,
+                "Refused",
+                "Choose Approve or Deny.",
+            );
+        }
+    };
+    match pages.page.decide(&id, &session.caller, yes).await {
+        Ok(Decided::Now) if yes => message(
+            StatusCode::OK,
+            "Approved",
+            "The call runs once. Go back to your MCP client.",
+        ),
+        Ok(Decided::Now) => message(
+            StatusCode::OK,
+            "Denied",
+            "The call will not run. Go back to your MCP client.",
+        ),
+        Ok(Decided::Refused) => match pages.page.pending(&id, &session.caller).await {
+            Ok(Some((_, decided))) => already(decided),
+            Ok(None) => not_found(),
+            Err(e) => unavailable(&e),
+        },
+        Err(e) => unavailable(&e),
+    }
+}
+
+impl Pages {
+    /// A POST from a page of another origin (a browser names it in `Origin`) is refused:
+    /// no other site can sign a person in, or decide for them.
+    fn foreign(&self, headers: &HeaderMap) -> Option<Response> {
+        let origin = headers.get(header::ORIGIN)?;
+        if origin
+            .to_str()
+            .is_ok_and(|o| o.eq_ignore_ascii_case(&self.origin))
+        {
+            return None;
+        }
+        Some(message(
+            StatusCode::FORBIDDEN,
+            "Refused",
+            "This form was sent from another site: nothing was done.",
+        ))
+    }
+
+    /// The session of the request's cookie, if it has a live one.
+    async fn session(&self, headers: &HeaderMap) -> Result<Option<Session>, String> {
+        let cookie = headers
+            .get_all(header::COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(';'))
+            .filter_map(|kv| kv.trim().split_once('='))
+            .find(|(k, _)| *k == COOKIE)
+            .map(|(_, v)| v.to_owned());
+        match cookie {
+            Some(cookie) => self.page.session(&cookie).await,
+            None => Ok(None),
+        }
+    }
+}
+
+/// One field of a form body (`application/x-www-form-urlencoded`).
+fn field(body: &[u8], name: &str) -> Option<String> {
+    form_urlencoded::parse(body)
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.into_owned())
+}
+
+/// The id as it may stand in a path: a confirmation's id is hex; anything else is
+/// reduced to its hex digits (it names no confirmation either way).
+fn path_id(id: &str) -> String {
+    id.chars()
+        .filter(char::is_ascii_hexdigit)
+        .take(64)
+        .collect()
+}
+
+fn call_page(id: &str, session: &Session, call: &ShownCall) -> Response {
+    let shown = |v: &serde_json::Value| {
+        let pretty = serde_json::to_string_pretty(v).unwrap_or_default();
+        escape(&text::clip(&text::visible(&pretty), MAX_SHOWN_CHARS))
+    };
+    let proposed = match &call.proposed {
+        Some(p) => format!(
+            "<h2>Proposed before the beforeCall hook rewrote it</h2>\n<pre id=\"proposed\">{}</pre>",
+            shown(p)
+        ),
+        None => String::new(),
+    };
+    let body = render(
+        CALL_HTML,
+        &[
+            ("caller", escape(&text::visible_line(&session.caller))),
+            ("server", escape(&text::visible_line(&call.server))),
+            ("tool", escape(&text::visible_line(&call.tool))),
+            ("why", escape(&text::visible(&call.why))),
+            ("arguments", shown(&call.arguments)),
+            ("proposed", proposed),
+            ("annotations", shown(&call.annotations)),
+            ("action", path_id(id)),
+            ("csrf", escape(&session.csrf)),
+        ],
+    );
+    html(StatusCode::OK, "Approve a call", &body)
+}
+
+fn sign_in_page(status: StatusCode, id: &str, error: &str) -> Response {
+    let action = format!("{}/sign-in", path_id(id));
+    let body = render(
+        SIGN_IN_HTML,
+        &[("error", escape(error)), ("action", escape(&action))],
+    );
+    html(status, "Sign in", &body)
+}
+
+fn already(decided: Decision) -> Response {
+    let word = if decided == Decision::Approved {
+        "approved"
+    } else {
+        "denied"
+    };
+    message(
+        StatusCode::CONFLICT,
+        "Decided already",
+        &format!("This call was {word} already; a decision is made once."),
+    )
+}
+
+fn not_found() -> Response {
+    message(
+        StatusCode::NOT_FOUND,
+        "No such call",
+        "There is no call waiting for you here (it was never asked, it expired, or it is not yours).",
+    )
+}
+
+fn unavailable(e: &str) -> Response {
+    eprintln!("gatehouse: the approval page: {}", text::visible_line(e));
+    message(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "Try again",
+        "The gateway's state store did not answer; nothing was decided.",
+    )
+}
+
+fn message(status: StatusCode, heading: &str, detail: &str) -> Response {
+    let body = render(
+        MESSAGE_HTML,
+        &[("heading", escape(heading)), ("detail", escape(detail))],
+    );
+    html(status, heading, &body)
+}
+
+fn html(status: StatusCode, title: &str, body: &str) -> Response {
+    let page = render(
+        PAGE_HTML,
+        &[("title", escape(title)), ("body", body.to_owned())],
+    );
+    let response = (
+        status,
+        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        page,
+    )
+        .into_response();
+    secured(response)
+}
+
+/// The headers every page answer carries: no script, no framing (an Approve button
+/// cannot be clicked through another site), no caching, no referrer to other sites.
+fn secured(mut response: Response) -> Response {
+    let h = response.headers_mut();
+    for (name, value) in [
+        (header::CONTENT_SECURITY_POLICY, CSP),
+        (header::X_FRAME_OPTIONS, "DENY"),
+        (header::CACHE_CONTROL, "no-store"),
+        // Not `no-referrer`: with it a browser sends `Origin: null` on the page's own forms.
+        (header::REFERRER_POLICY, "same-origin"),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+    ] {
+        h.insert(name, HeaderValue::from_static(value));
+    }
+    response
+}
+
+/// Fill a template's `{{name}}` places in one pass, so a value that holds `{{…}}` is
+/// never filled in again. Values are HTML already (escaped by the caller).
+fn render(template: &str, values: &[(&str, String)]) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(start) = rest.find("{{") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find("}}") else {
+            out.push_str(&rest[start..]);
+            return out;
+        };
+        let name = &after[..end];
+        match values.iter().find(|(k, _)| *k == name) {
+            Some((_, v)) => out.push_str(v),
+            None => out.push_str(&rest[start..start + 2 + end + 2]),
+        }
+        rest = &after[end + 2..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Text as HTML text or an attribute's value.
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_value_is_escaped_and_filled_in_once() {
+        let evil = escape("<script>alert(1)</script>{{csrf}}\"'&");
+        let out = render(
+            "<p>{{a}}</p><i>{{csrf}}</i>{{unknown}}",
+            &[("a", evil), ("csrf", "TOKEN".into())],
+        );
+        assert_eq!(
+            out,
+            "<p>&lt;script&gt;alert(1)&lt;/script&gt;{{csrf}}&quot;&#39;&amp;</p><i>TOKEN</i>{{unknown}}"
+        );
+    }
+
+    #[test]
+    fn the_cookie_path_follows_the_base_urls() {
+        assert_eq!(base_path_of("https://gw.example"), "");
+        assert_eq!(base_path_of("https://gw.example/team/gw"), "/team/gw");
+        assert_eq!(path_id("ab12/../x\"<"), "ab12");
+    }
+}
