@@ -37,6 +37,12 @@ pub trait Keeper: Send + Sync {
     /// one never, and answers an error instead. A host's person confirms at its terminal
     /// and its entries name none.
     fn append(&self, entry: Entry) -> BoxFuture<'_, Result<(), String>>;
+    /// Does [`Keeper::append`] keep what it is given? When it does not (a host with the
+    /// ledger off), the gate leaves out of its lines what costs the most to make: the
+    /// arguments' digest and the definition's.
+    fn keeps_lines(&self) -> bool {
+        true
+    }
 }
 
 /// A host's memory: its person's approvals for this session and in the project's file,
@@ -135,6 +141,10 @@ impl Keeper for LocalKeeper {
                 remembered.remember(Scope::Project, tool, fingerprint);
             }
         })
+    }
+
+    fn keeps_lines(&self) -> bool {
+        self.ledger.is_some()
     }
 
     fn append(&self, entry: Entry) -> BoxFuture<'_, Result<(), String>> {
