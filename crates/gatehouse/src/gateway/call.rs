@@ -9,9 +9,9 @@
 use rmcp::{
     ErrorData, RoleServer,
     model::{
-        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequest,
-        ElicitRequestParams, ElicitResult, InputRequest, InputRequests, InputRequiredResult,
-        InputResponses, JsonObject, ProtocolVersion,
+        CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ContentBlock,
+        ElicitRequest, ElicitRequestParams, ElicitResult, InputRequest, InputRequests,
+        InputRequiredResult, InputResponses, JsonObject, ProtocolVersion,
     },
     service::{Peer, RequestContext},
 };
@@ -43,6 +43,9 @@ pub(crate) struct Call<'a> {
     arguments: JsonObject,
     state: Option<String>,
     responses: InputResponses,
+    /// A first round (no state of the gateway's): answers the client sent with it are
+    /// the server's to read, never the gateway's.
+    first_round: bool,
     modern: bool,
     step: u64,
     trace_id: String,
@@ -56,16 +59,23 @@ impl<'a> Call<'a> {
     ) -> Call<'a> {
         let arguments = request.arguments.unwrap_or_default();
         let (step, trace_id) = gw.next_step();
+        // The catalog's name of the tool the client named; an unknown name is kept, for
+        // the gate to refuse and the ledger to show.
+        let name = gw
+            .names()
+            .catalog_name(&gw.host().catalog(), &request.name)
+            .unwrap_or_else(|| request.name.to_string());
         Call {
             gw,
             context,
             caller: (gw.inner.caller_of)(context),
             call: ToolCall {
                 id: format!("gw-{step}"),
-                name: request.name.to_string(),
+                name,
                 arguments: serde_json::to_string(&arguments).unwrap_or_default(),
             },
             arguments,
+            first_round: request.request_state.is_none(),
             state: request.request_state,
             responses: request.input_responses.unwrap_or_default(),
             modern: context
@@ -246,7 +256,17 @@ impl<'a> Call<'a> {
     async fn admitted(&self, admitted: Admission) -> Result<CallToolResponse, ErrorData> {
         match admitted {
             Admission::Refused { text, .. } => Ok(failed(text)),
-            Admission::Send { tool, arguments } => self.send(*tool, arguments, None, 0).await,
+            Admission::Send { tool, arguments } => {
+                // A stateless server may take answers sent without a question (SEP-2322):
+                // a first round's are passed on as they came. A later round's answers
+                // are the gateway's form, never sent on.
+                let unsolicited =
+                    (self.first_round && !self.responses.is_empty()).then(|| Answered {
+                        responses: self.responses.clone(),
+                        state: None,
+                    });
+                self.send(*tool, arguments, unsolicited, 0).await
+            }
         }
     }
 
@@ -263,33 +283,95 @@ impl<'a> Call<'a> {
         let Some(conn) = tool.origin.server().and_then(|s| host.connection(s)) else {
             return Ok(failed("the tool's server is not connected".into()));
         };
+        let progress = ProgressToCaller::of(self.context);
         let to_send = dispatch::Call {
             conn,
             wire_name: &tool.tool.name,
             arguments: arguments.clone(),
             meta: None,
+            relay: Some(dispatch::Relay {
+                progress: progress.as_ref().map(|p| p.tx.clone()),
+                capabilities: Some(declared(self.context, conn)),
+            }),
         };
         let (limits, trace, stop) = (self.gw.limits(), host.trace(), &self.context.ct);
         let end = if self.modern {
             match dispatch::call_tool_round(to_send, answered, limits, trace, stop).await {
-                Relayed::Ended(done) => done.end,
-                Relayed::Asks(asked) => return Ok(self.relay(asked, &tool, arguments, rounds + 1)),
+                Relayed::Ended(done) => {
+                    ProgressToCaller::finish(progress).await;
+                    done.end
+                }
+                Relayed::Asks(asked) => {
+                    ProgressToCaller::finish(progress).await;
+                    return Ok(self.relay(asked, &tool, arguments, rounds + 1));
+                }
             }
         } else {
-            let person = ClientPerson::of(self.context);
-            let watch = dispatch::Watch {
-                person: &person,
-                trace,
-                stop,
-            };
-            dispatch::call_tool(to_send, limits, watch).await.end
+            let ended = self.rounds_for_older(to_send, limits).await;
+            ProgressToCaller::finish(progress).await;
+            match ended {
+                Ok(end) => end,
+                Err(refused) => return Ok(refused),
+            }
         };
         let p = self.proposal(None);
         let end = host
             .gate()
             .after_call(&p, &tool, &arguments, end, trace)
             .await;
-        Ok(finished(end).into())
+        finished(end).map(Into::into)
+    }
+
+    /// An older client's call, round by round: each question of the server (a form,
+    /// sampling, roots) asked of the client inside the call as a request of its own, and
+    /// the answers sent back in the next round. The gateway answers none itself.
+    async fn rounds_for_older(
+        &self,
+        call: dispatch::Call<'_>,
+        limits: dispatch::CallLimits,
+    ) -> Result<CallEnd, CallToolResponse> {
+        let (trace, stop) = (self.gw.host().trace(), &self.context.ct);
+        let server = call.conn.name.clone();
+        let person = ClientPerson::of(self.context);
+        let mut answered = None;
+        for _ in 0..=limits.max_input_rounds {
+            let round = dispatch::Call {
+                conn: call.conn,
+                wire_name: call.wire_name,
+                arguments: call.arguments.clone(),
+                meta: call.meta.clone(),
+                relay: call.relay.clone(),
+            };
+            let asked = match dispatch::call_tool_round(round, answered, limits, trace, stop).await
+            {
+                Relayed::Ended(done) => return Ok(done.end),
+                Relayed::Asks(asked) => asked,
+            };
+            if let Some(why) = undeclared(self.context, &asked) {
+                return Err(failed(format!(
+                    "{server} asks {why}, which this client did not declare"
+                )));
+            }
+            let mut responses = InputResponses::new();
+            for (key, request) in asked.input_requests.iter().flatten() {
+                match person.relay(request).await {
+                    Some(answer) => responses.insert(key.clone(), answer),
+                    None => {
+                        return Err(failed(format!(
+                            "{server} asked the client for input ({key}) and no answer came"
+                        )));
+                    }
+                };
+            }
+            answered = Some(Answered {
+                responses,
+                state: asked.request_state,
+            });
+        }
+        Err(failed(format!(
+            "{server} asked for input more than {} times",
+            limits.max_input_rounds
+        )))
     }
 
     /// A server's questions, passed to the caller's client with the server's state
@@ -306,19 +388,9 @@ impl<'a> Call<'a> {
         if rounds > max {
             return failed(format!("{server} asked for input more than {max} times"));
         }
-        let only_forms = asked
-            .input_requests
-            .iter()
-            .flatten()
-            .all(|(_, r)| matches!(r, InputRequest::Elicitation(_)));
-        if !only_forms {
+        if let Some(why) = undeclared(self.context, &asked) {
             return failed(format!(
-                "{server} asked for input the gateway does not pass on (only questions for the person are)"
-            ));
-        }
-        if !can_ask(self.context) {
-            return failed(format!(
-                "{server} asks the person a question, and this client cannot show them a form"
+                "{server} asks {why}, which this client did not declare"
             ));
         }
         let sealed = Sealed::Relay {
@@ -335,6 +407,90 @@ impl<'a> Call<'a> {
     }
 }
 
+/// What the server is told the caller's client can do: what the client declared of
+/// what the gateway passes on (forms, sampling, roots), and the gateway's own tasks
+/// extension (it follows a task itself).
+fn declared(
+    context: &RequestContext<RoleServer>,
+    conn: &crate::connect::Connection,
+) -> ClientCapabilities {
+    use rmcp::ClientHandler;
+    let theirs = context.client_capabilities().unwrap_or_default();
+    let mut caps = ClientCapabilities::default();
+    caps.elicitation = theirs.elicitation;
+    caps.sampling = theirs.sampling;
+    caps.roots = theirs.roots;
+    caps.extensions = conn.handler().get_info().capabilities.extensions;
+    caps
+}
+
+/// Most characters of a server's progress message passed on to the caller.
+pub const MAX_PROGRESS_MESSAGE_CHARS: usize = 500;
+
+/// A call's progress passed on to the caller, under the caller's own progress token,
+/// while the call runs: its messages made visible and clipped.
+struct ProgressToCaller {
+    tx: dispatch::ProgressRelay,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl ProgressToCaller {
+    /// When the caller asked for progress (its request carries a token).
+    fn of(context: &RequestContext<RoleServer>) -> Option<ProgressToCaller> {
+        let token = context.meta.get_progress_token()?;
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<rmcp::model::ProgressNotificationParam>(
+            crate::connect::handler::MAX_QUEUED_PROGRESS,
+        );
+        let peer = context.peer.clone();
+        let task = tokio::spawn(async move {
+            while let Some(mut p) = rx.recv().await {
+                p.progress_token = token.clone();
+                p.message = p.message.map(|m| {
+                    text::clip(&text::visible(&m), MAX_PROGRESS_MESSAGE_CHARS).into_owned()
+                });
+                let _ = peer.notify_progress(p).await;
+            }
+        });
+        Some(ProgressToCaller { tx, task })
+    }
+
+    /// The round ended: what progress came is sent before the answer is.
+    async fn finish(this: Option<ProgressToCaller>) {
+        if let Some(ProgressToCaller { tx, task }) = this {
+            drop(tx);
+            let _ = tokio::time::timeout(dispatch::CANCEL_SEND_LIMIT, task).await;
+        }
+    }
+}
+
+/// What a server asks that the caller's client did not declare it can answer, if
+/// anything: a form (elicitation), the client's model (sampling) or its roots.
+fn undeclared(
+    context: &RequestContext<RoleServer>,
+    asked: &InputRequiredResult,
+) -> Option<&'static str> {
+    let caps = context.client_capabilities();
+    asked
+        .input_requests
+        .iter()
+        .flatten()
+        .find_map(|(_, r)| match r {
+            InputRequest::Elicitation(_) if !can_ask(context) => Some("the person a question"),
+            InputRequest::CreateMessage(_)
+                if caps.as_ref().is_none_or(|c| c.sampling.is_none()) =>
+            {
+                Some("for the client's model (sampling)")
+            }
+            InputRequest::ListRoots(_) if caps.as_ref().is_none_or(|c| c.roots.is_none()) => {
+                Some("for the client's roots")
+            }
+            InputRequest::Elicitation(_)
+            | InputRequest::CreateMessage(_)
+            | InputRequest::ListRoots(_) => None,
+            _ => Some("for a kind of input the gateway does not know"),
+        })
+}
+
 /// Can the caller's client show the person a form?
 fn can_ask(context: &RequestContext<RoleServer>) -> bool {
     context
@@ -348,15 +504,12 @@ fn failed(text: String) -> CallToolResponse {
     CallToolResult::error(vec![ContentBlock::text(text)]).into()
 }
 
-/// A call's end as the caller reads it: the server's result as it came, or why there is
-/// none.
-fn finished(end: CallEnd) -> CallToolResult {
+/// A call's end as the caller reads it: the server's result, or its JSON-RPC error
+/// (code kept, message made visible), as it came; or why there is none.
+fn finished(end: CallEnd) -> Result<CallToolResult, ErrorData> {
     let text = match end {
-        CallEnd::Result(result) => return result,
-        CallEnd::ProtocolError(e) => format!(
-            "the server answered with an error: {}",
-            text::clip(&text::visible(&e.message), MAX_RELAYED_ERROR_CHARS)
-        ),
+        CallEnd::Result(result) => return Ok(result),
+        CallEnd::ProtocolError(e) => return Err(super::passthrough::visible_error(e)),
         CallEnd::TimedOut(after) => format!(
             "the server did not answer within {}; the call was cancelled",
             text::seconds(after)
@@ -371,7 +524,7 @@ fn finished(end: CallEnd) -> CallToolResult {
             seen.status
         ),
     };
-    CallToolResult::error(vec![ContentBlock::text(text)])
+    Ok(CallToolResult::error(vec![ContentBlock::text(text)]))
 }
 
 /// The person, through the caller's own client, for clients on older revisions: the
@@ -397,6 +550,35 @@ impl ClientPerson {
         let asked = self.peer.create_elicitation(form);
         match tokio::time::timeout(confirm::CONFIRMATION_TTL, asked).await {
             Ok(Ok(answer)) => Some(answer),
+            _ => None,
+        }
+    }
+}
+
+impl ClientPerson {
+    /// One question of a server asked of the client as a request of its own, waited for
+    /// at most [`confirm::CONFIRMATION_TTL`]: its answer as the next round carries it.
+    async fn relay(&self, request: &InputRequest) -> Option<serde_json::Value> {
+        let ttl = confirm::CONFIRMATION_TTL;
+        match request {
+            InputRequest::Elicitation(form) => {
+                serde_json::to_value(self.ask(form.params.clone()).await?).ok()
+            }
+            #[allow(deprecated)] // sampling and roots are what the older revisions have
+            InputRequest::CreateMessage(sample) => {
+                let asked = self.peer.create_message(sample.params.clone());
+                let answer = tokio::time::timeout(ttl, asked).await.ok()?.ok()?;
+                serde_json::to_value(answer).ok()
+            }
+            #[allow(deprecated)]
+            InputRequest::ListRoots(_) => {
+                let answer = tokio::time::timeout(ttl, self.peer.list_roots())
+                    .await
+                    .ok()?
+                    .ok()?;
+                serde_json::to_value(answer).ok()
+            }
+            // A kind of question newer than this gateway: nobody here can pass it on.
             _ => None,
         }
     }

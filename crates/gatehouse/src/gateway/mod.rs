@@ -10,6 +10,8 @@
 
 pub mod call;
 pub mod confirm;
+pub mod names;
+pub mod passthrough;
 pub mod store;
 
 use std::sync::{
@@ -20,14 +22,15 @@ use std::sync::{
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
-        CacheScope, CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
-        PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+        CacheScope, CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
+        GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
+        ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+        ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig, Tool,
     },
     service::RequestContext,
 };
 
 use crate::{
-    catalog::Origin,
     config::Config,
     dispatch::CallLimits,
     host::Host,
@@ -109,17 +112,23 @@ impl Gateway {
         let host = &self.inner.host;
         let rules = &host.settings().rules;
         let up = |server: &str| host.connection(server).is_some_and(|c| c.is_up());
-        host.catalog()
-            .tools()
-            .iter()
-            .filter(|t| matches!(&t.origin, Origin::Server(s) if up(s)))
-            .filter(|t| rules.hiding(&t.name).is_none())
-            .map(|t| {
+        let catalog = host.catalog();
+        self.names()
+            .offered(&catalog, |t| {
+                t.origin.server().is_some_and(up) && rules.hiding(&t.name).is_none()
+            })
+            .into_iter()
+            .map(|(shown, t)| {
                 let mut tool = t.tool.clone();
-                tool.name = t.name.clone().into();
+                tool.name = shown.into();
                 tool
             })
             .collect()
+    }
+
+    /// How the client sees the servers' names (`gatewayNames`).
+    pub fn names(&self) -> names::Names {
+        names::Names(self.host().settings().gateway_names)
     }
 
     /// Close every server.
@@ -153,15 +162,29 @@ impl Gateway {
 
 impl ServerHandler for Gateway {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let offered = |what: fn(&ServerCapabilities) -> bool| !self.offering(what).is_empty();
+        let mut capabilities = ServerCapabilities::builder().enable_tools().build();
+        if offered(|c| c.prompts.is_some()) {
+            capabilities.prompts = Some(Default::default());
+        }
+        if self.sole(|c| c.resources.is_some()).is_some() {
+            capabilities.resources = Some(Default::default());
+        }
+        if offered(|c| c.completions.is_some()) {
+            capabilities.completions = Some(Default::default());
+        }
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(
                 "gatehouse-gateway",
                 env!("CARGO_PKG_VERSION"),
             ))
-            .with_instructions(
+            .with_instructions(if self.names().unprefixed() {
+                "Gatehouse gateway: one MCP server's tools under a policy. Some calls ask the \
+                 user first, in a form."
+            } else {
                 "Gatehouse gateway: the tools of several MCP servers, named SERVER__TOOL, \
-                 under one policy. Some calls ask the user first, in a form.",
-            )
+                 under one policy. Some calls ask the user first, in a form."
+            })
     }
 
     async fn list_tools(
@@ -187,5 +210,53 @@ impl ServerHandler for Gateway {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         call::Call::new(self, request, &context).run().await
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        self.prompts().await
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        self.prompt(request).await
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        self.resources().await
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        self.resource_templates().await
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        self.read(request).await
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        self.completion(request).await
     }
 }
