@@ -160,6 +160,10 @@ pub struct Relay {
     pub progress: Option<ProgressRelay>,
     /// Declared to the server instead of the host's own.
     pub capabilities: Option<rmcp::model::ClientCapabilities>,
+    /// Where the server's log messages go while the call is the one in flight on its
+    /// connection (`connect::handler::LogRoute`); `None`: nowhere.
+    #[allow(deprecated)] // SEP-2577 deprecates logging; older revisions still log
+    pub logs: Option<mpsc::Sender<rmcp::model::LoggingMessageNotificationParam>>,
 }
 
 impl Round1<'_> {
@@ -180,6 +184,9 @@ impl Round1<'_> {
         let handler = conn.handler();
         let token = handle.progress_token.clone();
         handler.route_progress(token.clone(), tx);
+        if let Some(logs) = self.relay.and_then(|r| r.logs.clone()) {
+            handler.route_logs(token.clone(), logs);
+        }
         let mut hard_deadline = started + limits.max_round_timeout.max(limits.round_timeout);
         let mut deadline = started + limits.round_timeout;
         // The person signing in to the server (a step-up for this call) stops the clock.
@@ -205,6 +212,7 @@ impl Round1<'_> {
             tokio::select! {
                 answer = &mut handle.rx => {
                     handler.end_progress(&token);
+                    handler.end_logs(&token);
                     // Progress the server sent before its answer was routed as it was read
                     // (`connect::InOrder`), so it is all here: shown before the result.
                     while let Ok(p) = rx.try_recv() {
@@ -231,6 +239,7 @@ impl Round1<'_> {
             }
         };
         handler.end_progress(&token);
+        handler.end_logs(&token);
         let (round, reason) = ended;
         // Bounded: a server that stops reading its input must not hold the host here.
         let _ = tokio::time::timeout(CANCEL_SEND_LIMIT, handle.cancel(Some(reason.into()))).await;

@@ -283,32 +283,29 @@ impl<'a> Call<'a> {
         let Some(conn) = tool.origin.server().and_then(|s| host.connection(s)) else {
             return Ok(failed("the tool's server is not connected".into()));
         };
-        let progress = ProgressToCaller::of(self.context);
+        let progress = ToCaller::of(self.context, self.gw.session_log_level());
         let to_send = dispatch::Call {
             conn,
             wire_name: &tool.tool.name,
             arguments: arguments.clone(),
-            meta: None,
-            relay: Some(dispatch::Relay {
-                progress: progress.as_ref().map(|p| p.tx.clone()),
-                capabilities: Some(declared(self.context, conn)),
-            }),
+            meta: progress.meta(),
+            relay: Some(progress.relay(declared(self.context, conn))),
         };
         let (limits, trace, stop) = (self.gw.limits(), host.trace(), &self.context.ct);
         let end = if self.modern {
             match dispatch::call_tool_round(to_send, answered, limits, trace, stop).await {
                 Relayed::Ended(done) => {
-                    ProgressToCaller::finish(progress).await;
+                    progress.finish().await;
                     done.end
                 }
                 Relayed::Asks(asked) => {
-                    ProgressToCaller::finish(progress).await;
+                    progress.finish().await;
                     return Ok(self.relay(asked, &tool, arguments, rounds + 1));
                 }
             }
         } else {
             let ended = self.rounds_for_older(to_send, limits).await;
-            ProgressToCaller::finish(progress).await;
+            progress.finish().await;
             match ended {
                 Ok(end) => end,
                 Err(refused) => return Ok(refused),
@@ -426,38 +423,103 @@ fn declared(
 
 /// Most characters of a server's progress message passed on to the caller.
 pub const MAX_PROGRESS_MESSAGE_CHARS: usize = 500;
+/// Most characters of a server's log message (its JSON) passed on; a longer one is cut
+/// to its visible, clipped text.
+pub const MAX_LOG_MESSAGE_CHARS: usize = 2_000;
 
-/// A call's progress passed on to the caller, under the caller's own progress token,
-/// while the call runs: its messages made visible and clipped.
-struct ProgressToCaller {
-    tx: dispatch::ProgressRelay,
-    task: tokio::task::JoinHandle<()>,
+/// A call's progress and log messages passed on to the caller while the call runs: the
+/// progress under the caller's own progress token, when it gave one; the log messages
+/// when it asked for them (a level in its `_meta`, or its session's `logging/setLevel`).
+/// Text is made visible and clipped.
+struct ToCaller {
+    progress: Option<dispatch::ProgressRelay>,
+    #[allow(deprecated)]
+    logs: Option<tokio::sync::mpsc::Sender<rmcp::model::LoggingMessageNotificationParam>>,
+    #[allow(deprecated)]
+    level: Option<rmcp::model::LoggingLevel>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
-impl ProgressToCaller {
-    /// When the caller asked for progress (its request carries a token).
-    fn of(context: &RequestContext<RoleServer>) -> Option<ProgressToCaller> {
-        let token = context.meta.get_progress_token()?;
-        let (tx, mut rx) = tokio::sync::mpsc::channel::<rmcp::model::ProgressNotificationParam>(
-            crate::connect::handler::MAX_QUEUED_PROGRESS,
-        );
-        let peer = context.peer.clone();
-        let task = tokio::spawn(async move {
-            while let Some(mut p) = rx.recv().await {
-                p.progress_token = token.clone();
-                p.message = p.message.map(|m| {
-                    text::clip(&text::visible(&m), MAX_PROGRESS_MESSAGE_CHARS).into_owned()
-                });
-                let _ = peer.notify_progress(p).await;
-            }
+impl ToCaller {
+    #[allow(deprecated)] // SEP-2577 deprecates logging; older revisions still have it
+    fn of(
+        context: &RequestContext<RoleServer>,
+        session_level: Option<rmcp::model::LoggingLevel>,
+    ) -> ToCaller {
+        let mut tasks = Vec::new();
+        let progress = context.meta.get_progress_token().map(|token| {
+            let (tx, mut rx) = tokio::sync::mpsc::channel::<rmcp::model::ProgressNotificationParam>(
+                crate::connect::handler::MAX_QUEUED_PROGRESS,
+            );
+            let peer = context.peer.clone();
+            tasks.push(tokio::spawn(async move {
+                while let Some(mut p) = rx.recv().await {
+                    p.progress_token = token.clone();
+                    p.message = p.message.map(|m| {
+                        text::clip(&text::visible(&m), MAX_PROGRESS_MESSAGE_CHARS).into_owned()
+                    });
+                    let _ = peer.notify_progress(p).await;
+                }
+            }));
+            tx
         });
-        Some(ProgressToCaller { tx, task })
+        let level = context.meta.log_level().or(session_level);
+        let logs = level.map(|_| {
+            let (tx, mut rx) = tokio::sync::mpsc::channel::<
+                rmcp::model::LoggingMessageNotificationParam,
+            >(crate::connect::handler::MAX_QUEUED_PROGRESS);
+            let peer = context.peer.clone();
+            tasks.push(tokio::spawn(async move {
+                while let Some(mut m) = rx.recv().await {
+                    m.logger = m
+                        .logger
+                        .map(|l| text::clip(&text::visible(&l), 200).into_owned());
+                    let shown = m.data.to_string();
+                    if shown.chars().count() > MAX_LOG_MESSAGE_CHARS {
+                        m.data = serde_json::Value::String(
+                            text::clip(&text::visible(&shown), MAX_LOG_MESSAGE_CHARS).into_owned(),
+                        );
+                    }
+                    let _ = peer.notify_logging_message(m).await;
+                }
+            }));
+            tx
+        });
+        ToCaller {
+            progress,
+            logs,
+            level,
+            tasks,
+        }
     }
 
-    /// The round ended: what progress came is sent before the answer is.
-    async fn finish(this: Option<ProgressToCaller>) {
-        if let Some(ProgressToCaller { tx, task }) = this {
-            drop(tx);
+    /// What a call passed on for this caller takes to the server.
+    fn relay(&self, capabilities: ClientCapabilities) -> dispatch::Relay {
+        dispatch::Relay {
+            progress: self.progress.clone(),
+            capabilities: Some(capabilities),
+            logs: self.logs.clone(),
+        }
+    }
+
+    /// The request `_meta` asking the server to log from the caller's level, if it asked.
+    fn meta(&self) -> Option<rmcp::model::RequestMetaObject> {
+        let level = self.level?;
+        let mut meta = rmcp::model::RequestMetaObject::default();
+        meta.set_log_level(level);
+        Some(meta)
+    }
+
+    /// The round ended: what came is sent before the answer is.
+    async fn finish(self) {
+        let ToCaller {
+            progress,
+            logs,
+            tasks,
+            ..
+        } = self;
+        drop((progress, logs));
+        for task in tasks {
             let _ = tokio::time::timeout(dispatch::CANCEL_SEND_LIMIT, task).await;
         }
     }

@@ -47,10 +47,31 @@ pub use store::Store;
 pub type CallerOf = Arc<dyn Fn(&RequestContext<RoleServer>) -> String + Send + Sync>;
 
 /// The gateway: a host's connections, catalog, settings and gate, served as one MCP
-/// server. Cheap to clone (one per HTTP request or stdio session).
-#[derive(Clone)]
+/// server. Cheap to clone: one per HTTP request or session, or stdio session, each clone
+/// sharing everything but the session's own state (an older client's log level).
 pub struct Gateway {
     inner: Arc<Inner>,
+    session: Arc<SessionState>,
+}
+
+/// What one client's session sets for itself (older revisions; a 2026-07-28 request
+/// carries it in its `_meta`).
+#[derive(Default)]
+struct SessionState {
+    /// The level `logging/setLevel` asked for: the session's calls ask their servers to
+    /// log from it, and relay what they log.
+    #[allow(deprecated)] // SEP-2577 deprecates logging; older revisions still have it
+    log_level: std::sync::Mutex<Option<rmcp::model::LoggingLevel>>,
+}
+
+impl Clone for Gateway {
+    /// A clone for a new session: the same gateway, a fresh session state.
+    fn clone(&self) -> Gateway {
+        Gateway {
+            inner: self.inner.clone(),
+            session: Arc::default(),
+        }
+    }
 }
 
 struct Inner {
@@ -102,6 +123,7 @@ impl Gateway {
                 caller_of,
                 calls: AtomicU64::new(0),
             }),
+            session: Arc::default(),
         })
     }
 
@@ -124,6 +146,16 @@ impl Gateway {
                 tool
             })
             .collect()
+    }
+
+    /// The log level this session's client set (older revisions), if it set one.
+    #[allow(deprecated)]
+    pub(crate) fn session_log_level(&self) -> Option<rmcp::model::LoggingLevel> {
+        *self
+            .session
+            .log_level
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
     }
 
     /// How the client sees the servers' names (`gatewayNames`).
@@ -172,6 +204,9 @@ impl ServerHandler for Gateway {
         }
         if offered(|c| c.completions.is_some()) {
             capabilities.completions = Some(Default::default());
+        }
+        if offered(|c| c.logging.is_some()) {
+            capabilities.logging = Some(Default::default());
         }
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(
@@ -250,6 +285,22 @@ impl ServerHandler for Gateway {
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         self.read(request).await
+    }
+
+    #[allow(deprecated)] // SEP-2577 deprecates logging; older revisions still have it
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        // Kept for this session's calls, whose servers are asked to log from this level
+        // (in each request's `_meta`); the messages are relayed during the call.
+        *self
+            .session
+            .log_level
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(request.level);
+        Ok(())
     }
 
     async fn complete(
