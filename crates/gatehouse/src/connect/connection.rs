@@ -312,6 +312,29 @@ impl Connection {
         self.session().peer.listen(filter).await.ok()
     }
 
+    /// Open a `subscriptions/listen` stream for updates of these resources (2026-07-28),
+    /// waiting for its acknowledgment; `None` when the server does not take it (an older
+    /// server, or one whose acknowledgment leaves every one of them out). Which it took
+    /// is the subscription's `acknowledged()`.
+    pub async fn listen_for_resources(
+        &self,
+        uris: &[String],
+    ) -> Option<rmcp::service::Subscription> {
+        if self.protocol.as_str() < ProtocolVersion::V_2026_07_28.as_str() {
+            return None;
+        }
+        let filter = rmcp::model::SubscriptionFilter::builder()
+            .resource_subscriptions(uris.iter().cloned())
+            .build();
+        let subscription = self.up().ok()?.listen(filter).await.ok()?;
+        let taken = subscription
+            .acknowledged()
+            .resource_subscriptions
+            .as_ref()
+            .is_some_and(|taken| taken.iter().any(|u| uris.contains(u)));
+        taken.then_some(subscription)
+    }
+
     /// Close the connection: no more restarts; the server gets [`CLOSE_LIMIT`] to exit,
     /// and its last stderr lines are read.
     pub async fn close(mut self) {

@@ -12,7 +12,9 @@ pub mod call;
 pub mod confirm;
 pub mod names;
 pub mod passthrough;
+mod relay;
 pub mod store;
+pub mod subscribe;
 
 use std::sync::{
     Arc,
@@ -62,6 +64,9 @@ struct SessionState {
     /// log from it, and relay what they log.
     #[allow(deprecated)] // SEP-2577 deprecates logging; older revisions still have it
     log_level: std::sync::Mutex<Option<rmcp::model::LoggingLevel>>,
+    /// The resources it subscribed to (`resources/subscribe`), each a stream of the
+    /// server's, ended with the session.
+    subscriptions: subscribe::Subscriptions,
 }
 
 impl Clone for Gateway {
@@ -80,6 +85,8 @@ struct Inner {
     caller_of: CallerOf,
     /// Calls so far, for the ledger's step.
     calls: AtomicU64,
+    /// Subscriptions every session holds together, at most `subscribe::MAX_SUBSCRIPTIONS`.
+    subscription_limit: Arc<tokio::sync::Semaphore>,
 }
 
 /// The person behind the servers' own `elicitation/create` outside any caller's call:
@@ -122,6 +129,7 @@ impl Gateway {
                 confirmations,
                 caller_of,
                 calls: AtomicU64::new(0),
+                subscription_limit: subscribe::limit(),
             }),
             session: Arc::default(),
         })
@@ -200,7 +208,9 @@ impl ServerHandler for Gateway {
             capabilities.prompts = Some(Default::default());
         }
         if self.sole(|c| c.resources.is_some()).is_some() {
-            capabilities.resources = Some(Default::default());
+            let mut resources = rmcp::model::ResourcesCapability::default();
+            resources.subscribe = subscribe::offered(self).then_some(true);
+            capabilities.resources = Some(resources);
         }
         if offered(|c| c.completions.is_some()) {
             capabilities.completions = Some(Default::default());
@@ -300,6 +310,36 @@ impl ServerHandler for Gateway {
             .log_level
             .lock()
             .unwrap_or_else(|e| e.into_inner()) = Some(request.level);
+        Ok(())
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &rmcp::model::SubscriptionFilter,
+    ) -> Option<rmcp::model::SubscriptionFilter> {
+        self.listen_filter(requested)
+    }
+
+    async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), ErrorData> {
+        self.relay_listen(context).await
+    }
+
+    #[allow(deprecated)] // the older revisions' subscriptions; 2026-07-28 has listen
+    async fn subscribe(
+        &self,
+        request: rmcp::model::SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.subscribe_to(request.uri, &context).await
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        request: rmcp::model::UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.unsubscribe_from(&request.uri);
         Ok(())
     }
 
