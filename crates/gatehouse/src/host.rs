@@ -235,6 +235,11 @@ impl Host {
         self.connections.iter().find(|c| c.name == server)
     }
 
+    /// Every connection, in the servers file's order.
+    pub(crate) fn connections(&self) -> &[Connection] {
+        &self.connections
+    }
+
     /// The person, for the gate's approvals.
     pub fn person(&self) -> &dyn Person {
         self.person.as_ref()

@@ -287,6 +287,7 @@ impl Turn<'_> {
             wire_name: &tool.tool.name,
             arguments: arguments.clone(),
             meta: Some(self.trace_meta(no)),
+            relay: None,
         };
         let stopper = self.host.stopper();
         let stop = stopper.begin();

@@ -206,6 +206,110 @@ fn client_leg(rev: &str) {
     check_leg(&format!("client leg {rev}"), code, &output);
 }
 
+/// The baseline of the server leg through the gateway: the direct leg's entries and the
+/// scenarios the gateway cannot pass on yet, each with its reason.
+fn gateway_baseline(rev: &str) -> String {
+    repo_root()
+        .join(format!(
+            "tests/conformance/expected-failures.gateway.{rev}.yml"
+        ))
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// `gatehouse gateway --http` in front of `fixture`, with its own names
+/// (`gatewayNames: unprefixed`) and every fixture tool allowed, its state and ledger in
+/// `dir`; stopped, with its group, when dropped.
+fn start_gateway_before(fixture: &Process, dir: &Path) -> Process {
+    let config = crate::common::write(
+        dir,
+        "servers.json",
+        &serde_json::json!({
+            "mcpServers": {"fixture": {"url": fixture.url}},
+            "gatehouse": {
+                "gatewayNames": "unprefixed",
+                "rules": [{"tool": "fixture__*", "decision": "allow"}],
+                "ledger": {"path": dir.join("ledger.jsonl")}
+            }
+        }),
+    );
+    let state = dir.join("state.db");
+    let args = [
+        "gateway",
+        "--config",
+        &config,
+        "--http",
+        "127.0.0.1:0",
+        "--no-auth",
+        "--state",
+        state.to_str().expect("a UTF-8 path"),
+    ];
+    Spawn::new(
+        crate::common::gatehouse_command(&args, &[]),
+        "gatehouse gateway --http",
+    )
+    .group()
+    .serving(Stream::Stderr, "listening on ", LIMIT)
+}
+
+/// The server leg against the gateway in front of the fixture: every scenario that
+/// passes direct must pass through it, less the gateway baseline's.
+fn gateway_server_leg(rev: &str) {
+    let _one = LEGS.lock().unwrap_or_else(|e| e.into_inner());
+    harness();
+    let fixture = start_fixture();
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let gateway = start_gateway_before(&fixture, dir.path());
+    let (code, output) = run_harness(&[
+        "server",
+        "--url",
+        &gateway.url,
+        "--requirements",
+        rev,
+        "--expected-failures",
+        &gateway_baseline(rev),
+    ]);
+    check_leg(
+        &format!("server leg {rev} through the gateway"),
+        code,
+        &output,
+    );
+}
+
+#[test]
+fn server_leg_through_the_gateway_2026_07_28() {
+    gateway_server_leg("2026-07-28");
+}
+
+#[test]
+fn server_leg_through_the_gateway_2025_11_25() {
+    gateway_server_leg("2025-11-25");
+}
+
+/// The gateway's baseline holds every entry of the direct leg's: a scenario the fixture
+/// fails direct is not expected to pass through the gateway.
+#[test]
+fn the_gateway_baseline_holds_the_direct_one() {
+    for rev in ["2026-07-28", "2025-11-25"] {
+        let entries = |path: String| -> Vec<String> {
+            let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+            let server = text.split("\nserver:").nth(1).unwrap_or_default();
+            server
+                .lines()
+                .filter_map(|l| l.trim().strip_prefix("- "))
+                .map(|l| l.split('#').next().unwrap_or_default().trim().to_owned())
+                .collect()
+        };
+        let gateway = entries(gateway_baseline(rev));
+        for entry in entries(baseline(rev)) {
+            assert!(
+                gateway.contains(&entry),
+                "{rev}: {entry} is missing from the gateway baseline"
+            );
+        }
+    }
+}
+
 #[test]
 fn server_leg_2026_07_28() {
     server_leg("2026-07-28");

@@ -241,6 +241,7 @@ impl Client {
                 wire_name: tool,
                 arguments,
                 meta: None,
+                relay: None,
             },
             LIMITS,
             dispatch::Watch {

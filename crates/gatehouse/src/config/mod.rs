@@ -290,6 +290,18 @@ impl Config {
             Some(v) => settings::parse(v, &mut warnings)
                 .map_err(|m| invalid(format!("\"gatehouse\": {m}")))?,
         };
+        let named = entries.len()
+            - entries
+                .values()
+                .filter(|e| e.get("disabled") == Some(&Value::Bool(true)))
+                .count();
+        if settings.gateway_names == GatewayNames::Unprefixed && named > 1 {
+            // Two servers may offer the same name; one server's names are its own and
+            // unique (the catalog keeps the first of a repeated one).
+            return Err(invalid(format!(
+                "\"gatehouse\": \"gatewayNames\": \"unprefixed\" needs exactly one server in \"mcpServers\" (there are {named}): with several, two could offer the same name"
+            )));
+        }
         Ok(Config {
             servers,
             broken,

@@ -207,6 +207,8 @@ pub struct Settings {
     pub tool_search: ToolSearch,
     /// The schema dialect of each model (`schemaDialect`).
     pub schema_dialect: Dialects,
+    /// How the gateway names its servers' tools and prompts (`gatewayNames`).
+    pub gateway_names: GatewayNames,
 }
 
 /// Where sign-in secrets are kept (`credentialStore`: `auto`, `keychain` or `file`).
@@ -222,6 +224,19 @@ pub enum CredentialStore {
 }
 
 words!(CredentialStore: "auto" => Auto, "keychain" => Keychain, "file" => File);
+
+/// How the gateway names what its servers offer (`gatewayNames`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GatewayNames {
+    /// `SERVER__NAME`, as the host names tools (`"prefixed"`, the default).
+    #[default]
+    Prefixed,
+    /// Each server's own names (`"unprefixed"`): allowed only with one server in the
+    /// file, where no two names can collide (`Config::from_value` checks it).
+    Unprefixed,
+}
+
+words!(GatewayNames: "prefixed" => Prefixed, "unprefixed" => Unprefixed);
 
 /// Whether a place the host writes is a file or a folder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -308,6 +323,7 @@ impl Default for Settings {
             context_tokens: None,
             tool_search: ToolSearch::Auto,
             schema_dialect: Dialects::default(),
+            gateway_names: GatewayNames::Prefixed,
         }
     }
 }
@@ -361,6 +377,7 @@ pub(super) fn parse(value: &Value, warnings: &mut Vec<String>) -> Result<Setting
             "saveDir" => s.save_dir = Some(path(key, v)?),
             "logFile" => s.log_file = Some(path(key, v)?),
             "tasksFile" => s.tasks_file = Some(path(key, v)?),
+            "gatewayNames" => s.gateway_names = one_of(key, v, GatewayNames::WORDS)?,
             "taskWaitMs" => s.task_wait = Duration::from_millis(bounded(1..=MAX_TIMEOUT_MS)?),
             other => {
                 if !catalog_setting(&mut s, other, v)? && !sign_in_setting(&mut s, other, v)? {

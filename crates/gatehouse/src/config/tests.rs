@@ -434,3 +434,32 @@ fn each_model_gets_the_schema_dialect_its_api_accepts() {
         SchemaDialect::Gemini
     );
 }
+
+#[test]
+fn unprefixed_gateway_names_need_exactly_one_server() {
+    let file = |servers: &str, names: &str| {
+        format!(r#"{{"mcpServers": {{{servers}}}, "gatehouse": {{"gatewayNames": {names}}}}}"#)
+    };
+    let one = r#""fx": {"command": "x"}, "off": {"command": "y", "disabled": true}"#;
+    let c = Config::parse(&file(one, r#""unprefixed""#), "f", &id()).unwrap();
+    assert_eq!(c.settings.gateway_names, GatewayNames::Unprefixed);
+    let two = r#""a": {"command": "x"}, "b": {"command": "y"}"#;
+    let err = Config::parse(&file(two, r#""unprefixed""#), "f", &id())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("exactly one server") && err.contains("there are 2"),
+        "{err}"
+    );
+    let c = Config::parse(&file(two, r#""prefixed""#), "f", &id()).unwrap();
+    assert_eq!(c.settings.gateway_names, GatewayNames::Prefixed);
+    let err = Config::parse(&file(one, r#""bare""#), "f", &id())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(r#""gatewayNames" must be "prefixed" or "unprefixed""#),
+        "{err}"
+    );
+    let plain = Config::parse(r#"{"mcpServers": {}}"#, "f", &id()).unwrap();
+    assert_eq!(plain.settings.gateway_names, GatewayNames::Prefixed);
+}

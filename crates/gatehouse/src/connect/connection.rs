@@ -172,6 +172,58 @@ impl Connection {
         self.up()?.list_tools(Some(params)).await
     }
 
+    /// One page of the server's prompt list, from `cursor` (a gateway passes prompts on).
+    pub async fn list_prompts_page(
+        &self,
+        cursor: Option<String>,
+    ) -> Result<rmcp::model::ListPromptsResult, rmcp::ServiceError> {
+        let params = rmcp::model::PaginatedRequestParams::default().with_cursor(cursor);
+        self.up()?.list_prompts(Some(params)).await
+    }
+
+    /// One page of the server's resource list, from `cursor`.
+    pub async fn list_resources_page(
+        &self,
+        cursor: Option<String>,
+    ) -> Result<rmcp::model::ListResourcesResult, rmcp::ServiceError> {
+        let params = rmcp::model::PaginatedRequestParams::default().with_cursor(cursor);
+        self.up()?.list_resources(Some(params)).await
+    }
+
+    /// One page of the server's resource templates, from `cursor`.
+    pub async fn list_resource_templates_page(
+        &self,
+        cursor: Option<String>,
+    ) -> Result<rmcp::model::ListResourceTemplatesResult, rmcp::ServiceError> {
+        let params = rmcp::model::PaginatedRequestParams::default().with_cursor(cursor);
+        self.up()?.list_resource_templates(Some(params)).await
+    }
+
+    /// One round of `prompts/get`: the prompt, or the server's questions (2026-07-28).
+    pub async fn get_prompt(
+        &self,
+        params: rmcp::model::GetPromptRequestParams,
+    ) -> Result<rmcp::model::GetPromptResponse, rmcp::ServiceError> {
+        self.up()?.get_prompt_once(params).await
+    }
+
+    /// One round of `resources/read` outside a call: the contents, or the server's
+    /// questions (2026-07-28). The host's own reads go through `dispatch::read_resource`.
+    pub async fn read_resource_once(
+        &self,
+        params: rmcp::model::ReadResourceRequestParams,
+    ) -> Result<rmcp::model::ReadResourceResponse, rmcp::ServiceError> {
+        self.up()?.read_resource_once(params).await
+    }
+
+    /// `completion/complete`: the server's suggestions for an argument.
+    pub async fn complete(
+        &self,
+        params: rmcp::model::CompleteRequestParams,
+    ) -> Result<rmcp::model::CompleteResult, rmcp::ServiceError> {
+        self.up()?.complete(params).await
+    }
+
     /// Send one request and return its handle: the answer to wait for, the progress
     /// token it carries, and the way to cancel it. Tool calls and resource reads are sent
     /// this way, so one time limit and one Stop path serve both (`dispatch`). A server
@@ -180,9 +232,24 @@ impl Connection {
         &self,
         request: rmcp::model::ClientRequest,
     ) -> Result<rmcp::service::RequestHandle<RoleClient>, rmcp::ServiceError> {
-        self.up()?
-            .send_request_with_option(request, rmcp::service::PeerRequestOptions::no_options())
-            .await
+        self.send_declaring(request, None).await
+    }
+
+    /// [`Connection::send`], telling a 2026-07-28 server `capabilities` in the request's
+    /// `_meta` instead of the host's own (a gateway declares its caller's).
+    pub async fn send_declaring(
+        &self,
+        request: rmcp::model::ClientRequest,
+        capabilities: Option<&rmcp::model::ClientCapabilities>,
+    ) -> Result<rmcp::service::RequestHandle<RoleClient>, rmcp::ServiceError> {
+        let mut options = rmcp::service::PeerRequestOptions::no_options();
+        let modern = self.protocol.as_str() >= ProtocolVersion::V_2026_07_28.as_str();
+        if let (Some(capabilities), true) = (capabilities, modern) {
+            let mut meta = rmcp::model::RequestMetaObject::default();
+            meta.set_client_capabilities(capabilities.clone());
+            options = options.with_meta(meta);
+        }
+        self.up()?.send_request_with_option(request, options).await
     }
 
     /// The peer of the run in use, or, while the server is down, a [`ServerDown`].
@@ -243,6 +310,29 @@ impl Connection {
             .tools_list_changed()
             .build();
         self.session().peer.listen(filter).await.ok()
+    }
+
+    /// Open a `subscriptions/listen` stream for updates of these resources (2026-07-28),
+    /// waiting for its acknowledgment; `None` when the server does not take it (an older
+    /// server, or one whose acknowledgment leaves every one of them out). Which it took
+    /// is the subscription's `acknowledged()`.
+    pub async fn listen_for_resources(
+        &self,
+        uris: &[String],
+    ) -> Option<rmcp::service::Subscription> {
+        if self.protocol.as_str() < ProtocolVersion::V_2026_07_28.as_str() {
+            return None;
+        }
+        let filter = rmcp::model::SubscriptionFilter::builder()
+            .resource_subscriptions(uris.iter().cloned())
+            .build();
+        let subscription = self.up().ok()?.listen(filter).await.ok()?;
+        let taken = subscription
+            .acknowledged()
+            .resource_subscriptions
+            .as_ref()
+            .is_some_and(|taken| taken.iter().any(|u| uris.contains(u)));
+        taken.then_some(subscription)
     }
 
     /// Close the connection: no more restarts; the server gets [`CLOSE_LIMIT`] to exit,

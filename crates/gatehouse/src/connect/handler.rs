@@ -36,6 +36,13 @@ pub const MAX_QUEUED_PROGRESS: usize = 1_024;
 pub(crate) type ProgressRoute =
     Arc<Mutex<HashMap<ProgressToken, mpsc::Sender<ProgressNotificationParam>>>>;
 
+/// The log messages of the call in flight that wants them, by its progress token. A
+/// server's `notifications/message` names no request, so a message goes to a call only
+/// while it is the one call in flight on the connection; otherwise it is dropped.
+#[allow(deprecated)] // SEP-2577 deprecates logging; servers on older revisions still log
+pub(crate) type LogRoute =
+    Arc<Mutex<HashMap<ProgressToken, mpsc::Sender<rmcp::model::LoggingMessageNotificationParam>>>>;
+
 /// The client side of one connection. Progress and "tool list changed" are taken by the
 /// transport as they are read ([`super::wire::InOrder`]); questions come here. Its clones
 /// share every flag and count, so a server restarted under the same connection
@@ -47,6 +54,8 @@ pub struct HostHandler {
     trace: Trace,
     /// Where each call in flight's progress goes; empty when no call is in flight.
     pub(crate) progress: ProgressRoute,
+    /// Where the log messages of a call in flight go, for the calls that want them.
+    pub(crate) logs: LogRoute,
     /// Set when an older server says its tool list changed.
     pub(crate) tools_changed: Arc<AtomicBool>,
     /// Set when the server asked the person during a call (older revisions).
@@ -69,6 +78,7 @@ impl HostHandler {
             person,
             trace,
             progress: Arc::new(Mutex::new(HashMap::new())),
+            logs: Arc::new(Mutex::new(HashMap::new())),
             tools_changed: Arc::new(AtomicBool::new(false)),
             asked: Arc::default(),
             questions: Arc::default(),
@@ -113,6 +123,28 @@ impl HostHandler {
     /// The request with this progress token ended: its progress goes nowhere now.
     pub fn end_progress(&self, token: &ProgressToken) {
         self.routes().remove(token);
+    }
+
+    /// Send the log messages the server sends while the request with this progress
+    /// token is the only one in flight to `to`, until [`HostHandler::end_logs`].
+    #[allow(deprecated)]
+    pub fn route_logs(
+        &self,
+        token: ProgressToken,
+        to: mpsc::Sender<rmcp::model::LoggingMessageNotificationParam>,
+    ) {
+        self.logs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(token, to);
+    }
+
+    /// The request with this progress token ended: its log messages go nowhere now.
+    pub fn end_logs(&self, token: &ProgressToken) {
+        self.logs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(token);
     }
 
     /// How many calls are in flight on this connection.

@@ -1,6 +1,6 @@
 //! What the host does with each message on its way, below rmcp: [`Tap`] shows every
 //! message to an observer that wants it (`--record`, the lab), with the host's secrets
-//! replaced; [`InOrder`] takes progress and "tool list changed" as they are read, and lets
+//! replaced; [`InOrder`] takes progress, log messages and "tool list changed" as they are read, and lets
 //! through only answers to requests the host actually has in flight.
 
 use std::{
@@ -19,7 +19,7 @@ use rmcp::{
 };
 use serde_json::json;
 
-use super::handler::{HostHandler, ProgressRoute};
+use super::handler::{HostHandler, LogRoute, ProgressRoute};
 use crate::trace::{Direction, Observer, Trace, Who, WireEvent};
 
 /// How many cancelled requests are remembered, so their late answers are dropped quietly.
@@ -99,6 +99,7 @@ pub struct InOrder<T> {
     server: String,
     tools_changed: Arc<AtomicBool>,
     progress: ProgressRoute,
+    logs: LogRoute,
     trace: Trace,
     in_flight: HashSet<RequestId>,
     cancelled: VecDeque<RequestId>,
@@ -113,6 +114,7 @@ impl<T> InOrder<T> {
             server: server.to_owned(),
             tools_changed: handler.tools_changed.clone(),
             progress: handler.progress.clone(),
+            logs: handler.logs.clone(),
             trace: trace.clone(),
             in_flight: HashSet::new(),
             cancelled: VecDeque::new(),
@@ -179,6 +181,7 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for InOrder<T> {
         self.inner.send(item)
     }
 
+    #[allow(deprecated)] // SEP-2577 deprecates logging; older revisions still log
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
         loop {
             let received = self.inner.receive().await?;
@@ -194,6 +197,14 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for InOrder<T> {
                         if let Some(to) = routes.get(&p.params.progress_token) {
                             // Full: the host is behind; this one is not worth its memory.
                             let _ = to.try_send(p.params.clone());
+                        }
+                    }
+                    ServerNotification::LoggingMessageNotification(m) => {
+                        let routes = self.progress.lock().unwrap_or_else(|e| e.into_inner());
+                        let only = (routes.len() == 1).then(|| routes.keys().next()).flatten();
+                        let logs = self.logs.lock().unwrap_or_else(|e| e.into_inner());
+                        if let Some(to) = only.and_then(|token| logs.get(token)) {
+                            let _ = to.try_send(m.params.clone());
                         }
                     }
                     _ => {}

@@ -143,6 +143,27 @@ struct Round1<'a> {
     limits: CallLimits,
     trace: &'a Trace,
     stop: &'a CancellationToken,
+    /// The caller a gateway passes the call on for, if any.
+    relay: Option<&'a Relay>,
+}
+
+/// A copy of a call's progress, for someone else to show (a gateway passes it to its
+/// caller): bounded, and a notification that does not fit is dropped, never waited for.
+pub type ProgressRelay = mpsc::Sender<rmcp::model::ProgressNotificationParam>;
+
+/// What a gateway's caller brings to a call the gateway passes on: where its progress
+/// goes, and the capabilities the server is told in each request (2026-07-28), so a
+/// server asks only what the caller's client can answer.
+#[derive(Clone, Default)]
+pub struct Relay {
+    /// Where each progress notification goes too, as it comes.
+    pub progress: Option<ProgressRelay>,
+    /// Declared to the server instead of the host's own.
+    pub capabilities: Option<rmcp::model::ClientCapabilities>,
+    /// Where the server's log messages go while the call is the one in flight on its
+    /// connection (`connect::handler::LogRoute`); `None`: nowhere.
+    #[allow(deprecated)] // SEP-2577 deprecates logging; older revisions still log
+    pub logs: Option<mpsc::Sender<rmcp::model::LoggingMessageNotificationParam>>,
 }
 
 impl Round1<'_> {
@@ -154,7 +175,8 @@ impl Round1<'_> {
         // Sent by hand rather than with rmcp's helpers, for two reasons: the request's own
         // progress token routes only its progress here, and a cancellation is awaited until
         // it is written, so a server hears it even if the host exits next.
-        let mut handle = match conn.send(request).await {
+        let declared = self.relay.and_then(|r| r.capabilities.as_ref());
+        let mut handle = match conn.send_declaring(request, declared).await {
             Ok(handle) => handle,
             Err(e) => return Round::Answered(Err(e)),
         };
@@ -162,12 +184,18 @@ impl Round1<'_> {
         let handler = conn.handler();
         let token = handle.progress_token.clone();
         handler.route_progress(token.clone(), tx);
+        if let Some(logs) = self.relay.and_then(|r| r.logs.clone()) {
+            handler.route_logs(token.clone(), logs);
+        }
         let mut hard_deadline = started + limits.max_round_timeout.max(limits.round_timeout);
         let mut deadline = started + limits.round_timeout;
         // The person signing in to the server (a step-up for this call) stops the clock.
         let mut person = conn.person_time().watch();
         let mut person_spent = person.borrow_and_update().1;
         let mut record = |p: rmcp::model::ProgressNotificationParam| {
+            if let Some(relay) = self.relay.and_then(|r| r.progress.as_ref()) {
+                let _ = relay.try_send(p.clone());
+            }
             let event = ProgressEvent {
                 server: conn.name.clone(),
                 tool: self.label.to_owned(),
@@ -184,6 +212,7 @@ impl Round1<'_> {
             tokio::select! {
                 answer = &mut handle.rx => {
                     handler.end_progress(&token);
+                    handler.end_logs(&token);
                     // Progress the server sent before its answer was routed as it was read
                     // (`connect::InOrder`), so it is all here: shown before the result.
                     while let Ok(p) = rx.try_recv() {
@@ -210,6 +239,7 @@ impl Round1<'_> {
             }
         };
         handler.end_progress(&token);
+        handler.end_logs(&token);
         let (round, reason) = ended;
         // Bounded: a server that stops reading its input must not hold the host here.
         let _ = tokio::time::timeout(CANCEL_SEND_LIMIT, handle.cancel(Some(reason.into()))).await;
@@ -251,12 +281,14 @@ pub struct Call<'a> {
     pub arguments: JsonObject,
     /// Request `_meta` beyond the protocol envelope (trace context).
     pub meta: Option<RequestMetaObject>,
+    /// The gateway's caller the call is passed on for, if it is.
+    pub relay: Option<Relay>,
 }
 
 impl<'a> Call<'a> {
     /// The round that sends this call, and its first request's params.
     fn first_round<'r>(
-        self,
+        &'r self,
         limits: CallLimits,
         trace: &'r Trace,
         stop: &'r CancellationToken,
@@ -270,10 +302,11 @@ impl<'a> Call<'a> {
             limits,
             trace,
             stop,
+            relay: self.relay.as_ref(),
         };
-        let mut params =
-            CallToolRequestParams::new(self.wire_name.to_owned()).with_arguments(self.arguments);
-        params.meta = self.meta;
+        let mut params = CallToolRequestParams::new(self.wire_name.to_owned())
+            .with_arguments(self.arguments.clone());
+        params.meta = self.meta.clone();
         (round, params)
     }
 }
@@ -402,6 +435,7 @@ pub async fn follow_task(
         limits,
         trace: watch.trace,
         stop: watch.stop,
+        relay: None,
     };
     let follow = task::Follow {
         round: &round,
@@ -569,6 +603,7 @@ pub async fn read_resource(
         limits,
         trace,
         stop,
+        relay: None,
     };
     let request = ClientRequest::ReadResourceRequest(ReadResourceRequest::new(params));
     let end = match round.send(request, &mut 0).await {

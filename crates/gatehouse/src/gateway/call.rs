@@ -25,6 +25,7 @@ use super::{
     Gateway,
     client::{Asking, ClientPerson},
     confirm::{self, APPROVE_KEY, Bound, Sealed},
+    relay::{ToCaller, declared, undeclared},
 };
 use crate::{
     catalog::{CatalogTool, Origin},
@@ -48,6 +49,9 @@ pub(crate) struct Call<'a> {
     arguments: JsonObject,
     state: Option<String>,
     responses: InputResponses,
+    /// A first round (no state of the gateway's): answers the client sent with it are
+    /// the server's to read, never the gateway's.
+    first_round: bool,
     modern: bool,
     asking: Asking,
     step: u64,
@@ -62,16 +66,23 @@ impl<'a> Call<'a> {
     ) -> Call<'a> {
         let arguments = request.arguments.unwrap_or_default();
         let (step, trace_id) = gw.next_step();
+        // The catalog's name of the tool the client named; an unknown name is kept, for
+        // the gate to refuse and the ledger to show.
+        let name = gw
+            .names()
+            .catalog_name(&gw.host().catalog(), &request.name)
+            .unwrap_or_else(|| request.name.to_string());
         Call {
             gw,
             context,
             caller: (gw.inner.caller_of)(context),
             call: ToolCall {
                 id: format!("gw-{step}"),
-                name: request.name.to_string(),
+                name,
                 arguments: serde_json::to_string(&arguments).unwrap_or_default(),
             },
             arguments,
+            first_round: request.request_state.is_none(),
             state: request.request_state,
             responses: request.input_responses.unwrap_or_default(),
             modern: context
@@ -278,7 +289,17 @@ impl<'a> Call<'a> {
     async fn admitted(&self, admitted: Admission) -> Result<CallToolResponse, ErrorData> {
         match admitted {
             Admission::Refused { text, .. } => Ok(failed(text)),
-            Admission::Send { tool, arguments } => self.send(*tool, arguments, None, 0).await,
+            Admission::Send { tool, arguments } => {
+                // A stateless server may take answers sent without a question (SEP-2322):
+                // a first round's are passed on as they came. A later round's answers
+                // are the gateway's form, never sent on.
+                let unsolicited =
+                    (self.first_round && !self.responses.is_empty()).then(|| Answered {
+                        responses: self.responses.clone(),
+                        state: None,
+                    });
+                self.send(*tool, arguments, unsolicited, 0).await
+            }
         }
     }
 
@@ -297,33 +318,92 @@ impl<'a> Call<'a> {
         };
         // The call behind is made anew on the servers file's connection: nothing of the
         // client's request (its headers, its token, its `_meta`) is passed on.
+        let progress = ToCaller::of(self.context, self.gw.session_log_level());
         let to_send = dispatch::Call {
             conn,
             wire_name: &tool.tool.name,
             arguments: arguments.clone(),
-            meta: None,
+            meta: progress.meta(),
+            relay: Some(progress.relay(declared(self.context, conn))),
         };
         let (limits, trace, stop) = (self.gw.limits(), host.trace(), &self.context.ct);
         let end = if self.modern {
             match dispatch::call_tool_round(to_send, answered, limits, trace, stop).await {
-                Relayed::Ended(done) => done.end,
-                Relayed::Asks(asked) => return Ok(self.relay(asked, &tool, arguments, rounds + 1)),
+                Relayed::Ended(done) => {
+                    progress.finish().await;
+                    done.end
+                }
+                Relayed::Asks(asked) => {
+                    progress.finish().await;
+                    return Ok(self.relay(asked, &tool, arguments, rounds + 1));
+                }
             }
         } else {
-            let person = self.person();
-            let watch = dispatch::Watch {
-                person: &person,
-                trace,
-                stop,
-            };
-            dispatch::call_tool(to_send, limits, watch).await.end
+            let ended = self.rounds_for_older(to_send, limits).await;
+            progress.finish().await;
+            match ended {
+                Ok(end) => end,
+                Err(refused) => return Ok(refused),
+            }
         };
         let p = self.proposal(None);
         let end = host
             .gate()
             .after_call(&p, &tool, &arguments, end, trace)
             .await;
-        Ok(finished(end).into())
+        finished(end).map(Into::into)
+    }
+
+    /// An older client's call, round by round: each question of the server (a form,
+    /// sampling, roots) asked of the client inside the call as a request of its own, and
+    /// the answers sent back in the next round. The gateway answers none itself.
+    async fn rounds_for_older(
+        &self,
+        call: dispatch::Call<'_>,
+        limits: dispatch::CallLimits,
+    ) -> Result<CallEnd, CallToolResponse> {
+        let (trace, stop) = (self.gw.host().trace(), &self.context.ct);
+        let server = call.conn.name.clone();
+        let person = self.person();
+        let mut answered = None;
+        for _ in 0..=limits.max_input_rounds {
+            let round = dispatch::Call {
+                conn: call.conn,
+                wire_name: call.wire_name,
+                arguments: call.arguments.clone(),
+                meta: call.meta.clone(),
+                relay: call.relay.clone(),
+            };
+            let asked = match dispatch::call_tool_round(round, answered, limits, trace, stop).await
+            {
+                Relayed::Ended(done) => return Ok(done.end),
+                Relayed::Asks(asked) => asked,
+            };
+            if let Some(why) = undeclared(self.context, &asked) {
+                return Err(failed(format!(
+                    "{server} asks {why}, which this client did not declare"
+                )));
+            }
+            let mut responses = InputResponses::new();
+            for (key, request) in asked.input_requests.iter().flatten() {
+                match person.relay(request).await {
+                    Some(answer) => responses.insert(key.clone(), answer),
+                    None => {
+                        return Err(failed(format!(
+                            "{server} asked the client for input ({key}) and no answer came"
+                        )));
+                    }
+                };
+            }
+            answered = Some(Answered {
+                responses,
+                state: asked.request_state,
+            });
+        }
+        Err(failed(format!(
+            "{server} asked for input more than {} times",
+            limits.max_input_rounds
+        )))
     }
 
     /// A server's questions, passed to the caller's client with the server's state
@@ -340,19 +420,9 @@ impl<'a> Call<'a> {
         if rounds > max {
             return failed(format!("{server} asked for input more than {max} times"));
         }
-        let only_forms = asked
-            .input_requests
-            .iter()
-            .flatten()
-            .all(|(_, r)| matches!(r, InputRequest::Elicitation(_)));
-        if !only_forms {
+        if let Some(why) = undeclared(self.context, &asked) {
             return failed(format!(
-                "{server} asked for input the gateway does not pass on (only questions for the person are)"
-            ));
-        }
-        if !self.asking.form() {
-            return failed(format!(
-                "{server} asks the person a question, and this client cannot show them a form"
+                "{server} asks {why}, which this client did not declare"
             ));
         }
         let sealed = Sealed::Relay {
@@ -374,15 +444,12 @@ fn failed(text: String) -> CallToolResponse {
     CallToolResult::error(vec![ContentBlock::text(text)]).into()
 }
 
-/// A call's end as the caller reads it: the server's result as it came, or why there is
-/// none.
-fn finished(end: CallEnd) -> CallToolResult {
+/// A call's end as the caller reads it: the server's result, or its JSON-RPC error
+/// (code kept, message made visible), as it came; or why there is none.
+fn finished(end: CallEnd) -> Result<CallToolResult, ErrorData> {
     let text = match end {
-        CallEnd::Result(result) => return result,
-        CallEnd::ProtocolError(e) => format!(
-            "the server answered with an error: {}",
-            text::clip(&text::visible(&e.message), MAX_RELAYED_ERROR_CHARS)
-        ),
+        CallEnd::Result(result) => return Ok(result),
+        CallEnd::ProtocolError(e) => return Err(super::passthrough::visible_error(e)),
         CallEnd::TimedOut(after) => format!(
             "the server did not answer within {}; the call was cancelled",
             text::seconds(after)
@@ -397,5 +464,5 @@ fn finished(end: CallEnd) -> CallToolResult {
             seen.status
         ),
     };
-    CallToolResult::error(vec![ContentBlock::text(text)])
+    Ok(CallToolResult::error(vec![ContentBlock::text(text)]))
 }

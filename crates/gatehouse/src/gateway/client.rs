@@ -5,7 +5,7 @@
 
 use rmcp::{
     RoleServer,
-    model::{ElicitRequestParams, ElicitResult, ElicitationAction},
+    model::{ElicitRequestParams, ElicitResult, ElicitationAction, InputRequest},
     service::{Peer, RequestContext},
 };
 
@@ -99,6 +99,37 @@ impl ClientPerson {
             Ok(Decision::Approved) => Approval::once(true, AnsweredBy::Client),
             Ok(Decision::Denied) => no(AnsweredBy::Client),
             Ok(Decision::Undecided) | Err(_) => no(AnsweredBy::Nobody),
+        }
+    }
+}
+
+impl ClientPerson {
+    /// One question of a server asked of the client as a request of its own, waited for
+    /// at most [`confirm::CONFIRMATION_TTL`]: its answer as the next round carries it.
+    /// What the client did not declare was refused before (`relay::undeclared`).
+    pub(super) async fn relay(&self, request: &InputRequest) -> Option<serde_json::Value> {
+        let ttl = confirm::CONFIRMATION_TTL;
+        match request {
+            InputRequest::Elicitation(form) if self.asking.form() => {
+                serde_json::to_value(self.ask(form.params.clone()).await?).ok()
+            }
+            #[allow(deprecated)] // sampling and roots are what the older revisions have
+            InputRequest::CreateMessage(sample) => {
+                let asked = self.peer.create_message(sample.params.clone());
+                let answer = tokio::time::timeout(ttl, asked).await.ok()?.ok()?;
+                serde_json::to_value(answer).ok()
+            }
+            #[allow(deprecated)]
+            InputRequest::ListRoots(_) => {
+                let answer = tokio::time::timeout(ttl, self.peer.list_roots())
+                    .await
+                    .ok()?
+                    .ok()?;
+                serde_json::to_value(answer).ok()
+            }
+            // A form for a client that shows none, or a kind of question newer than this
+            // gateway: nobody here can pass it on.
+            _ => None,
         }
     }
 }

@@ -12,8 +12,12 @@
 pub mod call;
 pub mod client;
 pub mod confirm;
+pub mod names;
 pub mod page;
+pub mod passthrough;
+mod relay;
 pub mod store;
+pub mod subscribe;
 
 use std::sync::{
     Arc,
@@ -23,14 +27,15 @@ use std::sync::{
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
-        CacheScope, CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
-        PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+        CacheScope, CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
+        GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
+        ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+        ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig, Tool,
     },
     service::RequestContext,
 };
 
 use crate::{
-    catalog::Origin,
     config::Config,
     dispatch::CallLimits,
     host::Host,
@@ -48,10 +53,34 @@ pub use store::Store;
 pub type CallerOf = Arc<dyn Fn(&RequestContext<RoleServer>) -> String + Send + Sync>;
 
 /// The gateway: a host's connections, catalog, settings and gate, served as one MCP
-/// server. Cheap to clone (one per HTTP request or stdio session).
-#[derive(Clone)]
+/// server. Cheap to clone: one per HTTP request or session, or stdio session, each clone
+/// sharing everything but the session's own state (an older client's log level).
 pub struct Gateway {
     inner: Arc<Inner>,
+    session: Arc<SessionState>,
+}
+
+/// What one client's session sets for itself (older revisions; a 2026-07-28 request
+/// carries it in its `_meta`).
+#[derive(Default)]
+struct SessionState {
+    /// The level `logging/setLevel` asked for: the session's calls ask their servers to
+    /// log from it, and relay what they log.
+    #[allow(deprecated)] // SEP-2577 deprecates logging; older revisions still have it
+    log_level: std::sync::Mutex<Option<rmcp::model::LoggingLevel>>,
+    /// The resources it subscribed to (`resources/subscribe`), each a stream of the
+    /// server's, ended with the session.
+    subscriptions: subscribe::Subscriptions,
+}
+
+impl Clone for Gateway {
+    /// A clone for a new session: the same gateway, a fresh session state.
+    fn clone(&self) -> Gateway {
+        Gateway {
+            inner: self.inner.clone(),
+            session: Arc::default(),
+        }
+    }
 }
 
 struct Inner {
@@ -62,6 +91,8 @@ struct Inner {
     page: Option<Page>,
     /// Calls so far, for the ledger's step.
     calls: AtomicU64,
+    /// Subscriptions every session holds together, at most `subscribe::MAX_SUBSCRIPTIONS`.
+    subscription_limit: Arc<tokio::sync::Semaphore>,
 }
 
 /// The person behind the servers' own `elicitation/create` outside any caller's call:
@@ -108,7 +139,9 @@ impl Gateway {
                 caller_of,
                 page,
                 calls: AtomicU64::new(0),
+                subscription_limit: subscribe::limit(),
             }),
+            session: Arc::default(),
         })
     }
 
@@ -119,14 +152,15 @@ impl Gateway {
         let host = &self.inner.host;
         let rules = &host.settings().rules;
         let up = |server: &str| host.connection(server).is_some_and(|c| c.is_up());
-        host.catalog()
-            .tools()
-            .iter()
-            .filter(|t| matches!(&t.origin, Origin::Server(s) if up(s)))
-            .filter(|t| rules.hiding(&t.name).is_none())
-            .map(|t| {
+        let catalog = host.catalog();
+        self.names()
+            .offered(&catalog, |t| {
+                t.origin.server().is_some_and(up) && rules.hiding(&t.name).is_none()
+            })
+            .into_iter()
+            .map(|(shown, t)| {
                 let mut tool = t.tool.clone();
-                tool.name = t.name.clone().into();
+                tool.name = shown.into();
                 tool
             })
             .collect()
@@ -135,6 +169,21 @@ impl Gateway {
     /// The approval page, if one is set up: its routes are the binary's to serve.
     pub fn page(&self) -> Option<&Page> {
         self.inner.page.as_ref()
+    }
+
+    /// The log level this session's client set (older revisions), if it set one.
+    #[allow(deprecated)]
+    pub(crate) fn session_log_level(&self) -> Option<rmcp::model::LoggingLevel> {
+        *self
+            .session
+            .log_level
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// How the client sees the servers' names (`gatewayNames`).
+    pub fn names(&self) -> names::Names {
+        names::Names(self.host().settings().gateway_names)
     }
 
     /// Close every server.
@@ -168,15 +217,34 @@ impl Gateway {
 
 impl ServerHandler for Gateway {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let offered = |what: fn(&ServerCapabilities) -> bool| !self.offering(what).is_empty();
+        let mut capabilities = ServerCapabilities::builder().enable_tools().build();
+        if offered(|c| c.prompts.is_some()) {
+            capabilities.prompts = Some(Default::default());
+        }
+        if self.sole(|c| c.resources.is_some()).is_some() {
+            let mut resources = rmcp::model::ResourcesCapability::default();
+            resources.subscribe = subscribe::offered(self).then_some(true);
+            capabilities.resources = Some(resources);
+        }
+        if offered(|c| c.completions.is_some()) {
+            capabilities.completions = Some(Default::default());
+        }
+        if offered(|c| c.logging.is_some()) {
+            capabilities.logging = Some(Default::default());
+        }
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(
                 "gatehouse-gateway",
                 env!("CARGO_PKG_VERSION"),
             ))
-            .with_instructions(
+            .with_instructions(if self.names().unprefixed() {
+                "Gatehouse gateway: one MCP server's tools under a policy. Some calls ask the \
+                 user first, in a form."
+            } else {
                 "Gatehouse gateway: the tools of several MCP servers, named SERVER__TOOL, \
-                 under one policy. Some calls ask the user first, in a form.",
-            )
+                 under one policy. Some calls ask the user first, in a form."
+            })
     }
 
     async fn list_tools(
@@ -202,5 +270,99 @@ impl ServerHandler for Gateway {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         call::Call::new(self, request, &context).run().await
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        self.prompts().await
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        self.prompt(request).await
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        self.resources().await
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        self.resource_templates().await
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        self.read(request).await
+    }
+
+    #[allow(deprecated)] // SEP-2577 deprecates logging; older revisions still have it
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        // Kept for this session's calls, whose servers are asked to log from this level
+        // (in each request's `_meta`); the messages are relayed during the call.
+        *self
+            .session
+            .log_level
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(request.level);
+        Ok(())
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &rmcp::model::SubscriptionFilter,
+    ) -> Option<rmcp::model::SubscriptionFilter> {
+        self.listen_filter(requested)
+    }
+
+    async fn listen(&self, context: rmcp::service::SubscriptionContext) -> Result<(), ErrorData> {
+        self.relay_listen(context).await
+    }
+
+    #[allow(deprecated)] // the older revisions' subscriptions; 2026-07-28 has listen
+    async fn subscribe(
+        &self,
+        request: rmcp::model::SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.subscribe_to(request.uri, &context).await
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        request: rmcp::model::UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.unsubscribe_from(&request.uri);
+        Ok(())
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        self.completion(request).await
     }
 }
