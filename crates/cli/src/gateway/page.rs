@@ -27,7 +27,11 @@ use gatehouse::{
 };
 use gatehouse_servers::auth::Tokens;
 
-const PAGE_HTML: &str = include_str!("../../assets/gateway/page.html");
+/// The page's document, after the prologue every page of the host's shares.
+const PAGE_HTML: &str = concat!(
+    include_str!("../../assets/head.html"),
+    include_str!("../../assets/gateway/page.html")
+);
 const SIGN_IN_HTML: &str = include_str!("../../assets/gateway/sign_in.html");
 const CALL_HTML: &str = include_str!("../../assets/gateway/call.html");
 const MESSAGE_HTML: &str = include_str!("../../assets/gateway/message.html");
@@ -482,6 +486,13 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(shown.status(), StatusCode::OK);
+        // The document is the shared prologue, then the page's own head and body.
+        let document = shown.text().await.unwrap();
+        assert!(document.starts_with("<!doctype html>\n<html lang=\"en\">\n<head>\n"));
+        assert!(
+            document.contains("<title>Sign in · Gatehouse</title>"),
+            "{document}"
+        );
     }
 
     #[test]
