@@ -6,36 +6,6 @@
 
 use super::{Kind, Store};
 
-/// A confirmation waiting on the approval page, as the store keeps it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PageRow {
-    /// Its unguessable id (the page's URL names it).
-    pub id: String,
-    /// Whose it is (`user@tenant`): only they see it and decide it.
-    pub caller: String,
-    /// The call as the page shows it, as JSON.
-    pub call: String,
-    /// The person's decision, once made: `Some(true)` approved.
-    pub decision: Option<bool>,
-    /// When it expires, in seconds since the Unix epoch.
-    pub expires_at: i64,
-}
-
-/// A sign-in session of the approval page, as the store keeps it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PageSessionRow {
-    /// The digest of the session cookie (the cookie itself is never kept).
-    pub id: String,
-    /// Who signed in (`user@tenant`).
-    pub caller: String,
-    /// The session's token against cross-site requests, sent back with every form.
-    pub csrf: String,
-    /// When it was made, in microseconds since the Unix epoch (the oldest make room).
-    pub created_at: i64,
-    /// When it expires, in seconds since the Unix epoch.
-    pub expires_at: i64,
-}
-
 /// A value bound into one of the page's statements: the three kinds both databases take.
 #[derive(Debug, Clone)]
 pub(super) enum Value {
@@ -64,31 +34,70 @@ pub(super) trait Kept: Sized + Send + 'static {
     fn read<C: Cells>(row: &C) -> Result<Self, C::Error>;
 }
 
-impl Kept for PageRow {
-    const TABLE: &'static str = "{t}page_confirmations";
-    const COLUMNS: &'static str = "id, caller, call, decision, expires_at";
-    fn read<C: Cells>(row: &C) -> Result<Self, C::Error> {
-        Ok(PageRow {
-            id: row.text(0)?,
-            caller: row.text(1)?,
-            call: row.text(2)?,
-            decision: row.decision(3)?,
-            expires_at: row.int(4)?,
-        })
-    }
+/// Declares the page's kinds of row: each one's struct, its table, and each column with
+/// the [`Cells`] method that reads it. The columns a statement selects
+/// ([`Kept::COLUMNS`]) are the struct's fields in order, so a column's position, its name
+/// and its field are written once and cannot drift apart.
+macro_rules! kept {
+    ($(
+        $(#[$meta:meta])*
+        pub struct $name:ident in $table:literal {
+            $($(#[$doc:meta])* pub $field:ident: $ty:ty = $cell:ident,)+
+        }
+    )+) => {$(
+        $(#[$meta])*
+        pub struct $name {
+            $($(#[$doc])* pub $field: $ty,)+
+        }
+
+        impl Kept for $name {
+            const TABLE: &'static str = $table;
+            const COLUMNS: &'static str = kept!(@list $($field)+);
+            fn read<C: Cells>(row: &C) -> Result<Self, C::Error> {
+                let mut column = 0;
+                Ok($name {
+                    $($field: {
+                        column += 1;
+                        row.$cell(column - 1)?
+                    },)+
+                })
+            }
+        }
+    )+};
+    (@list $first:ident $($rest:ident)*) => {
+        concat!(stringify!($first) $(, ", ", stringify!($rest))*)
+    };
 }
 
-impl Kept for PageSessionRow {
-    const TABLE: &'static str = "{t}page_sessions";
-    const COLUMNS: &'static str = "id, caller, csrf, created_at, expires_at";
-    fn read<C: Cells>(row: &C) -> Result<Self, C::Error> {
-        Ok(PageSessionRow {
-            id: row.text(0)?,
-            caller: row.text(1)?,
-            csrf: row.text(2)?,
-            created_at: row.int(3)?,
-            expires_at: row.int(4)?,
-        })
+kept! {
+    /// A confirmation waiting on the approval page, as the store keeps it.
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct PageRow in "{t}page_confirmations" {
+        /// Its unguessable id (the page's URL names it).
+        pub id: String = text,
+        /// Whose it is (`user@tenant`): only they see it and decide it.
+        pub caller: String = text,
+        /// The call as the page shows it, as JSON.
+        pub call: String = text,
+        /// The person's decision, once made: `Some(true)` approved.
+        pub decision: Option<bool> = decision,
+        /// When it expires, in seconds since the Unix epoch.
+        pub expires_at: i64 = int,
+    }
+
+    /// A sign-in session of the approval page, as the store keeps it.
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct PageSessionRow in "{t}page_sessions" {
+        /// The digest of the session cookie (the cookie itself is never kept).
+        pub id: String = text,
+        /// Who signed in (`user@tenant`).
+        pub caller: String = text,
+        /// The session's token against cross-site requests, sent back with every form.
+        pub csrf: String = text,
+        /// When it was made, in microseconds since the Unix epoch (the oldest make room).
+        pub created_at: i64 = int,
+        /// When it expires, in seconds since the Unix epoch.
+        pub expires_at: i64 = int,
     }
 }
 
@@ -295,5 +304,44 @@ impl Store {
             Kind::Sqlite(s) => s.write::<R>(write).await,
             Kind::Postgres(p) => p.write::<R>(write).await,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_statement_is_spelled_in_each_databases_dialect_with_the_rows_columns() {
+        assert_eq!(PageRow::COLUMNS, "id, caller, call, decision, expires_at");
+        assert_eq!(
+            PageSessionRow::COLUMNS,
+            "id, caller, csrf, created_at, expires_at"
+        );
+        assert_eq!(
+            SQLITE.find::<PageRow>(),
+            "SELECT id, caller, call, decision, expires_at FROM page_confirmations \
+             WHERE id = ?1 AND expires_at > ?2"
+        );
+        assert_eq!(
+            POSTGRES.prune::<PageSessionRow>(),
+            "DELETE FROM gatehouse_page_sessions WHERE expires_at <= $1"
+        );
+        for template in [
+            COUNT_PENDING,
+            INSERT_PENDING,
+            DECIDE,
+            TRIM_SESSIONS,
+            INSERT_SESSION,
+        ] {
+            let (lite, pg) = (SQLITE.sql(template), POSTGRES.sql(template));
+            assert!(!lite.contains('$') && !lite.contains("{t}"), "{lite}");
+            assert!(!pg.contains('?') && !pg.contains("{t}"), "{pg}");
+            assert!(pg.contains(" gatehouse_page_") && !lite.contains("gatehouse_"));
+            assert_eq!(lite.replace('?', "$"), pg.replace("gatehouse_", ""));
+        }
+        let trim = SQLITE.sql(TRIM_SESSIONS);
+        assert_eq!(trim.matches("caller = ?1").count(), 2, "{trim}");
+        assert!(trim.contains("LIMIT ?2"), "{trim}");
     }
 }
