@@ -364,6 +364,21 @@ fn log(
 }
 
 impl<D: Desk> Served<D> {
+    /// Answer a request of `method` (on `subject`) for the request's caller, as one log
+    /// record ending `ok` or `error`.
+    fn logged<T>(
+        &self,
+        method: &'static str,
+        subject: Option<&str>,
+        context: &RequestContext<RoleServer>,
+        answer: impl FnOnce(&Caller) -> Result<T, ErrorData>,
+    ) -> Result<T, ErrorData> {
+        let log = log(D::PROFILE, method, subject, context);
+        let response = answer(&Caller::of_request(self.0.default_caller(), context));
+        log.finish(if response.is_ok() { "ok" } else { "error" });
+        response
+    }
+
     async fn call(
         &self,
         request: &CallToolRequestParams,
@@ -511,11 +526,9 @@ impl<D: Desk> ServerHandler for Served<D> {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let log = log(D::PROFILE, "resources/list", None, &context);
-        let caller = Caller::of_request(self.0.default_caller(), &context);
-        let response = self.0.list_resources(&caller);
-        log.finish(if response.is_ok() { "ok" } else { "error" });
-        response
+        self.logged("resources/list", None, &context, |caller| {
+            self.0.list_resources(caller)
+        })
     }
 
     async fn read_resource(
@@ -523,10 +536,8 @@ impl<D: Desk> ServerHandler for Served<D> {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let log = log(D::PROFILE, "resources/read", Some(&request.uri), &context);
-        let caller = Caller::of_request(self.0.default_caller(), &context);
-        let response = self.0.read_resource(&caller, &request.uri);
-        log.finish(if response.is_ok() { "ok" } else { "error" });
-        response
+        self.logged("resources/read", Some(&request.uri), &context, |caller| {
+            self.0.read_resource(caller, &request.uri)
+        })
     }
 }

@@ -12,8 +12,9 @@ use std::sync::Arc;
 use axum::{
     Router,
     body::Bytes,
-    extract::{DefaultBodyLimit, Path, State},
-    http::{HeaderMap, HeaderValue, StatusCode, header},
+    extract::{DefaultBodyLimit, Path, Request, State},
+    http::{HeaderMap, HeaderValue, Method, StatusCode, header},
+    middleware::{self, Next},
     response::{IntoResponse, Response},
     routing::{get, post},
 };
@@ -26,7 +27,11 @@ use gatehouse::{
 };
 use gatehouse_servers::auth::Tokens;
 
-const PAGE_HTML: &str = include_str!("../../assets/gateway/page.html");
+/// The page's document, after the prologue every page of the host's shares.
+const PAGE_HTML: &str = concat!(
+    include_str!("../../assets/head.html"),
+    include_str!("../../assets/gateway/page.html")
+);
 const SIGN_IN_HTML: &str = include_str!("../../assets/gateway/sign_in.html");
 const CALL_HTML: &str = include_str!("../../assets/gateway/call.html");
 const MESSAGE_HTML: &str = include_str!("../../assets/gateway/message.html");
@@ -65,7 +70,19 @@ pub fn routes(page: Page, tokens: Arc<Tokens>) -> Router {
         .route(&format!("{APPROVE_PATH}/{{id}}"), get(show).post(decide))
         .route(&format!("{APPROVE_PATH}/{{id}}/sign-in"), post(sign_in))
         .layer(DefaultBodyLimit::max(MAX_FORM_BYTES))
+        .layer(middleware::from_fn_with_state(state.clone(), same_origin))
         .with_state(state)
+}
+
+/// Every POST (the sign-in, a decision) passes here first: one from a page of another
+/// origin is refused before its handler runs.
+async fn same_origin(State(pages): State<Arc<Pages>>, request: Request, next: Next) -> Response {
+    if request.method() == Method::POST
+        && let Some(refused) = pages.foreign(request.headers())
+    {
+        return refused;
+    }
+    next.run(request).await
 }
 
 /// The path part of the base URL (checked when read), without a trailing `/`.
@@ -83,10 +100,9 @@ async fn show(
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Response {
-    let session = match pages.session(&headers).await {
-        Ok(Some(session)) => session,
-        Ok(None) => return sign_in_page(StatusCode::OK, &id, ""),
-        Err(e) => return unavailable(&e),
+    let session = match pages.signed_in(&headers, &id, (StatusCode::OK, "")).await {
+        Ok(session) => session,
+        Err(instead) => return instead,
     };
     match pages.page.pending(&id, &session.caller).await {
         Ok(Some((call, Decision::Undecided))) => call_page(&id, &session, &call),
@@ -97,15 +113,7 @@ async fn show(
 }
 
 /// POST `…/sign-in`: a bearer token from the tokens file opens a session.
-async fn sign_in(
-    State(pages): State<Arc<Pages>>,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    if let Some(refused) = pages.foreign(&headers) {
-        return refused;
-    }
+async fn sign_in(State(pages): State<Arc<Pages>>, Path(id): Path<String>, body: Bytes) -> Response {
     let token = field(&body, "token").unwrap_or_default();
     let Some(caller) = pages.tokens.caller_for(token.trim()) else {
         return sign_in_page(
@@ -144,13 +152,10 @@ async fn decide(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    if let Some(refused) = pages.foreign(&headers) {
-        return refused;
-    }
-    let session = match pages.session(&headers).await {
-        Ok(Some(session)) => session,
-        Ok(None) => return sign_in_page(StatusCode::UNAUTHORIZED, &id, "Sign in first."),
-        Err(e) => return unavailable(&e),
+    let unsigned = (StatusCode::UNAUTHORIZED, "Sign in first.");
+    let session = match pages.signed_in(&headers, &id, unsigned).await {
+        Ok(session) => session,
+        Err(instead) => return instead,
     };
     let sent = field(&body, "csrf").unwrap_or_default();
     if !page::csrf_matches(&session, &sent) {
@@ -207,6 +212,22 @@ impl Pages {
             "Refused",
             "This form was sent from another site: nothing was done.",
         ))
+    }
+
+    /// The live session of the request's cookie, or what to answer instead: the sign-in
+    /// form for confirmation `id` (answered with that status and error) when there is none, or the
+    /// store's unavailability.
+    async fn signed_in(
+        &self,
+        headers: &HeaderMap,
+        id: &str,
+        (status, error): (StatusCode, &str),
+    ) -> Result<Session, Response> {
+        match self.session(headers).await {
+            Ok(Some(session)) => Ok(session),
+            Ok(None) => Err(sign_in_page(status, id, error)),
+            Err(e) => Err(unavailable(&e)),
+        }
     }
 
     /// The session of the request's cookie, if it has a live one.
@@ -402,6 +423,75 @@ mod tests {
         assert_eq!(
             out,
             "<p>&lt;script&gt;alert(1)&lt;/script&gt;{{csrf}}&quot;&#39;&amp;</p><i>TOKEN</i>{{unknown}}"
+        );
+    }
+
+    /// The page served on a port of its own over a fresh SQLite store, with one token
+    /// (`sam-token`) in its tokens file: the base URL, and the store's folder to keep.
+    async fn served() -> (String, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let location = gatehouse::gateway::store::Location::File(dir.path().join("state.db"));
+        let store = gatehouse::gateway::Store::open(&location, None)
+            .await
+            .unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let settings = page::PageSettings::parse(&format!("{base}/"), None).unwrap();
+        let sam = gatehouse_servers::auth::hash_token("sam-token");
+        let tokens = Tokens::from_json(&format!(
+            r#"[{{"user": "sam", "tenant": "larkfield", "sha256": "{sam}"}}]"#
+        ))
+        .unwrap();
+        let app = routes(Page::new(settings, store), Arc::new(tokens));
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        (base, dir)
+    }
+
+    #[tokio::test]
+    async fn a_post_from_another_origin_is_refused_before_its_handler_and_a_get_is_not() {
+        let (base, _dir) = served().await;
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap();
+        let sign_in = format!("{base}{APPROVE_PATH}/abc/sign-in");
+        let post = |origin: Option<&str>| {
+            let mut request = http.post(&sign_in).body("token=sam-token");
+            if let Some(origin) = origin {
+                request = request.header(header::ORIGIN, origin);
+            }
+            request.send()
+        };
+        let foreign = post(Some("https://evil.example")).await.unwrap();
+        assert_eq!(foreign.status(), StatusCode::FORBIDDEN);
+        let text = foreign.text().await.unwrap();
+        assert!(text.contains("another site"), "{text}");
+        let decision = http
+            .post(format!("{base}{APPROVE_PATH}/abc"))
+            .header(header::ORIGIN, "https://evil.example")
+            .body("csrf=x&decision=approve")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(decision.status(), StatusCode::FORBIDDEN);
+        for origin in [Some(base.as_str()), None] {
+            let signed = post(origin).await.unwrap();
+            assert_eq!(signed.status(), StatusCode::SEE_OTHER, "{origin:?}");
+            assert!(signed.headers().contains_key(header::SET_COOKIE));
+        }
+        let shown = http
+            .get(format!("{base}{APPROVE_PATH}/abc"))
+            .header(header::ORIGIN, "https://evil.example")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(shown.status(), StatusCode::OK);
+        // The document is the shared prologue, then the page's own head and body.
+        let document = shown.text().await.unwrap();
+        assert!(document.starts_with("<!doctype html>\n<html lang=\"en\">\n<head>\n"));
+        assert!(
+            document.contains("<title>Sign in · Gatehouse</title>"),
+            "{document}"
         );
     }
 

@@ -325,18 +325,23 @@ mod tests {
         assert!(errs.contains_key("priority"));
     }
 
+    /// The question whether to open a ticket, asked for `why`.
+    fn ticket(why: &str) -> ApprovalRequest {
+        ApprovalRequest::new(
+            "tickets",
+            "tickets__open_ticket",
+            json!({"summary": "x"}),
+            why,
+        )
+    }
+
     #[tokio::test]
     async fn an_approval_waits_for_the_click_and_a_bad_answer_keeps_it_waiting() {
         let hub = Arc::new(Hub::default());
         let person = Arc::new(WebPerson::new(hub.clone()));
         let request = ApprovalRequest {
-            server: "tickets".into(),
-            tool: "tickets__open_ticket".into(),
-            arguments: json!({"summary": "x"}),
-            annotations: json!({}),
-            why: "not on the allow-list: ask the person".into(),
             may_remember: true,
-            proposed: None,
+            ..ticket("not on the allow-list: ask the person")
         };
         let p = person.clone();
         let waiting = tokio::spawn(async move { p.approve(&request).await });
@@ -364,13 +369,8 @@ mod tests {
         let hub = Arc::new(Hub::default());
         let person = Arc::new(WebPerson::new(hub.clone()));
         let ask = |may_remember| ApprovalRequest {
-            server: "tickets".into(),
-            tool: "tickets__open_ticket".into(),
-            arguments: json!({"summary": "x"}),
-            annotations: json!({}),
-            why: "rules[0] says ask the person".into(),
             may_remember,
-            proposed: None,
+            ..ticket("rules[0] says ask the person")
         };
         let p = person.clone();
         let waiting = tokio::spawn(async move { p.approve(&ask(true)).await });

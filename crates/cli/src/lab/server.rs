@@ -29,7 +29,11 @@ use super::{
     session::{Lab, StartError},
 };
 
-const INDEX_HTML: &str = include_str!("../../assets/lab/index.html");
+/// The lab's document, after the prologue every page of the host's shares.
+const INDEX_HTML: &str = concat!(
+    include_str!("../../assets/head.html"),
+    include_str!("../../assets/lab/index.html")
+);
 const APP_JS: &str = include_str!("../../assets/lab/app.js");
 const APP_CSS: &str = include_str!("../../assets/lab/app.css");
 

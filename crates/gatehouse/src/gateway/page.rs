@@ -347,15 +347,13 @@ mod tests {
     use serde_json::json;
 
     fn request() -> ApprovalRequest {
-        ApprovalRequest {
-            server: "cmdb".into(),
-            tool: "cmdb__get_asset".into(),
-            arguments: json!({"hostname": "<script>x</script>"}),
-            annotations: json!({}),
-            why: "asset records are private".into(),
-            may_remember: false,
-            proposed: None,
-        }
+        let arguments = json!({"hostname": "<script>x</script>"});
+        ApprovalRequest::new(
+            "cmdb",
+            "cmdb__get_asset",
+            arguments,
+            "asset records are private",
+        )
     }
 
     #[test]

@@ -88,6 +88,23 @@ pub struct ApprovalRequest {
     pub proposed: Option<Value>,
 }
 
+impl ApprovalRequest {
+    /// The question whether to call `tool` of `server` with `arguments`, asked for
+    /// `why`: no annotations shown, the answer not to be remembered, the arguments the
+    /// model's own. A proposal's question ([`Proposed::request`]) fills in the rest.
+    pub fn new(server: &str, tool: &str, arguments: Value, why: &str) -> ApprovalRequest {
+        ApprovalRequest {
+            server: server.to_owned(),
+            tool: tool.to_owned(),
+            arguments,
+            annotations: Value::Object(Default::default()),
+            why: why.to_owned(),
+            may_remember: false,
+            proposed: None,
+        }
+    }
+}
+
 /// What answering a server's question gives: the answer, and who gave it.
 pub type Answered<'a> = BoxFuture<'a, (ElicitResult, AnsweredBy)>;
 
@@ -177,14 +194,12 @@ pub struct Proposed<'a> {
 impl Proposed<'_> {
     /// The question put to the person, with `why` they are asked.
     pub fn request(&self, why: &str) -> ApprovalRequest {
+        let arguments = Value::Object(self.arguments.clone());
         ApprovalRequest {
-            server: self.server.to_owned(),
-            tool: self.tool.to_owned(),
-            arguments: Value::Object(self.arguments.clone()),
             annotations: annotations_for_display(self.annotations),
-            why: why.to_owned(),
             may_remember: self.may_remember,
             proposed: self.proposed.map(|p| Value::Object(p.clone())),
+            ..ApprovalRequest::new(self.server, self.tool, arguments, why)
         }
     }
 }

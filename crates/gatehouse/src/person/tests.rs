@@ -102,14 +102,12 @@ fn answers_fill_only_the_forms_they_name() {
 
 #[test]
 fn a_described_call_shows_everything_and_nothing_acts_on_the_terminal() {
+    let arguments = json!({"host": "db-01", "summary": "\u{1b}[2Jall clear"});
+    let why = "not on the allow-list: ask the person";
     let text = describe_call(&ApprovalRequest {
-        server: "tickets".into(),
-        tool: "tickets__open_ticket".into(),
-        arguments: json!({"host": "db-01", "summary": "\u{1b}[2Jall clear"}),
         annotations: json!({"read_only_hint": false}),
-        why: "not on the allow-list: ask the person".into(),
         may_remember: true,
-        proposed: None,
+        ..ApprovalRequest::new("tickets", "tickets__open_ticket", arguments, why)
     });
     assert!(text.contains("tickets__open_ticket on tickets"), "{text}");
     assert!(

@@ -9,6 +9,7 @@
 //! machine (`sqlite.rs`, the ledger the servers file's), or a PostgreSQL database for
 //! replicas on several (`postgres.rs`, the ledger a table in it).
 
+mod page;
 mod postgres;
 mod sqlite;
 
@@ -16,6 +17,7 @@ use std::{path::PathBuf, sync::Arc, time::Duration};
 
 use futures::future::BoxFuture;
 
+pub use page::{PageRow, PageSessionRow};
 pub use postgres::Database;
 
 use crate::{
@@ -116,94 +118,6 @@ impl Store {
     /// Is the ledger kept in the store itself (PostgreSQL) rather than in a file?
     pub fn keeps_the_ledger(&self) -> bool {
         matches!(self.kind, Kind::Postgres(_))
-    }
-}
-
-/// A confirmation waiting on the approval page, as the store keeps it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PageRow {
-    /// Its unguessable id (the page's URL names it).
-    pub id: String,
-    /// Whose it is (`user@tenant`): only they see it and decide it.
-    pub caller: String,
-    /// The call as the page shows it, as JSON.
-    pub call: String,
-    /// The person's decision, once made: `Some(true)` approved.
-    pub decision: Option<bool>,
-    /// When it expires, in seconds since the Unix epoch.
-    pub expires_at: i64,
-}
-
-/// A sign-in session of the approval page, as the store keeps it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PageSessionRow {
-    /// The digest of the session cookie (the cookie itself is never kept).
-    pub id: String,
-    /// Who signed in (`user@tenant`).
-    pub caller: String,
-    /// The session's token against cross-site requests, sent back with every form.
-    pub csrf: String,
-    /// When it was made, in microseconds since the Unix epoch (the oldest make room).
-    pub created_at: i64,
-    /// When it expires, in seconds since the Unix epoch.
-    pub expires_at: i64,
-}
-
-/// The approval page's state, in whichever store: every replica sees the same
-/// confirmations, decisions and sessions.
-impl Store {
-    /// Keep a pending confirmation, unless its caller has `max` already (`Ok(false)`);
-    /// expired ones are dropped first.
-    pub async fn page_open(&self, row: PageRow, now: i64, max: usize) -> Result<bool, String> {
-        match &self.kind {
-            Kind::Sqlite(s) => s.page_open(row, now, max).await,
-            Kind::Postgres(p) => p.page_open(row, now, max).await,
-        }
-    }
-
-    /// A pending confirmation by its id, unless it expired.
-    pub async fn page_row(&self, id: &str, now: i64) -> Result<Option<PageRow>, String> {
-        match &self.kind {
-            Kind::Sqlite(s) => s.page_row(id, now).await,
-            Kind::Postgres(p) => p.page_row(id, now).await,
-        }
-    }
-
-    /// Record `caller`'s decision on their pending confirmation, once: `Ok(false)` when
-    /// it was decided already, expired, or is not theirs.
-    pub async fn page_decide(
-        &self,
-        id: &str,
-        caller: &str,
-        yes: bool,
-        now: i64,
-    ) -> Result<bool, String> {
-        match &self.kind {
-            Kind::Sqlite(s) => s.page_decide(id, caller, yes, now).await,
-            Kind::Postgres(p) => p.page_decide(id, caller, yes, now).await,
-        }
-    }
-
-    /// Keep a sign-in session; the caller's oldest are dropped beyond `max`, expired
-    /// ones first.
-    pub async fn session_open(
-        &self,
-        row: PageSessionRow,
-        now: i64,
-        max: usize,
-    ) -> Result<(), String> {
-        match &self.kind {
-            Kind::Sqlite(s) => s.session_open(row, now, max).await,
-            Kind::Postgres(p) => p.session_open(row, now, max).await,
-        }
-    }
-
-    /// A sign-in session by its id (the cookie's digest), unless it expired.
-    pub async fn session_row(&self, id: &str, now: i64) -> Result<Option<PageSessionRow>, String> {
-        match &self.kind {
-            Kind::Sqlite(s) => s.session_row(id, now).await,
-            Kind::Postgres(p) => p.session_row(id, now).await,
-        }
     }
 }
 

@@ -1,9 +1,11 @@
-//! The approval page's rows in PostgreSQL: pending confirmations (with the person's
-//! decision once made) and sign-in sessions, each with an expiry, pruned as new ones are
-//! written and bounded per caller, every statement within [`STORE_TIMEOUT`].
+//! The approval page's rows in PostgreSQL: its tables, and the three things the page's
+//! operations (`store/page.rs`) ask of a database, every statement within
+//! [`STORE_TIMEOUT`] and a bounded write one transaction.
+
+use tokio_postgres::{GenericClient, types::ToSql};
 
 use super::{Postgres, STORE_TIMEOUT};
-use crate::gateway::store::{PageRow, PageSessionRow};
+use crate::gateway::store::page::{Bound, Bounded, Cells, Kept, POSTGRES, Statement, Value};
 
 /// The page's tables (made with the store's others).
 pub(super) const SCHEMA: &str = "
@@ -13,159 +15,85 @@ pub(super) const SCHEMA: &str = "
         caller TEXT NOT NULL, csrf TEXT NOT NULL, created_at BIGINT NOT NULL,
         expires_at BIGINT NOT NULL);";
 
+/// A statement's values as PostgreSQL binds them (a decision is a BOOLEAN).
+fn bound(values: &[Value]) -> Vec<&(dyn ToSql + Sync)> {
+    values
+        .iter()
+        .map(|v| match v {
+            Value::Text(t) => t as &(dyn ToSql + Sync),
+            Value::Int(i) => i,
+            Value::Flag(f) => f,
+        })
+        .collect()
+}
+
+/// Run `s` on `c` (the connection, or a transaction on it).
+async fn run(c: &impl GenericClient, s: &Statement) -> Result<u64, tokio_postgres::Error> {
+    c.execute(&POSTGRES.sql(s.sql), &bound(&s.values)).await
+}
+
+impl Cells for tokio_postgres::Row {
+    type Error = tokio_postgres::Error;
+    fn text(&self, column: usize) -> Result<String, Self::Error> {
+        self.try_get(column)
+    }
+    fn int(&self, column: usize) -> Result<i64, Self::Error> {
+        self.try_get(column)
+    }
+    fn decision(&self, column: usize) -> Result<Option<bool>, Self::Error> {
+        self.try_get(column)
+    }
+}
+
 impl Postgres {
-    /// Keep a pending confirmation, unless its caller has `max` already: `Ok(false)`.
-    pub async fn page_open(&self, row: PageRow, now: i64, max: usize) -> Result<bool, String> {
-        let max = max as i64;
-        self.run(STORE_TIMEOUT, |c| {
-            Box::pin(async move {
-                let tx = c.transaction().await?;
-                tx.execute(
-                    "DELETE FROM gatehouse_page_confirmations WHERE expires_at <= $1",
-                    &[&now],
-                )
-                .await?;
-                // Two replicas opening the same caller's at once take turns on this lock.
-                tx.execute("SELECT pg_advisory_xact_lock(hashtext($1))", &[&row.caller])
-                    .await?;
-                let held: i64 = tx
-                    .query_one(
-                        "SELECT COUNT(*) FROM gatehouse_page_confirmations WHERE caller = $1",
-                        &[&row.caller],
-                    )
-                    .await?
-                    .try_get(0)?;
-                if held >= max {
-                    return Ok(false);
-                }
-                tx.execute(
-                    "INSERT INTO gatehouse_page_confirmations (id, caller, call, decision, expires_at)
-                     VALUES ($1, $2, $3, NULL, $4)",
-                    &[&row.id, &row.caller, &row.call, &row.expires_at],
-                )
-                .await?;
-                tx.commit().await.map(|()| true)
-            })
-        })
-        .await
+    /// Run `statement`: how many rows it changed.
+    pub(in crate::gateway::store) async fn execute(&self, s: Statement) -> Result<u64, String> {
+        self.run(STORE_TIMEOUT, |c| Box::pin(async move { run(c, &s).await }))
+            .await
     }
 
-    /// A pending confirmation that has not expired.
-    pub async fn page_row(&self, id: &str, now: i64) -> Result<Option<PageRow>, String> {
-        let id = id.to_owned();
-        self.run(STORE_TIMEOUT, |c| {
-            Box::pin(async move {
-                let row = c
-                    .query_opt(
-                        "SELECT id, caller, call, decision, expires_at
-                         FROM gatehouse_page_confirmations WHERE id = $1 AND expires_at > $2",
-                        &[&id, &now],
-                    )
-                    .await?;
-                row.map(|r| {
-                    Ok(PageRow {
-                        id: r.try_get(0)?,
-                        caller: r.try_get(1)?,
-                        call: r.try_get(2)?,
-                        decision: r.try_get(3)?,
-                        expires_at: r.try_get(4)?,
-                    })
-                })
-                .transpose()
-            })
-        })
-        .await
-    }
-
-    /// Decide a pending confirmation of `caller`'s once: `Ok(false)` when it was decided
-    /// already, expired, or is not theirs.
-    pub async fn page_decide(
+    /// The `R` with id `values[0]`, unless it expired by `values[1]`.
+    pub(in crate::gateway::store) async fn find<R: Kept>(
         &self,
-        id: &str,
-        caller: &str,
-        yes: bool,
-        now: i64,
+        values: Vec<Value>,
+    ) -> Result<Option<R>, String> {
+        self.run(STORE_TIMEOUT, |c| {
+            Box::pin(async move {
+                let row = c.query_opt(&POSTGRES.find::<R>(), &bound(&values)).await?;
+                row.as_ref().map(R::read).transpose()
+            })
+        })
+        .await
+    }
+
+    /// A bounded write of an `R`, in one transaction.
+    pub(in crate::gateway::store) async fn write<R: Kept>(
+        &self,
+        w: Bounded,
     ) -> Result<bool, String> {
-        let (id, caller) = (id.to_owned(), caller.to_owned());
-        self.run(STORE_TIMEOUT, |c| {
-            Box::pin(async move {
-                c.execute(
-                    "UPDATE gatehouse_page_confirmations SET decision = $1
-                     WHERE id = $2 AND caller = $3 AND decision IS NULL AND expires_at > $4",
-                    &[&yes, &id, &caller, &now],
-                )
-                .await
-                .map(|n| n == 1)
-            })
-        })
-        .await
-    }
-
-    /// Keep a sign-in session, the caller's oldest ones dropped so they keep at most `max`.
-    pub async fn session_open(
-        &self,
-        row: PageSessionRow,
-        now: i64,
-        max: usize,
-    ) -> Result<(), String> {
-        let keep = max.saturating_sub(1) as i64;
         self.run(STORE_TIMEOUT, |c| {
             Box::pin(async move {
                 let tx = c.transaction().await?;
-                tx.execute(
-                    "DELETE FROM gatehouse_page_sessions WHERE expires_at <= $1",
-                    &[&now],
-                )
-                .await?;
-                tx.execute("SELECT pg_advisory_xact_lock(hashtext($1))", &[&row.caller])
+                tx.execute(&POSTGRES.prune::<R>(), &[&w.now]).await?;
+                // Two replicas writing the same caller's at once take turns on this lock.
+                tx.execute("SELECT pg_advisory_xact_lock(hashtext($1))", &[&w.caller])
                     .await?;
-                tx.execute(
-                    "DELETE FROM gatehouse_page_sessions WHERE caller = $1 AND id NOT IN
-                     (SELECT id FROM gatehouse_page_sessions WHERE caller = $1
-                      ORDER BY created_at DESC, id DESC LIMIT $2)",
-                    &[&row.caller, &keep],
-                )
-                .await?;
-                tx.execute(
-                    "INSERT INTO gatehouse_page_sessions (id, caller, csrf, created_at, expires_at)
-                     VALUES ($1, $2, $3, $4, $5)",
-                    &[
-                        &row.id,
-                        &row.caller,
-                        &row.csrf,
-                        &row.created_at,
-                        &row.expires_at,
-                    ],
-                )
-                .await?;
-                tx.commit().await
-            })
-        })
-        .await
-    }
-
-    /// A sign-in session that has not expired.
-    pub async fn session_row(&self, id: &str, now: i64) -> Result<Option<PageSessionRow>, String> {
-        let id = id.to_owned();
-        self.run(STORE_TIMEOUT, |c| {
-            Box::pin(async move {
-                let row = c
-                    .query_opt(
-                        "SELECT id, caller, csrf, created_at, expires_at FROM gatehouse_page_sessions
-                         WHERE id = $1 AND expires_at > $2",
-                        &[&id, &now],
-                    )
-                    .await?;
-                row.map(|r| {
-                    Ok(PageSessionRow {
-                        id: r.try_get(0)?,
-                        caller: r.try_get(1)?,
-                        csrf: r.try_get(2)?,
-                        created_at: r.try_get(3)?,
-                        expires_at: r.try_get(4)?,
-                    })
-                })
-                .transpose()
+                match &w.bound {
+                    Bound::Refuse { count, max } => {
+                        let held: i64 = tx
+                            .query_one(&POSTGRES.sql(count.sql), &bound(&count.values))
+                            .await?
+                            .try_get(0)?;
+                        if held >= *max {
+                            return Ok(false);
+                        }
+                    }
+                    Bound::Trim(trim) => {
+                        run(&tx, trim).await?;
+                    }
+                }
+                run(&tx, &w.insert).await?;
+                tx.commit().await.map(|()| true)
             })
         })
         .await

@@ -1,0 +1,349 @@
+//! The approval page's state, written once for both stores: its two kinds of row and how a
+//! row of either database reads into them, its statements as one SQL text each (spelled
+//! in each database's dialect), and its operations over the [`Store`]. The backends
+//! (`sqlite/page.rs`, `postgres/page.rs`) only run a statement, find a row, or make a
+//! bounded write, each in their database's way.
+
+use super::{Kind, Store};
+
+/// A value bound into one of the page's statements: the three kinds both databases take.
+#[derive(Debug, Clone)]
+pub(super) enum Value {
+    Text(String),
+    Int(i64),
+    Flag(bool),
+}
+
+/// A row of either database, read a column at a time (by its position).
+pub(super) trait Cells {
+    /// What a column that cannot be read gives.
+    type Error;
+    fn text(&self, column: usize) -> Result<String, Self::Error>;
+    fn int(&self, column: usize) -> Result<i64, Self::Error>;
+    /// A decision column: NULL while undecided, else approved (`true`) or denied.
+    fn decision(&self, column: usize) -> Result<Option<bool>, Self::Error>;
+}
+
+/// One of the page's kinds of row: the table that keeps it and how a row of it reads.
+pub(super) trait Kept: Sized + Send + 'static {
+    /// Its table, as a statement names it (`{t}` stands for the database's prefix).
+    const TABLE: &'static str;
+    /// Its columns, in the order [`Kept::read`] takes them.
+    const COLUMNS: &'static str;
+    /// The row, from a row of either database selected with [`Kept::COLUMNS`].
+    fn read<C: Cells>(row: &C) -> Result<Self, C::Error>;
+}
+
+/// Declares the page's kinds of row: each one's struct, its table, and each column with
+/// the [`Cells`] method that reads it. The columns a statement selects
+/// ([`Kept::COLUMNS`]) are the struct's fields in order, so a column's position, its name
+/// and its field are written once and cannot drift apart.
+macro_rules! kept {
+    ($(
+        $(#[$meta:meta])*
+        pub struct $name:ident in $table:literal {
+            $($(#[$doc:meta])* pub $field:ident: $ty:ty = $cell:ident,)+
+        }
+    )+) => {$(
+        $(#[$meta])*
+        pub struct $name {
+            $($(#[$doc])* pub $field: $ty,)+
+        }
+
+        impl Kept for $name {
+            const TABLE: &'static str = $table;
+            const COLUMNS: &'static str = kept!(@list $($field)+);
+            fn read<C: Cells>(row: &C) -> Result<Self, C::Error> {
+                let mut column = 0;
+                Ok($name {
+                    $($field: {
+                        column += 1;
+                        row.$cell(column - 1)?
+                    },)+
+                })
+            }
+        }
+    )+};
+    (@list $first:ident $($rest:ident)*) => {
+        concat!(stringify!($first) $(, ", ", stringify!($rest))*)
+    };
+}
+
+kept! {
+    /// A confirmation waiting on the approval page, as the store keeps it.
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct PageRow in "{t}page_confirmations" {
+        /// Its unguessable id (the page's URL names it).
+        pub id: String = text,
+        /// Whose it is (`user@tenant`): only they see it and decide it.
+        pub caller: String = text,
+        /// The call as the page shows it, as JSON.
+        pub call: String = text,
+        /// The person's decision, once made: `Some(true)` approved.
+        pub decision: Option<bool> = decision,
+        /// When it expires, in seconds since the Unix epoch.
+        pub expires_at: i64 = int,
+    }
+
+    /// A sign-in session of the approval page, as the store keeps it.
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct PageSessionRow in "{t}page_sessions" {
+        /// The digest of the session cookie (the cookie itself is never kept).
+        pub id: String = text,
+        /// Who signed in (`user@tenant`).
+        pub caller: String = text,
+        /// The session's token against cross-site requests, sent back with every form.
+        pub csrf: String = text,
+        /// When it was made, in microseconds since the Unix epoch (the oldest make room).
+        pub created_at: i64 = int,
+        /// When it expires, in seconds since the Unix epoch.
+        pub expires_at: i64 = int,
+    }
+}
+
+/// How a database spells the page's statements, which are written once with `{t}` before
+/// each table's name and `$N` for the N-th value. Plain text replacement is enough because
+/// the templates are this module's constants and hold no other `$` or `{t}` (a unit test
+/// checks each spelling); no value is ever put into the text.
+#[derive(Clone, Copy)]
+pub(super) struct Dialect {
+    /// What `{t}` becomes (PostgreSQL's tables share a database with others').
+    prefix: &'static str,
+    /// What the `$` of `$N` becomes (SQLite numbers its values `?N`).
+    mark: &'static str,
+}
+
+/// The SQLite store's spelling.
+pub(super) const SQLITE: Dialect = Dialect {
+    prefix: "",
+    mark: "?",
+};
+/// The PostgreSQL store's spelling.
+pub(super) const POSTGRES: Dialect = Dialect {
+    prefix: "gatehouse_",
+    mark: "$",
+};
+
+impl Dialect {
+    /// `template` in this dialect.
+    pub(super) fn sql(self, template: &str) -> String {
+        template.replace("{t}", self.prefix).replace('$', self.mark)
+    }
+
+    /// Drops `R`'s rows that expired by `$1`.
+    pub(super) fn prune<R: Kept>(self) -> String {
+        self.sql(&format!("DELETE FROM {} WHERE expires_at <= $1", R::TABLE))
+    }
+
+    /// Finds the `R` with id `$1` unless it expired by `$2`.
+    pub(super) fn find<R: Kept>(self) -> String {
+        self.sql(&format!(
+            "SELECT {} FROM {} WHERE id = $1 AND expires_at > $2",
+            R::COLUMNS,
+            R::TABLE
+        ))
+    }
+}
+
+const COUNT_PENDING: &str = "SELECT COUNT(*) FROM {t}page_confirmations WHERE caller = $1";
+const INSERT_PENDING: &str = "INSERT INTO {t}page_confirmations
+    (id, caller, call, decision, expires_at) VALUES ($1, $2, $3, NULL, $4)";
+const DECIDE: &str = "UPDATE {t}page_confirmations SET decision = $1
+    WHERE id = $2 AND caller = $3 AND decision IS NULL AND expires_at > $4";
+const TRIM_SESSIONS: &str = "DELETE FROM {t}page_sessions WHERE caller = $1 AND id NOT IN
+    (SELECT id FROM {t}page_sessions WHERE caller = $1
+     ORDER BY created_at DESC, id DESC LIMIT $2)";
+const INSERT_SESSION: &str = "INSERT INTO {t}page_sessions
+    (id, caller, csrf, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)";
+
+/// A statement of the page's (a template for [`Dialect::sql`]) and its values.
+pub(super) struct Statement {
+    pub sql: &'static str,
+    pub values: Vec<Value>,
+}
+
+/// What a bounded write does before its insert, once the expired rows are gone.
+pub(super) enum Bound {
+    /// Refuse (write nothing) when `count` finds `max` or more.
+    Refuse { count: Statement, max: i64 },
+    /// Run `trim` first, which makes room.
+    Trim(Statement),
+}
+
+/// A write that keeps a caller's rows bounded: `R`'s expired rows dropped at `now`, then
+/// (one caller's writes taking turns) the bound, then the insert; all of it or nothing
+/// where the database can.
+pub(super) struct Bounded {
+    pub now: i64,
+    pub caller: String,
+    pub bound: Bound,
+    pub insert: Statement,
+}
+
+/// The approval page's state, in whichever store: every replica sees the same
+/// confirmations, decisions and sessions.
+impl Store {
+    /// Keep a pending confirmation, unless its caller has `max` already (`Ok(false)`);
+    /// expired ones are dropped first.
+    pub async fn page_open(&self, row: PageRow, now: i64, max: usize) -> Result<bool, String> {
+        let PageRow {
+            id,
+            caller,
+            call,
+            expires_at,
+            ..
+        } = row;
+        let count = Statement {
+            sql: COUNT_PENDING,
+            values: vec![Value::Text(caller.clone())],
+        };
+        let insert = Statement {
+            sql: INSERT_PENDING,
+            values: vec![
+                Value::Text(id),
+                Value::Text(caller.clone()),
+                Value::Text(call),
+                Value::Int(expires_at),
+            ],
+        };
+        let bound = Bound::Refuse {
+            count,
+            max: i64::try_from(max).unwrap_or(i64::MAX),
+        };
+        let write = Bounded {
+            now,
+            caller,
+            bound,
+            insert,
+        };
+        self.write::<PageRow>(write).await
+    }
+
+    /// A pending confirmation by its id, unless it expired.
+    pub async fn page_row(&self, id: &str, now: i64) -> Result<Option<PageRow>, String> {
+        self.find(id, now).await
+    }
+
+    /// Record `caller`'s decision on their pending confirmation, once: `Ok(false)` when
+    /// it was decided already, expired, or is not theirs.
+    pub async fn page_decide(
+        &self,
+        id: &str,
+        caller: &str,
+        yes: bool,
+        now: i64,
+    ) -> Result<bool, String> {
+        let values = vec![
+            Value::Flag(yes),
+            Value::Text(id.to_owned()),
+            Value::Text(caller.to_owned()),
+            Value::Int(now),
+        ];
+        let decided = Statement {
+            sql: DECIDE,
+            values,
+        };
+        Ok(self.execute(decided).await? == 1)
+    }
+
+    /// Keep a sign-in session; the caller's oldest are dropped beyond `max`, expired
+    /// ones first.
+    pub async fn session_open(
+        &self,
+        row: PageSessionRow,
+        now: i64,
+        max: usize,
+    ) -> Result<(), String> {
+        let keep = i64::try_from(max.saturating_sub(1)).unwrap_or(i64::MAX);
+        let trim = Statement {
+            sql: TRIM_SESSIONS,
+            values: vec![Value::Text(row.caller.clone()), Value::Int(keep)],
+        };
+        let insert = Statement {
+            sql: INSERT_SESSION,
+            values: vec![
+                Value::Text(row.id),
+                Value::Text(row.caller.clone()),
+                Value::Text(row.csrf),
+                Value::Int(row.created_at),
+                Value::Int(row.expires_at),
+            ],
+        };
+        let write = Bounded {
+            now,
+            caller: row.caller,
+            bound: Bound::Trim(trim),
+            insert,
+        };
+        self.write::<PageSessionRow>(write).await.map(drop)
+    }
+
+    /// A sign-in session by its id (the cookie's digest), unless it expired.
+    pub async fn session_row(&self, id: &str, now: i64) -> Result<Option<PageSessionRow>, String> {
+        self.find(id, now).await
+    }
+
+    /// The `R` with this id, unless it expired by `now`.
+    async fn find<R: Kept>(&self, id: &str, now: i64) -> Result<Option<R>, String> {
+        let values = vec![Value::Text(id.to_owned()), Value::Int(now)];
+        match &self.kind {
+            Kind::Sqlite(s) => s.find::<R>(values).await,
+            Kind::Postgres(p) => p.find::<R>(values).await,
+        }
+    }
+
+    /// Run `statement`: how many rows it changed.
+    async fn execute(&self, statement: Statement) -> Result<u64, String> {
+        match &self.kind {
+            Kind::Sqlite(s) => s.execute(statement).await,
+            Kind::Postgres(p) => p.execute(statement).await,
+        }
+    }
+
+    /// Make a bounded write of an `R`: `Ok(false)` when its bound refused it.
+    async fn write<R: Kept>(&self, write: Bounded) -> Result<bool, String> {
+        match &self.kind {
+            Kind::Sqlite(s) => s.write::<R>(write).await,
+            Kind::Postgres(p) => p.write::<R>(write).await,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_statement_is_spelled_in_each_databases_dialect_with_the_rows_columns() {
+        assert_eq!(PageRow::COLUMNS, "id, caller, call, decision, expires_at");
+        assert_eq!(
+            PageSessionRow::COLUMNS,
+            "id, caller, csrf, created_at, expires_at"
+        );
+        assert_eq!(
+            SQLITE.find::<PageRow>(),
+            "SELECT id, caller, call, decision, expires_at FROM page_confirmations \
+             WHERE id = ?1 AND expires_at > ?2"
+        );
+        assert_eq!(
+            POSTGRES.prune::<PageSessionRow>(),
+            "DELETE FROM gatehouse_page_sessions WHERE expires_at <= $1"
+        );
+        for template in [
+            COUNT_PENDING,
+            INSERT_PENDING,
+            DECIDE,
+            TRIM_SESSIONS,
+            INSERT_SESSION,
+        ] {
+            let (lite, pg) = (SQLITE.sql(template), POSTGRES.sql(template));
+            assert!(!lite.contains('$') && !lite.contains("{t}"), "{lite}");
+            assert!(!pg.contains('?') && !pg.contains("{t}"), "{pg}");
+            assert!(pg.contains(" gatehouse_page_") && !lite.contains("gatehouse_"));
+            assert_eq!(lite.replace('?', "$"), pg.replace("gatehouse_", ""));
+        }
+        let trim = SQLITE.sql(TRIM_SESSIONS);
+        assert_eq!(trim.matches("caller = ?1").count(), 2, "{trim}");
+        assert!(trim.contains("LIMIT ?2"), "{trim}");
+    }
+}
