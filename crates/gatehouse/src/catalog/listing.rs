@@ -44,7 +44,7 @@ pub async fn list_tools(conn: &Connection, max_pages: usize) -> Result<Listing, 
     let mut cursor: Option<String> = None;
     for _ in 0..max_pages {
         let page = conn
-            .list_tools_page(cursor.take())
+            .list_page::<rmcp::model::ListToolsResult>(cursor.take())
             .await
             .map_err(|e| ListError::Request(e.to_string()))?;
         tools.extend(page.tools);

@@ -163,40 +163,14 @@ impl Connection {
         self.auth.as_ref()
     }
 
-    /// One page of the server's tool list, from `cursor`.
-    pub async fn list_tools_page(
+    /// One page of one of the server's lists (tools, prompts, resources, resource
+    /// templates: [`Paged`]), from `cursor`.
+    pub async fn list_page<P: Paged>(
         &self,
         cursor: Option<String>,
-    ) -> Result<rmcp::model::ListToolsResult, rmcp::ServiceError> {
+    ) -> Result<P, rmcp::ServiceError> {
         let params = rmcp::model::PaginatedRequestParams::default().with_cursor(cursor);
-        self.up()?.list_tools(Some(params)).await
-    }
-
-    /// One page of the server's prompt list, from `cursor` (a gateway passes prompts on).
-    pub async fn list_prompts_page(
-        &self,
-        cursor: Option<String>,
-    ) -> Result<rmcp::model::ListPromptsResult, rmcp::ServiceError> {
-        let params = rmcp::model::PaginatedRequestParams::default().with_cursor(cursor);
-        self.up()?.list_prompts(Some(params)).await
-    }
-
-    /// One page of the server's resource list, from `cursor`.
-    pub async fn list_resources_page(
-        &self,
-        cursor: Option<String>,
-    ) -> Result<rmcp::model::ListResourcesResult, rmcp::ServiceError> {
-        let params = rmcp::model::PaginatedRequestParams::default().with_cursor(cursor);
-        self.up()?.list_resources(Some(params)).await
-    }
-
-    /// One page of the server's resource templates, from `cursor`.
-    pub async fn list_resource_templates_page(
-        &self,
-        cursor: Option<String>,
-    ) -> Result<rmcp::model::ListResourceTemplatesResult, rmcp::ServiceError> {
-        let params = rmcp::model::PaginatedRequestParams::default().with_cursor(cursor);
-        self.up()?.list_resource_templates(Some(params)).await
+        P::ask(self.up()?, params).await
     }
 
     /// One round of `prompts/get`: the prompt, or the server's questions (2026-07-28).
@@ -354,3 +328,68 @@ impl Drop for Connection {
         self.link.close();
     }
 }
+
+/// A list a server gives page by page: how one page is asked for, and what it holds.
+pub trait Paged: Sized + Send {
+    /// What the list holds.
+    type Item;
+    /// One page, asked of the server's peer.
+    fn ask(
+        peer: rmcp::Peer<RoleClient>,
+        params: rmcp::model::PaginatedRequestParams,
+    ) -> futures::future::BoxFuture<'static, Result<Self, rmcp::ServiceError>>;
+    /// The page's items, and the cursor of the next page.
+    fn split(self) -> (Vec<Self::Item>, Option<String>);
+    /// A whole list as one page that every caller may share, never fresh (a gateway
+    /// passing a list on: `cacheScope: "public"`, `ttlMs: 0`).
+    fn shared(items: Vec<Self::Item>) -> Self;
+}
+
+/// [`Paged`] for one of rmcp's list results: its peer method and its items' field.
+macro_rules! paged {
+    ($result:ty, $item:ty, $method:ident, $field:ident) => {
+        impl Paged for $result {
+            type Item = $item;
+            fn ask(
+                peer: rmcp::Peer<RoleClient>,
+                params: rmcp::model::PaginatedRequestParams,
+            ) -> futures::future::BoxFuture<'static, Result<Self, rmcp::ServiceError>> {
+                Box::pin(async move { peer.$method(Some(params)).await })
+            }
+            fn split(self) -> (Vec<$item>, Option<String>) {
+                (self.$field, self.next_cursor)
+            }
+            fn shared(items: Vec<$item>) -> Self {
+                let mut page = <$result>::with_all_items(items);
+                page.ttl_ms = Some(0);
+                page.cache_scope = Some(rmcp::model::CacheScope::Public);
+                page
+            }
+        }
+    };
+}
+
+paged!(
+    rmcp::model::ListToolsResult,
+    rmcp::model::Tool,
+    list_tools,
+    tools
+);
+paged!(
+    rmcp::model::ListPromptsResult,
+    rmcp::model::Prompt,
+    list_prompts,
+    prompts
+);
+paged!(
+    rmcp::model::ListResourcesResult,
+    rmcp::model::Resource,
+    list_resources,
+    resources
+);
+paged!(
+    rmcp::model::ListResourceTemplatesResult,
+    rmcp::model::ResourceTemplate,
+    list_resource_templates,
+    resource_templates
+);

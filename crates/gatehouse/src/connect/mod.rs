@@ -38,7 +38,7 @@ use rmcp::{
 };
 
 use connection::Session;
-pub use connection::{CLOSE_LIMIT, Connection, ServerDown, server_down};
+pub use connection::{CLOSE_LIMIT, Connection, Paged, ServerDown, server_down};
 pub use error::ConnectError;
 pub use handler::{HostHandler, client_info};
 pub use stdio::{Health, MAX_MESSAGE_BYTES, STDERR_DRAIN, STDERR_TAIL_LINES};

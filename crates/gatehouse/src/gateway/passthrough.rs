@@ -13,13 +13,16 @@ use rmcp::{
     model::{
         CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResponse,
         ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, Prompt,
-        ReadResourceRequestParams, ReadResourceResponse, Reference, Resource, ResourceTemplate,
+        ReadResourceRequestParams, ReadResourceResponse, Reference,
     },
 };
 use serde_json::json;
 
 use super::Gateway;
-use crate::{connect::Connection, text};
+use crate::{
+    connect::{Connection, Paged},
+    text,
+};
 
 /// Most pages of one server's list read for one request.
 pub const MAX_LIST_PAGES: usize = 50;
@@ -77,20 +80,18 @@ async fn bounded<T>(
 }
 
 /// Every page of one of `conn`'s lists, at most [`MAX_LIST_PAGES`] and `room` items.
-async fn all_pages<T, F, Fut>(
+async fn all_pages<P: Paged>(
     conn: &Connection,
     limit: Duration,
     room: usize,
-    page: F,
-) -> Result<Vec<T>, ErrorData>
-where
-    F: Fn(Option<String>) -> Fut,
-    Fut: Future<Output = Result<(Vec<T>, Option<String>), ServiceError>>,
-{
+) -> Result<Vec<P::Item>, ErrorData> {
     let mut items = Vec::new();
     let mut cursor = None;
     for _ in 0..MAX_LIST_PAGES {
-        let (got, next) = bounded(conn, limit, page(cursor)).await?;
+        let (got, next) = bounded(conn, limit, async {
+            conn.list_page::<P>(cursor.take()).await.map(P::split)
+        })
+        .await?;
         items.extend(got.into_iter().take(room.saturating_sub(items.len())));
         match next {
             Some(next) if items.len() < room => cursor = Some(next),
@@ -138,12 +139,7 @@ impl Gateway {
                 continue;
             };
             let room = MAX_LIST_ITEMS.saturating_sub(prompts.len());
-            let listed = all_pages(conn, self.time_limit(), room, |cursor| async {
-                conn.list_prompts_page(cursor)
-                    .await
-                    .map(|p| (p.prompts, p.next_cursor))
-            })
-            .await?;
+            let listed = all_pages::<ListPromptsResult>(conn, self.time_limit(), room).await?;
             for mut prompt in listed {
                 let Some(shown) = self.names().prompt_name(&server, &prompt.name) else {
                     continue;
@@ -154,10 +150,7 @@ impl Gateway {
                 }
             }
         }
-        let mut result = ListPromptsResult::with_all_items(prompts);
-        result.ttl_ms = Some(0);
-        result.cache_scope = Some(rmcp::model::CacheScope::Public);
-        Ok(result)
+        Ok(ListPromptsResult::shared(prompts))
     }
 
     /// One round of a prompt, from the server that offers it; its questions (2026-07-28)
@@ -188,42 +181,25 @@ impl Gateway {
 
     /// The server's resources (one server, its own names).
     pub(crate) async fn resources(&self) -> Result<ListResourcesResult, ErrorData> {
-        let mut items: Vec<Resource> = Vec::new();
-        if let Some(server) = self.sole(|c| c.resources.is_some())
-            && let Some(conn) = self.host().connection(&server)
-        {
-            items = all_pages(conn, self.time_limit(), MAX_LIST_ITEMS, |cursor| async {
-                conn.list_resources_page(cursor)
-                    .await
-                    .map(|p| (p.resources, p.next_cursor))
-            })
-            .await?;
-        }
-        let mut result = ListResourcesResult::with_all_items(items);
-        result.ttl_ms = Some(0);
-        result.cache_scope = Some(rmcp::model::CacheScope::Public);
-        Ok(result)
+        self.sole_list().await
     }
 
     /// The server's resource templates (one server, its own names).
     pub(crate) async fn resource_templates(
         &self,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        let mut items: Vec<ResourceTemplate> = Vec::new();
+        self.sole_list().await
+    }
+
+    /// One of the resource lists of a one-server gateway with its own names (else empty).
+    async fn sole_list<P: Paged>(&self) -> Result<P, ErrorData> {
+        let mut items = Vec::new();
         if let Some(server) = self.sole(|c| c.resources.is_some())
             && let Some(conn) = self.host().connection(&server)
         {
-            items = all_pages(conn, self.time_limit(), MAX_LIST_ITEMS, |cursor| async {
-                conn.list_resource_templates_page(cursor)
-                    .await
-                    .map(|p| (p.resource_templates, p.next_cursor))
-            })
-            .await?;
+            items = all_pages::<P>(conn, self.time_limit(), MAX_LIST_ITEMS).await?;
         }
-        let mut result = ListResourceTemplatesResult::with_all_items(items);
-        result.ttl_ms = Some(0);
-        result.cache_scope = Some(rmcp::model::CacheScope::Public);
-        Ok(result)
+        Ok(P::shared(items))
     }
 
     /// One round of reading a resource (one server, its own names).
