@@ -234,16 +234,9 @@ fn start_gateway_before(fixture: &Process, dir: &Path) -> Process {
         }),
     );
     let state = dir.join("state.db");
-    let args = [
-        "gateway",
-        "--config",
-        &config,
-        "--http",
-        "127.0.0.1:0",
-        "--no-auth",
-        "--state",
-        state.to_str().expect("a UTF-8 path"),
-    ];
+    let state = state.to_str().expect("a UTF-8 path");
+    let mut args = crate::gateway::http_args(&config, "127.0.0.1:0", state);
+    args.push("--no-auth");
     Spawn::new(
         crate::common::gatehouse_command(&args, &[]),
         "gatehouse gateway --http",

@@ -6,8 +6,11 @@
 use std::sync::{Arc, Mutex};
 
 use rmcp::{
-    RoleClient,
-    model::{Implementation, ProtocolVersion},
+    RoleClient, ServiceError,
+    model::{
+        CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResponse,
+        Implementation, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+    },
     service::RunningService,
 };
 
@@ -17,6 +20,9 @@ use super::{
     stdio::Health,
 };
 use crate::{config::ServerSpec, person::PersonTime};
+
+/// A request's answer from the server, or why there is none.
+pub type Asked<T> = Result<T, ServiceError>;
 
 /// How long a server gets to close when the host ends a session.
 pub const CLOSE_LIMIT: std::time::Duration = std::time::Duration::from_secs(2);
@@ -174,10 +180,7 @@ impl Connection {
     }
 
     /// One round of `prompts/get`: the prompt, or the server's questions (2026-07-28).
-    pub async fn get_prompt(
-        &self,
-        params: rmcp::model::GetPromptRequestParams,
-    ) -> Result<rmcp::model::GetPromptResponse, rmcp::ServiceError> {
+    pub async fn get_prompt(&self, params: GetPromptRequestParams) -> Asked<GetPromptResponse> {
         self.up()?.get_prompt_once(params).await
     }
 
@@ -185,16 +188,13 @@ impl Connection {
     /// questions (2026-07-28). The host's own reads go through `dispatch::read_resource`.
     pub async fn read_resource_once(
         &self,
-        params: rmcp::model::ReadResourceRequestParams,
-    ) -> Result<rmcp::model::ReadResourceResponse, rmcp::ServiceError> {
+        params: ReadResourceRequestParams,
+    ) -> Asked<ReadResourceResponse> {
         self.up()?.read_resource_once(params).await
     }
 
     /// `completion/complete`: the server's suggestions for an argument.
-    pub async fn complete(
-        &self,
-        params: rmcp::model::CompleteRequestParams,
-    ) -> Result<rmcp::model::CompleteResult, rmcp::ServiceError> {
+    pub async fn complete(&self, params: CompleteRequestParams) -> Asked<CompleteResult> {
         self.up()?.complete(params).await
     }
 
@@ -347,49 +347,31 @@ pub trait Paged: Sized + Send {
 
 /// [`Paged`] for one of rmcp's list results: its peer method and its items' field.
 macro_rules! paged {
-    ($result:ty, $item:ty, $method:ident, $field:ident) => {
-        impl Paged for $result {
-            type Item = $item;
+    ($($result:ident: $item:ident, $method:ident, $field:ident;)*) => {$(
+        impl Paged for rmcp::model::$result {
+            type Item = rmcp::model::$item;
             fn ask(
                 peer: rmcp::Peer<RoleClient>,
                 params: rmcp::model::PaginatedRequestParams,
             ) -> futures::future::BoxFuture<'static, Result<Self, rmcp::ServiceError>> {
                 Box::pin(async move { peer.$method(Some(params)).await })
             }
-            fn split(self) -> (Vec<$item>, Option<String>) {
+            fn split(self) -> (Vec<rmcp::model::$item>, Option<String>) {
                 (self.$field, self.next_cursor)
             }
-            fn shared(items: Vec<$item>) -> Self {
-                let mut page = <$result>::with_all_items(items);
+            fn shared(items: Vec<rmcp::model::$item>) -> Self {
+                let mut page = Self::with_all_items(items);
                 page.ttl_ms = Some(0);
                 page.cache_scope = Some(rmcp::model::CacheScope::Public);
                 page
             }
         }
-    };
+    )*};
 }
 
-paged!(
-    rmcp::model::ListToolsResult,
-    rmcp::model::Tool,
-    list_tools,
-    tools
-);
-paged!(
-    rmcp::model::ListPromptsResult,
-    rmcp::model::Prompt,
-    list_prompts,
-    prompts
-);
-paged!(
-    rmcp::model::ListResourcesResult,
-    rmcp::model::Resource,
-    list_resources,
-    resources
-);
-paged!(
-    rmcp::model::ListResourceTemplatesResult,
-    rmcp::model::ResourceTemplate,
-    list_resource_templates,
-    resource_templates
-);
+paged! {
+    ListToolsResult: Tool, list_tools, tools;
+    ListPromptsResult: Prompt, list_prompts, prompts;
+    ListResourcesResult: Resource, list_resources, resources;
+    ListResourceTemplatesResult: ResourceTemplate, list_resource_templates, resource_templates;
+}

@@ -13,8 +13,9 @@ use std::{collections::HashMap, sync::Arc};
 use rmcp::{
     ErrorData, RoleServer,
     model::{ResourceUpdatedNotificationParam, ServerNotification, SubscriptionFilter},
-    service::{Peer, RequestContext, SubscriptionContext},
+    service::{Peer, RequestContext, Subscription, SubscriptionContext},
 };
+use tokio::sync::OwnedSemaphorePermit;
 
 use super::Gateway;
 use crate::text;
@@ -63,6 +64,28 @@ fn refused(why: String) -> ErrorData {
 }
 
 impl Gateway {
+    /// A place under the gateway's limit, and the server's stream for `uris` if it takes
+    /// one within the tool time limit (`None` when it does not, or no server offers them).
+    async fn listen_upstream(
+        &self,
+        uris: &[String],
+    ) -> Result<(OwnedSemaphorePermit, Option<Subscription>), ErrorData> {
+        let Ok(permit) = self.inner.subscription_limit.clone().try_acquire_owned() else {
+            return Err(refused(format!(
+                "the gateway holds {MAX_SUBSCRIPTIONS} subscriptions already"
+            )));
+        };
+        let conn = self
+            .sole(|c| c.resources.is_some())
+            .and_then(|s| self.host().connection(&s));
+        let Some(conn) = conn else {
+            return Ok((permit, None));
+        };
+        let limit = self.host().settings().tool_timeout;
+        let listened = tokio::time::timeout(limit, conn.listen_for_resources(uris)).await;
+        Ok((permit, listened.ok().flatten()))
+    }
+
     /// Subscribe this session to `uri`: a stream of the server's for it, its updates
     /// sent to this session's client. Subscribing again to the same URI keeps the one.
     pub(crate) async fn subscribe_to(
@@ -92,25 +115,7 @@ impl Gateway {
                 "this session holds {MAX_SUBSCRIPTIONS_PER_SESSION} subscriptions already"
             )));
         }
-        let Ok(permit) = self.inner.subscription_limit.clone().try_acquire_owned() else {
-            return Err(refused(format!(
-                "the gateway holds {MAX_SUBSCRIPTIONS} subscriptions already"
-            )));
-        };
-        let conn = self
-            .sole(|c| c.resources.is_some())
-            .and_then(|s| self.host().connection(&s));
-        let listened = match conn {
-            Some(conn) => {
-                let limit = self.host().settings().tool_timeout;
-                let uris = [uri.clone()];
-                tokio::time::timeout(limit, conn.listen_for_resources(&uris))
-                    .await
-                    .ok()
-                    .flatten()
-            }
-            None => None,
-        };
+        let (permit, listened) = self.listen_upstream(std::slice::from_ref(&uri)).await?;
         let Some(mut subscription) = listened else {
             return Err(refused(format!(
                 "the server did not take a subscription to {}",
@@ -176,22 +181,7 @@ impl Gateway {
             context.cancelled().await;
             return Ok(());
         }
-        let Ok(_permit) = self.inner.subscription_limit.clone().try_acquire_owned() else {
-            return Err(refused(format!(
-                "the gateway holds {MAX_SUBSCRIPTIONS} subscriptions already"
-            )));
-        };
-        let conn = self
-            .sole(|c| c.resources.is_some())
-            .and_then(|s| self.host().connection(&s));
-        let limit = self.host().settings().tool_timeout;
-        let listened = match conn {
-            Some(conn) => tokio::time::timeout(limit, conn.listen_for_resources(&uris))
-                .await
-                .ok()
-                .flatten(),
-            None => None,
-        };
+        let (_permit, listened) = self.listen_upstream(&uris).await?;
         let Some(mut subscription) = listened else {
             return Err(refused("the server did not take the subscription".into()));
         };

@@ -218,23 +218,22 @@ pub fn start_gateway_on(
     extra: &[&str],
 ) -> Process {
     let tokens = tokens_file(dir);
-    let mut args = vec![
-        "gateway",
-        "--config",
-        config,
-        "--http",
-        addr,
-        "--tokens",
-        tokens.to_str().unwrap(),
-        "--state",
-        state,
-    ];
+    let mut args = http_args(config, addr, state);
+    args.extend_from_slice(&["--tokens", tokens.to_str().unwrap()]);
     args.extend_from_slice(extra);
     Spawn::new(gatehouse_command(&args, &[]), "gatehouse gateway --http").serving(
         Stream::Stderr,
         "listening on ",
         LIMIT,
     )
+}
+
+/// `gateway --config CONFIG --http ADDR --state STATE`: the command line each HTTP
+/// gateway in these tests starts from, before its sign-in flags.
+pub fn http_args<'a>(config: &'a str, addr: &'a str, state: &'a str) -> Vec<&'a str> {
+    vec![
+        "gateway", "--config", config, "--http", addr, "--state", state,
+    ]
 }
 
 /// The names in a list of tools (a `tools/list` result, or the Python client's output).

@@ -157,19 +157,13 @@ fn start_gateway(dir: &std::path::Path, support: &str, issuer: &str) -> Process 
     let config = gateway_config(dir, support);
     let tokens = tokens_file(dir);
     let state = dir.join("state.db");
-    let args = [
-        "gateway",
-        "--config",
-        &config,
-        "--http",
-        "127.0.0.1:0",
+    let mut args = super::http_args(&config, "127.0.0.1:0", state.to_str().unwrap());
+    args.extend_from_slice(&[
         "--oauth-issuer",
         issuer,
         "--tokens",
         tokens.to_str().unwrap(),
-        "--state",
-        state.to_str().unwrap(),
-    ];
+    ]);
     let env = [(CREDENTIAL_VAR, GATEWAY_CREDENTIAL)];
     Spawn::new(
         gatehouse_command(&args, &env),
