@@ -9,7 +9,10 @@
 //! round runs out of time, or the person stops it, the request is cancelled: rmcp sends
 //! `notifications/cancelled`, awaited until written.
 
+mod relayed;
 pub mod task;
+
+pub use relayed::{Answered, Relayed, asks_the_person, call_tool_round};
 
 use std::{
     sync::{Arc, Mutex},
@@ -450,81 +453,6 @@ pub async fn follow_task(
         rounds: 0,
         elapsed: start.elapsed(),
         task: followed.seen,
-    }
-}
-
-/// Whether a server's `input_required` round asks the person anything (a form or a URL).
-pub fn asks_the_person(asked: &InputRequiredResult) -> bool {
-    asked
-        .input_requests
-        .iter()
-        .flatten()
-        .any(|(_, r)| matches!(r, InputRequest::Elicitation(_)))
-}
-
-/// The answers a caller's client gave to a server's questions, with the server's state,
-/// for the round that follows them.
-#[derive(Debug, Clone)]
-pub struct Answered {
-    /// The answers, by the keys the server asked under.
-    pub responses: InputResponses,
-    /// The server's `requestState`, byte for byte.
-    pub state: Option<String>,
-}
-
-/// How one relayed round ended: the call's end, or the server's questions for the caller.
-#[derive(Debug)]
-pub enum Relayed {
-    /// The call ended.
-    Ended(Dispatched),
-    /// The server asks: the caller's client answers, and the next round carries it.
-    Asks(InputRequiredResult),
-}
-
-/// Send one round of a call whose questions someone else answers (a gateway relays them
-/// to its caller's client, never answering itself): the call's end, or the server's
-/// questions. `answered` carries the answers to the questions of the round before.
-pub async fn call_tool_round(
-    call: Call<'_>,
-    answered: Option<Answered>,
-    limits: CallLimits,
-    trace: &Trace,
-    stop: &CancellationToken,
-) -> Relayed {
-    let start = Instant::now();
-    let conn = call.conn;
-    let (round, mut params) = call.first_round(limits, trace, stop);
-    if let Some(a) = answered {
-        params = next_round(params, a.responses, a.state);
-    }
-    match round.call_round(&params, &mut 0).await {
-        Asked::Asks(asked) => Relayed::Asks(asked),
-        Asked::Ended(end) => Relayed::Ended(Dispatched {
-            end,
-            asked_user: conn.handler().take_asked(),
-            rounds: 1,
-            elapsed: start.elapsed(),
-            task: None,
-        }),
-        // A task is followed here, for at most the call's task wait. Questions inside it
-        // have no round to reach the caller's client through, so nobody answers them: each
-        // is declined, as an older server's question outside a call's rounds is.
-        Asked::Task(created) => {
-            let follow = task::Follow {
-                round: &round,
-                person: &person::Unattended::NOBODY,
-                meta: params.meta.clone(),
-                resumed: false,
-            };
-            let followed = follow.run(*created).await;
-            Relayed::Ended(Dispatched {
-                end: followed.end,
-                asked_user: followed.asked_user,
-                rounds: 1,
-                elapsed: start.elapsed(),
-                task: followed.seen,
-            })
-        }
     }
 }
 
