@@ -27,6 +27,11 @@ fn attack_once(scenario: &str) -> Watched {
     attack(scenario, &[("attack", json!({}))])
 }
 
+/// As [`attack_once`], under more `settings`.
+fn attack_under(scenario: &str, settings: Value) -> Watched {
+    attack_with(scenario, &[("attack", json!({}))], settings)
+}
+
 /// The hostile tasks server's `tools`, each called once with no arguments, under
 /// `settings`.
 fn attack_tasks(tools: &[&str], settings: Value) -> Watched {
@@ -142,9 +147,8 @@ says_once! {
 
 #[test]
 fn a_line_past_the_message_bound_fails_the_call_at_once() {
-    let w = attack_with(
+    let w = attack_under(
         "huge-line",
-        &[("attack", json!({}))],
         json!({"toolTimeoutMs": 30000, "toolMaxTimeoutMs": 30000}),
     );
     let text = steps(&w);
@@ -173,11 +177,7 @@ fn a_12_mb_result_reaches_the_model_bounded() {
 
 #[test]
 fn a_flood_of_notifications_is_bounded_and_the_answer_still_arrives() {
-    let w = attack_with(
-        "notification-flood",
-        &[("attack", json!({}))],
-        json!({"toolMaxTimeoutMs": 60000}),
-    );
+    let w = attack_under("notification-flood", json!({"toolMaxTimeoutMs": 60000}));
     let texts = w.ran.step_texts();
     assert!(texts.iter().any(|s| s.starts_with("server: result: ")));
     let progress = texts.iter().filter(|s| s.contains("progress")).count();
@@ -188,9 +188,8 @@ fn a_flood_of_notifications_is_bounded_and_the_answer_still_arrives() {
 fn a_flood_of_server_requests_never_reaches_past_the_person_s_bounds() {
     // 6,000 requests answered or declined take about 1 s alone and over 3 s beside the
     // other tests (a fresh CI run timed out at the usual 3 s): the bound is not the timer.
-    let w = attack_with(
+    let w = attack_under(
         "request-flood",
-        &[("attack", json!({}))],
         json!({"toolTimeoutMs": 30000, "toolMaxTimeoutMs": 60000}),
     );
     let texts = w.ran.step_texts();
