@@ -55,7 +55,7 @@ class Settings:
     scale_pairs: int = 0
     servers: int = 20
     tools_per_server: int = 50
-    before: Path | None = None  # an earlier `gatehouse` binary, measured beside this one in row 6
+    before: Path | None = None  # an earlier `gatehouse` binary, measured beside this one in rows 1, 3 and 6
     results: dict = field(default_factory=dict)
 
     def __post_init__(self):
@@ -288,11 +288,13 @@ def verdict(ok: bool | None) -> str:
 def row_cold_ask(s: Settings) -> list[Line]:
     """Row 1: cold `ask`, end to end (spawn, discover, two calls, answer)."""
     gh_cfg, ref_cfg = support_configs(s.work)
-    gh_t, ref_t = [], []
+    gh_t, ref_t, before_t = [], [], []
     say(f"row 1: {s.pairs} interleaved pairs of cold asks")
     for _ in range(s.pairs):
         gh_t.append(timed(gh_ask(gh_cfg))[0] * 1000)
         ref_t.append(timed(ref_ask(ref_cfg))[0] * 1000)
+        if s.before:
+            before_t.append(timed([s.before, *gh_ask(gh_cfg)[1:]])[0] * 1000)
     say(f"row 1: {s.mem_pairs} interleaved pairs for peak memory (servers under peakrss)")
     mem_dir = s.work / "mem"
     mem_dir.mkdir(exist_ok=True)
@@ -305,11 +307,16 @@ def row_cold_ask(s: Settings) -> list[Line]:
             server_kb = read_peak(mem_dir / f"{tag}-support.kb")
             srvs.append(server_kb)
             hosts.append(host_peak(watch, [server_kb]))
-    s.results["cold_ask"] = {"gh_ms": gh_t, "ref_ms": ref_t, "gh_host_kb": gh_host, "gh_server_kb": gh_srv,
-                             "ref_host_kb": ref_host, "ref_server_kb": ref_srv}  # fmt: skip
+    s.results["cold_ask"] = {"gh_ms": gh_t, "ref_ms": ref_t, "before_ms": before_t, "gh_host_kb": gh_host,
+                             "gh_server_kb": gh_srv, "ref_host_kb": ref_host, "ref_server_kb": ref_srv}  # fmt: skip
     speed = med(ref_t) / med(gh_t)
     host_r, srv_r = med(ref_host) / med(gh_host), med(ref_srv) / med(gh_srv)
-    return [
+    before = []
+    if s.before:
+        r = med(before_t) / med(gh_t)
+        before = [Line("1 cold ask", "wall time: this build (reference column: --before)", fmt_spread(gh_t, fmt_ms),
+                       fmt_spread(before_t, fmt_ms), f"{r:.2f}× faster")]  # fmt: skip
+    return before + [
         Line("1 cold ask", "wall time", fmt_spread(gh_t, fmt_ms), fmt_spread(ref_t, fmt_ms), f"{speed:.0f}× faster",
              "≥50× faster", verdict(speed >= 50)),  # fmt: skip
         Line("1 cold ask", "peak RSS, host", fmt_spread(gh_host, fmt_kb), fmt_spread(ref_host, fmt_kb),
@@ -369,11 +376,19 @@ def row_call_rate(s: Settings) -> list[Line]:
                  [PY, REFERENCE / "callrate.py", "--host", "--calls", s.py_calls, "--config", ref_cfg]),  # fmt: skip
     }
     out = {k: {"gh": [], "ref": []} for k in cases}
+    # With --before, its sibling gh-callrate runs the host path too, in the same rounds.
+    before_rate = s.before.parent / "gh-callrate" if s.before else None
+    if before_rate and not before_rate.exists():
+        raise SystemExit(f"row 3: --before has no gh-callrate beside it ({before_rate})")
+    before_host = []
     say(f"row 3: {s.rate_rounds} interleaved rounds of {s.gh_calls} (Gatehouse) and {s.py_calls} (reference) calls")
     for _ in range(s.rate_rounds):
         for k, (gh_cmd, ref_cmd) in cases.items():
             out[k]["gh"].append(callrate(gh_cmd, ident))
             out[k]["ref"].append(callrate(ref_cmd, ident))
+            if k == "host" and before_rate:
+                before_host.append(callrate([before_rate, *gh_cmd[1:]], ident))
+    out["host"]["before"] = before_host
     s.results["call_rate"] = out
     lines = []
     names = {"seq": "calls/s, 1 caller", "c8": "calls/s, 8 callers", "host": "calls/s, host path (propose)"}
@@ -390,6 +405,22 @@ def row_call_rate(s: Settings) -> list[Line]:
             lines.append(Line("3 call rate", f"  {p[:3]} µs, {label.split(', ', 1)[1]}",
                               fmt_spread(g, lambda x: f"{x:,.0f}"), fmt_spread(rr, lambda x: f"{x:,.0f}"),
                               f"1/{med(rr) / med(g):.1f}"))  # fmt: skip
+    if before_host:
+        lines += host_before_lines(out["host"]["gh"], before_host)
+    return lines
+
+
+def host_before_lines(gh: list, before: list) -> list[Line]:
+    """With --before: the host path of this build against the earlier one's, same rounds."""
+    rate = lambda rs: [r["calls_per_s"] for r in rs]  # noqa: E731
+    lines = [Line("3 call rate", "calls/s, host path: this build (reference column: --before)",
+                  fmt_spread(rate(gh), lambda x: f"{x:,.0f}"), fmt_spread(rate(before), lambda x: f"{x:,.0f}"),
+                  f"{med(rate(gh)) / med(rate(before)):.2f}×")]  # fmt: skip
+    for p in ("p50_us", "p99_us"):
+        g, b = [x[p] for x in gh], [x[p] for x in before]
+        lines.append(Line("3 call rate", f"  {p[:3]} µs, host path: this build (reference column: --before)",
+                          fmt_spread(g, lambda x: f"{x:,.0f}"), fmt_spread(b, lambda x: f"{x:,.0f}"),
+                          f"{med(g) / med(b):.2f} of before"))  # fmt: skip
     return lines
 
 
@@ -801,7 +832,8 @@ def main() -> None:
     p.add_argument("--quick", action="store_true", help="fewer runs (about 2 minutes)")
     p.add_argument("--rows", help="only these rows, e.g. 1,3,7")
     p.add_argument("--out", default=str(BENCH / "results"), help="where to keep the results (JSON and table)")
-    p.add_argument("--before", help="an earlier gatehouse binary: row 6 times it and measures its peak memory too")
+    p.add_argument("--before", help="an earlier gatehouse binary: rows 1 and 6 time it beside this build (row 6 its peak memory too), "
+                   "row 3 its sibling gh-callrate's host path")
     args = p.parse_args()
     with tempfile.TemporaryDirectory(prefix="gatehouse-bench-") as tmp:
         s = Settings(quick=args.quick, work=Path(tmp), before=Path(args.before) if args.before else None)
