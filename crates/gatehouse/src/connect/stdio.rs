@@ -98,18 +98,23 @@ impl<R: AsyncRead + Unpin> AsyncRead for BoundedLines<R> {
         let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
         if let Poll::Ready(Ok(())) = polled {
             let fresh = &buf.filled()[before..];
+            // The longest run without a newline: before the first, between two, after
+            // the last (carried to the next read).
+            let (mut longest, mut start) = (0, 0);
             let mut run = self.since_newline;
-            for &b in fresh {
-                run = if b == b'\n' { 0 } else { run + 1 };
-                if run > MAX_MESSAGE_BYTES {
-                    self.health.oversized.store(true, Ordering::SeqCst);
-                    // A failed read hands over nothing.
-                    buf.set_filled(before);
-                    return Poll::Ready(Err(std::io::Error::new(
-                        std::io::ErrorKind::InvalidData,
-                        "a message longer than the host reads",
-                    )));
-                }
+            for at in memchr::memchr_iter(b'\n', fresh) {
+                longest = longest.max(run + at - start);
+                (run, start) = (0, at + 1);
+            }
+            run += fresh.len() - start;
+            if longest.max(run) > MAX_MESSAGE_BYTES {
+                self.health.oversized.store(true, Ordering::SeqCst);
+                // A failed read hands over nothing.
+                buf.set_filled(before);
+                return Poll::Ready(Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    "a message longer than the host reads",
+                )));
             }
             self.since_newline = run;
         }
@@ -296,13 +301,19 @@ async fn relay_stderr(
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
-        for &b in &chunk[..n] {
-            if b == b'\n' {
-                emit(&mut line, &mut cut);
-            } else if line.len() < MAX_STDERR_LINE_BYTES {
-                line.push(b);
-            } else {
-                cut += 1;
+        let mut rest = &chunk[..n];
+        loop {
+            let end = memchr::memchr(b'\n', rest);
+            let part = &rest[..end.unwrap_or(rest.len())];
+            let room = MAX_STDERR_LINE_BYTES.saturating_sub(line.len());
+            line.extend_from_slice(&part[..part.len().min(room)]);
+            cut += part.len().saturating_sub(room);
+            match end {
+                Some(at) => {
+                    emit(&mut line, &mut cut);
+                    rest = &rest[at + 1..];
+                }
+                None => break,
             }
         }
     }
@@ -336,5 +347,39 @@ mod tests {
         let err = reader.read_to_end(&mut sink).await.unwrap_err();
         assert_eq!(err.kind(), std::io::ErrorKind::InvalidData);
         assert!(health.broken_reason().unwrap().contains("16 MiB"));
+    }
+
+    #[tokio::test]
+    async fn a_line_is_measured_across_reads_that_cut_it_anywhere() {
+        // Lines of the bound exactly, then one byte over, read 4,093 bytes at a time so
+        // that newlines fall at every offset of a read and runs carry from one to the next.
+        let health = Arc::new(Health::default());
+        let mut data = Vec::new();
+        for _ in 0..2 {
+            data.extend(vec![b'a'; MAX_MESSAGE_BYTES]);
+            data.push(b'\n');
+        }
+        let good = data.len();
+        data.extend(vec![b'b'; MAX_MESSAGE_BYTES + 1]);
+        let mut reader = BoundedLines {
+            inner: &data[..],
+            since_newline: 0,
+            health: health.clone(),
+        };
+        let mut chunk = vec![0u8; 4_093];
+        let mut read = 0;
+        let err = loop {
+            match reader.read(&mut chunk).await {
+                Ok(0) => panic!("the long line was read whole"),
+                Ok(n) => read += n,
+                Err(e) => break e,
+            }
+        };
+        assert_eq!(err.kind(), std::io::ErrorKind::InvalidData);
+        assert!(
+            read >= good,
+            "lines at the bound pass ({read} of {good} bytes)"
+        );
+        assert!(read <= good + MAX_MESSAGE_BYTES, "{read}");
     }
 }

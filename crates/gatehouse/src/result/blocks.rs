@@ -1,7 +1,7 @@
 //! A result's content blocks: as text for the model, as media for a model that takes
 //! them, as files saved for the person, and the resource URIs they link to.
 
-use rmcp::model::{CallToolResult, ContentBlock};
+use rmcp::model::{CallToolResult, ContentBlock, Role};
 
 use crate::model::MediaKind;
 use serde_json::Value;
@@ -42,29 +42,37 @@ pub fn media_for_model(blocks: &[ContentBlock]) -> Vec<crate::model::Media> {
 /// typed), else the text of its content blocks. Blocks that are not text are never
 /// dropped: beside structured content they come back as `attachments`, described.
 pub fn result_value(result: &CallToolResult) -> (Value, Vec<String>) {
-    let blocks: Vec<ContentBlock> = result
-        .content
-        .iter()
-        .filter(|b| meant_for_model(b))
-        .cloned()
-        .collect();
+    let blocks = result.content.iter().filter(|b| meant_for_model(b));
     if let Some(structured) = &result.structured_content {
         let attachments = blocks
-            .iter()
             .filter(|b| b.as_text().is_none())
-            .map(|b| content_text(std::slice::from_ref(b)))
+            .map(|b| content_text([b]))
             .collect();
         return (structured.clone(), attachments);
     }
-    (Value::String(content_text(&blocks)), Vec::new())
+    (Value::String(content_text(blocks)), Vec::new())
 }
 
 /// A block whose `annotations.audience` leaves out the assistant is for the person only:
 /// it is shown and saved, but not put in the model's context.
 pub fn meant_for_model(block: &ContentBlock) -> bool {
-    let v = serde_json::to_value(block).unwrap_or_default();
-    match v["annotations"]["audience"].as_array() {
-        Some(audience) => audience.iter().any(|a| a == "assistant"),
+    let annotations = match block {
+        ContentBlock::Text(b) => &b.annotations,
+        ContentBlock::Image(b) => &b.annotations,
+        ContentBlock::Audio(b) => &b.annotations,
+        ContentBlock::Resource(b) => &b.annotations,
+        ContentBlock::ResourceLink(b) => &b.annotations,
+        // A kind of block newer than this build: its annotations read from its JSON.
+        _ => {
+            let v = serde_json::to_value(block).unwrap_or_default();
+            return match v["annotations"]["audience"].as_array() {
+                Some(audience) => audience.iter().any(|a| a == "assistant"),
+                None => true,
+            };
+        }
+    };
+    match annotations.as_ref().and_then(|a| a.audience.as_ref()) {
+        Some(audience) => audience.contains(&Role::Assistant),
         None => true,
     }
 }
@@ -212,10 +220,14 @@ pub fn save_binaries(
 }
 
 /// The content blocks as text for the model.
-pub fn content_text(blocks: &[ContentBlock]) -> String {
+pub fn content_text<'a>(blocks: impl IntoIterator<Item = &'a ContentBlock>) -> String {
     let parts: Vec<String> = blocks
-        .iter()
+        .into_iter()
         .map(|block| {
+            // Text, nearly every block, without a detour through JSON.
+            if let Some(text) = block.as_text() {
+                return text.text.clone();
+            }
             let v = serde_json::to_value(block).unwrap_or(Value::Null);
             match v["type"].as_str() {
                 Some("text") => v["text"].as_str().unwrap_or("").to_owned(),
