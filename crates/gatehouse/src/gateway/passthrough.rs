@@ -134,6 +134,8 @@ impl Gateway {
     /// Every running server's prompts, named as the client sees them.
     pub(crate) async fn prompts(&self) -> Result<ListPromptsResult, ErrorData> {
         let mut prompts: Vec<Prompt> = Vec::new();
+        // The names passed on so far: a set, as a server may list thousands.
+        let mut seen = std::collections::HashSet::new();
         for server in self.offering(|c| c.prompts.is_some()) {
             let Some(conn) = self.host().connection(&server) else {
                 continue;
@@ -144,7 +146,7 @@ impl Gateway {
                 let Some(shown) = self.names().prompt_name(&server, &prompt.name) else {
                     continue;
                 };
-                if prompts.iter().all(|p| p.name != shown) {
+                if seen.insert(shown.clone()) {
                     prompt.name = shown;
                     prompts.push(prompt);
                 }
@@ -170,10 +172,12 @@ impl Gateway {
                 None,
             ));
         };
-        let conn = self
-            .host()
-            .connection(server)
-            .expect("a server offering prompts");
+        let Some(conn) = self.host().connection(server) else {
+            return Err(ErrorData::internal_error(
+                format!("{server} is no longer connected"),
+                None,
+            ));
+        };
         params.name = own;
         params.meta = None;
         bounded(conn, self.time_limit(), conn.get_prompt(params)).await
