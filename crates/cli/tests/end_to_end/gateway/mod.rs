@@ -16,6 +16,7 @@
 //! - `replicas.rs`: two gateways sharing one state store and one ledger, directly and
 //!   behind nginx, in SQLite and in a real PostgreSQL (`common/postgres.rs`);
 //! - `database.rs`: the PostgreSQL store going away and coming back;
+//! - `headers.rs`: SEP-2243 `Mcp-Param-*` headers checked in front and sent behind;
 //! - `oauth.rs`: `--oauth-issuer` in front (the host signing in through oidc-provider,
 //!   the refusals, the approval state bound to the OAuth caller), and the client's token
 //!   never reaching the server behind;
@@ -24,6 +25,7 @@
 //!   in real headless Chromium (`tests/browser/gateway_page.mjs`), and across replicas.
 
 mod database;
+mod headers;
 mod inspector;
 mod oauth;
 mod page;
