@@ -12,12 +12,13 @@ use crate::common::{http_server::call, serve::SAM_TOKEN};
 const PASSWORD: &str = "pg-pass-never-shown";
 
 /// `tickets__list_tickets` for `host` through the gateway at `url`: the call's result.
-async fn list(url: &str, id: i64, host: &str) -> Value {
+pub(super) async fn list(url: &str, id: i64, host: &str) -> Value {
     let params = json!({"name": "tickets__list_tickets", "arguments": {"host": host}});
     call(url, SAM_TOKEN, id, params).await.result(id).clone()
 }
 
-fn ran(result: &Value) -> bool {
+/// Did the call run (and list tickets)?
+pub(super) fn ran(result: &Value) -> bool {
     result["structuredContent"]["total"].is_number() && result["isError"] != true
 }
 
