@@ -22,15 +22,26 @@ pub(super) fn ran(result: &Value) -> bool {
     result["structuredContent"]["total"].is_number() && result["isError"] != true
 }
 
-#[tokio::test]
-async fn calls_are_refused_while_the_database_is_away_or_slow_and_run_again_when_it_is_back() {
+/// A gateway in a folder of its own on a PostgreSQL of `backing` whose URL holds
+/// `password`, its first call (for `host`) run: the folder, the state, the gateway.
+pub(super) async fn gateway_on_postgres(
+    backing: Backing,
+    password: &str,
+    host: &str,
+) -> (tempfile::TempDir, SharedState, Process) {
     let dir = tempfile::tempdir().unwrap();
     let config = gateway_config(dir.path());
-    let shared = SharedState::new(Backing::Postgres, dir.path(), Some(PASSWORD));
-    let cluster = shared.cluster.as_ref().expect("a PostgreSQL cluster");
+    let shared = SharedState::new(backing, dir.path(), Some(password));
     let gw = start_gateway(dir.path(), &config, &shared.arg);
-    let first = list(&gw.url, 1, "before").await;
+    let first = list(&gw.url, 1, host).await;
     assert!(ran(&first), "{first}");
+    (dir, shared, gw)
+}
+
+#[tokio::test]
+async fn calls_are_refused_while_the_database_is_away_or_slow_and_run_again_when_it_is_back() {
+    let (_dir, shared, gw) = gateway_on_postgres(Backing::Postgres, PASSWORD, "before").await;
+    let cluster = shared.cluster.as_ref().expect("a PostgreSQL cluster");
 
     cluster.down();
     let away = list(&gw.url, 2, "away").await;

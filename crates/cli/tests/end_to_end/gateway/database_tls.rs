@@ -32,13 +32,9 @@ fn verified(mode: &str, ca: &Certificates) -> String {
 
 #[tokio::test]
 async fn over_verify_full_the_gateways_connections_are_encrypted() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = gateway_config(dir.path());
-    let shared = SharedState::new(Backing::PostgresTls, dir.path(), Some(PASSWORD));
+    let (_dir, shared, gw) =
+        super::database::gateway_on_postgres(Backing::PostgresTls, PASSWORD, "tls").await;
     let cluster = shared.cluster.as_ref().expect("a PostgreSQL cluster");
-    let gw = start_gateway(dir.path(), &config, &shared.arg);
-    let answer = super::database::list(&gw.url, 1, "tls").await;
-    assert!(super::database::ran(&answer), "{answer}");
 
     // Every connection of the gateway's is one pg_stat_ssl says is encrypted.
     let seen = cluster.query(
@@ -57,11 +53,7 @@ async fn over_verify_full_the_gateways_connections_are_encrypted() {
         "run"
     );
     shared.assert_ledger_verifies();
-    assert!(
-        gw.lines().iter().all(|l| !l.contains(PASSWORD)),
-        "{:?}",
-        gw.lines()
-    );
+    assert!(!said(&gw, PASSWORD), "the password was shown");
 }
 
 #[test]

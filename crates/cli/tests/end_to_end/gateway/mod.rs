@@ -240,6 +240,11 @@ pub fn http_args<'a>(config: &'a str, addr: &'a str, state: &'a str) -> Vec<&'a 
     ]
 }
 
+/// Did `p` write a line holding `part`?
+pub fn said(p: &Process, part: &str) -> bool {
+    p.lines().iter().any(|l| l.contains(part))
+}
+
 /// The names in a list of tools (a `tools/list` result, or the Python client's output).
 pub fn tool_names(out: &Value) -> Vec<String> {
     out["tools"]

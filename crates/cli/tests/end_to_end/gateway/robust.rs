@@ -173,13 +173,8 @@ async fn a_stdio_server_that_fails_its_first_start_is_tried_again_with_backoff_a
     // full window holds the next one back.
     tokio::time::sleep(Duration::from_millis(2_500)).await;
     assert_eq!(starts(dir.path()), 3, "{:?}", gw.lines());
-    assert!(
-        gw.lines()
-            .iter()
-            .any(|l| l.contains("server testbed did not start") && l.contains("trying again in")),
-        "{:?}",
-        gw.lines()
-    );
+    let retried = "server testbed did not start (";
+    assert!(said(&gw, retried), "{:?}", gw.lines());
 
     // Mended: it comes up at its next try, and its tools are listed and called.
     std::fs::remove_file(dir.path().join("broken")).unwrap();
@@ -190,13 +185,7 @@ async fn a_stdio_server_that_fails_its_first_start_is_tried_again_with_backoff_a
     assert_eq!(echoed["isError"], false, "{echoed}");
     assert!(texts(echoed).contains("late"), "{echoed}");
     assert_eq!(starts(dir.path()), 4, "one start after it was mended");
-    assert!(
-        gw.lines()
-            .iter()
-            .any(|l| l.contains("server testbed started")),
-        "{:?}",
-        gw.lines()
-    );
+    assert!(said(&gw, "server testbed started"), "{:?}", gw.lines());
 }
 
 #[tokio::test]
@@ -352,7 +341,10 @@ async fn an_http_server_that_stops_answering_is_used_again_once_it_is_back() {
     let refused = get_asset(&gw.url, 2).await;
     let refused = refused.result(2);
     assert_eq!(refused["isError"], true, "{refused}");
-    assert!(texts(refused).contains("error sending request"), "{refused}");
+    assert!(
+        texts(refused).contains("error sending request"),
+        "{refused}"
+    );
 
     // Back on the same address: the next call reaches it. Each 2026-07-28 request is a
     // POST of its own, so there is no connection to make again.

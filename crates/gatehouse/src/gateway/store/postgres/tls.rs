@@ -43,22 +43,19 @@ pub enum SslMode {
 }
 
 impl SslMode {
-    const WORDS: &[(&str, SslMode)] = &[
-        ("disable", SslMode::Disable),
-        ("prefer", SslMode::Prefer),
-        ("require", SslMode::Require),
-        ("verify-ca", SslMode::VerifyCa),
-        ("verify-full", SslMode::VerifyFull),
-    ];
-
     fn parse(word: &str) -> Result<SslMode, String> {
-        Self::WORDS
-            .iter()
-            .find(|(w, _)| *w == word)
-            .map(|(_, mode)| *mode)
-            .ok_or_else(|| {
-                "sslmode must be disable, prefer, require, verify-ca or verify-full".to_owned()
-            })
+        Ok(match word {
+            "disable" => SslMode::Disable,
+            "prefer" => SslMode::Prefer,
+            "require" => SslMode::Require,
+            "verify-ca" => SslMode::VerifyCa,
+            "verify-full" => SslMode::VerifyFull,
+            _ => {
+                return Err(
+                    "sslmode must be disable, prefer, require, verify-ca or verify-full".into(),
+                );
+            }
+        })
     }
 
     /// Does this mode refuse a connection without TLS?
@@ -191,6 +188,20 @@ fn roots(path: &str) -> Result<RootCertStore, String> {
     Ok(store)
 }
 
+/// The handshake's signature checks of a verifier, each by rustls's own function for it.
+macro_rules! signature_checks {
+    ($($method:ident => $check:path,)*) => {$(
+        fn $method(
+            &self,
+            message: &[u8],
+            cert: &CertificateDer<'_>,
+            dss: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, rustls::Error> {
+            $check(message, cert, dss, &self.algorithms)
+        }
+    )*};
+}
+
 /// The check of the server's certificate: with `roots` (`verify-ca`), that it chains to
 /// one of them, whatever name it was issued for; without (`prefer`, `require`), none. The
 /// handshake's signature is checked against the certificate either way, so the session
@@ -224,22 +235,9 @@ impl ServerCertVerifier for Verifier {
         Ok(ServerCertVerified::assertion())
     }
 
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algorithms)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algorithms)
+    signature_checks! {
+        verify_tls12_signature => rustls::crypto::verify_tls12_signature,
+        verify_tls13_signature => rustls::crypto::verify_tls13_signature,
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
