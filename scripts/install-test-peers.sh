@@ -195,10 +195,14 @@ install_nginx() {
 # postgres: Debian's PostgreSQL (15 on bookworm), the shared state of gateway replicas in
 # crates/cli/tests/end_to_end/gateway/ (common/postgres.rs). Each test makes its own
 # cluster with initdb in a temporary folder and runs it as the package's `postgres` user on
-# a free loopback port; the package's system service is not wanted.
+# a free loopback port; the package's system service is not wanted. openssl makes the
+# certificates of its TLS tests.
 # ---------------------------------------------------------------------------------------
 install_postgres() {
   apt_install_no_service postgresql
+  # The TLS tests (gateway/database_tls.rs) make their CA and certificates with openssl.
+  apt_install openssl
+  openssl version
   local initdb
   initdb="$(ls -d /usr/lib/postgresql/*/bin/initdb | sort -V | tail -n 1)"
   id -u postgres >/dev/null

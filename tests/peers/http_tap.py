@@ -12,7 +12,8 @@ The log has the lines stdio_tap.py writes, '>> ' + a message the client sent and
 message the server sent (each JSON-RPC message of a JSON body or of an event stream's
 `data:`), and one 'HTTP ' + JSON line per exchange: {"method", "status", "content_type",
 "body": [{"method", "id"} of each message the request carried], "headers": {the MCP
-headers of the request: mcp-protocol-version, mcp-method, mcp-name, mcp-session-id},
+headers of the request: mcp-protocol-version, mcp-method, mcp-name, mcp-session-id,
+mcp-param-*},
 "session": the Mcp-Session-Id the server answered, "authorization": true|false}.
 Credentials are never written, only whether there were any.
 """
@@ -30,6 +31,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from py_http import serve_asgi  # noqa: E402
 
 MCP_HEADERS = ("mcp-protocol-version", "mcp-method", "mcp-name", "mcp-session-id")
+# SEP-2243's headers of a call's x-mcp-header arguments (Mcp-Param-Region, ...).
+MCP_PARAM_PREFIX = "mcp-param-"
 # Hop-by-hop headers, and those the proxy sets itself.
 DROP_REQUEST = {b"host", b"content-length", b"connection", b"transfer-encoding", b"keep-alive"}
 DROP_RESPONSE = {b"content-length", b"connection", b"transfer-encoding", b"keep-alive",
@@ -83,7 +86,8 @@ async def app(scope, receive, send):
     exchange = {"method": scope["method"],
                 "body": [{"method": m.get("method"), "id": m.get("id")}
                          for m in sent_messages if isinstance(m, dict)],
-                "headers": {h: sent[h] for h in MCP_HEADERS if h in sent},
+                "headers": {h: v for h, v in sent.items()
+                            if h in MCP_HEADERS or h.startswith(MCP_PARAM_PREFIX)},
                 "authorization": "authorization" in sent}
     try:
         response = await client.send(request, stream=True)

@@ -16,8 +16,11 @@ use serde_json::json;
 use crate::{
     approvals::ProjectFile,
     catalog::{self, Catalog, Listing, Live},
-    config::{Config, Settings, Transport},
-    connect::{self, Connection},
+    config::{Config, ServerSpec, Settings, Transport},
+    connect::{
+        self, Connection,
+        late::{self, Late},
+    },
     dispatch::Stopper,
     gate::{Gate, Keeper},
     person::Person,
@@ -45,6 +48,9 @@ pub struct Host {
     tasks: Records,
     /// The person's policy at work: approvals remembered, the ledger, the hooks.
     gate: Gate,
+    /// A gateway's stdio servers that failed their first start, tried again until they
+    /// start (`connect::late`), each with its task.
+    late: Vec<(Arc<Late>, tokio::task::JoinHandle<()>)>,
 }
 
 impl Host {
@@ -68,11 +74,12 @@ impl Host {
         project: Option<ProjectFile>,
     ) -> Host {
         let gate = |trace: &Trace| Gate::new(&config.settings, project, trace);
-        Host::start_gated(config, person, trace, gate).await
+        Host::start_gated(config, person, trace, gate, false).await
     }
 
     /// As [`Host::start`], with approvals and the ledger kept by `keeper` (a gateway's
-    /// store, shared by its replicas).
+    /// store, shared by its replicas). A gateway runs for long: a stdio server that fails
+    /// its first start is tried again with the restart backoff until it starts.
     pub async fn start_keeping(
         config: &Config,
         person: Arc<dyn Person>,
@@ -80,7 +87,7 @@ impl Host {
         keeper: Arc<dyn Keeper>,
     ) -> Host {
         let gate = |_: &Trace| Gate::with_keeper(&config.settings, keeper);
-        Host::start_gated(config, person, trace, gate).await
+        Host::start_gated(config, person, trace, gate, true).await
     }
 
     async fn start_gated(
@@ -88,6 +95,7 @@ impl Host {
         person: Arc<dyn Person>,
         trace: Trace,
         gate: impl FnOnce(&Trace) -> Gate,
+        retry_first_starts: bool,
     ) -> Host {
         for warning in &config.warnings {
             trace.add(Who::Host, format!("warning: {warning}"), json!({}));
@@ -100,7 +108,17 @@ impl Host {
             );
         }
         register_secrets(config, trace.secrets());
-        let (connections, listings) = connect_all(config, &person, &trace).await;
+        let (connections, listings, failed) = connect_all(config, &person, &trace).await;
+        let limits = connect::Limits::from_settings(&config.settings);
+        let late = failed
+            .into_iter()
+            .filter(|(spec, _)| {
+                retry_first_starts && matches!(spec.transport, Transport::Stdio { .. })
+            })
+            .map(|(spec, why)| {
+                late::retry(spec.clone(), person.clone(), trace.clone(), limits, why)
+            })
+            .collect();
         let rules = config
             .servers
             .iter()
@@ -125,6 +143,7 @@ impl Host {
             session_id,
             stopper: Stopper::default(),
             turns: AtomicU64::new(0),
+            late,
             tasks: Records::at(
                 config
                     .settings
@@ -200,7 +219,7 @@ impl Host {
             .collect();
         self.catalog
             .refresh(
-                &self.connections,
+                &self.connections(),
                 by_age,
                 &unasked,
                 self.settings.connect_timeout,
@@ -232,12 +251,14 @@ impl Host {
 
     /// The connection to a server, by its name.
     pub(crate) fn connection(&self, server: &str) -> Option<&Connection> {
-        self.connections.iter().find(|c| c.name == server)
+        self.connections().into_iter().find(|c| c.name == server)
     }
 
-    /// Every connection, in the servers file's order.
-    pub(crate) fn connections(&self) -> &[Connection] {
-        &self.connections
+    /// Every connection: those made at the start, in the servers file's order, then those
+    /// of servers that started late.
+    pub(crate) fn connections(&self) -> Vec<&Connection> {
+        let late = self.late.iter().filter_map(|(l, _)| l.connection());
+        self.connections.iter().chain(late).collect()
     }
 
     /// The person, for the gate's approvals.
@@ -248,17 +269,19 @@ impl Host {
     /// Close every connection; servers get a moment to exit on their own.
     pub async fn shutdown(self) {
         self.catalog.close().await;
+        let late = self.late.into_iter().map(|(l, task)| l.close(task));
+        futures::future::join_all(late).await;
         futures::future::join_all(self.connections.into_iter().map(Connection::close)).await;
     }
 }
 
 /// Start every server at once, each within the connect time limit, with its tool list.
-/// A server that cannot be used is reported and left out.
-async fn connect_all(
-    config: &Config,
+/// A server that cannot be used is reported and left out (returned with the reason).
+async fn connect_all<'c>(
+    config: &'c Config,
     person: &Arc<dyn Person>,
     trace: &Trace,
-) -> (Vec<Connection>, Vec<Listing>) {
+) -> (Vec<Connection>, Vec<Listing>, Vec<(&'c ServerSpec, String)>) {
     let timeout = config.settings.connect_timeout;
     let limits = connect::Limits::from_settings(&config.settings);
     let attempts = config.servers.iter().map(|spec| async move {
@@ -287,6 +310,7 @@ async fn connect_all(
     });
     let mut connections = Vec::new();
     let mut listings = Vec::new();
+    let mut failed = Vec::new();
     for (spec, outcome) in config
         .servers
         .iter()
@@ -298,14 +322,17 @@ async fn connect_all(
                 listings.push(listing);
                 connections.push(conn);
             }
-            Err(text) => trace.add(
-                Who::Host,
-                format!("server unavailable: {text}"),
-                json!({"server": spec.name, "error": text}),
-            ),
+            Err(text) => {
+                trace.add(
+                    Who::Host,
+                    format!("server unavailable: {text}"),
+                    json!({"server": spec.name, "error": text}),
+                );
+                failed.push((spec, text));
+            }
         }
     }
-    (connections, listings)
+    (connections, listings, failed)
 }
 
 /// `discovered N tools on S: …`, with the revision and the server's own name.

@@ -122,7 +122,7 @@ impl Live {
     /// their `ttlMs`; rebuild the catalog if any was re-read. Returns whether it was.
     pub async fn refresh(
         &self,
-        connections: &[Connection],
+        connections: &[&Connection],
         by_age: bool,
         allow: &[String],
         timeout: std::time::Duration,
@@ -130,7 +130,7 @@ impl Live {
     ) -> bool {
         let heard = self.heard().await;
         let mut relisted = Vec::new();
-        for conn in connections {
+        for &conn in connections {
             let announced = conn.handler().take_tools_changed() || heard.contains(&conn.name);
             let stale = by_age
                 && lock(&self.listings)
@@ -159,7 +159,9 @@ impl Live {
         let mut rebuilt = {
             let mut listings = lock(&self.listings);
             for (listing, announced) in relisted {
+                // A server that started late (a gateway's) has no list yet: it is added.
                 let Some(old) = listings.iter_mut().find(|l| l.server == listing.server) else {
+                    listings.push(listing);
                     continue;
                 };
                 if announced {

@@ -17,6 +17,7 @@
 mod environment;
 pub mod oauth;
 pub mod policy;
+pub mod restart;
 pub mod settings;
 pub mod tools;
 mod variables;
@@ -34,6 +35,7 @@ use serde_json::{Map, Value};
 pub use environment::{BASE_ENV, EnvPass};
 pub use oauth::{Grant, OAuthConfig};
 pub use policy::{HookSpec, Hooks, LedgerSettings, MAX_HOOK_OUTPUT_BYTES, state_dir};
+pub use restart::Restart;
 pub use settings::*;
 pub use tools::{Pattern, ToolRules};
 use variables::Variables;

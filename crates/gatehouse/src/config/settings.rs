@@ -209,6 +209,9 @@ pub struct Settings {
     pub schema_dialect: Dialects,
     /// How the gateway names its servers' tools and prompts (`gatewayNames`).
     pub gateway_names: GatewayNames,
+    /// The backoff of a stdio server's restarts, and of a gateway's later tries at a
+    /// server that failed its first start (`restart`).
+    pub restart: super::restart::Restart,
 }
 
 /// Where sign-in secrets are kept (`credentialStore`: `auto`, `keychain` or `file`).
@@ -324,6 +327,7 @@ impl Default for Settings {
             tool_search: ToolSearch::Auto,
             schema_dialect: Dialects::default(),
             gateway_names: GatewayNames::Prefixed,
+            restart: super::restart::Restart::default(),
         }
     }
 }
@@ -379,6 +383,7 @@ pub(super) fn parse(value: &Value, warnings: &mut Vec<String>) -> Result<Setting
             "tasksFile" => s.tasks_file = Some(path(key, v)?),
             "gatewayNames" => s.gateway_names = one_of(key, v, GatewayNames::WORDS)?,
             "taskWaitMs" => s.task_wait = Duration::from_millis(bounded(1..=MAX_TIMEOUT_MS)?),
+            "restart" => s.restart = super::restart::parse(v, warnings)?,
             other => {
                 if !catalog_setting(&mut s, other, v)? && !sign_in_setting(&mut s, other, v)? {
                     warnings.push(format!("gatehouse: unknown setting \"{other}\" is ignored"))
@@ -496,7 +501,11 @@ fn dialects(v: &Value) -> Result<Dialects, String> {
 
 /// A setting that must be a whole number in `range`: zero, negative, fractional, too
 /// large or not a number at all is an error naming the key and the range.
-fn whole_number(key: &str, v: &Value, range: std::ops::RangeInclusive<u64>) -> Result<u64, String> {
+pub(super) fn whole_number(
+    key: &str,
+    v: &Value,
+    range: std::ops::RangeInclusive<u64>,
+) -> Result<u64, String> {
     v.as_u64().filter(|n| range.contains(n)).ok_or_else(|| {
         format!(
             "\"{key}\" must be a whole number from {} to {}, not {v}",

@@ -13,6 +13,7 @@
 //!   sign-in working;
 //! - `connection`: a [`Connection`] and the run of the server it talks to now;
 //! - [`restart`]: a stdio server that dies started again, with backoff;
+//! - [`late`]: in a gateway, a stdio server that failed its first start tried again;
 //! - `error`: why a server could not be used ([`ConnectError`]).
 
 pub mod auth;
@@ -20,6 +21,7 @@ mod connection;
 mod error;
 pub mod handler;
 mod http;
+pub mod late;
 pub mod restart;
 pub mod stdio;
 pub mod wire;
@@ -69,6 +71,8 @@ pub struct Limits {
     pub max_questions: usize,
     /// How long a sign-in may take, and where sign-ins are kept.
     pub sign_in: auth::SignInLimits,
+    /// The backoff of its restarts (and of a gateway's later tries at a first start).
+    pub restart: crate::config::Restart,
 }
 
 impl Limits {
@@ -78,6 +82,7 @@ impl Limits {
             timeout: settings.connect_timeout,
             max_questions: settings.max_input_rounds,
             sign_in: auth::SignInLimits::from_settings(settings),
+            restart: settings.restart,
         }
     }
 }

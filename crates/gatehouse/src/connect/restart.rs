@@ -1,9 +1,11 @@
 //! A stdio server that dies (exits, crashes, is killed) is started again under the same
-//! connection, with backoff: the first restart after [`RESTART_FIRST_DELAY`], each
-//! failed one waiting [`RESTART_FACTOR`] times longer up to [`RESTART_MAX_DELAY`], and at
-//! most [`RESTART_MAX_ATTEMPTS`] starts in any [`RESTART_WINDOW`], so a server that dies
-//! at once on every start is never restarted in a tight loop. While it is down its
-//! requests fail at once with the reason; once it is back its tool list is read again.
+//! connection, with backoff: the first restart after `firstDelayMs`, each failed one
+//! waiting `factor` times longer up to `maxDelayMs`, and at most `attemptsPerWindow`
+//! starts in any `windowMs` (the servers file's `"restart"`, [`Restart`]; defaults
+//! [`RESTART_FIRST_DELAY`], [`RESTART_FACTOR`], [`RESTART_MAX_DELAY`],
+//! [`RESTART_MAX_ATTEMPTS`], [`RESTART_WINDOW`]), so a server that dies at once on every
+//! start is never restarted in a tight loop. While it is down its requests fail at once
+//! with the reason; once it is back its tool list is read again.
 //!
 //! Only stdio servers are restarted: the host owns their process. An HTTP server's
 //! lost session is the transport's business (rmcp initializes again on a 404).
@@ -18,31 +20,24 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::{HostHandler, Limits, Negotiation, Setup, connection::Session};
+pub use crate::config::restart::{
+    RESTART_FACTOR, RESTART_FIRST_DELAY, RESTART_MAX_ATTEMPTS, RESTART_MAX_DELAY, RESTART_WINDOW,
+};
 use crate::{
-    config::ServerSpec,
+    config::{Restart, ServerSpec},
     person::Person,
     text,
     trace::{Trace, Who},
 };
 
-/// How long after a server died the first restart is tried.
-pub const RESTART_FIRST_DELAY: Duration = Duration::from_millis(250);
-/// How much longer each wait is than the last, while restarts keep failing.
-pub const RESTART_FACTOR: u32 = 2;
-/// The longest wait between two restarts.
-pub const RESTART_MAX_DELAY: Duration = Duration::from_secs(30);
-/// Most starts of one server in any [`RESTART_WINDOW`].
-pub const RESTART_MAX_ATTEMPTS: usize = 5;
-/// The window [`RESTART_MAX_ATTEMPTS`] counts in; a run that lasted longer than it
-/// starts the backoff afresh.
-pub const RESTART_WINDOW: Duration = Duration::from_secs(60);
-
 /// Most characters of a failed start's reason kept in the down state.
 const MAX_REASON_CHARS: usize = 500;
 
 /// The waits between restarts: pure, so its bounds are tested without a clock.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Backoff {
+    /// The bounds, from the settings.
+    bounds: Restart,
     /// Restarts that failed (or died soon) in a row.
     failures: u32,
     /// When the recent starts were (planned), oldest first, at most the window's.
@@ -50,25 +45,33 @@ pub(crate) struct Backoff {
 }
 
 impl Backoff {
+    /// No start made yet, waits bounded by `bounds`.
+    pub(crate) fn new(bounds: Restart) -> Backoff {
+        Backoff {
+            bounds,
+            failures: 0,
+            starts: VecDeque::new(),
+        }
+    }
+
     /// How long to wait at `now` before the next start, which is recorded as made.
     pub(crate) fn next(&mut self, now: Instant) -> Duration {
-        let grown = RESTART_FACTOR.saturating_pow(self.failures.min(16));
-        let delay = RESTART_FIRST_DELAY
-            .saturating_mul(grown)
-            .min(RESTART_MAX_DELAY);
+        let b = self.bounds;
+        let grown = b.factor.saturating_pow(self.failures.min(32));
+        let delay = b.first_delay.saturating_mul(grown).min(b.max_delay);
         let mut at = now + delay;
         while self
             .starts
             .front()
-            .is_some_and(|&s| at.duration_since(s) >= RESTART_WINDOW)
+            .is_some_and(|&s| at.duration_since(s) >= b.window)
         {
             self.starts.pop_front();
         }
-        if self.starts.len() >= RESTART_MAX_ATTEMPTS
+        if self.starts.len() >= b.max_attempts
             && let Some(&oldest) = self.starts.front()
         {
             // The window is full: the next start waits until its oldest leaves it.
-            at = at.max(oldest + RESTART_WINDOW);
+            at = at.max(oldest + b.window);
             self.starts.pop_front();
         }
         self.starts.push_back(at);
@@ -76,9 +79,15 @@ impl Backoff {
         at.duration_since(now)
     }
 
+    /// A start was made at `at` outside the backoff (a server's first): it counts in its
+    /// window, not as a failure.
+    pub(crate) fn started(&mut self, at: Instant) {
+        self.starts.push_back(at);
+    }
+
     /// The server ran for `lasted` before it died: a long run starts the waits afresh.
     pub(crate) fn ran_for(&mut self, lasted: Duration) {
-        if lasted >= RESTART_WINDOW {
+        if lasted >= self.bounds.window {
             self.failures = 0;
         }
     }
@@ -179,7 +188,7 @@ impl Restarter {
 /// after the backoff's wait, and have its tool list read again.
 pub(crate) fn supervise(link: Arc<Link>, restarter: Restarter) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        let mut backoff = Backoff::default();
+        let mut backoff = Backoff::new(restarter.limits.restart);
         let mut started = Instant::now();
         loop {
             let session = link.current();
@@ -236,7 +245,7 @@ mod tests {
 
     /// The waits of `n` starts in a row, each made the moment the last wait ended.
     fn waits(n: usize) -> Vec<Duration> {
-        let mut backoff = Backoff::default();
+        let mut backoff = Backoff::new(Restart::default());
         let mut now = Instant::now();
         (0..n)
             .map(|_| {
@@ -262,32 +271,69 @@ mod tests {
         assert_eq!(*w.last().unwrap(), RESTART_MAX_DELAY, "{w:?}");
     }
 
-    #[test]
-    fn no_window_holds_more_starts_than_the_bound() {
-        let mut backoff = Backoff::default();
+    /// The starts of a server that dies at once after each, 40 of them, under `bounds`.
+    fn starts_dying_at_once(bounds: Restart) -> Vec<Instant> {
+        let mut backoff = Backoff::new(bounds);
         let mut now = Instant::now();
         let mut starts = Vec::new();
         for _ in 0..40 {
             now += backoff.next(now);
             starts.push(now);
-            // A run that dies at once after every start.
             backoff.ran_for(Duration::ZERO);
         }
+        starts
+    }
+
+    /// No window of `bounds` holds more starts than its bound.
+    fn assert_windows_hold(starts: &[Instant], bounds: Restart) {
         for (i, &s) in starts.iter().enumerate() {
             let within = starts[i..]
                 .iter()
-                .filter(|&&t| t.duration_since(s) < RESTART_WINDOW)
+                .filter(|&&t| t.duration_since(s) < bounds.window)
                 .count();
-            assert!(
-                within <= RESTART_MAX_ATTEMPTS,
-                "{within} starts in a window"
-            );
+            assert!(within <= bounds.max_attempts, "{within} starts in a window");
         }
     }
 
     #[test]
+    fn no_window_holds_more_starts_than_the_bound() {
+        let starts = starts_dying_at_once(Restart::default());
+        assert_windows_hold(&starts, Restart::default());
+    }
+
+    #[test]
+    fn the_settings_bounds_are_honoured() {
+        let bounds = Restart {
+            first_delay: Duration::from_millis(100),
+            factor: 3,
+            max_delay: Duration::from_millis(1_000),
+            max_attempts: 3,
+            window: Duration::from_secs(5),
+        };
+        let starts = starts_dying_at_once(bounds);
+        // The waits after the first start (100 ms): 3 times longer each, then the full
+        // window holds the fourth start back past the longest delay.
+        let waits: Vec<Duration> = starts.windows(2).map(|w| w[1] - w[0]).collect();
+        let ms = |d: Duration| d.as_millis();
+        assert_eq!(ms(waits[0]), 300, "{waits:?}");
+        assert_eq!(ms(waits[1]), 900, "{waits:?}");
+        assert_eq!(ms(waits[2]), 3_800, "{waits:?}");
+        assert!(waits.iter().all(|&w| w <= bounds.window), "{waits:?}");
+        assert_windows_hold(&starts, bounds);
+        // A factor of 1 waits the first delay every time, until the window is full.
+        let flat = Restart {
+            factor: 1,
+            ..bounds
+        };
+        let mut backoff = Backoff::new(flat);
+        let now = Instant::now();
+        assert_eq!(backoff.next(now), flat.first_delay);
+        assert_eq!(backoff.next(now + flat.first_delay), flat.first_delay);
+    }
+
+    #[test]
     fn a_long_run_starts_the_waits_afresh_and_a_short_one_does_not() {
-        let mut backoff = Backoff::default();
+        let mut backoff = Backoff::new(Restart::default());
         let now = Instant::now();
         backoff.next(now);
         backoff.ran_for(Duration::from_millis(10));

@@ -166,6 +166,18 @@ impl Gateway {
             .collect()
     }
 
+    /// The tool a client calls `shown`, as [`Gateway::tools`] offers it (hidden and
+    /// down tools included: their calls are refused later, with the reason). rmcp's HTTP
+    /// layer reads its input schema to check a call's SEP-2243 `Mcp-Param-*` headers
+    /// against its `x-mcp-header` arguments, as it does for the reference servers.
+    pub fn tool(&self, shown: &str) -> Option<Tool> {
+        let catalog = self.host().catalog();
+        let name = self.names().catalog_name(&catalog, shown)?;
+        let mut tool = catalog.get(&name)?.tool.clone();
+        tool.name = shown.to_owned().into();
+        Some(tool)
+    }
+
     /// The approval page, if one is set up: its routes are the binary's to serve.
     pub fn page(&self) -> Option<&Page> {
         self.inner.page.as_ref()
@@ -245,6 +257,10 @@ impl ServerHandler for Gateway {
                 "Gatehouse gateway: the tools of several MCP servers, named SERVER__TOOL, \
                  under one policy. Some calls ask the user first, in a form."
             })
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.tool(name)
     }
 
     async fn list_tools(

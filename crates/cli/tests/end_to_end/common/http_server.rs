@@ -82,7 +82,12 @@ fn with_clean_env(mut cmd: Command, env: &[(&str, &str)]) -> Command {
 }
 
 pub fn serve(name: &str, extra: &[&str], env: &[(&str, &str)]) -> Served {
-    let mut args = vec![name, "--http", "127.0.0.1:0"];
+    serve_on(name, "127.0.0.1:0", extra, env)
+}
+
+/// As [`serve`], listening on `addr` (a port a server ran on before, to start it again).
+pub fn serve_on(name: &str, addr: &str, extra: &[&str], env: &[(&str, &str)]) -> Served {
+    let mut args = vec![name, "--http", addr];
     args.extend_from_slice(extra);
     started(name, serve_command(&args, env))
 }

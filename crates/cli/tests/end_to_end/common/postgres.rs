@@ -3,10 +3,12 @@
 //! run as root, and the tests run as root here and in CI), listening on a free loopback
 //! port and a socket in that folder, trusted local connections; stopped (and removed)
 //! when dropped, and stoppable and startable again to play a database that goes away.
+//! With [`Cluster::start_tls`] it speaks TLS too (`ssl = on`), with a certificate that a
+//! CA of the test's own signed ([`certificates`], made with the machine's `openssl`).
 
 use std::{
     io::{BufRead, BufReader, Write},
-    os::unix::process::CommandExt,
+    os::unix::{fs::PermissionsExt, process::CommandExt},
     path::{Path, PathBuf},
     process::{Child, ChildStdin, Command, Output, Stdio},
 };
@@ -58,13 +60,104 @@ pub struct Cluster {
     /// Its loopback port.
     pub port: u16,
     owner: Option<(u32, u32)>,
+    /// `-c` options of its own (TLS's).
+    options: String,
     // Removed after the cluster stops (dropped last).
     dir: tempfile::TempDir,
+}
+
+/// A CA of a test's own, and a server certificate and key it signed (PEM files).
+pub struct Certificates {
+    /// The CA's certificate: what `sslrootcert` names.
+    pub ca: PathBuf,
+    /// The server's certificate, for the host name it was made for.
+    pub cert: PathBuf,
+    /// The server's private key.
+    pub key: PathBuf,
+}
+
+/// In `dir`, a new CA (named after `dir`) and a server certificate it signed for the DNS name `host`
+/// (P-256 keys, valid two days), made with the machine's `openssl`.
+pub fn certificates(dir: &Path, host: &str) -> Certificates {
+    let at = |name: &str| dir.join(name).to_string_lossy().into_owned();
+    let (ca, ca_key, cert, key, csr, ext) = (
+        at("ca.crt"),
+        at("ca.key"),
+        at("server.crt"),
+        at("server.key"),
+        at("server.csr"),
+        at("server.ext"),
+    );
+    std::fs::write(
+        &ext,
+        format!(
+            "subjectAltName=DNS:{host}\nbasicConstraints=CA:FALSE\n\
+             keyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n"
+        ),
+    )
+    .unwrap();
+    let subject = format!("/CN={host}");
+    // CAs of different folders have different names, as two real CAs would.
+    let folder = dir.file_name().unwrap_or_default().to_string_lossy();
+    let ca_subject = format!("/CN=gatehouse test CA {folder}");
+    let ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
+    let words = |fixed: &str, rest: &[&str]| -> Vec<String> {
+        fixed
+            .split(' ')
+            .chain(rest.iter().copied())
+            .map(str::to_owned)
+            .collect()
+    };
+    let steps = [
+        words(
+            &format!("req -x509 -days 2 {ec}"),
+            &["-keyout", &ca_key, "-out", &ca, "-subj", &ca_subject],
+        ),
+        words(
+            &format!("req {ec}"),
+            &["-keyout", &key, "-out", &csr, "-subj", &subject],
+        ),
+        words(
+            "x509 -req -CAcreateserial -days 2",
+            &[
+                "-in", &csr, "-CA", &ca, "-CAkey", &ca_key, "-out", &cert, "-extfile", &ext,
+            ],
+        ),
+    ];
+    for args in steps {
+        let out = Command::new("openssl")
+            .args(&args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|e| {
+                panic!("openssl is missing ({e}): install it with `scripts/install-test-peers.sh postgres`")
+            });
+        assert!(
+            out.status.success(),
+            "openssl {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Certificates {
+        ca: ca.into(),
+        cert: cert.into(),
+        key: key.into(),
+    }
 }
 
 impl Cluster {
     /// Make a cluster and start it.
     pub fn start() -> Cluster {
+        Cluster::make(None)
+    }
+
+    /// Make a cluster that speaks TLS (`ssl = on`) with this server certificate, and
+    /// start it. Plain connections are still taken: the client's `sslmode` decides.
+    pub fn start_tls(certificates: &Certificates) -> Cluster {
+        Cluster::make(Some(certificates))
+    }
+
+    fn make(tls: Option<&Certificates>) -> Cluster {
         let bin = bin_dir();
         let owner = run_as();
         let dir = tempfile::Builder::new()
@@ -75,11 +168,28 @@ impl Cluster {
             std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid)).unwrap();
         }
         let data = dir.path().join("data");
+        let mut options = String::new();
+        if let Some(tls) = tls {
+            // The server reads its key only if the postgres user owns it, 0600.
+            for (from, to) in [(&tls.cert, "server.crt"), (&tls.key, "server.key")] {
+                let to = dir.path().join(to);
+                std::fs::copy(from, &to).unwrap();
+                std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o600)).unwrap();
+                if let Some((uid, gid)) = owner {
+                    std::os::unix::fs::chown(&to, Some(uid), Some(gid)).unwrap();
+                }
+            }
+            options = format!(
+                " -c ssl=on -c ssl_cert_file={0}/server.crt -c ssl_key_file={0}/server.key",
+                dir.path().display()
+            );
+        }
         let cluster = Cluster {
             bin,
             data,
             port: free_port(),
             owner,
+            options,
             dir,
         };
         let data = cluster.data.to_str().unwrap().to_owned();
@@ -111,12 +221,19 @@ impl Cluster {
         format!("postgres://{user}@127.0.0.1:{}/postgres", self.port)
     }
 
+    /// As [`Cluster::url`], naming the server `host` (reached at 127.0.0.1 through
+    /// libpq's `hostaddr`, so a TLS check has a DNS name to check), with `query` added.
+    pub fn url_naming(&self, password: Option<&str>, host: &str, query: &str) -> String {
+        self.url(password).replacen("127.0.0.1", host, 1) + "?hostaddr=127.0.0.1&" + query
+    }
+
     /// Start the server (again), and wait until it takes connections.
     pub fn up(&self) {
         let options = format!(
-            "-p {} -k {} -c listen_addresses=127.0.0.1 -c max_connections=40",
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c max_connections=40{}",
             self.port,
-            self.dir.path().display()
+            self.dir.path().display(),
+            self.options
         );
         let data = self.data.to_str().unwrap();
         let log = self.dir.path().join("server.log");
@@ -167,27 +284,30 @@ impl Cluster {
         self.dir.path()
     }
 
+    /// psql's arguments for a session as `postgres` over loopback, `flags` first.
+    fn psql_args<'a>(&self, port: &'a str, flags: &[&'a str]) -> Vec<&'a str> {
+        let mut args = vec!["-X", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", port];
+        args.extend(["-U", "postgres"]);
+        args.extend_from_slice(flags);
+        args.push("postgres");
+        args
+    }
+
+    /// What `sql` prints in psql's unaligned, tuples-only form (`-At`), over loopback.
+    pub fn query(&self, sql: &str) -> String {
+        let port = self.port.to_string();
+        let args = self.psql_args(&port, &["-At", "-c", sql]);
+        String::from_utf8_lossy(&self.must("psql", &args).stdout)
+            .trim()
+            .to_owned()
+    }
+
     /// A session that runs `sql` in a transaction and holds it open (and its locks) until
     /// the returned [`Held`] is dropped.
     pub fn hold(&self, sql: &str) -> Held {
         let port = self.port.to_string();
         let mut child = self
-            .command(
-                "psql",
-                &[
-                    "-X",
-                    "-q",
-                    "-v",
-                    "ON_ERROR_STOP=1",
-                    "-h",
-                    "127.0.0.1",
-                    "-p",
-                    &port,
-                    "-U",
-                    "postgres",
-                    "postgres",
-                ],
-            )
+            .command("psql", &self.psql_args(&port, &["-q"]))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

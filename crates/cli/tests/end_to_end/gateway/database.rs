@@ -12,24 +12,36 @@ use crate::common::{http_server::call, serve::SAM_TOKEN};
 const PASSWORD: &str = "pg-pass-never-shown";
 
 /// `tickets__list_tickets` for `host` through the gateway at `url`: the call's result.
-async fn list(url: &str, id: i64, host: &str) -> Value {
+pub(super) async fn list(url: &str, id: i64, host: &str) -> Value {
     let params = json!({"name": "tickets__list_tickets", "arguments": {"host": host}});
     call(url, SAM_TOKEN, id, params).await.result(id).clone()
 }
 
-fn ran(result: &Value) -> bool {
+/// Did the call run (and list tickets)?
+pub(super) fn ran(result: &Value) -> bool {
     result["structuredContent"]["total"].is_number() && result["isError"] != true
+}
+
+/// A gateway in a folder of its own on a PostgreSQL of `backing` whose URL holds
+/// `password`, its first call (for `host`) run: the folder, the state, the gateway.
+pub(super) async fn gateway_on_postgres(
+    backing: Backing,
+    password: &str,
+    host: &str,
+) -> (tempfile::TempDir, SharedState, Process) {
+    let dir = tempfile::tempdir().unwrap();
+    let config = gateway_config(dir.path());
+    let shared = SharedState::new(backing, dir.path(), Some(password));
+    let gw = start_gateway(dir.path(), &config, &shared.arg);
+    let first = list(&gw.url, 1, host).await;
+    assert!(ran(&first), "{first}");
+    (dir, shared, gw)
 }
 
 #[tokio::test]
 async fn calls_are_refused_while_the_database_is_away_or_slow_and_run_again_when_it_is_back() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = gateway_config(dir.path());
-    let shared = SharedState::new(Backing::Postgres, dir.path(), Some(PASSWORD));
+    let (_dir, shared, gw) = gateway_on_postgres(Backing::Postgres, PASSWORD, "before").await;
     let cluster = shared.cluster.as_ref().expect("a PostgreSQL cluster");
-    let gw = start_gateway(dir.path(), &config, &shared.arg);
-    let first = list(&gw.url, 1, "before").await;
-    assert!(ran(&first), "{first}");
 
     cluster.down();
     let away = list(&gw.url, 2, "away").await;

@@ -16,6 +16,8 @@
 //! - `replicas.rs`: two gateways sharing one state store and one ledger, directly and
 //!   behind nginx, in SQLite and in a real PostgreSQL (`common/postgres.rs`);
 //! - `database.rs`: the PostgreSQL store going away and coming back;
+//! - `database_tls.rs`: the PostgreSQL store over TLS (`sslmode`, `sslrootcert`);
+//! - `headers.rs`: SEP-2243 `Mcp-Param-*` headers checked in front and sent behind;
 //! - `oauth.rs`: `--oauth-issuer` in front (the host signing in through oidc-provider,
 //!   the refusals, the approval state bound to the OAuth caller), and the client's token
 //!   never reaching the server behind;
@@ -24,6 +26,8 @@
 //!   in real headless Chromium (`tests/browser/gateway_page.mjs`), and across replicas.
 
 mod database;
+mod database_tls;
+mod headers;
 mod inspector;
 mod oauth;
 mod page;
@@ -38,7 +42,7 @@ use serde_json::{Value, json};
 
 use crate::common::{
     exe, gatehouse_command,
-    postgres::Cluster,
+    postgres::{Cluster, certificates},
     process::{LIMIT, Process, Spawn, Stream},
     serve::tokens_file,
     write,
@@ -53,7 +57,7 @@ cases! {
     python_sdk::a_servers_own_question_reaches_the_client_and_its_answer_the_server: stdio, http;
     inspector::the_inspector_lists_the_catalog_and_is_refused_where_it_cannot_show_the_form: stdio, http;
     ts_sdk::the_typescript_sdk_client_lists_the_catalog_and_answers_the_approval_form: stdio, http;
-    async replicas::a_confirmation_begun_on_one_replica_finishes_on_the_other_and_only_once: sqlite, postgres;
+    async replicas::a_confirmation_begun_on_one_replica_finishes_on_the_other_and_only_once: sqlite, postgres, postgres_tls;
     replicas::behind_nginx_the_python_clients_two_rounds_land_on_two_replicas: sqlite, postgres;
     async replicas::a_replica_killed_in_the_middle_of_calls_loses_no_acknowledged_decision_and_doubles_none: sqlite, postgres;
     page::a_url_only_client_is_sent_to_the_page_and_the_person_approves_in_chromium: auto, legacy;
@@ -236,6 +240,11 @@ pub fn http_args<'a>(config: &'a str, addr: &'a str, state: &'a str) -> Vec<&'a 
     ]
 }
 
+/// Did `p` write a line holding `part`?
+pub fn said(p: &Process, part: &str) -> bool {
+    p.lines().iter().any(|l| l.contains(part))
+}
+
 /// The names in a list of tools (a `tools/list` result, or the Python client's output).
 pub fn tool_names(out: &Value) -> Vec<String> {
     out["tools"]
@@ -268,7 +277,12 @@ pub enum Backing {
     Sqlite,
     /// A real PostgreSQL of the test's own, which keeps the ledger too.
     Postgres,
+    /// The same, reached over TLS, `sslmode=verify-full` against a CA of the test's own.
+    PostgresTls,
 }
+
+/// The host name the TLS tests' database certificate is made for.
+pub const DB_HOST: &str = "db.gatehouse.test";
 
 /// A test's shared state, in the backing it was made for.
 pub struct SharedState {
@@ -288,6 +302,17 @@ impl SharedState {
             Backing::Postgres => {
                 let cluster = Cluster::start();
                 (cluster.url(password), Some(cluster))
+            }
+            Backing::PostgresTls => {
+                let tls = dir.join("tls");
+                std::fs::create_dir_all(&tls).unwrap();
+                let certificates = certificates(&tls, DB_HOST);
+                let cluster = Cluster::start_tls(&certificates);
+                let query = format!(
+                    "sslmode=verify-full&sslrootcert={}",
+                    certificates.ca.display()
+                );
+                (cluster.url_naming(password, DB_HOST, &query), Some(cluster))
             }
         };
         SharedState {

@@ -38,10 +38,6 @@ fn approve(state: &str) -> Value {
            "inputResponses": {"gatehouse.approve": {"action": "accept", "content": {"approve": true}}}})
 }
 
-fn said(p: &Process, part: &str) -> bool {
-    p.lines().iter().any(|l| l.contains(part))
-}
-
 pub async fn a_confirmation_begun_on_one_replica_finishes_on_the_other_and_only_once(
     backing: Backing,
 ) {

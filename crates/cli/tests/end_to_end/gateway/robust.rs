@@ -1,6 +1,8 @@
 //! One bad server does not hurt the rest. The gateway (over HTTP, 2026-07-28) fronts the
 //! testbed and cmdb: a testbed that dies is started again with backoff and its tools come
-//! back, while calls to it fail at once naming it and calls to cmdb go on; a testbed
+//! back, while calls to it fail at once naming it and calls to cmdb go on; one that fails
+//! its very first start is tried again with the servers file's `restart` backoff and its
+//! tools appear when it comes up; a testbed
 //! sleeping in one call does not hold up calls to cmdb; the list is marked as the same
 //! for every caller. And the Python SDK's 2025-11-25 server, started again under the
 //! gateway, forgets its session: the gateway opens a new one and sends the call again.
@@ -24,6 +26,11 @@ const NOTICE_LIMIT: Duration = Duration::from_secs(45);
 /// start and exits at once (status 3) while the file `broken` exists; cmdb as it is.
 /// Every tool is allowed; a server round may take two minutes.
 fn robust_config(dir: &Path) -> String {
+    robust_config_with(dir, json!({}))
+}
+
+/// [`robust_config`] with these `restart` settings.
+fn robust_config_with(dir: &Path, restart: Value) -> String {
     let exe = exe().to_string_lossy().into_owned();
     let script = r#"echo start >> "$DIR/starts.log"
 if [ -e "$DIR/broken" ]; then echo "testbed: broken on purpose" >&2; exit 3; fi
@@ -41,6 +48,7 @@ exec "$EXE" serve testbed"#;
             "gatehouse": {
                 "rules": [{"tool": "*", "decision": "allow"}],
                 "toolTimeoutMs": 120000,
+                "restart": restart,
                 "ledger": {"path": dir.join("ledger.jsonl"), "arguments": true}
             }
         }),
@@ -139,6 +147,45 @@ async fn a_stdio_server_that_dies_is_restarted_with_backoff_and_its_tools_come_b
         "{:?}",
         gw.lines()
     );
+}
+
+#[tokio::test]
+async fn a_stdio_server_that_fails_its_first_start_is_tried_again_with_backoff_and_comes_up() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("broken"), "").unwrap();
+    // 200 ms, then 400 ms; three starts fill the 4 s window, so the fourth waits for it.
+    let restart = json!({"firstDelayMs": 200, "factor": 2, "maxDelayMs": 1000,
+                         "attemptsPerWindow": 3, "windowMs": 4000});
+    let config = robust_config_with(dir.path(), restart);
+    let gw = start_gateway(
+        dir.path(),
+        &config,
+        dir.path().join("state.db").to_str().unwrap(),
+    );
+    let has_echo = |n: &[String]| n.iter().any(|n| n == "testbed__echo");
+
+    // Left out, the others served.
+    let first = tool_names(&list(&gw.url, 1).await);
+    assert!(!has_echo(&first), "{first:?}");
+    assert_asset(&get_asset(&gw.url, 2).await, 2);
+
+    // Tried again with the settings' backoff: the first start and two more, then the
+    // full window holds the next one back.
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    assert_eq!(starts(dir.path()), 3, "{:?}", gw.lines());
+    let retried = "server testbed did not start (";
+    assert!(said(&gw, retried), "{:?}", gw.lines());
+
+    // Mended: it comes up at its next try, and its tools are listed and called.
+    std::fs::remove_file(dir.path().join("broken")).unwrap();
+    list_until(&gw.url, "listed once it started", has_echo).await;
+    let echo = json!({"name": "testbed__echo", "arguments": {"text": "late"}});
+    let echoed = call(&gw.url, SAM_TOKEN, 3, echo).await;
+    let echoed = echoed.result(3);
+    assert_eq!(echoed["isError"], false, "{echoed}");
+    assert!(texts(echoed).contains("late"), "{echoed}");
+    assert_eq!(starts(dir.path()), 4, "one start after it was mended");
+    assert!(said(&gw, "server testbed started"), "{:?}", gw.lines());
 }
 
 #[tokio::test]
@@ -264,4 +311,48 @@ async fn an_http_server_that_forgets_the_session_gets_a_new_one_and_the_call_is_
         .filter(|l| l.contains("tools/call"))
         .count();
     assert_eq!(ran, 1, "{:?}", again.lines());
+}
+
+#[tokio::test]
+async fn an_http_server_that_stops_answering_is_used_again_once_it_is_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = crate::common::serve::tokens_file(dir.path());
+    let tokens = tokens.to_str().unwrap();
+    let cmdb = http_server::serve("cmdb", &["--tokens", tokens], &[]);
+    let port = cmdb.port();
+    let config = write(
+        dir.path(),
+        "servers.json",
+        &json!({
+            "mcpServers": {"cmdb": crate::common::http_server(
+                &cmdb.url, json!({"Authorization": format!("Bearer {SAM_TOKEN}")}))},
+            "gatehouse": {"rules": [{"tool": "*", "decision": "allow"}]}
+        }),
+    );
+    let gw = start_gateway(
+        dir.path(),
+        &config,
+        dir.path().join("state.db").to_str().unwrap(),
+    );
+    assert_asset(&get_asset(&gw.url, 1).await, 1);
+
+    // Gone: its call fails at once, saying so; nothing is restarted or waited for.
+    drop(cmdb);
+    let refused = get_asset(&gw.url, 2).await;
+    let refused = refused.result(2);
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert!(
+        texts(refused).contains("error sending request"),
+        "{refused}"
+    );
+
+    // Back on the same address: the next call reaches it. Each 2026-07-28 request is a
+    // POST of its own, so there is no connection to make again.
+    let _back = http_server::serve_on(
+        "cmdb",
+        &format!("127.0.0.1:{port}"),
+        &["--tokens", tokens],
+        &[],
+    );
+    assert_asset(&get_asset(&gw.url, 3).await, 3);
 }

@@ -74,6 +74,9 @@ macro_rules! cases {
     (@ postgres) => {
         $crate::gateway::Backing::Postgres
     };
+    (@ postgres_tls) => {
+        $crate::gateway::Backing::PostgresTls
+    };
 }
 pub(crate) use cases;
 

@@ -229,7 +229,15 @@ mod tests {
         assert!(err("postgres://gh@127.0.0.1:notaport/db").contains("--state"));
         assert!(err("postgres://127.0.0.1/db").contains("no user"));
         assert!(err("postgres://gh@127.0.0.1").contains("no database"));
-        assert!(err("postgres://gh@127.0.0.1/db?sslmode=require").contains("TLS"));
+        assert!(
+            matches!(
+                Location::parse("postgres://gh@127.0.0.1/db?sslmode=require"),
+                Ok(Location::Postgres(_))
+            ),
+            "TLS without verifying, as libpq's require"
+        );
+        assert!(err("postgres://gh@127.0.0.1/db?sslmode=verify-full").contains("sslrootcert"));
+        assert!(err("postgres://gh@h/db?host=/run/postgresql&sslmode=require").contains("socket"));
         assert!(err("postgres://gh@127.0.0.1/db?bogus=1").contains("--state"));
     }
 

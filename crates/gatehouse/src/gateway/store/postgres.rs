@@ -15,11 +15,12 @@ use std::{str::FromStr, time::Duration};
 
 use futures::future::BoxFuture;
 use tokio::sync::Mutex;
-use tokio_postgres::{Client, Config, NoTls, config::SslMode};
+use tokio_postgres::{Client, Config, config::Host};
 
 use super::{KEY_BYTES, STORE_TIMEOUT, USED};
 
 mod page;
+mod tls;
 use crate::{
     approvals::{Remembered, Scope},
     ledger::{self, Bad, Chain, Entry, GENESIS, MAX_LINE_BYTES, Verified},
@@ -59,13 +60,14 @@ fn schema() -> String {
 #[derive(Clone)]
 pub struct Database {
     config: Config,
+    tls: tls::Tls,
     shown: String,
     secrets: Secrets,
 }
 
 impl Database {
     /// Read a `postgres://USER[:PASSWORD]@HOST[:PORT]/DB[?…]` URL: it must name a user, a
-    /// host and a database; TLS is not built in, so `sslmode=require` is refused.
+    /// host and a database; `sslmode` and `sslrootcert` are libpq's (`tls.rs`).
     pub fn parse(url: &str) -> Result<Database, String> {
         let shown = crate::text::visible_line(&redact::url(url)).into_owned();
         let secrets = Secrets::default();
@@ -75,6 +77,7 @@ impl Database {
         let bad = |why: &str| format!("--state {shown}: {why}");
         let (scheme, rest) = url.split_once("://").unwrap_or(("postgres", url));
         let url = format!("{}://{rest}", scheme.to_ascii_lowercase());
+        let (url, tls) = tls::split(&url).map_err(|e| bad(&e))?;
         let mut config = Config::from_str(&url).map_err(|e| {
             bad(&format!(
                 "not a PostgreSQL URL ({})",
@@ -90,16 +93,23 @@ impl Database {
         if config.get_dbname().is_none() {
             return Err(bad("it names no database (postgres://USER@HOST:PORT/DB)"));
         }
-        if config.get_ssl_mode() == SslMode::Require {
+        if tls.mode.requires_tls()
+            && config
+                .get_hosts()
+                .iter()
+                .any(|h| matches!(h, Host::Unix(_)))
+        {
             return Err(bad(
-                "sslmode=require: TLS to PostgreSQL is not built in; reach the database over a \
-                 local socket (?host=/run/postgresql) or a private network",
+                "this sslmode asks for TLS, which PostgreSQL does not speak on a local \
+                 socket; name a TCP host, or leave sslmode out",
             ));
         }
+        config.ssl_mode(tls.wire_mode());
         config.connect_timeout(STORE_TIMEOUT);
         config.application_name("gatehouse-gateway");
         Ok(Database {
             config,
+            tls,
             shown,
             secrets,
         })
@@ -191,7 +201,7 @@ impl Postgres {
         let (client, connection) = self
             .db
             .config
-            .connect(NoTls)
+            .connect(self.db.tls.connector.clone())
             .await
             .map_err(|e| self.error(&e))?;
         tokio::spawn(async move {
