@@ -1,0 +1,339 @@
+//! The gateway's task records, written once for both stores: one row per task the gateway
+//! handed a client (`gateway_tasks` in SQLite, `gatehouse_gateway_tasks` in PostgreSQL),
+//! so that any replica answers `tasks/get`, `tasks/update` and `tasks/cancel` for it. A
+//! row holds whose task it is (the caller), what it runs (server, tool, the checked
+//! arguments), where it runs (the server's own task id, or the replica running the call
+//! itself with its heartbeat), where it is (status, message, poll interval, the questions
+//! it waits on), and its end (the result or error, as the client reads it). Every column
+//! is NOT NULL (an empty text or a 0 for "none"), so a row of either database reads with
+//! the page's [`Cells`].
+//!
+//! Changes are single conditional statements, so replicas racing on one task agree: an
+//! end is written only over a task that has not ended (the first end wins), a runner
+//! takes a task only from the runner and heartbeat it saw.
+
+use super::{
+    Kind, Store,
+    page::{Bound, Bounded, Cells, Kept, Statement, Value},
+};
+
+/// The statuses, as the extension spells them.
+pub const WORKING: &str = "working";
+/// Waiting on the client's `tasks/update`.
+pub const INPUT_REQUIRED: &str = "input_required";
+/// Ended with a result (a tool error too).
+pub const COMPLETED: &str = "completed";
+/// Ended with a JSON-RPC error.
+pub const FAILED: &str = "failed";
+/// Ended by a cancellation.
+pub const CANCELLED: &str = "cancelled";
+
+/// Is `status` an end?
+pub fn is_end(status: &str) -> bool {
+    matches!(status, COMPLETED | FAILED | CANCELLED)
+}
+
+/// One task the gateway handed a client, as the store keeps it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TaskRow {
+    /// Its id: 128 random bits as hex.
+    pub id: String,
+    /// Whose it is (`user@tenant`): to anyone else it does not exist.
+    pub caller: String,
+    /// The server that runs it (the servers file's name).
+    pub server: String,
+    /// The tool as the catalog names it (`SERVER__TOOL`).
+    pub tool: String,
+    /// The checked arguments it was sent with, as JSON (for `afterCall`, and a later round).
+    pub arguments: String,
+    /// The server's own task id, when the server runs it as a task; empty when the
+    /// gateway's replica runs the call itself.
+    pub server_task: String,
+    /// Where it is.
+    pub status: String,
+    /// Its status message, visible and clipped; empty for none.
+    pub message: String,
+    /// The poll interval it suggests, in milliseconds.
+    pub poll_ms: i64,
+    /// The questions it waits on (`inputRequests`, as JSON), when the gateway runs the
+    /// call itself; empty otherwise.
+    pub asked: String,
+    /// The answers given so far to `asked`, as a JSON object; empty for none.
+    pub answers: String,
+    /// The server's `requestState` for the round after `asked`; empty for none.
+    pub server_state: String,
+    /// Its end, as JSON: the `CallToolResult` when completed, the JSON-RPC error object
+    /// when failed; empty before.
+    pub end: String,
+    /// The trace id of the call that started it (the `afterCall` hook's input).
+    pub trace_id: String,
+    /// The call's step on the replica that started it.
+    pub step: i64,
+    /// The replica running the call itself, if one does; empty otherwise.
+    pub runner: String,
+    /// The runner's last sign of life, in milliseconds since the Unix epoch.
+    pub heartbeat_at: i64,
+    /// When it was made, in milliseconds since the Unix epoch.
+    pub created_at: i64,
+    /// When it last changed.
+    pub updated_at: i64,
+    /// When it is dropped: its `ttlMs` after `created_at`.
+    pub expires_at: i64,
+}
+
+impl Kept for TaskRow {
+    const TABLE: &'static str = "{t}gateway_tasks";
+    const COLUMNS: &'static str = "id, caller, server, tool, arguments, server_task, status, \
+        message, poll_ms, asked, answers, server_state, end_json, trace_id, step, runner, \
+        heartbeat_at, created_at, updated_at, expires_at";
+    fn read<C: Cells>(r: &C) -> Result<Self, C::Error> {
+        Ok(TaskRow {
+            id: r.text(0)?,
+            caller: r.text(1)?,
+            server: r.text(2)?,
+            tool: r.text(3)?,
+            arguments: r.text(4)?,
+            server_task: r.text(5)?,
+            status: r.text(6)?,
+            message: r.text(7)?,
+            poll_ms: r.int(8)?,
+            asked: r.text(9)?,
+            answers: r.text(10)?,
+            server_state: r.text(11)?,
+            end: r.text(12)?,
+            trace_id: r.text(13)?,
+            step: r.int(14)?,
+            runner: r.text(15)?,
+            heartbeat_at: r.int(16)?,
+            created_at: r.int(17)?,
+            updated_at: r.int(18)?,
+            expires_at: r.int(19)?,
+        })
+    }
+}
+
+/// The table in SQLite (made with the store's others).
+pub(super) const SQLITE_SCHEMA: &str = "
+    CREATE TABLE IF NOT EXISTS gateway_tasks (id TEXT PRIMARY KEY, caller TEXT NOT NULL,
+        server TEXT NOT NULL, tool TEXT NOT NULL, arguments TEXT NOT NULL,
+        server_task TEXT NOT NULL, status TEXT NOT NULL, message TEXT NOT NULL,
+        poll_ms INTEGER NOT NULL, asked TEXT NOT NULL, answers TEXT NOT NULL,
+        server_state TEXT NOT NULL, end_json TEXT NOT NULL, trace_id TEXT NOT NULL,
+        step INTEGER NOT NULL, runner TEXT NOT NULL, heartbeat_at INTEGER NOT NULL,
+        created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, expires_at INTEGER NOT NULL);
+    CREATE INDEX IF NOT EXISTS gateway_tasks_by_caller ON gateway_tasks (caller);";
+
+/// The table in PostgreSQL (made with the store's others).
+pub(super) const POSTGRES_SCHEMA: &str = "
+    CREATE TABLE IF NOT EXISTS gatehouse_gateway_tasks (id TEXT PRIMARY KEY,
+        caller TEXT NOT NULL, server TEXT NOT NULL, tool TEXT NOT NULL,
+        arguments TEXT NOT NULL, server_task TEXT NOT NULL, status TEXT NOT NULL,
+        message TEXT NOT NULL, poll_ms BIGINT NOT NULL, asked TEXT NOT NULL,
+        answers TEXT NOT NULL, server_state TEXT NOT NULL, end_json TEXT NOT NULL,
+        trace_id TEXT NOT NULL, step BIGINT NOT NULL, runner TEXT NOT NULL,
+        heartbeat_at BIGINT NOT NULL, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL,
+        expires_at BIGINT NOT NULL);
+    CREATE INDEX IF NOT EXISTS gatehouse_gateway_tasks_by_caller
+        ON gatehouse_gateway_tasks (caller);";
+
+const COUNT_KEPT: &str = "SELECT COUNT(*) FROM {t}gateway_tasks WHERE caller = $1";
+const INSERT: &str = "INSERT INTO {t}gateway_tasks (id, caller, server, tool, arguments,
+    server_task, status, message, poll_ms, asked, answers, server_state, end_json, trace_id,
+    step, runner, heartbeat_at, created_at, updated_at, expires_at)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
+    $19, $20)";
+/// Where an unended task is now (and who runs it): nothing over an end.
+const MOVE: &str = "UPDATE {t}gateway_tasks SET status = $1, message = $2, poll_ms = $3,
+    asked = $4, answers = $5, server_state = $6, server_task = $7, runner = $8,
+    heartbeat_at = $9, updated_at = $10
+    WHERE id = $11 AND status IN ('working', 'input_required')";
+/// An unended task's end: the first end written wins.
+const END: &str = "UPDATE {t}gateway_tasks SET status = $1, message = $2, end_json = $3,
+    asked = '', answers = '', server_state = '', runner = '', updated_at = $4,
+    expires_at = $5 WHERE id = $6 AND status IN ('working', 'input_required')";
+/// A runner taken over, only from the runner and heartbeat the taker saw.
+const TAKE: &str = "UPDATE {t}gateway_tasks SET runner = $1, heartbeat_at = $2
+    WHERE id = $3 AND runner = $4 AND heartbeat_at = $5
+    AND status IN ('working', 'input_required')";
+/// The runner's sign of life: nothing when it is no longer the runner.
+const BEAT: &str = "UPDATE {t}gateway_tasks SET heartbeat_at = $1
+    WHERE id = $2 AND runner = $3 AND status = 'working'";
+
+/// How a task moves on, short of its end ([`Store::task_move`]).
+#[derive(Debug, Clone, Default)]
+pub struct Move {
+    /// Its status now: working or input_required.
+    pub status: String,
+    /// Its status message (empty: none).
+    pub message: String,
+    /// Its poll interval, in milliseconds.
+    pub poll_ms: i64,
+    /// The questions it waits on (empty: none).
+    pub asked: String,
+    /// The answers so far.
+    pub answers: String,
+    /// The server's state for the next round.
+    pub server_state: String,
+    /// The server's task id (empty: the gateway runs the call).
+    pub server_task: String,
+    /// Who runs it now (empty: nobody).
+    pub runner: String,
+    /// The runner's sign of life.
+    pub heartbeat_at: i64,
+}
+
+impl Move {
+    /// The move that leaves `row` where it is: change what differs.
+    pub fn from(row: &TaskRow) -> Move {
+        Move {
+            status: row.status.clone(),
+            message: row.message.clone(),
+            poll_ms: row.poll_ms,
+            asked: row.asked.clone(),
+            answers: row.answers.clone(),
+            server_state: row.server_state.clone(),
+            server_task: row.server_task.clone(),
+            runner: row.runner.clone(),
+            heartbeat_at: row.heartbeat_at,
+        }
+    }
+}
+
+fn text(s: &str) -> Value {
+    Value::Text(s.to_owned())
+}
+
+/// The gateway's task records, in whichever store: every replica sees the same tasks.
+impl Store {
+    /// Keep a new task, unless its caller has `max` kept already (`Ok(false)`); expired
+    /// ones are dropped first. It is in the store when this returns.
+    pub async fn task_insert(&self, row: TaskRow, now: i64, max: usize) -> Result<bool, String> {
+        let count = Statement {
+            sql: COUNT_KEPT,
+            values: vec![text(&row.caller)],
+        };
+        let r = &row;
+        let values = vec![
+            text(&r.id),
+            text(&r.caller),
+            text(&r.server),
+            text(&r.tool),
+            text(&r.arguments),
+            text(&r.server_task),
+            text(&r.status),
+            text(&r.message),
+            Value::Int(r.poll_ms),
+            text(&r.asked),
+            text(&r.answers),
+            text(&r.server_state),
+            text(&r.end),
+            text(&r.trace_id),
+            Value::Int(r.step),
+            text(&r.runner),
+            Value::Int(r.heartbeat_at),
+            Value::Int(r.created_at),
+            Value::Int(r.updated_at),
+            Value::Int(r.expires_at),
+        ];
+        let write = Bounded {
+            now,
+            caller: row.caller.clone(),
+            bound: Bound::Refuse {
+                count,
+                max: i64::try_from(max).unwrap_or(i64::MAX),
+            },
+            insert: Statement {
+                sql: INSERT,
+                values,
+            },
+        };
+        match &self.kind {
+            Kind::Sqlite(s) => s.write::<TaskRow>(write).await,
+            Kind::Postgres(p) => p.write::<TaskRow>(write).await,
+        }
+    }
+
+    /// The task with this id, whoever's it is, unless it expired by `now`.
+    pub async fn task_row(&self, id: &str, now: i64) -> Result<Option<TaskRow>, String> {
+        let values = vec![text(id), Value::Int(now)];
+        match &self.kind {
+            Kind::Sqlite(s) => s.find::<TaskRow>(values).await,
+            Kind::Postgres(p) => p.find::<TaskRow>(values).await,
+        }
+    }
+
+    /// Move an unended task on: `Ok(false)` when it has ended (or is gone).
+    pub async fn task_move(&self, id: &str, to: &Move, now: i64) -> Result<bool, String> {
+        let values = vec![
+            text(&to.status),
+            text(&to.message),
+            Value::Int(to.poll_ms),
+            text(&to.asked),
+            text(&to.answers),
+            text(&to.server_state),
+            text(&to.server_task),
+            text(&to.runner),
+            Value::Int(to.heartbeat_at),
+            Value::Int(now),
+            text(id),
+        ];
+        self.task_change(MOVE, values).await
+    }
+
+    /// End an unended task with `status`, its message and its end (JSON), kept until
+    /// `expires_at`: `Ok(false)` when it had ended already (the first end stays).
+    pub async fn task_end(
+        &self,
+        id: &str,
+        (status, message, end): (&str, &str, &str),
+        now: i64,
+        expires_at: i64,
+    ) -> Result<bool, String> {
+        let values = vec![
+            text(status),
+            text(message),
+            text(end),
+            Value::Int(now),
+            Value::Int(expires_at),
+            text(id),
+        ];
+        self.task_change(END, values).await
+    }
+
+    /// Take the running of an unended task from the runner and heartbeat `seen` (which
+    /// went quiet): `Ok(false)` when another replica was quicker, or the runner woke.
+    pub async fn task_take(
+        &self,
+        id: &str,
+        runner: &str,
+        seen: (&str, i64),
+        now: i64,
+    ) -> Result<bool, String> {
+        let values = vec![
+            text(runner),
+            Value::Int(now),
+            text(id),
+            text(seen.0),
+            Value::Int(seen.1),
+        ];
+        self.task_change(TAKE, values).await
+    }
+
+    /// The runner's sign of life: `Ok(false)` when it no longer runs the task.
+    pub async fn task_beat(&self, id: &str, runner: &str, now: i64) -> Result<bool, String> {
+        let values = vec![Value::Int(now), text(id), text(runner)];
+        self.task_change(BEAT, values).await
+    }
+
+    async fn task_change(&self, sql: &'static str, values: Vec<Value>) -> Result<bool, String> {
+        let statement = Statement { sql, values };
+        let changed = match &self.kind {
+            Kind::Sqlite(s) => s.execute(statement).await,
+            Kind::Postgres(p) => p.execute(statement).await,
+        }?;
+        Ok(changed == 1)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,127 @@
+use super::*;
+use crate::gateway::store::Location;
+
+async fn store(dir: &tempfile::TempDir) -> Store {
+    Store::open(&Location::File(dir.path().join("state.db")), None)
+        .await
+        .unwrap()
+}
+
+fn row(id: &str, caller: &str, now: i64) -> TaskRow {
+    TaskRow {
+        id: id.into(),
+        caller: caller.into(),
+        server: "orders".into(),
+        tool: "orders__export_report".into(),
+        arguments: r#"{"rows":3000}"#.into(),
+        server_task: "srv-1".into(),
+        status: WORKING.into(),
+        poll_ms: 1000,
+        trace_id: "t1".into(),
+        step: 3,
+        created_at: now,
+        updated_at: now,
+        expires_at: now + 60_000,
+        ..TaskRow::default()
+    }
+}
+
+#[tokio::test]
+async fn a_task_reads_back_whole_until_it_expires_and_a_caller_keeps_at_most_max() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir).await;
+    let now = 1_000_000;
+    let a = row("a1", "sam@larkfield", now);
+    assert!(s.task_insert(a.clone(), now, 2).await.unwrap());
+    assert_eq!(s.task_row("a1", now).await.unwrap(), Some(a.clone()));
+    assert_eq!(s.task_row("nope", now).await.unwrap(), None);
+    assert_eq!(s.task_row("a1", a.expires_at).await.unwrap(), None);
+    assert!(
+        s.task_insert(row("a2", "sam@larkfield", now), now, 2)
+            .await
+            .unwrap()
+    );
+    // A third of Sam's is refused; Omar's is not counted against Sam.
+    assert!(
+        !s.task_insert(row("a3", "sam@larkfield", now), now, 2)
+            .await
+            .unwrap()
+    );
+    assert!(
+        s.task_insert(row("b1", "omar@larkfield", now), now, 2)
+            .await
+            .unwrap()
+    );
+    // Once Sam's have expired they are dropped, and make room.
+    let later = now + 60_000;
+    assert!(
+        s.task_insert(row("a4", "sam@larkfield", later), later, 2)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        s.task_row("a1", 0).await.unwrap(),
+        None,
+        "an expired row is gone"
+    );
+}
+
+#[tokio::test]
+async fn the_first_end_wins_and_nothing_moves_an_ended_task() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir).await;
+    let now = 5_000;
+    assert!(
+        s.task_insert(row("t", "sam@larkfield", now), now, 8)
+            .await
+            .unwrap()
+    );
+    let mut asking = Move::from(&row("t", "sam@larkfield", now));
+    asking.status = INPUT_REQUIRED.into();
+    asking.message = "asks".into();
+    assert!(s.task_move("t", &asking, now + 1).await.unwrap());
+    let seen = s.task_row("t", now).await.unwrap().unwrap();
+    assert_eq!(
+        (seen.status.as_str(), seen.updated_at),
+        (INPUT_REQUIRED, now + 1)
+    );
+    let end = (COMPLETED, "", r#"{"content":[]}"#);
+    assert!(s.task_end("t", end, now + 2, now + 9_000).await.unwrap());
+    let other = (FAILED, "late", r#"{"code":-1,"message":"x"}"#);
+    assert!(!s.task_end("t", other, now + 3, now + 9_000).await.unwrap());
+    assert!(!s.task_move("t", &asking, now + 4).await.unwrap());
+    let ended = s.task_row("t", now).await.unwrap().unwrap();
+    assert_eq!(ended.status, COMPLETED);
+    assert_eq!(ended.end, r#"{"content":[]}"#);
+    assert_eq!(ended.expires_at, now + 9_000);
+    assert!(!s.task_end("gone", end, now, now).await.unwrap());
+}
+
+#[tokio::test]
+async fn a_quiet_runner_is_taken_over_once_and_loses_its_heartbeat() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir).await;
+    let now = 10_000;
+    let mut r = row("t", "sam@larkfield", now);
+    r.server_task.clear();
+    r.runner = "replica-a".into();
+    r.heartbeat_at = now;
+    assert!(s.task_insert(r, now, 8).await.unwrap());
+    assert!(s.task_beat("t", "replica-a", now + 1).await.unwrap());
+    // Taking it from what was seen before that beat fails; from the beat seen, once.
+    assert!(
+        !s.task_take("t", "replica-b", ("replica-a", now), now + 9)
+            .await
+            .unwrap()
+    );
+    let seen = ("replica-a", now + 1);
+    assert!(s.task_take("t", "replica-b", seen, now + 9).await.unwrap());
+    assert!(!s.task_take("t", "replica-c", seen, now + 9).await.unwrap());
+    assert!(!s.task_beat("t", "replica-a", now + 10).await.unwrap());
+    assert!(s.task_beat("t", "replica-b", now + 10).await.unwrap());
+    let taken = s.task_row("t", now).await.unwrap().unwrap();
+    assert_eq!(
+        (taken.runner.as_str(), taken.heartbeat_at),
+        ("replica-b", now + 10)
+    );
+}
