@@ -18,6 +18,7 @@ pub mod passthrough;
 mod relay;
 pub mod store;
 pub mod subscribe;
+pub mod tasks;
 
 use std::sync::{
     Arc,
@@ -86,6 +87,8 @@ impl Clone for Gateway {
 struct Inner {
     host: Host,
     confirmations: Confirmations,
+    /// The shared store: the tasks handed to clients are read and written here.
+    store: Store,
     caller_of: CallerOf,
     /// The approval page, when `--approval-page` set one up.
     page: Option<Page>,
@@ -131,11 +134,13 @@ impl Gateway {
         let key = store.sealing_key().await?;
         let page = page.map(|settings| Page::new(settings, store.clone()));
         let confirmations = Confirmations::new(key, CONFIRMATION_TTL)?;
-        let host = Host::start_keeping(config, Arc::new(Unreachable), trace, Arc::new(store)).await;
+        let keeper = Arc::new(store.clone());
+        let host = Host::start_keeping(config, Arc::new(Unreachable), trace, keeper).await;
         Ok(Gateway {
             inner: Arc::new(Inner {
                 host,
                 confirmations,
+                store,
                 caller_of,
                 page,
                 calls: AtomicU64::new(0),
@@ -233,6 +238,11 @@ impl ServerHandler for Gateway {
         if offered(|c| c.logging.is_some()) {
             capabilities.logging = Some(Default::default());
         }
+        // The gateway's own tasks (`tasks/`), for clients that declare the extension.
+        capabilities
+            .extensions
+            .get_or_insert_with(Default::default)
+            .insert(rmcp::model::TASKS_EXTENSION_ID.into(), Default::default());
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(
                 "gatehouse-gateway",
@@ -270,6 +280,31 @@ impl ServerHandler for Gateway {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         call::Call::new(self, request, &context).run().await
+    }
+
+    async fn get_task(
+        &self,
+        request: rmcp::model::GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
+        self.task_get(&request.task_id, &context).await
+    }
+
+    async fn update_task(
+        &self,
+        request: rmcp::model::UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.task_update(&request.task_id, request.input_responses, &context)
+            .await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: rmcp::model::CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.task_cancel(&request.task_id, &context).await
     }
 
     async fn list_prompts(
