@@ -25,14 +25,6 @@ fn two_replicas(dir: &Path, backing: Backing) -> (SharedState, Process, Process)
     (state, a, b)
 }
 
-fn port_of(p: &Process) -> u16 {
-    p.url
-        .trim_start_matches("http://127.0.0.1:")
-        .trim_end_matches("/mcp")
-        .parse()
-        .unwrap_or_else(|_| panic!("no port in {}", p.url))
-}
-
 fn approve(state: &str) -> Value {
     json!({"name": ASKED, "arguments": asked_args(), "requestState": state,
            "inputResponses": {"gatehouse.approve": {"action": "accept", "content": {"approve": true}}}})
