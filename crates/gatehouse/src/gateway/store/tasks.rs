@@ -2,15 +2,14 @@
 //! handed a client (`gateway_tasks` in SQLite, `gatehouse_gateway_tasks` in PostgreSQL),
 //! so that any replica answers `tasks/get`, `tasks/update` and `tasks/cancel` for it. A
 //! row holds whose task it is (the caller), what it runs (server, tool, the checked
-//! arguments), where it runs (the server's own task id, or the replica running the call
-//! itself with its heartbeat), where it is (status, message, poll interval, the questions
-//! it waits on), and its end (the result or error, as the client reads it). Every column
+//! arguments), where it runs (the server's own task id), where it is (status, message,
+//! poll interval, the questions it waits on), and its end (the result or error, as the
+//! client reads it). Every column
 //! is NOT NULL (an empty text or a 0 for "none"), so a row of either database reads with
 //! the page's [`Cells`].
 //!
 //! Changes are single conditional statements, so replicas racing on one task agree: an
-//! end is written only over a task that has not ended (the first end wins), a runner
-//! takes a task only from the runner and heartbeat it saw.
+//! end is written only over a task that has not ended (the first end wins).
 
 use super::{
     Kind, Store,
@@ -46,8 +45,7 @@ pub struct TaskRow {
     pub tool: String,
     /// The checked arguments it was sent with, as JSON (for `afterCall`, and a later round).
     pub arguments: String,
-    /// The server's own task id, when the server runs it as a task; empty when the
-    /// gateway's replica runs the call itself.
+    /// The server's own task id.
     pub server_task: String,
     /// Where it is.
     pub status: String,
@@ -55,13 +53,8 @@ pub struct TaskRow {
     pub message: String,
     /// The poll interval it suggests, in milliseconds.
     pub poll_ms: i64,
-    /// The questions it waits on (`inputRequests`, as JSON), when the gateway runs the
-    /// call itself; empty otherwise.
+    /// The questions it waits on (`inputRequests`, as JSON) while `input_required`.
     pub asked: String,
-    /// The answers given so far to `asked`, as a JSON object; empty for none.
-    pub answers: String,
-    /// The server's `requestState` for the round after `asked`; empty for none.
-    pub server_state: String,
     /// Its end, as JSON: the `CallToolResult` when completed, the JSON-RPC error object
     /// when failed; empty before.
     pub end: String,
@@ -69,10 +62,6 @@ pub struct TaskRow {
     pub trace_id: String,
     /// The call's step on the replica that started it.
     pub step: i64,
-    /// The replica running the call itself, if one does; empty otherwise.
-    pub runner: String,
-    /// The runner's last sign of life, in milliseconds since the Unix epoch.
-    pub heartbeat_at: i64,
     /// When it was made, in milliseconds since the Unix epoch.
     pub created_at: i64,
     /// When it last changed.
@@ -84,8 +73,7 @@ pub struct TaskRow {
 impl Kept for TaskRow {
     const TABLE: &'static str = "{t}gateway_tasks";
     const COLUMNS: &'static str = "id, caller, server, tool, arguments, server_task, status, \
-        message, poll_ms, asked, answers, server_state, end_json, trace_id, step, runner, \
-        heartbeat_at, created_at, updated_at, expires_at";
+        message, poll_ms, asked, end_json, trace_id, step, created_at, updated_at, expires_at";
     fn read<C: Cells>(r: &C) -> Result<Self, C::Error> {
         Ok(TaskRow {
             id: r.text(0)?,
@@ -98,16 +86,12 @@ impl Kept for TaskRow {
             message: r.text(7)?,
             poll_ms: r.int(8)?,
             asked: r.text(9)?,
-            answers: r.text(10)?,
-            server_state: r.text(11)?,
-            end: r.text(12)?,
-            trace_id: r.text(13)?,
-            step: r.int(14)?,
-            runner: r.text(15)?,
-            heartbeat_at: r.int(16)?,
-            created_at: r.int(17)?,
-            updated_at: r.int(18)?,
-            expires_at: r.int(19)?,
+            end: r.text(10)?,
+            trace_id: r.text(11)?,
+            step: r.int(12)?,
+            created_at: r.int(13)?,
+            updated_at: r.int(14)?,
+            expires_at: r.int(15)?,
         })
     }
 }
@@ -117,10 +101,9 @@ pub(super) const SQLITE_SCHEMA: &str = "
     CREATE TABLE IF NOT EXISTS gateway_tasks (id TEXT PRIMARY KEY, caller TEXT NOT NULL,
         server TEXT NOT NULL, tool TEXT NOT NULL, arguments TEXT NOT NULL,
         server_task TEXT NOT NULL, status TEXT NOT NULL, message TEXT NOT NULL,
-        poll_ms INTEGER NOT NULL, asked TEXT NOT NULL, answers TEXT NOT NULL,
-        server_state TEXT NOT NULL, end_json TEXT NOT NULL, trace_id TEXT NOT NULL,
-        step INTEGER NOT NULL, runner TEXT NOT NULL, heartbeat_at INTEGER NOT NULL,
-        created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, expires_at INTEGER NOT NULL);
+        poll_ms INTEGER NOT NULL, asked TEXT NOT NULL, end_json TEXT NOT NULL,
+        trace_id TEXT NOT NULL, step INTEGER NOT NULL, created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL, expires_at INTEGER NOT NULL);
     CREATE INDEX IF NOT EXISTS gateway_tasks_by_caller ON gateway_tasks (caller);";
 
 /// The table in PostgreSQL (made with the store's others).
@@ -129,36 +112,23 @@ pub(super) const POSTGRES_SCHEMA: &str = "
         caller TEXT NOT NULL, server TEXT NOT NULL, tool TEXT NOT NULL,
         arguments TEXT NOT NULL, server_task TEXT NOT NULL, status TEXT NOT NULL,
         message TEXT NOT NULL, poll_ms BIGINT NOT NULL, asked TEXT NOT NULL,
-        answers TEXT NOT NULL, server_state TEXT NOT NULL, end_json TEXT NOT NULL,
-        trace_id TEXT NOT NULL, step BIGINT NOT NULL, runner TEXT NOT NULL,
-        heartbeat_at BIGINT NOT NULL, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL,
-        expires_at BIGINT NOT NULL);
+        end_json TEXT NOT NULL, trace_id TEXT NOT NULL, step BIGINT NOT NULL,
+        created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL, expires_at BIGINT NOT NULL);
     CREATE INDEX IF NOT EXISTS gatehouse_gateway_tasks_by_caller
         ON gatehouse_gateway_tasks (caller);";
 
 const COUNT_KEPT: &str = "SELECT COUNT(*) FROM {t}gateway_tasks WHERE caller = $1";
 const INSERT: &str = "INSERT INTO {t}gateway_tasks (id, caller, server, tool, arguments,
-    server_task, status, message, poll_ms, asked, answers, server_state, end_json, trace_id,
-    step, runner, heartbeat_at, created_at, updated_at, expires_at)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
-    $19, $20)";
-/// Where an unended task is now (and who runs it): nothing over an end.
+    server_task, status, message, poll_ms, asked, end_json, trace_id, step, created_at,
+    updated_at, expires_at)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)";
+/// Where an unended task is now: nothing over an end.
 const MOVE: &str = "UPDATE {t}gateway_tasks SET status = $1, message = $2, poll_ms = $3,
-    asked = $4, answers = $5, server_state = $6, server_task = $7, runner = $8,
-    heartbeat_at = $9, updated_at = $10
-    WHERE id = $11 AND status IN ('working', 'input_required')";
+    asked = $4, updated_at = $5 WHERE id = $6 AND status IN ('working', 'input_required')";
 /// An unended task's end: the first end written wins.
 const END: &str = "UPDATE {t}gateway_tasks SET status = $1, message = $2, end_json = $3,
-    asked = '', answers = '', server_state = '', runner = '', updated_at = $4,
+    asked = '', updated_at = $4,
     expires_at = $5 WHERE id = $6 AND status IN ('working', 'input_required')";
-/// A runner taken over, only from the runner and heartbeat the taker saw.
-const TAKE: &str = "UPDATE {t}gateway_tasks SET runner = $1, heartbeat_at = $2
-    WHERE id = $3 AND runner = $4 AND heartbeat_at = $5
-    AND status IN ('working', 'input_required')";
-/// The runner's sign of life: nothing when it is no longer the runner.
-const BEAT: &str = "UPDATE {t}gateway_tasks SET heartbeat_at = $1
-    WHERE id = $2 AND runner = $3 AND status = 'working'";
-
 /// How a task moves on, short of its end ([`Store::task_move`]).
 #[derive(Debug, Clone, Default)]
 pub struct Move {
@@ -170,16 +140,6 @@ pub struct Move {
     pub poll_ms: i64,
     /// The questions it waits on (empty: none).
     pub asked: String,
-    /// The answers so far.
-    pub answers: String,
-    /// The server's state for the next round.
-    pub server_state: String,
-    /// The server's task id (empty: the gateway runs the call).
-    pub server_task: String,
-    /// Who runs it now (empty: nobody).
-    pub runner: String,
-    /// The runner's sign of life.
-    pub heartbeat_at: i64,
 }
 
 impl Move {
@@ -190,11 +150,6 @@ impl Move {
             message: row.message.clone(),
             poll_ms: row.poll_ms,
             asked: row.asked.clone(),
-            answers: row.answers.clone(),
-            server_state: row.server_state.clone(),
-            server_task: row.server_task.clone(),
-            runner: row.runner.clone(),
-            heartbeat_at: row.heartbeat_at,
         }
     }
 }
@@ -224,13 +179,9 @@ impl Store {
             text(&r.message),
             Value::Int(r.poll_ms),
             text(&r.asked),
-            text(&r.answers),
-            text(&r.server_state),
             text(&r.end),
             text(&r.trace_id),
             Value::Int(r.step),
-            text(&r.runner),
-            Value::Int(r.heartbeat_at),
             Value::Int(r.created_at),
             Value::Int(r.updated_at),
             Value::Int(r.expires_at),
@@ -269,11 +220,6 @@ impl Store {
             text(&to.message),
             Value::Int(to.poll_ms),
             text(&to.asked),
-            text(&to.answers),
-            text(&to.server_state),
-            text(&to.server_task),
-            text(&to.runner),
-            Value::Int(to.heartbeat_at),
             Value::Int(now),
             text(id),
         ];
@@ -298,31 +244,6 @@ impl Store {
             text(id),
         ];
         self.task_change(END, values).await
-    }
-
-    /// Take the running of an unended task from the runner and heartbeat `seen` (which
-    /// went quiet): `Ok(false)` when another replica was quicker, or the runner woke.
-    pub async fn task_take(
-        &self,
-        id: &str,
-        runner: &str,
-        seen: (&str, i64),
-        now: i64,
-    ) -> Result<bool, String> {
-        let values = vec![
-            text(runner),
-            Value::Int(now),
-            text(id),
-            text(seen.0),
-            Value::Int(seen.1),
-        ];
-        self.task_change(TAKE, values).await
-    }
-
-    /// The runner's sign of life: `Ok(false)` when it no longer runs the task.
-    pub async fn task_beat(&self, id: &str, runner: &str, now: i64) -> Result<bool, String> {
-        let values = vec![Value::Int(now), text(id), text(runner)];
-        self.task_change(BEAT, values).await
     }
 
     async fn task_change(&self, sql: &'static str, values: Vec<Value>) -> Result<bool, String> {

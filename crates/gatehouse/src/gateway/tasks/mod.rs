@@ -171,7 +171,7 @@ impl Gateway {
         context: &RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
         let row = self.task_of(id, context).await?;
-        let row = if rows::is_end(&row.status) || row.server_task.is_empty() {
+        let row = if rows::is_end(&row.status) {
             row
         } else {
             self.look(row, context).await?

@@ -100,3 +100,71 @@ pub(super) fn too_large(bytes: usize, max: usize) -> Value {
         "the task's result was {bytes} bytes, more than the {max} this gateway keeps for a task; it was not kept"
     )}], "isError": true})
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(status: &str, asked: &str, end: &str) -> TaskRow {
+        TaskRow {
+            id: "g1".into(),
+            status: status.into(),
+            message: "half way".into(),
+            poll_ms: 500,
+            asked: asked.into(),
+            end: end.into(),
+            created_at: 1_000,
+            updated_at: 2_000,
+            expires_at: 61_000,
+            ..TaskRow::default()
+        }
+    }
+
+    fn shown(row: &TaskRow) -> Value {
+        serde_json::to_value(detailed(row)).unwrap()
+    }
+
+    #[test]
+    fn a_record_shows_as_the_extension_spells_a_task_and_an_unreadable_one_as_failed() {
+        let working = shown(&row(rows::WORKING, "", ""));
+        assert_eq!(working["taskId"], "g1");
+        assert_eq!(working["status"], "working");
+        assert_eq!(
+            (
+                working["ttlMs"].as_u64(),
+                working["pollIntervalMs"].as_u64()
+            ),
+            (Some(60_000), Some(500))
+        );
+        assert_eq!(working["statusMessage"], "half way");
+        assert_eq!(working["createdAt"], "1970-01-01T00:00:01.000Z");
+        assert!(working.get("result").is_none() && working.get("requestState").is_none());
+
+        let question = r#"{"go": {"method": "elicitation/create", "params": {"mode": "form", "message": "Go?", "requestedSchema": {"type": "object", "properties": {}}}}}"#;
+        let asking = shown(&row(rows::INPUT_REQUIRED, question, ""));
+        assert_eq!(
+            asking["inputRequests"]["go"]["method"], "elicitation/create",
+            "{asking}"
+        );
+
+        let done = shown(&row(
+            rows::COMPLETED,
+            "",
+            r#"{"content": [], "isError": true}"#,
+        ));
+        assert_eq!(done["result"]["isError"], true, "{done}");
+        let failed = shown(&row(
+            rows::FAILED,
+            "",
+            r#"{"code": -32000, "message": "boom"}"#,
+        ));
+        assert_eq!(failed["error"]["code"], -32000, "{failed}");
+        assert!(failed.get("result").is_none());
+
+        let broken = shown(&row(rows::COMPLETED, "", "not json"));
+        assert_eq!(broken["status"], "failed", "{broken}");
+        assert_eq!(broken["error"]["code"], -32603, "{broken}");
+        let created = serde_json::to_value(created(&row(rows::WORKING, "", ""))).unwrap();
+        assert_eq!(created["resultType"], "task", "{created}");
+    }
+}

@@ -96,32 +96,3 @@ async fn the_first_end_wins_and_nothing_moves_an_ended_task() {
     assert_eq!(ended.expires_at, now + 9_000);
     assert!(!s.task_end("gone", end, now, now).await.unwrap());
 }
-
-#[tokio::test]
-async fn a_quiet_runner_is_taken_over_once_and_loses_its_heartbeat() {
-    let dir = tempfile::tempdir().unwrap();
-    let s = store(&dir).await;
-    let now = 10_000;
-    let mut r = row("t", "sam@larkfield", now);
-    r.server_task.clear();
-    r.runner = "replica-a".into();
-    r.heartbeat_at = now;
-    assert!(s.task_insert(r, now, 8).await.unwrap());
-    assert!(s.task_beat("t", "replica-a", now + 1).await.unwrap());
-    // Taking it from what was seen before that beat fails; from the beat seen, once.
-    assert!(
-        !s.task_take("t", "replica-b", ("replica-a", now), now + 9)
-            .await
-            .unwrap()
-    );
-    let seen = ("replica-a", now + 1);
-    assert!(s.task_take("t", "replica-b", seen, now + 9).await.unwrap());
-    assert!(!s.task_take("t", "replica-c", seen, now + 9).await.unwrap());
-    assert!(!s.task_beat("t", "replica-a", now + 10).await.unwrap());
-    assert!(s.task_beat("t", "replica-b", now + 10).await.unwrap());
-    let taken = s.task_row("t", now).await.unwrap().unwrap();
-    assert_eq!(
-        (taken.runner.as_str(), taken.heartbeat_at),
-        ("replica-b", now + 10)
-    );
-}
