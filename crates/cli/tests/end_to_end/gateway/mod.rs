@@ -240,6 +240,19 @@ pub fn http_args<'a>(config: &'a str, addr: &'a str, state: &'a str) -> Vec<&'a 
     ]
 }
 
+/// Two HTTP replicas of `config` (a servers file in `dir`), sharing one state store and
+/// ledger in `backing`.
+pub fn two_replicas(
+    dir: &Path,
+    backing: Backing,
+    config: String,
+) -> (SharedState, Process, Process) {
+    let state = SharedState::new(backing, dir, None);
+    let a = start_gateway(dir, &config, &state.arg);
+    let b = start_gateway(dir, &config, &state.arg);
+    (state, a, b)
+}
+
 /// The port an HTTP gateway listens on.
 pub fn port_of(p: &Process) -> u16 {
     p.url

@@ -229,19 +229,11 @@ async fn start_job(url: &str, arguments: Value) -> String {
     made["taskId"].as_str().unwrap().to_owned()
 }
 
-fn two_replicas(dir: &Path, backing: Backing) -> (SharedState, Process, Process) {
-    let config = task_config(dir);
-    let state = SharedState::new(backing, dir, None);
-    let a = start_gateway(dir, &config, &state.arg);
-    let b = start_gateway(dir, &config, &state.arg);
-    (state, a, b)
-}
-
 pub async fn a_task_started_on_one_replica_is_read_answered_and_finished_on_the_other(
     backing: Backing,
 ) {
     let dir = tempfile::tempdir().unwrap();
-    let (shared, a, b) = two_replicas(dir.path(), backing);
+    let (shared, a, b) = two_replicas(dir.path(), backing, task_config(dir.path()));
     let task = start_job(&a.url, json!({"seconds": 1, "ask": true})).await;
 
     let asking = poll_until(&b.url, &task, "input_required").await;
@@ -304,7 +296,7 @@ pub async fn a_task_started_on_one_replica_is_read_answered_and_finished_on_the_
 
 pub async fn behind_nginx_a_task_outlives_the_replica_that_started_it(backing: Backing) {
     let dir = tempfile::tempdir().unwrap();
-    let (_shared, a, b) = two_replicas(dir.path(), backing);
+    let (_shared, a, b) = two_replicas(dir.path(), backing, task_config(dir.path()));
     let proxy = start_nginx(dir.path(), &[port_of(&a), port_of(&b)]);
     let task = start_job(&a.url, json!({"seconds": 4})).await;
     let seen = poll_until(&proxy.url, &task, "working").await;

@@ -16,20 +16,9 @@ use super::{
     page::{Bound, Bounded, Cells, Kept, Statement, Value},
 };
 
-/// The statuses, as the extension spells them.
-pub const WORKING: &str = "working";
-/// Waiting on the client's `tasks/update`.
-pub const INPUT_REQUIRED: &str = "input_required";
-/// Ended with a result (a tool error too).
-pub const COMPLETED: &str = "completed";
-/// Ended with a JSON-RPC error.
-pub const FAILED: &str = "failed";
-/// Ended by a cancellation.
-pub const CANCELLED: &str = "cancelled";
-
-/// Is `status` an end?
+/// Is `status` (a status as the extension spells it) an end?
 pub fn is_end(status: &str) -> bool {
-    matches!(status, COMPLETED | FAILED | CANCELLED)
+    matches!(status, "completed" | "failed" | "cancelled")
 }
 
 /// One task the gateway handed a client, as the store keeps it.
@@ -43,7 +32,7 @@ pub struct TaskRow {
     pub server: String,
     /// The tool as the catalog names it (`SERVER__TOOL`).
     pub tool: String,
-    /// The checked arguments it was sent with, as JSON (for `afterCall`, and a later round).
+    /// The checked arguments it was sent with, as JSON (the `afterCall` hook's input).
     pub arguments: String,
     /// The server's own task id.
     pub server_task: String,
@@ -57,7 +46,7 @@ pub struct TaskRow {
     pub asked: String,
     /// Its end, as JSON: the `CallToolResult` when completed, the JSON-RPC error object
     /// when failed; empty before.
-    pub end: String,
+    pub end_json: String,
     /// The trace id of the call that started it (the `afterCall` hook's input).
     pub trace_id: String,
     /// The call's step on the replica that started it.
@@ -75,23 +64,26 @@ impl Kept for TaskRow {
     const COLUMNS: &'static str = "id, caller, server, tool, arguments, server_task, status, \
         message, poll_ms, asked, end_json, trace_id, step, created_at, updated_at, expires_at";
     fn read<C: Cells>(r: &C) -> Result<Self, C::Error> {
+        // Each column read in the order COLUMNS names it.
+        let mut next = 0..;
+        let mut col = || next.next().unwrap_or_default();
         Ok(TaskRow {
-            id: r.text(0)?,
-            caller: r.text(1)?,
-            server: r.text(2)?,
-            tool: r.text(3)?,
-            arguments: r.text(4)?,
-            server_task: r.text(5)?,
-            status: r.text(6)?,
-            message: r.text(7)?,
-            poll_ms: r.int(8)?,
-            asked: r.text(9)?,
-            end: r.text(10)?,
-            trace_id: r.text(11)?,
-            step: r.int(12)?,
-            created_at: r.int(13)?,
-            updated_at: r.int(14)?,
-            expires_at: r.int(15)?,
+            id: r.text(col())?,
+            caller: r.text(col())?,
+            server: r.text(col())?,
+            tool: r.text(col())?,
+            arguments: r.text(col())?,
+            server_task: r.text(col())?,
+            status: r.text(col())?,
+            message: r.text(col())?,
+            poll_ms: r.int(col())?,
+            asked: r.text(col())?,
+            end_json: r.text(col())?,
+            trace_id: r.text(col())?,
+            step: r.int(col())?,
+            created_at: r.int(col())?,
+            updated_at: r.int(col())?,
+            expires_at: r.int(col())?,
         })
     }
 }
@@ -179,7 +171,7 @@ impl Store {
             text(&r.message),
             Value::Int(r.poll_ms),
             text(&r.asked),
-            text(&r.end),
+            text(&r.end_json),
             text(&r.trace_id),
             Value::Int(r.step),
             Value::Int(r.created_at),

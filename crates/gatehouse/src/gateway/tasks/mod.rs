@@ -23,15 +23,11 @@ mod wire;
 
 use std::time::Duration;
 
-use rmcp::{
-    ErrorData, RoleServer,
-    model::{
-        CallToolResponse, CancelTaskParams, CancelTaskRequest, ClientRequest, CreateTaskResult,
-        ErrorCode, GetTaskParams, GetTaskRequest, GetTaskResult, InputRequiredResult,
-        InputResponses, JsonObject, ServerResult, TaskPayload, UpdateTaskParams, UpdateTaskRequest,
-    },
-    service::RequestContext,
-};
+use rmcp::model::{CallToolResponse, CancelTaskParams, CancelTaskRequest, ClientRequest};
+use rmcp::model::{CreateTaskResult, ErrorCode, GetTaskParams, GetTaskRequest, GetTaskResult};
+use rmcp::model::{InputRequiredResult, InputResponses, JsonObject, ServerResult, TaskPayload};
+use rmcp::model::{TaskStatus, UpdateTaskParams, UpdateTaskRequest};
+use rmcp::{ErrorData, RoleServer, service::RequestContext};
 use serde_json::{Value, json};
 
 use super::{
@@ -45,7 +41,9 @@ use crate::{
     catalog::CatalogTool,
     dispatch::{
         self, CallEnd,
-        task::{MAX_STATUS_CHARS, error_of, poll_interval, result_of, usable_id},
+        task::{
+            MAX_STATUS_CHARS, error_of, poll_interval, result_of, status_word as word, usable_id,
+        },
     },
     gate::Proposal,
     model::ToolCall,
@@ -126,7 +124,7 @@ impl Gateway {
             tool: started.tool.name.clone(),
             arguments: Value::Object(started.arguments.clone()).to_string(),
             server_task: theirs,
-            status: rows::WORKING.into(),
+            status: word(TaskStatus::Working).into(),
             message: shown(created.task.status_message.as_deref()),
             poll_ms: poll_ms(created.task.poll_interval_ms),
             trace_id: started.trace_id.to_owned(),
@@ -310,7 +308,7 @@ impl Gateway {
         to.poll_ms = poll_ms(task.poll_interval_ms);
         match seen.task.payload {
             TaskPayload::Working => {
-                to.status = rows::WORKING.into();
+                to.status = word(TaskStatus::Working).into();
                 to.asked.clear();
             }
             TaskPayload::InputRequired { input_requests } => {
@@ -327,7 +325,7 @@ impl Gateway {
                     let _ = self.ask_server(&row, Ask::Cancel, context).await;
                     return self.end(row, CallEnd::Failed(why)).await;
                 }
-                to.status = rows::INPUT_REQUIRED.into();
+                to.status = word(TaskStatus::InputRequired).into();
                 to.asked = kept;
             }
             TaskPayload::Completed { result } => {
@@ -396,10 +394,10 @@ impl Gateway {
         let end = self.after_call_of(&row, end).await;
         let (status, mut kept) = match finished(end) {
             Ok(result) => (
-                rows::COMPLETED,
+                word(TaskStatus::Completed),
                 serde_json::to_value(result).unwrap_or_default(),
             ),
-            Err(e) => (rows::FAILED, wire::error_object(&e)),
+            Err(e) => (word(TaskStatus::Failed), wire::error_object(&e)),
         };
         self.host().trace().secrets().json(&mut kept);
         let mut text = kept.to_string();
@@ -411,7 +409,7 @@ impl Gateway {
 
     /// The server cancelled its task.
     async fn cancelled(&self, row: TaskRow) -> Result<TaskRow, ErrorData> {
-        self.record_end(row, rows::CANCELLED, "").await
+        self.record_end(row, word(TaskStatus::Cancelled), "").await
     }
 
     async fn record_end(
@@ -424,7 +422,7 @@ impl Gateway {
         let expires_at = row
             .expires_at
             .min(now.saturating_add(ENDED_TTL.as_millis() as i64));
-        let message = if status == rows::CANCELLED {
+        let message = if status == word(TaskStatus::Cancelled) {
             "cancelled".to_owned()
         } else {
             row.message.clone()
@@ -445,7 +443,7 @@ impl Gateway {
         );
         row.status = status.to_owned();
         row.message = message;
-        row.end = end.to_owned();
+        row.end_json = end.to_owned();
         row.asked.clear();
         row.updated_at = now;
         row.expires_at = expires_at;

@@ -7,7 +7,7 @@ use rmcp::model::{
 };
 use serde_json::{Value, json};
 
-use crate::gateway::store::tasks::{self as rows, TaskRow};
+use crate::gateway::store::tasks::TaskRow;
 
 /// Milliseconds since the Unix epoch as ISO 8601.
 fn timestamp(ms: i64) -> String {
@@ -22,13 +22,7 @@ pub(super) fn now_ms() -> i64 {
 }
 
 fn status(word: &str) -> TaskStatus {
-    match word {
-        rows::INPUT_REQUIRED => TaskStatus::InputRequired,
-        rows::COMPLETED => TaskStatus::Completed,
-        rows::FAILED => TaskStatus::Failed,
-        rows::CANCELLED => TaskStatus::Cancelled,
-        _ => TaskStatus::Working,
-    }
+    serde_json::from_value(json!(word)).unwrap_or(TaskStatus::Working)
 }
 
 fn base(row: &TaskRow) -> Task {
@@ -71,11 +65,11 @@ pub(super) fn detailed(row: &TaskRow) -> GetTaskResult {
             Ok(input_requests) => TaskPayload::InputRequired { input_requests },
             Err(_) => unreadable(),
         },
-        TaskStatus::Completed => match object(&row.end) {
+        TaskStatus::Completed => match object(&row.end_json) {
             Some(result) => TaskPayload::Completed { result },
             None => unreadable(),
         },
-        TaskStatus::Failed => match object(&row.end) {
+        TaskStatus::Failed => match object(&row.end_json) {
             Some(error) => TaskPayload::Failed { error },
             None => unreadable(),
         },
@@ -112,7 +106,7 @@ mod tests {
             message: "half way".into(),
             poll_ms: 500,
             asked: asked.into(),
-            end: end.into(),
+            end_json: end.into(),
             created_at: 1_000,
             updated_at: 2_000,
             expires_at: 61_000,
@@ -126,7 +120,7 @@ mod tests {
 
     #[test]
     fn a_record_shows_as_the_extension_spells_a_task_and_an_unreadable_one_as_failed() {
-        let working = shown(&row(rows::WORKING, "", ""));
+        let working = shown(&row("working", "", ""));
         assert_eq!(working["taskId"], "g1");
         assert_eq!(working["status"], "working");
         assert_eq!(
@@ -141,30 +135,22 @@ mod tests {
         assert!(working.get("result").is_none() && working.get("requestState").is_none());
 
         let question = r#"{"go": {"method": "elicitation/create", "params": {"mode": "form", "message": "Go?", "requestedSchema": {"type": "object", "properties": {}}}}}"#;
-        let asking = shown(&row(rows::INPUT_REQUIRED, question, ""));
+        let asking = shown(&row("input_required", question, ""));
         assert_eq!(
             asking["inputRequests"]["go"]["method"], "elicitation/create",
             "{asking}"
         );
 
-        let done = shown(&row(
-            rows::COMPLETED,
-            "",
-            r#"{"content": [], "isError": true}"#,
-        ));
+        let done = shown(&row("completed", "", r#"{"content": [], "isError": true}"#));
         assert_eq!(done["result"]["isError"], true, "{done}");
-        let failed = shown(&row(
-            rows::FAILED,
-            "",
-            r#"{"code": -32000, "message": "boom"}"#,
-        ));
+        let failed = shown(&row("failed", "", r#"{"code": -32000, "message": "boom"}"#));
         assert_eq!(failed["error"]["code"], -32000, "{failed}");
         assert!(failed.get("result").is_none());
 
-        let broken = shown(&row(rows::COMPLETED, "", "not json"));
+        let broken = shown(&row("completed", "", "not json"));
         assert_eq!(broken["status"], "failed", "{broken}");
         assert_eq!(broken["error"]["code"], -32603, "{broken}");
-        let created = serde_json::to_value(created(&row(rows::WORKING, "", ""))).unwrap();
+        let created = serde_json::to_value(created(&row("working", "", ""))).unwrap();
         assert_eq!(created["resultType"], "task", "{created}");
     }
 }

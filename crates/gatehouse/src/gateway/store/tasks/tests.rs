@@ -15,7 +15,7 @@ fn row(id: &str, caller: &str, now: i64) -> TaskRow {
         tool: "orders__export_report".into(),
         arguments: r#"{"rows":3000}"#.into(),
         server_task: "srv-1".into(),
-        status: WORKING.into(),
+        status: "working".into(),
         poll_ms: 1000,
         trace_id: "t1".into(),
         step: 3,
@@ -77,22 +77,22 @@ async fn the_first_end_wins_and_nothing_moves_an_ended_task() {
             .unwrap()
     );
     let mut asking = Move::from(&row("t", "sam@larkfield", now));
-    asking.status = INPUT_REQUIRED.into();
+    asking.status = "input_required".into();
     asking.message = "asks".into();
     assert!(s.task_move("t", &asking, now + 1).await.unwrap());
     let seen = s.task_row("t", now).await.unwrap().unwrap();
     assert_eq!(
         (seen.status.as_str(), seen.updated_at),
-        (INPUT_REQUIRED, now + 1)
+        ("input_required", now + 1)
     );
-    let end = (COMPLETED, "", r#"{"content":[]}"#);
+    let end = ("completed", "", r#"{"content":[]}"#);
     assert!(s.task_end("t", end, now + 2, now + 9_000).await.unwrap());
-    let other = (FAILED, "late", r#"{"code":-1,"message":"x"}"#);
+    let other = ("failed", "late", r#"{"code":-1,"message":"x"}"#);
     assert!(!s.task_end("t", other, now + 3, now + 9_000).await.unwrap());
     assert!(!s.task_move("t", &asking, now + 4).await.unwrap());
     let ended = s.task_row("t", now).await.unwrap().unwrap();
-    assert_eq!(ended.status, COMPLETED);
-    assert_eq!(ended.end, r#"{"content":[]}"#);
+    assert_eq!(ended.status, "completed");
+    assert_eq!(ended.end_json, r#"{"content":[]}"#);
     assert_eq!(ended.expires_at, now + 9_000);
     assert!(!s.task_end("gone", end, now, now).await.unwrap());
 }
