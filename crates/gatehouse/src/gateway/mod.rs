@@ -5,9 +5,11 @@
 //! ledger) and the same dispatch (time limits, cancellation). When the policy asks, the
 //! person is asked through their own client (`confirm.rs`, `client.rs`), or on the
 //! approval page for a client that takes only URL questions (`page.rs`); a server's own
-//! questions go to that client too, never answered by the gateway. Replicas share their state
-//! through the store (`store.rs`). How the caller is known (a bearer token, the local
-//! user) is the binary's business: it hands the gateway a [`CallerOf`].
+//! questions go to that client too, never answered by the gateway. A client that declared
+//! the tasks extension gets a server's task as a task of the gateway's own (`tasks/`).
+//! Replicas share their state through the store (`store.rs`). How the caller is known (a
+//! bearer token, the local user) is the binary's business: it hands the gateway a
+//! [`CallerOf`].
 
 pub mod call;
 pub mod client;
