@@ -267,6 +267,13 @@ fn gateway_server_leg(rev: &str) {
         code,
         &output,
     );
+    // The tasks extension is not scored, but the gateway offers it: each `tasks-*`
+    // scenario the harness runs must pass through it.
+    let failed: Vec<&str> = output
+        .lines()
+        .filter(|l| l.starts_with("✗ tasks-"))
+        .collect();
+    assert!(failed.is_empty(), "through the gateway: {failed:?}");
 }
 
 #[test]

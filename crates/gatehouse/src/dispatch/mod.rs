@@ -12,7 +12,7 @@
 mod relayed;
 pub mod task;
 
-pub use relayed::{Answered, Relayed, asks_the_person, call_tool_round};
+pub use relayed::{Answered, Relayed, asks_the_person, call_tool_round, task_request};
 
 use std::{
     sync::{Arc, Mutex},
@@ -167,6 +167,9 @@ pub struct Relay {
     /// connection (`connect::handler::LogRoute`); `None`: nowhere.
     #[allow(deprecated)] // SEP-2577 deprecates logging; older revisions still log
     pub logs: Option<mpsc::Sender<rmcp::model::LoggingMessageNotificationParam>>,
+    /// The caller takes tasks itself (it declared the extension): a task the server
+    /// makes is handed back ([`Relayed::Task`]) rather than followed here.
+    pub tasks_to_caller: bool,
 }
 
 impl Round1<'_> {

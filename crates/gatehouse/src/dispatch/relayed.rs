@@ -4,10 +4,16 @@
 
 use std::time::Instant;
 
-use rmcp::model::{InputRequest, InputRequiredResult, InputResponses};
+use rmcp::model::{
+    ClientRequest, CreateTaskResult, InputRequest, InputRequiredResult, InputResponses,
+    ServerResult,
+};
 use tokio_util::sync::CancellationToken;
 
-use super::{Asked, Call, CallLimits, Dispatched, next_round, task};
+use super::{
+    Asked, Call, CallEnd, CallLimits, Dispatched, Relay, Round, Round1, failed, next_round, task,
+};
+use crate::connect::Connection;
 use crate::{person, trace::Trace};
 
 /// Whether a server's `input_required` round asks the person anything (a form or a URL).
@@ -36,6 +42,9 @@ pub enum Relayed {
     Ended(Dispatched),
     /// The server asks: the caller's client answers, and the next round carries it.
     Asks(InputRequiredResult),
+    /// The server runs the call as a task, handed back to a caller that takes tasks
+    /// itself ([`super::Relay::tasks_to_caller`]).
+    Task(Box<CreateTaskResult>),
 }
 
 /// Send one round of a call whose questions someone else answers (a gateway relays them
@@ -63,7 +72,10 @@ pub async fn call_tool_round(
             elapsed: start.elapsed(),
             task: None,
         }),
-        // A task is followed here, for at most the call's task wait. Questions inside it
+        Asked::Task(created) if round.relay.is_some_and(|r| r.tasks_to_caller) => {
+            Relayed::Task(created)
+        }
+        // Otherwise a task is followed here, for at most the call's task wait. Questions inside it
         // have no round to reach the caller's client through, so nobody answers them: each
         // is declined, as an older server's question outside a call's rounds is.
         Asked::Task(created) => {
@@ -82,5 +94,31 @@ pub async fn call_tool_round(
                 task: followed.seen,
             })
         }
+    }
+}
+
+/// Send one request about a task (`tasks/get`, `tasks/update`, `tasks/cancel`) to the
+/// server that runs it, for a gateway's caller: declared as the call's requests are
+/// (`relay`), within one round's time limit, its answer or why there is none.
+pub async fn task_request(
+    conn: &Connection,
+    request: ClientRequest,
+    limits: CallLimits,
+    relay: &Relay,
+    trace: &Trace,
+    stop: &CancellationToken,
+) -> Result<ServerResult, CallEnd> {
+    let round = Round1 {
+        conn,
+        label: "tasks",
+        limits,
+        trace,
+        stop,
+        relay: Some(relay),
+    };
+    match round.send(request, &mut 0).await {
+        Round::Answered(answer) => failed(conn, answer),
+        Round::TimedOut(after) => Err(CallEnd::TimedOut(after)),
+        Round::Stopped => Err(CallEnd::Stopped),
     }
 }

@@ -25,7 +25,8 @@ use super::{
     Gateway,
     client::{Asking, ClientPerson},
     confirm::{self, APPROVE_KEY, Bound, Sealed},
-    relay::{ToCaller, declared, undeclared},
+    relay::{ToCaller, declared, takes_tasks, undeclared},
+    tasks::Started,
 };
 use crate::{
     catalog::{CatalogTool, Origin},
@@ -324,7 +325,7 @@ impl<'a> Call<'a> {
             wire_name: &tool.tool.name,
             arguments: arguments.clone(),
             meta: progress.meta(),
-            relay: Some(progress.relay(declared(self.context, conn))),
+            relay: Some(progress.relay(declared(self.context, conn), takes_tasks(self.context))),
         };
         let (limits, trace, stop) = (self.gw.limits(), host.trace(), &self.context.ct);
         let end = if self.modern {
@@ -336,6 +337,17 @@ impl<'a> Call<'a> {
                 Relayed::Asks(asked) => {
                     progress.finish().await;
                     return Ok(self.relay(asked, &tool, arguments, rounds + 1));
+                }
+                Relayed::Task(created) => {
+                    progress.finish().await;
+                    let started = Started {
+                        caller: &self.caller,
+                        tool: &tool,
+                        arguments: &arguments,
+                        trace_id: &self.trace_id,
+                        step: self.step,
+                    };
+                    return Ok(self.gw.hand_task(started, *created, self.context).await);
                 }
             }
         } else {
@@ -378,6 +390,12 @@ impl<'a> Call<'a> {
             {
                 Relayed::Ended(done) => return Ok(done.end),
                 Relayed::Asks(asked) => asked,
+                // An older client declares no tasks, so none is handed back to it.
+                Relayed::Task(_) => {
+                    return Err(failed(format!(
+                        "{server} handed back a task this client cannot take"
+                    )));
+                }
             };
             if let Some(why) = undeclared(self.context, &asked) {
                 return Err(failed(format!(
@@ -440,13 +458,13 @@ impl<'a> Call<'a> {
 }
 
 /// A failure as the caller reads it: a tool error.
-fn failed(text: String) -> CallToolResponse {
+pub(super) fn failed(text: String) -> CallToolResponse {
     CallToolResult::error(vec![ContentBlock::text(text)]).into()
 }
 
 /// A call's end as the caller reads it: the server's result, or its JSON-RPC error
 /// (code kept, message made visible), as it came; or why there is none.
-fn finished(end: CallEnd) -> Result<CallToolResult, ErrorData> {
+pub(super) fn finished(end: CallEnd) -> Result<CallToolResult, ErrorData> {
     let text = match end {
         CallEnd::Result(result) => return Ok(result),
         CallEnd::ProtocolError(e) => return Err(super::passthrough::visible_error(e)),

@@ -5,9 +5,11 @@
 //! ledger) and the same dispatch (time limits, cancellation). When the policy asks, the
 //! person is asked through their own client (`confirm.rs`, `client.rs`), or on the
 //! approval page for a client that takes only URL questions (`page.rs`); a server's own
-//! questions go to that client too, never answered by the gateway. Replicas share their state
-//! through the store (`store.rs`). How the caller is known (a bearer token, the local
-//! user) is the binary's business: it hands the gateway a [`CallerOf`].
+//! questions go to that client too, never answered by the gateway. A client that declared
+//! the tasks extension gets a server's task as a task of the gateway's own (`tasks/`).
+//! Replicas share their state through the store (`store.rs`). How the caller is known (a
+//! bearer token, the local user) is the binary's business: it hands the gateway a
+//! [`CallerOf`].
 
 pub mod call;
 pub mod client;
@@ -18,6 +20,7 @@ pub mod passthrough;
 mod relay;
 pub mod store;
 pub mod subscribe;
+pub mod tasks;
 
 use std::sync::{
     Arc,
@@ -86,6 +89,8 @@ impl Clone for Gateway {
 struct Inner {
     host: Host,
     confirmations: Confirmations,
+    /// The shared store: the tasks handed to clients are read and written here.
+    store: Store,
     caller_of: CallerOf,
     /// The approval page, when `--approval-page` set one up.
     page: Option<Page>,
@@ -131,11 +136,13 @@ impl Gateway {
         let key = store.sealing_key().await?;
         let page = page.map(|settings| Page::new(settings, store.clone()));
         let confirmations = Confirmations::new(key, CONFIRMATION_TTL)?;
-        let host = Host::start_keeping(config, Arc::new(Unreachable), trace, Arc::new(store)).await;
+        let keeper = Arc::new(store.clone());
+        let host = Host::start_keeping(config, Arc::new(Unreachable), trace, keeper).await;
         Ok(Gateway {
             inner: Arc::new(Inner {
                 host,
                 confirmations,
+                store,
                 caller_of,
                 page,
                 calls: AtomicU64::new(0),
@@ -245,6 +252,11 @@ impl ServerHandler for Gateway {
         if offered(|c| c.logging.is_some()) {
             capabilities.logging = Some(Default::default());
         }
+        // The gateway's own tasks (`tasks/`), for clients that declare the extension.
+        capabilities
+            .extensions
+            .get_or_insert_with(Default::default)
+            .insert(rmcp::model::TASKS_EXTENSION_ID.into(), Default::default());
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(
                 "gatehouse-gateway",
@@ -286,6 +298,31 @@ impl ServerHandler for Gateway {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         call::Call::new(self, request, &context).run().await
+    }
+
+    async fn get_task(
+        &self,
+        request: rmcp::model::GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
+        self.task_get(&request.task_id, &context).await
+    }
+
+    async fn update_task(
+        &self,
+        request: rmcp::model::UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.task_update(&request.task_id, request.input_responses, &context)
+            .await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: rmcp::model::CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.task_cancel(&request.task_id, &context).await
     }
 
     async fn list_prompts(

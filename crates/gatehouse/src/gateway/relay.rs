@@ -12,8 +12,11 @@ use rmcp::{
 use crate::{dispatch, text};
 
 /// What the server is told the caller's client can do: what the client declared of
-/// what the gateway passes on (forms, sampling, roots), and the gateway's own tasks
-/// extension (it follows a task itself).
+/// what the gateway passes on (forms, sampling, roots), and the tasks extension when the
+/// caller takes tasks itself ([`takes_tasks`]) or cannot declare it (an older revision:
+/// the gateway then follows a task itself). A 2026-07-28 caller that could declare the
+/// extension and did not is not given tasks it never asked for: a tool that runs only as
+/// a task answers it -32021, as the server would.
 pub(super) fn declared(
     context: &RequestContext<RoleServer>,
     conn: &crate::connect::Connection,
@@ -25,7 +28,28 @@ pub(super) fn declared(
     caps.sampling = theirs.sampling;
     caps.roots = theirs.roots;
     caps.extensions = conn.handler().get_info().capabilities.extensions;
+    if modern(context)
+        && !takes_tasks(context)
+        && let Some(extensions) = caps.extensions.as_mut()
+    {
+        extensions.remove(rmcp::model::TASKS_EXTENSION_ID);
+    }
     caps
+}
+
+/// Is the caller on revision 2026-07-28 or later?
+pub(super) fn modern(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|v| v.as_str() >= rmcp::model::ProtocolVersion::V_2026_07_28.as_str())
+}
+
+/// Does the caller take tasks itself: a 2026-07-28 request that declared the extension?
+pub(super) fn takes_tasks(context: &RequestContext<RoleServer>) -> bool {
+    modern(context)
+        && context
+            .client_capabilities()
+            .is_some_and(|c| c.supports_tasks())
 }
 
 /// Most characters of a server's progress message passed on to the caller.
@@ -101,11 +125,16 @@ impl ToCaller {
     }
 
     /// What a call passed on for this caller takes to the server.
-    pub(super) fn relay(&self, capabilities: ClientCapabilities) -> dispatch::Relay {
+    pub(super) fn relay(
+        &self,
+        capabilities: ClientCapabilities,
+        tasks_to_caller: bool,
+    ) -> dispatch::Relay {
         dispatch::Relay {
             progress: self.progress.clone(),
             capabilities: Some(capabilities),
             logs: self.logs.clone(),
+            tasks_to_caller,
         }
     }
 

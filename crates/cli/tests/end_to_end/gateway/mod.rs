@@ -34,6 +34,7 @@ mod page;
 mod python_sdk;
 mod replicas;
 mod robust;
+mod tasks;
 mod ts_sdk;
 
 use std::path::{Path, PathBuf};
@@ -65,6 +66,9 @@ cases! {
     page::an_answer_to_the_url_question_approves_nothing_by_itself: auto;
     page::without_a_page_a_url_only_client_is_refused_and_told_why: auto;
     async page::a_decision_on_one_replicas_page_lets_round_two_run_on_the_other: sqlite, postgres;
+    tasks::the_fastmcp_client_follows_answers_and_cancels_gateway_tasks: http;
+    async tasks::a_task_started_on_one_replica_is_read_answered_and_finished_on_the_other: sqlite, postgres;
+    async tasks::behind_nginx_a_task_outlives_the_replica_that_started_it: sqlite, postgres;
 }
 
 /// The call the rules ask about, and its arguments.
@@ -243,6 +247,28 @@ pub fn http_args<'a>(config: &'a str, addr: &'a str, state: &'a str) -> Vec<&'a 
 /// Did `p` write a line holding `part`?
 pub fn said(p: &Process, part: &str) -> bool {
     p.lines().iter().any(|l| l.contains(part))
+}
+
+/// Two HTTP replicas of `config` (a servers file in `dir`), sharing one state store and
+/// ledger in `backing`.
+pub fn two_replicas(
+    dir: &Path,
+    backing: Backing,
+    config: String,
+) -> (SharedState, Process, Process) {
+    let state = SharedState::new(backing, dir, None);
+    let a = start_gateway(dir, &config, &state.arg);
+    let b = start_gateway(dir, &config, &state.arg);
+    (state, a, b)
+}
+
+/// The port an HTTP gateway listens on.
+pub fn port_of(p: &Process) -> u16 {
+    p.url
+        .trim_start_matches("http://127.0.0.1:")
+        .trim_end_matches("/mcp")
+        .parse()
+        .unwrap_or_else(|_| panic!("no port in {}", p.url))
 }
 
 /// The names in a list of tools (a `tools/list` result, or the Python client's output).

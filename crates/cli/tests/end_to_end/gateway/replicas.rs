@@ -16,23 +16,6 @@ use crate::common::{
     serve::SAM_TOKEN,
 };
 
-/// Two replicas on one folder's servers file, sharing one state store and ledger.
-fn two_replicas(dir: &Path, backing: Backing) -> (SharedState, Process, Process) {
-    let config = gateway_config(dir);
-    let state = SharedState::new(backing, dir, None);
-    let a = start_gateway(dir, &config, &state.arg);
-    let b = start_gateway(dir, &config, &state.arg);
-    (state, a, b)
-}
-
-fn port_of(p: &Process) -> u16 {
-    p.url
-        .trim_start_matches("http://127.0.0.1:")
-        .trim_end_matches("/mcp")
-        .parse()
-        .unwrap_or_else(|_| panic!("no port in {}", p.url))
-}
-
 fn approve(state: &str) -> Value {
     json!({"name": ASKED, "arguments": asked_args(), "requestState": state,
            "inputResponses": {"gatehouse.approve": {"action": "accept", "content": {"approve": true}}}})
@@ -42,7 +25,7 @@ pub async fn a_confirmation_begun_on_one_replica_finishes_on_the_other_and_only_
     backing: Backing,
 ) {
     let dir = tempfile::tempdir().unwrap();
-    let (shared, a, b) = two_replicas(dir.path(), backing);
+    let (shared, a, b) = two_replicas(dir.path(), backing, gateway_config(dir.path()));
     let params = json!({"name": ASKED, "arguments": asked_args()});
     let asked = call(&a.url, SAM_TOKEN, 1, params).await;
     let asked = asked.result(1);
@@ -97,7 +80,7 @@ pub async fn a_confirmation_begun_on_one_replica_finishes_on_the_other_and_only_
 
 pub fn behind_nginx_the_python_clients_two_rounds_land_on_two_replicas(backing: Backing) {
     let dir = tempfile::tempdir().unwrap();
-    let (shared, a, b) = two_replicas(dir.path(), backing);
+    let (shared, a, b) = two_replicas(dir.path(), backing, gateway_config(dir.path()));
     let proxy = start_nginx(dir.path(), &[port_of(&a), port_of(&b)]);
     let args = asked_args().to_string();
     let argv: Vec<String> = [
@@ -167,7 +150,7 @@ pub async fn a_replica_killed_in_the_middle_of_calls_loses_no_acknowledged_decis
 ) {
     const CALLS: usize = 60;
     let dir = tempfile::tempdir().unwrap();
-    let (shared, a, b) = two_replicas(dir.path(), backing);
+    let (shared, a, b) = two_replicas(dir.path(), backing, gateway_config(dir.path()));
     let proxy = start_nginx(dir.path(), &[port_of(&a), port_of(&b)]);
     let mut calls = Vec::new();
     for n in 0..CALLS {

@@ -1,9 +1,10 @@
 //! What a gateway's replicas share: the key that seals confirmations, each caller's
 //! remembered approvals, every confirmation used, the approval page's confirmations,
-//! decisions and sign-in sessions, and the ledger. Any replica that opens
-//! the same store seals and opens the same confirmations, and a confirmation is used once
-//! across all of them: its nonce is inserted under a unique key before (or, in
-//! PostgreSQL, in the same transaction as) its ledger line, and a second use finds it.
+//! decisions and sign-in sessions, the tasks handed to clients (`tasks.rs`), and the
+//! ledger. Any replica that opens the same store seals and opens the same
+//! confirmations, and a confirmation is used once across all of them: its nonce is
+//! inserted under a unique key before (or, in PostgreSQL, in the same transaction as) its
+//! ledger line, and a second use finds it.
 //!
 //! Where it lives is the `--state` [`Location`]: one SQLite file for replicas on one
 //! machine (`sqlite.rs`, the ledger the servers file's), or a PostgreSQL database for
@@ -12,6 +13,7 @@
 mod page;
 mod postgres;
 mod sqlite;
+pub mod tasks;
 
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
@@ -19,6 +21,7 @@ use futures::future::BoxFuture;
 
 pub use page::{PageRow, PageSessionRow};
 pub use postgres::Database;
+pub use tasks::TaskRow;
 
 use crate::{
     approvals::{Remembered, Scope},

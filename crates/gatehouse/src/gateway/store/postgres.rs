@@ -50,8 +50,10 @@ fn schema() -> String {
              seq BIGINT NOT NULL, hash TEXT NOT NULL);
          INSERT INTO gatehouse_ledger_head (id, seq, hash) VALUES (1, 0, '{GENESIS}')
              ON CONFLICT (id) DO NOTHING;
-         {page}",
-        page = page::SCHEMA
+         {page}
+         {tasks}",
+        page = page::SCHEMA,
+        tasks = super::tasks::POSTGRES_SCHEMA
     )
 }
 
