@@ -133,7 +133,7 @@ pub async fn run(args: GatewayArgs) -> anyhow::Result<()> {
         auth,
         SessionAccess::AnyCaller,
         &options,
-        pages,
+        |_| Ok(pages),
     )
     .await;
     gateway.shutdown().await;
