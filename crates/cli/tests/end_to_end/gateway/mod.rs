@@ -21,12 +21,15 @@
 //!   never reaching the server behind;
 //! - `page.rs`: the approval page, for a client that takes only URL questions (the
 //!   Python SDK client declaring `elicitation.url` alone, `tests/peers/py_url_client.py`),
-//!   in real headless Chromium (`tests/browser/gateway_page.mjs`), and across replicas.
+//!   in real headless Chromium (`tests/browser/gateway_page.mjs`), and across replicas;
+//! - `page_oauth.rs`: the approval page signing people in through the authorization
+//!   server under `--oauth-issuer`, and its refusals.
 
 mod database;
 mod inspector;
 mod oauth;
 mod page;
+mod page_oauth;
 mod python_sdk;
 mod replicas;
 mod robust;
@@ -61,6 +64,7 @@ cases! {
     page::an_answer_to_the_url_question_approves_nothing_by_itself: auto;
     page::without_a_page_a_url_only_client_is_refused_and_told_why: auto;
     async page::a_decision_on_one_replicas_page_lets_round_two_run_on_the_other: sqlite, postgres;
+    page_oauth::an_oauth_user_approves_on_the_page_the_call_their_url_only_client_made: sqlite, postgres;
 }
 
 /// The call the rules ask about, and its arguments.
@@ -221,11 +225,14 @@ pub fn start_gateway_on(
     let mut args = http_args(config, addr, state);
     args.extend_from_slice(&["--tokens", tokens.to_str().unwrap()]);
     args.extend_from_slice(extra);
-    Spawn::new(gatehouse_command(&args, &[]), "gatehouse gateway --http").serving(
-        Stream::Stderr,
-        "listening on ",
-        LIMIT,
-    )
+    gateway_process(&args, &[])
+}
+
+/// `gatehouse ARGS` (a gateway over HTTP) with `env` besides the tests' own, once it
+/// listens; its stderr kept.
+pub fn gateway_process(args: &[&str], env: &[(&str, &str)]) -> Process {
+    let what = format!("gatehouse {}", args.join(" "));
+    Spawn::new(gatehouse_command(args, env), what).serving(Stream::Stderr, "listening on ", LIMIT)
 }
 
 /// `gateway --config CONFIG --http ADDR --state STATE`: the command line each HTTP
