@@ -15,6 +15,8 @@
 //                  auto:usr-sam)
 //   AS_ORGS        "account=org,..." the `org` claim of each account's access tokens
 //   AS_PREREG      "id:secret:redirect" a pre-registered confidential client (Basic auth)
+//   AS_WEB_CLIENT  "id:secret:redirect" a pre-registered web application (the gateway's
+//                  approval page): confidential (Basic auth), or public with no secret
 //   AS_CC_CLIENT   "id:secret" a pre-registered client-credentials client
 //   AS_LOG_REQUESTS  "1": one `request` event per request (path, query, form body,
 //                  Authorization header), so a test can look for what must never reach
@@ -25,6 +27,8 @@
 // POST /__test/fail-token?count=N makes the next N token requests answer 503 (an
 // authorization server that is down for a moment); with &how=drop they are cut off
 // without an answer instead (the connection closed: a network error at the client).
+// POST /__test/login?account=A switches the automatic login to A; ?deny=1 makes the
+// person say no from then on (error=access_denied), until the next ?account=.
 // POST /__test/break?metadata=M&token_response=T breaks what follows (after the protected
 // resource has read the metadata it needs): the metadata document, M = "missing" (404),
 // "malformed" (not JSON), "other-issuer" (names another issuer), "no-s256" (no
@@ -40,7 +44,7 @@ const resourceScopes = env.AS_SCOPES ?? 'mcp:read mcp:write';
 const atTtl = Number(env.AS_AT_TTL ?? 3600);
 const login = env.AS_LOGIN ?? 'auto:usr-sam';
 let autoAccount = login.startsWith('auto:') ? login.slice(5) : undefined;
-const deny = login === 'deny';
+let deny = login === 'deny';
 const orgs = Object.fromEntries((env.AS_ORGS ?? '').split(',').filter(Boolean).map((p) => p.split('=')));
 let failTokens = 0;
 let failHow = '503';
@@ -63,6 +67,17 @@ if (env.AS_PREREG) {
     client_id, client_secret, application_type: 'native',
     grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'],
     redirect_uris: [rest.join(':')], token_endpoint_auth_method: 'client_secret_basic',
+  });
+}
+
+if (env.AS_WEB_CLIENT) {
+  const [client_id, client_secret, ...rest] = env.AS_WEB_CLIENT.split(':');
+  clients.push({
+    client_id, application_type: 'web', grant_types: ['authorization_code'],
+    response_types: ['code'], redirect_uris: [rest.join(':')],
+    ...(client_secret
+      ? { client_secret, token_endpoint_auth_method: 'client_secret_basic' }
+      : { token_endpoint_auth_method: 'none' }),
   });
 }
 
@@ -195,8 +210,10 @@ server.on('request', (req, res) => {
     res.end('ok');
     return;
   }
-  if (req.method === 'POST' && req.url.startsWith('/__test/login') && autoAccount) {
-    autoAccount = new URL(req.url, issuer).searchParams.get('account') ?? autoAccount;
+  if (req.method === 'POST' && req.url.startsWith('/__test/login') && (autoAccount || deny)) {
+    const asked = new URL(req.url, issuer).searchParams;
+    deny = asked.get('deny') === '1';
+    autoAccount = asked.get('account') ?? autoAccount;
     res.end('ok');
     return;
   }

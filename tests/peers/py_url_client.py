@@ -3,10 +3,14 @@
 questions: it declares `elicitation: {url: {}}` (no form), built with the SDK's own
 capability types, for the gateway's approval-page tests.
 
-  py_url_client.py --url http://127.0.0.1:PORT/mcp --header "Authorization: Bearer T"
+  py_url_client.py --url http://127.0.0.1:PORT/mcp
+                   (--header "Authorization: Bearer T" | --oauth-browser CMD)
                    [--mode auto|legacy] --call NAME [--args JSON]
                    [--action accept|decline|cancel] [--content JSON]
                    [--url-file FILE] [--timeout SECONDS]
+
+With --oauth-browser it signs in with the SDK's own OAuth provider when the server asks
+(py_oauth.py, as py_mcp_client.py does); the output's "sign_ins" counts the sign-ins.
 
 Each URL question is recorded under "elicitations" and its URL appended to --url-file
 (one a line; a test hands it to a browser, as a person would open it), then answered
@@ -22,6 +26,7 @@ import json
 import sys
 from typing import Any
 
+import py_oauth
 from peer_json import dump, innermost
 
 import httpx2
@@ -56,6 +61,7 @@ async def main() -> int:
     p.add_argument("--content")
     p.add_argument("--url-file")
     p.add_argument("--timeout", type=float, default=60.0)
+    p.add_argument("--oauth-browser")
     a = p.parse_args()
     headers = {}
     for h in a.header:
@@ -76,10 +82,14 @@ async def main() -> int:
 
     out: dict[str, Any] = {}
     rc = 0
+    auth, person = None, None
+    if a.oauth_browser:
+        auth, person = await py_oauth.provider(a.url, a.oauth_browser)
     try:
         async with contextlib.AsyncExitStack() as stack:
             http = await stack.enter_async_context(
-                httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=300.0)))
+                httpx2.AsyncClient(headers=headers, auth=auth,
+                                   timeout=httpx2.Timeout(30.0, read=300.0)))
             server = streamable_http_client(a.url, http_client=http)
             c = await stack.enter_async_context(
                 Client(server, mode=a.mode, read_timeout_seconds=a.timeout,
@@ -102,6 +112,9 @@ async def main() -> int:
         out["error"] = innermost(e)
         rc = 2
     out["elicitations"] = elicitations
+    if person is not None:
+        out["sign_ins"] = person.sign_ins
+        await person.close()
     print(json.dumps(out, indent=2))
     return rc
 

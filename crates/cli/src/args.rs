@@ -59,6 +59,7 @@ pub enum Command {
 
 /// `gatehouse gateway`.
 #[derive(Args, Debug)]
+#[command(group(clap::ArgGroup::new("page_sign_in").args(["tokens", "oauth_issuer"]).multiple(true)))]
 pub struct GatewayArgs {
     /// The servers file (`mcpServers`, with its rules, allow-list, hooks and ledger).
     #[arg(long, value_name = "FILE")]
@@ -86,14 +87,26 @@ pub struct GatewayArgs {
     pub state: Option<String>,
     /// Ask clients that cannot show a form (only URL questions) on an approval page of
     /// this listener's own, which people reach at this base URL (http:// or https://,
-    /// e.g. https://gw.example.com); they sign in there with their bearer token. Needs
-    /// --http and --tokens. Without it such clients are refused where the policy asks.
-    #[arg(long, value_name = "URL", requires = "tokens")]
+    /// e.g. https://gw.example.com); they sign in there with their bearer token
+    /// (--tokens) or through the --oauth-issuer (--approval-page-client-id). Needs --http
+    /// and --tokens or --oauth-issuer. Without it such clients are refused where the
+    /// policy asks.
+    #[arg(long, value_name = "URL", requires = "page_sign_in")]
     pub approval_page: Option<String>,
     /// How long one round of a 2026-07-28 call waits for the decision on the approval
     /// page before it asks again with the same URL (1 to 120; default 20).
     #[arg(long, value_name = "SECONDS", requires = "approval_page")]
     pub approval_page_wait: Option<u64>,
+    /// The client the approval page signs people in as at the --oauth-issuer (needed with
+    /// both), registered there with the redirect URI URL/approve/callback. Its secret, if
+    /// it has one, comes from $GATEHOUSE_APPROVAL_PAGE_CLIENT_SECRET or
+    /// --approval-page-client-secret-file, never the command line; without one it is a
+    /// public client (PKCE alone).
+    #[arg(long, value_name = "ID", requires_all = ["approval_page", "oauth_issuer"])]
+    pub approval_page_client_id: Option<String>,
+    /// A file whose first line is the approval page's client secret.
+    #[arg(long, value_name = "FILE", requires = "approval_page_client_id")]
+    pub approval_page_client_secret_file: Option<PathBuf>,
     #[command(flatten)]
     pub screen: ScreenArgs,
 }

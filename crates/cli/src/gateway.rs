@@ -17,7 +17,7 @@ use gatehouse::{
 use gatehouse_servers::{
     common::Caller,
     http::{self, Auth, HttpLimits, HttpOptions, SessionAccess},
-    oauth::{OAuthOptions, Writes},
+    oauth::{OAuthOptions, ResourceServer, Writes},
 };
 use rmcp::ServiceExt;
 
@@ -62,7 +62,8 @@ pub async fn run(args: GatewayArgs) -> anyhow::Result<()> {
         Some(text) => Location::parse(text).map_err(anyhow::Error::msg)?,
         None => Location::File(gatehouse::config::state_dir().join(STATE_FILE)),
     };
-    // Checked before anything starts; clap has made sure --tokens (and so --http) is given.
+    // Checked before anything starts; clap has made sure --tokens or --oauth-issuer (and
+    // so --http) is given.
     let page = match &args.approval_page {
         Some(base) => Some(
             PageSettings::parse(base, args.approval_page_wait.map(Duration::from_secs))
@@ -70,6 +71,7 @@ pub async fn run(args: GatewayArgs) -> anyhow::Result<()> {
         ),
         None => None,
     };
+    let page_client = page::client_of(&args)?;
     let store = Store::open(&state, ledger.clone())
         .await
         .map_err(anyhow::Error::msg)?;
@@ -115,18 +117,35 @@ pub async fn run(args: GatewayArgs) -> anyhow::Result<()> {
     let gateway = Gateway::start(&config, store, trace, caller_of, page)
         .await
         .map_err(anyhow::Error::msg)?;
-    // The page signs in with the tokens file's tokens (required with --approval-page),
-    // beside OAuth too.
-    let pages = match (gateway.page(), &auth) {
-        (Some(p), Auth::Tokens(tokens) | Auth::OAuth(_, Some(tokens))) => {
-            eprintln!(
-                "approval page: {}{}/…",
-                p.settings().base(),
-                gatehouse::gateway::page::APPROVE_PATH
-            );
-            page::routes(p.clone(), tokens.clone())
-        }
-        _ => axum::Router::new(),
+    // The page signs in with the tokens file's tokens, through the authorization server
+    // (its client at the issuer the MCP endpoint trusts, checked once that is read), or
+    // both.
+    let tokens = match &auth {
+        Auth::Tokens(tokens) | Auth::OAuth(_, Some(tokens)) => Some(tokens.clone()),
+        _ => None,
+    };
+    let approval_page = gateway.page().cloned();
+    let pages = move |checks: Option<Arc<ResourceServer>>| -> anyhow::Result<axum::Router> {
+        let Some(p) = approval_page else {
+            return Ok(axum::Router::new());
+        };
+        let oauth = match (page_client, checks) {
+            (Some(client), Some(checks)) => {
+                Some(page::OAuthPages::new(client, checks, &p.callback_url())?)
+            }
+            _ => None,
+        };
+        eprintln!(
+            "approval page: {}{}/… (signing in {})",
+            p.settings().base(),
+            gatehouse::gateway::page::APPROVE_PATH,
+            match (&tokens, &oauth) {
+                (Some(_), Some(o)) => format!("with a bearer token, or at {}", o.issuer()),
+                (None, Some(o)) => format!("at {}", o.issuer()),
+                _ => "with a bearer token".into(),
+            }
+        );
+        Ok(page::routes(p, tokens, oauth))
     };
     let served = http::serve_with(
         gateway.clone(),

@@ -239,21 +239,24 @@ pub async fn serve<S>(
 where
     S: rmcp::ServerHandler + Clone + Send + Sync + 'static,
 {
-    serve_with(server, auth, access, options, Router::new()).await
+    serve_with(server, auth, access, options, |_| Ok(Router::new())).await
 }
 
-/// [`serve`], with `pages` served beside the MCP endpoint: outside its bearer-token
+/// [`serve`], with pages served beside the MCP endpoint: outside its bearer-token
 /// check (they authenticate people their own way, e.g. the gateway's approval page),
-/// inside the connection bounds and the drain on shutdown.
-pub async fn serve_with<S>(
+/// inside the connection bounds and the drain on shutdown. `pages` makes them once the
+/// access-token checks exist (with `--oauth-issuer`), so that they check a token the
+/// same way; an error there stops the server before it serves.
+pub async fn serve_with<S, P>(
     server: S,
     auth: Auth,
     access: SessionAccess,
     options: &HttpOptions,
-    pages: Router,
+    pages: P,
 ) -> anyhow::Result<()>
 where
     S: rmcp::ServerHandler + Clone + Send + Sync + 'static,
+    P: FnOnce(Option<Arc<ResourceServer>>) -> anyhow::Result<Router>,
 {
     let limits = &options.limits;
     let max_connections =
@@ -313,7 +316,7 @@ where
     let mut app = Router::new()
         .route_service(MCP_PATH, service)
         .layer(middleware::from_fn_with_state(gate, authenticate))
-        .merge(pages)
+        .merge(pages(oauth.clone())?)
         .layer(middleware::from_fn_with_state(tracker.clone(), bound));
     if let Some(rs) = &oauth {
         // Outside the authentication layer: metadata is for clients that have no token yet.

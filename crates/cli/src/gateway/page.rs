@@ -1,13 +1,18 @@
 //! The approval page's HTTP side, served beside the gateway's MCP endpoint
-//! (`--approval-page URL`): the sign-in with a bearer token (POSTed, never in a URL),
-//! a session cookie (HttpOnly, SameSite=Strict, a random id kept server-side as its
-//! digest), the call shown to the caller it is for, and Approve / Deny with the
-//! session's CSRF token. Every string of the call is escaped, and the page runs no
-//! script at all (its Content-Security-Policy allows none), so hostile text stays text.
-//! The state (confirmations, decisions, sessions) is the library's
+//! (`--approval-page URL`): the sign-in with a bearer token (POSTed, never in a URL) or,
+//! under `--oauth-issuer`, through the authorization server (`page/oauth.rs`), a session
+//! cookie (HttpOnly, SameSite=Strict, a random id kept server-side as its digest), the
+//! call shown to the caller it is for, and Approve / Deny with the session's CSRF token.
+//! Every string of the call is escaped, and the page runs no script at all (its
+//! Content-Security-Policy allows none), so hostile text stays text. The state
+//! (confirmations, decisions, sessions, sign-ins in flight) is the library's
 //! [`gatehouse::gateway::Page`], in the store the replicas share.
 
-use std::sync::Arc;
+mod oauth;
+
+pub use oauth::{OAuthPages, client_of};
+
+use std::{sync::Arc, time::Duration};
 
 use axum::{
     Router,
@@ -25,7 +30,7 @@ use gatehouse::{
     },
     text,
 };
-use gatehouse_servers::auth::Tokens;
+use gatehouse_servers::{auth::Tokens, common::Caller};
 
 /// The page's document, after the prologue every page of the host's shares.
 const PAGE_HTML: &str = concat!(
@@ -33,6 +38,8 @@ const PAGE_HTML: &str = concat!(
     include_str!("../../assets/gateway/page.html")
 );
 const SIGN_IN_HTML: &str = include_str!("../../assets/gateway/sign_in.html");
+const SIGN_IN_TOKEN_HTML: &str = include_str!("../../assets/gateway/sign_in_token.html");
+const SIGN_IN_OAUTH_HTML: &str = include_str!("../../assets/gateway/sign_in_oauth.html");
 const CALL_HTML: &str = include_str!("../../assets/gateway/call.html");
 const MESSAGE_HTML: &str = include_str!("../../assets/gateway/message.html");
 
@@ -49,26 +56,37 @@ const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; form-action 's
 /// What the routes share.
 struct Pages {
     page: Page,
-    tokens: Arc<Tokens>,
+    /// The tokens file's tokens, a way in (`--tokens`).
+    tokens: Option<Arc<Tokens>>,
+    /// The authorization server, a way in (`--oauth-issuer`).
+    oauth: Option<OAuthPages>,
     /// The cookie's `Path`: the base URL's path and [`APPROVE_PATH`].
     cookie_path: String,
     /// The base URL's origin: a POST that names another is refused.
     origin: String,
 }
 
-/// The page's routes, for the gateway's HTTP listener.
-pub fn routes(page: Page, tokens: Arc<Tokens>) -> Router {
+/// The page's routes, for the gateway's HTTP listener: signing in with `tokens`, through
+/// `oauth`, or both.
+pub fn routes(page: Page, tokens: Option<Arc<Tokens>>, oauth: Option<OAuthPages>) -> Router {
     let base = page.settings().base().to_owned();
     let base_path = base_path_of(&base);
+    let (by_token, by_oauth) = (tokens.is_some(), oauth.is_some());
     let state = Arc::new(Pages {
         page,
         tokens,
+        oauth,
         cookie_path: format!("{base_path}{APPROVE_PATH}"),
         origin: base[..base.len() - base_path.len()].to_owned(),
     });
-    Router::new()
-        .route(&format!("{APPROVE_PATH}/{{id}}"), get(show).post(decide))
-        .route(&format!("{APPROVE_PATH}/{{id}}/sign-in"), post(sign_in))
+    let mut router = Router::new().route(&format!("{APPROVE_PATH}/{{id}}"), get(show).post(decide));
+    if by_token {
+        router = router.route(&format!("{APPROVE_PATH}/{{id}}/sign-in"), post(sign_in));
+    }
+    if by_oauth {
+        router = oauth::routes(router);
+    }
+    router
         .layer(DefaultBodyLimit::max(MAX_FORM_BYTES))
         .layer(middleware::from_fn_with_state(state.clone(), same_origin))
         .with_state(state)
@@ -100,9 +118,12 @@ async fn show(
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Response {
-    let session = match pages.signed_in(&headers, &id, (StatusCode::OK, "")).await {
-        Ok(session) => session,
-        Err(instead) => return instead,
+    let session = match pages.session(&headers).await {
+        Ok(Some(session)) => session,
+        // Only the authorization server's way in: off there at once.
+        Ok(None) if pages.tokens.is_none() => return oauth::begin(&pages, &id, &headers).await,
+        Ok(None) => return pages.sign_in_page(StatusCode::OK, &id, ""),
+        Err(e) => return unavailable(&e),
     };
     match pages.page.pending(&id, &session.caller).await {
         Ok(Some((call, Decision::Undecided))) => call_page(&id, &session, &call),
@@ -115,29 +136,24 @@ async fn show(
 /// POST `…/sign-in`: a bearer token from the tokens file opens a session.
 async fn sign_in(State(pages): State<Arc<Pages>>, Path(id): Path<String>, body: Bytes) -> Response {
     let token = field(&body, "token").unwrap_or_default();
-    let Some(caller) = pages.tokens.caller_for(token.trim()) else {
-        return sign_in_page(
+    let Some(caller) = pages
+        .tokens
+        .as_ref()
+        .and_then(|t| t.caller_for(token.trim()))
+    else {
+        return pages.sign_in_page(
             StatusCode::UNAUTHORIZED,
             &id,
             "That token is not one this gateway knows.",
         );
     };
-    let signed = match pages.page.sign_in(&super::named(&caller)).await {
-        Ok(signed) => signed,
-        Err(e) => return unavailable(&e),
+    let cookie = match pages.open_session(&caller).await {
+        Ok(cookie) => cookie,
+        Err(instead) => return instead,
     };
-    let secure = if pages.page.secure() { "; Secure" } else { "" };
-    let cookie = format!(
-        "{COOKIE}={}; Path={}; HttpOnly; SameSite=Strict; Max-Age={}{secure}",
-        signed.cookie,
-        pages.cookie_path,
-        page::SESSION_TTL.as_secs()
-    );
     let mut response = (StatusCode::SEE_OTHER, "").into_response();
     let h = response.headers_mut();
-    if let Ok(cookie) = HeaderValue::from_str(&cookie) {
-        h.insert(header::SET_COOKIE, cookie);
-    }
+    h.extend(cookie);
     // Relative, so a prefix the base URL has (behind a proxy) is kept.
     if let Ok(to) = HeaderValue::from_str(&format!("../{}", path_id(&id))) {
         h.insert(header::LOCATION, to);
@@ -225,26 +241,80 @@ impl Pages {
     ) -> Result<Session, Response> {
         match self.session(headers).await {
             Ok(Some(session)) => Ok(session),
-            Ok(None) => Err(sign_in_page(status, id, error)),
+            Ok(None) => Err(self.sign_in_page(status, id, error)),
             Err(e) => Err(unavailable(&e)),
         }
     }
 
     /// The session of the request's cookie, if it has a live one.
     async fn session(&self, headers: &HeaderMap) -> Result<Option<Session>, String> {
-        let cookie = headers
-            .get_all(header::COOKIE)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(';'))
-            .filter_map(|kv| kv.trim().split_once('='))
-            .find(|(k, _)| *k == COOKIE)
-            .map(|(_, v)| v.to_owned());
-        match cookie {
+        match cookie(headers, COOKIE) {
             Some(cookie) => self.page.session(&cookie).await,
             None => Ok(None),
         }
     }
+
+    /// A new session for `caller`: its cookie, or what to answer instead.
+    async fn open_session(&self, caller: &Caller) -> Result<HeaderMap, Response> {
+        let signed = self
+            .page
+            .sign_in(&super::named(caller))
+            .await
+            .map_err(|e| unavailable(&e))?;
+        Ok(self.set_cookie(COOKIE, &signed.cookie, "Strict", page::SESSION_TTL))
+    }
+
+    /// The `Set-Cookie` of one of the page's cookies: HttpOnly, for the page's path,
+    /// `Secure` on https.
+    fn set_cookie(&self, name: &str, value: &str, same_site: &str, ttl: Duration) -> HeaderMap {
+        let secure = if self.page.secure() { "; Secure" } else { "" };
+        let cookie = format!(
+            "{name}={value}; Path={}; HttpOnly; SameSite={same_site}; Max-Age={}{secure}",
+            self.cookie_path,
+            ttl.as_secs()
+        );
+        let mut headers = HeaderMap::new();
+        if let Ok(cookie) = HeaderValue::from_str(&cookie) {
+            headers.insert(header::SET_COOKIE, cookie);
+        }
+        headers
+    }
+
+    /// The sign-in page of confirmation `id`: the ways in this gateway offers, with
+    /// `error` said first.
+    fn sign_in_page(&self, status: StatusCode, id: &str, error: &str) -> Response {
+        let action = escape(&path_id(id));
+        let way = |offered: bool, template: &str| {
+            let issuer = self.oauth.as_ref().map_or("", |o| o.issuer());
+            let values = [("action", action.clone()), ("issuer", escape(issuer))];
+            if offered {
+                render(template, &values)
+            } else {
+                String::new()
+            }
+        };
+        let body = render(
+            SIGN_IN_HTML,
+            &[
+                ("error", escape(error)),
+                ("oauth", way(self.oauth.is_some(), SIGN_IN_OAUTH_HTML)),
+                ("token", way(self.tokens.is_some(), SIGN_IN_TOKEN_HTML)),
+            ],
+        );
+        html(status, "Sign in", &body)
+    }
+}
+
+/// The value of the request's cookie `name`, if it sent one.
+fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|kv| kv.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.to_owned())
 }
 
 /// One field of a form body (`application/x-www-form-urlencoded`).
@@ -290,15 +360,6 @@ fn call_page(id: &str, session: &Session, call: &ShownCall) -> Response {
         ],
     );
     html(StatusCode::OK, "Approve a call", &body)
-}
-
-fn sign_in_page(status: StatusCode, id: &str, error: &str) -> Response {
-    let action = format!("{}/sign-in", path_id(id));
-    let body = render(
-        SIGN_IN_HTML,
-        &[("error", escape(error)), ("action", escape(&action))],
-    );
-    html(status, "Sign in", &body)
 }
 
 fn already(decided: Decision) -> Response {
@@ -442,7 +503,7 @@ mod tests {
             r#"[{{"user": "sam", "tenant": "larkfield", "sha256": "{sam}"}}]"#
         ))
         .unwrap();
-        let app = routes(Page::new(settings, store), Arc::new(tokens));
+        let app = routes(Page::new(settings, store), Some(Arc::new(tokens)), None);
         tokio::spawn(async move { axum::serve(listener, app).await });
         (base, dir)
     }

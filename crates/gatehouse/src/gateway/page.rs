@@ -5,6 +5,12 @@
 //! one replica and the call's next round on another agree; the HTTP routes and the HTML
 //! are the binary's. The client's answer to the URL question only says the person agreed
 //! to open it: the decision is read from the store, never from anything the client sends.
+//!
+//! Under `--oauth-issuer` people sign in through the authorization server: [`issuer`]
+//! (the page's client there) and [`sign_in`] (the sign-ins in flight, in the store).
+
+pub mod issuer;
+pub mod sign_in;
 
 use std::{sync::Arc, time::Duration};
 

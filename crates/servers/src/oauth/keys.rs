@@ -15,6 +15,8 @@ use super::{FETCH_TIMEOUT, KEYS_REFETCH_INTERVAL, MAX_DOCUMENT_BYTES};
 
 /// The issuer's published keys, and where to fetch them again.
 pub struct Keys {
+    /// The issuer's metadata document, as found (its `issuer` checked).
+    metadata: Value,
     http: reqwest::Client,
     jwks_uri: String,
     set: RwLock<(JwkSet, Instant)>,
@@ -116,11 +118,18 @@ impl Keys {
             .await
             .map_err(|e| anyhow::anyhow!("the keys of {issuer}: {e}"))?;
         Ok(Keys {
+            metadata,
             http,
             jwks_uri,
             set: RwLock::new((set, Instant::now())),
             refetching: Mutex::new(()),
         })
+    }
+
+    /// The issuer's metadata document (RFC 8414 or OpenID discovery), whose `issuer` is
+    /// exactly the configured one: read once, at start.
+    pub fn metadata(&self) -> &Value {
+        &self.metadata
     }
 
     async fn fetch_set(http: &reqwest::Client, url: &str) -> Result<JwkSet, String> {
@@ -159,6 +168,7 @@ impl Keys {
     #[cfg(test)]
     pub fn fixed(set: JwkSet) -> Self {
         Keys {
+            metadata: Value::Null,
             http: reqwest::Client::new(),
             jwks_uri: "http://127.0.0.1:9/jwks".into(),
             set: RwLock::new((set, Instant::now())),

@@ -12,10 +12,13 @@
 //! [`Writes::EveryCall`], for every call); the role the membership gives still decides
 //! what the user may do at all.
 //!
+//! - `id_token`: an OpenID Connect ID token checked by the same keys and rules, for a
+//!   client of the issuer beside the resource (the gateway's approval page).
 //! - [`keys`]: the issuer's metadata (RFC 8414 and OpenID discovery) and its key set,
 //!   fetched at start and again, at most every [`KEYS_REFETCH_INTERVAL`], for a key it
 //!   does not know (the issuer rotated its keys).
 
+mod id_token;
 pub mod keys;
 
 #[cfg(test)]
@@ -75,6 +78,15 @@ pub enum Writes {
     /// Every call: a gateway, which vouches for no hint of the servers behind it
     /// (annotations never grant anything).
     EveryCall,
+}
+
+/// Which kind of JWT a check expects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Jwt {
+    /// An access token for this resource (RFC 9068: `typ` is `at+jwt`).
+    AccessToken,
+    /// An OpenID Connect ID token for a client of the issuer's.
+    IdToken,
 }
 
 /// Reading only.
@@ -181,6 +193,8 @@ pub enum Refusal {
     NotYetValid,
     /// A required claim is missing or unusable.
     Claims,
+    /// An ID token whose `nonce` is not the sign-in's ([`ResourceServer::check_id_token`]).
+    Nonce,
 }
 
 impl Refusal {
@@ -201,6 +215,7 @@ impl Refusal {
             Refusal::Expired => "the access token has expired",
             Refusal::NotYetValid => "the access token is not valid yet",
             Refusal::Claims => "the access token lacks a required claim (sub, exp, iss, aud)",
+            Refusal::Nonce => "the ID token's nonce is not the sign-in's",
         }
     }
 
@@ -217,6 +232,7 @@ impl Refusal {
             Refusal::Expired => "expired",
             Refusal::NotYetValid => "not_yet_valid",
             Refusal::Claims => "claims",
+            Refusal::Nonce => "nonce",
         }
     }
 }
@@ -306,6 +322,11 @@ impl ResourceServer {
         &self.issuer
     }
 
+    /// The issuer's metadata document, as read at start ([`keys::Keys::metadata`]).
+    pub fn issuer_metadata(&self) -> &Value {
+        self.keys.metadata()
+    }
+
     /// The scopes a request needs ([`Writes::required`]).
     pub fn required_scopes(
         &self,
@@ -359,13 +380,20 @@ impl ResourceServer {
 
     /// Check an access token; what it grants, or why it is refused.
     pub async fn check(&self, token: &str) -> Result<Grant, Refusal> {
+        let claims = self.verify(token, Jwt::AccessToken, &self.resource).await?;
+        self.grant(&claims)
+    }
+
+    /// The claims of a JWT of `kind` signed with one of the issuer's keys (an accepted
+    /// algorithm), from the issuer, for `audience`, unexpired, with a subject.
+    async fn verify(&self, token: &str, kind: Jwt, audience: &str) -> Result<Value, Refusal> {
         if token.len() > MAX_TOKEN_BYTES || token.split('.').count() != 3 {
             return Err(Refusal::Malformed);
         }
         let header = jsonwebtoken::decode_header(token).map_err(|_| Refusal::Malformed)?;
         // RFC 9068 §2.1: an access token says so, so an ID token cannot be used as one.
         let typ = header.typ.as_deref().unwrap_or("").to_ascii_lowercase();
-        if typ != "at+jwt" && typ != "application/at+jwt" {
+        if kind == Jwt::AccessToken && typ != "at+jwt" && typ != "application/at+jwt" {
             return Err(Refusal::NotAnAccessToken);
         }
         if !ALGORITHMS.contains(&header.alg) {
@@ -379,7 +407,7 @@ impl ResourceServer {
         let key = DecodingKey::from_jwk(&jwk).map_err(|_| Refusal::UnknownKey)?;
         let mut validation = Validation::new(header.alg);
         validation.set_issuer(&[&self.issuer]);
-        validation.set_audience(&[&self.resource]);
+        validation.set_audience(&[audience]);
         validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
         validation.leeway = CLOCK_LEEWAY.as_secs();
         validation.validate_nbf = true;
@@ -397,7 +425,7 @@ impl ResourceServer {
             ErrorKind::InvalidSignature => Refusal::Signature,
             _ => Refusal::Malformed,
         })?;
-        self.grant(&data.claims)
+        Ok(data.claims)
     }
 
     /// The caller and scopes of a verified token's claims.

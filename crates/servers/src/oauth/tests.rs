@@ -156,6 +156,41 @@ async fn forged_or_foreign_tokens_are_refused() {
     assert_eq!(refused(&tampered).await, Refusal::Signature);
 }
 
+/// An ID token for the page's client (`gw-page`) with `nonce`.
+fn id_claims(nonce: &str) -> Value {
+    json!({"iss": ISSUER, "aud": "gw-page", "sub": "usr-sam", "nonce": nonce,
+           "exp": now() + 300, "iat": now()})
+}
+
+#[tokio::test]
+async fn an_id_token_is_its_clients_with_the_sign_ins_nonce() {
+    let rs = server();
+    let id = |c: &Value| sign_with(TEST_KEY, Some("k1"), "JWT", c);
+    let check = |t: String| {
+        let rs = &rs;
+        async move { rs.check_id_token(&t, "gw-page", "n-1").await }
+    };
+    assert_eq!(check(id(&id_claims("n-1"))).await.unwrap(), "usr-sam");
+    assert_eq!(check(id(&id_claims("n-2"))).await, Err(Refusal::Nonce));
+    let mut c = id_claims("n-1");
+    c.as_object_mut().unwrap().remove("nonce");
+    assert_eq!(check(id(&c)).await, Err(Refusal::Nonce));
+    // Another client's, another issuer's, expired, or signed by a key never published.
+    for (claim, value, refusal) in [
+        ("aud", json!("another-client"), Refusal::Audience),
+        ("iss", json!("http://127.0.0.1:9001"), Refusal::Issuer),
+        ("exp", json!(now() - 3600), Refusal::Expired),
+    ] {
+        let mut c = id_claims("n-1");
+        c[claim] = value;
+        assert_eq!(check(id(&c)).await, Err(refusal), "{claim}");
+    }
+    let foreign = sign_with(OTHER_KEY, Some("k1"), "JWT", &id_claims("n-1"));
+    assert_eq!(check(foreign).await, Err(Refusal::Signature));
+    // An access token for the resource is no ID token for the client.
+    assert_eq!(check(token(&claims())).await, Err(Refusal::Audience));
+}
+
 #[tokio::test]
 async fn without_an_organization_claim_the_users_only_organization_is_used() {
     let mut c = claims();

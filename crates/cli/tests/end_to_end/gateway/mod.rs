@@ -23,7 +23,9 @@
 //!   never reaching the server behind;
 //! - `page.rs`: the approval page, for a client that takes only URL questions (the
 //!   Python SDK client declaring `elicitation.url` alone, `tests/peers/py_url_client.py`),
-//!   in real headless Chromium (`tests/browser/gateway_page.mjs`), and across replicas.
+//!   in real headless Chromium (`tests/browser/gateway_page.mjs`), and across replicas;
+//! - `page_oauth.rs`: the approval page signing people in through the authorization
+//!   server under `--oauth-issuer`, and its refusals.
 
 mod database;
 mod database_tls;
@@ -31,6 +33,7 @@ mod headers;
 mod inspector;
 mod oauth;
 mod page;
+mod page_oauth;
 mod python_sdk;
 mod replicas;
 mod robust;
@@ -69,6 +72,7 @@ cases! {
     tasks::the_fastmcp_client_follows_answers_and_cancels_gateway_tasks: http;
     async tasks::a_task_started_on_one_replica_is_read_answered_and_finished_on_the_other: sqlite, postgres;
     async tasks::behind_nginx_a_task_outlives_the_replica_that_started_it: sqlite, postgres;
+    page_oauth::an_oauth_user_approves_on_the_page_the_call_their_url_only_client_made: sqlite, postgres;
 }
 
 /// The call the rules ask about, and its arguments.
@@ -229,11 +233,14 @@ pub fn start_gateway_on(
     let mut args = http_args(config, addr, state);
     args.extend_from_slice(&["--tokens", tokens.to_str().unwrap()]);
     args.extend_from_slice(extra);
-    Spawn::new(gatehouse_command(&args, &[]), "gatehouse gateway --http").serving(
-        Stream::Stderr,
-        "listening on ",
-        LIMIT,
-    )
+    gateway_process(&args, &[])
+}
+
+/// `gatehouse ARGS` (a gateway over HTTP) with `env` besides the tests' own, once it
+/// listens; its stderr kept.
+pub fn gateway_process(args: &[&str], env: &[(&str, &str)]) -> Process {
+    let what = format!("gatehouse {}", args.join(" "));
+    Spawn::new(gatehouse_command(args, env), what).serving(Stream::Stderr, "listening on ", LIMIT)
 }
 
 /// `gateway --config CONFIG --http ADDR --state STATE`: the command line each HTTP

@@ -14,10 +14,9 @@ use serde_json::{Value, json};
 use super::{assert_approved_in_the_client, last_line_of, ledger_lines};
 use crate::{
     common::{
-        gatehouse_command,
         http_server::{Answer, JUN, call_tool, post, request},
         nginx::{Nginx, start_tap},
-        process::{LIMIT, Process, Spawn, Stream},
+        process::Process,
         repo_root,
         serve::{SAM_TOKEN, serve_http, tokens_file},
         write,
@@ -164,12 +163,7 @@ fn start_gateway(dir: &std::path::Path, support: &str, issuer: &str) -> Process 
         "--tokens",
         tokens.to_str().unwrap(),
     ]);
-    let env = [(CREDENTIAL_VAR, GATEWAY_CREDENTIAL)];
-    Spawn::new(
-        gatehouse_command(&args, &env),
-        "gatehouse gateway --oauth-issuer",
-    )
-    .serving(Stream::Stderr, "listening on ", LIMIT)
+    super::gateway_process(&args, &[(CREDENTIAL_VAR, GATEWAY_CREDENTIAL)])
 }
 
 /// A client-credentials access token for `resource` with `scope`, from `issuer`.

@@ -58,19 +58,37 @@ fn with_page(dir: &Path, config: &str, state: &str, extra: &[&str]) -> (Process,
 
 /// `py_url_client.py` running against a gateway, writing each URL it is asked to open
 /// to a file.
-struct UrlClient {
+pub(super) struct UrlClient {
     process: Process,
     urls: PathBuf,
 }
 
 impl UrlClient {
+    /// With Sam's bearer token from the tokens file.
     fn start(url: &str, dir: &Path, mode: &str, arguments: &Value, extra: &[&str]) -> UrlClient {
+        let sam = ["--header".to_owned(), bearer()];
+        let extra: Vec<&str> = sam
+            .iter()
+            .map(String::as_str)
+            .chain(extra.iter().copied())
+            .collect();
+        UrlClient::signed_in_by(url, dir, mode, arguments, &extra)
+    }
+
+    /// Signing in as `extra` says (`--header`, `--oauth-browser`), and with its other flags.
+    pub(super) fn signed_in_by(
+        url: &str,
+        dir: &Path,
+        mode: &str,
+        arguments: &Value,
+        extra: &[&str],
+    ) -> UrlClient {
         static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = RUNS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let urls = dir.join(format!("urls-{n}.txt"));
         let mut cmd = std::process::Command::new(python());
         cmd.arg(script("py_url_client.py"))
-            .args(["--url", url, "--header", &bearer(), "--mode", mode])
+            .args(["--url", url, "--mode", mode])
             .args(["--call", ASKED, "--args", &arguments.to_string()])
             .args(["--url-file", urls.to_str().unwrap()])
             .args(extra);
@@ -79,7 +97,7 @@ impl UrlClient {
     }
 
     /// The first URL the client was asked to open (waited for).
-    fn first_url(&self) -> String {
+    pub(super) fn first_url(&self) -> String {
         let started = Instant::now();
         loop {
             let text = std::fs::read_to_string(&self.urls).unwrap_or_default();
@@ -96,7 +114,7 @@ impl UrlClient {
     }
 
     /// What it printed, once it is done.
-    fn output(self) -> Value {
+    pub(super) fn output(self) -> Value {
         let ran = self.process.wait(PEER_LIMIT);
         serde_json::from_str(&ran.stdout).unwrap_or_else(|e| {
             panic!(
@@ -108,7 +126,7 @@ impl UrlClient {
 }
 
 /// A page URL names one confirmation by an id, and nothing of the call.
-fn assert_page_url(url: &str, base: &str) -> String {
+pub(super) fn assert_page_url(url: &str, base: &str) -> String {
     let id = url
         .strip_prefix(&format!("{base}/approve/"))
         .unwrap_or_else(|| panic!("not a page URL of {base}: {url}"));
@@ -118,7 +136,7 @@ fn assert_page_url(url: &str, base: &str) -> String {
 }
 
 /// Every question the client got was the URL question, for `url`.
-fn assert_url_questions(out: &Value, url: &str) -> usize {
+pub(super) fn assert_url_questions(out: &Value, url: &str) -> usize {
     let asked = out["elicitations"]
         .as_array()
         .expect("the client was asked");
@@ -134,14 +152,18 @@ fn assert_url_questions(out: &Value, url: &str) -> usize {
 
 /// The chromium script's `scenario` on `url`, as Sam (Omar the other user).
 fn in_chromium(scenario: &str, url: &str) {
+    in_chromium_with(scenario, &[url, SAM_TOKEN, OMAR_TOKEN]);
+}
+
+/// The chromium script's `scenario` with `args` (the page's URL first).
+pub(super) fn in_chromium_with(scenario: &str, args: &[&str]) {
     let root = repo_root();
     let shots = browser::screenshots(&root, "gateway-page-screenshots");
     let shots = shots.to_string_lossy().into_owned();
-    let ran = browser::run_script(
-        &root,
-        "gateway_page.mjs",
-        &[scenario, url, SAM_TOKEN, OMAR_TOKEN, &shots],
-    );
+    let mut all = vec![scenario];
+    all.extend_from_slice(args);
+    all.push(&shots);
+    let ran = browser::run_script(&root, "gateway_page.mjs", &all);
     assert_eq!(
         ran.status, 0,
         "the browser script failed; screenshots in {shots}"

@@ -19,7 +19,7 @@ use std::{path::PathBuf, sync::Arc, time::Duration};
 
 use futures::future::BoxFuture;
 
-pub use page::{PageRow, PageSessionRow};
+pub use page::{PageRow, PageSessionRow, PageSignInRow};
 pub use postgres::Database;
 pub use tasks::TaskRow;
 

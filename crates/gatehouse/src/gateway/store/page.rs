@@ -1,4 +1,4 @@
-//! The approval page's state, written once for both stores: its two kinds of row and how a
+//! The approval page's state, written once for both stores: its three kinds of row and how a
 //! row of either database reads into them, its statements as one SQL text each (spelled
 //! in each database's dialect), and its operations over the [`Store`]. The backends
 //! (`sqlite/page.rs`, `postgres/page.rs`) only run a statement, find a row, or make a
@@ -99,6 +99,22 @@ kept! {
         /// When it expires, in seconds since the Unix epoch.
         pub expires_at: i64 = int,
     }
+
+    /// An OAuth sign-in to the approval page, sent to the authorization server and not
+    /// back yet, as the store keeps it. (Only what the store needs: the rest is its
+    /// `state`'s, or the browser's.)
+    pub struct PageSignInRow in "{t}page_sign_ins" {
+        /// The digest of its `state` and the browser's sign-in cookie (neither is kept):
+        /// only that browser, coming back with that state, finds it.
+        pub id: String = text,
+        /// Whose confirmation it began at (empty for an id that names none): the bound
+        /// per caller is theirs.
+        pub caller: String = text,
+        /// When it began, in microseconds since the Unix epoch (the oldest make room).
+        pub created_at: i64 = int,
+        /// When it expires, in seconds since the Unix epoch.
+        pub expires_at: i64 = int,
+    }
 }
 
 /// How a database spells the page's statements, which are written once with `{t}` before
@@ -135,14 +151,28 @@ impl Dialect {
         self.sql(&format!("DELETE FROM {} WHERE expires_at <= $1", R::TABLE))
     }
 
-    /// Finds the `R` with id `$1` unless it expired by `$2`.
-    pub(super) fn find<R: Kept>(self) -> String {
-        self.sql(&format!(
-            "SELECT {} FROM {} WHERE id = $1 AND expires_at > $2",
-            R::COLUMNS,
-            R::TABLE
-        ))
+    /// Finds the `R` with id `$1` unless it expired by `$2`; [`Pick::Take`] deletes it
+    /// in the same statement, so only one finder gets it.
+    pub(super) fn pick<R: Kept>(self, how: Pick) -> String {
+        let (table, columns) = (R::TABLE, R::COLUMNS);
+        self.sql(&match how {
+            Pick::Find => {
+                format!("SELECT {columns} FROM {table} WHERE id = $1 AND expires_at > $2")
+            }
+            Pick::Take => {
+                format!("DELETE FROM {table} WHERE id = $1 AND expires_at > $2 RETURNING {columns}")
+            }
+        })
     }
+}
+
+/// How a row is looked up by its id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Pick {
+    /// Read, and left in place.
+    Find,
+    /// Read and deleted at once: used once, across every replica.
+    Take,
 }
 
 const COUNT_PENDING: &str = "SELECT COUNT(*) FROM {t}page_confirmations WHERE caller = $1";
@@ -155,6 +185,16 @@ const TRIM_SESSIONS: &str = "DELETE FROM {t}page_sessions WHERE caller = $1 AND 
      ORDER BY created_at DESC, id DESC LIMIT $2)";
 const INSERT_SESSION: &str = "INSERT INTO {t}page_sessions
     (id, caller, csrf, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)";
+const TRIM_SIGN_INS: &str = "DELETE FROM {t}page_sign_ins WHERE caller = $1 AND id NOT IN
+    (SELECT id FROM {t}page_sign_ins WHERE caller = $1
+     ORDER BY created_at DESC, id DESC LIMIT $2)";
+const COUNT_SIGN_INS: &str = "SELECT COUNT(*) FROM {t}page_sign_ins";
+const INSERT_SIGN_IN: &str = "INSERT INTO {t}page_sign_ins
+    (id, caller, created_at, expires_at) VALUES ($1, $2, $3, $4)";
+/// What every sign-in's write takes turns on (in PostgreSQL an advisory lock, named like
+/// a caller's, but no caller's: those hold an `@`, or are `local`), so that the bound on
+/// all of them holds across replicas.
+const SIGN_INS_TURN: &str = "every page sign-in";
 
 /// A statement of the page's (a template for [`Dialect::sql`]) and its values.
 pub(super) struct Statement {
@@ -168,6 +208,24 @@ pub(super) enum Bound {
     Refuse { count: Statement, max: i64 },
     /// Run `trim` first, which makes room.
     Trim(Statement),
+    /// Run `trim`, then refuse when `count` still finds `max` or more (a bound per caller
+    /// that makes room, under one on all that cannot).
+    TrimThenRefuse {
+        trim: Statement,
+        count: Statement,
+        max: i64,
+    },
+}
+
+impl Bound {
+    /// What to run first, and then what to count against which most.
+    pub(super) fn parts(&self) -> (Option<&Statement>, Option<(&Statement, i64)>) {
+        match self {
+            Bound::Refuse { count, max } => (None, Some((count, *max))),
+            Bound::Trim(trim) => (Some(trim), None),
+            Bound::TrimThenRefuse { trim, count, max } => (Some(trim), Some((count, *max))),
+        }
+    }
 }
 
 /// A write that keeps a caller's rows bounded: `R`'s expired rows dropped at `now`, then
@@ -283,12 +341,61 @@ impl Store {
         self.find(id, now).await
     }
 
+    /// Keep an OAuth sign-in in flight: its caller's oldest are dropped beyond
+    /// `per_caller`, expired ones first, and none is kept while `in_all` are (`Ok(false)`).
+    pub async fn sign_in_open(
+        &self,
+        row: PageSignInRow,
+        now: i64,
+        (per_caller, in_all): (usize, usize),
+    ) -> Result<bool, String> {
+        let keep = i64::try_from(per_caller.saturating_sub(1)).unwrap_or(i64::MAX);
+        let bound = Bound::TrimThenRefuse {
+            trim: Statement {
+                sql: TRIM_SIGN_INS,
+                values: vec![Value::Text(row.caller.clone()), Value::Int(keep)],
+            },
+            count: Statement {
+                sql: COUNT_SIGN_INS,
+                values: Vec::new(),
+            },
+            max: i64::try_from(in_all).unwrap_or(i64::MAX),
+        };
+        let insert = Statement {
+            sql: INSERT_SIGN_IN,
+            values: vec![
+                Value::Text(row.id),
+                Value::Text(row.caller),
+                Value::Int(row.created_at),
+                Value::Int(row.expires_at),
+            ],
+        };
+        let write = Bounded {
+            now,
+            caller: SIGN_INS_TURN.to_owned(),
+            bound,
+            insert,
+        };
+        self.write::<PageSignInRow>(write).await
+    }
+
+    /// The OAuth sign-in in flight with this id (its state's digest), taken: a second
+    /// taker, on any replica, finds none. None when it expired.
+    pub async fn sign_in_take(&self, id: &str, now: i64) -> Result<Option<PageSignInRow>, String> {
+        self.pick(Pick::Take, id, now).await
+    }
+
     /// The `R` with this id, unless it expired by `now`.
     async fn find<R: Kept>(&self, id: &str, now: i64) -> Result<Option<R>, String> {
+        self.pick(Pick::Find, id, now).await
+    }
+
+    /// The `R` with this id, unless it expired by `now`, found or taken.
+    async fn pick<R: Kept>(&self, how: Pick, id: &str, now: i64) -> Result<Option<R>, String> {
         let values = vec![Value::Text(id.to_owned()), Value::Int(now)];
         match &self.kind {
-            Kind::Sqlite(s) => s.find::<R>(values).await,
-            Kind::Postgres(p) => p.find::<R>(values).await,
+            Kind::Sqlite(s) => s.pick::<R>((how, values)).await,
+            Kind::Postgres(p) => p.pick::<R>((how, values)).await,
         }
     }
 
@@ -321,9 +428,14 @@ mod tests {
             "id, caller, csrf, created_at, expires_at"
         );
         assert_eq!(
-            SQLITE.find::<PageRow>(),
+            SQLITE.pick::<PageRow>(Pick::Find),
             "SELECT id, caller, call, decision, expires_at FROM page_confirmations \
              WHERE id = ?1 AND expires_at > ?2"
+        );
+        assert_eq!(
+            POSTGRES.pick::<PageSignInRow>(Pick::Take),
+            "DELETE FROM gatehouse_page_sign_ins WHERE id = $1 AND expires_at > $2 \
+             RETURNING id, caller, created_at, expires_at"
         );
         assert_eq!(
             POSTGRES.prune::<PageSessionRow>(),
@@ -335,6 +447,9 @@ mod tests {
             DECIDE,
             TRIM_SESSIONS,
             INSERT_SESSION,
+            TRIM_SIGN_INS,
+            COUNT_SIGN_INS,
+            INSERT_SIGN_IN,
         ] {
             let (lite, pg) = (SQLITE.sql(template), POSTGRES.sql(template));
             assert!(!lite.contains('$') && !lite.contains("{t}"), "{lite}");

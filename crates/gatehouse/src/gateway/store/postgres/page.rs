@@ -5,7 +5,7 @@
 use tokio_postgres::{GenericClient, types::ToSql};
 
 use super::{Postgres, STORE_TIMEOUT};
-use crate::gateway::store::page::{Bound, Bounded, Cells, Kept, POSTGRES, Statement, Value};
+use crate::gateway::store::page::{Bounded, Cells, Kept, POSTGRES, Pick, Statement, Value};
 
 /// The page's tables (made with the store's others).
 pub(super) const SCHEMA: &str = "
@@ -13,7 +13,9 @@ pub(super) const SCHEMA: &str = "
         caller TEXT NOT NULL, call TEXT NOT NULL, decision BOOLEAN, expires_at BIGINT NOT NULL);
     CREATE TABLE IF NOT EXISTS gatehouse_page_sessions (id TEXT PRIMARY KEY,
         caller TEXT NOT NULL, csrf TEXT NOT NULL, created_at BIGINT NOT NULL,
-        expires_at BIGINT NOT NULL);";
+        expires_at BIGINT NOT NULL);
+    CREATE TABLE IF NOT EXISTS gatehouse_page_sign_ins (id TEXT PRIMARY KEY,
+        caller TEXT NOT NULL, created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL);";
 
 /// A statement's values as PostgreSQL binds them (a decision is a BOOLEAN).
 fn bound(values: &[Value]) -> Vec<&(dyn ToSql + Sync)> {
@@ -52,14 +54,16 @@ impl Postgres {
             .await
     }
 
-    /// The `R` with id `values[0]`, unless it expired by `values[1]`.
-    pub(in crate::gateway::store) async fn find<R: Kept>(
+    /// The `R` with id `values[0]`, unless it expired by `values[1]`, found or taken.
+    pub(in crate::gateway::store) async fn pick<R: Kept>(
         &self,
-        values: Vec<Value>,
+        (how, values): (Pick, Vec<Value>),
     ) -> Result<Option<R>, String> {
         self.run(STORE_TIMEOUT, |c| {
             Box::pin(async move {
-                let row = c.query_opt(&POSTGRES.find::<R>(), &bound(&values)).await?;
+                let row = c
+                    .query_opt(&POSTGRES.pick::<R>(how), &bound(&values))
+                    .await?;
                 row.as_ref().map(R::read).transpose()
             })
         })
@@ -78,18 +82,17 @@ impl Postgres {
                 // Two replicas writing the same caller's at once take turns on this lock.
                 tx.execute("SELECT pg_advisory_xact_lock(hashtext($1))", &[&w.caller])
                     .await?;
-                match &w.bound {
-                    Bound::Refuse { count, max } => {
-                        let held: i64 = tx
-                            .query_one(&POSTGRES.sql(count.sql), &bound(&count.values))
-                            .await?
-                            .try_get(0)?;
-                        if held >= *max {
-                            return Ok(false);
-                        }
-                    }
-                    Bound::Trim(trim) => {
-                        run(&tx, trim).await?;
+                let (trim, refuse) = w.bound.parts();
+                if let Some(trim) = trim {
+                    run(&tx, trim).await?;
+                }
+                if let Some((count, max)) = refuse {
+                    let held: i64 = tx
+                        .query_one(&POSTGRES.sql(count.sql), &bound(&count.values))
+                        .await?
+                        .try_get(0)?;
+                    if held >= max {
+                        return Ok(false);
                     }
                 }
                 run(&tx, &w.insert).await?;

@@ -5,14 +5,16 @@
 use rusqlite::{OptionalExtension, params, params_from_iter, types::Value as Sql};
 
 use super::{Sqlite, blocking};
-use crate::gateway::store::page::{Bound, Bounded, Cells, Kept, SQLITE, Statement, Value};
+use crate::gateway::store::page::{Bounded, Cells, Kept, Pick, SQLITE, Statement, Value};
 
 /// The page's tables (made with the store's others).
 pub(super) const SCHEMA: &str = "
     CREATE TABLE IF NOT EXISTS page_confirmations (id TEXT PRIMARY KEY, caller TEXT NOT NULL,
         call TEXT NOT NULL, decision INTEGER, expires_at INTEGER NOT NULL);
     CREATE TABLE IF NOT EXISTS page_sessions (id TEXT PRIMARY KEY, caller TEXT NOT NULL,
-        csrf TEXT NOT NULL, created_at INTEGER NOT NULL, expires_at INTEGER NOT NULL);";
+        csrf TEXT NOT NULL, created_at INTEGER NOT NULL, expires_at INTEGER NOT NULL);
+    CREATE TABLE IF NOT EXISTS page_sign_ins (id TEXT PRIMARY KEY, caller TEXT NOT NULL,
+        created_at INTEGER NOT NULL, expires_at INTEGER NOT NULL);";
 
 /// A statement's values as SQLite binds them (a decision is the integer 1 or 0).
 fn bound(values: &[Value]) -> impl Iterator<Item = Sql> + '_ {
@@ -50,18 +52,20 @@ impl Sqlite {
         .await
     }
 
-    /// The `R` with id `values[0]`, unless it expired by `values[1]`.
-    pub(in crate::gateway::store) async fn find<R: Kept>(
+    /// The `R` with id `values[0]`, unless it expired by `values[1]`, found or taken.
+    pub(in crate::gateway::store) async fn pick<R: Kept>(
         &self,
-        values: Vec<Value>,
+        (how, values): (Pick, Vec<Value>),
     ) -> Result<Option<R>, String> {
         let store = self.clone();
         blocking(move || {
             store
                 .held()
-                .query_row(&SQLITE.find::<R>(), params_from_iter(bound(&values)), |r| {
-                    R::read(r)
-                })
+                .query_row(
+                    &SQLITE.pick::<R>(how),
+                    params_from_iter(bound(&values)),
+                    |r| R::read(r),
+                )
                 .optional()
                 .map_err(|e| store.error(&e))
         })
@@ -81,19 +85,18 @@ impl Sqlite {
                 let run = |s: &Statement| {
                     db.execute(&SQLITE.sql(s.sql), params_from_iter(bound(&s.values)))
                 };
-                match &w.bound {
-                    Bound::Refuse { count, max } => {
-                        let held: i64 = db.query_row(
-                            &SQLITE.sql(count.sql),
-                            params_from_iter(bound(&count.values)),
-                            |r| r.get(0),
-                        )?;
-                        if held >= *max {
-                            return Ok(false);
-                        }
-                    }
-                    Bound::Trim(trim) => {
-                        run(trim)?;
+                let (trim, refuse) = w.bound.parts();
+                if let Some(trim) = trim {
+                    run(trim)?;
+                }
+                if let Some((count, max)) = refuse {
+                    let held: i64 = db.query_row(
+                        &SQLITE.sql(count.sql),
+                        params_from_iter(bound(&count.values)),
+                        |r| r.get(0),
+                    )?;
+                    if held >= max {
+                        return Ok(false);
                     }
                 }
                 run(&w.insert).map(|_| true)

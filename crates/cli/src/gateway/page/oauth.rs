@@ -1,0 +1,284 @@
+//! The approval page's sign-in through the OAuth authorization server (`--approval-page`
+//! with `--oauth-issuer`): `GET …/approve/ID` without a session (or `…/ID/oauth`, where
+//! the tokens file's tokens are a way in too) begins an authorization-code sign-in as the
+//! page's client (`--approval-page-client-id`) and sends the browser to the issuer, bound
+//! to it by a short-lived cookie (SameSite=Lax: it must come back with the issuer's
+//! redirect); `GET …/approve/callback` finishes it. The access token it brings is checked
+//! by the very checks an MCP request's token meets (`ResourceServer::check`: issuer,
+//! audience = the gateway's resource, expiry, signature; and the scopes a call needs),
+//! its ID token's nonce and subject too, and its subject and organization become the
+//! session's caller. The tokens are dropped there: never kept, shown or logged.
+//!
+//! The session cookie is SameSite=Strict, so a browser that came from the issuer would
+//! not send it on a redirect: the callback answers a page of ours that moves on to the
+//! call (a `<meta>` refresh, and a link), a navigation that starts on this site.
+
+use std::sync::Arc;
+
+use axum::{
+    Router,
+    extract::{Path, RawQuery, State},
+    http::{HeaderMap, StatusCode, header},
+    response::{IntoResponse, Response},
+    routing::get,
+};
+use gatehouse::{
+    gateway::page::{
+        APPROVE_PATH,
+        sign_in::{CALLBACK, Issuer, PageClient, Returned, SIGN_IN_TTL, Secret, SignInFailure},
+    },
+    text,
+};
+use gatehouse_servers::{
+    common::Caller,
+    oauth::{Refusal, ResourceServer},
+};
+
+use super::{Pages, cookie, escape, html, message, not_found, path_id, render, unavailable};
+use crate::args::GatewayArgs;
+
+/// The cookie that binds a sign-in in flight to the browser that began it.
+const SIGN_IN_COOKIE: &str = "gatehouse_sign_in";
+/// Where the page's client secret may come from besides a file (never the command line).
+pub const CLIENT_SECRET_ENV: &str = "GATEHOUSE_APPROVAL_PAGE_CLIENT_SECRET";
+/// The largest secret file read.
+const MAX_SECRET_FILE_BYTES: u64 = 4096;
+/// The longest client id or secret taken.
+const MAX_CLIENT_CHARS: usize = 1024;
+const SIGNED_IN_HTML: &str = include_str!("../../../assets/gateway/signed_in.html");
+
+/// The page's way in through the authorization server: its client there, and the checks
+/// the gateway's MCP endpoint makes of an access token.
+pub struct OAuthPages {
+    issuer: Issuer,
+    checks: Arc<ResourceServer>,
+}
+
+impl OAuthPages {
+    /// The page's `client` at the issuer `checks` trusts (its metadata as read at
+    /// start), coming back to `callback`: checked now, so a gateway that could not sign
+    /// anyone in does not start.
+    pub fn new(
+        client: PageClient,
+        checks: Arc<ResourceServer>,
+        callback: &str,
+    ) -> anyhow::Result<OAuthPages> {
+        let scopes = checks.required_scopes(Some("tools/call"), None);
+        let target = (checks.resource(), scopes);
+        let issuer = Issuer::new(
+            client,
+            checks.issuer(),
+            checks.issuer_metadata(),
+            callback,
+            target,
+        )
+        .map_err(anyhow::Error::msg)?;
+        Ok(OAuthPages { issuer, checks })
+    }
+
+    /// The issuer people sign in at.
+    pub fn issuer(&self) -> &str {
+        self.issuer.issuer()
+    }
+
+    /// The caller the tokens of a finished sign-in stand for: the access token checked as
+    /// an MCP request's, with the scopes deciding on a call needs, and the ID token (when
+    /// one was asked for) of the same person, for this sign-in.
+    async fn caller_of(&self, returned: &Returned) -> Result<Caller, String> {
+        let refused =
+            |what: &str, r: Refusal| format!("its {what} was refused: {}", r.description());
+        let rs = &self.checks;
+        let grant = rs
+            .check(returned.tokens.access_token.expose())
+            .await
+            .map_err(|r| refused("access token", r))?;
+        let missing = grant.missing(rs.required_scopes(Some("tools/call"), None));
+        if !missing.is_empty() {
+            return Err(format!(
+                "it did not grant {}, which deciding on a call needs",
+                missing.join(" ")
+            ));
+        }
+        if let (Some(id_token), Some(nonce)) = (&returned.tokens.id_token, &returned.nonce) {
+            let subject = rs
+                .check_id_token(id_token.expose(), self.issuer.client_id(), nonce)
+                .await
+                .map_err(|r| refused("ID token", r))?;
+            if subject != grant.caller.user {
+                return Err("its ID token names another person than its access token".into());
+            }
+        }
+        Ok(grant.caller)
+    }
+}
+
+/// The page's client from the flags, checked when read: `--approval-page-client-id`, its
+/// secret from [`CLIENT_SECRET_ENV`] or `--approval-page-client-secret-file` (not both),
+/// none for a public client. Required with `--approval-page` and `--oauth-issuer`.
+pub fn client_of(args: &GatewayArgs) -> anyhow::Result<Option<PageClient>> {
+    let Some(id) = &args.approval_page_client_id else {
+        anyhow::ensure!(
+            args.approval_page.is_none() || args.oauth.oauth_issuer.is_none(),
+            "with --oauth-issuer the approval page signs people in there: give it \
+             --approval-page-client-id, the client registered at the issuer for the \
+             redirect URI {}/approve/callback",
+            text::visible_line(
+                args.approval_page
+                    .as_deref()
+                    .unwrap_or_default()
+                    .trim_end_matches('/')
+            )
+        );
+        return Ok(None);
+    };
+    let usable = |v: &str| {
+        !v.is_empty() && v.chars().count() <= MAX_CLIENT_CHARS && !v.chars().any(char::is_control)
+    };
+    anyhow::ensure!(
+        usable(id),
+        "--approval-page-client-id must be 1 to {MAX_CLIENT_CHARS} printable characters"
+    );
+    let from_env = std::env::var(CLIENT_SECRET_ENV)
+        .ok()
+        .filter(|v| !v.is_empty());
+    let secret = match (&args.approval_page_client_secret_file, from_env) {
+        (Some(_), Some(_)) => anyhow::bail!(
+            "the approval page's client secret is given twice: by {CLIENT_SECRET_ENV} and by \
+             --approval-page-client-secret-file; give one"
+        ),
+        (Some(path), None) => Some(secret_file(path)?),
+        (None, env) => env,
+    };
+    if let Some(secret) = &secret {
+        anyhow::ensure!(
+            usable(secret),
+            "the approval page's client secret must be 1 to {MAX_CLIENT_CHARS} printable characters"
+        );
+    }
+    Ok(Some(PageClient {
+        id: id.clone(),
+        secret: secret.map(Secret::new),
+    }))
+}
+
+/// The secret in a file: its first line, at most [`MAX_SECRET_FILE_BYTES`] read.
+fn secret_file(path: &std::path::Path) -> anyhow::Result<String> {
+    use std::io::Read;
+    let shown = path.display();
+    let file = std::fs::File::open(path)
+        .map_err(|e| anyhow::anyhow!("--approval-page-client-secret-file {shown}: {e}"))?;
+    let mut text = String::new();
+    file.take(MAX_SECRET_FILE_BYTES)
+        .read_to_string(&mut text)
+        .map_err(|e| anyhow::anyhow!("--approval-page-client-secret-file {shown}: {e}"))?;
+    Ok(text.lines().next().unwrap_or("").trim().to_owned())
+}
+
+/// The routes of this way in, added to the page's.
+pub(super) fn routes(router: Router<Arc<Pages>>) -> Router<Arc<Pages>> {
+    router
+        .route(&format!("{APPROVE_PATH}/{CALLBACK}"), get(callback))
+        .route(&format!("{APPROVE_PATH}/{{id}}/oauth"), get(start))
+}
+
+/// GET `…/ID/oauth`: begin a sign-in at the authorization server.
+async fn start(
+    State(pages): State<Arc<Pages>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    begin(&pages, &id, &headers).await
+}
+
+/// Send the browser to the authorization server, for confirmation `id`'s page.
+pub(super) async fn begin(pages: &Pages, id: &str, headers: &HeaderMap) -> Response {
+    let Some(oauth) = &pages.oauth else {
+        return not_found();
+    };
+    let browser = cookie(headers, SIGN_IN_COOKIE);
+    match pages
+        .page
+        .begin_sign_in(&oauth.issuer, id, browser.as_deref())
+        .await
+    {
+        Ok(begun) => {
+            let mut response = (StatusCode::SEE_OTHER, "").into_response();
+            let h = response.headers_mut();
+            h.extend(pages.set_cookie(SIGN_IN_COOKIE, &begun.browser, "Lax", SIGN_IN_TTL));
+            if let Ok(to) = header::HeaderValue::from_str(&begun.location) {
+                h.insert(header::LOCATION, to);
+            }
+            super::secured(response)
+        }
+        // An id no confirmation could have: there is nothing to sign in for.
+        Err(SignInFailure::UnknownState) => not_found(),
+        Err(failure) => failed(&failure),
+    }
+}
+
+/// GET `…/approve/callback`: the authorization server sent the browser back.
+async fn callback(
+    State(pages): State<Arc<Pages>>,
+    headers: HeaderMap,
+    RawQuery(query): RawQuery,
+) -> Response {
+    let Some(oauth) = &pages.oauth else {
+        return not_found();
+    };
+    let browser = cookie(&headers, SIGN_IN_COOKIE);
+    let query = query.unwrap_or_default();
+    let returned = match pages
+        .page
+        .finish_sign_in(&oauth.issuer, browser.as_deref(), &query)
+        .await
+    {
+        Ok(returned) => returned,
+        Err(failure) => return failed(&failure),
+    };
+    let caller = match oauth.caller_of(&returned).await {
+        Ok(caller) => caller,
+        Err(why) => {
+            return not_signed_in(
+                StatusCode::FORBIDDEN,
+                &format!("The sign-in was not used: {why}."),
+            );
+        }
+    };
+    drop(returned.tokens);
+    let cookie = match pages.open_session(&caller).await {
+        Ok(cookie) => cookie,
+        Err(instead) => return instead,
+    };
+    // Relative to `…/approve/callback`: the confirmation's page beside it.
+    let next = escape(&path_id(&returned.confirmation));
+    let shown = escape(&text::visible_line(&super::super::named(&caller)));
+    let body = render(SIGNED_IN_HTML, &[("next", next), ("caller", shown)]);
+    let mut response = html(StatusCode::OK, "Signed in", &body);
+    response.headers_mut().extend(cookie);
+    response
+}
+
+/// The page of a sign-in that signed nobody in.
+fn failed(failure: &SignInFailure) -> Response {
+    let status = match failure {
+        SignInFailure::Store(e) => return unavailable(e),
+        SignInFailure::Refused(_) => StatusCode::FORBIDDEN,
+        SignInFailure::Exchange(_) => StatusCode::BAD_GATEWAY,
+        SignInFailure::Busy => StatusCode::SERVICE_UNAVAILABLE,
+        SignInFailure::NoBrowser | SignInFailure::UnknownState | SignInFailure::Answer(_) => {
+            StatusCode::BAD_REQUEST
+        }
+    };
+    not_signed_in(status, &failure.words())
+}
+
+fn not_signed_in(status: StatusCode, why: &str) -> Response {
+    message(
+        status,
+        "Not signed in",
+        &format!(
+            "{why} Nobody was signed in and nothing was decided. Open the page again from \
+             your MCP client to sign in anew."
+        ),
+    )
+}
