@@ -49,8 +49,10 @@ fn schema() -> String {
              seq BIGINT NOT NULL, hash TEXT NOT NULL);
          INSERT INTO gatehouse_ledger_head (id, seq, hash) VALUES (1, 0, '{GENESIS}')
              ON CONFLICT (id) DO NOTHING;
-         {page}",
-        page = page::SCHEMA
+         {page}
+         {sessions}",
+        page = page::SCHEMA,
+        sessions = super::sessions::POSTGRES_SCHEMA
     )
 }
 

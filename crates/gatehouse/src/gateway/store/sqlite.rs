@@ -48,6 +48,8 @@ impl Sqlite {
         )
         .map_err(shown)?;
         db.execute_batch(page::SCHEMA).map_err(shown)?;
+        db.execute_batch(super::sessions::SQLITE_SCHEMA)
+            .map_err(shown)?;
         if let Some(ledger) = &ledger {
             ledger.check()?;
         }
