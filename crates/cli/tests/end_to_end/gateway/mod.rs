@@ -16,6 +16,9 @@
 //! - `replicas.rs`: two gateways sharing one state store and one ledger, directly and
 //!   behind nginx, in SQLite and in a real PostgreSQL (`common/postgres.rs`);
 //! - `database.rs`: the PostgreSQL store going away and coming back;
+//! - `sessions.rs`: older clients' sessions shared by two replicas behind nginx's round
+//!   robin (the Python and TypeScript SDK clients), their approvals answered on the
+//!   other replica, other callers refused, DELETE, a replica killed;
 //! - `oauth.rs`: `--oauth-issuer` in front (the host signing in through oidc-provider,
 //!   the refusals, the approval state bound to the OAuth caller), and the client's token
 //!   never reaching the server behind;
@@ -30,6 +33,7 @@ mod page;
 mod python_sdk;
 mod replicas;
 mod robust;
+mod sessions;
 mod ts_sdk;
 
 use std::path::{Path, PathBuf};
@@ -61,6 +65,9 @@ cases! {
     page::an_answer_to_the_url_question_approves_nothing_by_itself: auto;
     page::without_a_page_a_url_only_client_is_refused_and_told_why: auto;
     async page::a_decision_on_one_replicas_page_lets_round_two_run_on_the_other: sqlite, postgres;
+    async sessions::an_older_clients_session_is_served_by_both_replicas_behind_round_robin: sqlite, postgres;
+    sessions::the_session_goes_on_when_the_replica_that_opened_it_is_killed: sqlite, postgres;
+    sessions::the_typescript_sdk_clients_session_is_served_by_both_replicas: sqlite;
 }
 
 /// The call the rules ask about, and its arguments.
@@ -150,6 +157,19 @@ impl Gw {
     pub fn ledger(&self) -> Vec<Value> {
         ledger_lines(&self.ledger)
     }
+}
+
+/// The arguments of `client` (a client script) calling [`ASKED`] with [`asked_args`] and
+/// answering the form yes, then `extra`, through `url` as Sam.
+pub fn approving(client: String, extra: &[&str], url: &str) -> Vec<String> {
+    let args = asked_args().to_string();
+    let mut argv = vec![client];
+    argv.extend(["--call", ASKED, "--args", &args].map(String::from));
+    argv.extend(extra.iter().map(|s| s.to_string()));
+    let answer = ["--answer", "approve=true", "--header"].map(String::from);
+    argv.extend(answer);
+    argv.extend([bearer(), "--url".into(), url.into()]);
+    argv
 }
 
 /// The Python client with `argv`, the local user `usr-sam` of `larkfield` in its

@@ -17,7 +17,7 @@ use crate::common::{
 };
 
 /// Two replicas on one folder's servers file, sharing one state store and ledger.
-fn two_replicas(dir: &Path, backing: Backing) -> (SharedState, Process, Process) {
+pub(super) fn two_replicas(dir: &Path, backing: Backing) -> (SharedState, Process, Process) {
     let config = gateway_config(dir);
     let state = SharedState::new(backing, dir, None);
     let a = start_gateway(dir, &config, &state.arg);
@@ -25,7 +25,7 @@ fn two_replicas(dir: &Path, backing: Backing) -> (SharedState, Process, Process)
     (state, a, b)
 }
 
-fn port_of(p: &Process) -> u16 {
+pub(super) fn port_of(p: &Process) -> u16 {
     p.url
         .trim_start_matches("http://127.0.0.1:")
         .trim_end_matches("/mcp")
@@ -38,7 +38,7 @@ fn approve(state: &str) -> Value {
            "inputResponses": {"gatehouse.approve": {"action": "accept", "content": {"approve": true}}}})
 }
 
-fn said(p: &Process, part: &str) -> bool {
+pub(super) fn said(p: &Process, part: &str) -> bool {
     p.lines().iter().any(|l| l.contains(part))
 }
 
@@ -103,25 +103,8 @@ pub fn behind_nginx_the_python_clients_two_rounds_land_on_two_replicas(backing: 
     let dir = tempfile::tempdir().unwrap();
     let (shared, a, b) = two_replicas(dir.path(), backing);
     let proxy = start_nginx(dir.path(), &[port_of(&a), port_of(&b)]);
-    let args = asked_args().to_string();
-    let argv: Vec<String> = [
-        script("py_mcp_client.py").as_str(),
-        "--mode",
-        "auto",
-        "--no-list",
-        "--call",
-        ASKED,
-        "--args",
-        &args,
-        "--answer",
-        "approve=true",
-        "--header",
-        &bearer(),
-        "--url",
-        &proxy.url,
-    ]
-    .map(String::from)
-    .to_vec();
+    let extra = ["--mode", "auto", "--no-list"];
+    let argv = approving(script("py_mcp_client.py"), &extra, &proxy.url);
     let out = py_client(&argv, dir.path());
     assert_eq!(out["protocolVersion"], "2026-07-28", "{out}");
     let result = &out["calls"][0]["result"];
