@@ -180,27 +180,27 @@ impl Relaying {
         };
         async move {
             let deadline = tokio::time::Instant::now() + super::REQUEST_TIMEOUT;
-            let waiting = || {
-                let RequestId::String(w) = &wire else {
-                    return false;
-                };
-                asked
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .contains_key(&**w)
+            let RequestId::String(wire) = wire else {
+                return;
             };
-            while tokio::time::Instant::now() < deadline && waiting() {
+            let asked_still = || {
+                let held = asked.lock().unwrap_or_else(|e| e.into_inner());
+                held.contains_key(&*wire)
+            };
+            let mut found_it = false;
+            loop {
                 tokio::select! {
                     _ = ended.cancelled() => break,
                     _ = tokio::time::sleep(ANSWER_POLL) => {}
                 }
-                let taken = bounded(shared.book.take_answer(&answer, now()));
-                match taken.await {
+                // Answered here meanwhile, or no call can wait for it any more.
+                if !asked_still() || tokio::time::Instant::now() >= deadline {
+                    break;
+                }
+                match bounded(shared.book.take_answer(&answer, now())).await {
                     Ok(Some(body)) => {
                         match serde_json::from_str::<ClientJsonRpcMessage>(&body) {
-                            Ok(answer) => {
-                                let _ = found.send(answer).await;
-                            }
+                            Ok(answer) => found_it = found.send(answer).await.is_ok(),
                             Err(e) => note("http_answer_unreadable", &e.to_string()),
                         }
                         break;
@@ -208,6 +208,14 @@ impl Relaying {
                     Ok(None) => {}
                     Err(e) => note("http_answer_poll_failed", &e),
                 }
+            }
+            if !found_it {
+                // Given up: nothing here waits for it any more (an answer found goes
+                // through `incoming`, which needs its entry).
+                asked
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(&*wire);
             }
             shared.settled(&session, &request);
         }
