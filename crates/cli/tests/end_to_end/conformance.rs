@@ -160,7 +160,7 @@ fn check_leg(leg: &str, code: i32, output: &str) {
 
 /// The fixture on a free loopback port (its address read from its `listening on …`
 /// line); stopped, with its group, when dropped.
-fn start_fixture() -> Process {
+pub(crate) fn start_fixture() -> Process {
     let (fixture, _) = binaries();
     let mut command = Command::new(fixture);
     command.args(["--listen", "127.0.0.1:0"]);

@@ -68,6 +68,7 @@ cases! {
     async sessions::an_older_clients_session_is_served_by_both_replicas_behind_round_robin: sqlite, postgres;
     sessions::the_session_goes_on_when_the_replica_that_opened_it_is_killed: sqlite, postgres;
     sessions::the_typescript_sdk_clients_session_is_served_by_both_replicas: sqlite;
+    async sessions::an_older_sessions_log_level_set_on_one_replica_holds_on_the_other: sqlite, postgres;
 }
 
 /// The call the rules ask about, and its arguments.

@@ -6,7 +6,9 @@
 //! through the store, and the call runs once; another caller's token with the session's
 //! id is refused on both replicas as an unknown session is; a session ended with DELETE
 //! is gone on both; and when the replica that opened it is killed, the session goes on
-//! on the other. The TypeScript SDK client does the same through both replicas.
+//! on the other. The TypeScript SDK client does the same through both replicas. A
+//! `logging/setLevel` made on one replica holds for the session's calls on the other
+//! (the conformance fixture behind the gateway logs only when asked).
 
 use std::time::Duration;
 
@@ -26,14 +28,30 @@ const LEGACY: &str = "2025-11-25";
 /// What the replica running the asked call says.
 const ASKED_HERE: &str = "rules[1] says ask the person";
 
-/// A request of session `session` to `url` with `token`.
-async fn in_session(url: &str, token: &str, session: &str, id: i64, method: &str) -> Answer {
-    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": {}});
+/// A request (or, with no `id`, a notification) of session `session` to `url` with
+/// `token`.
+async fn in_session_with(
+    url: &str,
+    token: &str,
+    session: &str,
+    id: Option<i64>,
+    method: &str,
+    params: Value,
+) -> Answer {
+    let mut body = json!({"jsonrpc": "2.0", "method": method, "params": params});
+    if let Some(id) = id {
+        body["id"] = json!(id);
+    }
     let headers = [
         ("Mcp-Session-Id".to_owned(), session.to_owned()),
         ("MCP-Protocol-Version".to_owned(), LEGACY.to_owned()),
     ];
     post_raw(url, Some(token), &headers, body.to_string()).await
+}
+
+/// A request without params of session `session` to `url` with `token`.
+async fn in_session(url: &str, token: &str, session: &str, id: i64, method: &str) -> Answer {
+    in_session_with(url, token, session, Some(id), method, json!({})).await
 }
 
 /// DELETE session `session` at `url` with `token`: the status.
@@ -233,4 +251,99 @@ pub fn the_typescript_sdk_clients_session_is_served_by_both_replicas(backing: Ba
         "opened {opened:?}, restored {restored:?}"
     );
     assert_ran_once(&shared);
+}
+
+/// An older session's `logging/setLevel` on one replica holds for its calls on the
+/// other: the gateway asks the server behind (the conformance fixture, which logs only
+/// when a request asks for a level) to log from it, and relays what it logs.
+pub async fn an_older_sessions_log_level_set_on_one_replica_holds_on_the_other(backing: Backing) {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = crate::conformance::start_fixture();
+    let config = crate::common::write(
+        dir.path(),
+        "servers.json",
+        &json!({
+            "mcpServers": {"fixture": {"url": fixture.url}},
+            "gatehouse": {
+                "rules": [{"tool": "fixture__*", "decision": "allow"}],
+                "ledger": {"path": dir.path().join("ledger.jsonl")}
+            }
+        }),
+    );
+    let state = SharedState::new(backing, dir.path(), None);
+    let a = start_gateway(dir.path(), &config, &state.arg);
+    let b = start_gateway(dir.path(), &config, &state.arg);
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": LEGACY, "capabilities": {},
+        "clientInfo": {"name": "sessions-test", "version": "0.1.0"}}});
+    let version = [("MCP-Protocol-Version".to_owned(), LEGACY.to_owned())];
+    let opened = post_raw(&a.url, Some(SAM_TOKEN), &version, init.to_string()).await;
+    let session = opened.headers["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let initialized = "notifications/initialized";
+    let sent = in_session_with(&a.url, SAM_TOKEN, &session, None, initialized, json!({}));
+    assert_eq!(sent.await.status, 202);
+
+    // The session's own stream (GET) on each replica: a log message names no request,
+    // so it goes there, on the replica whose call it came from.
+    let (mut on_a, mut on_b) = (
+        listen(&a.url, &session).await,
+        listen(&b.url, &session).await,
+    );
+    let set_level = async |on: &Process, level: &str, id: i64| {
+        let set = json!({"level": level});
+        let method = "logging/setLevel";
+        let set = in_session_with(&on.url, SAM_TOKEN, &session, Some(id), method, set).await;
+        assert_eq!(set.status, 200, "{}", set.text);
+    };
+    let call_on = async |on: &Process, id: i64| {
+        let call = json!({"name": "fixture__test_logging_tool", "arguments": {}});
+        let method = "tools/call";
+        let called = in_session_with(&on.url, SAM_TOKEN, &session, Some(id), method, call).await;
+        assert!(called.result(id)["content"].is_array(), "{}", called.text);
+    };
+    // Debug set on A: B's call asks the fixture to log, and relays its info message.
+    set_level(&a, "debug", 10).await;
+    call_on(&b, 11).await;
+    assert!(
+        heard(&mut on_b, Duration::from_secs(10)).await,
+        "the level set on A was not used on B"
+    );
+    // Error set on B: A's call no longer asks for info.
+    set_level(&b, "error", 20).await;
+    call_on(&a, 21).await;
+    assert!(
+        !heard(&mut on_a, Duration::from_secs(2)).await,
+        "the level set on B was not used on A"
+    );
+}
+
+/// The session's stream of messages not tied to a request, on `url`.
+async fn listen(url: &str, session: &str) -> reqwest::Response {
+    let response = reqwest::Client::new()
+        .get(url)
+        .header("Authorization", format!("Bearer {SAM_TOKEN}"))
+        .header("Accept", "text/event-stream")
+        .header("Mcp-Session-Id", session)
+        .header("MCP-Protocol-Version", LEGACY)
+        .send()
+        .await
+        .expect("the gateway answers");
+    assert_eq!(response.status(), 200);
+    response
+}
+
+/// Whether the fixture's log message comes on `stream` within `within`.
+async fn heard(stream: &mut reqwest::Response, within: Duration) -> bool {
+    let mut text = String::new();
+    let deadline = tokio::time::Instant::now() + within;
+    while !text.contains("test_logging_tool ran") {
+        match tokio::time::timeout_at(deadline, stream.chunk()).await {
+            Ok(Ok(Some(chunk))) => text.push_str(&String::from_utf8_lossy(&chunk)),
+            _ => return false,
+        }
+    }
+    true
 }
