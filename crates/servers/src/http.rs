@@ -794,8 +794,9 @@ async fn authenticate(State(gate): State<Arc<Gate>>, request: Request, next: Nex
             .as_ref()
             .is_some_and(|m| m.method.as_deref() == Some("initialize"));
     // A new session, or one of the shared store this replica will restore: each within
-    // the same bounds.
-    let restore = vetted.filter(|v| !v.here).map(|v| v.row);
+    // the same bounds. Ending a session restores nothing (rmcp ends the row alone).
+    let ending = request.method() == Method::DELETE;
+    let restore = vetted.filter(|v| !v.here && !ending).map(|v| v.row);
     let admission = if initialize {
         match gate.admit(&caller) {
             Ok(admission) => Some(admission),
