@@ -162,6 +162,30 @@ impl Cluster {
         out
     }
 
+    /// What `sql` returns, as psql prints it unaligned and without headers.
+    pub fn query(&self, sql: &str) -> String {
+        let port = self.port.to_string();
+        let args = [
+            "-X",
+            "-q",
+            "-A",
+            "-t",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "-U",
+            "postgres",
+            "-c",
+            sql,
+            "postgres",
+        ];
+        let out = self.must("psql", &args);
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
     /// Its folder (data, socket, log).
     pub fn path(&self) -> &Path {
         self.dir.path()

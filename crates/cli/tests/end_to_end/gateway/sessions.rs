@@ -25,6 +25,13 @@ use crate::common::{
 
 /// The revision of the clients here.
 const LEGACY: &str = "2025-11-25";
+/// Rows the replicas find in PostgreSQL: a used confirmation from long ago and one from
+/// now, and a session that expired.
+const OLD_ROWS: &str = "INSERT INTO gatehouse_used_confirmations (nonce, used_at) VALUES
+    ('old-nonce', '2000-01-01T00:00:00.000Z'),
+    ('fresh-nonce', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'));
+    INSERT INTO gatehouse_sessions (id, caller, init, expires_at)
+    VALUES ('expired', 'usr-sam@larkfield', '{}', 1)";
 /// What the replica running the asked call says.
 const ASKED_HERE: &str = "rules[1] says ask the person";
 
@@ -122,9 +129,20 @@ pub async fn an_older_clients_session_is_served_by_both_replicas_behind_round_ro
     let dir = tempfile::tempdir().unwrap();
     let (shared, a, b) = two_replicas(dir.path(), backing);
     let proxy = start_nginx(dir.path(), &[port_of(&a), port_of(&b)]);
+    if let Some(db) = &shared.cluster {
+        db.query(OLD_ROWS);
+    }
     let argv = python_argv(&proxy.url, &["--keep-session"]);
     let out = py_client(&argv, dir.path());
     assert_ran(&out);
+    if let Some(db) = &shared.cluster {
+        // Each replica's first decision dropped what expired: a used confirmation older
+        // than its state could be, an expired session; a fresh confirmation stays.
+        let used = db.query("SELECT nonce FROM gatehouse_used_confirmations ORDER BY nonce");
+        assert_eq!(used, "fresh-nonce");
+        let expired = db.query("SELECT count(*) FROM gatehouse_sessions WHERE id = 'expired'");
+        assert_eq!(expired, "0");
+    }
     assert!(
         out["tools"].as_array().is_some_and(|t| !t.is_empty()),
         "{out}"
