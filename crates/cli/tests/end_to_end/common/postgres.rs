@@ -164,26 +164,21 @@ impl Cluster {
 
     /// What `sql` returns, as psql prints it unaligned and without headers.
     pub fn query(&self, sql: &str) -> String {
-        let port = self.port.to_string();
-        let args = [
-            "-X",
-            "-q",
-            "-A",
-            "-t",
-            "-v",
-            "ON_ERROR_STOP=1",
-            "-h",
-            "127.0.0.1",
-            "-p",
-            &port,
-            "-U",
-            "postgres",
-            "-c",
-            sql,
-            "postgres",
-        ];
-        let out = self.must("psql", &args);
+        let out = self.psql(&["-A", "-t", "-c", sql]).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "psql -c {sql} failed: {stderr}");
         String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    /// psql as `postgres` on this cluster's database, stopping at the first error, with
+    /// `extra` arguments.
+    fn psql(&self, extra: &[&str]) -> Command {
+        let port = self.port.to_string();
+        let mut args = vec!["-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p"];
+        args.extend([port.as_str(), "-U", "postgres"]);
+        args.extend_from_slice(extra);
+        args.push("postgres");
+        self.command("psql", &args)
     }
 
     /// Its folder (data, socket, log).
@@ -194,24 +189,8 @@ impl Cluster {
     /// A session that runs `sql` in a transaction and holds it open (and its locks) until
     /// the returned [`Held`] is dropped.
     pub fn hold(&self, sql: &str) -> Held {
-        let port = self.port.to_string();
         let mut child = self
-            .command(
-                "psql",
-                &[
-                    "-X",
-                    "-q",
-                    "-v",
-                    "ON_ERROR_STOP=1",
-                    "-h",
-                    "127.0.0.1",
-                    "-p",
-                    &port,
-                    "-U",
-                    "postgres",
-                    "postgres",
-                ],
-            )
+            .psql(&[])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
