@@ -15,6 +15,11 @@ server's stderr go to stderr.
   py_mcp_client.py [same options] [--header "NAME: VALUE"]... --url http://127.0.0.1:PORT/mcp
   py_mcp_client.py [same options] --oauth-browser CMD --url http://127.0.0.1:PORT/mcp
 
+--session-file FILE writes the session's id (an older revision's Mcp-Session-Id) to FILE
+once connected; --go-file FILE then waits (at most --timeout seconds) for FILE to exist
+before the calls, so a test can act in between; --keep-session leaves the session open at
+the end (no DELETE). The output's "sessionId" is the session's id.
+
 With --oauth-browser the client signs in with the SDK's own OAuth provider when the
 server answers 401 (or 403 insufficient_scope), opening each sign-in address with CMD
 (py_oauth.py); the output's "sign_ins" counts them.
@@ -91,6 +96,9 @@ async def main() -> int:
     p.add_argument("--url")
     p.add_argument("--header", action="append", default=[])
     p.add_argument("--oauth-browser")
+    p.add_argument("--session-file")
+    p.add_argument("--go-file")
+    p.add_argument("--keep-session", action="store_true")
     p.add_argument("cmd", nargs=argparse.REMAINDER)
     a = p.parse_args()
     own = sys.argv[1:sys.argv.index("--")] if "--" in sys.argv else sys.argv[1:]
@@ -123,6 +131,12 @@ async def main() -> int:
 
     out: dict[str, Any] = {}
     rc = 0
+    session_ids: list[str] = []
+
+    async def on_response(response: Any) -> None:
+        sid = response.headers.get("mcp-session-id")
+        if sid and sid not in session_ids:
+            session_ids.append(sid)
     auth, person = None, None
     if a.oauth_browser:
         if not a.url:
@@ -135,14 +149,21 @@ async def main() -> int:
                 # only a client it made itself); its examples' timeouts.
                 http = await stack.enter_async_context(
                     httpx2.AsyncClient(headers=headers, auth=auth,
-                                       timeout=httpx2.Timeout(30.0, read=300.0)))
-                server: Any = streamable_http_client(a.url, http_client=http)
+                                       timeout=httpx2.Timeout(30.0, read=300.0),
+                                       event_hooks={"response": [on_response]}))
+                server: Any = streamable_http_client(a.url, http_client=http,
+                                                     terminate_on_close=not a.keep_session)
             else:
                 server = StdioServerParameters(command=cmd[0], args=cmd[1:], env=dict(os.environ))
             c = await stack.enter_async_context(
                 Client(server, mode=a.mode, read_timeout_seconds=a.timeout,
                        elicitation_callback=on_elicit, cache=None))
             out["protocolVersion"] = c.protocol_version
+            out["sessionId"] = session_ids[0] if session_ids else None
+            if a.session_file:
+                with open(a.session_file + ".part", "w") as f:
+                    f.write(out["sessionId"] or "")
+                os.replace(a.session_file + ".part", a.session_file)
             out["serverInfo"] = dump(c.server_info)
             caps = c.server_capabilities
             out["capabilities"] = dump(caps)
@@ -159,6 +180,13 @@ async def main() -> int:
                     except Exception as e:  # one failed list does not hide the others
                         out[key] = {"error": failure(e)}
                         rc = max(rc, 1)
+            if a.go_file:
+                for _ in range(int(a.timeout * 10)):
+                    if os.path.exists(a.go_file):
+                        break
+                    await asyncio.sleep(0.1)
+                else:
+                    raise TimeoutError(f"{a.go_file} did not appear")
             out["calls"] = []
             for name, args in calls:
                 entry: dict[str, Any] = {"name": name, "arguments": args}

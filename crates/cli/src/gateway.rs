@@ -5,12 +5,13 @@
 //! approval page's routes and HTML are `gateway/page.rs`.
 
 mod page;
+mod sessions;
 
 use std::{sync::Arc, time::Duration};
 
 use gatehouse::{
     config::{Config, Identity},
-    gateway::{CallerOf, Gateway, PageSettings, Store, store::Location},
+    gateway::{CallerOf, Gateway, PageSettings, SessionOf, Store, store::Location},
     ledger::Ledger,
     trace::Trace,
 };
@@ -25,6 +26,8 @@ use crate::{args::GatewayArgs, screen::StepsTo};
 
 /// The state file when `--state` is not given.
 pub const STATE_FILE: &str = "gateway.db";
+/// The header naming an older client's session.
+const SESSION_HEADER: &str = "mcp-session-id";
 
 /// A caller as the gateway names it: `user@tenant`, each part JSON-quoted when it holds
 /// an `@`, so no user can pass for another pair.
@@ -114,9 +117,17 @@ pub async fn run(args: GatewayArgs) -> anyhow::Result<()> {
     let default = auth.default_caller();
     let caller_of: CallerOf =
         Arc::new(move |context| named(&Caller::of_request(&default, context)));
+    // Older clients' sessions are rows of the shared store, so any replica serves them.
+    let shared = Arc::new(sessions::Kept(store.clone()));
     let gateway = Gateway::start(&config, store, trace, caller_of, page)
         .await
         .map_err(anyhow::Error::msg)?;
+    let session_of: SessionOf = Arc::new(|context| {
+        let parts = context.extensions.get::<axum::http::request::Parts>()?;
+        let id = parts.headers.get(SESSION_HEADER)?.to_str().ok()?;
+        Some(id.to_owned())
+    });
+    gateway.share_sessions(session_of);
     // The page signs in with the tokens file's tokens, through the authorization server
     // (its client at the issuer the MCP endpoint trusts, checked once that is read), or
     // both.
@@ -147,12 +158,13 @@ pub async fn run(args: GatewayArgs) -> anyhow::Result<()> {
         );
         Ok(page::routes(p, tokens, oauth))
     };
-    let served = http::serve_with(
+    let served = http::serve_sharing(
         gateway.clone(),
         auth,
         SessionAccess::AnyCaller,
         &options,
         pages,
+        Some(shared),
     )
     .await;
     gateway.shutdown().await;

@@ -66,12 +66,15 @@ use crate::{
     oauth::{self, OAuthOptions, Refusal as TokenRefusal, ResourceServer},
 };
 
+pub mod answers;
 pub mod connections;
 pub mod sessions;
+pub mod shared;
 pub mod task_route;
 
 use connections::{Connections, ThrottledLog};
 use sessions::{BoundedSessions, Refused, SessionLimits, Sessions};
+use shared::{RowStore, Shared, SharedSessions};
 
 /// Where the MCP endpoint is served.
 pub const MCP_PATH: &str = "/mcp";
@@ -258,6 +261,23 @@ where
     S: rmcp::ServerHandler + Clone + Send + Sync + 'static,
     P: FnOnce(Option<Arc<ResourceServer>>) -> anyhow::Result<Router>,
 {
+    serve_sharing(server, auth, access, options, pages, None).await
+}
+
+/// [`serve_with`], with legacy sessions kept in `shared` when given, so that replicas
+/// behind a balancer serve each other's sessions ([`shared`], [`answers`]).
+pub async fn serve_sharing<S, P>(
+    server: S,
+    auth: Auth,
+    access: SessionAccess,
+    options: &HttpOptions,
+    pages: P,
+    shared: Option<Arc<dyn SharedSessions>>,
+) -> anyhow::Result<()>
+where
+    S: rmcp::ServerHandler + Clone + Send + Sync + 'static,
+    P: FnOnce(Option<Arc<ResourceServer>>) -> anyhow::Result<Router>,
+{
     let limits = &options.limits;
     let max_connections =
         connections::max_connections(limits.max_connections, connections::open_file_limit())?;
@@ -283,6 +303,11 @@ where
     // Without authentication every request is the same caller: only the server's bound
     // means anything then.
     let sessions = Sessions::new(limits.sessions, !matches!(auth, Auth::Off));
+    let shared = shared.map(|book| Shared::new(book, limits.sessions.idle));
+    if let Some(shared) = &shared {
+        config.session_store = Some(Arc::new(RowStore(shared.clone())));
+    }
+    let manager = Arc::new(BoundedSessions::new(sessions.clone(), shared.clone()));
     let oauth = match &auth {
         Auth::OAuth(options, _) => Some(Arc::new(
             ResourceServer::start(options, local, Memberships::embedded()?).await?,
@@ -295,11 +320,7 @@ where
             .get_tool(tool)
             .and_then(|t| t.annotations.and_then(|a| a.read_only_hint))
     });
-    let service = StreamableHttpService::new(
-        move || Ok(server.clone()),
-        Arc::new(BoundedSessions::new(sessions.clone())),
-        config,
-    );
+    let service = StreamableHttpService::new(move || Ok(server.clone()), manager.clone(), config);
 
     let tracker = Arc::new(Tracker::default());
     let gate_sessions = sessions.clone();
@@ -309,6 +330,8 @@ where
         access,
         body_timeout: limits.body_timeout,
         sessions,
+        manager,
+        shared,
         log: ThrottledLog::default(),
         oauth: oauth.clone(),
         read_only,
@@ -583,6 +606,10 @@ struct Gate {
     access: SessionAccess,
     body_timeout: Duration,
     sessions: Arc<Sessions>,
+    /// rmcp's session manager, to end a session here whose shared row is gone.
+    manager: Arc<BoundedSessions>,
+    /// The store legacy sessions are shared through, if any.
+    shared: Option<Arc<Shared>>,
     log: ThrottledLog,
 }
 
@@ -726,19 +753,31 @@ async fn authenticate(State(gate): State<Arc<Gate>>, request: Request, next: Nex
     if declared.is_some_and(|n| n > MAX_REQUEST_BODY_BYTES as u64) {
         return too_large();
     }
-    let session = request.headers().get(SESSION_HEADER).cloned();
-    if let Some(id) = &session
-        && !id
-            .to_str()
-            .is_ok_and(|id| gate.sessions.may_use(id, &caller))
-    {
-        return session_not_found();
-    }
+    let session = match request.headers().get(SESSION_HEADER).map(|v| v.to_str()) {
+        None => None,
+        Some(Ok(id)) => Some(id.to_owned()),
+        Some(Err(_)) => return session_not_found(),
+    };
+    let vetted = match (&session, &gate.shared) {
+        (Some(id), Some(shared)) => match shared.vet(id, &caller, &gate.manager).await {
+            Ok(vetted) => Some(vetted),
+            Err(refusal) => return refusal,
+        },
+        (Some(id), None) if !gate.sessions.may_use(id, &caller) => return session_not_found(),
+        _ => None,
+    };
     let (mut request, message) = match read_post(request, started + gate.body_timeout, &gate).await
     {
         Ok(read) => read,
         Err(refusal) => return refusal,
     };
+    if let (Some(shared), Some(vetted), Some(answer)) = (&gate.shared, &vetted, &message)
+        && let Some(id) = answer.answers()
+        && !shared.awaits(&vetted.row.id, &id)
+    {
+        let row = &vetted.row;
+        return answers::relay(shared, &row.id, &row.owner, id, &answer.body).await;
+    }
     if let (Some(rs), Some(grant)) = (&gate.oauth, &granted) {
         let method = message.as_ref().and_then(|m| m.method.as_deref());
         let tool = message
@@ -750,18 +789,55 @@ async fn authenticate(State(gate): State<Arc<Gate>>, request: Request, next: Nex
         }
     }
     request.extensions_mut().insert(caller.clone());
-    let admission = match message {
-        Some(Peek {
-            id,
-            method: Some(method),
-            ..
-        }) if session.is_none() && method == "initialize" => match gate.admit(&caller) {
+    let id = message
+        .as_ref()
+        .and_then(|m| m.id.clone())
+        .unwrap_or(Value::Null);
+    let initialize = session.is_none()
+        && message
+            .as_ref()
+            .is_some_and(|m| m.method.as_deref() == Some("initialize"));
+    // A new session, or one of the shared store this replica will restore: each within
+    // the same bounds. Ending a session restores nothing (rmcp ends the row alone).
+    let ending = request.method() == Method::DELETE;
+    let restore = vetted.filter(|v| !v.here && !ending).map(|v| v.row);
+    let admission = if initialize {
+        match gate.admit(&caller) {
             Ok(admission) => Some(admission),
-            Err(why) => return gate.refuse_session(why, &id.unwrap_or(Value::Null)),
-        },
-        _ => None,
+            Err(why) => return gate.refuse_session(why, &id),
+        }
+    } else if restore.is_some() {
+        match gate.sessions.reserve(&caller) {
+            Ok(admission) => Some(admission),
+            Err(why) => return gate.refuse_session(NoSession::Full(why), &id),
+        }
+    } else {
+        None
     };
-    sessions::with_admission(admission, next.run(request)).await
+    if gate.shared.is_none() {
+        return sessions::with_admission(admission, next.run(request)).await;
+    }
+    let serving = sessions::with_admission(admission, next.run(request));
+    let (response, served) = shared::with_request(caller, restore, serving).await;
+    match served.opened {
+        None | Some(Ok(true)) => response,
+        // A session rmcp opened here but the store did not keep would be a session on
+        // this replica alone: it is ended, and the initialize refused.
+        Some(kept) => {
+            if let Some(new) = response.headers().get(SESSION_HEADER)
+                && let Ok(new) = new.to_str()
+            {
+                gate.manager.end(new).await;
+            }
+            match kept {
+                Ok(_) => gate.refuse_session(
+                    NoSession::Full(Refused::CallerFull(shared::MAX_SHARED_SESSIONS_PER_CALLER)),
+                    &id,
+                ),
+                Err(e) => shared::unavailable(&e),
+            }
+        }
+    }
 }
 
 /// Why a request gets 401: the reason logged, and the `error` its challenge names.
@@ -893,7 +969,10 @@ async fn read_post(
     // The whole text is parsed (whatever is not the id or the method only checked), so
     // that malformed JSON is answered here; a message of another shape is rmcp's to judge.
     let message = match serde_json::from_slice::<Peek>(&bytes) {
-        Ok(message) => Some(message),
+        Ok(mut message) => {
+            message.body = bytes.clone();
+            Some(message)
+        }
         Err(e) if e.is_data() => None,
         Err(e) => return Err(parse_error(e.to_string())),
     };
@@ -915,6 +994,22 @@ struct Peek {
     method: Option<String>,
     #[serde(default)]
     params: Option<Value>,
+    /// Present in an answer to a server's request.
+    #[serde(default)]
+    result: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    error: Option<serde::de::IgnoredAny>,
+    /// The whole body, as read.
+    #[serde(skip)]
+    body: Bytes,
+}
+
+impl Peek {
+    /// If the message answers a server's request: the id it answers, as JSON.
+    fn answers(&self) -> Option<String> {
+        let answer = self.method.is_none() && (self.result.is_some() || self.error.is_some());
+        answer.then(|| self.id.as_ref().map(Value::to_string))?
+    }
 }
 
 /// Whether JSON text opens more than `max` arrays or objects inside one another. One pass
@@ -1071,6 +1166,33 @@ mod tests {
         assert!(!nests_deeper_than(fits.as_bytes(), MAX_JSON_DEPTH));
         // What passes is what serde_json (and so rmcp) can parse.
         assert!(serde_json::from_str::<serde_json::Value>(&fits).is_ok());
+    }
+
+    #[test]
+    fn an_answer_to_a_servers_request_is_told_from_requests_and_notifications() {
+        let peek = |text: &str| serde_json::from_str::<Peek>(text).unwrap().answers();
+        assert_eq!(
+            peek(r#"{"jsonrpc":"2.0","id":"ab","result":{}}"#).as_deref(),
+            Some("\"ab\"")
+        );
+        assert_eq!(
+            peek(r#"{"jsonrpc":"2.0","id":7,"error":{"code":1,"message":"x"}}"#).as_deref(),
+            Some("7")
+        );
+        assert_eq!(
+            peek(r#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#),
+            None
+        );
+        assert_eq!(
+            peek(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
+            None
+        );
+        assert_eq!(peek(r#"{"jsonrpc":"2.0","result":{}}"#), None, "no id");
+        assert_eq!(
+            peek(r#"{"jsonrpc":"2.0","id":7}"#),
+            None,
+            "neither result nor error"
+        );
     }
 
     #[test]

@@ -18,6 +18,7 @@ pub mod names;
 pub mod page;
 pub mod passthrough;
 mod relay;
+pub mod session;
 pub mod store;
 pub mod subscribe;
 pub mod tasks;
@@ -48,6 +49,7 @@ use crate::{
 
 pub use confirm::{CONFIRMATION_TTL, Confirmations};
 pub use page::{Page, PageSettings};
+pub use session::SessionOf;
 pub use store::Store;
 
 /// Who is calling, from a request: `user@tenant` as the binary knows it (a bearer
@@ -98,6 +100,11 @@ struct Inner {
     calls: AtomicU64,
     /// Subscriptions every session holds together, at most `subscribe::MAX_SUBSCRIPTIONS`.
     subscription_limit: Arc<tokio::sync::Semaphore>,
+    /// The shared store (the host's keeper too), where older clients' sessions are kept.
+    store: Store,
+    /// Which older client's session a request is in, when sessions are shared
+    /// (`session.rs`).
+    session_of: std::sync::OnceLock<SessionOf>,
 }
 
 /// The person behind the servers' own `elicitation/create` outside any caller's call:
@@ -147,6 +154,8 @@ impl Gateway {
                 page,
                 calls: AtomicU64::new(0),
                 subscription_limit: subscribe::limit(),
+                store,
+                session_of: std::sync::OnceLock::new(),
             }),
             session: Arc::default(),
         })
@@ -193,11 +202,7 @@ impl Gateway {
     /// The log level this session's client set (older revisions), if it set one.
     #[allow(deprecated)]
     pub(crate) fn session_log_level(&self) -> Option<rmcp::model::LoggingLevel> {
-        *self
-            .session
-            .log_level
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+        *self.log_level()
     }
 
     /// How the client sees the servers' names (`gatewayNames`).
@@ -297,6 +302,8 @@ impl ServerHandler for Gateway {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        // The session's own state, which another replica may have set.
+        self.load_session(&context).await;
         call::Call::new(self, request, &context).run().await
     }
 
@@ -369,16 +376,13 @@ impl ServerHandler for Gateway {
     async fn set_level(
         &self,
         request: rmcp::model::SetLevelRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         // Kept for this session's calls, whose servers are asked to log from this level
-        // (in each request's `_meta`); the messages are relayed during the call.
-        *self
-            .session
-            .log_level
-            .lock()
-            .unwrap_or_else(|e| e.into_inner()) = Some(request.level);
-        Ok(())
+        // (in each request's `_meta`); the messages are relayed during the call. Kept in
+        // the shared store too, for the session's calls on other replicas.
+        *self.log_level() = Some(request.level);
+        self.keep_session(&context).await
     }
 
     fn accepted_subscription_filter(

@@ -33,11 +33,12 @@ use futures::Stream;
 use rmcp::{
     model::{ClientJsonRpcMessage, ServerJsonRpcMessage},
     transport::streamable_http_server::session::{
-        ServerSseMessage, SessionId, SessionManager,
+        RestoreOutcome, ServerSseMessage, SessionId, SessionManager,
         local::{LocalSessionManager, LocalSessionManagerError},
     },
 };
 
+use super::{answers::Routed, shared::Shared};
 use crate::common::Caller;
 
 /// Most legacy sessions one caller (user and organization) may hold at once.
@@ -276,20 +277,50 @@ impl From<LocalSessionManagerError> for BoundedSessionError {
     }
 }
 
-/// rmcp's `LocalSessionManager`, with every session created against an admission and its
-/// end reported to [`Sessions`].
+/// rmcp's `LocalSessionManager`, with every session created (or restored from the shared
+/// store) against an admission and its end reported to [`Sessions`].
 pub struct BoundedSessions {
     inner: LocalSessionManager,
     sessions: Arc<Sessions>,
+    /// The store replicas share sessions through, if any (`shared.rs`).
+    shared: Option<Arc<Shared>>,
 }
 
 impl BoundedSessions {
-    pub(super) fn new(sessions: Arc<Sessions>) -> Self {
+    pub(super) fn new(sessions: Arc<Sessions>, shared: Option<Arc<Shared>>) -> Self {
         let mut inner = LocalSessionManager::default();
         // rmcp's worker ends a session after this long without a message either way,
         // and then closes it here (close_session), which gives its place back.
         inner.session_config.keep_alive = Some(sessions.limits.idle);
-        BoundedSessions { inner, sessions }
+        BoundedSessions {
+            inner,
+            sessions,
+            shared,
+        }
+    }
+
+    /// Whether `caller` may use the session `id` held here.
+    pub(super) fn may_use(&self, id: &str, caller: &Caller) -> bool {
+        self.sessions.may_use(id, caller)
+    }
+
+    /// The admission this request's task was given, if any.
+    fn admitted() -> Result<Admission, BoundedSessionError> {
+        ADMITTED
+            .try_with(|a| a.borrow_mut().take())
+            .ok()
+            .flatten()
+            .ok_or(BoundedSessionError::NotAdmitted)
+    }
+
+    /// `transport` of session `id`, bound to `admission`'s caller.
+    fn routed(&self, id: &str, admission: Admission, transport: LocalTransport) -> Routed {
+        let owner = match &self.shared {
+            Some(shared) => shared.book.owner(&admission.caller),
+            None => String::new(),
+        };
+        admission.bind(id);
+        Routed::new(transport, id, owner, self.shared.clone())
     }
 }
 
@@ -297,17 +328,36 @@ type LocalTransport = <LocalSessionManager as SessionManager>::Transport;
 
 impl SessionManager for BoundedSessions {
     type Error = BoundedSessionError;
-    type Transport = LocalTransport;
+    type Transport = Routed;
 
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
-        let admission = ADMITTED
-            .try_with(|a| a.borrow_mut().take())
-            .ok()
-            .flatten()
-            .ok_or(BoundedSessionError::NotAdmitted)?;
+        let admission = Self::admitted()?;
         let (id, transport) = self.inner.create_session().await?;
-        admission.bind(&id);
+        let transport = self.routed(&id, admission, transport);
         Ok((id, transport))
+    }
+
+    /// A session of the shared store that this replica does not hold, made here under
+    /// the id it has, within the bounds of a new one: the HTTP layer admitted it for the
+    /// row's own caller (without an admission nothing is restored).
+    async fn restore_session(
+        &self,
+        id: SessionId,
+    ) -> Result<RestoreOutcome<Self::Transport>, Self::Error> {
+        if self.shared.is_none() {
+            return Ok(RestoreOutcome::NotSupported);
+        }
+        let admission = Self::admitted()?;
+        match self.inner.restore_session(id.clone()).await? {
+            RestoreOutcome::Restored(transport) => {
+                super::shared::note("http_session_restored", "its row is in the shared store");
+                Ok(RestoreOutcome::Restored(
+                    self.routed(&id, admission, transport),
+                ))
+            }
+            RestoreOutcome::AlreadyPresent => Ok(RestoreOutcome::AlreadyPresent),
+            _ => Ok(RestoreOutcome::NotSupported),
+        }
     }
 
     async fn initialize_session(

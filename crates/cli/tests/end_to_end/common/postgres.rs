@@ -279,35 +279,35 @@ impl Cluster {
         out
     }
 
+    /// What `sql` returns, as psql prints it unaligned and without headers.
+    pub fn query(&self, sql: &str) -> String {
+        let out = self.psql(&["-A", "-t", "-c", sql]).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "psql -c {sql} failed: {stderr}");
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    /// psql as `postgres` on this cluster's database, stopping at the first error, with
+    /// `extra` arguments.
+    fn psql(&self, extra: &[&str]) -> Command {
+        let port = self.port.to_string();
+        let mut args = vec!["-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p"];
+        args.extend([port.as_str(), "-U", "postgres"]);
+        args.extend_from_slice(extra);
+        args.push("postgres");
+        self.command("psql", &args)
+    }
+
     /// Its folder (data, socket, log).
     pub fn path(&self) -> &Path {
         self.dir.path()
     }
 
-    /// psql's arguments for a session as `postgres` over loopback, `flags` first.
-    fn psql_args<'a>(&self, port: &'a str, flags: &[&'a str]) -> Vec<&'a str> {
-        let mut args = vec!["-X", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", port];
-        args.extend(["-U", "postgres"]);
-        args.extend_from_slice(flags);
-        args.push("postgres");
-        args
-    }
-
-    /// What `sql` prints in psql's unaligned, tuples-only form (`-At`), over loopback.
-    pub fn query(&self, sql: &str) -> String {
-        let port = self.port.to_string();
-        let args = self.psql_args(&port, &["-At", "-c", sql]);
-        String::from_utf8_lossy(&self.must("psql", &args).stdout)
-            .trim()
-            .to_owned()
-    }
-
     /// A session that runs `sql` in a transaction and holds it open (and its locks) until
     /// the returned [`Held`] is dropped.
     pub fn hold(&self, sql: &str) -> Held {
-        let port = self.port.to_string();
         let mut child = self
-            .command("psql", &self.psql_args(&port, &["-q"]))
+            .psql(&[])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

@@ -18,6 +18,9 @@
 //! - `database.rs`: the PostgreSQL store going away and coming back;
 //! - `database_tls.rs`: the PostgreSQL store over TLS (`sslmode`, `sslrootcert`);
 //! - `headers.rs`: SEP-2243 `Mcp-Param-*` headers checked in front and sent behind;
+//! - `sessions.rs`: older clients' sessions shared by two replicas behind nginx's round
+//!   robin (the Python and TypeScript SDK clients), their approvals answered on the
+//!   other replica, other callers refused, DELETE, a replica killed;
 //! - `oauth.rs`: `--oauth-issuer` in front (the host signing in through oidc-provider,
 //!   the refusals, the approval state bound to the OAuth caller), and the client's token
 //!   never reaching the server behind;
@@ -38,6 +41,7 @@ mod python_sdk;
 mod replicas;
 mod robust;
 mod tasks;
+mod sessions;
 mod ts_sdk;
 
 use std::path::{Path, PathBuf};
@@ -73,6 +77,10 @@ cases! {
     async tasks::a_task_started_on_one_replica_is_read_answered_and_finished_on_the_other: sqlite, postgres;
     async tasks::behind_nginx_a_task_outlives_the_replica_that_started_it: sqlite, postgres;
     page_oauth::an_oauth_user_approves_on_the_page_the_call_their_url_only_client_made: sqlite, postgres;
+    async sessions::an_older_clients_session_is_served_by_both_replicas_behind_round_robin: sqlite, postgres;
+    sessions::the_session_goes_on_when_the_replica_that_opened_it_is_killed: sqlite, postgres;
+    sessions::the_typescript_sdk_clients_session_is_served_by_both_replicas: sqlite;
+    async sessions::an_older_sessions_log_level_set_on_one_replica_holds_on_the_other: sqlite, postgres;
 }
 
 /// The call the rules ask about, and its arguments.
@@ -162,6 +170,19 @@ impl Gw {
     pub fn ledger(&self) -> Vec<Value> {
         ledger_lines(&self.ledger)
     }
+}
+
+/// The arguments of `client` (a client script) calling [`ASKED`] with [`asked_args`] and
+/// answering the form yes, then `extra`, through `url` as Sam.
+pub fn approving(client: String, extra: &[&str], url: &str) -> Vec<String> {
+    let args = asked_args().to_string();
+    let mut argv = vec![client];
+    argv.extend(["--call", ASKED, "--args", &args].map(String::from));
+    argv.extend(extra.iter().map(|s| s.to_string()));
+    let answer = ["--answer", "approve=true", "--header"].map(String::from);
+    argv.extend(answer);
+    argv.extend([bearer(), "--url".into(), url.into()]);
+    argv
 }
 
 /// The Python client with `argv`, the local user `usr-sam` of `larkfield` in its

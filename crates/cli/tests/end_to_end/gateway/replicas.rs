@@ -82,25 +82,8 @@ pub fn behind_nginx_the_python_clients_two_rounds_land_on_two_replicas(backing: 
     let dir = tempfile::tempdir().unwrap();
     let (shared, a, b) = two_replicas(dir.path(), backing, gateway_config(dir.path()));
     let proxy = start_nginx(dir.path(), &[port_of(&a), port_of(&b)]);
-    let args = asked_args().to_string();
-    let argv: Vec<String> = [
-        script("py_mcp_client.py").as_str(),
-        "--mode",
-        "auto",
-        "--no-list",
-        "--call",
-        ASKED,
-        "--args",
-        &args,
-        "--answer",
-        "approve=true",
-        "--header",
-        &bearer(),
-        "--url",
-        &proxy.url,
-    ]
-    .map(String::from)
-    .to_vec();
+    let extra = ["--mode", "auto", "--no-list"];
+    let argv = approving(script("py_mcp_client.py"), &extra, &proxy.url);
     let out = py_client(&argv, dir.path());
     assert_eq!(out["protocolVersion"], "2026-07-28", "{out}");
     let result = &out["calls"][0]["result"];

@@ -1,10 +1,10 @@
 //! What a gateway's replicas share: the key that seals confirmations, each caller's
 //! remembered approvals, every confirmation used, the approval page's confirmations,
-//! decisions and sign-in sessions, the tasks handed to clients (`tasks.rs`), and the
-//! ledger. Any replica that opens the same store seals and opens the same
-//! confirmations, and a confirmation is used once across all of them: its nonce is
-//! inserted under a unique key before (or, in PostgreSQL, in the same transaction as) its
-//! ledger line, and a second use finds it.
+//! decisions and sign-in sessions, the tasks handed to clients (`tasks.rs`), older
+//! clients' sessions (`sessions.rs`), and the ledger. Any replica that opens the same
+//! store seals and opens the same confirmations, and a confirmation is used once across
+//! all of them: its nonce is inserted under a unique key before (or, in PostgreSQL, in
+//! the same transaction as) its ledger line, and a second use finds it.
 //!
 //! Where it lives is the `--state` [`Location`]: one SQLite file for replicas on one
 //! machine (`sqlite.rs`, the ledger the servers file's), or a PostgreSQL database for
@@ -12,16 +12,22 @@
 
 mod page;
 mod postgres;
+mod sessions;
 mod sqlite;
 pub mod tasks;
 
-use std::{path::PathBuf, sync::Arc, time::Duration};
+use std::{
+    path::PathBuf,
+    sync::{Arc, atomic::AtomicI64},
+    time::Duration,
+};
 
 use futures::future::BoxFuture;
 
 pub use page::{PageRow, PageSessionRow, PageSignInRow};
 pub use postgres::Database;
 pub use tasks::TaskRow;
+pub use sessions::{AnswerRow, CLOCK_MARGIN, PRUNE_EVERY, SessionRow, USED_CONFIRMATION_KEPT};
 
 use crate::{
     approvals::{Remembered, Scope},
@@ -86,6 +92,8 @@ impl std::fmt::Debug for Location {
 #[derive(Clone)]
 pub struct Store {
     kind: Kind,
+    /// When this replica last dropped what expired (`sessions.rs`), in seconds.
+    pruned: Arc<AtomicI64>,
 }
 
 #[derive(Clone)]
@@ -106,7 +114,10 @@ impl Store {
                 postgres::Postgres::open((**db).clone(), ledger.is_some()).await?,
             )),
         };
-        Ok(Store { kind })
+        Ok(Store {
+            kind,
+            pruned: Arc::default(),
+        })
     }
 
     /// The key confirmations are sealed with: the one in the store, or a new one put
@@ -200,7 +211,11 @@ impl Keeper for Store {
             match &self.kind {
                 Kind::Sqlite(s) => s.append(entry).await,
                 Kind::Postgres(p) => p.append(entry).await,
-            }
+            }?;
+            // Expired rows and old used confirmations go now and then; failing to drop
+            // them costs only room, so the decision stands.
+            let _ = self.prune_due(chrono::Utc::now().timestamp()).await;
+            Ok(())
         })
     }
 }

@@ -68,6 +68,8 @@ macro_rules! kept {
         concat!(stringify!($first) $(, ", ", stringify!($rest))*)
     };
 }
+// The other kinds of row of the store (`sessions.rs`) are declared the same way.
+pub(super) use kept;
 
 kept! {
     /// A confirmation waiting on the approval page, as the store keeps it.
@@ -386,7 +388,7 @@ impl Store {
     }
 
     /// The `R` with this id, unless it expired by `now`.
-    async fn find<R: Kept>(&self, id: &str, now: i64) -> Result<Option<R>, String> {
+    pub(super) async fn find<R: Kept>(&self, id: &str, now: i64) -> Result<Option<R>, String> {
         self.pick(Pick::Find, id, now).await
     }
 
@@ -400,7 +402,7 @@ impl Store {
     }
 
     /// Run `statement`: how many rows it changed.
-    async fn execute(&self, statement: Statement) -> Result<u64, String> {
+    pub(super) async fn execute(&self, statement: Statement) -> Result<u64, String> {
         match &self.kind {
             Kind::Sqlite(s) => s.execute(statement).await,
             Kind::Postgres(p) => p.execute(statement).await,
@@ -408,7 +410,7 @@ impl Store {
     }
 
     /// Make a bounded write of an `R`: `Ok(false)` when its bound refused it.
-    async fn write<R: Kept>(&self, write: Bounded) -> Result<bool, String> {
+    pub(super) async fn write<R: Kept>(&self, write: Bounded) -> Result<bool, String> {
         match &self.kind {
             Kind::Sqlite(s) => s.write::<R>(write).await,
             Kind::Postgres(p) => p.write::<R>(write).await,

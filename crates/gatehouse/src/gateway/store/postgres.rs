@@ -51,9 +51,11 @@ fn schema() -> String {
          INSERT INTO gatehouse_ledger_head (id, seq, hash) VALUES (1, 0, '{GENESIS}')
              ON CONFLICT (id) DO NOTHING;
          {page}
-         {tasks}",
+         {tasks}
+         {sessions}",
         page = page::SCHEMA,
-        tasks = super::tasks::POSTGRES_SCHEMA
+        tasks = super::tasks::POSTGRES_SCHEMA,
+        sessions = super::sessions::POSTGRES_SCHEMA
     )
 }
 

@@ -50,6 +50,8 @@ impl Sqlite {
         db.execute_batch(page::SCHEMA).map_err(shown)?;
         db.execute_batch(super::tasks::SQLITE_SCHEMA)
             .map_err(shown)?;
+        db.execute_batch(super::sessions::SQLITE_SCHEMA)
+            .map_err(shown)?;
         if let Some(ledger) = &ledger {
             ledger.check()?;
         }

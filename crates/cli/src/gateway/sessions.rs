@@ -1,0 +1,83 @@
+//! Older clients' sessions kept in the gateway's shared store (`--state`), so that its
+//! replicas behind a balancer serve each other's sessions: the servers' HTTP layer
+//! (`gatehouse_servers::http::shared`) asks, the store (`gatehouse::gateway::store`)
+//! keeps, and this says one in the other's words. A session's owner is the caller as the
+//! gateway names it everywhere else (`user@tenant`).
+
+use futures::future::BoxFuture;
+use gatehouse::gateway::{
+    Store,
+    store::{AnswerRow, SessionRow},
+};
+use gatehouse_servers::{
+    common::Caller,
+    http::shared::{AnswerKey, Answered, SharedAnswer, SharedSession, SharedSessions},
+};
+
+/// The store, as the HTTP layer keeps sessions in it.
+pub struct Kept(pub Store);
+
+impl SharedSessions for Kept {
+    fn owner(&self, caller: &Caller) -> String {
+        super::named(caller)
+    }
+
+    fn open(&self, s: SharedSession, max: usize) -> BoxFuture<'_, Result<bool, String>> {
+        let row = SessionRow {
+            id: s.id,
+            caller: s.owner,
+            init: s.init,
+            expires_at: s.expires_at,
+        };
+        Box::pin(async move { self.0.mcp_session_open(row, now(), max).await })
+    }
+
+    fn find<'a>(
+        &'a self,
+        id: &'a str,
+        now: i64,
+    ) -> BoxFuture<'a, Result<Option<SharedSession>, String>> {
+        Box::pin(async move {
+            let row = self.0.mcp_session_row(id, now).await?;
+            Ok(row.map(|r| SharedSession {
+                id: r.id,
+                owner: r.caller,
+                init: r.init,
+                expires_at: r.expires_at,
+            }))
+        })
+    }
+
+    fn touch<'a>(
+        &'a self,
+        id: &'a str,
+        owner: &'a str,
+        expires_at: i64,
+    ) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(self.0.mcp_session_touch(id, owner, expires_at))
+    }
+
+    fn end<'a>(&'a self, id: &'a str, owner: &'a str) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(self.0.mcp_session_end(id, owner))
+    }
+
+    fn put_answer(&self, a: SharedAnswer, max: usize) -> BoxFuture<'_, Result<bool, String>> {
+        let row = AnswerRow {
+            id: AnswerRow::key(&a.key.session, &a.key.request),
+            caller: a.key.owner,
+            body: a.body,
+            expires_at: a.expires_at,
+        };
+        let session = a.key.session;
+        Box::pin(async move { self.0.answer_put(&session, row, now(), max).await })
+    }
+
+    fn take_answer<'a>(&'a self, key: &'a AnswerKey, now: i64) -> Answered<'a> {
+        let id = AnswerRow::key(&key.session, &key.request);
+        Box::pin(async move { self.0.answer_take(&id, &key.owner, now).await })
+    }
+}
+
+fn now() -> i64 {
+    chrono::Utc::now().timestamp()
+}
