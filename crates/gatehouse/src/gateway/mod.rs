@@ -91,7 +91,8 @@ impl Clone for Gateway {
 struct Inner {
     host: Host,
     confirmations: Confirmations,
-    /// The shared store: the tasks handed to clients are read and written here.
+    /// The shared store (the host's keeper too): the tasks handed to clients and older
+    /// clients' sessions are read and written here.
     store: Store,
     caller_of: CallerOf,
     /// The approval page, when `--approval-page` set one up.
@@ -100,8 +101,6 @@ struct Inner {
     calls: AtomicU64,
     /// Subscriptions every session holds together, at most `subscribe::MAX_SUBSCRIPTIONS`.
     subscription_limit: Arc<tokio::sync::Semaphore>,
-    /// The shared store (the host's keeper too), where older clients' sessions are kept.
-    store: Store,
     /// Which older client's session a request is in, when sessions are shared
     /// (`session.rs`).
     session_of: std::sync::OnceLock<SessionOf>,
@@ -154,7 +153,6 @@ impl Gateway {
                 page,
                 calls: AtomicU64::new(0),
                 subscription_limit: subscribe::limit(),
-                store,
                 session_of: std::sync::OnceLock::new(),
             }),
             session: Arc::default(),

@@ -40,8 +40,8 @@ mod page_oauth;
 mod python_sdk;
 mod replicas;
 mod robust;
-mod tasks;
 mod sessions;
+mod tasks;
 mod ts_sdk;
 
 use std::path::{Path, PathBuf};

@@ -26,8 +26,8 @@ use futures::future::BoxFuture;
 
 pub use page::{PageRow, PageSessionRow, PageSignInRow};
 pub use postgres::Database;
-pub use tasks::TaskRow;
 pub use sessions::{AnswerRow, CLOCK_MARGIN, PRUNE_EVERY, SessionRow, USED_CONFIRMATION_KEPT};
+pub use tasks::TaskRow;
 
 use crate::{
     approvals::{Remembered, Scope},

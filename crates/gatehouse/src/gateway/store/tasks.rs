@@ -198,11 +198,7 @@ impl Store {
 
     /// The task with this id, whoever's it is, unless it expired by `now`.
     pub async fn task_row(&self, id: &str, now: i64) -> Result<Option<TaskRow>, String> {
-        let values = vec![text(id), Value::Int(now)];
-        match &self.kind {
-            Kind::Sqlite(s) => s.find::<TaskRow>(values).await,
-            Kind::Postgres(p) => p.find::<TaskRow>(values).await,
-        }
+        self.find::<TaskRow>(id, now).await
     }
 
     /// Move an unended task on: `Ok(false)` when it has ended (or is gone).
