@@ -484,14 +484,9 @@ impl ServerHandler for Testbed {
         request: UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let tasks = self.store()?;
-        let owner = Self::owner(&context);
-        tasks.update(
-            self.job_work(),
-            &owner,
-            &request.task_id,
-            request.input_responses,
-        )
+        let (tasks, owner) = (self.store()?, Self::owner(&context));
+        let (task, answers) = (&request.task_id, request.input_responses);
+        tasks.update(self.job_work(), &owner, task, answers)
     }
 
     async fn cancel_task(

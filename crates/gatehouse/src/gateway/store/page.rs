@@ -240,6 +240,27 @@ pub(super) struct Bounded {
     pub insert: Statement,
 }
 
+impl Bounded {
+    /// A write of `insert` refused when `count` (its statement and values) finds `max` rows
+    /// or more, one `key`'s writes (a caller's, a session's) taking turns.
+    pub fn refusing(
+        now: i64,
+        key: String,
+        (sql, values): (&'static str, Vec<Value>),
+        max: usize,
+        insert: Statement,
+    ) -> Bounded {
+        let max = i64::try_from(max).unwrap_or(i64::MAX);
+        let count = Statement { sql, values };
+        Bounded {
+            now,
+            caller: key,
+            bound: Bound::Refuse { count, max },
+            insert,
+        }
+    }
+}
+
 /// The approval page's state, in whichever store: every replica sees the same
 /// confirmations, decisions and sessions.
 impl Store {
@@ -253,10 +274,7 @@ impl Store {
             expires_at,
             ..
         } = row;
-        let count = Statement {
-            sql: COUNT_PENDING,
-            values: vec![Value::Text(caller.clone())],
-        };
+        let count = vec![Value::Text(caller.clone())];
         let insert = Statement {
             sql: INSERT_PENDING,
             values: vec![
@@ -266,16 +284,7 @@ impl Store {
                 Value::Int(expires_at),
             ],
         };
-        let bound = Bound::Refuse {
-            count,
-            max: i64::try_from(max).unwrap_or(i64::MAX),
-        };
-        let write = Bounded {
-            now,
-            caller,
-            bound,
-            insert,
-        };
+        let write = Bounded::refusing(now, caller, (COUNT_PENDING, count), max, insert);
         self.write::<PageRow>(write).await
     }
 

@@ -10,7 +10,7 @@ use std::{sync::atomic::Ordering, time::Duration};
 
 use super::{
     Store,
-    page::{Bound, Bounded, Cells, Kept, Statement, Value, kept},
+    page::{Bounded, Cells, Kept, Statement, Value, kept},
 };
 use crate::gateway::confirm::CONFIRMATION_TTL;
 
@@ -131,25 +131,6 @@ fn text(s: &str) -> Value {
     Value::Text(s.to_owned())
 }
 
-/// A write of `insert` refused when `count` (its statement and values) finds `max` rows
-/// or more, one `key`'s writes (a caller's, a session's) taking turns.
-fn refusing(
-    now: i64,
-    key: String,
-    (sql, values): (&'static str, Vec<Value>),
-    max: usize,
-    insert: Statement,
-) -> Bounded {
-    let max = i64::try_from(max).unwrap_or(i64::MAX);
-    let count = Statement { sql, values };
-    Bounded {
-        now,
-        caller: key,
-        bound: Bound::Refuse { count, max },
-        insert,
-    }
-}
-
 impl Store {
     /// Keep a new session, unless its caller has `max` already (`Ok(false)`); expired
     /// sessions are dropped first.
@@ -167,8 +148,14 @@ impl Store {
         };
         insert.values.push(Value::Int(row.expires_at));
         let count = vec![text(&caller)];
-        self.write::<Session>(refusing(now, caller, (COUNT_SESSIONS, count), max, insert))
-            .await
+        self.write::<Session>(Bounded::refusing(
+            now,
+            caller,
+            (COUNT_SESSIONS, count),
+            max,
+            insert,
+        ))
+        .await
     }
 
     /// The session `id`, unless it expired by `now`.
@@ -256,7 +243,7 @@ impl Store {
             .values
             .extend([Value::Text(row.body), Value::Int(row.expires_at)]);
         let count = vec![text(session)];
-        let write = refusing(now, session.to_owned(), (COUNT_ANSWERS, count), max, insert);
+        let write = Bounded::refusing(now, session.to_owned(), (COUNT_ANSWERS, count), max, insert);
         self.write::<Answer>(write).await
     }
 

@@ -13,7 +13,7 @@
 
 use super::{
     Kind, Store,
-    page::{Bound, Bounded, Cells, Kept, Statement, Value},
+    page::{Bounded, Cells, Kept, Statement, Value},
 };
 
 /// Is `status` (a status as the extension spells it) an end?
@@ -155,10 +155,6 @@ impl Store {
     /// Keep a new task, unless its caller has `max` kept already (`Ok(false)`); expired
     /// ones are dropped first. It is in the store when this returns.
     pub async fn task_insert(&self, row: TaskRow, now: i64, max: usize) -> Result<bool, String> {
-        let count = Statement {
-            sql: COUNT_KEPT,
-            values: vec![text(&row.caller)],
-        };
         let r = &row;
         let values = vec![
             text(&r.id),
@@ -178,22 +174,13 @@ impl Store {
             Value::Int(r.updated_at),
             Value::Int(r.expires_at),
         ];
-        let write = Bounded {
-            now,
-            caller: row.caller.clone(),
-            bound: Bound::Refuse {
-                count,
-                max: i64::try_from(max).unwrap_or(i64::MAX),
-            },
-            insert: Statement {
-                sql: INSERT,
-                values,
-            },
+        let insert = Statement {
+            sql: INSERT,
+            values,
         };
-        match &self.kind {
-            Kind::Sqlite(s) => s.write::<TaskRow>(write).await,
-            Kind::Postgres(p) => p.write::<TaskRow>(write).await,
-        }
+        let count = vec![text(&row.caller)];
+        let write = Bounded::refusing(now, row.caller.clone(), (COUNT_KEPT, count), max, insert);
+        self.write::<TaskRow>(write).await
     }
 
     /// The task with this id, whoever's it is, unless it expired by `now`.
