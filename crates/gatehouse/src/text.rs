@@ -22,10 +22,20 @@ pub fn is_unsafe(c: char) -> bool {
         | '\u{61c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
+/// Does `text` hold a character a terminal would act on ([`is_unsafe`])? Text of printable
+/// ASCII, newlines and tabs (nearly all of it) is told safe by a loop over its bytes,
+/// without decoding a character: this runs on every step, record and relayed line.
+pub fn has_unsafe(text: &str) -> bool {
+    !text
+        .bytes()
+        .all(|b| matches!(b, b' '..=b'~' | b'\n' | b'\t'))
+        && text.chars().any(is_unsafe)
+}
+
 /// `text` with every character a terminal would act on ([`is_unsafe`]) replaced by its
 /// visible escape, `\u{1b}` for ESC. Borrowed when there is nothing to replace.
 pub fn visible(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(is_unsafe) {
+    if !has_unsafe(text) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 16);
@@ -59,7 +69,7 @@ pub fn visible_json(value: &mut Value) {
         }
         Value::Array(items) => items.iter_mut().for_each(visible_json),
         Value::Object(map) => {
-            if map.keys().any(|k| k.chars().any(is_unsafe)) {
+            if map.keys().any(|k| has_unsafe(k)) {
                 let entries = std::mem::take(map);
                 for (k, mut v) in entries {
                     visible_json(&mut v);
@@ -166,6 +176,18 @@ mod tests {
             prop_assert!(text.chars().filter(|c| !is_unsafe(*c)).all(|c| rest.any(|s| s == c)));
             let line = visible_line(&text);
             prop_assert!(!line.chars().any(|c| is_unsafe(c) || c == '\n' || c == '\t'));
+        }
+
+        /// The byte loop's shortcut says what decoding every character says, for any text
+        /// and for text made mostly of ASCII, controls and the bidi marks.
+        #[test]
+        fn has_unsafe_agrees_with_every_character(
+            any_text in any::<String>(),
+            near in "[\\x00-\\x7f\u{80}-\u{a0}\u{61c}\u{200e}\u{202a}-\u{202e}\u{2066}-\u{2069}é]{0,40}",
+        ) {
+            for text in [&any_text, &near] {
+                prop_assert_eq!(has_unsafe(text), text.chars().any(is_unsafe));
+            }
         }
 
         #[test]

@@ -245,9 +245,9 @@ impl ToolEvent {
 
 /// A fresh random id of `bytes` bytes, as lowercase hex (trace ids, span ids, sessions).
 pub fn random_hex(bytes: usize) -> String {
-    (0..bytes)
-        .map(|_| format!("{:02x}", rand::random::<u8>()))
-        .collect()
+    let mut random = vec![0u8; bytes];
+    rand::fill(&mut random[..]);
+    crate::digest::hex(&random)
 }
 
 /// An observer that shows nothing; the steps are still recorded.
@@ -413,6 +413,18 @@ impl Trace {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn random_ids_are_hex_of_their_length_and_differ() {
+        let (a, b) = (random_hex(16), random_hex(16));
+        assert_eq!(a.len(), 32);
+        assert!(
+            a.bytes()
+                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+        );
+        assert_ne!(a, b);
+        assert_eq!(random_hex(0), "");
+    }
 
     #[test]
     fn arguments_are_shown_as_json_up_to_the_depth_and_as_text_past_it() {

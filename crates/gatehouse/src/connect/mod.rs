@@ -22,6 +22,7 @@ mod error;
 pub mod handler;
 mod http;
 pub mod late;
+pub mod lines;
 pub mod restart;
 pub mod stdio;
 pub mod wire;

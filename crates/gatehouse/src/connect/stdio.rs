@@ -21,6 +21,7 @@ use std::{
 
 use rmcp::{
     RoleClient,
+    model::{ErrorData, JsonRpcMessage},
     service::{RxJsonRpcMessage, TxJsonRpcMessage},
     transport::{Transport, async_rw::AsyncRwTransport},
 };
@@ -29,7 +30,10 @@ use tokio::{
     process::{Child, ChildStdin, ChildStdout},
 };
 
-use super::ConnectError;
+use super::{
+    ConnectError,
+    lines::{Lines, Read},
+};
 use crate::{
     config::{ServerSpec, Transport as ServerTransport},
     trace::Trace,
@@ -122,9 +126,14 @@ impl<R: AsyncRead + Unpin> AsyncRead for BoundedLines<R> {
     }
 }
 
-/// The transport to a child process: its stdout and stdin as JSON lines, and the process.
+/// The transport to a child process: its stdout read as JSON lines ([`Lines`]), its stdin
+/// written by rmcp's transport, and the process.
 pub struct ChildTransport {
-    transport: AsyncRwTransport<RoleClient, BoundedLines<ChildStdout>, ChildStdin>,
+    lines: Lines<BoundedLines<ChildStdout>>,
+    writer: AsyncRwTransport<RoleClient, tokio::io::Empty, ChildStdin>,
+    /// A line that was JSON but no message is answered with an invalid-request error, as
+    /// rmcp answers it; kept until sent, so a receive cut off half-way still sends it.
+    answer_invalid: bool,
     child: Child,
     health: Arc<Health>,
 }
@@ -143,26 +152,42 @@ impl Transport<RoleClient> for ChildTransport {
         &mut self,
         item: TxJsonRpcMessage<RoleClient>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        self.transport.send(item)
+        self.lines.sent(&item);
+        self.writer.send(item)
     }
 
     /// The next message; at the end of the server's output the connection's [`Health`]
     /// says so, which is what a restart waits for.
-    fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
-        let health = self.health.clone();
-        let next = self.transport.receive();
-        async move {
-            let message = next.await;
-            if message.is_none() {
-                health.ended.cancel();
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        loop {
+            if self.answer_invalid {
+                let invalid = ErrorData::invalid_request("Invalid request", None);
+                if self
+                    .writer
+                    .send(JsonRpcMessage::error(invalid, None))
+                    .await
+                    .is_err()
+                {
+                    self.health.ended.cancel();
+                    return None;
+                }
+                self.answer_invalid = false;
             }
-            message
+            match self.lines.next().await {
+                Read::Message(message) => return Some(*message),
+                Read::Skip => {}
+                Read::Invalid => self.answer_invalid = true,
+                Read::End => {
+                    self.health.ended.cancel();
+                    return None;
+                }
+            }
         }
     }
 
     /// Close stdin and let the server exit; then SIGTERM; then kill.
     async fn close(&mut self) -> Result<(), Self::Error> {
-        self.transport.close().await?;
+        self.writer.close().await?;
         if tokio::time::timeout(EXIT_GRACE, self.child.wait())
             .await
             .is_ok()
@@ -250,9 +275,8 @@ pub(crate) fn spawn(
         since_newline: 0,
         health: health.clone(),
     };
-    // rmcp's own bound is set just past ours, so ours is the one that acts.
-    let transport =
-        AsyncRwTransport::new(stdout, stdin).with_max_line_length(MAX_MESSAGE_BYTES + 2);
+    // rmcp's transport writes; the lines are read here, bounded by `BoundedLines`.
+    let writer = AsyncRwTransport::new(tokio::io::empty(), stdin);
     let stderr_reader = tokio::spawn(relay_stderr(
         stderr,
         spec.name.clone(),
@@ -261,7 +285,9 @@ pub(crate) fn spawn(
     ));
     Ok(Spawned {
         transport: ChildTransport {
-            transport,
+            lines: Lines::new(stdout),
+            writer,
+            answer_invalid: false,
             child,
             health: health.clone(),
         },
@@ -281,12 +307,20 @@ async fn relay_stderr(
     let mut chunk = vec![0u8; 8 * 1024];
     let mut line: Vec<u8> = Vec::new();
     let mut cut = 0usize;
+    // A line's bytes become its text without a copy when they are UTF-8 (nearly always),
+    // and its secrets are replaced only where one is found: this runs for every line a
+    // server logs, one or more per call.
     let emit = |line: &mut Vec<u8>, cut: &mut usize| {
-        let mut text = String::from_utf8_lossy(line).into_owned();
+        let mut text = match String::from_utf8(std::mem::take(line)) {
+            Ok(text) => text,
+            Err(bad) => String::from_utf8_lossy(bad.as_bytes()).into_owned(),
+        };
         if *cut > 0 {
             text.push_str(&format!(" … ({} more bytes)", *cut));
         }
-        let text = trace.secrets().text(&text).into_owned();
+        if let std::borrow::Cow::Owned(clean) = trace.secrets().text(&text) {
+            text = clean;
+        }
         observer.server_stderr(&server, &text);
         let mut t = tail.lock().unwrap_or_else(|e| e.into_inner());
         if t.len() == STDERR_TAIL_LINES {

@@ -1,6 +1,8 @@
 //! A result's content blocks: as text for the model, as media for a model that takes
 //! them, as files saved for the person, and the resource URIs they link to.
 
+use std::borrow::Cow;
+
 use rmcp::model::{CallToolResult, ContentBlock, Role};
 
 use crate::model::MediaKind;
@@ -40,17 +42,18 @@ pub fn media_for_model(blocks: &[ContentBlock]) -> Vec<crate::model::Media> {
 
 /// The useful value of a result: `structuredContent` when the server sent it (compact and
 /// typed), else the text of its content blocks. Blocks that are not text are never
-/// dropped: beside structured content they come back as `attachments`, described.
-pub fn result_value(result: &CallToolResult) -> (Value, Vec<String>) {
+/// dropped: beside structured content they come back as `attachments`, described. The
+/// structured content is borrowed, not copied: it is only read from here on.
+pub fn result_value(result: &CallToolResult) -> (Cow<'_, Value>, Vec<String>) {
     let blocks = result.content.iter().filter(|b| meant_for_model(b));
     if let Some(structured) = &result.structured_content {
         let attachments = blocks
             .filter(|b| b.as_text().is_none())
             .map(|b| content_text([b]))
             .collect();
-        return (structured.clone(), attachments);
+        return (Cow::Borrowed(structured), attachments);
     }
-    (Value::String(content_text(blocks)), Vec::new())
+    (Cow::Owned(Value::String(content_text(blocks))), Vec::new())
 }
 
 /// A block whose `annotations.audience` leaves out the assistant is for the person only:

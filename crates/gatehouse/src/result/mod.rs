@@ -53,15 +53,15 @@ pub fn success_with(
     // would deep-clone a large result before serialising it, and this runs on every call.
     let tool = shown_tool_name(tool);
     let tool = tool.as_ref();
-    let value_json = value.to_string();
+    let value_json = json_text(value);
     let mut whole = String::with_capacity(value_json.len() + tool.len() + 32);
     whole.push_str("{\"tool\":");
-    whole.push_str(&Value::from(tool).to_string());
+    whole.push_str(&json_text(tool));
     whole.push_str(",\"result\":");
     whole.push_str(&value_json);
     if !attachments.is_empty() {
         whole.push_str(",\"attachments\":");
-        whole.push_str(&json!(attachments).to_string());
+        whole.push_str(&json_text(attachments));
     }
     whole.push('}');
     let chars = whole.chars().count();
@@ -75,6 +75,14 @@ pub fn success_with(
     }
     // Too long: send the start of the result as text, with a note that says so.
     cut(tool, &as_text(value, value_json, attachments), max_chars)
+}
+
+/// `value` as compact JSON. Written into bytes by serde_json's own writer, which is several
+/// times faster than `Value`'s `Display` (it goes through `fmt::Write` piece by piece), and
+/// this runs on every result. A JSON value, a string or a list of strings always
+/// serialises, so the empty fallback is never taken.
+pub(crate) fn json_text<T: serde::Serialize + ?Sized>(value: &T) -> String {
+    serde_json::to_string(value).unwrap_or_default()
 }
 
 /// A result that does not fit, as the text its parts are read from: a string as it is,

@@ -33,7 +33,7 @@ pub fn success_kept(
     if !shown.clipped {
         return (shown, None);
     }
-    let whole = super::as_text(value, value.to_string(), attachments);
+    let whole = super::as_text(value, super::json_text(value), attachments);
     if whole.chars().count() > max_kept {
         return (shown, None);
     }

@@ -150,7 +150,7 @@ fn blocks_for_the_person_only_stay_out_of_the_model_context() {
         {"type": "text", "text": "for the model", "annotations": {"audience": ["assistant", "user"]}}
     ]})).unwrap();
     let (value, _) = result_value(&r);
-    assert_eq!(value, json!("for everyone\nfor the model"));
+    assert_eq!(*value, json!("for everyone\nfor the model"));
 }
 
 #[test]
