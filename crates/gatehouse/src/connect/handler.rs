@@ -43,6 +43,12 @@ pub(crate) type ProgressRoute =
 pub(crate) type LogRoute =
     Arc<Mutex<HashMap<ProgressToken, mpsc::Sender<rmcp::model::LoggingMessageNotificationParam>>>>;
 
+/// Who answers a server's own `elicitation/create` (an older server asks mid-call) for a
+/// call in flight that brought someone: a gateway's caller, by the call's progress token.
+/// The question names no request, so it goes to that person only while theirs is the one
+/// call in flight on the connection.
+pub(crate) type QuestionRoute = Arc<Mutex<HashMap<ProgressToken, Arc<dyn Person>>>>;
+
 /// The client side of one connection. Progress and "tool list changed" are taken by the
 /// transport as they are read ([`super::wire::InOrder`]); questions come here. Its clones
 /// share every flag and count, so a server restarted under the same connection
@@ -56,6 +62,9 @@ pub struct HostHandler {
     pub(crate) progress: ProgressRoute,
     /// Where the log messages of a call in flight go, for the calls that want them.
     pub(crate) logs: LogRoute,
+    /// Who answers the server's questions, for the calls in flight that brought someone;
+    /// empty: the host's own person.
+    askers: QuestionRoute,
     /// Set when an older server says its tool list changed.
     pub(crate) tools_changed: Arc<AtomicBool>,
     /// Set when the server asked the person during a call (older revisions).
@@ -79,6 +88,7 @@ impl HostHandler {
             trace,
             progress: Arc::new(Mutex::new(HashMap::new())),
             logs: Arc::new(Mutex::new(HashMap::new())),
+            askers: Arc::new(Mutex::new(HashMap::new())),
             tools_changed: Arc::new(AtomicBool::new(false)),
             asked: Arc::default(),
             questions: Arc::default(),
@@ -147,6 +157,35 @@ impl HostHandler {
             .remove(token);
     }
 
+    /// The server's questions asked while the request with this progress token is the
+    /// only one in flight go to `person`, until [`HostHandler::end_questions`].
+    pub fn route_questions(&self, token: ProgressToken, person: Arc<dyn Person>) {
+        self.askers().insert(token, person);
+    }
+
+    /// The request with this progress token ended: its person is asked nothing more.
+    pub fn end_questions(&self, token: &ProgressToken) {
+        self.askers().remove(token);
+    }
+
+    fn askers(&self) -> std::sync::MutexGuard<'_, HashMap<ProgressToken, Arc<dyn Person>>> {
+        self.askers.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Who answers a question asked now: the host's person when no call brought one,
+    /// else the one call in flight's; `None` when several calls are in flight and one of
+    /// them brought someone, since the question cannot be told to be theirs.
+    fn asker(&self) -> Option<Arc<dyn Person>> {
+        let askers = self.askers();
+        if askers.is_empty() {
+            return Some(self.person.clone());
+        }
+        match (self.calls_in_flight(), askers.values().next()) {
+            (1, Some(person)) if askers.len() == 1 => Some(person.clone()),
+            _ => None,
+        }
+    }
+
     /// How many calls are in flight on this connection.
     pub fn calls_in_flight(&self) -> usize {
         self.routes().len()
@@ -211,6 +250,7 @@ impl ClientHandler for HostHandler {
         // Each kind of refusal is told once (per call, or for the connection), not once
         // per question: a flood of them must not flood the run.
         let asked = self.questions.fetch_add(1, Ordering::SeqCst);
+        let asker = self.asker();
         let refused = if !self.in_call() {
             (!self.told_outside.swap(true, Ordering::SeqCst))
                 .then_some("outside any call of the host's")
@@ -219,6 +259,10 @@ impl ClientHandler for HostHandler {
             (asked == self.max_questions)
                 .then_some("more often than the host allows in one call")
                 .or(Some(""))
+        } else if asker.is_none() {
+            Some(
+                "while several calls were in flight on it (whose call it belongs to cannot be told)",
+            )
         } else {
             None
         };
@@ -235,12 +279,15 @@ impl ClientHandler for HostHandler {
             }
             return Ok(ElicitResult::new(ElicitationAction::Decline));
         }
+        let Some(asker) = asker else {
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        };
         self.asked.store(true, Ordering::SeqCst);
         Ok(person::ask_person(
             &self.server,
             "elicitation/create",
             &request,
-            self.person.as_ref(),
+            asker.as_ref(),
             &self.trace,
         )
         .await)
@@ -249,4 +296,38 @@ impl ClientHandler for HostHandler {
     // No `on_progress` and no `on_tool_list_changed`: `InOrder` takes both notifications
     // as they are read, in order with the responses; the handler would see them later,
     // each in a task of its own.
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{person::Unattended, trace::Quiet};
+
+    #[test]
+    fn a_question_goes_to_the_one_call_in_flight_that_brought_someone_and_else_to_nobody() {
+        let host: Arc<dyn Person> = Arc::new(Unattended::NOBODY);
+        let caller: Arc<dyn Person> = Arc::new(Unattended::NOBODY);
+        let handler = HostHandler::new("s", host.clone(), Trace::new(Arc::new(Quiet)), 4);
+        let same = |a: Option<Arc<dyn Person>>, b: &Arc<dyn Person>| {
+            a.is_some_and(|a| std::ptr::addr_eq(Arc::as_ptr(&a), Arc::as_ptr(b)))
+        };
+        let token = |n| ProgressToken(rmcp::model::NumberOrString::Number(n));
+        let (tx, _rx) = mpsc::channel(1);
+        assert!(
+            same(handler.asker(), &host),
+            "no call brought anyone: the host's person"
+        );
+        handler.route_progress(token(1), tx.clone());
+        handler.route_questions(token(1), caller.clone());
+        assert!(same(handler.asker(), &caller), "the one call in flight's");
+        handler.route_progress(token(2), tx);
+        assert!(
+            handler.asker().is_none(),
+            "two calls: whose it is cannot be told"
+        );
+        handler.end_progress(&token(2));
+        assert!(same(handler.asker(), &caller));
+        handler.end_questions(&token(1));
+        assert!(same(handler.asker(), &host));
+    }
 }

@@ -170,6 +170,10 @@ pub struct Relay {
     /// The caller takes tasks itself (it declared the extension): a task the server
     /// makes is handed back ([`Relayed::Task`]) rather than followed here.
     pub tasks_to_caller: bool,
+    /// Who answers the server's questions that no round of the caller's carries: those of
+    /// a task followed here, and an older server's `elicitation/create` while this call is
+    /// the one in flight on its connection. `None`: nobody (each is declined).
+    pub person: Option<Arc<dyn crate::person::Person>>,
 }
 
 impl Round1<'_> {
@@ -192,6 +196,9 @@ impl Round1<'_> {
         handler.route_progress(token.clone(), tx);
         if let Some(logs) = self.relay.and_then(|r| r.logs.clone()) {
             handler.route_logs(token.clone(), logs);
+        }
+        if let Some(person) = self.relay.and_then(|r| r.person.clone()) {
+            handler.route_questions(token.clone(), person);
         }
         let mut hard_deadline = started + limits.max_round_timeout.max(limits.round_timeout);
         let mut deadline = started + limits.round_timeout;
@@ -219,6 +226,7 @@ impl Round1<'_> {
                 answer = &mut handle.rx => {
                     handler.end_progress(&token);
                     handler.end_logs(&token);
+                    handler.end_questions(&token);
                     // Progress the server sent before its answer was routed as it was read
                     // (`connect::InOrder`), so it is all here: shown before the result.
                     while let Ok(p) = rx.try_recv() {
@@ -246,6 +254,7 @@ impl Round1<'_> {
         };
         handler.end_progress(&token);
         handler.end_logs(&token);
+        handler.end_questions(&token);
         let (round, reason) = ended;
         // Bounded: a server that stops reading its input must not hold the host here.
         let _ = tokio::time::timeout(CANCEL_SEND_LIMIT, handle.cancel(Some(reason.into()))).await;

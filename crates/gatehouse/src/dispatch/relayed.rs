@@ -75,13 +75,18 @@ pub async fn call_tool_round(
         Asked::Task(created) if round.relay.is_some_and(|r| r.tasks_to_caller) => {
             Relayed::Task(created)
         }
-        // Otherwise a task is followed here, for at most the call's task wait. Questions inside it
-        // have no round to reach the caller's client through, so nobody answers them: each
-        // is declined, as an older server's question outside a call's rounds is.
+        // Otherwise a task is followed here, for at most the call's task wait. Its questions
+        // have no round to reach the caller's client through: they go to the person the
+        // caller brought (an older client, asked inside its call), else nobody answers
+        // them and each is declined.
         Asked::Task(created) => {
+            let nobody = &person::Unattended::NOBODY;
             let follow = task::Follow {
                 round: &round,
-                person: &person::Unattended::NOBODY,
+                person: round
+                    .relay
+                    .and_then(|r| r.person.as_deref())
+                    .unwrap_or(nobody),
                 meta: params.meta.clone(),
                 resumed: false,
             };

@@ -18,6 +18,7 @@ use rmcp::{
     service::RequestContext,
 };
 use serde_json::json;
+use std::sync::Arc;
 
 mod paged;
 
@@ -33,7 +34,7 @@ use crate::{
     dispatch::{self, Answered, CallEnd, Relayed},
     gate::{Admission, Proposal},
     model::ToolCall,
-    person::{self, AnsweredBy, Approval},
+    person::{self, AnsweredBy, Approval, Person},
     text,
     trace::Who,
 };
@@ -320,12 +321,17 @@ impl<'a> Call<'a> {
         // The call behind is made anew on the servers file's connection: nothing of the
         // client's request (its headers, its token, its `_meta`) is passed on.
         let progress = ToCaller::of(self.context, self.gw.session_log_level());
+        // An older client can be asked inside its call: it answers the server's questions
+        // that no round carries (a task's, an older server's). A 2026-07-28 client is
+        // asked only through rounds.
+        let person = (!self.modern).then(|| Arc::new(self.person()) as Arc<dyn Person>);
+        let (caps, tasks) = (declared(self.context, conn), takes_tasks(self.context));
         let to_send = dispatch::Call {
             conn,
             wire_name: &tool.tool.name,
             arguments: arguments.clone(),
             meta: progress.meta(),
-            relay: Some(progress.relay(declared(self.context, conn), takes_tasks(self.context))),
+            relay: Some(progress.relay(caps, tasks, person)),
         };
         let (limits, trace, stop) = (self.gw.limits(), host.trace(), &self.context.ct);
         let end = if self.modern {
@@ -466,7 +472,14 @@ pub(super) fn failed(text: String) -> CallToolResponse {
 /// (code kept, message made visible), as it came; or why there is none.
 pub(super) fn finished(end: CallEnd) -> Result<CallToolResult, ErrorData> {
     let text = match end {
-        CallEnd::Result(result) => return Ok(result),
+        // A server on an older revision writes no `resultType`; a 2026-07-28 client needs
+        // it (rmcp takes it out again for an older client).
+        CallEnd::Result(mut result) => {
+            result
+                .result_type
+                .get_or_insert(rmcp::model::ResultType::COMPLETE);
+            return Ok(result);
+        }
         CallEnd::ProtocolError(e) => return Err(super::passthrough::visible_error(e)),
         CallEnd::TimedOut(after) => format!(
             "the server did not answer within {}; the call was cancelled",

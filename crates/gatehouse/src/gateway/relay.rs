@@ -124,17 +124,20 @@ impl ToCaller {
         }
     }
 
-    /// What a call passed on for this caller takes to the server.
+    /// What a call passed on for this caller takes to the server, with who answers the
+    /// server's questions no round carries (an older client's person).
     pub(super) fn relay(
         &self,
         capabilities: ClientCapabilities,
         tasks_to_caller: bool,
+        person: Option<std::sync::Arc<dyn crate::person::Person>>,
     ) -> dispatch::Relay {
         dispatch::Relay {
             progress: self.progress.clone(),
             capabilities: Some(capabilities),
             logs: self.logs.clone(),
             tasks_to_caller,
+            person,
         }
     }
 

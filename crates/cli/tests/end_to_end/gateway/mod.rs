@@ -8,6 +8,8 @@
 //!
 //! - `python_sdk.rs`: the catalog, the person's approval through their client, a
 //!   server's own question relayed;
+//! - `questions.rs`: the questions no round carries (an older server's
+//!   `elicitation/create`, a task's) asked of an older client inside its call;
 //! - `inspector.rs`: the inspector 2 `--cli`, a client without forms;
 //! - `ts_sdk.rs`: the TypeScript SDK client (`tests/peers/ts_mcp_client.cjs`), the
 //!   catalog and the approval form;
@@ -38,6 +40,7 @@ mod oauth;
 mod page;
 mod page_oauth;
 mod python_sdk;
+mod questions;
 mod replicas;
 mod robust;
 mod sessions;
@@ -65,6 +68,8 @@ cases! {
     python_sdk::a_servers_own_question_reaches_the_client_and_its_answer_the_server: stdio, http;
     inspector::the_inspector_lists_the_catalog_and_is_refused_where_it_cannot_show_the_form: stdio, http;
     ts_sdk::the_typescript_sdk_client_lists_the_catalog_and_answers_the_approval_form: stdio, http;
+    questions::an_older_servers_question_reaches_an_older_client_inside_its_call: stdio, http;
+    questions::a_tasks_question_reaches_an_older_client_inside_its_call: stdio, http;
     async replicas::a_confirmation_begun_on_one_replica_finishes_on_the_other_and_only_once: sqlite, postgres, postgres_tls;
     replicas::behind_nginx_the_python_clients_two_rounds_land_on_two_replicas: sqlite, postgres;
     async replicas::a_replica_killed_in_the_middle_of_calls_loses_no_acknowledged_decision_and_doubles_none: sqlite, postgres;
@@ -105,8 +110,13 @@ pub struct Gw {
 
 impl Gw {
     pub fn new(transport: Transport) -> Gw {
+        Gw::with_config(transport, gateway_config)
+    }
+
+    /// A gateway on the servers file `config` writes in its folder.
+    pub fn with_config(transport: Transport, config: impl FnOnce(&Path) -> String) -> Gw {
         let dir = tempfile::tempdir().unwrap();
-        let config = gateway_config(dir.path());
+        let config = config(dir.path());
         let state = dir.path().join("state.db");
         let server = (transport == Transport::Http)
             .then(|| start_gateway(dir.path(), &config, state.to_str().unwrap()));
