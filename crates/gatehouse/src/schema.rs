@@ -95,27 +95,51 @@ impl std::ops::Deref for Lazy {
 /// Checks schemas for a catalog, compiling each distinct one once: a catalog often holds
 /// the same schema many times (one server configured twice, tools that share their
 /// parameters), and a schema already shown to compile need not be compiled again. The
-/// set lives as long as one catalog's build.
+/// map lives as long as one catalog's build.
+///
+/// A checker made [`Checker::keeping`] its validators hands them to the tools, so a
+/// tool's first call does not compile its schemas a second time (a small catalog: the
+/// validators cost some tens of kilobytes). Otherwise they are dropped once checked and
+/// compiled on first use: a thousand tools' kept validators take 10 MB (row 6 of
+/// `docs/benchmarks.md`).
 #[derive(Debug, Default)]
 pub struct Checker {
-    compiled: std::collections::HashSet<(bool, String)>,
+    compiled: std::collections::HashMap<(bool, String), Option<Compiled>>,
+    keep: bool,
 }
 
 impl Checker {
+    /// A checker that keeps the validators it compiles when `keep`.
+    pub fn keeping(keep: bool) -> Checker {
+        Checker {
+            keep,
+            ..Checker::default()
+        }
+    }
+
     /// [`Lazy::check`], skipping the compile of a schema this checker saw compile.
     pub fn check(&mut self, schema: &Arc<Map<String, Value>>, kind: Kind) -> Result<Lazy, String> {
         let key = (
             kind == Kind::Input,
             serde_json::to_string(schema.as_ref()).unwrap_or_default(),
         );
-        if !self.compiled.contains(&key) {
-            Lazy::compile(schema, kind)?;
-            self.compiled.insert(key);
+        let kept = match self.compiled.get(&key) {
+            Some(kept) => kept.clone(),
+            None => {
+                let compiled = Lazy::compile(schema, kind)?;
+                let kept = self.keep.then_some(compiled);
+                self.compiled.insert(key, kept.clone());
+                kept
+            }
+        };
+        let cell = OnceLock::new();
+        if let Some(compiled) = kept {
+            let _ = cell.set(compiled);
         }
         Ok(Lazy {
             schema: schema.clone(),
             kind,
-            compiled: Arc::new(OnceLock::new()),
+            compiled: Arc::new(cell),
         })
     }
 }

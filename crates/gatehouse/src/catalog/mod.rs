@@ -112,6 +112,10 @@ impl Origin {
 pub const HOST_LABEL: &str = "host";
 /// Longest tool name a server may give (the revision's SHOULD: `[A-Za-z0-9_.-]{1,128}`).
 pub const MAX_TOOL_NAME: usize = 128;
+/// Most tools a catalog may hold and still keep the validators that checked its schemas,
+/// so that a call does not compile them again; a larger one compiles each on first use
+/// (`schema::Checker`).
+pub const KEEP_COMPILED_TOOLS: usize = 64;
 /// The host's tool that follows resource links from this turn's results.
 pub const READ_RESOURCE: &str = "read_resource";
 
@@ -264,7 +268,8 @@ impl Catalog {
         let mut kept: Vec<(usize, CatalogTool)> = Vec::new();
         let mut changed: Vec<(usize, String, CatalogTool)> = Vec::new();
         let mut order = 0;
-        let mut checker = Checker::default();
+        let tools: usize = listings.iter().map(|(_, tools)| tools.len()).sum();
+        let mut checker = Checker::keeping(tools <= KEEP_COMPILED_TOOLS);
         for (server, tools) in listings {
             let tools = catalog.filter(&server, tools, rules.get(&server));
             for (tool, always_load) in tools {

@@ -239,8 +239,8 @@ fn enabled_and_disabled_tools_leave_the_others_out_of_the_catalog() {
         "a pattern that matches nothing is said: {:?}",
         c.filtered
     );
-    // No schema was compiled to build it; the first check compiles the one it needs.
-    assert!(c.tools().iter().all(|t| !t.input.is_compiled()));
+    // A small catalog keeps the validators that checked it: a call compiles nothing again.
+    assert!(c.tools().iter().all(|t| t.input.is_compiled()));
     let bytes = c.request_bytes();
     assert_eq!(
         bytes,
@@ -267,4 +267,18 @@ fn a_definition_digest_computed_on_a_clone_is_the_entrys() {
         Some(&digest),
         "the clone filled the entry's"
     );
+}
+
+#[test]
+fn a_large_catalog_compiles_each_schema_on_first_use() {
+    let tools = (0..=KEEP_COMPILED_TOOLS)
+        .map(|i| tool(&format!("t{i}")))
+        .collect();
+    let c = Catalog::build(vec![("s".into(), tools)]);
+    assert_eq!(c.len(), KEEP_COMPILED_TOOLS + 1);
+    assert!(c.tools().iter().all(|t| !t.input.is_compiled()));
+    let first = c.get("s__t0").unwrap();
+    assert!(first.input.is_valid(&json!({})));
+    assert!(first.input.is_compiled());
+    assert!(!c.get("s__t1").unwrap().input.is_compiled());
 }
