@@ -331,7 +331,7 @@ impl<'a> Call<'a> {
             wire_name: &tool.tool.name,
             arguments: arguments.clone(),
             meta: progress.meta(),
-            relay: Some(progress.relay(caps, tasks, person)),
+            relay: Some(progress.relay(caps, tasks, person, None)),
         };
         let (limits, trace, stop) = (self.gw.limits(), host.trace(), &self.context.ct);
         let end = if self.modern {
