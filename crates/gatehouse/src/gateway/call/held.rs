@@ -221,11 +221,17 @@ impl Outcome {
 /// What a held call's end goes through, as the request that started it would have: the
 /// `afterCall` hook, then the gateway's shaping.
 pub(crate) struct Ending {
+    /// The call as the client made it (the ledger's and the hook's).
     pub call: ToolCall,
+    /// The call's trace id.
     pub trace_id: String,
+    /// The call's step on this replica.
     pub step: u64,
+    /// Who calls (`user@tenant`).
     pub caller: String,
+    /// The tool called.
     pub tool: CatalogTool,
+    /// The admitted arguments.
     pub arguments: JsonObject,
 }
 
@@ -326,11 +332,17 @@ pub(super) type Round = Pin<Box<dyn Future<Output = Relayed> + Send>>;
 
 /// What a call's round is sent with.
 pub(super) struct Sending {
+    /// The server's name in the servers file (its connection's).
     pub server: String,
+    /// The tool's own name, as the server lists it.
     pub wire_name: String,
+    /// The admitted arguments.
     pub arguments: JsonObject,
+    /// The request `_meta` the caller's log level asks for.
     pub meta: Option<RequestMetaObject>,
+    /// What the caller brings (capabilities, progress, the person and their time).
     pub relay: dispatch::Relay,
+    /// The answers to the server's questions of the round before, if any.
     pub answered: Option<Answered>,
 }
 
@@ -340,7 +352,9 @@ pub(super) enum First {
     Relayed(Relayed),
     /// The server asked mid-call: the call is held here (`id`), and this is its question.
     Held {
+        /// The held call's id.
         id: String,
+        /// Its question, as the caller is shown it.
         question: ElicitRequestParams,
     },
 }
@@ -348,7 +362,9 @@ pub(super) enum First {
 /// The call a round belongs to: where the server's questions come, and what its end goes
 /// through.
 pub(super) struct Asking {
+    /// Where the server's questions come.
     pub questions: mpsc::Receiver<Asked>,
+    /// What the end goes through if the call is held.
     pub ending: Ending,
 }
 
