@@ -9,6 +9,7 @@
 //! round runs out of time, or the person stops it, the request is cancelled: rmcp sends
 //! `notifications/cancelled`, awaited until written.
 
+mod clock;
 mod relayed;
 pub mod task;
 
@@ -174,6 +175,9 @@ pub struct Relay {
     /// a task followed here, and an older server's `elicitation/create` while this call is
     /// the one in flight on its connection. `None`: nobody (each is declined).
     pub person: Option<Arc<dyn crate::person::Person>>,
+    /// The caller's own time answering the server's question while a gateway holds the
+    /// call: left out of the round's time limit, as a sign-in's is.
+    pub person_time: Option<person::PersonTime>,
 }
 
 impl Round1<'_> {
@@ -202,9 +206,10 @@ impl Round1<'_> {
         }
         let mut hard_deadline = started + limits.max_round_timeout.max(limits.round_timeout);
         let mut deadline = started + limits.round_timeout;
-        // The person signing in to the server (a step-up for this call) stops the clock.
-        let mut person = conn.person_time().watch();
-        let mut person_spent = person.borrow_and_update().1;
+        // The person signing in to the server (a step-up for this call), or answering its
+        // question while a gateway holds the call, stops the clock.
+        let own = self.relay.and_then(|r| r.person_time.as_ref());
+        let mut person = clock::Clocks::of(conn.person_time(), own);
         let mut record = |p: rmcp::model::ProgressNotificationParam| {
             if let Some(relay) = self.relay.and_then(|r| r.progress.as_ref()) {
                 let _ = relay.try_send(p.clone());
@@ -221,7 +226,7 @@ impl Round1<'_> {
                 .progress(&event, *progress_steps <= MAX_PROGRESS_STEPS);
         };
         let ended = loop {
-            let person_busy = person.borrow().0;
+            let person_busy = person.busy();
             tokio::select! {
                 answer = &mut handle.rx => {
                     handler.end_progress(&token);
@@ -239,14 +244,9 @@ impl Round1<'_> {
                     deadline = (tokio::time::Instant::now() + limits.round_timeout).min(hard_deadline);
                     record(p);
                 }
-                Ok(()) = person.changed() => {
-                    let (busy, spent) = *person.borrow_and_update();
-                    if !busy {
-                        let paused = spent.saturating_sub(person_spent);
-                        person_spent = spent;
-                        deadline += paused;
-                        hard_deadline += paused;
-                    }
+                paused = person.changed() => {
+                    deadline += paused;
+                    hard_deadline += paused;
                 }
                 _ = tokio::time::sleep_until(deadline), if !person_busy => break (Round::TimedOut(started.elapsed()), "request timeout"),
                 _ = self.stop.cancelled() => break (Round::Stopped, "stopped by the person"),

@@ -6,7 +6,8 @@
 //! A client that takes only URL questions is sent to the approval page (`call/paged.rs`)
 //! if one is set up; one that cannot be asked is refused, and the ledger says nobody
 //! answered. Either way the answer comes only from the form or the page the gateway
-//! asked with, and a server's own questions go to the same client.
+//! asked with, and a server's own questions go to the same client (an older server's
+//! mid-call question to a 2026-07-28 client with the call held: `call/held.rs`).
 
 use rmcp::{
     ErrorData, RoleServer,
@@ -20,13 +21,14 @@ use rmcp::{
 use serde_json::json;
 use std::sync::Arc;
 
+pub(super) mod held;
 mod paged;
 
 use super::{
     Gateway,
     client::{Asking, ClientPerson},
     confirm::{self, APPROVE_KEY, Bound, Sealed},
-    relay::{ToCaller, declared, takes_tasks, undeclared},
+    relay::{ToCaller, can_ask, declared, takes_tasks, undeclared},
     tasks::Started,
 };
 use crate::{
@@ -240,6 +242,7 @@ impl<'a> Call<'a> {
                 };
                 self.send(tool, arguments, Some(answered), rounds).await
             }
+            Sealed::Held { call, question } => self.held_next(&call, question).await,
         }
     }
 
@@ -321,55 +324,107 @@ impl<'a> Call<'a> {
         // The call behind is made anew on the servers file's connection: nothing of the
         // client's request (its headers, its token, its `_meta`) is passed on.
         let progress = ToCaller::of(self.context, self.gw.session_log_level());
-        // An older client can be asked inside its call: it answers the server's questions
-        // that no round carries (a task's, an older server's). A 2026-07-28 client is
-        // asked only through rounds.
-        let person = (!self.modern).then(|| Arc::new(self.person()) as Arc<dyn Person>);
-        let (caps, tasks) = (declared(self.context, conn), takes_tasks(self.context));
+        let caps = declared(self.context, conn);
+        if self.modern {
+            let sending = held::Sending {
+                server: conn.name.clone(),
+                wire_name: tool.tool.name.to_string(),
+                arguments: arguments.clone(),
+                meta: progress.meta(),
+                relay: dispatch::Relay::default(),
+                answered,
+            };
+            return self
+                .send_modern(tool, sending, rounds, progress, caps)
+                .await;
+        }
+        // An older client is asked inside its call: it answers the server's questions
+        // that no round carries (a task's, an older server's).
+        let person = Arc::new(self.person()) as Arc<dyn Person>;
+        let tasks = takes_tasks(self.context);
         let to_send = dispatch::Call {
             conn,
             wire_name: &tool.tool.name,
             arguments: arguments.clone(),
             meta: progress.meta(),
-            relay: Some(progress.relay(caps, tasks, person)),
+            relay: Some(progress.relay(caps, tasks, Some(person), None)),
         };
-        let (limits, trace, stop) = (self.gw.limits(), host.trace(), &self.context.ct);
-        let end = if self.modern {
-            match dispatch::call_tool_round(to_send, answered, limits, trace, stop).await {
-                Relayed::Ended(done) => {
-                    progress.finish().await;
-                    done.end
-                }
-                Relayed::Asks(asked) => {
-                    progress.finish().await;
-                    return Ok(self.relay(asked, &tool, arguments, rounds + 1));
-                }
-                Relayed::Task(created) => {
-                    progress.finish().await;
-                    let started = Started {
-                        caller: &self.caller,
-                        tool: &tool,
-                        arguments: &arguments,
-                        trace_id: &self.trace_id,
-                        step: self.step,
-                    };
-                    return Ok(self.gw.hand_task(started, *created, self.context).await);
-                }
+        let ended = self.rounds_for_older(to_send, self.gw.limits()).await;
+        progress.finish().await;
+        match ended {
+            Ok(end) => {
+                let p = self.proposal(None);
+                shaped(self.gw, &p, &tool, &arguments, end)
+                    .await
+                    .map(Into::into)
             }
-        } else {
-            let ended = self.rounds_for_older(to_send, limits).await;
-            progress.finish().await;
-            match ended {
-                Ok(end) => end,
-                Err(refused) => return Ok(refused),
+            Err(refused) => Ok(refused),
+        }
+    }
+
+    /// A 2026-07-28 caller's round: the server's end, its questions relayed, its task
+    /// handed on; or, when an older server asks in the middle of the call, the call held
+    /// on this replica and the question relayed as a round of the gateway's own
+    /// (`call/held.rs`).
+    async fn send_modern(
+        &self,
+        tool: CatalogTool,
+        mut sending: held::Sending,
+        rounds: usize,
+        progress: ToCaller,
+        caps: rmcp::model::ClientCapabilities,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let (person, questions) = held::HeldPerson::new();
+        // A question only a form can answer is held for a client that shows one; for any
+        // other it is declined, as nobody's.
+        let (person, time) = match can_ask(self.context) {
+            true => (Some(person.clone() as Arc<dyn Person>), Some(person.time())),
+            false => (None, None),
+        };
+        sending.relay = progress.relay(caps, takes_tasks(self.context), person, time);
+        let arguments = sending.arguments.clone();
+        let stop = tokio_util::sync::CancellationToken::new();
+        let round = self.gw.round(sending, stop.clone());
+        let asking = held::Asking {
+            questions,
+            ending: self.ending(&tool, &arguments),
+        };
+        let relayed = match self.gw.drive(round, stop, asking, &self.context.ct).await {
+            // Progress after the question has no request to reach the caller by.
+            held::First::Held { id, question } => return Ok(self.ask_held(&id, 1, question)),
+            held::First::Relayed(relayed) => relayed,
+        };
+        progress.finish().await;
+        let end = match relayed {
+            Relayed::Ended(done) => done.end,
+            Relayed::Asks(asked) => return Ok(self.relay(asked, &tool, arguments, rounds + 1)),
+            Relayed::Task(created) => {
+                let started = Started {
+                    caller: &self.caller,
+                    tool: &tool,
+                    arguments: &arguments,
+                    trace_id: &self.trace_id,
+                    step: self.step,
+                };
+                return Ok(self.gw.hand_task(started, *created, self.context).await);
             }
         };
         let p = self.proposal(None);
-        let end = host
-            .gate()
-            .after_call(&p, &tool, &arguments, end, trace)
-            .await;
-        finished(end).map(Into::into)
+        shaped(self.gw, &p, &tool, &arguments, end)
+            .await
+            .map(Into::into)
+    }
+
+    /// What this call's end goes through if it is held.
+    fn ending(&self, tool: &CatalogTool, arguments: &JsonObject) -> held::Ending {
+        held::Ending {
+            call: self.call.clone(),
+            trace_id: self.trace_id.clone(),
+            step: self.step,
+            caller: self.caller.clone(),
+            tool: tool.clone(),
+            arguments: arguments.clone(),
+        }
     }
 
     /// An older client's call, round by round: each question of the server (a form,
@@ -461,6 +516,19 @@ impl<'a> Call<'a> {
             .seal(&sealed, &self.bound(&self.fingerprint()));
         InputRequiredResult::new(asked.input_requests, Some(state)).into()
     }
+}
+
+/// A call's end as its caller reads it: through the `afterCall` hook, then
+/// [`finished`].
+pub(super) async fn shaped(
+    gw: &Gateway,
+    p: &Proposal<'_>,
+    tool: &CatalogTool,
+    arguments: &JsonObject,
+    end: CallEnd,
+) -> Result<CallToolResult, ErrorData> {
+    let (gate, trace) = (gw.host().gate(), gw.host().trace());
+    finished(gate.after_call(p, tool, arguments, end, trace).await)
 }
 
 /// A failure as the caller reads it: a tool error.

@@ -4,7 +4,8 @@
 //! digest of the arguments and the tool definition's fingerprint, expires, and carries a
 //! nonce the shared store lets be used once, so any replica can take the second round
 //! and none can take it twice. The same sealing carries a server's own questions across
-//! replicas when they are relayed ([`Sealed::Relay`]).
+//! replicas when they are relayed ([`Sealed::Relay`]), and names a call held on one
+//! replica while its caller answers a server's question ([`Sealed::Held`]).
 
 use std::time::Duration;
 
@@ -58,6 +59,15 @@ pub enum Sealed {
         /// The arguments admitted (a `beforeCall` hook may have rewritten the caller's),
         /// sent again as they were.
         arguments: JsonObject,
+    },
+    /// A server asked in the middle of a call that one replica holds (an older server's
+    /// `elicitation/create`): the held call, and the question it waits on. Used once: the
+    /// store takes one answer per question (`store/held.rs`).
+    Held {
+        /// The held call's id (128 random bits, as hex).
+        call: String,
+        /// The question's number in the call, from 1.
+        question: usize,
     },
 }
 
@@ -270,6 +280,40 @@ mod tests {
             other_key
                 .open(&state, &bound("sam@larkfield", &args, "fp"))
                 .is_err()
+        );
+    }
+
+    #[test]
+    fn a_held_calls_state_names_its_call_and_question_for_its_caller_only() {
+        let c = Confirmations::new(vec![7; 32], CONFIRMATION_TTL).unwrap();
+        let args: JsonObject = serde_json::from_value(json!({"a": 1})).unwrap();
+        let held = Sealed::Held {
+            call: nonce(),
+            question: 2,
+        };
+        let state = c.seal(&held, &bound("sam@larkfield", &args, "fp"));
+        assert_eq!(
+            c.open(&state, &bound("sam@larkfield", &args, "fp")),
+            Ok(held)
+        );
+        for (caller, fingerprint) in [("omar@larkfield", "fp"), ("sam@larkfield", "fp2")] {
+            let other = bound(caller, &args, fingerprint);
+            assert!(c.open(&state, &other).is_err(), "{caller} {fingerprint}");
+        }
+        let expired = Confirmations::new(vec![7; 32], Duration::ZERO).unwrap();
+        let state = expired.seal(
+            &Sealed::Held {
+                call: nonce(),
+                question: 1,
+            },
+            &bound("sam@larkfield", &args, "fp"),
+        );
+        std::thread::sleep(Duration::from_millis(5));
+        assert!(
+            expired
+                .open(&state, &bound("sam@larkfield", &args, "fp"))
+                .is_err(),
+            "expired"
         );
     }
 

@@ -104,6 +104,9 @@ struct Inner {
     /// Which older client's session a request is in, when sessions are shared
     /// (`session.rs`).
     session_of: std::sync::OnceLock<SessionOf>,
+    /// The calls held here while their callers answer a server's question
+    /// (`call/held.rs`).
+    held: call::held::Held,
 }
 
 /// The person behind the servers' own `elicitation/create` outside any caller's call:
@@ -154,6 +157,7 @@ impl Gateway {
                 calls: AtomicU64::new(0),
                 subscription_limit: subscribe::limit(),
                 session_of: std::sync::OnceLock::new(),
+                held: call::held::Held::default(),
             }),
             session: Arc::default(),
         })
@@ -208,8 +212,9 @@ impl Gateway {
         names::Names(self.host().settings().gateway_names)
     }
 
-    /// Close every server.
+    /// Close every server, the calls held here cancelled first (their servers told).
     pub async fn shutdown(self) {
+        self.inner.held.close().await;
         if let Ok(inner) = Arc::try_unwrap(self.inner) {
             inner.host.shutdown().await;
         }

@@ -125,12 +125,14 @@ impl ToCaller {
     }
 
     /// What a call passed on for this caller takes to the server, with who answers the
-    /// server's questions no round carries (an older client's person).
+    /// server's questions no round carries (an older client's person, or a 2026-07-28
+    /// caller's whose call is held meanwhile, with their time answering).
     pub(super) fn relay(
         &self,
         capabilities: ClientCapabilities,
         tasks_to_caller: bool,
         person: Option<std::sync::Arc<dyn crate::person::Person>>,
+        person_time: Option<crate::person::PersonTime>,
     ) -> dispatch::Relay {
         dispatch::Relay {
             progress: self.progress.clone(),
@@ -138,6 +140,7 @@ impl ToCaller {
             logs: self.logs.clone(),
             tasks_to_caller,
             person,
+            person_time,
         }
     }
 

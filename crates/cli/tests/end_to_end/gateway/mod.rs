@@ -9,7 +9,9 @@
 //! - `python_sdk.rs`: the catalog, the person's approval through their client, a
 //!   server's own question relayed;
 //! - `questions.rs`: the questions no round carries (an older server's
-//!   `elicitation/create`, a task's) asked of an older client inside its call;
+//!   `elicitation/create`, a task's) asked of an older client inside its call, and an
+//!   older server's of a 2026-07-28 client in its next round, the call held on one
+//!   replica (behind nginx, a replica killed);
 //! - `inspector.rs`: the inspector 2 `--cli`, a client without forms;
 //! - `ts_sdk.rs`: the TypeScript SDK client (`tests/peers/ts_mcp_client.cjs`), the
 //!   catalog and the approval form;
@@ -70,6 +72,9 @@ cases! {
     ts_sdk::the_typescript_sdk_client_lists_the_catalog_and_answers_the_approval_form: stdio, http;
     questions::an_older_servers_question_reaches_an_older_client_inside_its_call: stdio, http;
     questions::a_tasks_question_reaches_an_older_client_inside_its_call: stdio, http;
+    questions::an_older_servers_question_reaches_a_2026_client_in_its_next_round: stdio, http;
+    questions::behind_nginx_a_held_calls_answer_lands_on_the_other_replica: sqlite, postgres;
+    async questions::a_held_call_answers_only_its_caller_once_and_a_dead_holder_is_said: sqlite, postgres;
     async replicas::a_confirmation_begun_on_one_replica_finishes_on_the_other_and_only_once: sqlite, postgres, postgres_tls;
     replicas::behind_nginx_the_python_clients_two_rounds_land_on_two_replicas: sqlite, postgres;
     async replicas::a_replica_killed_in_the_middle_of_calls_loses_no_acknowledged_decision_and_doubles_none: sqlite, postgres;
@@ -169,6 +174,11 @@ impl Gw {
             }
         }
         peer_client(program, &argv, self.path())
+    }
+
+    /// Over HTTP, the gateway itself (its log).
+    pub fn gateway(&self) -> Option<&Process> {
+        self.server.as_ref()
     }
 
     /// Over HTTP, the gateway's URL.

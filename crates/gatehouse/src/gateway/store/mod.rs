@@ -1,7 +1,8 @@
 //! What a gateway's replicas share: the key that seals confirmations, each caller's
 //! remembered approvals, every confirmation used, the approval page's confirmations,
 //! decisions and sign-in sessions, the tasks handed to clients (`tasks.rs`), older
-//! clients' sessions (`sessions.rs`), and the ledger. Any replica that opens the same
+//! clients' sessions (`sessions.rs`), the calls held on one replica while their caller
+//! answers a server's question (`held.rs`), and the ledger. Any replica that opens the same
 //! store seals and opens the same confirmations, and a confirmation is used once across
 //! all of them: its nonce is inserted under a unique key before (or, in PostgreSQL, in
 //! the same transaction as) its ledger line, and a second use finds it.
@@ -10,6 +11,7 @@
 //! machine (`sqlite.rs`, the ledger the servers file's), or a PostgreSQL database for
 //! replicas on several (`postgres.rs`, the ledger a table in it).
 
+mod held;
 mod page;
 mod postgres;
 mod sessions;
@@ -24,6 +26,7 @@ use std::{
 
 use futures::future::BoxFuture;
 
+pub use held::{Closed, HeldRow};
 pub use page::{PageRow, PageSessionRow, PageSignInRow};
 pub use postgres::Database;
 pub use sessions::{AnswerRow, CLOCK_MARGIN, PRUNE_EVERY, SessionRow, USED_CONFIRMATION_KEPT};

@@ -20,8 +20,9 @@ pub(super) trait Cells {
     type Error;
     fn text(&self, column: usize) -> Result<String, Self::Error>;
     fn int(&self, column: usize) -> Result<i64, Self::Error>;
-    /// A decision column: NULL while undecided, else approved (`true`) or denied.
-    fn decision(&self, column: usize) -> Result<Option<bool>, Self::Error>;
+    /// A yes-or-no column that may be NULL (a page's decision: NULL while undecided,
+    /// else approved, `true`, or denied).
+    fn flag(&self, column: usize) -> Result<Option<bool>, Self::Error>;
 }
 
 /// One of the page's kinds of row: the table that keeps it and how a row of it reads.
@@ -82,7 +83,7 @@ kept! {
         /// The call as the page shows it, as JSON.
         pub call: String = text,
         /// The person's decision, once made: `Some(true)` approved.
-        pub decision: Option<bool> = decision,
+        pub decision: Option<bool> = flag,
         /// When it expires, in seconds since the Unix epoch.
         pub expires_at: i64 = int,
     }
@@ -418,12 +419,35 @@ impl Store {
         }
     }
 
+    /// Run the statement `sql` with `values`: did it change exactly one row?
+    pub(super) async fn changed(
+        &self,
+        sql: &'static str,
+        values: Vec<Value>,
+    ) -> Result<bool, String> {
+        Ok(self.execute(Statement { sql, values }).await? == 1)
+    }
+
     /// Make a bounded write of an `R`: `Ok(false)` when its bound refused it.
     pub(super) async fn write<R: Kept>(&self, write: Bounded) -> Result<bool, String> {
         match &self.kind {
             Kind::Sqlite(s) => s.write::<R>(write).await,
             Kind::Postgres(p) => p.write::<R>(write).await,
         }
+    }
+}
+
+/// Each of `templates` is spelled in each database's dialect: no other database's marks
+/// left, PostgreSQL's tables named with `table` (their prefix and more), and the two the
+/// same but for the marks and the prefix.
+#[cfg(test)]
+pub(super) fn assert_spelled(templates: &[&str], table: &str) {
+    for template in templates {
+        let (lite, pg) = (SQLITE.sql(template), POSTGRES.sql(template));
+        assert!(!lite.contains('$') && !lite.contains("{t}"), "{lite}");
+        assert!(!pg.contains('?') && !pg.contains("{t}"), "{pg}");
+        assert!(pg.contains(table) && !lite.contains("gatehouse_"), "{pg}");
+        assert_eq!(lite.replace('?', "$"), pg.replace("gatehouse_", ""));
     }
 }
 
@@ -452,7 +476,7 @@ mod tests {
             POSTGRES.prune::<PageSessionRow>(),
             "DELETE FROM gatehouse_page_sessions WHERE expires_at <= $1"
         );
-        for template in [
+        let templates = [
             COUNT_PENDING,
             INSERT_PENDING,
             DECIDE,
@@ -461,13 +485,8 @@ mod tests {
             TRIM_SIGN_INS,
             COUNT_SIGN_INS,
             INSERT_SIGN_IN,
-        ] {
-            let (lite, pg) = (SQLITE.sql(template), POSTGRES.sql(template));
-            assert!(!lite.contains('$') && !lite.contains("{t}"), "{lite}");
-            assert!(!pg.contains('?') && !pg.contains("{t}"), "{pg}");
-            assert!(pg.contains(" gatehouse_page_") && !lite.contains("gatehouse_"));
-            assert_eq!(lite.replace('?', "$"), pg.replace("gatehouse_", ""));
-        }
+        ];
+        assert_spelled(&templates, " gatehouse_page_");
         let trim = SQLITE.sql(TRIM_SESSIONS);
         assert_eq!(trim.matches("caller = ?1").count(), 2, "{trim}");
         assert!(trim.contains("LIMIT ?2"), "{trim}");

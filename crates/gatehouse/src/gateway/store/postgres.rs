@@ -52,10 +52,12 @@ fn schema() -> String {
              ON CONFLICT (id) DO NOTHING;
          {page}
          {tasks}
-         {sessions}",
+         {sessions}
+         {held}",
         page = page::SCHEMA,
         tasks = super::tasks::POSTGRES_SCHEMA,
-        sessions = super::sessions::POSTGRES_SCHEMA
+        sessions = super::sessions::POSTGRES_SCHEMA,
+        held = super::held::POSTGRES_SCHEMA
     )
 }
 

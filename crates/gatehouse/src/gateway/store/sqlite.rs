@@ -52,6 +52,8 @@ impl Sqlite {
             .map_err(shown)?;
         db.execute_batch(super::sessions::SQLITE_SCHEMA)
             .map_err(shown)?;
+        db.execute_batch(super::held::SQLITE_SCHEMA)
+            .map_err(shown)?;
         if let Some(ledger) = &ledger {
             ledger.check()?;
         }

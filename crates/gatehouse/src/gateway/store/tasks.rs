@@ -12,7 +12,7 @@
 //! end is written only over a task that has not ended (the first end wins).
 
 use super::{
-    Kind, Store,
+    Store,
     page::{Bounded, Cells, Kept, Statement, Value},
 };
 
@@ -198,7 +198,7 @@ impl Store {
             Value::Int(now),
             text(id),
         ];
-        self.task_change(MOVE, values).await
+        self.changed(MOVE, values).await
     }
 
     /// End an unended task with `status`, its message and its end (JSON), kept until
@@ -218,16 +218,7 @@ impl Store {
             Value::Int(expires_at),
             text(id),
         ];
-        self.task_change(END, values).await
-    }
-
-    async fn task_change(&self, sql: &'static str, values: Vec<Value>) -> Result<bool, String> {
-        let statement = Statement { sql, values };
-        let changed = match &self.kind {
-            Kind::Sqlite(s) => s.execute(statement).await,
-            Kind::Postgres(p) => p.execute(statement).await,
-        }?;
-        Ok(changed == 1)
+        self.changed(END, values).await
     }
 }
 

@@ -17,7 +17,7 @@ pub(super) const SCHEMA: &str = "
     CREATE TABLE IF NOT EXISTS gatehouse_page_sign_ins (id TEXT PRIMARY KEY,
         caller TEXT NOT NULL, created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL);";
 
-/// A statement's values as PostgreSQL binds them (a decision is a BOOLEAN).
+/// A statement's values as PostgreSQL binds them (a flag is a BOOLEAN).
 fn bound(values: &[Value]) -> Vec<&(dyn ToSql + Sync)> {
     values
         .iter()
@@ -42,7 +42,7 @@ impl Cells for tokio_postgres::Row {
     fn int(&self, column: usize) -> Result<i64, Self::Error> {
         self.try_get(column)
     }
-    fn decision(&self, column: usize) -> Result<Option<bool>, Self::Error> {
+    fn flag(&self, column: usize) -> Result<Option<bool>, Self::Error> {
         self.try_get(column)
     }
 }

@@ -16,7 +16,7 @@ pub(super) const SCHEMA: &str = "
     CREATE TABLE IF NOT EXISTS page_sign_ins (id TEXT PRIMARY KEY, caller TEXT NOT NULL,
         created_at INTEGER NOT NULL, expires_at INTEGER NOT NULL);";
 
-/// A statement's values as SQLite binds them (a decision is the integer 1 or 0).
+/// A statement's values as SQLite binds them (a flag is the integer 1 or 0).
 fn bound(values: &[Value]) -> impl Iterator<Item = Sql> + '_ {
     values.iter().map(|v| match v {
         Value::Text(t) => Sql::Text(t.clone()),
@@ -33,7 +33,7 @@ impl Cells for rusqlite::Row<'_> {
     fn int(&self, column: usize) -> rusqlite::Result<i64> {
         self.get(column)
     }
-    fn decision(&self, column: usize) -> rusqlite::Result<Option<bool>> {
+    fn flag(&self, column: usize) -> rusqlite::Result<Option<bool>> {
         Ok(self.get::<_, Option<i64>>(column)?.map(|d| d == 1))
     }
 }
