@@ -53,7 +53,7 @@ impl Scope {
 pub struct Entry {
     /// The namespaced tool name, exactly.
     pub tool: String,
-    /// The digest of the definition approved ([`crate::policy::definition_digest`]).
+    /// The digest of the definition approved ([`crate::catalog::definition_digest`]).
     pub fingerprint: String,
     /// When it was approved (RFC 3339).
     pub approved_at: String,

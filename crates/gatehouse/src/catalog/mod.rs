@@ -73,10 +73,9 @@ pub struct CatalogTool {
 
 impl CatalogTool {
     /// The digest of what the host relies on in this tool's definition
-    /// ([`crate::policy::definition_digest`]), computed once per catalog entry.
+    /// ([`crate::catalog::definition_digest`]), computed once per catalog entry.
     pub fn definition_digest(&self) -> &str {
-        self.digest
-            .get_or_init(|| crate::policy::definition_digest(&self.tool))
+        self.digest.get_or_init(|| definition_digest(&self.tool))
     }
 }
 
@@ -131,6 +130,14 @@ pub fn read_resource_tool() -> Tool {
         "annotations": {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false}
     }))
     .expect("the read_resource definition is valid")
+}
+
+/// The digest of what the host relies on in a tool's definition ([`fingerprint`]), as
+/// remembered approvals and the ledger keep it: when it changes, an approval given on the
+/// old definition no longer holds. It lives here, not in `policy`, so that the catalog
+/// (which keeps it per entry) does not import the policy that reads it.
+pub fn definition_digest(tool: &Tool) -> String {
+    crate::digest::sha256_hex(fingerprint(tool).as_bytes())
 }
 
 /// What the host relies on in a tool's definition: if any of it changes, a decision made

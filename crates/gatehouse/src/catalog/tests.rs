@@ -261,7 +261,7 @@ fn a_definition_digest_computed_on_a_clone_is_the_entrys() {
     let taken = entry.clone();
     assert!(entry.digest.get().is_none(), "made on first use only");
     let digest = taken.definition_digest().to_owned();
-    assert_eq!(digest, crate::policy::definition_digest(&entry.tool));
+    assert_eq!(digest, crate::catalog::definition_digest(&entry.tool));
     assert_eq!(
         entry.digest.get(),
         Some(&digest),

@@ -430,13 +430,6 @@ fn rule_basis(rule: &crate::rules::Rule) -> Basis {
     }
 }
 
-/// The digest of what the host relies on in a tool's definition
-/// ([`crate::catalog::fingerprint`]), as remembered approvals and the ledger keep it: when
-/// it changes, an approval given on the old definition no longer holds.
-pub fn definition_digest(tool: &rmcp::model::Tool) -> String {
-    crate::digest::sha256_hex(crate::catalog::fingerprint(tool).as_bytes())
-}
-
 /// Leave out of the model's tools those a deny rule without conditions hides.
 pub fn offered(tools: &mut Vec<crate::catalog::ToolSpec>, settings: &Settings) {
     if !settings.rules.is_empty() {

@@ -268,7 +268,7 @@ mod precedence {
         remembered.remember(
             Scope::Project,
             "files__write",
-            &crate::policy::definition_digest(&tool.tool),
+            &crate::catalog::definition_digest(&tool.tool),
         );
         let write = call("files__write", "{}");
         assert_eq!(

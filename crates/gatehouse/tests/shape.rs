@@ -1,0 +1,242 @@
+//! The library's shape, checked: its top-level modules import each other without a cycle,
+//! and no source file is over `MAX_FILE_LINES` lines. (Functions over 80 lines are
+//! clippy's `too_many_lines`, turned on in `lib.rs`.)
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Longest a source file of the library may be.
+const MAX_FILE_LINES: usize = 600;
+
+fn source_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("the source folder reads") {
+        let path = entry.expect("a folder entry reads").path();
+        if path.is_dir() {
+            source_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+/// The top-level module a file belongs to (`catalog/live.rs` → `catalog`), `None` for the
+/// crate root.
+fn module_of(root: &Path, file: &Path) -> Option<String> {
+    let rel = file.strip_prefix(root).expect("a file under src");
+    let first = rel.components().next()?.as_os_str().to_str()?.to_owned();
+    let name = first.strip_suffix(".rs").unwrap_or(&first).to_owned();
+    (name != "lib").then_some(name)
+}
+
+/// A test file, or a module's tests: their imports do not count (a test may use anything).
+fn is_test_file(root: &Path, file: &Path) -> bool {
+    let rel = file.strip_prefix(root).expect("a file under src");
+    let name = rel.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+    name == "tests"
+        || name.ends_with("_tests")
+        || rel.components().any(|c| c.as_os_str() == "tests")
+}
+
+/// The code of a file without comments, and cut where its tests module starts.
+fn code_of(text: &str) -> String {
+    let text = match text.find("#[cfg(test)]\nmod tests {") {
+        Some(at) => &text[..at],
+        None => text,
+    };
+    let mut code = String::with_capacity(text.len());
+    let mut in_block = 0usize;
+    for line in text.lines() {
+        let mut rest = line;
+        let mut kept = String::new();
+        loop {
+            if in_block > 0 {
+                match rest.find("*/") {
+                    Some(end) => {
+                        in_block -= 1;
+                        rest = &rest[end + 2..];
+                    }
+                    None => break,
+                }
+            } else if let Some(start) = rest.find("/*").filter(|s| !rest[..*s].contains("//")) {
+                kept.push_str(&rest[..start]);
+                in_block += 1;
+                rest = &rest[start + 2..];
+            } else {
+                kept.push_str(rest.split("//").next().unwrap_or(""));
+                break;
+            }
+        }
+        code.push_str(&kept);
+        code.push('\n');
+    }
+    code
+}
+
+/// The top-level modules a piece of code names through `crate::`: paths
+/// (`crate::catalog::ToolSpec`) and groups (`use crate::{catalog::ToolSpec, trace}`).
+fn named_modules(code: &str) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    let ident = |s: &str| -> String {
+        s.chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect()
+    };
+    for (at, _) in code.match_indices("crate::") {
+        let after = &code[at + "crate::".len()..];
+        if let Some(group) = after.strip_prefix('{') {
+            // Read the group's first-level names, skipping nested groups.
+            let mut depth = 1usize;
+            let mut expect_name = true;
+            for (i, c) in group.char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                    ',' if depth == 1 => expect_name = true,
+                    c if expect_name && depth == 1 && !c.is_whitespace() => {
+                        let name = ident(&group[i..]);
+                        if !name.is_empty() {
+                            names.insert(name);
+                        }
+                        expect_name = false;
+                    }
+                    _ => {}
+                }
+            }
+        } else {
+            let name = ident(after);
+            if !name.is_empty() {
+                names.insert(name);
+            }
+        }
+    }
+    names
+}
+
+/// Each top-level module and the other top-level modules its non-test code names.
+fn import_graph() -> BTreeMap<String, BTreeSet<String>> {
+    let root = src();
+    let mut files = Vec::new();
+    source_files(&root, &mut files);
+    let modules: BTreeSet<String> = files.iter().filter_map(|f| module_of(&root, f)).collect();
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for file in &files {
+        let Some(module) = module_of(&root, file) else {
+            continue;
+        };
+        let edges = graph.entry(module.clone()).or_default();
+        if is_test_file(&root, file) {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).expect("a source file reads");
+        for name in named_modules(&code_of(&text)) {
+            if name != module && modules.contains(&name) {
+                edges.insert(name);
+            }
+        }
+    }
+    graph
+}
+
+/// A cycle in the graph, as the modules on it (the first repeated at the end), if any.
+fn find_cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mark {
+        New,
+        Open,
+        Done,
+    }
+    fn visit<'a>(
+        node: &'a str,
+        graph: &'a BTreeMap<String, BTreeSet<String>>,
+        marks: &mut BTreeMap<&'a str, Mark>,
+        path: &mut Vec<&'a str>,
+    ) -> Option<Vec<String>> {
+        marks.insert(node, Mark::Open);
+        path.push(node);
+        for next in graph.get(node).into_iter().flatten() {
+            match marks.get(next.as_str()).copied().unwrap_or(Mark::New) {
+                Mark::Open => {
+                    let start = path.iter().position(|n| *n == next).unwrap_or(0);
+                    let mut cycle: Vec<String> =
+                        path[start..].iter().map(|s| s.to_string()).collect();
+                    cycle.push(next.clone());
+                    return Some(cycle);
+                }
+                Mark::New => {
+                    if let Some(cycle) = visit(next, graph, marks, path) {
+                        return Some(cycle);
+                    }
+                }
+                Mark::Done => {}
+            }
+        }
+        path.pop();
+        marks.insert(node, Mark::Done);
+        None
+    }
+    let mut marks = BTreeMap::new();
+    for node in graph.keys() {
+        if marks.get(node.as_str()).copied().unwrap_or(Mark::New) == Mark::New
+            && let Some(cycle) = visit(node, graph, &mut marks, &mut Vec::new())
+        {
+            return Some(cycle);
+        }
+    }
+    None
+}
+
+#[test]
+fn the_library_s_modules_import_each_other_without_a_cycle() {
+    let graph = import_graph();
+    // The graph is read at all: the stages named in lib.rs are there, with their edges.
+    assert!(graph["turn"].contains("gate"), "{graph:?}");
+    assert!(graph["gate"].contains("policy"), "{graph:?}");
+    assert_eq!(find_cycle(&graph), None, "{graph:?}");
+}
+
+#[test]
+fn a_cycle_is_found_where_there_is_one() {
+    let code = code_of(
+        "use crate::{\n    catalog::ToolSpec, // crate::host\n    trace::{Trace, Who},\n};\n\
+         /* crate::person */ fn f() { crate::policy::decide(); }\n\
+         #[cfg(test)]\nmod tests {\n    use crate::turn;\n}\n",
+    );
+    assert_eq!(
+        named_modules(&code).into_iter().collect::<Vec<_>>(),
+        ["catalog", "policy", "trace"]
+    );
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    graph.entry("a".into()).or_default().insert("b".into());
+    graph.entry("b".into()).or_default().insert("c".into());
+    graph.entry("c".into()).or_default();
+    assert_eq!(find_cycle(&graph), None);
+    graph.get_mut("c").unwrap().insert("a".into());
+    assert_eq!(
+        find_cycle(&graph),
+        Some(vec!["a".into(), "b".into(), "c".into(), "a".into()])
+    );
+}
+
+#[test]
+fn no_source_file_of_the_library_is_over_600_lines() {
+    let mut files = Vec::new();
+    source_files(&src(), &mut files);
+    assert!(files.len() > 20, "the sources are read: {files:?}");
+    let long: Vec<String> = files
+        .iter()
+        .filter_map(|f| {
+            let lines = std::fs::read_to_string(f).ok()?.lines().count();
+            (lines > MAX_FILE_LINES).then(|| format!("{} ({lines} lines)", f.display()))
+        })
+        .collect();
+    assert!(long.is_empty(), "over {MAX_FILE_LINES} lines: {long:?}");
+}
