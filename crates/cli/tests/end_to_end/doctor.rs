@@ -108,6 +108,30 @@ fn a_broken_server_and_a_dead_model_endpoint_are_named_with_their_fixes() {
     );
 }
 
+/// A server that is gone before the reason reaches its stderr (here a launcher whose child
+/// says it later): the reason is read to the end of the server's stderr, not cut by a
+/// fixed pause (on a loaded machine that pause lost even a reason written before the exit).
+#[test]
+fn a_server_that_says_why_after_it_is_gone_is_heard() {
+    let config = servers_file(
+        json!({
+            "late": {"command": "sh", "args": ["-c", "(exec 1>&-; sleep 0.3; echo the licence file is missing >&2) & exit 3"]}
+        }),
+        json!({}),
+    );
+    let ran = run(&["doctor", "--config", &config, "--json"], &[]);
+    assert_eq!(ran.status, 1, "{}", ran.stderr);
+    let late = named(&checks(&ran), "late").clone();
+    assert_eq!(late["verdict"], "broken", "{late}");
+    assert!(
+        late["detail"]
+            .as_str()
+            .unwrap()
+            .contains("the licence file is missing"),
+        "{late}"
+    );
+}
+
 #[test]
 fn the_model_must_be_served_and_an_endpoint_without_a_list_is_a_warning() {
     let config = servers_file(json!({}), json!({}));

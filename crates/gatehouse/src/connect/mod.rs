@@ -357,10 +357,10 @@ impl Setup<'_> {
                         Ok((client, handler)) => {
                             Ok((client, handler, pid, spawned.stderr_reader, health))
                         }
-                        Err(e) => Err(self.handshake_error(e, &tail).await),
+                        Err(e) => Err(self.handshake_error(e, &tail, spawned.stderr_reader).await),
                     }
                 }
-                Err(e) => Err(self.handshake_error(e, &tail).await),
+                Err(e) => Err(self.handshake_error(e, &tail, spawned.stderr_reader).await),
             }
         };
         let timeout = self.limits.timeout;
@@ -379,9 +379,26 @@ impl Setup<'_> {
         Ok((session, handler))
     }
 
-    async fn handshake_error(&self, e: ClientInitializeError, tail: &stdio::Tail) -> ConnectError {
-        // Give the stderr reader a moment: a server that exits usually says why first.
-        tokio::time::sleep(Duration::from_millis(50)).await;
+    async fn handshake_error(
+        &self,
+        e: ClientInitializeError,
+        tail: &stdio::Tail,
+        stderr_reader: tokio::task::JoinHandle<()>,
+    ) -> ConnectError {
+        let gone = matches!(
+            e,
+            ClientInitializeError::ConnectionClosed(_)
+                | ClientInitializeError::TransportError { .. }
+        );
+        if gone {
+            // A server that exits usually says why first: read its stderr to the end (it
+            // closes with the process), within STDERR_DRAIN should a child keep it open. A
+            // fixed pause lost the reason on a loaded machine.
+            let _ = tokio::time::timeout(STDERR_DRAIN, stderr_reader).await;
+        } else {
+            // The server is still there: what it said so far is nearly all read.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
         let reason = match e {
             // Either way the process is gone: it closed its stdout, or its stdin broke first.
             ClientInitializeError::ConnectionClosed(_)
