@@ -97,6 +97,7 @@ impl Host {
         gate: impl FnOnce(&Trace) -> Gate,
         retry_first_starts: bool,
     ) -> Host {
+        crate::schema::prepare();
         for warning in &config.warnings {
             trace.add(Who::Host, format!("warning: {warning}"), json!({}));
         }
