@@ -158,11 +158,15 @@ fn refuse_all() -> Compiled {
 /// against the meta-schema when it compiles, and the first check builds that validator:
 /// 3.5 million instructions, about half of a cold `ask`'s host work, which the first tool
 /// list would otherwise wait for while the servers start and the other core sits idle.
+/// Once per process: a process that starts several hosts starts one such thread.
 pub fn prepare() {
-    // Should the thread not start, the first check builds the validator as before.
-    let _ = std::thread::Builder::new()
-        .name("schema-meta".into())
-        .spawn(|| jsonschema::meta::is_valid(&serde_json::json!({"type": "object"})));
+    static STARTED: std::sync::Once = std::sync::Once::new();
+    STARTED.call_once(|| {
+        // Should the thread not start, the first check builds the validator as before.
+        let _ = std::thread::Builder::new()
+            .name("schema-meta".into())
+            .spawn(|| jsonschema::meta::is_valid(&serde_json::json!({"type": "object"})));
+    });
 }
 
 /// Compile a tool's `inputSchema`. Its root must be an object schema (the spec says so,

@@ -41,39 +41,81 @@ fn is_test_file(root: &Path, file: &Path) -> bool {
         || rel.components().any(|c| c.as_os_str() == "tests")
 }
 
-/// The code of a file without comments, and cut where its tests module starts.
+/// The code of a file without comments and literals (a `"image/*"` or a `"crate::x"` in a
+/// string is neither a comment nor a path), cut where its tests module starts. Each
+/// comment or literal becomes one space.
 fn code_of(text: &str) -> String {
     let text = match text.find("#[cfg(test)]\nmod tests {") {
         Some(at) => &text[..at],
         None => text,
     };
-    let mut code = String::with_capacity(text.len());
-    let mut in_block = 0usize;
-    for line in text.lines() {
-        let mut rest = line;
-        let mut kept = String::new();
-        loop {
-            if in_block > 0 {
-                match rest.find("*/") {
-                    Some(end) => {
-                        in_block -= 1;
-                        rest = &rest[end + 2..];
+    let b = text.as_bytes();
+    let mut code = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let rest = &b[i..];
+        let skip_to = if rest.starts_with(b"//") {
+            rest.iter()
+                .position(|&c| c == b'\n')
+                .map_or(b.len(), |n| i + n)
+        } else if rest.starts_with(b"/*") {
+            // Block comments nest in Rust.
+            let (mut depth, mut j) = (0usize, i);
+            while j < b.len() {
+                if b[j..].starts_with(b"/*") {
+                    depth += 1;
+                    j += 2;
+                } else if b[j..].starts_with(b"*/") {
+                    depth -= 1;
+                    j += 2;
+                    if depth == 0 {
+                        break;
                     }
-                    None => break,
+                } else {
+                    j += 1;
                 }
-            } else if let Some(start) = rest.find("/*").filter(|s| !rest[..*s].contains("//")) {
-                kept.push_str(&rest[..start]);
-                in_block += 1;
-                rest = &rest[start + 2..];
-            } else {
-                kept.push_str(rest.split("//").next().unwrap_or(""));
-                break;
             }
-        }
-        code.push_str(&kept);
-        code.push('\n');
+            j
+        } else if let Some(hashes) = raw_string_start(rest) {
+            // r"…", r#"…"#, br"…": ends at the quote followed by as many #s.
+            let open = i + rest.iter().position(|&c| c == b'"').unwrap_or(0) + 1;
+            let close: Vec<u8> = std::iter::once(b'"')
+                .chain(std::iter::repeat_n(b'#', hashes))
+                .collect();
+            b[open..]
+                .windows(close.len())
+                .position(|w| w == close.as_slice())
+                .map_or(b.len(), |n| open + n + close.len())
+        } else if rest[0] == b'"' {
+            let mut j = i + 1;
+            while j < b.len() && b[j] != b'"' {
+                j += if b[j] == b'\\' { 2 } else { 1 };
+            }
+            j + 1
+        } else if rest[0] == b'\'' && (rest.get(2) == Some(&b'\'') || rest.get(1) == Some(&b'\\')) {
+            // A char literal ('"', '\'', '\u{7f}'), not a lifetime ('a): past an escape's
+            // backslash and the character after it, to the closing quote.
+            let from = if rest[1] == b'\\' { 3 } else { 2 };
+            rest.get(from..)
+                .and_then(|r| r.iter().position(|&c| c == b'\''))
+                .map_or(b.len(), |n| i + from + n + 1)
+        } else {
+            code.push(b[i]);
+            i += 1;
+            continue;
+        };
+        code.push(b' ');
+        i = skip_to.min(b.len()).max(i + 1);
     }
-    code
+    String::from_utf8_lossy(&code).into_owned()
+}
+
+/// How many `#`s a raw string starting here has, if one starts here.
+fn raw_string_start(rest: &[u8]) -> Option<usize> {
+    let after_b = rest.strip_prefix(b"b").unwrap_or(rest);
+    let after_r = after_b.strip_prefix(b"r")?;
+    let hashes = after_r.iter().take_while(|&&c| c == b'#').count();
+    (after_r.get(hashes) == Some(&b'"')).then_some(hashes)
 }
 
 /// The top-level modules a piece of code names through `crate::`: paths
@@ -207,12 +249,15 @@ fn the_library_s_modules_import_each_other_without_a_cycle() {
 fn a_cycle_is_found_where_there_is_one() {
     let code = code_of(
         "use crate::{\n    catalog::ToolSpec, // crate::host\n    trace::{Trace, Who},\n};\n\
-         /* crate::person */ fn f() { crate::policy::decide(); }\n\
+         /* crate::person /* nested */ crate::gate */ fn f() { crate::policy::decide(); }\n\
+         const MIME: &str = \"image/*\"; fn g() { crate::result::shape(); }\n\
+         const S: &str = \"crate::model\"; const R: &str = r#\"crate::dialect \"*/\" \"#;\n\
+         const Q: char = '\"'; const E: char = '\\''; fn h<'a>(x: &'a str) { crate::text::visible(x); }\n\
          #[cfg(test)]\nmod tests {\n    use crate::turn;\n}\n",
     );
     assert_eq!(
         named_modules(&code).into_iter().collect::<Vec<_>>(),
-        ["catalog", "policy", "trace"]
+        ["catalog", "policy", "result", "text", "trace"]
     );
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     graph.entry("a".into()).or_default().insert("b".into());
