@@ -5,6 +5,7 @@ mod args;
 mod auth;
 mod doctor;
 mod gateway;
+mod harden;
 mod lab;
 mod manual;
 mod mcp;
@@ -33,6 +34,7 @@ use screen::{Level, Log, Printer, StepsTo};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    harden::process(&cli.command);
     let result = match cli.command {
         Command::Serve(s) => gatehouse_servers::command::run(s),
         Command::Ask(a) => on_thread_pool(ask(a)),
@@ -169,7 +171,7 @@ fn load_model(host: &HostArgs, config: &Config) -> anyhow::Result<Box<dyn model:
         .clone()
         .or(config.settings.model.clone())
         .unwrap_or_else(|| "scripted".into());
-    model::from_spec(&spec).map_err(anyhow::Error::msg)
+    model::from_spec_with(&spec, &harden::variable).map_err(anyhow::Error::msg)
 }
 
 /// The person, answering from options where given and the terminal otherwise. With

@@ -11,6 +11,11 @@ use std::process::ExitCode;
 use clap::Parser;
 use gatehouse_servers::command::{self, ServeArgs};
 
+// The same closing of `/proc` as the host's: a server holds its callers' tokens and keys,
+// and its sibling servers run as the same user.
+#[path = "../harden/dumpable.rs"]
+mod dumpable;
+
 /// The reference MCP servers Gatehouse is shown and tested with.
 #[derive(Parser, Debug)]
 #[command(name = "gatehouse-servers", version)]
@@ -20,7 +25,9 @@ struct Cli {
 }
 
 fn main() -> ExitCode {
-    match command::run(Cli::parse().serve) {
+    let cli = Cli::parse();
+    dumpable::forbid_or_warn("gatehouse-servers");
+    match command::run(cli.serve) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("gatehouse-servers: {e:#}");

@@ -21,6 +21,7 @@ mod fuzz_proposals;
 mod gateway;
 mod hooks;
 mod host_decisions;
+mod host_secrets;
 mod hostile_input;
 mod hostile_servers;
 mod http_abuse;

@@ -167,13 +167,24 @@ pub trait Model: Send {
 /// Make a model from its name: `scripted`, `playback:FILE`, or `openai:MODEL` (an
 /// OpenAI-compatible endpoint from `OPENAI_BASE_URL`, key from `OPENAI_API_KEY`).
 pub fn from_spec(spec: &str) -> Result<Box<dyn Model>, String> {
+    from_spec_with(spec, &|name| std::env::var(name).ok())
+}
+
+/// [`from_spec`], the variables it reads (`OPENAI_BASE_URL`, `OPENAI_API_KEY`) looked up
+/// with `variable` rather than in the environment: a binary that took its secrets out of
+/// its environment hands them over from memory.
+pub fn from_spec_with(
+    spec: &str,
+    variable: &dyn Fn(&str) -> Option<String>,
+) -> Result<Box<dyn Model>, String> {
     match spec.split_once(':') {
         None if spec == "scripted" => Ok(Box::new(scripted::Scripted)),
         Some(("playback", path)) => Ok(Box::new(playback::Playback::load(std::path::Path::new(
             path,
         ))?)),
         Some(("openai", name)) => Ok(Box::new(
-            openai::OpenAi::from_env(name).map_err(|e| format!("model {spec:?}: {e}"))?,
+            openai::OpenAi::from_variables(name, variable)
+                .map_err(|e| format!("model {spec:?}: {e}"))?,
         )),
         _ => Err(format!(
             "unknown model {spec:?}: use scripted, playback:FILE or openai:MODEL"

@@ -184,11 +184,18 @@ impl OpenAi {
     /// The model `--model openai:NAME` means: endpoint from `OPENAI_BASE_URL` (default
     /// [`DEFAULT_BASE_URL`]), key from `OPENAI_API_KEY` (none when unset or empty).
     pub fn from_env(model: &str) -> Result<Self, ModelError> {
-        let base = std::env::var(BASE_URL_ENV)
-            .ok()
+        Self::from_variables(model, &|name| std::env::var(name).ok())
+    }
+
+    /// [`OpenAi::from_env`], the two variables looked up with `variable`.
+    pub fn from_variables(
+        model: &str,
+        variable: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, ModelError> {
+        let base = variable(BASE_URL_ENV)
             .filter(|b| !b.trim().is_empty())
             .unwrap_or_else(|| DEFAULT_BASE_URL.into());
-        let key = std::env::var(API_KEY_ENV).ok().map(|k| k.trim().to_owned());
+        let key = variable(API_KEY_ENV).map(|k| k.trim().to_owned());
         Self::new(model, &base, key)
     }
 
