@@ -216,3 +216,63 @@ fn a_ledger_that_cannot_be_written_stops_the_calls_that_need_it() {
         "nothing was sent"
     );
 }
+
+/// A ledger of `n` lines written by the library, as the host writes it.
+fn ledger_of(dir: &Path, n: u64) -> gatehouse::ledger::Ledger {
+    let ledger = gatehouse::ledger::Ledger::new(dir.join("ledger.jsonl"));
+    for step in 1..=n {
+        ledger.append(&forged_entry(step)).unwrap();
+    }
+    ledger
+}
+
+fn forged_entry(step: u64) -> gatehouse::ledger::Entry {
+    gatehouse::ledger::Entry {
+        session: "s1".into(),
+        step,
+        tool: "testbed__echo".into(),
+        decision: "run".into(),
+        ..Default::default()
+    }
+}
+
+/// The red team's probes: five lines appended with a correct chain, the head left alone;
+/// three lines cut and the head file deleted. Each exits 0 on the old verify.
+#[test]
+fn verify_reports_lines_forged_past_the_head_and_a_deleted_head() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = ledger_of(dir.path(), 6);
+    let file = ledger.path().to_str().unwrap().to_owned();
+    let verify = || run(&["ledger", "verify", "--file", &file], &[]);
+    assert_eq!(verify().status, 0, "{}", verify().stderr);
+
+    let text = std::fs::read_to_string(ledger.path()).unwrap();
+    let last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    let mut prev = last["hash"].as_str().unwrap().to_owned();
+    let mut forged = text.clone();
+    for seq in 7..=11 {
+        let (line, hash) = gatehouse::ledger::line_after(seq, &prev, &forged_entry(seq));
+        forged.push_str(&line);
+        forged.push('\n');
+        prev = hash;
+    }
+    std::fs::write(ledger.path(), &forged).unwrap();
+    let ran = verify();
+    assert_eq!(ran.status, 2, "{}{}", ran.stdout, ran.stderr);
+    assert!(
+        ran.stderr.contains("line 8: is past the head"),
+        "{}",
+        ran.stderr
+    );
+
+    let kept: Vec<&str> = text.lines().take(3).collect();
+    std::fs::write(ledger.path(), format!("{}\n", kept.join("\n"))).unwrap();
+    std::fs::remove_file(ledger.head_path()).unwrap();
+    let ran = verify();
+    assert_eq!(ran.status, 2, "{}{}", ran.stdout, ran.stderr);
+    assert!(
+        ran.stderr.contains("is missing") && ran.stderr.contains("cannot be told"),
+        "{}",
+        ran.stderr
+    );
+}

@@ -5,7 +5,9 @@
 //! ends with `hash`, the SHA-256 of the line's text up to it: an edited, removed or
 //! reordered line breaks the chain at that line. A head file beside the ledger
 //! (`ledger.jsonl.head`) holds the last line's number and hash, so whole lines cut from
-//! the end are found too. [`verify`] names the first bad line.
+//! the end are found too; it is written before the first line, so a ledger with lines and
+//! no head had it removed. Only the last line can be past the head (an append interrupted
+//! between the two); more is tampering. [`verify`] names the first bad line.
 //!
 //! Appends take an exclusive lock on the file (several Gatehouse processes may share one
 //! ledger: no line is lost, none interleaved), read the last line, write the new one with
@@ -123,6 +125,15 @@ impl Ledger {
         let mut file = crate::files::create_private_keep(&self.path).map_err(|e| self.error(&e))?;
         file.lock().map_err(|e| self.error(&e))?;
         let (seq, prev) = last_line(&mut file).map_err(|e| format!("{}: {e}", self.shown()))?;
+        if seq == 0 && !self.head_path().exists() {
+            // The head exists before the first line, so a ledger with lines and no head
+            // had its head removed (`verify` says so) rather than never written.
+            let genesis = Appended {
+                seq: 0,
+                hash: GENESIS.into(),
+            };
+            write_head(&self.head_path(), &genesis).map_err(|e| self.error(&e))?;
+        }
         let (line, hash) = compose(seq + 1, &prev, entry);
         file.write_all(line.as_bytes())
             .and_then(|()| file.sync_data())

@@ -1,6 +1,8 @@
 //! The chain: appended lines verify; an edit, a deletion, a reordering or a cut is found,
 //! at the first bad line; several writers at once lose and interleave nothing.
 
+use std::io::Write as _;
+
 use super::*;
 
 fn scratch(name: &str) -> PathBuf {
@@ -132,4 +134,85 @@ fn threads_appending_at_once_lose_and_interleave_nothing() {
         }
     });
     assert_eq!(verify(ledger.path()).unwrap().lines, 100);
+}
+
+/// The ledger's lines as text, without their newlines.
+fn text_lines(ledger: &Ledger) -> Vec<String> {
+    let text = std::fs::read_to_string(ledger.path()).unwrap();
+    text.lines().map(str::to_owned).collect()
+}
+
+/// `n` more lines chained after the ledger's last, as a forger who can write the file
+/// makes them, the head left alone.
+fn forge(ledger: &Ledger, n: u64) {
+    let lines = text_lines(ledger);
+    let last: serde_json::Value = serde_json::from_str(lines.last().unwrap()).unwrap();
+    let (mut seq, mut prev) = (
+        last["seq"].as_u64().unwrap(),
+        last["hash"].as_str().unwrap().to_owned(),
+    );
+    let mut out = std::fs::OpenOptions::new()
+        .append(true)
+        .open(ledger.path())
+        .unwrap();
+    for step in 0..n {
+        seq += 1;
+        let (line, hash) = line_after(seq, &prev, &entry(100 + step));
+        writeln!(out, "{line}").unwrap();
+        prev = hash;
+    }
+}
+
+#[test]
+fn one_line_past_the_head_is_an_interrupted_append_and_more_is_tampering() {
+    let ledger = ledger_of("past", 6);
+    forge(&ledger, 1);
+    let verified = verify(ledger.path()).unwrap();
+    assert_eq!(verified.lines, 7);
+    assert!(
+        verified.note.as_deref().unwrap().contains("interrupted"),
+        "{verified:?}"
+    );
+    let ledger = ledger_of("forged", 6);
+    forge(&ledger, 5);
+    let bad = verify(ledger.path()).unwrap_err();
+    assert_eq!(bad.line, 8, "{bad}");
+    assert!(bad.problem.contains("past the head"), "{bad}");
+}
+
+#[test]
+fn a_removed_head_is_said_and_a_ledger_never_appended_to_needs_none() {
+    let ledger = ledger_of("no-head", 6);
+    rewrite(&ledger, |l| l.truncate(3));
+    std::fs::remove_file(ledger.head_path()).unwrap();
+    let bad = verify(ledger.path()).unwrap_err();
+    assert!(bad.problem.contains("head file"), "{bad}");
+    assert!(bad.problem.contains("missing"), "{bad}");
+    assert!(
+        bad.problem.contains("cut from the end cannot be told"),
+        "{bad}"
+    );
+    // Made when a host starts, never appended to: nothing to check, nothing missing.
+    let fresh = Ledger::new(scratch("fresh"));
+    fresh.check().unwrap();
+    assert!(!fresh.head_path().exists());
+    assert_eq!(verify(fresh.path()).unwrap().lines, 0);
+}
+
+#[test]
+fn the_head_is_there_before_the_first_line() {
+    let ledger = Ledger::new(scratch("first"));
+    ledger.check().unwrap();
+    ledger.append(&entry(1)).unwrap();
+    // A crash between the first line and its head: the head written before the line says
+    // no line yet, so the line is an interrupted append, not a removed head.
+    let head = std::fs::read_to_string(ledger.head_path()).unwrap();
+    assert!(head.contains("\"seq\":1"), "{head}");
+    std::fs::write(
+        ledger.head_path(),
+        format!("{{\"seq\":0,\"hash\":\"{GENESIS}\"}}\n"),
+    )
+    .unwrap();
+    let verified = verify(ledger.path()).unwrap();
+    assert!(verified.note.unwrap().contains("interrupted"));
 }

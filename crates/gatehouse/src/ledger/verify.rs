@@ -19,8 +19,8 @@ pub struct Verified {
     /// The last line's hash ([`GENESIS`] for an empty ledger): keep it elsewhere to make a
     /// rewrite of the whole chain visible too.
     pub head: String,
-    /// Something worth saying that is not a break (no head file; a head one line behind,
-    /// as after a crash between the line and its head).
+    /// Something worth saying that is not a break (a head one line behind, as after a
+    /// crash between the line and its head).
     pub note: Option<String>,
 }
 
@@ -112,6 +112,10 @@ pub fn verify(path: &Path) -> Result<Verified, Bad> {
     Ok(chain.verified(note))
 }
 
+/// How many lines an interrupted append can leave past the head: appends write the line,
+/// then the head, under one lock, so at most the last line.
+const INTERRUPTED_APPEND: u64 = 1;
+
 /// The chain's rules, line by line, for a ledger file and a ledger table alike: each
 /// line's hash is over its text, its `seq` is its place, its `prev` the line before's
 /// hash.
@@ -153,7 +157,8 @@ impl Chain {
     }
 
     /// Check a recorded head (`seq` lines ending in `hash`) against the lines walked:
-    /// lines cut from the end are found here. `Ok` with a note when the head is behind.
+    /// lines cut from the end are found here, and lines added past it. `Ok` with a note
+    /// when the head is one line behind (an interrupted append); more is an error.
     pub fn against_head(&self, seq: u64, hash: &str) -> Result<Option<String>, Bad> {
         let count = self.hashes.len() as u64;
         if seq > count {
@@ -174,9 +179,18 @@ impl Chain {
                 problem: "does not match the head's hash".into(),
             });
         }
-        Ok((seq < count).then(|| {
-            format!("the head records {seq} of {count} lines (an append was interrupted before its head was written)")
-        }))
+        match count - seq {
+            0 => Ok(None),
+            INTERRUPTED_APPEND => Ok(Some(format!(
+                "the head records {seq} of {count} lines (an append was interrupted before its head was written)"
+            ))),
+            past => Err(Bad {
+                line: seq + INTERRUPTED_APPEND + 1,
+                problem: format!(
+                    "is past the head: the head records {seq} lines and the ledger has {count}; an interrupted append leaves one line past it, not {past}: lines were added after the last recorded append (or the head's last writes were lost in a power failure)"
+                ),
+            }),
+        }
     }
 
     /// The walk's outcome.
@@ -193,11 +207,25 @@ impl Chain {
 fn check_head(path: &Path, chain: &Chain) -> Result<Option<String>, Bad> {
     let count = chain.hashes.len() as u64;
     let head = match std::fs::read_to_string(head_path(path)) {
-        Err(_) if count == 0 => return Ok(None),
-        Err(_) => {
-            return Ok(Some(
-                "no head file: lines cut from the end could not be seen".into(),
-            ));
+        // A brand-new ledger: no line was ever appended, so no head was ever written.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && count == 0 => return Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(Bad {
+                line: count + 1,
+                problem: format!(
+                    "cannot be checked: the head file {} is missing, though an append writes it before the ledger's first line; it was removed, and lines cut from the end cannot be told",
+                    head_path(path).display()
+                ),
+            });
+        }
+        Err(e) => {
+            return Err(Bad {
+                line: count + 1,
+                problem: format!(
+                    "cannot be checked: the head file {} cannot be read: {e}",
+                    head_path(path).display()
+                ),
+            });
         }
         Ok(text) => serde_json::from_str::<Value>(&text).ok(),
     };
@@ -210,12 +238,6 @@ fn check_head(path: &Path, chain: &Chain) -> Result<Option<String>, Bad> {
             problem: "the head file is not readable, so the ledger's end cannot be checked".into(),
         });
     };
-    if seq == 0 && count > 0 {
-        return Err(Bad {
-            line: 1,
-            problem: "does not match the head file's hash".into(),
-        });
-    }
     chain.against_head(seq, hash)
 }
 
