@@ -181,20 +181,33 @@ fn a_result_larger_than_the_bound_is_cut_with_a_note() {
 }
 
 #[test]
-fn in_a_chat_the_answers_to_approvals_are_read_from_the_same_input_as_the_questions() {
+fn in_a_chat_at_a_terminal_the_answers_to_approvals_are_read_from_the_same_terminal() {
     let bed = empty_allow_list();
-    // Piped all at once: the chat's reader must not take the approvals' lines.
-    let ran = run_with_stdin(
+    let question = "What is the return window?";
+    // Each line typed when its prompt shows: the chat's reader must not take the
+    // approvals' lines (a pipe answers no approval at all: no_terminal.rs).
+    let screen = crate::common::at_terminal_in(
+        bed.path(),
         &["chat", "--config", &bed.config],
+        &[
+            ("you> ", question),
+            ("Run it? [y/N]", "y"),
+            ("you> ", question),
+            ("Run it? [y/N]", "n"),
+            ("you> ", "/quit"),
+        ],
         &[],
-        Some("What is the return window?\ny\nWhat is the return window?\nn\n/quit\n"),
     );
-    assert_eq!(ran.status, 0, "{}", ran.stderr);
-    assert_eq!(ran.outcomes(), vec!["ok", "declined"], "{}", ran.stderr);
-    assert_eq!(ran.server_logs("support").len(), 1, "{}", ran.stderr);
+    let outcomes: Vec<&str> = screen
+        .lines()
+        .filter(|l| l.contains("[person] said "))
+        .collect();
+    assert_eq!(outcomes.len(), 2, "{screen}");
+    assert!(outcomes[0].contains("said yes"), "{screen}");
+    assert!(outcomes[1].contains("said no"), "{screen}");
+    let first_answer = &screen[..screen.find("said no").unwrap()];
     assert!(
-        ran.stdout.contains("policy://larkfield/returns-policy"),
-        "the first answer cites the policy it read: {}",
-        ran.stdout
+        first_answer.contains("policy://larkfield/returns-policy"),
+        "the first answer cites the policy it read: {screen}"
     );
 }

@@ -35,6 +35,7 @@ mod lab_http;
 mod ledger;
 mod many_servers;
 mod mcp_command;
+mod no_terminal;
 mod oauth;
 mod openai_endpoint;
 mod policy_rules;

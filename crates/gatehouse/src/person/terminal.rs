@@ -1,5 +1,6 @@
-//! The person at a terminal: "Run it?" and a server's forms read from stdin, or answered
-//! by options in a script. With no terminal and no options, no.
+//! The person at a terminal: "Run it?" and a server's forms read from stdin when it is a
+//! terminal, or answered by options in a script. With no terminal and no options, no:
+//! what a pipe or a file holds answers nothing.
 //!
 //! The questions are written where the answer comes from: when stdin is a terminal, to
 //! that terminal itself, whatever stdout and stderr were sent to (`gatehouse chat
@@ -80,11 +81,18 @@ const TERMINAL: &str = "/dev/tty";
 #[cfg(windows)]
 const TERMINAL: &str = "CONOUT$";
 
-/// Are the person's questions written to the terminal itself (stdin is one), rather than
-/// to stderr?
+/// Is there a person at a terminal to answer (stdin is one)? The one test every question
+/// makes: "Run it?", `a`/`A`, forms, URLs and sign-ins are answered only from a terminal;
+/// without one (a pipe, a file, `setsid`) nobody answers and the answer is no, so input a
+/// script piped in never approves anything. The questions are then written to the
+/// terminal itself, rather than to stderr.
 pub fn asks_at_terminal() -> bool {
     std::io::stdin().is_terminal()
 }
+
+/// What "Run it?" shows when nobody can answer it: the answer, and how a script says yes.
+pub const NO_TERMINAL: &str =
+    "[host] Run it? no: nobody at a terminal to answer (--yes approves every call)";
 
 /// Where the person's questions are written: the terminal the answers are typed at when
 /// stdin is one (whatever stdout and stderr were sent to), else stderr.
@@ -164,6 +172,15 @@ impl Person for Terminal {
             if let Some(yes) = self.fixed.approve {
                 return Approval::once(yes, AnsweredBy::Option);
             }
+            if !asks_at_terminal() {
+                self.at_screen(|screen| {
+                    if self.show_calls {
+                        let _ = writeln!(screen, "[host] {}", describe_call(request));
+                    }
+                    let _ = writeln!(screen, "{NO_TERMINAL}");
+                });
+                return Approval::once(false, AnsweredBy::Nobody);
+            }
             let answer = self.at_screen(|screen| {
                 if self.show_calls {
                     let _ = writeln!(screen, "[host] {}", describe_call(request));
@@ -196,7 +213,7 @@ impl Person for Terminal {
     }
 
     fn can_sign_in(&self) -> bool {
-        std::io::stdin().is_terminal() || self.sign_in.without_terminal
+        asks_at_terminal() || self.sign_in.without_terminal
     }
 
     fn sign_in<'a>(&'a self, request: &'a SignInRequest) -> BoxFuture<'a, SignInAnswer> {
@@ -217,7 +234,7 @@ impl Terminal {
     /// comes back by itself or the person pastes the address it ended on; without a
     /// terminal, only the first.
     async fn sign_in_here(&self, request: &SignInRequest) -> SignInAnswer {
-        let at_terminal = std::io::stdin().is_terminal();
+        let at_terminal = asks_at_terminal();
         let answer = tokio::task::block_in_place(|| {
             let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
             let mut screen = screen();
@@ -253,7 +270,7 @@ impl Terminal {
     /// A URL-mode question: the URL shown whole, never opened by the host; without a
     /// person at a terminal, declined.
     fn url(&self, server: &str, message: &str, url: &str) -> (ElicitResult, AnsweredBy) {
-        if !std::io::stdin().is_terminal() {
+        if !asks_at_terminal() {
             return (decline(), AnsweredBy::Nobody);
         }
         let yes = self.at_screen(|screen| {
@@ -282,7 +299,7 @@ impl Terminal {
                 Err(_) => (decline(), AnsweredBy::Option),
             };
         }
-        if !std::io::stdin().is_terminal() {
+        if !asks_at_terminal() {
             return (decline(), AnsweredBy::Nobody);
         }
         self.at_screen(|screen| {
