@@ -7,7 +7,10 @@
 //! with a key that lives in the person's own state folder (never in the project), so a
 //! file that came with a cloned repository, or was written by anything but this host for
 //! this person, grants nothing. Written whole (a new file renamed over the old one) under a
-//! lock, private to the user.
+//! lock, private to the user. A revoke is counted beside the key and bound into the seals
+//! ([`revoked`]), so an old copy of the file restored after it grants nothing either.
+
+pub mod revoked;
 
 use std::{
     fs::File,
@@ -16,6 +19,7 @@ use std::{
 };
 
 use hmac::{Hmac, KeyInit, Mac};
+use revoked::Revocations;
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
@@ -109,6 +113,7 @@ pub struct ProjectFile {
     /// The project folder (its approvals are in `.gatehouse/approvals.json`).
     pub project: PathBuf,
     key_file: PathBuf,
+    revoked_file: PathBuf,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -137,6 +142,7 @@ impl ProjectFile {
         ProjectFile {
             project,
             key_file: state_dir.join("approvals.key"),
+            revoked_file: revoked::path(state_dir),
         }
     }
 
@@ -149,11 +155,14 @@ impl ProjectFile {
     pub fn read(&self) -> Result<Vec<(Entry, bool)>, String> {
         let body = self.body()?;
         let key = self.key(false)?;
+        let revocations = Revocations::read(&self.revoked_file)?;
         Ok(body
             .approvals
             .into_iter()
             .map(|e| {
-                let ok = key.as_ref().is_some_and(|k| self.seal(k, &e) == e.seal);
+                let ok = key
+                    .as_ref()
+                    .is_some_and(|k| self.seal(k, &e, &revocations) == e.seal);
                 (e, ok)
             })
             .collect())
@@ -175,6 +184,7 @@ impl ProjectFile {
     /// Write an approval of `tool` at `fingerprint`, replacing any earlier one for it.
     pub fn approve(&self, tool: &str, fingerprint: &str, now: &str) -> Result<(), String> {
         let key = self.key(true)?.ok_or("no key to seal approvals with")?;
+        let revocations = Revocations::read(&self.revoked_file)?;
         self.update(|approvals| {
             approvals.retain(|e| e.tool != tool);
             let mut entry = Entry {
@@ -183,13 +193,16 @@ impl ProjectFile {
                 approved_at: now.to_owned(),
                 seal: String::new(),
             };
-            entry.seal = self.seal(&key, &entry);
+            entry.seal = self.seal(&key, &entry, &revocations);
             approvals.push(entry);
         })
     }
 
-    /// Remove the approvals of these tools (all with `None`); returns how many went.
+    /// Remove the approvals of these tools (all with `None`); returns how many went. The
+    /// revoke is counted first, in the person's state folder, so it holds even against an
+    /// older copy of the file put back later.
     pub fn revoke(&self, tools: Option<&[String]>) -> Result<usize, String> {
+        Revocations::count(&self.revoked_file, &self.project_id(), tools)?;
         let mut removed = 0;
         self.update(|approvals| {
             let before = approvals.len();
@@ -239,15 +252,7 @@ impl ProjectFile {
         body.version = 1;
         change(&mut body.approvals);
         let text = serde_json::to_string_pretty(&body).map_err(|e| e.to_string())?;
-        let temp = dir.join(format!("{PROJECT_FILE}.{}.tmp", std::process::id()));
-        let written = crate::files::create_private(&temp).and_then(|mut f| {
-            f.write_all(text.as_bytes())?;
-            f.write_all(b"\n")?;
-            f.sync_all()
-        });
-        written
-            .and_then(|()| std::fs::rename(&temp, self.path()))
-            .map_err(|e| format!("cannot write {}: {e}", self.path().display()))
+        write_whole(&dir, &self.path(), &text)
     }
 
     /// The person's key, made on first use (`create`) and kept private in their state folder.
@@ -273,19 +278,50 @@ impl ProjectFile {
         Ok(Some(key.to_vec()))
     }
 
-    fn seal(&self, key: &[u8], entry: &Entry) -> String {
+    /// The project as seals and revocations name it: its folder, symbolic links resolved.
+    fn project_id(&self) -> String {
+        std::fs::canonicalize(&self.project)
+            .unwrap_or_else(|_| self.project.clone())
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    /// The seal of `entry`: the project, the tool, its definition, and how many times it
+    /// was revoked here (only once it has been).
+    fn seal(&self, key: &[u8], entry: &Entry, revocations: &Revocations) -> String {
         let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(key).expect("HMAC takes any key");
-        let project = std::fs::canonicalize(&self.project).unwrap_or_else(|_| self.project.clone());
-        for part in [
-            project.to_string_lossy().as_bytes(),
-            entry.tool.as_bytes(),
-            entry.fingerprint.as_bytes(),
-        ] {
+        let project = self.project_id();
+        let revoked = revocations.of(&project, &entry.tool);
+        let parts = [
+            Some(project.as_bytes()),
+            Some(entry.tool.as_bytes()),
+            Some(entry.fingerprint.as_bytes()),
+            revoked.as_ref().map(String::as_bytes),
+        ];
+        for part in parts.into_iter().flatten() {
             mac.update(&(part.len() as u64).to_be_bytes());
             mac.update(part);
         }
         crate::digest::hex(&mac.finalize().into_bytes())
     }
+}
+
+/// Write `text` (and a newline) to `path` in `dir` whole: a private file beside it, synced,
+/// renamed over it.
+fn write_whole(dir: &Path, path: &Path, text: &str) -> Result<(), String> {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let temp = dir.join(format!("{name}.{}.tmp", std::process::id()));
+    let written = crate::files::create_private(&temp).and_then(|mut f| {
+        f.write_all(text.as_bytes())?;
+        f.write_all(b"\n")?;
+        f.sync_all()
+    });
+    written
+        .and_then(|()| std::fs::rename(&temp, path))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&temp);
+            format!("cannot write {}: {e}", path.display())
+        })
 }
 
 #[cfg(test)]
@@ -348,8 +384,44 @@ mod tests {
             assert_eq!(mode(&file.path()), 0o600);
             assert_eq!(mode(&state.join("approvals.key")), 0o600);
         }
+        // A copy from before a revoke, put back, grants nothing: the revoke is counted in
+        // the person's state folder and bound into the seal.
+        file.approve("tickets__list_tickets", "fp3", "2026-01-03T00:00:00Z")
+            .unwrap();
+        let backup = std::fs::read(file.path()).unwrap();
+        assert_eq!(
+            file.revoke(Some(&["tickets__open_ticket".into()])).unwrap(),
+            1
+        );
+        std::fs::write(file.path(), &backup).unwrap();
+        let sealed = |file: &ProjectFile| -> Vec<(String, bool)> {
+            let read = file.read().unwrap();
+            read.into_iter().map(|(e, ok)| (e.tool, ok)).collect()
+        };
+        assert_eq!(
+            sealed(&file),
+            [
+                ("tickets__open_ticket".to_owned(), false),
+                ("tickets__list_tickets".to_owned(), true)
+            ]
+        );
+        // Approved again after the revoke, it holds; revoked whole, nothing of the backup does.
+        file.approve("tickets__open_ticket", "fp2", "2026-01-04T00:00:00Z")
+            .unwrap();
+        assert!(sealed(&file).iter().all(|(_, ok)| *ok));
+        let backup = std::fs::read(file.path()).unwrap();
+        assert_eq!(file.revoke(None).unwrap(), 2);
+        std::fs::write(file.path(), &backup).unwrap();
+        assert!(sealed(&file).iter().all(|(_, ok)| !*ok));
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let counts = revoked::path(&state);
+            let mode = std::fs::metadata(counts).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600);
+        }
         assert_eq!(file.revoke(Some(&["other".into()])).unwrap(), 0);
-        assert_eq!(file.revoke(None).unwrap(), 1);
+        assert_eq!(file.revoke(None).unwrap(), 2);
         assert!(file.read().unwrap().is_empty());
         std::fs::write(file.path(), "{oops").unwrap();
         assert!(file.read().unwrap_err().contains("not an approvals file"));

@@ -184,3 +184,35 @@ fn a_rule_that_asks_offers_no_remembering() {
         "`a` is a no where it is not offered:\n{screen}"
     );
 }
+
+/// The red team's probe: `A`, the file copied, `gatehouse approvals revoke`, the copy put
+/// back (a backup, a `git checkout` of a committed `.gatehouse/`): asked again.
+#[test]
+fn a_revoked_approval_stays_revoked_when_an_old_file_is_put_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let (project, state) = (dir.path().join("project"), dir.path().join("state"));
+    std::fs::create_dir_all(&project).unwrap();
+    let config = config(dir.path());
+    let model = playback(dir.path(), json!([echo("one"), {"answer": "done"}]));
+    let ask = ["ask", "x", "--config", &config, "--model", &model, "--json"];
+    at_terminal_in(
+        &project,
+        &ask,
+        &[(PROMPT, "A")],
+        &[("XDG_STATE_HOME", state.to_str().unwrap())],
+    );
+    let file = project.join(".gatehouse/approvals.json");
+    let backup = std::fs::read(&file).unwrap();
+    let revoked = run_in(&project, &state, &["approvals", "revoke", "testbed__echo"]);
+    assert_eq!(revoked.status, 0, "{}", revoked.stderr);
+    std::fs::write(&file, &backup).unwrap();
+    let again = run_in(&project, &state, &[&ask[..], &["--no"]].concat());
+    expect::assert_has(
+        &again.step_texts(),
+        "host: not on the allow-list: ask the person",
+    );
+    assert_eq!(again.outcomes(), ["declined"], "{}", again.stderr);
+    let listed = run_in(&project, &state, &["approvals", "list", "--json"]);
+    let rows: Value = serde_json::from_str(&listed.stdout).unwrap();
+    assert_eq!(rows[0]["sealed"], false, "{rows}");
+}
