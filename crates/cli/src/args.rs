@@ -245,6 +245,12 @@ pub enum McpCommand {
     List(McpListArgs),
     /// One server's entry (secrets hidden) and its state after a quick connect.
     Get(McpGetArgs),
+    /// Show exactly what this folder's .mcp.json would start, and trust it: its servers
+    /// start from then on, until the file changes. Settings that loosen your policy are
+    /// trusted only when named with --settings.
+    Trust(McpTrustArgs),
+    /// Take back the trust given to this folder's .mcp.json: its servers no longer start.
+    Untrust,
 }
 
 /// Which servers file a `gatehouse mcp` command works on.
@@ -323,6 +329,17 @@ pub struct McpGetArgs {
     /// Print it as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct McpTrustArgs {
+    /// Also trust these settings of the file that loosen your policy (comma-separated
+    /// keys of its "gatehouse" part, e.g. allow,hooks,ledger).
+    #[arg(long, value_name = "KEYS", value_delimiter = ',')]
+    pub settings: Vec<String>,
+    /// Trust what is listed without asking (you have read it).
+    #[arg(long)]
+    pub yes: bool,
 }
 
 #[derive(Args, Debug)]

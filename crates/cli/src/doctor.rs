@@ -72,7 +72,9 @@ impl Check {
 /// Look at everything and report; `Ok(false)` when anything is broken.
 pub async fn run(args: DoctorArgs) -> anyhow::Result<bool> {
     let mut checks = Vec::new();
-    let config = match crate::load_config(&args.host, false) {
+    // Doctor starts nothing a project's file names until the person trusted it, and asks
+    // nothing: it lists what is left out.
+    let config = match crate::load_config_asking(&args.host, false, crate::project::Asking::Never) {
         Ok(config) => {
             checks.extend(config_checks(&config));
             Some(config)
@@ -180,6 +182,7 @@ fn config_checks(config: &Config) -> Vec<Check> {
             c.fix(format!("correct or remove it in {}", config.source))
         });
     }
+    checks.extend(trust_checks(config));
     if config.servers.is_empty() && config.broken.is_empty() {
         checks.push(
             check(
@@ -191,6 +194,47 @@ fn config_checks(config: &Config) -> Vec<Check> {
             .fix("add one: gatehouse mcp add NAME -- COMMAND [ARGS]…"),
         );
     }
+    checks
+}
+
+/// What of a project's servers file is left out until the person trusts it.
+fn trust_checks(config: &Config) -> Vec<Check> {
+    let Some(review) = &config.project else {
+        return Vec::new();
+    };
+    let file = review.file.display();
+    let mut checks: Vec<Check> = review
+        .untrusted_servers()
+        .map(|server| {
+            check(
+                "config",
+                format!("project server {}", server.name),
+                Verdict::Warning,
+                format!(
+                    "not trusted, not started: {}",
+                    crate::project::entry_line(&server.entry)
+                ),
+            )
+            .fix(format!(
+                "read the command above; if you want it, `gatehouse mcp trust` in this folder ({file})"
+            ))
+        })
+        .collect();
+    checks.extend(review.untrusted_settings().map(|setting| {
+        check(
+            "config",
+            format!("project setting {}", setting.key),
+            Verdict::Warning,
+            format!(
+                "{file} sets \"{}\", which would loosen your policy: ignored",
+                setting.key
+            ),
+        )
+        .fix(format!(
+            "put it in your own servers file, or `gatehouse mcp trust --settings {}`",
+            setting.key
+        ))
+    }));
     checks
 }
 

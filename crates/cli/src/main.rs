@@ -11,6 +11,7 @@ mod manual;
 mod mcp;
 mod output;
 mod policy_commands;
+mod project;
 mod screen;
 mod tasks;
 
@@ -112,24 +113,40 @@ struct Run {
 }
 
 /// The configuration a command runs with: a servers file, or the built-in servers. With
-/// `say_which`, a file found without `--config` is named on stderr.
+/// `say_which`, a file found without `--config` is named on stderr. A project's file is
+/// read beside the person's own, its servers put to the person first ([`project`]).
 pub(crate) fn load_config(host: &HostArgs, say_which: bool) -> anyhow::Result<Config> {
+    load_config_asking(host, say_which, project::Asking::AtTerminal)
+}
+
+/// [`load_config`], asking the person to trust a project's servers only as `asking` says.
+pub(crate) fn load_config_asking(
+    host: &HostArgs,
+    say_which: bool,
+    asking: project::Asking,
+) -> anyhow::Result<Config> {
     let identity = Identity {
         user: host.user.clone(),
         tenant: host.tenant.clone(),
     };
-    let mut config = match host.config.clone().or_else(Config::find) {
-        Some(path) => {
-            if host.config.is_none() && say_which {
-                eprintln!(
-                    "gatehouse: using the servers file {} (found without --config)",
-                    path.display()
-                );
-            }
-            Config::load(&path, &identity)?
+    let found = config::project::Found::locate(host.config.clone());
+    if host.config.is_none() && say_which {
+        match &found {
+            config::project::Found::Given(path) | config::project::Found::Own(path) => eprintln!(
+                "gatehouse: using the servers file {} (found without --config)",
+                path.display()
+            ),
+            config::project::Found::Project { file, own } => eprintln!(
+                "gatehouse: using the servers file {}{} (found without --config)",
+                own.as_ref()
+                    .map(|o| format!("{} with ", o.display()))
+                    .unwrap_or_default(),
+                file.display()
+            ),
+            config::project::Found::BuiltIn => {}
         }
-        None => Config::from_value(built_in_file()?, "built-in servers", &identity)?,
-    };
+    }
+    let mut config = project::load_found(&found, &identity, asking, built_in_file)?;
     config
         .settings
         .system_prompt

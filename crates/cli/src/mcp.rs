@@ -6,7 +6,7 @@
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
 use gatehouse::{
-    config::{Config, Identity},
+    config::{Config, Identity, project::Found},
     edit::{Added, NewServer, ServersFile, parse_env, parse_header},
     probe::{self, Probe},
     text::{visible, visible_json, visible_line},
@@ -30,6 +30,8 @@ pub async fn run(args: McpArgs) -> anyhow::Result<()> {
         McpCommand::Remove(r) => remove(r),
         McpCommand::List(l) => list(l).await,
         McpCommand::Get(g) => get(g).await,
+        McpCommand::Trust(t) => crate::project::trust(t),
+        McpCommand::Untrust => crate::project::untrust(),
     }
 }
 
@@ -71,27 +73,12 @@ fn file_to_change(file: &McpFileArgs) -> anyhow::Result<Target> {
     }
 }
 
-/// The file `list` and `get` read: `--config`, `--scope`, else the one the host would
-/// use; `None` when there is none (the host then starts its built-in servers).
+/// The file `list` and `get` read when `--config` or `--scope` names one.
 fn file_to_read(file: &McpFileArgs) -> anyhow::Result<Option<Target>> {
     if file.config.is_some() || file.scope.is_some() {
         return file_to_change(file).map(Some);
     }
-    let Some(path) = Config::find() else {
-        return Ok(None);
-    };
-    let label = if std::env::var_os(gatehouse::config::CONFIG_ENV)
-        .is_some_and(|p| !p.is_empty() && path == p)
-    {
-        "$GATEHOUSE_CONFIG"
-    } else if path == Config::project_path() {
-        "project"
-    } else if Some(&path) == Config::user_path().as_ref() {
-        "user"
-    } else {
-        "found"
-    };
-    Ok(Some(Target { path, label }))
+    Ok(None)
 }
 
 /// Every `--env` or `--header` given, each read by `parse`.
@@ -161,6 +148,7 @@ fn add(args: McpAddArgs) -> anyhow::Result<()> {
         visible_line(&args.name),
         target.shown()
     );
+    crate::project::trust_added(&target.path, &args.name)?;
     note_if_shadowed(&target);
     Ok(())
 }
@@ -185,19 +173,24 @@ fn remove(args: McpRemoveArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Tell the person when the file just changed is not the one the host reads.
+/// Tell the person when the file just changed is not one the host reads.
 fn note_if_shadowed(target: &Target) {
     let same = |a: &std::path::Path, b: &std::path::Path| match (a.canonicalize(), b.canonicalize())
     {
         (Ok(a), Ok(b)) => a == b,
         _ => a == b,
     };
-    if let Some(found) = Config::find()
-        && !same(&found, &target.path)
+    let read = match Found::locate(None) {
+        Found::Given(p) | Found::Own(p) => vec![p],
+        Found::Project { file, own } => std::iter::once(file).chain(own).collect(),
+        Found::BuiltIn => Vec::new(),
+    };
+    if let Some(first) = read.first()
+        && !read.iter().any(|p| same(p, &target.path))
     {
         eprintln!(
-            "gatehouse: note: the host reads {} first; it uses {} only with --config {0} or once that one is gone",
-            found.display(),
+            "gatehouse: note: the host reads {} first; it uses {} only with --config {1} or once that one is gone",
+            first.display(),
             target.path.display()
         );
     }
@@ -213,23 +206,66 @@ struct Servers {
 
 fn read_servers(file: &McpFileArgs) -> anyhow::Result<Servers> {
     let identity = Identity::default();
-    match file_to_read(file)? {
-        Some(target) => {
-            anyhow::ensure!(
-                target.path.exists(),
-                "there is no servers file at {}; `gatehouse mcp add` creates it",
-                target.shown()
-            );
-            let doc = ServersFile::open(&target.path)?.document();
-            let config =
-                Config::from_value(doc.clone(), &target.path.display().to_string(), &identity)?;
+    let asking = crate::project::Asking::AtTerminal;
+    if let Some(target) = file_to_read(file)? {
+        anyhow::ensure!(
+            target.path.exists(),
+            "there is no servers file at {}; `gatehouse mcp add` creates it",
+            target.shown()
+        );
+        let doc = ServersFile::open(&target.path)?.document();
+        let config = if file.scope == Some(Scope::Project) {
+            // The project's file alone: still nothing of it starts untrusted.
+            crate::project::load(&target.path, None, &identity, asking)?
+        } else {
+            Config::from_value(doc.clone(), &target.path.display().to_string(), &identity)?
+        };
+        return Ok(Servers {
+            doc,
+            config,
+            heading: target.shown(),
+        });
+    }
+    match Found::locate(None) {
+        Found::Given(path) | Found::Own(path) => {
+            let label = if Some(&path) == Config::user_path().as_ref() {
+                "user"
+            } else if std::env::var_os(gatehouse::config::CONFIG_ENV).is_some() {
+                "$GATEHOUSE_CONFIG"
+            } else {
+                "found"
+            };
+            let doc = ServersFile::open(&path)?.document();
+            let config = Config::from_value(doc.clone(), &path.display().to_string(), &identity)?;
             Ok(Servers {
                 doc,
                 config,
-                heading: target.shown(),
+                heading: format!("{} ({label})", path.display()),
             })
         }
-        None => {
+        Found::Project { file, own } => {
+            let config = crate::project::load(&file, own.as_deref(), &identity, asking)?;
+            let mut doc = match &own {
+                Some(own) => ServersFile::open(own)?.document(),
+                None => json!({"mcpServers": {}}),
+            };
+            let project = ServersFile::open(&file)?.document();
+            for (name, entry) in project["mcpServers"].as_object().into_iter().flatten() {
+                if doc["mcpServers"].get(name).is_none() {
+                    doc["mcpServers"][name] = entry.clone();
+                }
+            }
+            let heading = match &own {
+                Some(own) => format!("{} and {} (project)", own.display(), file.display()),
+                None => format!("{} (project)", file.display()),
+            };
+            Ok(Servers {
+                doc,
+                config,
+                heading,
+            })
+        }
+        Found::BuiltIn => {
             let doc = crate::built_in_file()?;
             let config = Config::from_value(doc.clone(), "built-in servers", &identity)?;
             Ok(Servers {
@@ -241,6 +277,19 @@ fn read_servers(file: &McpFileArgs) -> anyhow::Result<Servers> {
     }
 }
 
+/// A project's server that is not started, and why, as its row's state.
+fn held_back(config: &Config, name: &str) -> Option<&'static str> {
+    let review = config.project.as_ref()?;
+    let server = review.servers.iter().find(|s| s.name == name)?;
+    if server.shadowed {
+        Some("left out: one of your own servers has this name")
+    } else if !server.trusted {
+        Some("not trusted: not started (gatehouse mcp trust)")
+    } else {
+        None
+    }
+}
+
 /// Quick-connect every server that is not disabled or broken.
 async fn probe_servers(config: &Config) -> Vec<Probe> {
     let timeout = config.settings.connect_timeout.min(QUICK_CONNECT_TIMEOUT);
@@ -248,7 +297,7 @@ async fn probe_servers(config: &Config) -> Vec<Probe> {
 }
 
 /// One server as `list` and `get` show it: the entry's facts and its state.
-fn row(name: &str, entry: &Value, probes: &[Probe]) -> Value {
+fn row(name: &str, entry: &Value, probes: &[Probe], config: &Config) -> Value {
     let is_http = entry.get("url").is_some() && entry.get("command").is_none()
         || entry["type"].as_str().is_some_and(|t| t != "stdio");
     let target = if is_http {
@@ -267,6 +316,10 @@ fn row(name: &str, entry: &Value, probes: &[Probe]) -> Value {
     });
     if entry.get("disabled") == Some(&Value::Bool(true)) {
         row["state"] = json!("disabled");
+        return row;
+    }
+    if let Some(state) = held_back(config, name) {
+        row["state"] = json!(state);
         return row;
     }
     let Some(probe) = probes.iter().find(|p| p.server == name) else {
@@ -328,7 +381,7 @@ async fn list(args: McpListArgs) -> anyhow::Result<()> {
         .unwrap_or_default();
     let mut rows: Value = entries
         .iter()
-        .map(|(name, entry)| row(name, entry, &probes))
+        .map(|(name, entry)| row(name, entry, &probes, &servers.config))
         .collect();
     visible_json(&mut rows);
     if args.json {
@@ -400,7 +453,7 @@ async fn get(args: McpGetArgs) -> anyhow::Result<()> {
         );
     };
     let probes = probe_servers(&servers.config).await;
-    let mut row = row(&args.name, &entry, &probes);
+    let mut row = row(&args.name, &entry, &probes, &servers.config);
     visible_json(&mut row);
     let shown = shown_entry(&entry);
     if args.json {

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use gatehouse::{
     approvals::ProjectFile,
-    config::{self, Config, Identity, LedgerSettings},
+    config::{self, Identity},
     gateway::{self, store::Location},
     ledger,
     model::ToolCall,
@@ -153,10 +153,16 @@ fn ledger_file(args: &LedgerArgs) -> anyhow::Result<PathBuf> {
     if let Some(file) = &args.file {
         return Ok(file.clone());
     }
-    let settings = match args.config.clone().or_else(Config::find) {
-        Some(path) => Config::load(&path, &Identity::default())?.settings.ledger,
-        None => LedgerSettings::default(),
-    };
+    // A project's file names the ledger only when the person trusted that setting.
+    let found = gatehouse::config::project::Found::locate(args.config.clone());
+    let settings = crate::project::load_found(
+        &found,
+        &Identity::default(),
+        crate::project::Asking::Never,
+        crate::built_in_file,
+    )?
+    .settings
+    .ledger;
     Ok(settings.file())
 }
 

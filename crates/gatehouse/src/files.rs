@@ -91,6 +91,55 @@ pub fn create_private_keep(path: &Path) -> io::Result<File> {
     open_private(path, Open::Keep)
 }
 
+/// Shortest key [`private_key`] accepts, in bytes.
+pub const MIN_KEY_BYTES: usize = 32;
+
+/// The person's key at `path` (a secret that seals what the host writes for them), made
+/// of random bytes on first use when `create`, kept 0600 in a 0700 folder; `None` when it
+/// does not exist and `create` is false. Two processes that make it at once use one key.
+pub fn private_key(path: &Path, create: bool) -> Result<Option<Vec<u8>>, String> {
+    use std::io::Write;
+    let shown = path.display();
+    match std::fs::read(path) {
+        Ok(key) if key.len() >= MIN_KEY_BYTES => return Ok(Some(key)),
+        Ok(_) => return Err(format!("{shown} is too short to be a key")),
+        Err(e) if e.kind() == io::ErrorKind::NotFound && !create => return Ok(None),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(format!("cannot read {shown}: {e}")),
+    }
+    let key: [u8; MIN_KEY_BYTES] = rand::random();
+    match create_new_private(path) {
+        Ok(mut f) => f
+            .write_all(&key)
+            .and_then(|()| f.sync_all())
+            .map_err(|e| format!("cannot write {shown}: {e}"))?,
+        // Another process made it first: use theirs.
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return private_key(path, false),
+        Err(e) => return Err(format!("cannot create {shown}: {e}")),
+    }
+    Ok(Some(key.to_vec()))
+}
+
+/// Replace the file at `path` whole with `bytes`: written to a private file beside it,
+/// synced, then renamed over it, so a reader sees the old file or the new one.
+pub fn replace_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    use std::io::Write;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let temp = path.with_file_name(format!("{name}.{}.tmp", std::process::id()));
+    let written = create_private(&temp).and_then(|mut f| {
+        f.write_all(bytes)?;
+        f.sync_all()
+    });
+    let renamed = written.and_then(|()| std::fs::rename(&temp, path));
+    if renamed.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    renamed
+}
+
 /// Write `bytes` to a new file in `dir` named `stem.ext`, or `stem-2.ext`, … if taken:
 /// never over an existing file. Returns where it went.
 pub fn write_new(dir: &Path, stem: &str, ext: &str, bytes: &[u8]) -> io::Result<PathBuf> {

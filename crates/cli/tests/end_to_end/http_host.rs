@@ -177,10 +177,21 @@ fn a_servers_file_in_the_usual_place_is_found_without_config() {
     let servers = json!({"mcpServers": {"desk": builtin_server("support", json!({}))},
                          "gatehouse": {"allow": ["desk__search_knowledge"]}});
     std::fs::write(project.join(".mcp.json"), servers.to_string()).unwrap();
-    let out = gatehouse_command(&["ask", "What is the return window?", "--json"], &[])
-        .current_dir(&project)
-        .output()
-        .unwrap();
+    // A project's file is the person's once trusted, its allow-list only by name.
+    let trusted = common::run_in(
+        &project,
+        &["mcp", "trust", "--yes", "--settings", "allow"],
+        &[],
+    );
+    assert_eq!(trusted.status, 0, "{}", trusted.stderr);
+    let state = common::project_state(&project);
+    let out = gatehouse_command(
+        &["ask", "What is the return window?", "--json"],
+        &[("XDG_STATE_HOME", state.to_str().unwrap())],
+    )
+    .current_dir(&project)
+    .output()
+    .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("using the servers file .mcp.json (found without --config)"),

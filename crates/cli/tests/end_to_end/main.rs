@@ -39,6 +39,7 @@ mod no_terminal;
 mod oauth;
 mod openai_endpoint;
 mod policy_rules;
+mod project_trust;
 mod results_past_the_bound;
 mod schema_dialects;
 mod screens;

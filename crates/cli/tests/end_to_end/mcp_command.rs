@@ -219,7 +219,7 @@ fn what_could_not_work_is_refused_with_the_reason_and_nothing_is_written() {
 }
 
 #[test]
-fn the_user_scope_writes_the_users_own_file_and_says_when_a_project_file_comes_first() {
+fn the_user_scope_writes_the_users_own_file_read_beside_a_project_file() {
     let dir = scratch_dir();
     let config_home = scratch_dir();
     let env = [("XDG_CONFIG_HOME", config_home.to_str().unwrap())];
@@ -248,14 +248,28 @@ fn the_user_scope_writes_the_users_own_file_and_says_when_a_project_file_comes_f
         &["mcp", "add", "--scope", "user", "more", "--", "more-mcp"],
         &env,
     );
-    assert!(
-        ran.stderr.contains("the host reads .mcp.json first"),
-        "{}",
-        ran.stderr
-    );
+    // A project's file is read beside the person's own, never instead of it.
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    assert!(!ran.stderr.contains("reads"), "{}", ran.stderr);
     let listed = run_in(&dir, &["mcp", "list", "--scope", "user", "--json"], &env);
     let names: Vec<String> = expect::names_listed(&listed.stdout);
     assert_eq!(names, ["mine", "more"]);
+    let both = run_in(&dir, &["mcp", "list", "--json"], &env);
+    assert_eq!(expect::names_listed(&both.stdout), ["mine", "more", "here"]);
+    // A file named by $GATEHOUSE_CONFIG is read alone: the note says so.
+    let other = write(&dir, "other.json", &json!({"mcpServers": {}}));
+    let shadowed = run_in(
+        &dir,
+        &["mcp", "add", "--scope", "user", "most", "--", "most-mcp"],
+        &[env[0], ("GATEHOUSE_CONFIG", &other)],
+    );
+    assert!(
+        shadowed
+            .stderr
+            .contains(&format!("the host reads {other} first")),
+        "{}",
+        shadowed.stderr
+    );
 }
 
 #[test]

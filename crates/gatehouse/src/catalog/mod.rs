@@ -41,8 +41,7 @@ pub use live::Live;
 
 /// Longest tool name model APIs accept.
 pub const MAX_MODEL_TOOL_NAME: usize = 64;
-/// Between the server's name and the tool's.
-pub const NAMESPACE_SEPARATOR: &str = "__";
+pub use crate::config::NAMESPACE_SEPARATOR;
 
 /// One tool as the host offers it.
 #[derive(Debug, Clone)]

@@ -17,9 +17,11 @@
 mod environment;
 pub mod oauth;
 pub mod policy;
+pub mod project;
 pub mod restart;
 pub mod settings;
 pub mod tools;
+pub mod trust;
 mod variables;
 
 #[cfg(test)]
@@ -40,6 +42,9 @@ pub use settings::*;
 pub use tools::{Pattern, ToolRules};
 use variables::Variables;
 pub(crate) use variables::references;
+
+/// Between the server's name and the tool's.
+pub const NAMESPACE_SEPARATOR: &str = "__";
 
 /// Environment variable naming the servers file to use when `--config` is not given.
 pub const CONFIG_ENV: &str = "GATEHOUSE_CONFIG";
@@ -152,6 +157,9 @@ pub struct Config {
     pub warnings: Vec<String>,
     /// Where the configuration came from, for messages.
     pub source: String,
+    /// A project's servers file read beside the person's own, and what of it was left out
+    /// ([`project::Review`]); `None` when the file was the person's own or given.
+    pub project: Option<project::Review>,
 }
 
 /// A configuration that cannot be used at all.
@@ -192,7 +200,9 @@ impl Config {
     /// `$GATEHOUSE_CONFIG`, `./.mcp.json`, `$XDG_CONFIG_HOME/gatehouse/servers.json`
     /// (`~/.config/gatehouse/servers.json`), then Claude Desktop's file
     /// (`~/.config/Claude/claude_desktop_config.json`, or on macOS
-    /// `~/Library/Application Support/Claude/claude_desktop_config.json`).
+    /// `~/Library/Application Support/Claude/claude_desktop_config.json`). A project's
+    /// `./.mcp.json` is read beside the first of the person's own, never instead of it:
+    /// [`project::Found::locate`] says which are used.
     pub fn search_paths() -> Vec<PathBuf> {
         let mut paths = Vec::new();
         if let Some(p) = std::env::var_os(CONFIG_ENV).filter(|p| !p.is_empty()) {
@@ -219,11 +229,6 @@ impl Config {
     /// `~/.config/gatehouse/servers.json`; `None` with neither variable set.
     pub fn user_path() -> Option<PathBuf> {
         config_home().map(|c| c.join("gatehouse").join("servers.json"))
-    }
-
-    /// The first servers file found in [`Config::search_paths`], if any.
-    pub fn find() -> Option<PathBuf> {
-        Self::search_paths().into_iter().find(|p| p.is_file())
     }
 
     /// Load a servers file.
@@ -282,6 +287,15 @@ impl Config {
                 warnings.push(format!("server {name} is disabled in {source}"));
                 continue;
             }
+            if name.contains(NAMESPACE_SEPARATOR) || name.ends_with('_') {
+                // `x` with a tool `y__write` and `x__y` with `write` would both be
+                // `x__y__write`, and a rule written for one would run the other.
+                broken.push((
+                    name.clone(),
+                    format!("the name must not hold \"{NAMESPACE_SEPARATOR}\" or end with \"_\": its tools are named {name}{NAMESPACE_SEPARATOR}TOOL, which must read one way only; rename the server"),
+                ));
+                continue;
+            }
             match server_spec(name, entry, &vars, &mut warnings) {
                 Ok(spec) => servers.push(spec),
                 Err(reason) => broken.push((name.clone(), reason)),
@@ -310,6 +324,7 @@ impl Config {
             settings,
             warnings,
             source: source.into(),
+            project: None,
         })
     }
 }

@@ -453,13 +453,24 @@ pub fn run_within(args: &[&str], env: &[(&str, &str)], limit: std::time::Duratio
     .wait(limit)
 }
 
-/// As [`run`], in the folder `dir`: a person at work in their project.
+/// As [`run`], in the folder `dir`: a person at work in their project, with one state
+/// folder of theirs across runs (beside `dir`, so what they trusted and approved there
+/// holds) unless `env` names another.
 pub fn run_in(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Ran {
-    let out = gatehouse_command(args, env)
+    let state = project_state(dir);
+    let mut all = vec![("XDG_STATE_HOME", state.to_str().unwrap())];
+    all.extend_from_slice(env);
+    let out = gatehouse_command(args, &all)
         .current_dir(dir)
         .output()
         .expect("the gatehouse binary runs");
     Ran::from(out)
+}
+
+/// The state folder of the person at work in `dir` ([`run_in`]): beside it.
+pub fn project_state(dir: &Path) -> PathBuf {
+    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned());
+    dir.with_file_name(format!("{}.state", name.unwrap_or_default()))
 }
 
 /// A servers entry that starts one of the binary's own servers, passing it the test's
