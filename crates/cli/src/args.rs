@@ -85,6 +85,13 @@ pub struct GatewayArgs {
     /// table there too).
     #[arg(long, value_name = "FILE|URL")]
     pub state: Option<String>,
+    /// The file holding the key every replica seals its requestStates with (at least 32
+    /// bytes; a secret manager's mounted file will do), kept out of the state store;
+    /// also $GATEHOUSE_GATEWAY_KEY_FILE. Default with a SQLite --state: gateway.key in
+    /// the state folder, made 0600 on first start. With a postgres:// --state it must be
+    /// given, and be the same file on every replica.
+    #[arg(long, value_name = "FILE")]
+    pub key_file: Option<PathBuf>,
     /// Ask clients that cannot show a form (only URL questions) on an approval page of
     /// this listener's own, which people reach at this base URL (http:// or https://,
     /// e.g. https://gw.example.com); they sign in there with their bearer token

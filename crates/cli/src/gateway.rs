@@ -11,7 +11,11 @@ use std::{sync::Arc, time::Duration};
 
 use gatehouse::{
     config::{Config, Identity},
-    gateway::{CallerOf, Gateway, PageSettings, SessionOf, Store, store::Location},
+    gateway::{
+        CallerOf, Gateway, PageSettings, SessionOf, Store,
+        key::{KEY_FILE, KeyFile},
+        store::Location,
+    },
     ledger::Ledger,
     trace::Trace,
 };
@@ -28,6 +32,30 @@ use crate::{args::GatewayArgs, screen::StepsTo};
 pub const STATE_FILE: &str = "gateway.db";
 /// The header naming an older client's session.
 const SESSION_HEADER: &str = "mcp-session-id";
+/// The environment variable naming the sealing key's file, as `--key-file` does.
+pub const KEY_FILE_ENV: &str = "GATEHOUSE_GATEWAY_KEY_FILE";
+
+/// The file the sealing key is read from: `--key-file`, else `$GATEHOUSE_GATEWAY_KEY_FILE`,
+/// else (a SQLite store only) `gateway.key` in the state folder, made if missing. Replicas
+/// on PostgreSQL run on several machines: each making a key of its own would refuse the
+/// others' states, so the key file must be named, exist, and be the same everywhere.
+fn key_file(args: &GatewayArgs, state: &Location) -> anyhow::Result<KeyFile> {
+    let named = args.key_file.clone().or_else(|| {
+        std::env::var_os(KEY_FILE_ENV)
+            .filter(|v| !v.is_empty())
+            .map(std::path::PathBuf::from)
+    });
+    match (state, named) {
+        (Location::File(_), named) => Ok(KeyFile {
+            path: named.unwrap_or_else(|| gatehouse::config::state_dir().join(KEY_FILE)),
+            make: true,
+        }),
+        (Location::Postgres(_), Some(path)) => Ok(KeyFile { path, make: false }),
+        (Location::Postgres(_), None) => anyhow::bail!(
+            "--state {state} is shared by replicas on several machines, which must all seal              with one key: give each the same key file with --key-file FILE (or              ${KEY_FILE_ENV}), made once with `openssl rand -hex 32 > FILE; chmod 600 FILE`"
+        ),
+    }
+}
 
 /// A caller as the gateway names it: `user@tenant`, each part JSON-quoted when it holds
 /// an `@`, so no user can pass for another pair.
@@ -75,12 +103,19 @@ pub async fn run(args: GatewayArgs) -> anyhow::Result<()> {
         None => None,
     };
     let page_client = page::client_of(&args)?;
+    let key = key_file(&args, &state)?
+        .load()
+        .map_err(anyhow::Error::msg)?;
+    if let Some(warning) = &key.warning {
+        eprintln!("gatehouse: warning: {warning}");
+    }
     let store = Store::open(&state, ledger.clone())
         .await
         .map_err(anyhow::Error::msg)?;
+    let store = (store, key.bytes);
     // stdout is the MCP channel on stdio: every step goes to stderr.
     let trace = Trace::new(crate::printer(&args.screen, &config, StepsTo::Stderr)?);
-    if let (true, Some(file)) = (store.keeps_the_ledger(), &ledger) {
+    if let (true, Some(file)) = (store.0.keeps_the_ledger(), &ledger) {
         eprintln!(
             "gatehouse: the ledger is kept in {state} (`gatehouse ledger verify --state URL`); {} is not used",
             file.path().display()
@@ -118,7 +153,7 @@ pub async fn run(args: GatewayArgs) -> anyhow::Result<()> {
     let caller_of: CallerOf =
         Arc::new(move |context| named(&Caller::of_request(&default, context)));
     // Older clients' sessions are rows of the shared store, so any replica serves them.
-    let shared = Arc::new(sessions::Kept(store.clone()));
+    let shared = Arc::new(sessions::Kept(store.0.clone()));
     let gateway = Gateway::start(&config, store, trace, caller_of, page)
         .await
         .map_err(anyhow::Error::msg)?;

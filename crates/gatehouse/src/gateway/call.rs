@@ -13,7 +13,7 @@ use rmcp::{
     ErrorData, RoleServer,
     model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequest,
-        ElicitResult, InputRequest, InputRequests, InputRequiredResult, InputResponses, JsonObject,
+        InputRequest, InputRequests, InputRequiredResult, InputResponses, JsonObject,
         ProtocolVersion,
     },
     service::RequestContext,
@@ -21,13 +21,14 @@ use rmcp::{
 use serde_json::json;
 use std::sync::Arc;
 
+mod again;
 pub(super) mod held;
 mod paged;
 
 use super::{
     Gateway,
     client::{Asking, ClientPerson},
-    confirm::{self, APPROVE_KEY, Bound, Sealed},
+    confirm::{self, APPROVE_KEY, Approver, Bound, Sealed},
     relay::{ToCaller, can_ask, declared, takes_tasks, undeclared},
     tasks::Started,
 };
@@ -36,7 +37,7 @@ use crate::{
     dispatch::{self, Answered, CallEnd, Relayed},
     gate::{Admission, Proposal},
     model::ToolCall,
-    person::{self, AnsweredBy, Approval, Person},
+    person::{self, Person},
     text,
     trace::Who,
 };
@@ -60,6 +61,9 @@ pub(crate) struct Call<'a> {
     asking: Asking,
     step: u64,
     trace_id: String,
+    /// Who approved this call, once the person (through whoever) said yes in a round of
+    /// its own or an earlier one: carried in the states of its later rounds.
+    approved: std::sync::OnceLock<Approver>,
 }
 
 impl<'a> Call<'a> {
@@ -95,6 +99,7 @@ impl<'a> Call<'a> {
             asking: Asking::of(context, gw.page()),
             step,
             trace_id,
+            approved: std::sync::OnceLock::new(),
         }
     }
 
@@ -198,97 +203,6 @@ impl<'a> Call<'a> {
             InputRequest::Elicitation(ElicitRequest::new(form)),
         );
         Ok(InputRequiredResult::new(Some(requests), Some(state)).into())
-    }
-
-    /// A later round, with a state this gateway (or another replica) sealed.
-    async fn again(&self, state: &str) -> Result<CallToolResponse, ErrorData> {
-        let host = self.gw.host();
-        let fingerprint = self.fingerprint();
-        let sealed = self
-            .gw
-            .inner
-            .confirmations
-            .open(state, &self.bound(&fingerprint))
-            .map_err(|e| {
-                host.trace().add(
-                    Who::Host,
-                    format!("refused a requestState for {}: {e}", self.call.name),
-                    json!({"caller": self.caller}),
-                );
-                ErrorData::invalid_params(
-                    "the requestState is not valid for this call (expired, altered, or another call's)",
-                    Some(json!({"reason": "invalid_request_state"})),
-                )
-            })?;
-        match sealed {
-            Sealed::Approve { nonce } => self.confirmed(&nonce).await,
-            Sealed::Page {
-                nonce,
-                confirmation,
-                rounds,
-            } => self.paged(&nonce, &confirmation, rounds).await,
-            Sealed::Relay {
-                server_state,
-                rounds,
-                arguments,
-            } => {
-                let tool = host.catalog().get(&self.call.name).cloned();
-                let Some(tool) = tool else {
-                    return Ok(failed(format!("unknown tool: {}", self.call.name)));
-                };
-                let answered = Answered {
-                    responses: self.responses.clone(),
-                    state: server_state,
-                };
-                self.send(tool, arguments, Some(answered), rounds).await
-            }
-            Sealed::Held { call, question } => self.held_next(&call, question).await,
-        }
-    }
-
-    /// The person's answer to the gateway's form, settled as [`Call::answered`] does.
-    async fn confirmed(&self, nonce: &str) -> Result<CallToolResponse, ErrorData> {
-        let answer = self
-            .responses
-            .get(APPROVE_KEY)
-            .and_then(|v| serde_json::from_value::<ElicitResult>(v.clone()).ok());
-        self.answered(nonce, "in their client", |may_remember| match &answer {
-            Some(a) => confirm::read_answer(a, may_remember),
-            None => Approval::once(false, AnsweredBy::Nobody),
-        })
-        .await
-    }
-
-    /// The person's answer (`approval`, given whether it may be remembered): the call
-    /// decided again (the policy may have changed), then settled with it; the
-    /// confirmation is used up with its ledger line.
-    async fn answered(
-        &self,
-        nonce: &str,
-        place: &str,
-        approval: impl FnOnce(bool) -> Approval,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let host = self.gw.host();
-        let (gate, live, settings, trace) =
-            (host.gate(), host.live(), host.settings(), host.trace());
-        let p = self.proposal(Some(nonce));
-        let judged = match gate.judge(&p, live, settings, trace).await {
-            Ok(judged) => judged,
-            Err(refused) => return self.admitted(refused).await,
-        };
-        let approval = judged
-            .asks()
-            .map(|_| approval(judged.proposed().may_remember));
-        if let Some(approval) = approval {
-            let said = if approval.yes { "yes" } else { "no" };
-            trace.add(
-                Who::Person,
-                format!("{} said {said} {place}", self.caller),
-                json!({"tool": self.call.name, "caller": self.caller}),
-            );
-        }
-        let admitted = gate.settle(&p, judged, approval, live, trace).await;
-        self.admitted(admitted).await
     }
 
     async fn admitted(&self, admitted: Admission) -> Result<CallToolResponse, ErrorData> {
@@ -397,7 +311,7 @@ impl<'a> Call<'a> {
         progress.finish().await;
         let end = match relayed {
             Relayed::Ended(done) => done.end,
-            Relayed::Asks(asked) => return Ok(self.relay(asked, &tool, arguments, rounds + 1)),
+            Relayed::Asks(asked) => return Ok(self.relay(asked, &tool, rounds + 1)),
             Relayed::Task(created) => {
                 let started = Started {
                     caller: &self.caller,
@@ -491,7 +405,6 @@ impl<'a> Call<'a> {
         &self,
         asked: InputRequiredResult,
         tool: &CatalogTool,
-        arguments: JsonObject,
         rounds: usize,
     ) -> CallToolResponse {
         let server = tool.origin.label();
@@ -507,7 +420,7 @@ impl<'a> Call<'a> {
         let sealed = Sealed::Relay {
             server_state: asked.request_state,
             rounds,
-            arguments,
+            approved: self.approved.get().copied(),
         };
         let state = self
             .gw

@@ -6,6 +6,12 @@
 //! and none can take it twice. The same sealing carries a server's own questions across
 //! replicas when they are relayed ([`Sealed::Relay`]), and names a call held on one
 //! replica while its caller answers a server's question ([`Sealed::Held`]).
+//!
+//! A state carries no arguments and grants nothing by itself: every later round is
+//! judged again by the gate (catalog, rules, ledger line) with the arguments the round's
+//! own request carries, which the state's seal is bound to. What a state may carry is
+//! whether the person approved the call in an earlier round ([`Approver`]), so that the
+//! server's own questions do not ask them again.
 
 use std::time::Duration;
 
@@ -30,9 +36,35 @@ pub const APPROVE_KEY: &str = "gatehouse.approve";
 /// message; the rest is cut, and the form says so.
 pub const MAX_SHOWN_ARGUMENT_CHARS: usize = 4_000;
 
-/// What a sealed state carries, inside the seal.
+/// Who approved a call in an earlier round, as a later round's state carries it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Approver {
+    /// The caller's client, in the gateway's form.
+    Client,
+}
+
+impl Approver {
+    /// Who answered an approval, if it was a yes a later round may carry.
+    pub fn of(by: AnsweredBy) -> Option<Approver> {
+        match by {
+            AnsweredBy::Client => Some(Approver::Client),
+            AnsweredBy::Option | AnsweredBy::Terminal | AnsweredBy::Nobody => None,
+        }
+    }
+
+    /// The approval a later round is settled with: the same yes, by the same hand.
+    pub fn approval(self) -> Approval {
+        match self {
+            Approver::Client => Approval::once(true, AnsweredBy::Client),
+        }
+    }
+}
+
+/// What a sealed state carries, inside the seal. A state with any other field (an
+/// earlier version's `arguments` among them) does not open.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "lowercase")]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
 pub enum Sealed {
     /// The gateway asked the person to approve a call; its nonce is used once.
     Approve {
@@ -50,15 +82,15 @@ pub enum Sealed {
         rounds: usize,
     },
     /// A server asked the caller's client: its own state, echoed to it byte for byte,
-    /// and the rounds relayed so far.
+    /// and the rounds relayed so far. The next round sends the arguments its own request
+    /// carries (the seal is bound to their digest), as the gate admits them again.
     Relay {
         /// The server's `requestState`.
         server_state: Option<String>,
         /// Server rounds sent so far.
         rounds: usize,
-        /// The arguments admitted (a `beforeCall` hook may have rewritten the caller's),
-        /// sent again as they were.
-        arguments: JsonObject,
+        /// Who approved the call in an earlier round, if the policy asked.
+        approved: Option<Approver>,
     },
     /// A server asked in the middle of a call that one replica holds (an older server's
     /// `elicitation/create`): the held call, and the question it waits on. Used once: the
@@ -68,6 +100,8 @@ pub enum Sealed {
         call: String,
         /// The question's number in the call, from 1.
         question: usize,
+        /// Who approved the call in an earlier round, if the policy asked.
+        approved: Option<Approver>,
     },
 }
 
@@ -290,6 +324,7 @@ mod tests {
         let held = Sealed::Held {
             call: nonce(),
             question: 2,
+            approved: Some(Approver::Client),
         };
         let state = c.seal(&held, &bound("sam@larkfield", &args, "fp"));
         assert_eq!(
@@ -305,6 +340,7 @@ mod tests {
             &Sealed::Held {
                 call: nonce(),
                 question: 1,
+                approved: None,
             },
             &bound("sam@larkfield", &args, "fp"),
         );
@@ -315,6 +351,31 @@ mod tests {
                 .is_err(),
             "expired"
         );
+    }
+
+    #[test]
+    fn a_state_carrying_arguments_does_not_open() {
+        let key = vec![7; 32];
+        let c = Confirmations::new(key.clone(), CONFIRMATION_TTL).unwrap();
+        let args: JsonObject = serde_json::from_value(json!({"path": "/"})).unwrap();
+        let forged = json!({"kind": "relay", "server_state": null, "rounds": 1,
+                            "approved": null, "arguments": {"path": "/everything"}});
+        let b = bound("sam@larkfield", &args, "fp");
+        let codec = RequestStateCodec::try_new(key).unwrap();
+        let ad = b.bytes();
+        let options = SealOptions::new()
+            .associated_data(&ad)
+            .ttl(CONFIRMATION_TTL);
+        let state = codec.seal_with(forged.to_string().as_bytes(), &options);
+        let e = c.open(&state, &b).unwrap_err();
+        assert!(e.contains("arguments"), "{e}");
+        let relay = Sealed::Relay {
+            server_state: Some("S".into()),
+            rounds: 1,
+            approved: None,
+        };
+        let state = c.seal(&relay, &b);
+        assert_eq!(c.open(&state, &b), Ok(relay));
     }
 
     #[test]

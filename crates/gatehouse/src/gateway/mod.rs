@@ -14,6 +14,7 @@
 pub mod call;
 pub mod client;
 pub mod confirm;
+pub mod key;
 pub mod names;
 pub mod page;
 pub mod passthrough;
@@ -133,16 +134,16 @@ impl Person for Unreachable {
 
 impl Gateway {
     /// Start every server of `config`, with approvals, confirmations and the ledger kept
-    /// in `store`; `caller_of` names who calls; with `page`, clients that take only URL
-    /// questions are asked on the approval page (its state in the same store).
+    /// in `store`, its states sealed with `key` (from its key file, `key.rs`);
+    /// `caller_of` names who calls; with `page`, clients that take only URL questions are
+    /// asked on the approval page (its state in the same store).
     pub async fn start(
         config: &Config,
-        store: Store,
+        (store, key): (Store, Vec<u8>),
         trace: Trace,
         caller_of: CallerOf,
         page: Option<PageSettings>,
     ) -> Result<Gateway, String> {
-        let key = store.sealing_key().await?;
         let page = page.map(|settings| Page::new(settings, store.clone()));
         let confirmations = Confirmations::new(key, CONFIRMATION_TTL)?;
         let keeper = Arc::new(store.clone());

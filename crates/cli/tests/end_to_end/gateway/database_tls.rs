@@ -17,9 +17,12 @@ const PASSWORD: &str = "pg-tls-pass-never-shown";
 /// how it ended, within [`LIMIT`].
 fn refused_start(config: &str, state: &str) -> Ran {
     let args = http_args(config, "127.0.0.1:0", state);
-    let ran = Spawn::new(gatehouse_command(&args, &[]), "gatehouse gateway --http")
-        .run()
-        .wait(LIMIT);
+    let ran = Spawn::new(
+        gatehouse_command(&args, &key_env()),
+        "gatehouse gateway --http",
+    )
+    .run()
+    .wait(LIMIT);
     assert_ne!(ran.status, 0, "it started on {state}: {}", ran.stderr);
     assert!(!ran.stderr.contains(PASSWORD), "{}", ran.stderr);
     ran

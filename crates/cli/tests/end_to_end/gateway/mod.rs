@@ -32,11 +32,14 @@
 //!   Python SDK client declaring `elicitation.url` alone, `tests/peers/py_url_client.py`),
 //!   in real headless Chromium (`tests/browser/gateway_page.mjs`), and across replicas;
 //! - `page_oauth.rs`: the approval page signing people in through the authorization
-//!   server under `--oauth-issuer`, and its refusals.
+//!   server under `--oauth-issuer`, and its refusals;
+//! - `hostile_client.rs`: a hostile client (red team 3's probes): states forged, replayed
+//!   or bent to other arguments, the store and key files' modes.
 
 mod database;
 mod database_tls;
 mod headers;
+mod hostile_client;
 mod inspector;
 mod oauth;
 mod page;
@@ -278,10 +281,40 @@ pub fn start_gateway_on(
 }
 
 /// `gatehouse ARGS` (a gateway over HTTP) with `env` besides the tests' own, once it
-/// listens; its stderr kept.
+/// listens; its stderr kept. Unless `env` names another, it seals with the run's shared
+/// key file ([`key_env`]), as replicas must share one.
 pub fn gateway_process(args: &[&str], env: &[(&str, &str)]) -> Process {
     let what = format!("gatehouse {}", args.join(" "));
-    Spawn::new(gatehouse_command(args, env), what).serving(Stream::Stderr, "listening on ", LIMIT)
+    let mut env = env.to_vec();
+    if !env.iter().any(|(k, _)| *k == KEY_FILE_ENV) {
+        env.extend(key_env());
+    }
+    Spawn::new(gatehouse_command(args, &env), what).serving(Stream::Stderr, "listening on ", LIMIT)
+}
+
+/// The environment variable naming a gateway's sealing key file.
+pub const KEY_FILE_ENV: &str = "GATEHOUSE_GATEWAY_KEY_FILE";
+
+/// The sealing key file every HTTP gateway of this test run is given (the replicas of a
+/// test must seal with one key; on PostgreSQL it must exist before they start): made
+/// once, 0600.
+pub fn shared_key_file() -> &'static Path {
+    static KEY: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    KEY.get_or_init(|| {
+        let path = crate::common::scratch_dir().join("gateway.key");
+        std::fs::write(&path, "5e".repeat(32)).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        }
+        path
+    })
+}
+
+/// [`KEY_FILE_ENV`] naming [`shared_key_file`], for a gateway's environment.
+pub fn key_env() -> [(&'static str, &'static str); 1] {
+    [(KEY_FILE_ENV, shared_key_file().to_str().unwrap())]
 }
 
 /// `gateway --config CONFIG --http ADDR --state STATE`: the command line each HTTP

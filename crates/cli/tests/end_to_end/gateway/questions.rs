@@ -120,7 +120,7 @@ pub fn an_older_servers_question_reaches_a_2026_client_in_its_next_round(t: Tran
         "the answer reached the server: {out}"
     );
     let ledger = ledger_lines(&gw.ledger);
-    assert_eq!(ledger.len(), 1, "one decision, one line: {ledger:?}");
+    assert_eq!(ledger.len(), 2, "each round judged, a line each: {ledger:?}");
     if let Some(gateway) = gw.gateway() {
         assert!(
             said(gateway, "the call is held here"),
@@ -194,7 +194,7 @@ pub fn behind_nginx_a_held_calls_answer_lands_on_the_other_replica(backing: Back
     let answers = told.iter().filter(|l| l.contains("answered accept"));
     assert_eq!(answers.count(), 1, "the server got one answer: {told:?}");
     let lines = shared.ledger();
-    assert_eq!(lines.len(), 1, "one call, decided once: {lines:#?}");
+    assert_eq!(lines.len(), 2, "one call of two rounds, each judged: {lines:#?}");
     shared.assert_ledger_verifies();
 }
 
@@ -271,8 +271,10 @@ pub async fn a_held_call_answers_only_its_caller_once_and_a_dead_holder_is_said(
         "{}",
         again.text
     );
+    // Each round is judged before its answer is carried: the two calls' first rounds,
+    // the answered round, the two used again, and the two rounds for the killed holder.
     let lines = shared.ledger();
-    assert_eq!(lines.len(), 2, "two calls, each decided once: {lines:#?}");
+    assert_eq!(lines.len(), 7, "every round judged, a line each: {lines:#?}");
     shared.assert_ledger_verifies();
 }
 

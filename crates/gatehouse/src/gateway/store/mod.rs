@@ -1,5 +1,4 @@
-//! What a gateway's replicas share: the key that seals confirmations, each caller's
-//! remembered approvals, every confirmation used, the approval page's confirmations,
+//! What a gateway's replicas share: each caller's remembered approvals, every confirmation used, the approval page's confirmations,
 //! decisions and sign-in sessions, the tasks handed to clients (`tasks.rs`), older
 //! clients' sessions (`sessions.rs`), the calls held on one replica while their caller
 //! answers a server's question (`held.rs`), and the ledger. Any replica that opens the same
@@ -10,6 +9,10 @@
 //! Where it lives is the `--state` [`Location`]: one SQLite file for replicas on one
 //! machine (`sqlite.rs`, the ledger the servers file's), or a PostgreSQL database for
 //! replicas on several (`postgres.rs`, the ledger a table in it).
+//!
+//! The key that seals the gateway's states is not here (whoever reads the store could
+//! forge them): it is a file of its own (`gateway/key.rs`). A store an earlier version
+//! kept a key in has that key dropped when it is opened, so it is never used again.
 
 mod held;
 mod page;
@@ -42,10 +45,8 @@ use crate::{
 /// How long a replica waits on the store (another replica's write, a slow or unreachable
 /// database) before it gives up: the call is then refused, never sent unrecorded.
 pub const STORE_TIMEOUT: Duration = Duration::from_secs(5);
-/// The sealing key's length, in bytes.
-const KEY_BYTES: usize = 32;
-/// What a second use of a confirmation is told.
-const USED: &str = "this confirmation was used already";
+/// What a second use of a confirmation (or of any sealed state) is told.
+const USED: &str = "this requestState was used already: each is good for one round";
 
 /// Where the shared state lives, as `--state` names it: checked when read.
 #[derive(Clone)]
@@ -108,8 +109,8 @@ enum Kind {
 impl Store {
     /// Open (or create) the store at `location`, keeping a ledger when `ledger` names one:
     /// for a file, that ledger file; in PostgreSQL, the database's ledger table (the
-    /// file's path is then not used). The sealing key is made by the first replica and
-    /// read by the others.
+    /// file's path is then not used). A sealing key an earlier version kept in it is
+    /// dropped.
     pub async fn open(location: &Location, ledger: Option<Ledger>) -> Result<Store, String> {
         let kind = match location {
             Location::File(path) => Kind::Sqlite(sqlite::Sqlite::open(path, ledger)?),
@@ -121,15 +122,6 @@ impl Store {
             kind,
             pruned: Arc::default(),
         })
-    }
-
-    /// The key confirmations are sealed with: the one in the store, or a new one put
-    /// there if none is (two replicas starting at once agree: the first insert wins).
-    pub async fn sealing_key(&self) -> Result<Vec<u8>, String> {
-        match &self.kind {
-            Kind::Sqlite(s) => s.sealing_key().await,
-            Kind::Postgres(p) => p.sealing_key().await,
-        }
     }
 
     /// Is the ledger kept in the store itself (PostgreSQL) rather than in a file?

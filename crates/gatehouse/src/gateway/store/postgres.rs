@@ -1,5 +1,5 @@
 //! The gateway's shared state in PostgreSQL (`--state postgres://…`), for replicas on
-//! several machines: the sealing key, callers' approvals, used confirmations, the
+//! several machines: callers' approvals, used confirmations, the
 //! approval page's confirmations and sessions (`postgres/page.rs`), and the ledger
 //! itself as a table of lines chained by the ledger file's rules.
 //!
@@ -17,7 +17,7 @@ use futures::future::BoxFuture;
 use tokio::sync::Mutex;
 use tokio_postgres::{Client, Config, config::Host};
 
-use super::{KEY_BYTES, STORE_TIMEOUT, USED};
+use super::{STORE_TIMEOUT, USED};
 
 mod page;
 mod tls;
@@ -39,8 +39,7 @@ const SCHEMA_LOCK: i64 = 0x6761_7465_686f;
 fn schema() -> String {
     format!(
         "SELECT pg_advisory_xact_lock({SCHEMA_LOCK});
-         CREATE TABLE IF NOT EXISTS gatehouse_key (id INTEGER PRIMARY KEY CHECK (id = 1),
-             key BYTEA NOT NULL);
+         DROP TABLE IF EXISTS gatehouse_key;
          CREATE TABLE IF NOT EXISTS gatehouse_approvals (caller TEXT NOT NULL, tool TEXT NOT NULL,
              fingerprint TEXT NOT NULL, approved_at TEXT NOT NULL, PRIMARY KEY (caller, tool));
          CREATE TABLE IF NOT EXISTS gatehouse_used_confirmations (nonce TEXT PRIMARY KEY,
@@ -236,26 +235,6 @@ impl Postgres {
             self.db,
             crate::text::visible_line(&self.db.secrets.text(&text))
         )
-    }
-
-    /// The sealing key: the first replica's insert wins, every replica reads that one.
-    pub async fn sealing_key(&self) -> Result<Vec<u8>, String> {
-        let mut key = vec![0u8; KEY_BYTES];
-        rand::fill(&mut key[..]);
-        self.run(STORE_TIMEOUT, |c| {
-            Box::pin(async move {
-                c.execute(
-                    "INSERT INTO gatehouse_key (id, key) VALUES (1, $1) ON CONFLICT (id) DO NOTHING",
-                    &[&key],
-                )
-                .await?;
-                let row = c
-                    .query_one("SELECT key FROM gatehouse_key WHERE id = 1", &[])
-                    .await?;
-                row.try_get::<_, Vec<u8>>(0)
-            })
-        })
-        .await
     }
 
     /// A caller's approvals.

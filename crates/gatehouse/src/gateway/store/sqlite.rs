@@ -1,8 +1,10 @@
 //! The gateway's shared state in one SQLite file (`--state FILE`, the default), for
-//! replicas on one machine: the sealing key, callers' approvals and used confirmations,
+//! replicas on one machine: callers' approvals and used confirmations,
 //! the approval page's confirmations and sessions (`sqlite/page.rs`), and the ledger
 //! file beside it (its appends lock the file). Every call runs on a
-//! blocking thread, never on the runtime's workers.
+//! blocking thread, never on the runtime's workers. The file is made 0600 before SQLite
+//! opens it, so its `-wal` and `-shm`, which SQLite makes with the main file's mode, are
+//! too; wherever `--state` points, an existing folder included.
 
 use std::{
     path::{Path, PathBuf},
@@ -13,7 +15,7 @@ use rusqlite::{Connection, params};
 
 mod page;
 
-use super::{KEY_BYTES, STORE_TIMEOUT};
+use super::STORE_TIMEOUT;
 use crate::{
     approvals::{Remembered, Scope},
     ledger::{Entry, Ledger},
@@ -29,19 +31,16 @@ pub struct Sqlite {
 
 impl Sqlite {
     /// Open (or create) the store at `path`, with the ledger at `ledger` (none with
-    /// `None`). The sealing key is made by the first replica and read by the others.
+    /// `None`). A sealing key an earlier version kept in it is dropped.
     pub fn open(path: &Path, ledger: Option<Ledger>) -> Result<Sqlite, String> {
         let shown = |e: rusqlite::Error| format!("the state store {}: {e}", path.display());
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            crate::files::private_dir(dir)
-                .map_err(|e| format!("the state store's folder {}: {e}", dir.display()))?;
-        }
+        made_private(path)?;
         let db = Connection::open(path).map_err(shown)?;
         db.busy_timeout(STORE_TIMEOUT).map_err(shown)?;
         db.execute_batch(
             "PRAGMA journal_mode = WAL;
              PRAGMA synchronous = FULL;
-             CREATE TABLE IF NOT EXISTS gateway_key (id INTEGER PRIMARY KEY CHECK (id = 1), key BLOB NOT NULL);
+             DROP TABLE IF EXISTS gateway_key;
              CREATE TABLE IF NOT EXISTS approvals (caller TEXT NOT NULL, tool TEXT NOT NULL,
                  fingerprint TEXT NOT NULL, approved_at TEXT NOT NULL, PRIMARY KEY (caller, tool));
              CREATE TABLE IF NOT EXISTS used_confirmations (nonce TEXT PRIMARY KEY, used_at TEXT NOT NULL);",
@@ -62,20 +61,6 @@ impl Sqlite {
             path: path.to_owned(),
             ledger,
         })
-    }
-
-    /// The key confirmations are sealed with: the one in the store, or a new one put
-    /// there if none is (two replicas starting at once agree: the first insert wins).
-    fn sealing_key_now(&self) -> Result<Vec<u8>, String> {
-        let mut key = [0u8; KEY_BYTES];
-        rand::fill(&mut key);
-        let db = self.held();
-        db.execute(
-            "INSERT OR IGNORE INTO gateway_key (id, key) VALUES (1, ?1)",
-            params![key.to_vec()],
-        )
-        .and_then(|_| db.query_row("SELECT key FROM gateway_key WHERE id = 1", [], |r| r.get(0)))
-        .map_err(|e| self.error(&e))
     }
 
     /// Use a confirmation up: `Ok(true)` the first time, `Ok(false)` ever after, on any
@@ -151,6 +136,23 @@ impl Sqlite {
     }
 }
 
+/// The store file at `path` and the `-wal` and `-shm` beside it, made readable by the user
+/// only before SQLite opens them: the file created 0600 (its missing folders 0700), and
+/// any of the three an earlier version left with a wider mode narrowed.
+fn made_private(path: &Path) -> Result<(), String> {
+    let failed = |p: &Path, e: std::io::Error| format!("the state store {}: {e}", p.display());
+    drop(crate::files::create_private_keep(path).map_err(|e| failed(path, e))?);
+    for suffix in ["-wal", "-shm"] {
+        let mut beside = path.as_os_str().to_owned();
+        beside.push(suffix);
+        let beside = PathBuf::from(beside);
+        if beside.exists() {
+            drop(crate::files::create_private_keep(&beside).map_err(|e| failed(&beside, e))?);
+        }
+    }
+    Ok(())
+}
+
 /// Run a blocking store operation off the async workers.
 async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, String> + Send + 'static,
@@ -161,12 +163,6 @@ async fn blocking<T: Send + 'static>(
 }
 
 impl Sqlite {
-    /// The sealing key, as [`super::Store::sealing_key`] gives it.
-    pub async fn sealing_key(&self) -> Result<Vec<u8>, String> {
-        let store = self.clone();
-        blocking(move || store.sealing_key_now()).await
-    }
-
     /// A caller's approvals.
     pub async fn remembered(&self, who: &str) -> Result<Remembered, String> {
         let (store, who) = (self.clone(), who.to_owned());
@@ -205,16 +201,56 @@ mod tests {
     use super::*;
 
     #[test]
-    fn two_openers_share_one_key_and_use_a_confirmation_once() {
+    fn two_openers_use_a_confirmation_once() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("state.db");
         let a = Sqlite::open(&path, None).unwrap();
         let b = Sqlite::open(&path, None).unwrap();
-        assert_eq!(a.sealing_key_now().unwrap(), b.sealing_key_now().unwrap());
         assert!(a.use_confirmation("n1").unwrap());
         assert!(!b.use_confirmation("n1").unwrap());
         assert!(b.confirmation_used("n1").unwrap());
         assert!(!a.confirmation_used("n2").unwrap());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_store_and_its_wal_and_shm_are_private_in_an_open_folder_and_an_old_key_is_dropped() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = dir.path().join("state.db");
+        {
+            // An earlier version's store: world-readable, its key in a table.
+            let old = Connection::open(&path).unwrap();
+            old.execute_batch(
+                "PRAGMA journal_mode = WAL;
+                 CREATE TABLE gateway_key (id INTEGER PRIMARY KEY, key BLOB NOT NULL);
+                 INSERT INTO gateway_key (id, key) VALUES (1, x'0707');",
+            )
+            .unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        }
+        let store = Sqlite::open(&path, None).unwrap();
+        assert!(store.use_confirmation("n1").unwrap());
+        for suffix in ["", "-wal", "-shm"] {
+            let file = PathBuf::from(format!("{}{suffix}", path.display()));
+            assert_eq!(mode(&file), 0o600, "{}", file.display());
+        }
+        assert_eq!(
+            mode(dir.path()),
+            0o755,
+            "an existing folder is left as it is"
+        );
+        let tables: i64 = store
+            .held()
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE name = 'gateway_key'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(tables, 0, "the key kept by an earlier version is gone");
     }
 
     #[test]

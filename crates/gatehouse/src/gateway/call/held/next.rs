@@ -22,7 +22,10 @@ use super::{
     HELD_POLL, HELD_TTL, HOLDER_SILENT, MAX_ANSWER_BYTES, Outcome, QUESTION_KEY, now_ms,
 };
 use crate::{
-    gateway::{confirm::Sealed, store::Closed},
+    gateway::{
+        confirm::{Approver, Sealed},
+        store::Closed,
+    },
     person, text,
     trace::Who,
 };
@@ -45,6 +48,7 @@ impl Call<'_> {
         let sealed = Sealed::Held {
             call: id.to_owned(),
             question,
+            approved: self.approved.get().copied(),
         };
         let confirmations = &self.gw.inner.confirmations;
         let state = confirmations.seal(&sealed, &self.bound(&self.fingerprint()));
@@ -57,13 +61,21 @@ impl Call<'_> {
     }
 
     /// The caller's answer to `question` of the held call `id`, carried to the replica
-    /// that holds it: what the server did next.
+    /// that holds it: what the server did next. The round is judged again first (as
+    /// [`Call::judged_again`] says); refused, the held call is given up (its holder
+    /// cancels it at the server) and the answer never reaches it.
     pub(in crate::gateway::call) async fn held_next(
         &self,
         id: &str,
         question: usize,
+        approved: Option<Approver>,
     ) -> Result<CallToolResponse, ErrorData> {
         let (gw, store) = (self.gw, &self.gw.inner.store);
+        if let Err(refused) = self.judged_again(approved).await {
+            let _ = store.held_close(id, &self.caller, Closed::GivenUp).await;
+            gw.inner.held.wake(id);
+            return Ok(refused);
+        }
         let answer = self.held_answer();
         let kept = serde_json::to_string(&answer).unwrap_or_default();
         let here = gw.inner.held.holds(id);

@@ -1,0 +1,169 @@
+//! A later round of a call, with a state this gateway (or another replica) sealed: the
+//! gateway's own form answered, the approval page's decision, a server's question
+//! relayed to the caller's client, or a held call's question. Whatever the state says,
+//! the round is judged again by the gate before anything is sent (the catalog with its
+//! hidden tools, the rules as they are now, a ledger line of its own), with the arguments
+//! the round's own request carries: the state's seal is bound to their digest, and the
+//! state carries none.
+
+use rmcp::{
+    ErrorData,
+    model::{CallToolResponse, ElicitResult, JsonObject},
+};
+use serde_json::json;
+
+use super::{Call, failed};
+use crate::{
+    catalog::CatalogTool,
+    dispatch::Answered,
+    gate::Admission,
+    gateway::confirm::{self, APPROVE_KEY, Approver, Sealed},
+    person::{AnsweredBy, Approval},
+    trace::Who,
+};
+
+/// What a round is told when the policy asks the person about a call nobody approved
+/// when it began (the policy changed since).
+const ASKS_NOW: &str = "the call was not run: the policy now asks the person about this \
+    call, which nobody approved when it began; call the tool again to be asked";
+
+impl Call<'_> {
+    /// A later round, with a state this gateway (or another replica) sealed.
+    pub(super) async fn again(&self, state: &str) -> Result<CallToolResponse, ErrorData> {
+        let host = self.gw.host();
+        let fingerprint = self.fingerprint();
+        let sealed = self
+            .gw
+            .inner
+            .confirmations
+            .open(state, &self.bound(&fingerprint))
+            .map_err(|e| {
+                host.trace().add(
+                    Who::Host,
+                    format!("refused a requestState for {}: {e}", self.call.name),
+                    json!({"caller": self.caller}),
+                );
+                ErrorData::invalid_params(
+                    "the requestState is not valid for this call (expired, altered, another \
+                     call's, or sealed under a key this gateway no longer uses): call the \
+                     tool again",
+                    Some(json!({"reason": "invalid_request_state"})),
+                )
+            })?;
+        match sealed {
+            Sealed::Approve { nonce } => self.confirmed(&nonce).await,
+            Sealed::Page {
+                nonce,
+                confirmation,
+                rounds,
+            } => self.paged(&nonce, &confirmation, rounds).await,
+            Sealed::Relay {
+                server_state,
+                rounds,
+                approved,
+            } => {
+                let (tool, arguments) = match self.judged_again(approved).await {
+                    Ok(admitted) => admitted,
+                    Err(refused) => return Ok(refused),
+                };
+                let answered = Answered {
+                    responses: self.responses.clone(),
+                    state: server_state,
+                };
+                self.send(tool, arguments, Some(answered), rounds).await
+            }
+            Sealed::Held {
+                call,
+                question,
+                approved,
+            } => self.held_next(&call, question, approved).await,
+        }
+    }
+
+    /// A round that goes on with a call begun earlier (a server's question answered),
+    /// judged again as a first round is: refused as the policy refuses it now, with its
+    /// ledger line; where the policy asks, run only if the person approved the call when
+    /// it began (`approved`), which the line says again. The tool and the arguments to
+    /// send (the round's own, as the `beforeCall` hook leaves them), or the refusal.
+    pub(super) async fn judged_again(
+        &self,
+        approved: Option<Approver>,
+    ) -> Result<(CatalogTool, JsonObject), CallToolResponse> {
+        let host = self.gw.host();
+        let (gate, live, settings, trace) =
+            (host.gate(), host.live(), host.settings(), host.trace());
+        let p = self.proposal(None);
+        let judged = match gate.judge(&p, live, settings, trace).await {
+            Ok(judged) => judged,
+            Err(Admission::Refused { text, .. }) => return Err(failed(text)),
+            // The host's own tools are refused before any round.
+            Err(Admission::Send { .. }) => {
+                return Err(failed(format!("unknown tool: {}", self.call.name)));
+            }
+        };
+        let approval = match (judged.asks(), approved) {
+            (None, _) => None,
+            (Some(_), Some(approver)) => {
+                let _ = self.approved.set(approver);
+                Some(approver.approval())
+            }
+            (Some(_), None) => {
+                let _ = gate.settle(&p, judged, None, live, trace).await;
+                return Err(failed(ASKS_NOW.into()));
+            }
+        };
+        match gate.settle(&p, judged, approval, live, trace).await {
+            Admission::Send { tool, arguments } => Ok((*tool, arguments)),
+            Admission::Refused { text, .. } => Err(failed(text)),
+        }
+    }
+
+    /// The person's answer to the gateway's form, settled as [`Call::answered`] does.
+    async fn confirmed(&self, nonce: &str) -> Result<CallToolResponse, ErrorData> {
+        let answer = self
+            .responses
+            .get(APPROVE_KEY)
+            .and_then(|v| serde_json::from_value::<ElicitResult>(v.clone()).ok());
+        self.answered(nonce, "in their client", |may_remember| match &answer {
+            Some(a) => confirm::read_answer(a, may_remember),
+            None => Approval::once(false, AnsweredBy::Nobody),
+        })
+        .await
+    }
+
+    /// The person's answer (`approval`, given whether it may be remembered): the call
+    /// decided again (the policy may have changed), then settled with it; the
+    /// confirmation is used up with its ledger line. A yes is carried by the call's
+    /// later rounds.
+    pub(super) async fn answered(
+        &self,
+        nonce: &str,
+        place: &str,
+        approval: impl FnOnce(bool) -> Approval,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let host = self.gw.host();
+        let (gate, live, settings, trace) =
+            (host.gate(), host.live(), host.settings(), host.trace());
+        let p = self.proposal(Some(nonce));
+        let judged = match gate.judge(&p, live, settings, trace).await {
+            Ok(judged) => judged,
+            Err(refused) => return self.admitted(refused).await,
+        };
+        let approval = judged
+            .asks()
+            .map(|_| approval(judged.proposed().may_remember));
+        if let Some(approval) = approval {
+            let said = if approval.yes { "yes" } else { "no" };
+            trace.add(
+                Who::Person,
+                format!("{} said {said} {place}", self.caller),
+                json!({"tool": self.call.name, "caller": self.caller}),
+            );
+            if let (true, Some(approver)) = (approval.yes, Approver::of(approval.by)) {
+                let _ = self.approved.set(approver);
+            }
+        }
+        let admitted = gate.settle(&p, judged, approval, live, trace).await;
+        self.admitted(admitted).await
+    }
+}
