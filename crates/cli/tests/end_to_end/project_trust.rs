@@ -109,8 +109,9 @@ impl Repo {
 #[test]
 fn an_untrusted_project_file_starts_nothing_and_loosens_nothing() {
     let repo = Repo::new();
-    let commands: [&[&str]; 5] = [
+    let commands: [&[&str]; 6] = [
         &["tools"],
+        &["chat"],
         &["mcp", "list"],
         &["mcp", "get", "helper"],
         &["policy", "explain", "helper__get_ticket", "{}"],
