@@ -177,13 +177,16 @@ impl Lab {
         self.host.stopper().stop()
     }
 
-    /// The catalog as the manual panel shows it.
+    /// The catalog as the manual panel shows it: what the model is offered, so not the
+    /// tools a deny rule hides (as `gatehouse tools` leaves them out), each with whether
+    /// the policy may run it unasked.
     pub fn tools(&self) -> Vec<Value> {
         let settings = self.host.settings();
         self.host
             .catalog()
             .tools()
             .iter()
+            .filter(|t| settings.rules.hiding(&t.name).is_none())
             .map(|t| {
                 json!({
                     "name": t.name,

@@ -249,6 +249,39 @@ fn a_manual_lab_has_no_model_to_ask() {
     assert!(json_of(&body)["error"].as_str().unwrap().contains("manual"));
 }
 
+/// The red team's probe: a tool on the allow-list and hidden by a deny rule is not in the
+/// manual panel's catalog (it was listed `"allowed": true`); an allowed one is, and one
+/// that is asked about says so.
+#[test]
+fn the_manual_panel_shows_what_the_policy_says_of_each_tool() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = common::servers_file(
+        dir.path(),
+        json!({"support": common::builtin_server("support", json!({}))}),
+        json!({"allow": ["support__get_ticket", "support__search_knowledge"],
+               "rules": [{"tool": "support__get_ticket", "decision": "deny", "reason": "hidden"}]}),
+    );
+    let lab = Lab::start(&["--manual", "--config", &config]);
+    let (status, body) = lab.ours("GET", "/api/state", "");
+    assert_eq!(status, 200, "{body}");
+    let tools = &json_of(&body)["tools"];
+    let allowed =
+        |name: &str| common::expect::item_with(tools, "name", name).map(|t| t["allowed"].clone());
+    assert_eq!(allowed("support__get_ticket"), None, "{tools}");
+    assert_eq!(
+        allowed("support__search_knowledge"),
+        Some(json!(true)),
+        "{tools}"
+    );
+    let asked: Vec<&Value> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["allowed"] == false)
+        .collect();
+    assert!(!asked.is_empty(), "{tools}");
+}
+
 #[test]
 fn ask_record_writes_every_message_as_json_lines() {
     let dir = common::scratch_dir();

@@ -437,10 +437,12 @@ pub fn offered(tools: &mut Vec<crate::catalog::ToolSpec>, settings: &Settings) {
     }
 }
 
-/// Could the policy run `name` without asking, for some arguments? The catalog flags such
-/// a tool when its definition changes, so the person is asked before its next call.
+/// Could the policy run `name` without asking, for some arguments? Never a tool a deny
+/// rule hides, whatever the allow-list says. The catalog flags such a tool when its
+/// definition changes, so the person is asked before its next call.
 pub fn may_run_unasked(name: &str, settings: &Settings) -> bool {
-    settings.allow.iter().any(|a| a == name) || settings.rules.may_allow(name)
+    settings.rules.hiding(name).is_none()
+        && (settings.allow.iter().any(|a| a == name) || settings.rules.may_allow(name))
 }
 
 #[cfg(test)]

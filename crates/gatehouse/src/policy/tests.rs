@@ -260,6 +260,16 @@ mod precedence {
     }
 
     #[test]
+    fn a_hidden_tool_never_runs_unasked_whatever_the_allow_list_says() {
+        let s = with(
+            json!([{"tool": "files__delete", "decision": "deny", "reason": "never"}]),
+            &["files__delete", "files__read"],
+        );
+        assert!(!crate::policy::may_run_unasked("files__delete", &s));
+        assert!(crate::policy::may_run_unasked("files__read", &s));
+    }
+
+    #[test]
     fn a_remembered_approval_holds_for_its_definition_only() {
         let c = files_catalog();
         let s = with(json!([]), &[]);
