@@ -48,8 +48,8 @@ pub fn load(
     let mut review = Review::of(file, &project_doc, own.zip(own_doc.as_ref()), &trusted);
     let untrusted: Vec<ProjectServer> = review.untrusted_servers().cloned().collect();
     if !untrusted.is_empty() {
-        let at_terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
-        if asking == Asking::AtTerminal && at_terminal {
+        // Answers come only from a terminal, as every question's do: a pipe never says yes.
+        if asking == Asking::AtTerminal && gatehouse::person::asks_at_terminal() {
             ask_at_terminal(&mut review, &untrusted, &trust)?;
         } else {
             eprintln!("{}", left_out_note(&review));
@@ -86,15 +86,16 @@ fn ask_at_terminal(
     untrusted: &[ProjectServer],
     trust: &TrustFile,
 ) -> anyhow::Result<()> {
-    let mut err = std::io::stderr().lock();
-    writeln!(err, "{}", listing(review, untrusted))?;
+    // Asked on the terminal the answer is typed at, so `2>log` never hides the question.
+    let mut screen = gatehouse::person::terminal::screen();
+    writeln!(screen, "{}", listing(review, untrusted))?;
     write!(
-        err,
+        screen,
         "Start these servers from {}? [y/N] ",
         review.file.display()
     )?;
-    err.flush()?;
-    drop(err);
+    screen.flush()?;
+    drop(screen);
     let mut line = String::new();
     std::io::stdin().lock().read_line(&mut line)?;
     if !matches!(line.trim(), "y" | "Y" | "yes") {

@@ -394,3 +394,19 @@ fn a_server_name_holding_the_separator_is_refused_when_read() {
         ran.stderr
     );
 }
+
+#[test]
+fn a_pipe_never_answers_the_trust_question() {
+    use std::io::Write;
+    let repo = Repo::new();
+    let mut child = gatehouse_command(&["tools"], &repo.env())
+        .current_dir(&repo.repo)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"y\ny\n").unwrap();
+    let ran = Ran::from(child.wait_with_output().unwrap());
+    assert!(ran.stderr.contains("left out helper"), "{}", ran.stderr);
+    assert!(repo.pwned().is_empty(), "{:?}", repo.pwned());
+    assert!(!repo.state.join("gatehouse/trusted-projects.json").exists());
+}

@@ -96,7 +96,7 @@ pub const NO_TERMINAL: &str =
 
 /// Where the person's questions are written: the terminal the answers are typed at when
 /// stdin is one (whatever stdout and stderr were sent to), else stderr.
-fn screen() -> Box<dyn Write> {
+pub fn screen() -> Box<dyn Write> {
     if asks_at_terminal()
         && let Ok(terminal) = std::fs::OpenOptions::new().write(true).open(TERMINAL)
     {
