@@ -227,3 +227,40 @@ fn policy_explain_names_the_rule_that_decides_and_each_condition() {
     let ledger = std::fs::read_to_string(dir.path().join("ledger.jsonl")).unwrap_or_default();
     assert_eq!(ledger.lines().count(), 0, "{ledger}");
 }
+
+/// The red team's probes of `inside`: a percent-encoded `..`, a NUL, a look-alike dot each
+/// ran under an allow rule; none does now, and a plain path inside still does.
+#[test]
+fn inside_never_allows_an_escaped_a_nul_or_a_look_alike_path() {
+    let (_dir, config) = with_rules(json!([
+        {"tool": "testbed__echo", "decision": "allow", "when": {"pointer": "/text", "inside": "/srv/proj"}}
+    ]));
+    let verdict = |text: &str| {
+        let args = json!({ "text": text }).to_string();
+        let ran = run(
+            &[
+                "policy",
+                "explain",
+                "testbed__echo",
+                &args,
+                "--config",
+                &config,
+                "--json",
+            ],
+            &[],
+        );
+        assert_eq!(ran.status, 0, "{}", ran.stderr);
+        let v: Value = serde_json::from_str(&ran.stdout).unwrap();
+        v["verdict"].as_str().unwrap().to_owned()
+    };
+    for probe in [
+        "/srv/proj/%2e%2e/%2e%2e/etc/passwd",
+        "/srv/proj/x\u{0}",
+        "/srv/proj/\u{2025}/etc",
+        "/srv/proj/%2E%2e/etc",
+        "/srv/proj/\u{FF0E}\u{FF0E}/etc",
+    ] {
+        assert_eq!(verdict(probe), "ask", "{probe:?}");
+    }
+    assert_eq!(verdict("/srv/proj/a.txt"), "run");
+}

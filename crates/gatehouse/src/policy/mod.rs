@@ -8,8 +8,9 @@
 //! from a server are shown to the person, never trusted: a `readOnlyHint` is a hint for a
 //! user interface, not a permission.
 //!
-//! Pure: no I/O, so it is cheap and easy to test, and the host, `policy explain` and a
-//! gateway all decide with this one code.
+//! Pure: no I/O but the symbolic links an `inside` condition resolves where its path exists
+//! (no file is opened), so it is cheap and easy to test, and the host, `policy explain`
+//! and a gateway all decide with this one code.
 
 mod explain;
 
@@ -286,12 +287,12 @@ fn kind(v: &Value) -> &'static str {
     }
 }
 
-/// Decide on one proposed call, with no approval remembered. Pure: no I/O.
+/// Decide on one proposed call, with no approval remembered. Pure (see the module).
 pub fn decide<'c>(call: &ToolCall, catalog: &'c Catalog, settings: &Settings) -> Verdict<'c> {
     decide_remembering(call, catalog, settings, &Remembered::default())
 }
 
-/// Decide on one proposed call, with the approvals the person gave. Pure: no I/O.
+/// Decide on one proposed call, with the approvals the person gave. Pure (see the module).
 pub fn decide_remembering<'c>(
     call: &ToolCall,
     catalog: &'c Catalog,

@@ -167,7 +167,9 @@ impl Condition {
                 let n = s.chars().count() as u64;
                 yes(min.is_none_or(|m| n >= m) && max.is_none_or(|m| n <= m))
             }
-            (Test::Inside(dirs), Value::String(s)) => yes(inside_any(s, dirs)),
+            (Test::Inside(dirs), Value::String(s)) => {
+                inside_any(s, dirs).map_or(Holds::Unknown, yes)
+            }
             _ => Holds::Unknown,
         }
     }

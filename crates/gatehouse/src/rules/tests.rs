@@ -218,14 +218,18 @@ fn paths_normalise_as_a_system_resolves_them() {
         assert_eq!(normalise(raw).text(), want, "{raw}");
     }
     let dir = [normalise("/home/me/project")];
-    assert!(inside_any("/home/me/project", &dir));
-    assert!(inside_any("/home/me/project/src/main.rs", &dir));
-    assert!(!inside_any("/home/me/projectx/a", &dir));
-    assert!(
-        !inside_any("project/a", &dir),
+    assert_eq!(inside_any("/home/me/project", &dir), Some(true));
+    assert_eq!(inside_any("/home/me/project/src/main.rs", &dir), Some(true));
+    assert_eq!(inside_any("/home/me/projectx/a", &dir), Some(false));
+    assert_eq!(
+        inside_any("project/a", &dir),
+        Some(false),
         "a relative path is inside no absolute folder"
     );
-    assert!(!inside_any("/home/me/project/a/../../project2", &dir));
+    assert_eq!(
+        inside_any("/home/me/project/a/../../project2", &dir),
+        Some(false)
+    );
 }
 
 /// Components a path may be built of, traversal attempts included.
@@ -269,7 +273,7 @@ proptest! {
         } else {
             true
         };
-        prop_assert_eq!(inside, expect, "{} -> {}", path, resolved);
+        prop_assert_eq!(inside, Some(expect), "{} -> {}", path, resolved);
         prop_assert!(!resolved.split('/').any(|c| c == "." || c == ".."));
     }
 
@@ -292,5 +296,91 @@ proptest! {
         prop_assert!(hits.contains(&1));
         let other = format!("{server}x__{tool}");
         prop_assert!(!r.for_name(&other).any(|r| r.index == 1));
+    }
+}
+
+/// The red team's probes, and their kin: what a server may read as another path is never
+/// inside.
+#[test]
+fn escapes_controls_and_look_alikes_cannot_be_told_inside() {
+    let dir = [normalise("/srv/proj")];
+    for path in [
+        "/srv/proj/%2e%2e/%2e%2e/etc/passwd",
+        "/srv/proj/%2E%2e/etc",
+        "/srv/proj/..%2fetc",
+        "/srv/proj/..%5Cetc",
+        "/srv/proj/%252e%252e/etc",
+        "/srv/proj/100%25done",
+        "/srv/proj/x\u{0}",
+        "/srv/proj/a\u{0}/../../../etc/passwd",
+        "/srv/proj/a\nb",
+        "/srv/proj/\u{2025}/etc",
+        "/srv/proj/\u{FF0E}\u{FF0E}/etc",
+        "/srv/proj/..\u{2215}etc",
+    ] {
+        assert_eq!(inside_any(path, &dir), None, "{path:?}");
+    }
+    // A percent sign that escapes nothing of a path's shape is read as written.
+    assert_eq!(inside_any("/srv/proj/100% sure", &dir), Some(true));
+    assert_eq!(inside_any("/srv/proj/a%41b", &dir), Some(true));
+}
+
+#[cfg(unix)]
+#[test]
+fn a_link_out_of_the_folder_is_not_inside_where_the_path_exists() {
+    let root = tempfile::tempdir().unwrap();
+    let (proj, outside) = (root.path().join("proj"), root.path().join("outside"));
+    std::fs::create_dir_all(proj.join("sub")).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    std::os::unix::fs::symlink(&outside, proj.join("link")).unwrap();
+    let dir = [normalise(proj.to_str().unwrap())];
+    let at = |p: &str| format!("{}/{p}", proj.display());
+    assert_eq!(inside_any(&at("sub/file"), &dir), Some(true));
+    assert_eq!(inside_any(&at("not/yet/there"), &dir), Some(true));
+    // The link leads out: the file system says outside, the text inside: cannot tell.
+    assert_eq!(inside_any(&at("link/passwd"), &dir), None);
+    assert_eq!(inside_any(&at("link"), &dir), None);
+    // A folder given through a link is the folder it leads to.
+    let through = root.path().join("via");
+    std::os::unix::fs::symlink(&proj, &through).unwrap();
+    let via = [normalise(through.to_str().unwrap())];
+    assert_eq!(inside_any(&at("sub/file"), &via), None);
+    let in_via = format!("{}/sub/file", through.display());
+    assert_eq!(inside_any(&in_via, &via), Some(true));
+}
+
+/// A piece of a path that a server may read as a dot or a separator.
+fn hostile_piece() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("%2e".to_string()),
+        Just("%2E".to_string()),
+        Just("%2f".to_string()),
+        Just("%5c".to_string()),
+        Just("%25".to_string()),
+        Just("\u{0}".to_string()),
+        Just("\u{1b}".to_string()),
+        Just("\u{2025}".to_string()),
+        Just("\u{FF0E}".to_string()),
+        Just("\u{2215}".to_string()),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Wherever a hostile piece is put in a path, the path is never inside.
+    #[test]
+    fn a_hostile_piece_anywhere_is_never_inside(
+        parts in prop::collection::vec(part(), 0..8),
+        piece in hostile_piece(),
+        at in 0usize..64,
+    ) {
+        let mut path = format!("/home/me/project/{}", parts.join("/"));
+        let mut cut = at.min(path.len());
+        while !path.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        path.insert_str(cut, &piece);
+        prop_assert_ne!(inside_any(&path, &[normalise("/home/me/project")]), Some(true), "{:?}", path);
     }
 }
