@@ -418,6 +418,7 @@ impl<'a> Call<'a> {
             ));
         }
         let sealed = Sealed::Relay {
+            nonce: confirm::nonce(),
             server_state: asked.request_state,
             rounds,
             approved: self.approved.get().copied(),

@@ -5,7 +5,9 @@
 //! nonce the shared store lets be used once, so any replica can take the second round
 //! and none can take it twice. The same sealing carries a server's own questions across
 //! replicas when they are relayed ([`Sealed::Relay`]), and names a call held on one
-//! replica while its caller answers a server's question ([`Sealed::Held`]).
+//! replica while its caller answers a server's question ([`Sealed::Held`]); each of
+//! those carries a nonce of its own too, used once with its round's ledger line, so no
+//! state the gateway issues can be used twice.
 //!
 //! A state carries no arguments and grants nothing by itself: every later round is
 //! judged again by the gate (catalog, rules, ledger line) with the arguments the round's
@@ -85,6 +87,8 @@ pub enum Sealed {
     /// and the rounds relayed so far. The next round sends the arguments its own request
     /// carries (the seal is bound to their digest), as the gate admits them again.
     Relay {
+        /// Random, 128 bits, as hex: used once, with the round's ledger line.
+        nonce: String,
         /// The server's `requestState`.
         server_state: Option<String>,
         /// Server rounds sent so far.
@@ -93,9 +97,12 @@ pub enum Sealed {
         approved: Option<Approver>,
     },
     /// A server asked in the middle of a call that one replica holds (an older server's
-    /// `elicitation/create`): the held call, and the question it waits on. Used once: the
-    /// store takes one answer per question (`store/held.rs`).
+    /// `elicitation/create`): the held call, and the question it waits on. Used once: its
+    /// nonce with the round's ledger line, and the store takes one answer per question
+    /// (`store/held.rs`).
     Held {
+        /// Random, 128 bits, as hex: used once, with the round's ledger line.
+        nonce: String,
         /// The held call's id (128 random bits, as hex).
         call: String,
         /// The question's number in the call, from 1.
@@ -322,6 +329,7 @@ mod tests {
         let c = Confirmations::new(vec![7; 32], CONFIRMATION_TTL).unwrap();
         let args: JsonObject = serde_json::from_value(json!({"a": 1})).unwrap();
         let held = Sealed::Held {
+            nonce: nonce(),
             call: nonce(),
             question: 2,
             approved: Some(Approver::Client),
@@ -338,6 +346,7 @@ mod tests {
         let expired = Confirmations::new(vec![7; 32], Duration::ZERO).unwrap();
         let state = expired.seal(
             &Sealed::Held {
+                nonce: nonce(),
                 call: nonce(),
                 question: 1,
                 approved: None,
@@ -358,7 +367,7 @@ mod tests {
         let key = vec![7; 32];
         let c = Confirmations::new(key.clone(), CONFIRMATION_TTL).unwrap();
         let args: JsonObject = serde_json::from_value(json!({"path": "/"})).unwrap();
-        let forged = json!({"kind": "relay", "server_state": null, "rounds": 1,
+        let forged = json!({"kind": "relay", "nonce": nonce(), "server_state": null, "rounds": 1,
                             "approved": null, "arguments": {"path": "/everything"}});
         let b = bound("sam@larkfield", &args, "fp");
         let codec = RequestStateCodec::try_new(key).unwrap();
@@ -370,6 +379,7 @@ mod tests {
         let e = c.open(&state, &b).unwrap_err();
         assert!(e.contains("arguments"), "{e}");
         let relay = Sealed::Relay {
+            nonce: nonce(),
             server_state: Some("S".into()),
             rounds: 1,
             approved: None,

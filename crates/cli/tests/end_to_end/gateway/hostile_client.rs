@@ -12,7 +12,9 @@
 //! - a state forged with the key itself (as one who stole the key file would) is judged
 //!   again: a hidden tool is refused with a ledger line, a state carrying arguments does
 //!   not open, a call the policy asks about is not run unasked;
-//! - a relayed round with arguments other than its client's is refused.
+//! - a relayed round with arguments other than its client's is refused;
+//! - a relayed answer sent again is refused: the server runs once, and every round the
+//!   gateway took is a ledger line of its own.
 
 use std::time::Duration;
 
@@ -289,7 +291,8 @@ async fn the_store_in_an_open_folder_is_private_and_keeps_no_key() {
     assert!(!tables.iter().any(|t| t.contains("key")), "{tables:?}");
     let fp = fingerprint_of(&probe.ledger(), "rec__read");
     let args = json!({"path": "/"});
-    let payload = json!({"kind": "relay", "server_state": null, "rounds": 1, "approved": null});
+    let payload = json!({"kind": "relay", "nonce": "00", "server_state": null, "rounds": 1,
+                         "approved": null});
     let state = forge(&old_key, (OMAR, "rec__read"), &args, &fp, &payload);
     let extra = json!({"requestState": state, "inputResponses": {}});
     let r = probe.call(OMAR_TOKEN, 2, "rec__read", args, extra).await;
@@ -312,7 +315,8 @@ async fn a_state_forged_with_the_key_itself_is_judged_again() {
         let state = forge(&key, (OMAR, tool), &args, fp, &payload);
         json!({"requestState": state, "inputResponses": {}})
     };
-    let relay = json!({"kind": "relay", "server_state": null, "rounds": 1, "approved": null});
+    let relay = json!({"kind": "relay", "nonce": "01", "server_state": null, "rounds": 1,
+                       "approved": null});
 
     // The hidden, denied tool: refused again, and written down again.
     let r = probe
@@ -413,4 +417,41 @@ async fn a_relayed_round_with_other_arguments_than_its_clients_is_refused() {
     let ran = probe.ran();
     assert_eq!(ran.len(), 1, "{ran:?}");
     assert_eq!(ran[0]["arguments"], args, "{ran:?}");
+}
+
+#[tokio::test]
+async fn a_relayed_answer_sent_again_is_refused_and_the_server_runs_once() {
+    let probe = Probe::start(json!({}), None, &[]);
+    let args = json!({"what": "transfer 100"});
+    let asked = probe
+        .call(SAM_TOKEN, 1, "rec__confirm", args.clone(), json!({}))
+        .await;
+    let state = asked.result(1)["requestState"].as_str().unwrap().to_owned();
+    let answer = json!({"requestState": state, "inputResponses": server_answer()});
+    let mut said = Vec::new();
+    for id in 2..6 {
+        let r = probe
+            .call(SAM_TOKEN, id, "rec__confirm", args.clone(), answer.clone())
+            .await;
+        said.push(r.result(id).clone());
+    }
+    assert_eq!(said[0]["content"][0]["text"], "ran confirm", "{said:#?}");
+    for again in &said[1..] {
+        assert_eq!(again["isError"], true, "{again}");
+        assert!(again.to_string().contains("used already"), "{again}");
+    }
+    assert_eq!(
+        probe.ran().len(),
+        1,
+        "the server ran once: {:?}",
+        probe.ran()
+    );
+    // The first round and the answered one, each its own line; the one answered names
+    // the state it used.
+    let lines = probe.ledger();
+    assert_eq!(lines.len(), 2, "{lines:#?}");
+    assert!(lines.iter().all(|l| l["decision"] == "run"), "{lines:#?}");
+    assert!(lines[0]["confirmation"].is_null(), "{lines:#?}");
+    assert_eq!(lines[1]["confirmation"].as_str().map(str::len), Some(32));
+    assert_ledger_verifies(&probe.ledger);
 }

@@ -58,11 +58,12 @@ impl Call<'_> {
                 rounds,
             } => self.paged(&nonce, &confirmation, rounds).await,
             Sealed::Relay {
+                nonce,
                 server_state,
                 rounds,
                 approved,
             } => {
-                let (tool, arguments) = match self.judged_again(approved).await {
+                let (tool, arguments) = match self.judged_again(&nonce, approved).await {
                     Ok(admitted) => admitted,
                     Err(refused) => return Ok(refused),
                 };
@@ -73,26 +74,30 @@ impl Call<'_> {
                 self.send(tool, arguments, Some(answered), rounds).await
             }
             Sealed::Held {
+                nonce,
                 call,
                 question,
                 approved,
-            } => self.held_next(&call, question, approved).await,
+            } => self.held_next(&call, question, (&nonce, approved)).await,
         }
     }
 
     /// A round that goes on with a call begun earlier (a server's question answered),
     /// judged again as a first round is: refused as the policy refuses it now, with its
     /// ledger line; where the policy asks, run only if the person approved the call when
-    /// it began (`approved`), which the line says again. The tool and the arguments to
-    /// send (the round's own, as the `beforeCall` hook leaves them), or the refusal.
+    /// it began (`approved`), which the line says again. The state's `nonce` is used up
+    /// with the line, on any replica: a state sent again is refused, nothing sent. The
+    /// tool and the arguments to send (the round's own, as the `beforeCall` hook leaves
+    /// them), or the refusal.
     pub(super) async fn judged_again(
         &self,
+        nonce: &str,
         approved: Option<Approver>,
     ) -> Result<(CatalogTool, JsonObject), CallToolResponse> {
         let host = self.gw.host();
         let (gate, live, settings, trace) =
             (host.gate(), host.live(), host.settings(), host.trace());
-        let p = self.proposal(None);
+        let p = self.proposal(Some(nonce));
         let judged = match gate.judge(&p, live, settings, trace).await {
             Ok(judged) => judged,
             Err(Admission::Refused { text, .. }) => return Err(failed(text)),

@@ -46,7 +46,7 @@ use crate::{
 /// database) before it gives up: the call is then refused, never sent unrecorded.
 pub const STORE_TIMEOUT: Duration = Duration::from_secs(5);
 /// What a second use of a confirmation (or of any sealed state) is told.
-const USED: &str = "this requestState was used already: each is good for one round";
+const USED: &str = "this requestState was used already: a state is used once";
 
 /// Where the shared state lives, as `--state` names it: checked when read.
 #[derive(Clone)]

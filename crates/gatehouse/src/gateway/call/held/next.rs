@@ -23,7 +23,7 @@ use super::{
 };
 use crate::{
     gateway::{
-        confirm::{Approver, Sealed},
+        confirm::{self, Approver, Sealed},
         store::Closed,
     },
     person, text,
@@ -46,6 +46,7 @@ impl Call<'_> {
         form: ElicitRequestParams,
     ) -> CallToolResponse {
         let sealed = Sealed::Held {
+            nonce: confirm::nonce(),
             call: id.to_owned(),
             question,
             approved: self.approved.get().copied(),
@@ -68,10 +69,10 @@ impl Call<'_> {
         &self,
         id: &str,
         question: usize,
-        approved: Option<Approver>,
+        (nonce, approved): (&str, Option<Approver>),
     ) -> Result<CallToolResponse, ErrorData> {
         let (gw, store) = (self.gw, &self.gw.inner.store);
-        if let Err(refused) = self.judged_again(approved).await {
+        if let Err(refused) = self.judged_again(nonce, approved).await {
             let _ = store.held_close(id, &self.caller, Closed::GivenUp).await;
             gw.inner.held.wake(id);
             return Ok(refused);
@@ -88,7 +89,8 @@ impl Call<'_> {
             Err(e) => {
                 return Ok(failed(format!(
                     "the answer could not be carried to the held call ({e}); it was not \
-                     delivered, and the call waits for it until its question expires"
+                     delivered, and this round's state is used: the call waits until its \
+                     question expires, then is cancelled; call the tool again"
                 )));
             }
         }
