@@ -14,7 +14,7 @@ pub mod revoked;
 
 use std::{
     fs::File,
-    io::{Read, Write},
+    io::Read,
     path::{Path, PathBuf},
 };
 
@@ -252,30 +252,12 @@ impl ProjectFile {
         body.version = 1;
         change(&mut body.approvals);
         let text = serde_json::to_string_pretty(&body).map_err(|e| e.to_string())?;
-        write_whole(&dir, &self.path(), &text)
+        write_whole(&self.path(), &text)
     }
 
     /// The person's key, made on first use (`create`) and kept private in their state folder.
     fn key(&self, create: bool) -> Result<Option<Vec<u8>>, String> {
-        let shown = self.key_file.display();
-        match std::fs::read(&self.key_file) {
-            Ok(key) if key.len() >= 32 => return Ok(Some(key)),
-            Ok(_) => return Err(format!("{shown} is too short to be a key")),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !create => return Ok(None),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(format!("cannot read {shown}: {e}")),
-        }
-        let key: [u8; 32] = rand::random();
-        match crate::files::create_new_private(&self.key_file) {
-            Ok(mut f) => f
-                .write_all(&key)
-                .and_then(|()| f.sync_all())
-                .map_err(|e| format!("cannot write {shown}: {e}"))?,
-            // Another process made it first: use theirs.
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return self.key(false),
-            Err(e) => return Err(format!("cannot create {shown}: {e}")),
-        }
-        Ok(Some(key.to_vec()))
+        crate::files::private_key(&self.key_file, create)
     }
 
     /// The project as seals and revocations name it: its folder, symbolic links resolved.
@@ -306,22 +288,10 @@ impl ProjectFile {
     }
 }
 
-/// Write `text` (and a newline) to `path` in `dir` whole: a private file beside it, synced,
-/// renamed over it.
-fn write_whole(dir: &Path, path: &Path, text: &str) -> Result<(), String> {
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let temp = dir.join(format!("{name}.{}.tmp", std::process::id()));
-    let written = crate::files::create_private(&temp).and_then(|mut f| {
-        f.write_all(text.as_bytes())?;
-        f.write_all(b"\n")?;
-        f.sync_all()
-    });
-    written
-        .and_then(|()| std::fs::rename(&temp, path))
-        .map_err(|e| {
-            let _ = std::fs::remove_file(&temp);
-            format!("cannot write {}: {e}", path.display())
-        })
+/// Write `text` (and a newline) to `path` whole ([`crate::files::replace_private`]).
+fn write_whole(path: &Path, text: &str) -> Result<(), String> {
+    crate::files::replace_private(path, format!("{text}\n").as_bytes())
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 #[cfg(test)]
@@ -384,6 +354,21 @@ mod tests {
             assert_eq!(mode(&file.path()), 0o600);
             assert_eq!(mode(&state.join("approvals.key")), 0o600);
         }
+        assert_eq!(file.revoke(Some(&["other".into()])).unwrap(), 0);
+        assert_eq!(file.revoke(None).unwrap(), 1);
+        assert!(file.read().unwrap().is_empty());
+        std::fs::write(file.path(), "{oops").unwrap();
+        assert!(file.read().unwrap_err().contains("not an approvals file"));
+    }
+
+    #[test]
+    fn a_revoke_holds_against_an_old_file_put_back() {
+        let root = scratch("revoked");
+        let (project, state) = (root.join("project"), root.join("state"));
+        std::fs::create_dir_all(&project).unwrap();
+        let file = ProjectFile::find(&project, &state);
+        file.approve("tickets__open_ticket", "fp2", "2026-01-02T00:00:00Z")
+            .unwrap();
         // A copy from before a revoke, put back, grants nothing: the revoke is counted in
         // the person's state folder and bound into the seal.
         file.approve("tickets__list_tickets", "fp3", "2026-01-03T00:00:00Z")
@@ -420,10 +405,5 @@ mod tests {
             let mode = std::fs::metadata(counts).unwrap().permissions().mode() & 0o777;
             assert_eq!(mode, 0o600);
         }
-        assert_eq!(file.revoke(Some(&["other".into()])).unwrap(), 0);
-        assert_eq!(file.revoke(None).unwrap(), 2);
-        assert!(file.read().unwrap().is_empty());
-        std::fs::write(file.path(), "{oops").unwrap();
-        assert!(file.read().unwrap_err().contains("not an approvals file"));
     }
 }

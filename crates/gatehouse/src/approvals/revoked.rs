@@ -100,7 +100,7 @@ impl Revocations {
             ));
         }
         let text = serde_json::to_string(&counts).map_err(|e| e.to_string())?;
-        super::write_whole(dir, file, &text)?;
+        super::write_whole(file, &text)?;
         drop(lock);
         Ok(())
     }
