@@ -12,11 +12,7 @@
 
 pub mod revoked;
 
-use std::{
-    fs::File,
-    io::Read,
-    path::{Path, PathBuf},
-};
+use std::path::{Path, PathBuf};
 
 use hmac::{Hmac, KeyInit, Mac};
 use revoked::Revocations;
@@ -215,20 +211,9 @@ impl ProjectFile {
     fn body(&self) -> Result<FileBody, String> {
         let path = self.path();
         let shown = path.display();
-        let file = match File::open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(FileBody::default()),
-            Err(e) => return Err(format!("cannot read {shown}: {e}")),
+        let Some(text) = crate::files::read_small(&path, MAX_PROJECT_FILE_BYTES)? else {
+            return Ok(FileBody::default());
         };
-        let mut text = String::new();
-        file.take(MAX_PROJECT_FILE_BYTES + 1)
-            .read_to_string(&mut text)
-            .map_err(|e| format!("cannot read {shown}: {e}"))?;
-        if text.len() as u64 > MAX_PROJECT_FILE_BYTES {
-            return Err(format!(
-                "{shown} is larger than {MAX_PROJECT_FILE_BYTES} bytes"
-            ));
-        }
         let body: FileBody = serde_json::from_str(&text)
             .map_err(|e| format!("{shown} is not an approvals file: {e}"))?;
         if body.approvals.len() > MAX_PROJECT_APPROVALS {

@@ -91,6 +91,26 @@ pub fn create_private_keep(path: &Path) -> io::Result<File> {
     open_private(path, Open::Keep)
 }
 
+/// The text of the small file at `path`, `None` when it does not exist; a file over
+/// `max_bytes` is an error, read no further.
+pub fn read_small(path: &Path, max_bytes: u64) -> Result<Option<String>, String> {
+    use std::io::Read;
+    let shown = path.display();
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read {shown}: {e}")),
+    };
+    let mut text = String::new();
+    file.take(max_bytes + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("cannot read {shown}: {e}"))?;
+    if text.len() as u64 > max_bytes {
+        return Err(format!("{shown} is larger than {max_bytes} bytes"));
+    }
+    Ok(Some(text))
+}
+
 /// Shortest key [`private_key`] accepts, in bytes.
 pub const MIN_KEY_BYTES: usize = 32;
 

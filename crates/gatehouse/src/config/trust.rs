@@ -6,10 +6,7 @@
 //! The records live in the person's state folder (`trusted-projects.json`), never in the
 //! project: a cloned repository cannot bring its own trust with it.
 
-use std::{
-    io::Read,
-    path::{Path, PathBuf},
-};
+use std::path::{Path, PathBuf};
 
 use hmac::{Hmac, KeyInit, Mac};
 use serde::{Deserialize, Serialize};
@@ -163,20 +160,9 @@ impl TrustFile {
     fn body(&self) -> Result<Body, String> {
         let path = self.path();
         let shown = path.display();
-        let file = match std::fs::File::open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Body::default()),
-            Err(e) => return Err(format!("cannot read {shown}: {e}")),
+        let Some(text) = crate::files::read_small(&path, MAX_TRUST_FILE_BYTES)? else {
+            return Ok(Body::default());
         };
-        let mut text = String::new();
-        file.take(MAX_TRUST_FILE_BYTES + 1)
-            .read_to_string(&mut text)
-            .map_err(|e| format!("cannot read {shown}: {e}"))?;
-        if text.len() as u64 > MAX_TRUST_FILE_BYTES {
-            return Err(format!(
-                "{shown} is larger than {MAX_TRUST_FILE_BYTES} bytes"
-            ));
-        }
         let body: Body = serde_json::from_str(&text)
             .map_err(|e| format!("{shown} is not a trust records file: {e}"))?;
         if body.trusted.len() > MAX_TRUST_RECORDS {
