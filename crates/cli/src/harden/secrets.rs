@@ -6,7 +6,8 @@
 //! may read names it (a `passEnv` pattern, `inheritEnv: true`, or a `${VAR}`), because
 //! stdio servers and hooks take their variables from the host's environment at every start
 //! and restart, and a file's `${VAR}` is read after this point. `gatehouse doctor` keeps
-//! the variable, as it checks the endpoint with it; everything else that needs it asks
+//! the variable, as it checks the endpoint with it, and so does `gatehouse serve`, a server
+//! whose environment is what its entry passed it; everything else that needs it asks
 //! [`variable`].
 
 use std::{ffi::OsString, path::PathBuf, sync::OnceLock};
@@ -36,7 +37,9 @@ pub(crate) fn variable(name: &str) -> Option<String> {
 /// them in memory for a command that starts a model. Only sound while this process has one
 /// thread.
 pub(super) fn drop_unneeded(command: &Command) {
-    if matches!(command, Command::Doctor(_)) {
+    // `serve` is a server: what its environment holds is what its entry passed it on
+    // purpose, and it makes no model.
+    if matches!(command, Command::Doctor(_) | Command::Serve(_)) {
         return;
     }
     let keeps_model = matches!(
