@@ -96,6 +96,7 @@ pub async fn run(args: DoctorArgs) -> anyhow::Result<bool> {
         )
         .await;
         checks.extend(server_checks(config, &probes));
+        checks.extend(name_checks(config, &probes));
     }
     let settings = config
         .as_ref()
@@ -176,10 +177,15 @@ fn config_checks(config: &Config) -> Vec<Check> {
             Verdict::Warning
         };
         let c = check("config", "servers file", verdict, warning.clone());
-        checks.push(if disabled {
-            c
-        } else {
-            c.fix(format!("correct or remove it in {}", config.source))
+        let owner = Config::owner_of(std::path::Path::new(&config.source));
+        checks.push(match (disabled, owner) {
+            (true, _) => c,
+            // Another program's file is that program's to change, not this one's.
+            (false, Some(owner)) => c.fix(format!(
+                "{} is {owner}'s file: to change the server for Gatehouse, add it to your own with `gatehouse mcp add --scope user`",
+                config.source
+            )),
+            (false, None) => c.fix(format!("correct or remove it in {}", config.source)),
         });
     }
     checks.extend(trust_checks(config));
@@ -195,6 +201,40 @@ fn config_checks(config: &Config) -> Vec<Check> {
         );
     }
     checks
+}
+
+/// Every `allow` entry and rule that names no tool of the servers it names, with the
+/// nearest real name: a typo there protects nothing.
+fn name_checks(config: &Config, probes: &[Probe]) -> Vec<Check> {
+    use gatehouse::policy::names;
+    let tools: Vec<String> = probes
+        .iter()
+        .filter_map(|p| p.outcome.as_ref().ok())
+        .flat_map(|r| r.tools.iter().cloned())
+        .collect();
+    let unknown_servers: Vec<String> = probes
+        .iter()
+        .filter(|p| p.outcome.is_err())
+        .map(|p| p.server.clone())
+        .chain(config.broken.iter().map(|(name, _)| name.clone()))
+        .collect();
+    let offered = names::Offered {
+        tools: &tools,
+        unknown_servers: &unknown_servers,
+    };
+    names::unmatched(&config.settings, &offered)
+        .into_iter()
+        .map(|u| {
+            let fix = match &u.nearest {
+                Some(near) => format!("write {near} in {}", u.place),
+                None => format!(
+                    "correct or remove {} in {}: `gatehouse tools` lists the real names",
+                    u.place, config.source
+                ),
+            };
+            check("policy", u.place.clone(), Verdict::Warning, u.describe()).fix(fix)
+        })
+        .collect()
 }
 
 /// What of a project's servers file is left out until the person trusts it.

@@ -133,8 +133,11 @@ pub(crate) fn load_config_asking(
     if host.config.is_none() && say_which {
         match &found {
             config::project::Found::Given(path) | config::project::Found::Own(path) => eprintln!(
-                "gatehouse: using the servers file {} (found without --config)",
-                path.display()
+                "gatehouse: using the servers file {}{} (found without --config)",
+                path.display(),
+                Config::owner_of(path)
+                    .map(|o| format!(", {o}'s, read only"))
+                    .unwrap_or_default()
             ),
             config::project::Found::Project { file, own } => eprintln!(
                 "gatehouse: using the servers file {}{} (found without --config)",

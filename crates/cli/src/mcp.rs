@@ -235,8 +235,11 @@ fn read_servers(file: &McpFileArgs) -> anyhow::Result<Servers> {
             } else {
                 "found"
             };
-            let doc = ServersFile::open(&path)?.document();
-            let config = Config::from_value(doc.clone(), &path.display().to_string(), &identity)?;
+            let doc = gatehouse::config::project::read_document(&path)?;
+            let config = Config::load(&path, &identity)?;
+            let label = Config::owner_of(&path)
+                .map(|o| format!("{o}'s, read only"))
+                .unwrap_or(label.into());
             Ok(Servers {
                 doc,
                 config,

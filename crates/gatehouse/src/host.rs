@@ -24,7 +24,8 @@ use crate::{
     dispatch::Stopper,
     gate::{Gate, Keeper},
     person::Person,
-    policy, redact,
+    policy::{self, names},
+    redact,
     tasks::{Records, default_path},
     trace::{Trace, Who, random_hex},
 };
@@ -110,6 +111,7 @@ impl Host {
         }
         register_secrets(config, trace.secrets());
         let (connections, listings, failed) = connect_all(config, &person, &trace).await;
+        let unknown_servers: Vec<String> = failed.iter().map(|(s, _)| s.name.clone()).collect();
         let limits = connect::Limits::from_settings(&config.settings);
         let late = failed
             .into_iter()
@@ -127,6 +129,12 @@ impl Host {
             .collect();
         let catalog = Live::start_with(listings, &connections, rules).await;
         report_catalog(&catalog.current(), &trace);
+        report_unmatched(
+            &config.settings,
+            &catalog.current(),
+            &unknown_servers,
+            &trace,
+        );
         let session_id = random_hex(16);
         let gate = gate(&trace);
         Host {
@@ -163,11 +171,17 @@ impl Host {
     /// Offer the model only these tools (`--tools`). Any other proposal, even one made
     /// directly through this library, is then refused as an unknown tool.
     pub fn offer_only(&self, names: &[String]) {
-        for name in self.catalog.offer_only(names) {
+        let tools = self.catalog.current().names();
+        let unknown = self.catalog.offer_only(names);
+        let offered = names::Offered {
+            tools: &tools,
+            unknown_servers: &[],
+        };
+        for name in names::unmatched_offer(&unknown, &offered) {
             self.trace.add(
                 Who::Host,
-                format!("warning: --tools names {name}, which no server offers"),
-                json!({"tool": name}),
+                format!("warning: {}", name.describe()),
+                json!({"tool": name.name, "nearest": name.nearest}),
             );
         }
     }
@@ -368,6 +382,28 @@ fn report_catalog(catalog: &Catalog, trace: &Trace) {
     }
     for filtered in &catalog.filtered {
         trace.add(Who::Host, filtered.clone(), json!({}));
+    }
+}
+
+/// Warn about every `allow` entry and rule that names no tool of the servers it names:
+/// a typo there protects nothing and says nothing.
+fn report_unmatched(
+    settings: &Settings,
+    catalog: &Catalog,
+    unknown_servers: &[String],
+    trace: &Trace,
+) {
+    let tools = catalog.names();
+    let offered = names::Offered {
+        tools: &tools,
+        unknown_servers,
+    };
+    for name in names::unmatched(settings, &offered) {
+        trace.add(
+            Who::Host,
+            format!("warning: {}", name.describe()),
+            json!({"rule": name.place, "tool": name.name, "nearest": name.nearest}),
+        );
     }
 }
 

@@ -13,6 +13,7 @@ mod interop_peers;
 mod approvals_remembered;
 mod calls_that_go_wrong;
 mod completions;
+mod configs_people_have;
 mod conformance;
 mod doctor;
 mod execution;

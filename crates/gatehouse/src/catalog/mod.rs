@@ -509,6 +509,11 @@ impl Catalog {
         &self.tools
     }
 
+    /// Every offered tool's name.
+    pub fn names(&self) -> Vec<String> {
+        self.tools.iter().map(|t| t.name.clone()).collect()
+    }
+
     /// How many tools the catalog holds.
     pub fn len(&self) -> usize {
         self.tools.len()

@@ -20,6 +20,7 @@ pub mod policy;
 pub mod project;
 pub mod restart;
 pub mod settings;
+pub mod suggest;
 pub mod tools;
 pub mod trust;
 mod variables;
@@ -45,6 +46,11 @@ pub(crate) use variables::references;
 
 /// Between the server's name and the tool's.
 pub const NAMESPACE_SEPARATOR: &str = "__";
+
+/// A project's servers file's name.
+pub const PROJECT_FILE: &str = ".mcp.json";
+/// Most folders looked at, from the current one up, for a project's [`PROJECT_FILE`].
+pub const MAX_PROJECT_DEPTH: usize = 64;
 
 /// Environment variable naming the servers file to use when `--config` is not given.
 pub const CONFIG_ENV: &str = "GATEHOUSE_CONFIG";
@@ -197,12 +203,13 @@ pub enum ConfigError {
 
 impl Config {
     /// Where a servers file is looked for when `--config` is not given, in order:
-    /// `$GATEHOUSE_CONFIG`, `./.mcp.json`, `$XDG_CONFIG_HOME/gatehouse/servers.json`
-    /// (`~/.config/gatehouse/servers.json`), then Claude Desktop's file
-    /// (`~/.config/Claude/claude_desktop_config.json`, or on macOS
-    /// `~/Library/Application Support/Claude/claude_desktop_config.json`). A project's
-    /// `./.mcp.json` is read beside the first of the person's own, never instead of it:
-    /// [`project::Found::locate`] says which are used.
+    /// `$GATEHOUSE_CONFIG`, this project's `.mcp.json` ([`Config::project_path`]), then the
+    /// person's own: `$XDG_CONFIG_HOME/gatehouse/servers.json`
+    /// (`~/.config/gatehouse/servers.json`), Claude Code's `~/.claude.json`, Cursor's
+    /// `~/.cursor/mcp.json`, Claude Desktop's file (`~/.config/Claude/claude_desktop_config.json`,
+    /// or on macOS `~/Library/Application Support/Claude/claude_desktop_config.json`). A
+    /// project's `.mcp.json` is read beside the first of the person's own, never instead of
+    /// it: [`project::Found::locate`] says which are used.
     pub fn search_paths() -> Vec<PathBuf> {
         let mut paths = Vec::new();
         if let Some(p) = std::env::var_os(CONFIG_ENV).filter(|p| !p.is_empty()) {
@@ -212,6 +219,12 @@ impl Config {
         let home = std::env::var_os("HOME").map(PathBuf::from);
         if let Some(c) = config_home() {
             paths.push(c.join("gatehouse").join("servers.json"));
+        }
+        if let Some(h) = &home {
+            paths.push(h.join(".claude.json"));
+            paths.push(h.join(".cursor").join("mcp.json"));
+        }
+        if let Some(c) = config_home() {
             paths.push(c.join("Claude").join("claude_desktop_config.json"));
         }
         if let Some(h) = &home {
@@ -220,9 +233,41 @@ impl Config {
         paths
     }
 
-    /// This project's servers file: `./.mcp.json`.
+    /// This project's servers file: the nearest `.mcp.json` at or above the current folder,
+    /// looking no higher than the repository's root (a folder with `.git`) and at most
+    /// [`MAX_PROJECT_DEPTH`] folders up; with none, `.mcp.json` at the repository's root
+    /// (or here, outside a repository), where `gatehouse mcp add` writes it. Relative, so
+    /// messages name it as the person would (`.mcp.json`, `../.mcp.json`).
     pub fn project_path() -> PathBuf {
-        PathBuf::from(".mcp.json")
+        let depth = std::env::current_dir()
+            .map(|c| c.ancestors().count().saturating_sub(1))
+            .unwrap_or(0)
+            .min(MAX_PROJECT_DEPTH);
+        let mut up = PathBuf::new();
+        for _ in 0..=depth {
+            let file = up.join(PROJECT_FILE);
+            if file.is_file() || up.join(".git").exists() {
+                return file;
+            }
+            up.push("..");
+        }
+        PathBuf::from(PROJECT_FILE)
+    }
+
+    /// Which program a servers file belongs to, by its path: `None` for Gatehouse's own
+    /// and for a project's, else the program whose file it is (its other keys are its own
+    /// business: never warned about, and never to be edited from here).
+    pub fn owner_of(path: &Path) -> Option<&'static str> {
+        let text = path.to_string_lossy();
+        if text.ends_with(".claude.json") {
+            Some("Claude Code")
+        } else if text.ends_with(".cursor/mcp.json") {
+            Some("Cursor")
+        } else if text.ends_with("claude_desktop_config.json") {
+            Some("Claude Desktop")
+        } else {
+            None
+        }
     }
 
     /// The user's own servers file: `$XDG_CONFIG_HOME/gatehouse/servers.json`, else
@@ -238,7 +283,13 @@ impl Config {
             path: shown.clone(),
             source,
         })?;
-        Config::parse(&text, &shown, identity)
+        let value: Value = serde_json::from_str(&text).map_err(|e| ConfigError::Syntax {
+            path: shown.clone(),
+            message: e.to_string(),
+            line: e.line(),
+            column: e.column(),
+        })?;
+        Config::from_value_of(value, &shown, identity, Config::owner_of(path))
     }
 
     /// Parse the text of a servers file; `source` names it in messages.
@@ -258,6 +309,18 @@ impl Config {
         source: &str,
         identity: &Identity,
     ) -> Result<Config, ConfigError> {
+        Config::from_value_of(value, source, identity, None)
+    }
+
+    /// [`Config::from_value`] for a file that belongs to `owner` (another program, whose
+    /// other keys are its own business and which may have no servers yet), or to Gatehouse
+    /// and the person (`None`).
+    pub fn from_value_of(
+        value: Value,
+        source: &str,
+        identity: &Identity,
+        owner: Option<&str>,
+    ) -> Result<Config, ConfigError> {
         let invalid = |message: String| ConfigError::Invalid {
             path: source.into(),
             message,
@@ -266,14 +329,18 @@ impl Config {
             return Err(invalid("the file must hold a JSON object".into()));
         };
         let mut warnings = Vec::new();
-        for key in doc.keys() {
-            if !["mcpServers", "gatehouse", "$schema"].contains(&key.as_str()) {
-                warnings.push(format!("{source}: unknown key \"{key}\" is ignored"));
+        if owner.is_none() {
+            for key in doc.keys().filter(|k| !TOP_KEYS.contains(&k.as_str())) {
+                let hint = suggest::hint(key, TOP_KEYS);
+                warnings.push(format!("{source}: unknown key \"{key}\" is ignored{hint}"));
             }
         }
-        let servers_value = doc
-            .get("mcpServers")
-            .ok_or_else(|| invalid("no \"mcpServers\" object".into()))?;
+        let none = Value::Object(Map::new());
+        let servers_value = match doc.get("mcpServers") {
+            Some(servers) => servers,
+            None if owner.is_some() => &none,
+            None => return Err(invalid("no \"mcpServers\" object".into())),
+        };
         let Value::Object(entries) = servers_value else {
             return Err(invalid(
                 "\"mcpServers\" must be an object of servers".into(),
@@ -343,6 +410,9 @@ pub(crate) fn user_dir(var: &str, under_home: &str) -> Option<PathBuf> {
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(under_home)))
 }
 
+/// The keys of a servers file itself; others are warned about.
+const TOP_KEYS: &[&str] = &["mcpServers", "gatehouse", "$schema"];
+
 /// The keys a server's entry may have; others are warned about.
 const ENTRY_KEYS: &[&str] = &[
     "command",
@@ -399,7 +469,10 @@ fn server_spec(
         return Err("the entry must be an object".into());
     };
     for key in entry.keys().filter(|k| !ENTRY_KEYS.contains(&k.as_str())) {
-        warnings.push(format!("server {name}: unknown key \"{key}\" is ignored"));
+        let hint = suggest::hint(key, ENTRY_KEYS);
+        warnings.push(format!(
+            "server {name}: unknown key \"{key}\" is ignored{hint}"
+        ));
     }
     let kind = match entry.get("type") {
         None => None,

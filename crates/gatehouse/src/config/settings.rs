@@ -332,6 +332,37 @@ impl Default for Settings {
     }
 }
 
+/// Every key of the `"gatehouse"` object, for "did you mean" (a test holds it to [`parse`]).
+pub const SETTING_KEYS: &[&str] = &[
+    "allow",
+    "rules",
+    "ledger",
+    "hooks",
+    "maxArgumentChars",
+    "maxResultChars",
+    "maxSteps",
+    "systemPrompt",
+    "toolTimeoutMs",
+    "toolMaxTimeoutMs",
+    "connectTimeoutMs",
+    "maxInputRounds",
+    "model",
+    "modelAcceptsMedia",
+    "saveDir",
+    "logFile",
+    "tasksFile",
+    "gatewayNames",
+    "taskWaitMs",
+    "restart",
+    "signInTimeoutMs",
+    "openBrowser",
+    "credentialStore",
+    "toolBudgetBytes",
+    "contextTokens",
+    "toolSearch",
+    "schemaDialect",
+];
+
 /// Read the `"gatehouse"` object of a servers file.
 pub(super) fn parse(value: &Value, warnings: &mut Vec<String>) -> Result<Settings, String> {
     let Value::Object(map) = value else {
@@ -386,7 +417,10 @@ pub(super) fn parse(value: &Value, warnings: &mut Vec<String>) -> Result<Setting
             "restart" => s.restart = super::restart::parse(v, warnings)?,
             other => {
                 if !catalog_setting(&mut s, other, v)? && !sign_in_setting(&mut s, other, v)? {
-                    warnings.push(format!("gatehouse: unknown setting \"{other}\" is ignored"))
+                    warnings.push(format!(
+                        "gatehouse: unknown setting \"{other}\" is ignored{}",
+                        super::suggest::hint(other, SETTING_KEYS)
+                    ))
                 }
             }
         }

@@ -463,3 +463,55 @@ fn unprefixed_gateway_names_need_exactly_one_server() {
     let plain = Config::parse(r#"{"mcpServers": {}}"#, "f", &id()).unwrap();
     assert_eq!(plain.settings.gateway_names, GatewayNames::Prefixed);
 }
+
+#[test]
+fn every_setting_key_named_for_suggestions_is_one_the_file_reads() {
+    for key in settings::SETTING_KEYS {
+        let mut warnings = Vec::new();
+        // A wrong value is an error or read; never "unknown".
+        let _ = settings::parse(&serde_json::json!({ *key: {"x": []} }), &mut warnings);
+        let unknown = format!("unknown setting \"{key}\"");
+        assert!(
+            !warnings.iter().any(|w| w.contains(&unknown)),
+            "{key}: {warnings:?}"
+        );
+    }
+}
+
+#[test]
+fn unknown_keys_say_the_nearest_known_one() {
+    let c = Config::parse(
+        r#"{"mcpServers": {"a": {"command": "x", "arg": ["y"], "autoApprove": ["t"]}},
+            "gatehouse": {"alow": ["a__t"]}, "mcpservers": {}}"#,
+        "f",
+        &id(),
+    )
+    .unwrap();
+    let all = c.warnings.join("\n");
+    for expected in [
+        "unknown key \"arg\" is ignored (did you mean \"args\"?)",
+        "unknown setting \"alow\" is ignored (did you mean \"allow\"?)",
+        "unknown key \"mcpservers\" is ignored (did you mean \"mcpServers\"?)",
+        "unknown key \"autoApprove\" is ignored (Gatehouse runs a tool unasked when",
+    ] {
+        assert!(all.contains(expected), "{expected}\n{all}");
+    }
+}
+
+#[test]
+fn another_programs_file_is_read_without_warnings_about_its_own_keys() {
+    let doc = serde_json::json!({"globalShortcut": "Ctrl+Space", "numStartups": 3,
+        "mcpServers": {"a": {"command": "x"}}});
+    let c = Config::from_value_of(doc, "~/.claude.json", &id(), Some("Claude Code")).unwrap();
+    assert_eq!(c.servers.len(), 1);
+    assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+    // Claude Code's file before any server was added to it: no servers, no error.
+    let empty = serde_json::json!({"numStartups": 1});
+    let c = Config::from_value_of(empty, "~/.claude.json", &id(), Some("Claude Code")).unwrap();
+    assert!(c.servers.is_empty());
+    assert_eq!(
+        Config::owner_of(std::path::Path::new("/h/.cursor/mcp.json")),
+        Some("Cursor")
+    );
+    assert_eq!(Config::owner_of(std::path::Path::new(".mcp.json")), None);
+}

@@ -13,6 +13,7 @@
 //! and a gateway all decide with this one code.
 
 mod explain;
+pub mod names;
 
 pub use explain::{Explanation, RuleCheck, explain};
 

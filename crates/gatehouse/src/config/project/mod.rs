@@ -56,11 +56,17 @@ impl Found {
         let paths = Config::search_paths();
         let from_env = std::env::var_os(CONFIG_ENV).filter(|p| !p.is_empty());
         let project = Config::project_path();
+        // Another program's file counts once it holds servers: Claude Code's
+        // `~/.claude.json` exists as soon as it ran.
         let own = || {
             paths
                 .iter()
                 .filter(|p| **p != project)
-                .find(|p| p.is_file())
+                .find(|p| {
+                    p.is_file()
+                        && (Config::owner_of(p).is_none()
+                            || read_document(p).is_ok_and(|d| d["mcpServers"].is_object()))
+                })
                 .cloned()
         };
         if let Some(env) = from_env.map(PathBuf::from).filter(|p| p.is_file()) {
