@@ -27,6 +27,11 @@ pub const HUGE_LINE_BYTES: usize = 100 * 1024 * 1024;
 pub const BIG_RESULT_BYTES: usize = 12 * 1024 * 1024;
 /// How many progress notifications `notification-flood` sends before its answer.
 pub const FLOOD_NOTIFICATIONS: usize = 100_000;
+/// How many progress notifications `stuck-progress` sends, one every
+/// [`STUCK_PROGRESS_EVERY`], before it gives up (it never answers).
+pub const STUCK_PROGRESS_NOTIFICATIONS: usize = 3_000;
+/// How often `stuck-progress` repeats itself.
+pub const STUCK_PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_millis(20);
 /// How many requests of each kind `request-flood` sends to the client.
 pub const FLOOD_REQUESTS: usize = 2_000;
 /// Nesting of `deep-10000`'s schema: deeper than any JSON parser's recursion limit.
@@ -50,6 +55,10 @@ pub enum Scenario {
     RequestFlood,
     /// `tools/call` never answered.
     Silent,
+    /// `tools/call` never answered, with progress that never rises (the same value again,
+    /// a smaller one) every 20 ms: a host that took each for a sign of life would wait
+    /// to its hard maximum.
+    StuckProgress,
     /// Half an answer, then the process exits.
     Die,
     /// `input_required` on every round, with a fresh state each time.
@@ -93,6 +102,7 @@ impl Scenario {
         ("notification-flood", Scenario::NotificationFlood),
         ("request-flood", Scenario::RequestFlood),
         ("silent", Scenario::Silent),
+        ("stuck-progress", Scenario::StuckProgress),
         ("die", Scenario::Die),
         ("ask-forever", Scenario::AskForever),
         ("schema-bombs", Scenario::SchemaBombs),
@@ -303,6 +313,17 @@ fn call(scenario: Scenario, out: &Out, id: &Value, params: &Value) {
             });
         }
         Scenario::Silent => {}
+        Scenario::StuckProgress => {
+            let out = out.clone();
+            std::thread::spawn(move || {
+                for i in 0..STUCK_PROGRESS_NOTIFICATIONS {
+                    let progress = if i % 3 == 2 { 0.5 } else { 1.0 };
+                    out.line(&json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                        "params": {"progressToken": token, "progress": progress, "total": 2}}));
+                    std::thread::sleep(STUCK_PROGRESS_EVERY);
+                }
+            });
+        }
         Scenario::Die => {
             out.raw(format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"te"#).as_bytes());
             std::process::exit(9);

@@ -335,6 +335,9 @@ impl Testbed {
         let token = context.meta.get_progress_token().filter(|_| !quiet);
         let total = Duration::from_secs_f64(seconds);
         let start = tokio::time::Instant::now();
+        // Progress must rise (the spec): on a busy machine two ticks can round to the
+        // same tenth, and the second is not sent.
+        let mut sent = -1.0_f64;
         loop {
             let left = total.saturating_sub(start.elapsed());
             if left.is_zero() {
@@ -348,12 +351,14 @@ impl Testbed {
                 }
                 _ = tokio::time::sleep(left.min(SLEEP_PROGRESS_EVERY)) => {}
             }
-            if let Some(token) = &token {
-                let done = start.elapsed().as_secs_f64().min(seconds);
+            let done = start.elapsed().as_secs_f64().min(seconds);
+            let tenth = (done * 10.0).round() / 10.0;
+            if let Some(token) = token.as_ref().filter(|_| tenth > sent) {
+                sent = tenth;
                 let _ = context
                     .peer
                     .notify_progress(
-                        ProgressNotificationParam::new(token.clone(), (done * 10.0).round() / 10.0)
+                        ProgressNotificationParam::new(token.clone(), tenth)
                             .with_total(seconds)
                             .with_message(format!("slept {done:.1} of {seconds} s")),
                     )

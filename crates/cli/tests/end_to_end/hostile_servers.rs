@@ -185,6 +185,27 @@ fn a_flood_of_notifications_is_bounded_and_the_answer_still_arrives() {
 }
 
 #[test]
+fn progress_that_never_rises_keeps_no_call_alive() {
+    // Every 20 ms the same value, or a smaller one, for a minute: taken as signs of life,
+    // each would push the 1 s limit on until the 60 s maximum.
+    let w = attack_under(
+        "stuck-progress",
+        json!({"toolTimeoutMs": 1000, "toolMaxTimeoutMs": 60000}),
+    );
+    let events = w.ran.tool_events();
+    assert_eq!(events[0]["outcome"], "timeout", "{}", steps(&w));
+    let ms = events[0]["ms"].as_f64().unwrap();
+    assert!(ms < 30_000.0, "the call was kept alive for {ms} ms");
+    let progress = w
+        .ran
+        .step_texts()
+        .into_iter()
+        .filter(|s| s.contains("progress"))
+        .count();
+    assert_eq!(progress, 1, "{}", steps(&w));
+}
+
+#[test]
 fn a_flood_of_server_requests_never_reaches_past_the_person_s_bounds() {
     // 6,000 requests answered or declined take about 1 s alone and over 3 s beside the
     // other tests (a fresh CI run timed out at the usual 3 s): the bound is not the timer.

@@ -7,10 +7,12 @@
 //! limit covers each server round and never the person's thinking, the rounds are capped,
 //! and every question reaches the person with the name of the server that asks. When a
 //! round runs out of time, or the person stops it, the request is cancelled: rmcp sends
-//! `notifications/cancelled`, awaited until written.
+//! `notifications/cancelled`, awaited until written. Progress extends a round's limit (up
+//! to its hard maximum) only when it rises ([`rising`]).
 
 mod clock;
 mod relayed;
+mod rising;
 pub mod task;
 
 pub use relayed::{Answered, Relayed, asks_the_person, call_tool_round, task_request};
@@ -210,6 +212,7 @@ impl Round1<'_> {
         // question while a gateway holds the call, stops the clock.
         let own = self.relay.and_then(|r| r.person_time.as_ref());
         let mut person = clock::Clocks::of(conn.person_time(), own);
+        let mut rising = rising::Rising::default();
         let mut record = |p: rmcp::model::ProgressNotificationParam| {
             if let Some(relay) = self.relay.and_then(|r| r.progress.as_ref()) {
                 let _ = relay.try_send(p.clone());
@@ -235,14 +238,18 @@ impl Round1<'_> {
                     // Progress the server sent before its answer was routed as it was read
                     // (`connect::InOrder`), so it is all here: shown before the result.
                     while let Ok(p) = rx.try_recv() {
-                        record(p);
+                        if rising.admits(p.progress) {
+                            record(p);
+                        }
                     }
                     let answer = answer.map_err(|_| ServiceError::TransportClosed).and_then(|r| r);
                     return Round::Answered(answer);
                 }
                 Some(p) = rx.recv() => {
-                    deadline = (tokio::time::Instant::now() + limits.round_timeout).min(hard_deadline);
-                    record(p);
+                    if rising.admits(p.progress) {
+                        deadline = (tokio::time::Instant::now() + limits.round_timeout).min(hard_deadline);
+                        record(p);
+                    }
                 }
                 paused = person.changed() => {
                     deadline += paused;
