@@ -74,6 +74,25 @@ pub(crate) fn named(caller: &Caller) -> String {
     format!("{}@{}", part(&caller.user), part(&caller.tenant))
 }
 
+/// Does the policy want some ask answered by a person on the approval page
+/// (`approvals.via` or an ask rule's `via: "page"`)? Then the page must be set up and sign
+/// people in interactively at the --oauth-issuer (never with a bearer token, which the
+/// MCP client holds too): without that the gateway does not start, since every such call
+/// would be refused, and the mistake is better seen now than at the first call.
+fn page_only(settings: &gatehouse::config::Settings, args: &GatewayArgs) -> anyhow::Result<bool> {
+    if !settings.approvals.page_anywhere(&settings.rules) {
+        return Ok(false);
+    }
+    if args.approval_page.is_none() || args.approval_page_client_id.is_none() {
+        anyhow::bail!(
+            "the servers file asks a person on the approval page (\"via\": \"page\"), which \
+             needs the page and an interactive sign-in there: give --http, --approval-page URL, \
+             --oauth-issuer URL and --approval-page-client-id ID"
+        );
+    }
+    Ok(true)
+}
+
 /// Run the gateway until its stdio client leaves, or SIGTERM over HTTP.
 pub async fn run(args: GatewayArgs) -> anyhow::Result<()> {
     let local = Caller::from_env();
@@ -103,6 +122,7 @@ pub async fn run(args: GatewayArgs) -> anyhow::Result<()> {
         None => None,
     };
     let page_client = page::client_of(&args)?;
+    let page_only = page_only(settings, &args)?;
     let key = key_file(&args, &state)?
         .load()
         .map_err(anyhow::Error::msg)?;
@@ -167,6 +187,8 @@ pub async fn run(args: GatewayArgs) -> anyhow::Result<()> {
     // (its client at the issuer the MCP endpoint trusts, checked once that is read), or
     // both.
     let tokens = match &auth {
+        // Not where the policy wants a person: the client holds its bearer token too.
+        _ if page_only => None,
         Auth::Tokens(tokens) | Auth::OAuth(_, Some(tokens)) => Some(tokens.clone()),
         _ => None,
     };

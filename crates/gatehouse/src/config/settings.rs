@@ -1,7 +1,12 @@
 //! The host's own settings (`"gatehouse"` in the servers file): the allow-list and every
-//! bound, each a named constant, validated when the file is read.
+//! bound, each a named constant, validated when the file is read. A gateway's
+//! `approvals` is read in `settings/approving.rs`.
+
+mod approving;
 
 use std::{path::PathBuf, time::Duration};
+
+pub use approving::Approvals;
 
 use serde_json::Value;
 
@@ -212,6 +217,8 @@ pub struct Settings {
     /// The backoff of a stdio server's restarts, and of a gateway's later tries at a
     /// server that failed its first start (`restart`).
     pub restart: super::restart::Restart,
+    /// How a gateway takes the person's approval (`approvals`).
+    pub approvals: Approvals,
 }
 
 /// Where sign-in secrets are kept (`credentialStore`: `auto`, `keychain` or `file`).
@@ -328,6 +335,7 @@ impl Default for Settings {
             schema_dialect: Dialects::default(),
             gateway_names: GatewayNames::Prefixed,
             restart: super::restart::Restart::default(),
+            approvals: Approvals::default(),
         }
     }
 }
@@ -361,6 +369,7 @@ pub const SETTING_KEYS: &[&str] = &[
     "contextTokens",
     "toolSearch",
     "schemaDialect",
+    "approvals",
 ];
 
 /// Read the `"gatehouse"` object of a servers file.
@@ -415,6 +424,7 @@ pub(super) fn parse(value: &Value, warnings: &mut Vec<String>) -> Result<Setting
             "gatewayNames" => s.gateway_names = one_of(key, v, GatewayNames::WORDS)?,
             "taskWaitMs" => s.task_wait = Duration::from_millis(bounded(1..=MAX_TIMEOUT_MS)?),
             "restart" => s.restart = super::restart::parse(v, warnings)?,
+            "approvals" => s.approvals = Approvals::parse(v)?,
             other => {
                 if !catalog_setting(&mut s, other, v)? && !sign_in_setting(&mut s, other, v)? {
                     warnings.push(format!(

@@ -490,7 +490,9 @@ fn answered_by(by: AnsweredBy) -> &'static str {
     match by {
         AnsweredBy::Option => "option",
         AnsweredBy::Terminal => "person",
-        AnsweredBy::Client => "person via client",
+        // The client's form: the client, or the model driving it, may have answered.
+        AnsweredBy::Client => "client",
+        AnsweredBy::Page => "person",
         AnsweredBy::Nobody => "nobody",
     }
 }

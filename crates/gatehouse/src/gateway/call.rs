@@ -170,19 +170,29 @@ impl<'a> Call<'a> {
             let admitted = gate.settle(&p, judged, None, live, trace).await;
             return self.admitted(admitted).await;
         };
-        if let Asking::Not(why) = self.asking {
+        // Where the policy wants a person on the page, the client's form is never offered.
+        let asking = match self.page_only(&judged) {
+            true => Asking::page_only(self.context, self.gw.page()),
+            false => self.asking.clone(),
+        };
+        if let Asking::Not(why) = asking {
             // Neither a form nor the page can reach the person: written down as nobody's no.
             let _ = gate.settle(&p, judged, None, live, trace).await;
             return Ok(failed(why.into()));
         }
+        let mut proposed = judged.proposed();
+        proposed.may_remember &= settings.approvals.remember_from_client;
         if !self.modern {
             // Older revisions: asked now, inside this call, as the host asks its person.
-            let person = self.person();
-            let approval = person::approve_call(&person, trace, &judged.proposed(), why).await;
+            let person = ClientPerson::of(self.context, asking, &self.caller);
+            let approval = person::approve_call(&person, trace, &proposed, why).await;
+            if let (true, Some(approver)) = (approval.yes, Approver::of(approval.by)) {
+                let _ = self.approved.set(approver);
+            }
             let admitted = gate.settle(&p, judged, Some(approval), live, trace).await;
             return self.admitted(admitted).await;
         }
-        if let Asking::Page(page) = &self.asking {
+        if let Asking::Page(page) = &asking {
             let why = why.to_owned();
             return self.ask_on_page(page, judged, &why).await;
         }
@@ -191,7 +201,7 @@ impl<'a> Call<'a> {
             format!("asked {} in their client: {why}", self.caller),
             json!({"decision": "ask", "tool": self.call.name, "caller": self.caller}),
         );
-        let form = confirm::approval_form(&judged.proposed().request(why));
+        let form = confirm::approval_form(&proposed.request(why));
         let state = self
             .gw
             .inner

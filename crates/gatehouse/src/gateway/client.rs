@@ -17,6 +17,9 @@ use crate::person::{AnsweredBy, Approval, ApprovalRequest, Person};
 
 /// What a client that declared no elicitation at all is told.
 pub const NO_FORM: &str = "the policy asks the person before this call, and this client cannot show them a form; the call was not run";
+/// What a client is told when the policy wants the person on the approval page and the
+/// client cannot be sent there.
+pub const PAGE_ONLY: &str = "the policy asks a person on the approval page before this call, never the client; this client cannot be sent there (it takes no URL questions), or this gateway has no approval page; the call was not run";
 /// What a client that takes only URL questions is told when no page is set up.
 pub const NO_PAGE: &str = "the policy asks the person before this call; this client cannot show a form (it takes only URL questions) and this gateway has no approval page (--approval-page); the call was not run";
 
@@ -43,6 +46,16 @@ impl Asking {
                 None => Asking::Not(NO_PAGE),
             },
             None => Asking::Not(NO_FORM),
+        }
+    }
+
+    /// For a call the policy wants approved on the page only (`via: page`): the page for
+    /// a client that takes URL questions, else nobody.
+    pub fn page_only(context: &RequestContext<RoleServer>, page: Option<&Page>) -> Asking {
+        let declared = context.client_capabilities().and_then(|c| c.elicitation);
+        match (declared.and_then(|e| e.url), page) {
+            (Some(_), Some(page)) => Asking::Page(page.clone()),
+            _ => Asking::Not(PAGE_ONLY),
         }
     }
 
@@ -96,8 +109,8 @@ impl ClientPerson {
         }
         let wait = page.round_wait() * page::MAX_PAGE_ROUNDS as u32;
         match page.wait(&id, &self.caller, wait).await {
-            Ok(Decision::Approved) => Approval::once(true, AnsweredBy::Client),
-            Ok(Decision::Denied) => no(AnsweredBy::Client),
+            Ok(Decision::Approved) => Approval::once(true, AnsweredBy::Page),
+            Ok(Decision::Denied) => no(AnsweredBy::Page),
             Ok(Decision::Undecided) | Err(_) => no(AnsweredBy::Nobody),
         }
     }

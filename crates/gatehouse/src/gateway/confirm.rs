@@ -44,6 +44,8 @@ pub const MAX_SHOWN_ARGUMENT_CHARS: usize = 4_000;
 pub enum Approver {
     /// The caller's client, in the gateway's form.
     Client,
+    /// A person signed in on the approval page.
+    Person,
 }
 
 impl Approver {
@@ -51,15 +53,18 @@ impl Approver {
     pub fn of(by: AnsweredBy) -> Option<Approver> {
         match by {
             AnsweredBy::Client => Some(Approver::Client),
+            AnsweredBy::Page => Some(Approver::Person),
             AnsweredBy::Option | AnsweredBy::Terminal | AnsweredBy::Nobody => None,
         }
     }
 
     /// The approval a later round is settled with: the same yes, by the same hand.
     pub fn approval(self) -> Approval {
-        match self {
-            Approver::Client => Approval::once(true, AnsweredBy::Client),
-        }
+        let by = match self {
+            Approver::Client => AnsweredBy::Client,
+            Approver::Person => AnsweredBy::Page,
+        };
+        Approval::once(true, by)
     }
 }
 

@@ -39,9 +39,11 @@ pub enum AnsweredBy {
     Terminal,
     /// Nobody could answer (no terminal, end of input): the default, no.
     Nobody,
-    /// The person answered in their own MCP client, through the form or the page a
-    /// gateway asked them with.
+    /// A gateway's caller answered in their own MCP client, through the form the gateway
+    /// asked with: the client (or the model driving it) may have answered for the person.
     Client,
+    /// A person signed in on a gateway's approval page decided there.
+    Page,
 }
 
 /// The person's answer to "run this call?".
@@ -240,7 +242,7 @@ pub async fn approve_call(
             json!({}),
         ),
         AnsweredBy::Nobody => trace.add(Who::Host, "No answer could be read: no", json!({})),
-        AnsweredBy::Terminal | AnsweredBy::Client => {}
+        AnsweredBy::Terminal | AnsweredBy::Client | AnsweredBy::Page => {}
     }
     if let (true, Some(scope)) = (approval.yes && may_remember, approval.remember) {
         let text = match scope {
@@ -295,6 +297,7 @@ pub async fn ask_person(
         AnsweredBy::Option => "by option",
         AnsweredBy::Terminal => "at the terminal",
         AnsweredBy::Client => "in their client",
+        AnsweredBy::Page => "on the approval page",
         AnsweredBy::Nobody => "by default: nobody could answer",
     };
     let mut data = json!({"action": action, "answered": how});

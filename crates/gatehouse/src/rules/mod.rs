@@ -10,6 +10,7 @@
 
 pub mod conditions;
 pub mod path;
+pub mod via;
 
 #[cfg(test)]
 mod tests;
@@ -19,6 +20,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 pub use conditions::{Condition, Holds, Test};
+pub use via::Via;
 
 /// Most rules a servers file may hold.
 pub const MAX_RULES: usize = 1_000;
@@ -72,6 +74,9 @@ pub struct Rule {
     pub decision: Decision,
     /// What the model reads for a deny, and the person for an ask.
     pub reason: Option<String>,
+    /// For an ask: who must answer it, when the rule says (else the `approvals`
+    /// setting's).
+    pub via: Option<Via>,
     matcher: GlobMatcher,
 }
 
@@ -185,10 +190,10 @@ fn rule(index: usize, value: &Value) -> Result<Rule, String> {
     };
     if let Some(k) = map
         .keys()
-        .find(|k| !["tool", "when", "decision", "reason"].contains(&k.as_str()))
+        .find(|k| !["tool", "when", "decision", "reason", "via"].contains(&k.as_str()))
     {
         return Err(format!(
-            "unknown key \"{k}\" (a rule has tool, when, decision, reason)"
+            "unknown key \"{k}\" (a rule has tool, when, decision, reason, via)"
         ));
     }
     let tool = match map.get("tool") {
@@ -232,6 +237,7 @@ fn rule(index: usize, value: &Value) -> Result<Rule, String> {
         conditions,
         decision,
         reason,
+        via: via::of_rule(map, decision)?,
         matcher,
     })
 }

@@ -76,11 +76,17 @@ pub struct Probe {
 
 impl Probe {
     /// The gateway started on the probe's servers file, with `gatehouse` (the servers
-    /// file's part) merged over the probe's rules, and `extra` flags; with `old_key`, the
-    /// store is first made as an earlier version made it (0644, that key in its table).
-    pub fn start(gatehouse: Value, old_key: Option<&[u8]>, extra: &[&str]) -> Probe {
+    /// file's part) merged over the probe's rules; with `old_key`, the store is first
+    /// made as an earlier version made it (0644, that key in its table).
+    pub fn start(gatehouse: Value, old_key: Option<&[u8]>) -> Probe {
         let dir = tempfile::tempdir().unwrap();
-        let calls = dir.path().join("calls.jsonl");
+        let (config, state) = Probe::world(dir.path(), gatehouse, old_key);
+        Probe::start_in(dir, (config, state), "127.0.0.1:0", (&[], &[]))
+    }
+
+    /// The probe's servers file and state store in `dir`, as [`Probe::start`] says.
+    pub fn world(dir: &Path, gatehouse: Value, old_key: Option<&[u8]>) -> (String, PathBuf) {
+        let calls = dir.join("calls.jsonl");
         let tools: Vec<Value> = ["write", "confirm", "delete", "read"]
             .map(|name| {
                 json!({"name": name, "description": format!("{name} a thing"),
@@ -88,9 +94,9 @@ impl Probe {
             })
             .into();
         let spec = json!({"ask": ["confirm"], "tools": tools});
-        let spec = write(dir.path(), "spec.json", &spec);
-        let server = write_text(dir.path(), "rec_server.py", REC_SERVER);
-        let ledger = dir.path().join("ledger.jsonl");
+        let spec = write(dir, "spec.json", &spec);
+        let server = write_text(dir, "rec_server.py", REC_SERVER);
+        let ledger = dir.join("ledger.jsonl");
         let mut part = json!({
             "allow": ["rec__confirm", "rec__read"],
             "rules": [{"tool": "rec__delete", "decision": "deny"}],
@@ -100,31 +106,44 @@ impl Probe {
             .unwrap()
             .extend(gatehouse.as_object().cloned().unwrap_or_default());
         let config = write(
-            dir.path(),
+            dir,
             "gw.json",
             &json!({"mcpServers": {"rec": {"command": python(),
                                            "args": [server, spec, calls]}},
                     "gatehouse": part}),
         );
-        let folder = dir.path().join("gwstate");
+        let folder = dir.join("gwstate");
         std::fs::create_dir(&folder).unwrap();
         set_mode(&folder, 0o755);
         let state = folder.join("gateway.db");
         if let Some(key) = old_key {
             old_store(&state, key);
         }
+        (config, state)
+    }
+
+    /// The gateway on the world in `dir`, listening on `addr`, with these extra flags and
+    /// environment, its key file in `dir/keys/` and the tests' tokens.
+    pub fn start_in(
+        dir: tempfile::TempDir,
+        (config, state): (String, PathBuf),
+        addr: &str,
+        (flags, env): (&[&str], &[(&str, &str)]),
+    ) -> Probe {
         let key = dir.path().join("keys").join("gateway.key");
         let tokens = tokens_file(dir.path());
-        let mut args = http_args(&config, "127.0.0.1:0", state.to_str().unwrap());
+        let mut args = http_args(&config, addr, state.to_str().unwrap());
         args.extend(["--tokens", tokens.to_str().unwrap()]);
-        args.extend_from_slice(extra);
-        let gw = gateway_process(&args, &[(KEY_FILE_ENV, key.to_str().unwrap())]);
+        args.extend_from_slice(flags);
+        let mut env = env.to_vec();
+        env.push((KEY_FILE_ENV, key.to_str().unwrap()));
+        let gw = gateway_process(&args, &env);
         Probe {
             gw,
             state,
             key,
-            ledger,
-            calls,
+            ledger: dir.path().join("ledger.jsonl"),
+            calls: dir.path().join("calls.jsonl"),
             _dir: dir,
         }
     }
@@ -256,7 +275,7 @@ fn tables(path: &Path) -> Vec<String> {
 #[tokio::test]
 async fn the_store_in_an_open_folder_is_private_and_keeps_no_key() {
     let old_key = [7u8; 32];
-    let probe = Probe::start(json!({}), Some(&old_key), &[]);
+    let probe = Probe::start(json!({}), Some(&old_key));
     let read = probe
         .call(OMAR_TOKEN, 1, "rec__read", json!({"path": "/"}), json!({}))
         .await;
@@ -303,7 +322,7 @@ async fn the_store_in_an_open_folder_is_private_and_keeps_no_key() {
 
 #[tokio::test]
 async fn a_state_forged_with_the_key_itself_is_judged_again() {
-    let probe = Probe::start(json!({}), None, &[]);
+    let probe = Probe::start(json!({}), None);
     let key = probe.stolen_key();
     let args = json!({"path": "/"});
     let hidden = probe
@@ -387,7 +406,7 @@ async fn a_state_forged_with_the_key_itself_is_judged_again() {
 
 #[tokio::test]
 async fn a_relayed_round_with_other_arguments_than_its_clients_is_refused() {
-    let probe = Probe::start(json!({}), None, &[]);
+    let probe = Probe::start(json!({}), None);
     let args = json!({"what": "transfer 100"});
     let asked = probe
         .call(SAM_TOKEN, 1, "rec__confirm", args.clone(), json!({}))
@@ -421,7 +440,7 @@ async fn a_relayed_round_with_other_arguments_than_its_clients_is_refused() {
 
 #[tokio::test]
 async fn a_relayed_answer_sent_again_is_refused_and_the_server_runs_once() {
-    let probe = Probe::start(json!({}), None, &[]);
+    let probe = Probe::start(json!({}), None);
     let args = json!({"what": "transfer 100"});
     let asked = probe
         .call(SAM_TOKEN, 1, "rec__confirm", args.clone(), json!({}))

@@ -34,7 +34,9 @@
 //! - `page_oauth.rs`: the approval page signing people in through the authorization
 //!   server under `--oauth-issuer`, and its refusals;
 //! - `hostile_client.rs`: a hostile client (red team 3's probes): states forged, replayed
-//!   or bent to other arguments, the store and key files' modes.
+//!   or bent to other arguments, the store and key files' modes;
+//! - `who_approves.rs`: a client answering its own form (`by: client`, nothing
+//!   remembered), and `"via": "page"`.
 
 mod database;
 mod database_tls;
@@ -51,6 +53,7 @@ mod robust;
 mod sessions;
 mod tasks;
 mod ts_sdk;
+mod who_approves;
 
 use std::path::{Path, PathBuf};
 
@@ -467,10 +470,11 @@ pub fn last_line_of<'a>(lines: &'a [Value], tool: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no ledger line for {tool}: {lines:#?}"))
 }
 
-/// A ledger line of a call the person approved through their client, as `caller`.
+/// A ledger line of a call approved in the caller's client (its form: the client, or
+/// whatever drives it, answered), as `caller`.
 pub fn assert_approved_in_the_client(line: &Value, caller: &str) {
     assert_eq!(line["decision"], "asked", "{line}");
     assert_eq!(line["answer"], "yes", "{line}");
-    assert_eq!(line["by"], "person via client", "{line}");
+    assert_eq!(line["by"], "client", "{line}");
     assert_eq!(line["caller"], caller, "{line}");
 }

@@ -194,12 +194,12 @@ pub fn a_url_only_client_is_sent_to_the_page_and_the_person_approves_in_chromium
     let result = &out["result"];
     assert_eq!(result["isError"], false, "{out}");
     assert_eq!(result["structuredContent"]["hostname"], "jump-prod-02");
-    // One yes, by the person, and the call ran once.
+    // One yes, by the person signed in on the page, and the call ran once.
     let lines = gw.ledger();
     let asked: Vec<&Value> = lines.iter().filter(|l| l["tool"] == ASKED).collect();
     assert_eq!(asked.len(), 1, "{lines:#?}");
     assert_eq!(asked[0]["answer"], "yes", "{lines:#?}");
-    assert_eq!(asked[0]["by"], "person via client", "{lines:#?}");
+    assert_eq!(asked[0]["by"], "person", "{lines:#?}");
     assert_eq!(asked[0]["caller"], "usr-sam@larkfield");
     assert_eq!(asked[0]["confirmation"].is_string(), mode == "auto");
     assert!(
@@ -226,7 +226,7 @@ pub fn the_person_denies_on_the_page_and_hostile_arguments_stay_text(mode: &str)
     let lines = gw.ledger();
     let line = last_line_of(&lines, ASKED);
     assert_eq!(line["answer"], "no", "{line}");
-    assert_eq!(line["by"], "person via client", "{line}");
+    assert_eq!(line["by"], "person", "decided on the page: {line}");
 }
 
 pub fn an_answer_to_the_url_question_approves_nothing_by_itself(mode: &str) {
@@ -264,7 +264,10 @@ pub fn an_answer_to_the_url_question_approves_nothing_by_itself(mode: &str) {
         let lines = gw.ledger();
         let line = last_line_of(&lines, ASKED);
         assert_eq!(line["answer"], "no", "{line}");
-        assert_eq!(line["by"], "person via client", "{line}");
+        assert_eq!(
+            line["by"], "client",
+            "the client declined the URL question: {line}"
+        );
     }
     assert!(
         !gw.ledger().iter().any(|l| l["answer"] == "yes"),
@@ -441,7 +444,7 @@ pub async fn a_decision_on_one_replicas_page_lets_round_two_run_on_the_other(bac
     let lines = shared.ledger();
     let yes: Vec<&Value> = lines.iter().filter(|l| l["answer"] == "yes").collect();
     assert_eq!(yes.len(), 1, "{lines:#?}");
-    assert_eq!(yes[0]["by"], "person via client");
+    assert_eq!(yes[0]["by"], "person");
     shared.assert_ledger_verifies();
     drop((a, b));
 }

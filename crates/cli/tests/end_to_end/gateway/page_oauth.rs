@@ -22,9 +22,20 @@ use crate::{
 
 /// The page's client at the authorization server, and its secret (given to the gateway
 /// in its environment, as an operator would).
-const PAGE_CLIENT: (&str, &str) = ("gw-page", "page-secret-5d1f");
+pub const PAGE_CLIENT: (&str, &str) = ("gw-page", "page-secret-5d1f");
 /// Where the gateway takes the page's client secret from.
-const SECRET_ENV: &str = "GATEHOUSE_APPROVAL_PAGE_CLIENT_SECRET";
+pub const SECRET_ENV: &str = "GATEHOUSE_APPROVAL_PAGE_CLIENT_SECRET";
+
+/// The authorization server, Sam and Omar of larkfield its users, with the page's client
+/// ([`PAGE_CLIENT`]) registered for the callback of a page at `base`.
+pub fn page_issuer(base: &str) -> Process {
+    let (id, secret) = PAGE_CLIENT;
+    let web_client = format!("{id}:{secret}:{base}/approve/callback");
+    authorization_server(&[
+        ("AS_ORGS", "usr-sam=larkfield,usr-omar=larkfield"),
+        ("AS_WEB_CLIENT", &web_client),
+    ])
+}
 
 /// The authorization server and a gateway behind `--oauth-issuer` with its approval page,
 /// the page's client registered there for the page's callback.
@@ -42,11 +53,7 @@ impl OAuthPage {
         let port = free_port();
         let base = format!("http://127.0.0.1:{port}");
         let (id, secret) = PAGE_CLIENT;
-        let web_client = format!("{id}:{secret}:{base}/approve/callback");
-        let issuer = authorization_server(&[
-            ("AS_ORGS", "usr-sam=larkfield,usr-omar=larkfield"),
-            ("AS_WEB_CLIENT", &web_client),
-        ]);
+        let issuer = page_issuer(&base);
         let dir = tempfile::tempdir().unwrap();
         let config = gateway_config(dir.path());
         let shared = SharedState::new(backing, dir.path(), None);
@@ -96,7 +103,7 @@ impl OAuthPage {
         let yes: Vec<&Value> = lines.iter().filter(|l| l["answer"] == "yes").collect();
         assert_eq!(yes.len(), 1, "{lines:#?}");
         let line = last_line_of(&lines, ASKED);
-        assert_eq!(line["by"], "person via client", "{line}");
+        assert_eq!(line["by"], "person", "{line}");
         assert_eq!(line["caller"], "usr-sam@larkfield", "{line}");
         self.shared.assert_ledger_verifies();
     }

@@ -41,7 +41,7 @@ pub fn the_typescript_sdk_client_lists_the_catalog_and_answers_the_approval_form
     let lines = gw.ledger();
     let line = last_line_of(&lines, ASKED);
     assert_eq!(line["answer"], "yes", "{line}");
-    assert_eq!(line["by"], "person via client", "{line}");
+    assert_eq!(line["by"], "client", "{line}");
 
     // No: declined in the form, the call does not run.
     let mut argv = call_args(ASKED, &json!({"hostname": "db-prod-01"}));

@@ -16,11 +16,17 @@ use super::{Call, failed};
 use crate::{
     catalog::CatalogTool,
     dispatch::Answered,
-    gate::Admission,
+    gate::{Admission, Judged},
     gateway::confirm::{self, APPROVE_KEY, Approver, Sealed},
     person::{AnsweredBy, Approval},
+    rules::Via,
     trace::Who,
 };
+
+/// What a round is told when the policy wants a person on the approval page and the
+/// call was approved anywhere else (in the client's form).
+const NOT_ON_THE_PAGE: &str = "the call was not run: the policy asks a person on the \
+    approval page before this call, and it was answered in the client instead";
 
 /// What a round is told when the policy asks the person about a call nobody approved
 /// when it began (the policy changed since).
@@ -106,11 +112,16 @@ impl Call<'_> {
                 return Err(failed(format!("unknown tool: {}", self.call.name)));
             }
         };
+        let page_only = self.page_only(&judged);
         let approval = match (judged.asks(), approved) {
             (None, _) => None,
-            (Some(_), Some(approver)) => {
+            (Some(_), Some(approver)) if approver == Approver::Person || !page_only => {
                 let _ = self.approved.set(approver);
                 Some(approver.approval())
+            }
+            (Some(_), Some(_)) => {
+                let _ = gate.settle(&p, judged, None, live, trace).await;
+                return Err(failed(NOT_ON_THE_PAGE.into()));
             }
             (Some(_), None) => {
                 let _ = gate.settle(&p, judged, None, live, trace).await;
@@ -154,9 +165,17 @@ impl Call<'_> {
             Ok(judged) => judged,
             Err(refused) => return self.admitted(refused).await,
         };
+        let remember = host.settings().approvals.remember_from_client;
         let approval = judged
             .asks()
-            .map(|_| approval(judged.proposed().may_remember));
+            .map(|_| approval(judged.proposed().may_remember && remember));
+        let not_on_the_page =
+            self.page_only(&judged) && approval.is_some_and(|a| a.yes && a.by != AnsweredBy::Page);
+        // A yes the policy does not take from there is written down as the no it is.
+        let approval = match not_on_the_page {
+            true => Some(Approval::once(false, AnsweredBy::Client)),
+            false => approval,
+        };
         if let Some(approval) = approval {
             let said = if approval.yes { "yes" } else { "no" };
             trace.add(
@@ -169,6 +188,21 @@ impl Call<'_> {
             }
         }
         let admitted = gate.settle(&p, judged, approval, live, trace).await;
+        if not_on_the_page && matches!(admitted, Admission::Refused { .. }) {
+            return Ok(failed(NOT_ON_THE_PAGE.into()));
+        }
         self.admitted(admitted).await
+    }
+
+    /// Must the ask of `judged` be answered by a person on the approval page (its rule's
+    /// `via`, else the `approvals` setting's)?
+    pub(super) fn page_only(&self, judged: &Judged) -> bool {
+        let settings = self.gw.host().settings();
+        let index = judged
+            .rule()
+            .strip_prefix("rules[")
+            .and_then(|r| r.strip_suffix(']'))
+            .and_then(|i| i.parse().ok());
+        settings.approvals.via_for(&settings.rules, index) == Via::Page
     }
 }

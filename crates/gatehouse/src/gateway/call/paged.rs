@@ -110,8 +110,8 @@ impl Call<'_> {
                     .wait(confirmation, &self.caller, page.round_wait())
                     .await
                 {
-                    Ok(Decision::Approved) => Approval::once(true, AnsweredBy::Client),
-                    Ok(Decision::Denied) => no(AnsweredBy::Client),
+                    Ok(Decision::Approved) => Approval::once(true, AnsweredBy::Page),
+                    Ok(Decision::Denied) => no(AnsweredBy::Page),
                     Ok(Decision::Undecided) if rounds < MAX_PAGE_ROUNDS => {
                         return self.ask_again(page, nonce, confirmation, rounds + 1).await;
                     }
