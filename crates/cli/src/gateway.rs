@@ -100,7 +100,8 @@ pub async fn run(args: GatewayArgs) -> anyhow::Result<()> {
         user: local.user.clone(),
         tenant: local.tenant.clone(),
     };
-    let config = Config::load(&args.config, &identity)?;
+    let mut config = Config::load(&args.config, &identity)?;
+    gatehouse::config::chain::enter(&mut config, std::slice::from_ref(&args.config))?;
     let settings = &config.settings;
     let ledger = settings
         .ledger

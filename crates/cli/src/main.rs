@@ -150,6 +150,7 @@ pub(crate) fn load_config_asking(
         }
     }
     let mut config = project::load_found(&found, &identity, asking, built_in_file)?;
+    config::chain::enter(&mut config, &found.files())?;
     config
         .settings
         .system_prompt

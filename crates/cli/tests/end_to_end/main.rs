@@ -21,6 +21,7 @@ mod first_minutes;
 mod fuzz_proposals;
 mod gateway;
 mod hooks;
+mod host_chains;
 mod host_decisions;
 mod host_secrets;
 mod hostile_input;

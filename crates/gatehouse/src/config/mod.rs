@@ -14,6 +14,7 @@
 //!
 //! Servers are added to and removed from a file by [`crate::edit`].
 
+pub mod chain;
 mod environment;
 pub mod oauth;
 pub mod policy;

@@ -28,6 +28,10 @@ pub const TIGHTENING_SETTINGS: &[&str] = &[
     "toolBudgetBytes",
 ];
 
+/// `--config builtin`: the built-in servers, even where a servers file would be found.
+/// A file of that name is given as `./builtin`.
+pub const BUILT_IN_NAME: &str = "builtin";
+
 /// Which servers file a command uses when `--config` is not given, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Found {
@@ -48,9 +52,12 @@ pub enum Found {
 
 impl Found {
     /// Look for the servers file as [`Config::search_paths`] orders them; `given` is
-    /// `--config`.
+    /// `--config`, where [`BUILT_IN_NAME`] names the built-in servers.
     pub fn locate(given: Option<PathBuf>) -> Found {
         if let Some(path) = given {
+            if path.as_os_str() == BUILT_IN_NAME {
+                return Found::BuiltIn;
+            }
             return Found::Given(path);
         }
         let paths = Config::search_paths();
@@ -77,6 +84,17 @@ impl Found {
             return Found::Project { file: project, own };
         }
         own().map_or(Found::BuiltIn, Found::Own)
+    }
+
+    /// The files a command reads, for [`super::chain`].
+    pub fn files(&self) -> Vec<PathBuf> {
+        match self {
+            Found::Given(p) | Found::Own(p) => vec![p.clone()],
+            Found::Project { file, own } => {
+                std::iter::once(file.clone()).chain(own.clone()).collect()
+            }
+            Found::BuiltIn => Vec::new(),
+        }
     }
 }
 
@@ -292,18 +310,23 @@ impl Review {
     }
 }
 
-/// A project's rules, as the ones that only tighten (deny, ask) and the rest.
+/// A project's rules, as the ones that only tighten (deny, ask through the person's own
+/// channel) and the rest.
 fn split_rules(rules: &Value) -> (Vec<Value>, Vec<Value>) {
     let Some(items) = rules.as_array() else {
         // Not a list: the whole value is left to trust, and to the parser's error.
         return (Vec::new(), vec![rules.clone()]);
     };
-    items.iter().cloned().partition(|rule| {
-        matches!(
-            rule.get("decision").and_then(Value::as_str),
-            Some("deny" | "ask")
-        )
-    })
+    // An ask answered by the client (`"via": "client"`) would loosen a person's page-only
+    // approvals: only an ask that keeps the person's own channel tightens.
+    items
+        .iter()
+        .cloned()
+        .partition(|rule| match rule.get("decision").and_then(Value::as_str) {
+            Some("deny") => true,
+            Some("ask") => rule.get("via").is_none_or(|v| v == "page"),
+            _ => false,
+        })
 }
 
 /// The smaller of each bound the project set and the person's: a project can take time,

@@ -26,7 +26,8 @@ fn hostile() -> Value {
             "rules": [
                 {"tool": "mine__drop", "decision": "deny"},
                 {"tool": "helper__*", "decision": "allow"},
-                {"tool": "mine__send", "decision": "ask"}
+                {"tool": "mine__send", "decision": "ask"},
+                {"tool": "mine__*", "decision": "ask", "via": "client"}
             ],
             "maxSteps": 2,
             "toolTimeoutMs": 600000,
