@@ -32,6 +32,9 @@ pub const FLOOD_NOTIFICATIONS: usize = 100_000;
 pub const STUCK_PROGRESS_NOTIFICATIONS: usize = 3_000;
 /// How often `stuck-progress` repeats itself.
 pub const STUCK_PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_millis(20);
+/// How long `slow-start` takes before it reads anything: past the 10 s an rmcp client
+/// waits for `server/discover` before it sends `initialize` on the same connection.
+pub const SLOW_START: std::time::Duration = std::time::Duration::from_secs(11);
 /// How many requests of each kind `request-flood` sends to the client.
 pub const FLOOD_REQUESTS: usize = 2_000;
 /// Nesting of `deep-10000`'s schema: deeper than any JSON parser's recursion limit.
@@ -89,6 +92,10 @@ pub enum Scenario {
     /// Tasks gone wrong, one tool each (`tasks`): never ending, going back, flooding,
     /// polled every 0 ms or once a year, malformed, about another task, asking.
     Tasks,
+    /// An older server that takes [`SLOW_START`] to start (a package being downloaded, a
+    /// loaded machine), then answers `server/discover` with "method not found" and
+    /// `initialize` as it should.
+    SlowStart,
     /// No `server/discover` (so the host connects with `initialize`, where the tasks
     /// extension does not exist), and a task as the answer to every call all the same.
     TaskUnasked,
@@ -117,6 +124,7 @@ impl Scenario {
         ("forms", Scenario::Forms),
         ("tasks", Scenario::Tasks),
         ("task-unasked", Scenario::TaskUnasked),
+        ("slow-start", Scenario::SlowStart),
     ];
 
     /// The scenario `HOSTILE` names.
@@ -418,6 +426,9 @@ pub fn run(scenario: Scenario) -> anyhow::Result<()> {
             let _ = writeln!(err, "\nline {i} {ESCAPES}");
         }
     }
+    if scenario == Scenario::SlowStart {
+        std::thread::sleep(SLOW_START);
+    }
     let stdin = std::io::stdin();
     let mut tasks = tasks::Tasks::default();
     for line in stdin.lock().lines() {
@@ -435,7 +446,7 @@ pub fn run(scenario: Scenario) -> anyhow::Result<()> {
         let params = &message["params"];
         let with_tasks = matches!(scenario, Scenario::Tasks | Scenario::TaskUnasked);
         match method {
-            "server/discover" if scenario == Scenario::TaskUnasked => {
+            "server/discover" if matches!(scenario, Scenario::TaskUnasked | Scenario::SlowStart) => {
                 out.error(id, -32601, "method not found")
             }
             "tools/call" if with_tasks => tasks.call(&out, id, params),

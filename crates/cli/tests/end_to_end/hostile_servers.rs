@@ -488,3 +488,21 @@ fn a_question_inside_a_task_goes_to_the_person_and_a_sampling_request_is_refused
     assert_eq!(cancelled.len(), 1);
     assert_eq!(cancelled[0]["tool"], "sampling");
 }
+
+#[test]
+fn a_server_slower_to_start_than_the_probe_is_connected_not_broken() {
+    // Past rmcp's 10 s wait for `server/discover`, the host sends `initialize` on the same
+    // connection; the server then answers both, the probe first. That late answer is not
+    // the handshake's (it was "uncorrelated error response: expected id 1, …").
+    let dir = tempfile::tempdir().unwrap();
+    let config = hostile_config(dir.path(), "slow-start", json!({"connectTimeoutMs": 60000}));
+    let ran = run_bounded(&["tools", "--config", &config, "--json"], &[]);
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    assert!(
+        ran.stdout.contains("hostile__attack"),
+        "{}\n{}",
+        ran.stdout,
+        ran.stderr
+    );
+    assert!(!ran.stderr.contains("uncorrelated"), "{}", ran.stderr);
+}

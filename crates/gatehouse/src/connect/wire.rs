@@ -13,7 +13,7 @@ use std::{
 
 use rmcp::{
     RoleClient,
-    model::{ClientNotification, JsonRpcMessage, RequestId, ServerNotification},
+    model::{ClientNotification, ClientRequest, JsonRpcMessage, RequestId, ServerNotification},
     service::{RxJsonRpcMessage, TxJsonRpcMessage},
     transport::Transport,
 };
@@ -103,6 +103,8 @@ pub struct InOrder<T> {
     trace: Trace,
     in_flight: HashSet<RequestId>,
     cancelled: VecDeque<RequestId>,
+    /// `server/discover` probes not answered yet.
+    probing: Vec<RequestId>,
     dropped: usize,
 }
 
@@ -118,8 +120,17 @@ impl<T> InOrder<T> {
             trace: trace.clone(),
             in_flight: HashSet::new(),
             cancelled: VecDeque::new(),
+            probing: Vec::new(),
             dropped: 0,
         }
+    }
+
+    /// A request the host no longer waits for: its late answer is dropped without a note.
+    fn give_up(&mut self, id: RequestId) {
+        if self.cancelled.len() == REMEMBERED_CANCELLED {
+            self.cancelled.pop_front();
+        }
+        self.cancelled.push_back(id);
     }
 
     /// Is this answer one the host is waiting for? Takes it off the list if so.
@@ -163,6 +174,20 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for InOrder<T> {
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         match &item {
             JsonRpcMessage::Request(r) => {
+                match &r.request {
+                    // rmcp's negotiation sends `initialize` on the same connection once
+                    // it gave up waiting for its `server/discover` (10 s): that probe's
+                    // late answer is not the handshake's ("uncorrelated error response").
+                    ClientRequest::InitializeRequest(_) => {
+                        for id in std::mem::take(&mut self.probing) {
+                            if self.in_flight.remove(&id) {
+                                self.give_up(id);
+                            }
+                        }
+                    }
+                    ClientRequest::DiscoverRequest(_) => self.probing.push(r.id.clone()),
+                    _ => {}
+                }
                 self.in_flight.insert(r.id.clone());
             }
             JsonRpcMessage::Notification(n) => {
@@ -170,10 +195,7 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for InOrder<T> {
                     && let Some(id) = &c.params.request_id
                     && self.in_flight.remove(id)
                 {
-                    if self.cancelled.len() == REMEMBERED_CANCELLED {
-                        self.cancelled.pop_front();
-                    }
-                    self.cancelled.push_back(id.clone());
+                    self.give_up(id.clone());
                 }
             }
             _ => {}
