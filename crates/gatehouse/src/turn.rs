@@ -8,10 +8,14 @@
 //! policy, hook, person, ledger), send ([`crate::dispatch`]), the `afterCall` hook, shape
 //! ([`crate::result`]).
 //! What each model call is offered, and the host's `search_tools` and `read_result`, are
-//! in `offered`.
+//! in `offered`; a call the person makes themselves, with no model, in `by_person`.
 
 mod as_tasks;
+mod by_person;
 mod offered;
+
+use by_person::Proposer;
+pub use by_person::{Called, PERSON_CALLER};
 
 use std::{collections::HashMap, time::Instant};
 
@@ -203,13 +207,19 @@ impl Turn<'_> {
     /// Every call, refused or run, is one step of the turn's trace and one
     /// `host.tool_call` record.
     pub async fn propose(&mut self, call: &ToolCall) -> ForModel {
+        self.proposed_by(call, Proposer::Model).await.shown
+    }
+
+    /// [`Turn::propose`] for a call proposed by `by`: the model, or the person themselves
+    /// (named so in the trace and the ledger line). What it came to, and how it ended.
+    async fn proposed_by(&mut self, call: &ToolCall, by: Proposer) -> Called {
         self.state.calls += 1;
         let no = self.state.calls;
         let start = Instant::now();
         let arguments = crate::trace::shown_arguments(&call.arguments);
         self.host.trace().add(
-            Who::Model,
-            format!("wants {}", call.name),
+            by.who(),
+            format!("{} {}", by.verb(), call.name),
             json!({"arguments": arguments}),
         );
         let restored = self.restored(call);
@@ -220,7 +230,7 @@ impl Turn<'_> {
             session: host.session_id(),
             trace_id: &self.state.trace_id,
             step: no,
-            caller: None,
+            caller: by.caller(),
             confirmation: None,
         };
         let admitted = host
@@ -239,7 +249,7 @@ impl Turn<'_> {
                 outcome,
                 server,
             } => self.ended(call, &text, outcome, &server),
-            Admission::Send { tool, arguments } => self.send(call, *tool, arguments, no).await,
+            Admission::Send { tool, arguments } => self.send(call, *tool, arguments, no, by).await,
         };
         let arg_keys = arguments
             .as_object()
@@ -258,17 +268,22 @@ impl Turn<'_> {
             result_bytes: ended.shown.text.len(),
             task_id: ended.task_id,
         });
-        ended.shown
+        Called {
+            shown: ended.shown,
+            outcome: ended.outcome,
+        }
     }
 
     /// Send and shape: the call on its server (or the host's own tool), its end turned
-    /// into what the model reads.
+    /// into what the model reads. A cut result of the model's is kept for `read_result`;
+    /// the person's call ends with its turn, so its note says to ask for less.
     async fn send(
         &mut self,
         call: &ToolCall,
         tool: CatalogTool,
         arguments: JsonObject,
         no: u64,
+        by: Proposer,
     ) -> Ended {
         let Origin::Server(server) = &tool.origin else {
             return match tool.name.as_str() {
@@ -304,7 +319,7 @@ impl Turn<'_> {
             session: self.host.session_id(),
             trace_id: &self.state.trace_id,
             step: no,
-            caller: None,
+            caller: by.caller(),
             confirmation: None,
         };
         let gate = self.host.gate();
@@ -315,14 +330,16 @@ impl Turn<'_> {
             self.keep_task(call, &tool, no, started_ms, seen, &end);
         }
         let stem = self.stem(no);
+        let shaper = match by {
+            Proposer::Model => self.keeping_shaper(no),
+            Proposer::Person => self.shaper(),
+        };
         let Shaped {
             shown,
             outcome,
             links,
             whole,
-        } = self
-            .keeping_shaper(no)
-            .call(&call.name, &tool, end, round_ms(done.elapsed), &stem);
+        } = shaper.call(&call.name, &tool, end, round_ms(done.elapsed), &stem);
         self.remember(links, server);
         if let Some(whole) = whole {
             self.keep(offered::result_id(no), whole);

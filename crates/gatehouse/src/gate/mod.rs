@@ -57,7 +57,9 @@ pub struct Proposal<'a> {
     /// The call's number in the turn.
     pub step: u64,
     /// Who proposes, as a gateway's caller (`user@tenant`): whose approvals hold, and
-    /// named in the ledger line. `None` for a host's own person.
+    /// named in the ledger line. In a host, `None` for its model's proposals and
+    /// [`crate::turn::PERSON_CALLER`] for a call the person made themselves (a host's
+    /// keeper holds one person's approvals, whoever proposes).
     pub caller: Option<&'a str>,
     /// The confirmation a gateway's second round uses up (its nonce): named in the line,
     /// which the keeper appends only once.

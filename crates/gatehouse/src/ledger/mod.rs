@@ -73,7 +73,9 @@ pub struct Entry {
     pub by: Option<String>,
     /// The reason given (a rule's, a hook's, a refusal's words).
     pub reason: Option<String>,
-    /// Who proposed, for a gateway's caller (`user@tenant`); a host's lines name none.
+    /// Who proposed: a gateway's caller (`user@tenant`), or `person` for a call the person
+    /// made themselves (`gatehouse call`, [`crate::turn::PERSON_CALLER`]); a model's
+    /// proposals in a host name none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub caller: Option<String>,
     /// The confirmation a gateway's second round used up, by its nonce: one line each.
