@@ -24,6 +24,15 @@ pub enum Command {
     Chat(RunArgs),
     /// Print the tools the model would be offered, as the host names them. Needs no model.
     Tools(ToolsArgs),
+    /// Call one tool yourself, with no model, and print its result.
+    ///
+    /// The call passes the same gate as a model's proposal (rules, hooks, "Run it?", the
+    /// ledger, the time limit, the result's bound); the result goes to stdout, the steps to
+    /// stderr. Exits 0 when the tool answered; 1 when it reported an error, failed, timed
+    /// out, or was refused or declined; 2 for a mistake in the command (ARGS-JSON not a
+    /// JSON object, a tool no server offers, a servers file that cannot be used); 3 when
+    /// the server runs it as a task still going (`gatehouse tasks result ID`).
+    Call(CallArgs),
     /// Run one of the built-in reference servers on stdio, or over HTTP with `--http`.
     Serve(gatehouse_servers::command::ServeArgs),
     /// Serve the servers of a servers file as one MCP server, under its policy, for any MCP
@@ -362,7 +371,8 @@ pub struct McpListArgs {
 #[derive(Args, Debug, Clone)]
 pub struct HostArgs {
     /// Servers file in the `mcpServers` shape of .mcp.json / Claude Desktop. Without it,
-    /// the built-in reference servers are started from this binary.
+    /// the file found as the README says, else the built-in reference servers; `builtin`
+    /// names those even when a file is found (a file named so is `./builtin`).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// The user the servers are told about (GATEHOUSE_USER in a servers file).
@@ -465,6 +475,22 @@ pub struct AskArgs {
     /// Write every message of the run to FILE as JSON lines (for the lab's explorer).
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct CallArgs {
+    /// The tool, as `gatehouse tools` names it (`server__tool`).
+    pub tool: String,
+    /// The call's arguments, a JSON object (default `{}`): `'{"ticket_id": "T-30002"}'`.
+    #[arg(value_name = "ARGS-JSON")]
+    pub arguments: Option<String>,
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Print one JSON object on stdout, and nothing else there: {tool, arguments, outcome,
+    /// chars, clipped, result (what a model would read: {tool, result | error, note}),
+    /// unknown_tool (why, and the nearest names), steps}.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args, Debug)]

@@ -3,6 +3,7 @@
 mod allocator;
 mod args;
 mod auth;
+mod call;
 mod doctor;
 mod gateway;
 mod harden;
@@ -40,6 +41,11 @@ fn main() -> ExitCode {
         Command::Serve(s) => gatehouse_servers::command::run(s),
         Command::Ask(a) => on_thread_pool(ask(a)),
         Command::Chat(c) => on_thread_pool(chat(c)),
+        // The status says how the call ended (`call::EXIT_*`).
+        Command::Call(c) => match on_thread_pool(call::run(c)) {
+            Ok(status) => return status,
+            Err(e) => Err(e),
+        },
         Command::Tools(t) => on_thread_pool(tools(t)),
         Command::Lab(l) => on_thread_pool(lab::run(l)),
         Command::Mcp(m) => on_thread_pool(mcp::run(m)),
@@ -221,7 +227,7 @@ fn person(answers: &AnswerArgs, show_calls: bool, settings: &config::Settings) -
 }
 
 /// How much the screen shows: `-q`, `-v`, or the default.
-fn level(screen: &ScreenArgs) -> Level {
+pub(crate) fn level(screen: &ScreenArgs) -> Level {
     match (screen.quiet, screen.verbose) {
         (true, _) => Level::Quiet,
         (_, true) => Level::Verbose,
@@ -261,7 +267,7 @@ pub(crate) fn printer_and_person(
 }
 
 /// Start the host on every configured server, offering only `--tools` if given.
-async fn start_host(
+pub(crate) async fn start_host(
     host_args: &HostArgs,
     config: &Config,
     person: Arc<Terminal>,
@@ -396,6 +402,12 @@ async fn chat(args: RunArgs) -> anyhow::Result<()> {
         }
         if matches!(question, "/quit" | "/exit") {
             break;
+        }
+        if let Some(rest) = question.strip_prefix("/call")
+            && (rest.is_empty() || rest.starts_with(char::is_whitespace))
+        {
+            call::in_chat(&host, &config, rest).await;
+            continue;
         }
         let (answer, _usage) = host.ask(model.as_mut(), &mut conversation, question).await;
         trace.take();

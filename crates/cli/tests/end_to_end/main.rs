@@ -11,6 +11,7 @@ mod fake_model;
 mod interop_peers;
 
 mod approvals_remembered;
+mod call_command;
 mod calls_that_go_wrong;
 mod completions;
 mod configs_people_have;
