@@ -27,7 +27,13 @@ pub fn spaced_json(v: &Value) -> String {
 
 /// One step as a line.
 pub fn step_line(step: &Step) -> String {
-    let empty = matches!(&step.data, Value::Object(m) if m.is_empty());
+    // A result's text is shown below its line (`-v`), and a detail's mark is the screen's.
+    let mut data = step.data.clone();
+    if let Value::Object(map) = &mut data {
+        map.remove(gatehouse::trace::DETAIL_KEY);
+        map.remove(gatehouse::result::shape::RESULT_TEXT_KEY);
+    }
+    let empty = matches!(&data, Value::Object(m) if m.is_empty());
     let line = if empty {
         format!("[{}] {}", step.who.as_str(), step.text)
     } else {
@@ -35,7 +41,7 @@ pub fn step_line(step: &Step) -> String {
             "[{}] {} {}",
             step.who.as_str(),
             step.text,
-            spaced_json(&step.data)
+            spaced_json(&data)
         )
     };
     // The trace made its steps visible already; a line is checked once more where it

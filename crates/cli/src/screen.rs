@@ -92,6 +92,20 @@ pub fn colour(choice: clap::ColorChoice, stream_is_terminal: bool) -> bool {
     }
 }
 
+/// Most characters of a result's text `-v` shows below its line.
+pub const SHOWN_RESULT_CHARS: usize = 4_000;
+
+/// A result's text as `-v` shows it: below the line, indented, made visible, bounded.
+fn result_text(text: &str) -> String {
+    let clipped = gatehouse::text::clip(text, SHOWN_RESULT_CHARS);
+    let mut shown = String::new();
+    for line in clipped.lines() {
+        shown.push_str("\n    ");
+        shown.push_str(&visible_line(line));
+    }
+    shown
+}
+
 /// The SGR colour of who acted.
 fn who_colour(who: Who) -> &'static str {
     match who {
@@ -245,15 +259,21 @@ impl Observer for Printer {
         if let Some(log) = &self.log {
             log.step(step);
         }
-        if !self.shows_steps() {
+        let detail = step.data[gatehouse::trace::DETAIL_KEY] == true;
+        if !self.shows_steps() || (detail && self.level != Level::Verbose) {
             return;
         }
         self.clear_bar();
-        let line = if self.colour {
+        let mut line = if self.colour {
             coloured_step_line(step)
         } else {
             step_line(step)
         };
+        if self.level == Level::Verbose
+            && let Some(text) = step.data[gatehouse::result::shape::RESULT_TEXT_KEY].as_str()
+        {
+            line.push_str(&result_text(text));
+        }
         match self.steps {
             StepsTo::Stdout => {
                 let mut out = std::io::stdout().lock();

@@ -44,6 +44,9 @@ pub struct Step {
     pub data: Value,
 }
 
+/// The data key that marks a step as a detail ([`Trace::add_detail`]).
+pub const DETAIL_KEY: &str = "detail";
+
 /// Something that wants to see a run as it happens (the terminal printer, the lab).
 pub trait Observer: Send + Sync {
     /// A step was recorded.
@@ -328,6 +331,15 @@ impl Trace {
             }),
             _ => {}
         }
+    }
+
+    /// Record a step that is a detail of the run (routine, or long): kept and recorded
+    /// like any, marked [`DETAIL_KEY`] so a screen shows it only when asked to (`-v`).
+    pub fn add_detail(&self, who: Who, text: impl Into<String>, mut data: Value) {
+        if let Value::Object(map) = &mut data {
+            map.insert(DETAIL_KEY.into(), Value::Bool(true));
+        }
+        self.add(who, text, data);
     }
 
     /// Record a step and show it to the observer. Its text and every string of its data

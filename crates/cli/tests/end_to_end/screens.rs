@@ -252,12 +252,14 @@ fn verbose_shows_every_server_line_and_the_hosts_records() {
         r#"[support stderr] {"ts":"...","event":"tool_call",...,"tool":"get_ticket","outcome":"ok","ms":...}"#,
         &c1,
         r#"[server] result: 524 characters {"ms": 2.3, "clipped": false}"#,
+        r#"    {"tool":"support__get_ticket","result":{"ticket_id":"T-30002",...}}"#,
         &r1,
         r#"[model] wants support__search_knowledge ..."#,
         r#"[host] on the allow-list: run it {"decision": "auto"}"#,
         r#"[support stderr] {"ts":"...","event":"tool_call",...,"tool":"search_knowledge",...}"#,
         &c2,
         r#"[server] result: 967 characters {"ms": 3.6, "clipped": false}"#,
+        r#"    {"tool":"support__search_knowledge","result":{"query":...}}"#,
         &r2,
         "[model] final answer",
         "Draft reply for ticket T-30002:",
@@ -387,5 +389,39 @@ fn the_servers_file_can_name_the_log() {
         text.matches(r#""operation":"host.tool_call""#).count(),
         2,
         "{text}"
+    );
+}
+
+#[test]
+fn what_a_tool_returned_shows_with_v_and_is_in_the_json_never_on_the_quiet_screen() {
+    let question = "What is the return window?";
+    let quiet = at_terminal(&["ask", question], &[], None);
+    assert!(quiet.contains("[server] result: "), "{quiet}");
+    assert!(!quiet.contains("\"doc_id\":\"returns-policy\""), "{quiet}");
+    let verbose = at_terminal(&["ask", question, "-v"], &[], None);
+    let below = verbose
+        .lines()
+        .skip_while(|l| !l.starts_with("[server] result: "))
+        .nth(1)
+        .unwrap_or_default();
+    assert!(
+        below.starts_with("    {\"tool\":\"support__search_knowledge\",\"result\":"),
+        "{verbose}"
+    );
+    let ran = run(&["ask", question, "--json"], &[]);
+    let result = ran
+        .steps()
+        .into_iter()
+        .find(|s| {
+            s["text"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("result: "))
+        })
+        .expect("a result step");
+    let text = result["data"]["text"].as_str().unwrap();
+    assert!(text.contains("policy://larkfield/returns-policy"), "{text}");
+    assert_eq!(
+        result["text"],
+        format!("result: {} characters", text.chars().count())
     );
 }

@@ -22,6 +22,8 @@ use crate::{
     trace::{Outcome, Trace, Who},
 };
 
+/// The key of a result step's data that holds the text the model reads.
+pub const RESULT_TEXT_KEY: &str = "text";
 /// Most characters of a block meant for the person only that a step shows.
 pub const MAX_SHOWN_CHARS: usize = 2_000;
 
@@ -93,10 +95,12 @@ impl Shaper<'_> {
         if self.media_for_model {
             shown.media = blocks::media_for_model(&r.content);
         }
+        // The text the model reads is in the step's data (for `--json`, the log and `-v`),
+        // made visible and within the result's bound like everything the model gets.
         self.trace.add(
             Who::Server,
             format!("result: {} characters", shown.chars),
-            json!({"ms": ms, "clipped": shown.clipped}),
+            json!({"ms": ms, "clipped": shown.clipped, RESULT_TEXT_KEY: shown.text}),
         );
         self.keep_whole(whole.as_deref(), server, stem);
         self.keep_for_person(&r.content, server, stem);
@@ -196,7 +200,8 @@ impl Shaper<'_> {
         self.trace.add(
             Who::Server,
             format!("result: {} characters", shown.chars),
-            json!({"ms": ms, "clipped": shown.clipped, "uri": uri, "server": server}),
+            json!({"ms": ms, "clipped": shown.clipped, "uri": uri, "server": server,
+                   RESULT_TEXT_KEY: shown.text}),
         );
         self.keep_whole(whole.as_deref(), server, stem);
         Shaped {
