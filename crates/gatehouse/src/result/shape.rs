@@ -22,6 +22,8 @@ use crate::{
     trace::{Outcome, Trace, Who},
 };
 
+/// What a time-out tells the person: the settings that give a call longer.
+pub const RAISE_TIMEOUT: &str = "(a longer limit: toolTimeoutMs in the servers file, or HOST_TOOL_TIMEOUT; progress from the server extends it up to toolMaxTimeoutMs)";
 /// The key of a result step's data that holds the text the model reads.
 pub const RESULT_TEXT_KEY: &str = "text";
 /// Most characters of a block meant for the person only that a step shows.
@@ -228,7 +230,7 @@ impl Shaper<'_> {
                 let after_text = text::seconds(after);
                 self.trace.add(
                     Who::Host,
-                    format!("timed out after {after_text}: the {what} was cancelled on the server"),
+                    format!("timed out after {after_text}: the {what} was cancelled on the server {RAISE_TIMEOUT}"),
                     json!({"decision": "timeout", "timeout_ms": after.as_millis() as u64}),
                 );
                 let error = format!("the {what} timed out after {after_text} and was cancelled");
