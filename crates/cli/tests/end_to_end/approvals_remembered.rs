@@ -166,22 +166,41 @@ fn a_rule_that_asks_offers_no_remembering() {
         dir.path(),
         json!([echo("one"), echo("two"), {"answer": "done"}]),
     );
+    let state = dir.path().join("state");
+    let env = [("XDG_STATE_HOME", state.to_str().unwrap())];
     let screen = at_terminal_in(
         dir.path(),
         &["ask", "x", "--config", &config, "--model", &model],
-        &[("Run it? [y/N]", "a"), ("Run it? [y/N]", "n")],
-        &[("XDG_STATE_HOME", dir.path().join("state").to_str().unwrap())],
+        &[
+            ("Run it? [y/N]", "a"),
+            ("Run it? [y/N]", "y"),
+            ("Run it? [y/N]", "n"),
+        ],
+        &env,
     );
     assert!(!screen.contains("(a: this tool"), "{screen}");
     assert!(
         screen.contains("rules[0] says ask the person: every time"),
         "{screen}"
     );
-    assert_eq!(screen.matches("Run it? [y/N]").count(), 2, "{screen}");
-    assert_eq!(
-        screen.matches("[person] said no").count(),
-        2,
-        "`a` is a no where it is not offered:\n{screen}"
+    // `a` is refused with a word and the question asked again, not taken as a silent no.
+    assert!(
+        screen.contains("a and A are not offered here: this call is asked about every time"),
+        "{screen}"
+    );
+    assert_eq!(screen.matches("Run it? [y/N]").count(), 3, "{screen}");
+    assert_eq!(screen.matches("[person] said yes").count(), 1, "{screen}");
+    assert_eq!(screen.matches("[person] said no").count(), 1, "{screen}");
+    // With -q the steps are not on the screen: the question still says why it is asked.
+    let quiet = at_terminal_in(
+        dir.path(),
+        &["ask", "x", "--config", &config, "--model", &model, "-q"],
+        &[("Run it? [y/N]", "n"), ("Run it? [y/N]", "n")],
+        &env,
+    );
+    assert!(
+        quiet.contains("asked because: rules[0] says ask the person: every time"),
+        "{quiet}"
     );
 }
 

@@ -141,6 +141,11 @@ pub(super) fn approval_answer(answer: &str, may_remember: bool) -> Approval {
     }
 }
 
+/// Most times "Run it?" is asked for one call when the answer is one it does not take.
+pub const MAX_RUN_IT_ASKS: usize = 3;
+/// Said when `a` or `A` is typed where only this call can be approved.
+pub const REMEMBER_NOT_OFFERED: &str = "[host] a and A are not offered here: this call is asked about every time (a rule or a hook says so). Answer y or n.";
+
 /// The approval prompt, where only this call can be approved.
 pub const RUN_IT: &str = "[host] Run it? [y/N] ";
 /// The approval prompt with `a` and `A` offered.
@@ -159,8 +164,14 @@ pub fn describe_call(request: &ApprovalRequest) -> String {
         }
         _ => String::new(),
     };
+    // Why it is asked (a rule's reason, a hook's) is part of what the person decides on.
+    let why = if request.why.is_empty() {
+        String::new()
+    } else {
+        format!("; asked because: {}", request.why)
+    };
     visible(&format!(
-        "{} on {} wants to run with {}{rewritten}{hints}",
+        "{} on {} wants to run with {}{rewritten}{hints}{why}",
         request.tool, request.server, request.arguments
     ))
     .into_owned()
@@ -190,7 +201,19 @@ impl Person for Terminal {
                 } else {
                     RUN_IT
                 };
-                read_line(screen, prompt)
+                // `a` or `A` where a rule or hook asks every time is said to be so and asked
+                // again, not taken silently as no.
+                let mut answer = read_line(screen, prompt);
+                for _ in 1..MAX_RUN_IT_ASKS {
+                    match answer.as_deref() {
+                        Some("a" | "A") if !request.may_remember => {
+                            let _ = writeln!(screen, "{REMEMBER_NOT_OFFERED}");
+                            answer = read_line(screen, prompt);
+                        }
+                        _ => break,
+                    }
+                }
+                answer
             });
             match answer {
                 None => Approval::once(false, AnsweredBy::Nobody),
