@@ -308,6 +308,12 @@ impl ServerHandler for Gateway {
     ) -> Result<CallToolResponse, ErrorData> {
         // The session's own state, which another replica may have set.
         self.load_session(&context).await;
+        // A server that started late (or changed) is in this replica's catalog only once
+        // its list is read: a call to a tool the catalog does not know reads it first, as a
+        // tools/list would, so no client has to list before it calls, on any replica.
+        if self.tool(&request.name).is_none() {
+            self.host().refresh_catalog(false).await;
+        }
         call::Call::new(self, request, &context).run().await
     }
 

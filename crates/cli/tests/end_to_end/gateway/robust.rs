@@ -189,6 +189,39 @@ async fn a_stdio_server_that_fails_its_first_start_is_tried_again_with_backoff_a
 }
 
 #[tokio::test]
+async fn a_server_that_started_late_is_called_on_every_replica_without_a_list_first() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("broken"), "").unwrap();
+    let restart = json!({"firstDelayMs": 100, "factor": 1, "maxDelayMs": 100,
+                         "attemptsPerWindow": 1000, "windowMs": 60000});
+    let config = robust_config_with(dir.path(), restart);
+    let state = dir.path().join("state.db");
+    let (a, b) = (
+        start_gateway(dir.path(), &config, state.to_str().unwrap()),
+        start_gateway(dir.path(), &config, state.to_str().unwrap()),
+    );
+    std::fs::remove_file(dir.path().join("broken")).unwrap();
+    // Each replica says when its own start succeeded; no client lists tools meanwhile.
+    let started = Instant::now();
+    while !(said(&a, "server testbed started") && said(&b, "server testbed started")) {
+        assert!(
+            started.elapsed() < NOTICE_LIMIT,
+            "{:?} {:?}",
+            a.lines(),
+            b.lines()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for (gw, id) in [(&a, 1), (&b, 2)] {
+        let echo = json!({"name": "testbed__echo", "arguments": {"text": "called first"}});
+        let echoed = call(&gw.url, SAM_TOKEN, id, echo).await;
+        let echoed = echoed.result(id);
+        assert_eq!(echoed["isError"], false, "{echoed}");
+        assert!(texts(echoed).contains("called first"), "{echoed}");
+    }
+}
+
+#[tokio::test]
 async fn a_slow_server_does_not_hold_up_calls_to_the_others() {
     let dir = tempfile::tempdir().unwrap();
     let gw = robust_gateway(dir.path());
