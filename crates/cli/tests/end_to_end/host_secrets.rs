@@ -83,6 +83,10 @@ fn a_server_of_the_same_ordinary_user_reads_nothing_of_the_host() {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path();
     let (config, report_path) = probed(home, json!({}));
+    // A copy of the binary the ordinary user can reach wherever the clone is (a clone in
+    // root's 0700 home is not theirs to run).
+    let host_exe = home.join("gatehouse");
+    std::fs::copy(exe(), &host_exe).unwrap();
     give_to_ordinary_user(home);
     let secret = format!("sk-test-h3-{}", std::process::id());
     let at = |p: &str| home.join(p).to_str().unwrap().to_owned();
@@ -97,7 +101,7 @@ fn a_server_of_the_same_ordinary_user_reads_nothing_of_the_host() {
         "--clear-groups",
         "--",
     ])
-    .arg(exe())
+    .arg(&host_exe)
     .args(["tools", "--config", &config, "--json"])
     .current_dir(home)
     .stdin(Stdio::null())
