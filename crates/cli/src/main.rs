@@ -15,6 +15,7 @@ mod policy_commands;
 mod project;
 mod screen;
 mod tasks;
+mod ticker;
 
 use std::{process::ExitCode, sync::Arc};
 

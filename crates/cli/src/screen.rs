@@ -11,7 +11,7 @@ use std::{
     io::{IsTerminal, Write},
     path::Path,
     sync::{
-        Mutex,
+        Arc, Mutex,
         atomic::{AtomicBool, Ordering},
     },
 };
@@ -207,7 +207,9 @@ pub struct Printer {
     colour: bool,
     log: Option<Log>,
     /// A progress bar is drawn on stderr (a terminal) and must be cleared before the next line.
-    bar: AtomicBool,
+    bar: Arc<AtomicBool>,
+    /// The time so far of a quiet server round, on a terminal.
+    ticker: crate::ticker::Ticker,
 }
 
 impl Printer {
@@ -220,7 +222,8 @@ impl Printer {
             records: level == Level::Verbose || (level == Level::Normal && stderr_is_log),
             colour: self::colour(colour, steps.is_terminal()),
             log,
-            bar: AtomicBool::new(false),
+            bar: Arc::new(AtomicBool::new(false)),
+            ticker: crate::ticker::Ticker::default(),
         }
     }
 
@@ -285,7 +288,21 @@ impl Observer for Printer {
         }
     }
 
+    fn waiting(&self, round: Option<&gatehouse::trace::Waiting>) {
+        match round {
+            Some(round) if self.level > Level::Quiet && std::io::stderr().is_terminal() => {
+                self.ticker.start(round, self.bar.clone());
+            }
+            Some(_) => {}
+            None => {
+                self.ticker.stop();
+                self.clear_bar();
+            }
+        }
+    }
+
     fn progress(&self, event: &ProgressEvent) {
+        self.ticker.progressed();
         let mut err = std::io::stderr().lock();
         if self.level > Level::Quiet && err.is_terminal() {
             let _ = write!(err, "\r\x1b[2K{}", progress_bar(event));
@@ -319,6 +336,29 @@ impl Observer for Printer {
             visible_line(line)
         ));
     }
+}
+
+/// The screen of a command that only starts servers to look at them (`mcp list`, `mcp
+/// get`, `doctor`): nothing of the servers' stderr, only the host's notes of a long start
+/// ("installing PKG… 12 s", a package runner's first start), on stderr.
+pub struct StartNotes;
+
+impl Observer for StartNotes {
+    fn step(&self, step: &Step) {
+        if step
+            .data
+            .get(gatehouse::connect::runner::INSTALLING_KEY)
+            .is_some()
+        {
+            to_stderr(&format!(
+                "[{}] {}",
+                step.who.as_str(),
+                visible_line(&step.text)
+            ));
+        }
+    }
+
+    fn server_stderr(&self, _server: &str, _line: &str) {}
 }
 
 /// One whole line to stderr in one write. Stderr is unbuffered, so `writeln!` would write

@@ -76,6 +76,20 @@ pub trait Observer: Send + Sync {
     fn task_ended(&self, notice: &TaskEnded) {
         let _ = notice;
     }
+    /// The host is now waiting on a server round (`Some`), or no longer (`None`): a
+    /// screen can show the time so far when the server says nothing.
+    fn waiting(&self, round: Option<&Waiting>) {
+        let _ = round;
+    }
+}
+
+/// A server round the host waits on.
+#[derive(Debug, Clone, Serialize)]
+pub struct Waiting {
+    /// The server's name.
+    pub server: String,
+    /// The tool (or what else) as the model named it.
+    pub tool: String,
 }
 
 /// A task that went on in the background has ended, found at the start of a later turn.
@@ -354,6 +368,11 @@ impl Trace {
         let step = Step { who, text, data };
         self.observer.step(&step);
         self.keep(step);
+    }
+
+    /// Say that the host waits on a server round (`Some`) or no longer does (`None`).
+    pub fn waiting(&self, round: Option<&Waiting>) {
+        self.observer.waiting(round);
     }
 
     /// Report progress: shown live to the observer, and kept as a `[server] progress …`

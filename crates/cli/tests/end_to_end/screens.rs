@@ -425,3 +425,30 @@ fn what_a_tool_returned_shows_with_v_and_is_in_the_json_never_on_the_quiet_scree
         format!("result: {} characters", text.chars().count())
     );
 }
+
+#[test]
+fn a_quiet_call_shows_the_time_so_far_after_a_second() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = servers_file(
+        dir.path(),
+        serde_json::json!({"testbed": builtin_server("testbed", serde_json::json!({}))}),
+        serde_json::json!({"allow": ["testbed__sleep"]}),
+    );
+    let model = playback(
+        dir.path(),
+        serde_json::json!([
+            {"tool_calls": [{"name": "testbed__sleep", "arguments": {"seconds": 3, "quiet": true}}]},
+            {"answer": "slept"}]),
+    );
+    let screen = at_terminal(
+        &["ask", "x", "--config", &config, "--model", &model],
+        &[],
+        None,
+    );
+    assert!(
+        screen.contains("[testbed] sleep … 1 s"),
+        "{screen}"
+    );
+    // Cleared before the next line: the result's line starts on a clean line.
+    assert!(screen.contains("\x1b[2K[server] result: "), "{screen:?}");
+}

@@ -188,6 +188,7 @@ impl Round1<'_> {
     async fn send(&self, request: ClientRequest, progress_steps: &mut usize) -> Round {
         let (conn, limits) = (self.conn, self.limits);
         let started = tokio::time::Instant::now();
+        let _waiting = Waited::on(self.trace, &conn.name, self.label);
         // Sent by hand rather than with rmcp's helpers, for two reasons: the request's own
         // progress token routes only its progress here, and a cancellation is awaited until
         // it is written, so a server hears it even if the host exits next.
@@ -266,6 +267,26 @@ impl Round1<'_> {
         // Bounded: a server that stops reading its input must not hold the host here.
         let _ = tokio::time::timeout(CANCEL_SEND_LIMIT, handle.cancel(Some(reason.into()))).await;
         round
+    }
+}
+
+/// The observer told that the host waits on a round, and told it no longer does however
+/// the round ends (an answer, the time limit, the person's stop, an error).
+struct Waited<'a>(&'a Trace);
+
+impl<'a> Waited<'a> {
+    fn on(trace: &'a Trace, server: &str, tool: &str) -> Waited<'a> {
+        trace.waiting(Some(&crate::trace::Waiting {
+            server: server.to_owned(),
+            tool: tool.to_owned(),
+        }));
+        Waited(trace)
+    }
+}
+
+impl Drop for Waited<'_> {
+    fn drop(&mut self) {
+        self.0.waiting(None);
     }
 }
 
