@@ -317,6 +317,10 @@ pub struct McpAddArgs {
     /// `'${VAR}'` is stored as that reference, never expanded.
     #[arg(short, long = "env", value_name = "KEY=VALUE")]
     pub env: Vec<String>,
+    /// A variable of your environment a stdio server is given as it is (repeatable):
+    /// `NAME`, or a prefix ending in `*` (`AWS_*`); stored in its entry's `passEnv`.
+    #[arg(long = "pass-env", value_name = "NAME")]
+    pub pass_env: Vec<String>,
     /// A header for an http server (repeatable): `'Authorization: Bearer ${TOKEN}'` is
     /// stored as written, the token read from TOKEN when the host connects.
     #[arg(short = 'H', long = "header", value_name = "NAME: VALUE")]

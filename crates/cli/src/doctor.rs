@@ -15,7 +15,7 @@ use gatehouse::{
     model::openai::{ModelList, OpenAi},
     probe::{self, Probe},
     text::{visible_json, visible_line},
-    trace::{Quiet, Trace},
+    trace::Trace,
 };
 use serde::Serialize;
 use serde_json::json;
@@ -92,7 +92,7 @@ pub async fn run(args: DoctorArgs) -> anyhow::Result<bool> {
         let probes = probe::probe_all(
             config,
             config.settings.connect_timeout,
-            &Trace::new(Arc::new(Quiet)),
+            &Trace::new(Arc::new(crate::screen::StartNotes)),
         )
         .await;
         checks.extend(server_checks(config, &probes));

@@ -10,7 +10,7 @@ use gatehouse::{
     edit::{Added, NewServer, ServersFile, parse_env, parse_header},
     probe::{self, Probe},
     text::{visible, visible_json, visible_line},
-    trace::{Quiet, Trace},
+    trace::Trace,
 };
 use serde_json::{Map, Value, json};
 
@@ -105,12 +105,18 @@ fn add(args: McpAddArgs) -> anyhow::Result<()> {
                 command: command.clone(),
                 args: rest.to_vec(),
                 env: parsed(&args.env, parse_env)?,
+                pass_env: args.pass_env.clone(),
             }
         }
         McpTransport::Http => {
+            let flag = if args.env.is_empty() {
+                "--pass-env"
+            } else {
+                "--env"
+            };
             anyhow::ensure!(
-                args.env.is_empty(),
-                "--env is for stdio servers; an http server's credentials go in --header"
+                args.env.is_empty() && args.pass_env.is_empty(),
+                "{flag} is for stdio servers; an http server's credentials go in --header"
             );
             let [url] = args.target.as_slice() else {
                 anyhow::bail!(
@@ -296,7 +302,8 @@ fn held_back(config: &Config, name: &str) -> Option<&'static str> {
 /// Quick-connect every server that is not disabled or broken.
 async fn probe_servers(config: &Config) -> Vec<Probe> {
     let timeout = config.settings.connect_timeout.min(QUICK_CONNECT_TIMEOUT);
-    probe::probe_all(config, timeout, &Trace::new(Arc::new(Quiet))).await
+    let trace = Trace::new(Arc::new(crate::screen::StartNotes));
+    probe::probe_all(config, timeout, &trace).await
 }
 
 /// One server as `list` and `get` show it: the entry's facts and its state.

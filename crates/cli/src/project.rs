@@ -215,15 +215,7 @@ fn quoted(word: &Value) -> String {
         Value::String(s) => s.clone(),
         other => other.to_string(),
     };
-    let plain = !text.is_empty()
-        && text
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_./:=@%+,".contains(&b));
-    if plain {
-        text
-    } else {
-        format!("'{}'", text.replace('\'', r"'\''"))
-    }
+    gatehouse::text::shell_word(&text).into_owned()
 }
 
 fn setting_line(setting: &ProjectSetting) -> String {

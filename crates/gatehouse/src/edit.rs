@@ -57,6 +57,9 @@ pub enum NewServer {
         args: Vec<String>,
         /// Its variables, `KEY=VALUE` as given.
         env: Vec<(String, String)>,
+        /// The host's variables it is given as they are (`passEnv`): names, or
+        /// prefixes ending in `*`.
+        pass_env: Vec<String>,
     },
     /// A Streamable HTTP endpoint.
     Http {
@@ -74,7 +77,12 @@ impl NewServer {
         let mut warnings = Vec::new();
         let mut entry = Map::new();
         match self {
-            NewServer::Stdio { command, args, env } => {
+            NewServer::Stdio {
+                command,
+                args,
+                env,
+                pass_env,
+            } => {
                 if command.trim().is_empty() {
                     return Err("a stdio server needs a command to start it with".into());
                 }
@@ -101,6 +109,9 @@ impl NewServer {
                 .checked(env, &mut warnings)?;
                 if !vars.is_empty() {
                     entry.insert("env".into(), Value::Object(vars));
+                }
+                if !pass_env.is_empty() {
+                    entry.insert("passEnv".into(), pass_names(pass_env)?.into());
                 }
             }
             NewServer::Http { url, headers } => {
@@ -171,6 +182,23 @@ pub fn parse_header(text: &str) -> Result<(String, String), String> {
     text.split_once(':')
         .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
         .ok_or_else(|| format!("{text:?} is not a header (Name: value)"))
+}
+
+/// `--pass-env` names, each a variable's name or a prefix ending in `*`, each once.
+fn pass_names(given: &[String]) -> Result<Vec<String>, String> {
+    let mut names: Vec<String> = Vec::new();
+    for name in given {
+        let bare = name.strip_suffix('*').unwrap_or(name);
+        if !is_variable_name(bare) {
+            return Err(format!(
+                "--pass-env {name:?}: give a variable's name (letters, digits and _, not starting with a digit), or a prefix ending in * (AWS_*)"
+            ));
+        }
+        if !names.contains(name) {
+            names.push(name.clone());
+        }
+    }
+    Ok(names)
 }
 
 fn is_variable_name(name: &str) -> bool {

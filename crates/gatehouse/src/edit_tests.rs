@@ -11,6 +11,7 @@ fn stdio(env: &[(&str, &str)]) -> NewServer {
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect(),
+        pass_env: vec![],
     }
 }
 
@@ -84,8 +85,18 @@ fn what_would_not_load_is_refused_before_it_is_written() {
                 command: " ".into(),
                 args: vec![],
                 env: vec![],
+                pass_env: vec![],
             },
             "needs a command",
+        ),
+        (
+            NewServer::Stdio {
+                command: "srv".into(),
+                args: vec![],
+                env: vec![],
+                pass_env: vec!["API KEY".into()],
+            },
+            "--pass-env \"API KEY\": give a variable's name",
         ),
     ] {
         let err = server.entry().unwrap_err();
@@ -186,4 +197,18 @@ fn a_new_file_is_private_and_a_link_is_written_through() {
         assert!(std::fs::read_to_string(&path).unwrap().contains("\"t\""));
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn pass_env_names_are_written_as_passenv_once_each() {
+    let server = NewServer::Stdio {
+        command: "srv".into(),
+        args: vec![],
+        env: vec![],
+        pass_env: vec!["API_KEY".into(), "AWS_*".into(), "API_KEY".into()],
+    };
+    let (entry, warnings) = server.entry().unwrap();
+    assert_eq!(entry["passEnv"], json!(["API_KEY", "AWS_*"]));
+    assert!(warnings.is_empty());
+    assert!(stdio(&[]).entry().unwrap().0.get("passEnv").is_none());
 }

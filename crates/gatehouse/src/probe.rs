@@ -1,6 +1,9 @@
 //! A quick look at every configured server, without a model or a question: start or reach
 //! it, agree on a revision, read its tools as the catalog would take them, and close. What
-//! `gatehouse mcp list` and `gatehouse doctor` report; a failure comes with what to do.
+//! `gatehouse mcp list` and `gatehouse doctor` report; a failure comes with what to do,
+//! read from the server's last words where they say ([`diagnosis`]).
+
+pub mod diagnosis;
 
 use std::{
     sync::Arc,
@@ -61,7 +64,7 @@ pub async fn probe_all(config: &Config, timeout: Duration, trace: &Trace) -> Vec
     let probes = config
         .servers
         .iter()
-        .map(|spec| probe(spec, person.clone(), trace, limits));
+        .map(|spec| probe(spec, person.clone(), trace, limits, &config.source));
     let mut all = futures::future::join_all(probes).await;
     all.extend(config.broken.iter().map(|(name, reason)| Probe {
         server: name.clone(),
@@ -84,10 +87,11 @@ async fn probe(
     person: Arc<dyn Person>,
     trace: &Trace,
     limits: connect::Limits,
+    source: &str,
 ) -> Probe {
     let started = Instant::now();
     let outcome = match connect::connect(spec, person, trace, limits).await {
-        Err(e) => Err(connect_failure(spec, &e)),
+        Err(e) => Err(connect_failure(spec, &e, source)),
         Ok(conn) => {
             let listed = tokio::time::timeout(
                 limits.timeout,
@@ -130,18 +134,34 @@ async fn probe(
     }
 }
 
-/// Why a server could not be reached, with the fix in words.
-fn connect_failure(spec: &ServerSpec, e: &ConnectError) -> Failure {
+/// Why a server could not be reached, with the fix in words: what its last words name
+/// first, else what the kind of failure suggests.
+pub fn connect_failure(spec: &ServerSpec, e: &ConnectError, source: &str) -> Failure {
+    let host_env: Vec<_> = std::env::vars_os().collect();
+    let by_hand = || diagnosis::by_hand(spec, &host_env).unwrap_or_default();
+    let named = match e {
+        ConnectError::Handshake { stderr, .. } | ConnectError::Timeout { stderr, .. } => {
+            diagnosis::cause(spec, stderr, &host_env)
+        }
+        _ => None,
+    };
     let fix = match (e, &spec.transport) {
+        _ if named.is_some() => named.as_ref().map(|c| c.fix(&spec.name, source)).unwrap_or_default(),
         (ConnectError::Spawn { command, .. }, _) => format!(
             "install {command}, or correct \"command\" of {} (it must be a program on the PATH or a full path)",
             spec.name
         ),
-        (ConnectError::Handshake { .. }, Transport::Stdio { command, args, .. }) => format!(
-            "run it by hand to see why it stops: {command} {}",
-            args.join(" ")
+        (ConnectError::Handshake { .. }, Transport::Stdio { .. }) => {
+            format!("run it by hand to see why it stops: {}", by_hand())
+        }
+        (ConnectError::Timeout { runner: Some(_), .. }, _) => format!(
+            "it may still have been downloading: raise firstStartTimeoutMs, or run it once by hand until it waits for input: {}",
+            by_hand()
         ),
-        (ConnectError::Timeout { .. }, _) => "it may still be starting (a first npx or uvx run downloads it): run it by hand, or raise connectTimeoutMs".into(),
+        (ConnectError::Timeout { .. }, _) => format!(
+            "it may still be starting: raise connectTimeoutMs, or run it by hand to see what it does: {}",
+            by_hand()
+        ),
         (ConnectError::Http { reason, .. }, _) if reason.contains("needs a sign-in") => {
             format!("sign in: gatehouse auth login {}", spec.name)
         }

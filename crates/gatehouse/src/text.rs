@@ -118,6 +118,20 @@ pub fn seconds(d: std::time::Duration) -> String {
     }
 }
 
+/// `word` as one word of a POSIX shell command line: as it is when it holds only
+/// characters no shell reads specially, else in single quotes (a `'` inside written `'\''`).
+pub fn shell_word(word: &str) -> Cow<'_, str> {
+    let plain = !word.is_empty()
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./:=@%+,".contains(&b));
+    if plain {
+        Cow::Borrowed(word)
+    } else {
+        Cow::Owned(format!("'{}'", word.replace('\'', r"'\''")))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -197,5 +211,34 @@ mod tests {
             let head = cut.trim_end_matches('…');
             prop_assert!(text.starts_with(head));
         }
+    }
+
+    /// A shell reads each quoted word back as the word itself.
+    #[test]
+    fn a_shell_word_reads_back_as_written() {
+        let words = [
+            "plain-word_1.2",
+            "",
+            "two words",
+            "it's",
+            "'''",
+            "$HOME `id` $(id) \\ \" ; & | > < * ? ~ # !",
+            "line\nbreak\ttab",
+            "ünïcödé",
+        ];
+        let script: Vec<String> = words
+            .iter()
+            .map(|w| format!("printf '%s\\0' {}", shell_word(w)))
+            .collect();
+        let out = std::process::Command::new("sh")
+            .args(["-c", &script.join("; ")])
+            .output()
+            .unwrap();
+        let read: Vec<&str> = std::str::from_utf8(&out.stdout)
+            .unwrap()
+            .split_terminator('\0')
+            .collect();
+        assert_eq!(read, words);
+        assert_eq!(shell_word("plain-word_1.2"), "plain-word_1.2");
     }
 }

@@ -41,6 +41,7 @@ mod mcp_command;
 mod no_terminal;
 mod oauth;
 mod openai_endpoint;
+mod package_runners;
 mod policy_rules;
 mod project_trust;
 mod results_past_the_bound;

@@ -52,6 +52,10 @@ pub const MAX_STEPS_LIMIT: usize = 1_000;
 pub const MAX_TIMEOUT_MS: u64 = 86_400_000;
 /// The largest `connectTimeoutMs`: ten minutes.
 pub const MAX_CONNECT_TIMEOUT_MS: u64 = 600_000;
+/// How long a server started through a package runner (`npx`, `uvx`, …) may take to
+/// answer (`firstStartTimeoutMs`, at most [`MAX_CONNECT_TIMEOUT_MS`]): a first start
+/// downloads the package.
+pub const FIRST_START_TIMEOUT: Duration = Duration::from_secs(180);
 /// The largest `maxInputRounds`.
 pub const MAX_INPUT_ROUNDS_LIMIT: usize = 100;
 
@@ -175,6 +179,8 @@ pub struct Settings {
     pub tool_max_timeout: Duration,
     /// How long a server may take from start to a ready catalog (`connectTimeoutMs`).
     pub connect_timeout: Duration,
+    /// How long a package runner's start may take (`firstStartTimeoutMs`).
+    pub first_start_timeout: Duration,
     /// Most `input_required` rounds in one call (`maxInputRounds`).
     pub max_input_rounds: usize,
     /// What the model is told first in every conversation (`systemPrompt`); none when
@@ -318,6 +324,7 @@ impl Default for Settings {
             tool_timeout: HOST_TOOL_TIMEOUT,
             tool_max_timeout: HOST_TOOL_MAX_TIMEOUT,
             connect_timeout: CONNECT_TIMEOUT,
+            first_start_timeout: FIRST_START_TIMEOUT,
             max_input_rounds: MAX_INPUT_ROUNDS,
             system_prompt: None,
             model: None,
@@ -353,6 +360,7 @@ pub const SETTING_KEYS: &[&str] = &[
     "toolTimeoutMs",
     "toolMaxTimeoutMs",
     "connectTimeoutMs",
+    "firstStartTimeoutMs",
     "maxInputRounds",
     "model",
     "modelAcceptsMedia",
@@ -412,6 +420,9 @@ pub(super) fn parse(value: &Value, warnings: &mut Vec<String>) -> Result<Setting
             }
             "connectTimeoutMs" => {
                 s.connect_timeout = Duration::from_millis(bounded(1..=MAX_CONNECT_TIMEOUT_MS)?)
+            }
+            "firstStartTimeoutMs" => {
+                s.first_start_timeout = Duration::from_millis(bounded(1..=MAX_CONNECT_TIMEOUT_MS)?)
             }
             "maxInputRounds" => {
                 s.max_input_rounds = bounded(1..=MAX_INPUT_ROUNDS_LIMIT as u64)? as usize

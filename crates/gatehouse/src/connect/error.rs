@@ -34,16 +34,28 @@ pub enum ConnectError {
         /// What went wrong, in words.
         reason: String,
     },
-    /// No answer in time.
-    #[error("server {server}: no answer within {seconds:.1} s of starting{}", tail_text(.stderr))]
+    /// No answer in time; its processes were stopped.
+    #[error("server {server}: no answer within {seconds:.1} s of starting{}{}", runner_text(.runner), tail_text(.stderr))]
     Timeout {
         /// The server's name.
         server: String,
         /// The time limit that passed.
         seconds: f64,
+        /// The package runner it was started through, if any.
+        runner: Option<super::runner::RunnerKind>,
         /// Its last stderr lines.
         stderr: Vec<String>,
     },
+}
+
+fn runner_text(runner: &Option<super::runner::RunnerKind>) -> String {
+    match runner {
+        Some(kind) => format!(
+            " through {}, which may still have been downloading the package",
+            kind.as_str()
+        ),
+        None => String::new(),
+    }
 }
 
 fn tail_text(lines: &[String]) -> String {

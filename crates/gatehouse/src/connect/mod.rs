@@ -7,7 +7,10 @@
 //!
 //! - [`handler`]: what the host tells a server, and where its questions go;
 //! - [`wire`]: the taps on every message (recording, order, answers checked against requests);
-//! - [`stdio`]: child processes, their environment, bounded reading, shutdown;
+//! - [`stdio`]: child processes, their environment, bounded reading, shutdown; `group`:
+//!   each in a process group of its own, stopped gently, then killed;
+//! - [`runner`]: servers started through a package runner (`npx`, `uvx`, …), which get a
+//!   first start long enough for a download; [`last_words`]: what a failed start said;
 //! - [`http`]: Streamable HTTP and why a connection failed;
 //! - [`auth`]: signing in to an HTTP server that asks for it (OAuth), and keeping the
 //!   sign-in working;
@@ -19,19 +22,18 @@
 pub mod auth;
 mod connection;
 mod error;
+mod group;
 pub mod handler;
 mod http;
+pub mod last_words;
 pub mod late;
 pub mod lines;
 pub mod restart;
+pub mod runner;
 pub mod stdio;
 pub mod wire;
 
-use std::{
-    collections::VecDeque,
-    sync::{Arc, Mutex},
-    time::Duration,
-};
+use std::{sync::Arc, time::Duration};
 
 use rmcp::{
     ClientLifecycleMode, ClientServiceExt, RoleClient,
@@ -43,8 +45,10 @@ use rmcp::{
 use connection::Session;
 pub use connection::{CLOSE_LIMIT, Connection, Paged, ServerDown, server_down};
 pub use error::ConnectError;
+pub use group::STOP_GRACE;
 pub use handler::{HostHandler, client_info};
-pub use stdio::{Health, MAX_MESSAGE_BYTES, STDERR_DRAIN, STDERR_TAIL_LINES};
+pub use last_words::{LastWords, STDERR_TAIL_LINES};
+pub use stdio::{Health, MAX_MESSAGE_BYTES, STDERR_DRAIN};
 pub use wire::{InOrder, Tap};
 
 use crate::{
@@ -68,6 +72,9 @@ pub enum Negotiation {
 pub struct Limits {
     /// How long the start may take (the person's time signing in left out).
     pub timeout: Duration,
+    /// How long a stdio server started through a package runner ([`runner`]) may take
+    /// to answer, when that is longer than `timeout`: a first start downloads it.
+    pub first_start: Duration,
     /// Most questions a server may ask the person during one call (older revisions).
     pub max_questions: usize,
     /// How long a sign-in may take, and where sign-ins are kept.
@@ -81,6 +88,7 @@ impl Limits {
     pub fn from_settings(settings: &Settings) -> Self {
         Limits {
             timeout: settings.connect_timeout,
+            first_start: settings.first_start_timeout,
             max_questions: settings.max_input_rounds,
             sign_in: auth::SignInLimits::from_settings(settings),
             restart: settings.restart,
@@ -324,65 +332,119 @@ impl Setup<'_> {
         Ok(conn.supervised(restarter))
     }
 
-    /// Start the server's process and agree on a revision, within `limits.timeout`,
-    /// served by `handler` (or, when a server answers the probe with only handshake-era
-    /// revisions, by a handshake handler like it): the run, and the handler that serves it.
+    /// Start the server's process and agree on a revision, within `limits.timeout` (a
+    /// package runner's start within `limits.first_start`, noted as it goes), served by
+    /// `handler` (or, when a server answers the probe with only handshake-era revisions,
+    /// by a handshake handler like it): the run, and the handler that serves it. A start
+    /// that runs out of time has its processes stopped (SIGTERM, then SIGKILL) before the
+    /// error is returned.
     pub(crate) async fn stdio_session(
         &self,
         negotiation: Negotiation,
         handler: &HostHandler,
     ) -> Result<(Session, HostHandler), ConnectError> {
-        let tail: stdio::Tail = Arc::new(Mutex::new(VecDeque::new()));
-        let attempt = async {
-            let health = Arc::new(Health::default());
-            let spawned = stdio::spawn(self.spec, self.trace, &tail, &health)?;
-            let pid = spawned.transport.id();
-            match self
-                .serve_with(spawned.transport, negotiation, handler)
-                .await
-            {
-                Ok(client) => Ok((client, handler.clone(), pid, spawned.stderr_reader, health)),
-                // The server answered the probe with only handshake-era revisions. rmcp
-                // stops there; a host connects anyway, with a fresh process and `initialize`.
-                Err(e) if negotiation == Negotiation::PreferModern && retry_with_initialize(&e) => {
-                    // Let the first process's stderr drain before it is replaced.
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                    let health = Arc::new(Health::default());
-                    let spawned = stdio::spawn(self.spec, self.trace, &tail, &health)?;
-                    let pid = spawned.transport.id();
-                    match self
-                        .serve(spawned.transport, Negotiation::HandshakeOnly)
-                        .await
-                    {
-                        Ok((client, handler)) => {
-                            Ok((client, handler, pid, spawned.stderr_reader, health))
-                        }
-                        Err(e) => Err(self.handshake_error(e, &tail, spawned.stderr_reader).await),
-                    }
-                }
-                Err(e) => Err(self.handshake_error(e, &tail, spawned.stderr_reader).await),
-            }
+        let tail = LastWords::default();
+        let stoppers = std::sync::Mutex::new(Vec::new());
+        let attempt = self.stdio_attempt(negotiation, handler, &tail, &stoppers);
+        let runner = match &self.spec.transport {
+            ServerTransport::Stdio { command, args, .. } => runner::package_runner(command, args),
+            ServerTransport::Http { .. } => None,
         };
-        let timeout = self.limits.timeout;
-        let (client, handler, pid, stderr_reader, health) =
-            match tokio::time::timeout(timeout, attempt).await {
-                Ok(result) => result?,
-                Err(_) => {
-                    return Err(ConnectError::Timeout {
-                        server: self.spec.name.clone(),
-                        seconds: timeout.as_secs_f64(),
-                        stderr: lines(&tail),
-                    });
-                }
-            };
+        let timeout = match runner {
+            Some(_) => self.limits.timeout.max(self.limits.first_start),
+            None => self.limits.timeout,
+        };
+        let attempt = tokio::time::timeout(timeout, attempt);
+        let started = match &runner {
+            Some(runner) => {
+                runner::noting(attempt, |so_far| self.note_installing(runner, so_far)).await
+            }
+            None => attempt.await,
+        };
+        let Ok(result) = started else {
+            let stoppers = std::mem::take(&mut *stoppers.lock().unwrap_or_else(|e| e.into_inner()));
+            futures::future::join_all(stoppers.iter().map(group::Stopper::stop)).await;
+            return Err(ConnectError::Timeout {
+                server: self.spec.name.clone(),
+                seconds: timeout.as_secs_f64(),
+                runner: runner.map(|r| r.kind),
+                stderr: tail.lines(),
+            });
+        };
+        let (client, handler, pid, stderr_reader, health) = result?;
         let session = Session::new(client, pid, Some(stderr_reader), health);
         Ok((session, handler))
+    }
+
+    /// "installing PKG… 12 s": a package runner's start, still waiting for its answer.
+    fn note_installing(&self, runner: &runner::PackageRunner, so_far: Duration) {
+        let package = runner.package.as_deref().unwrap_or("its package");
+        let seconds = so_far.as_secs();
+        self.trace.add(
+            Who::Host,
+            format!(
+                "{}: installing {package}… {seconds} s ({} downloads it on a first start; allowed {})",
+                self.spec.name,
+                runner.kind.as_str(),
+                crate::text::seconds(self.limits.timeout.max(self.limits.first_start)),
+            ),
+            serde_json::json!({"server": self.spec.name, runner::INSTALLING_KEY: package,
+                "runner": runner.kind.as_str(), "seconds": seconds}),
+        );
+    }
+
+    /// One start: the process, and the revision agreed (again with `initialize` and a
+    /// fresh process when the server answers the probe with only older revisions). Each
+    /// process's stopper is kept in `stoppers`.
+    async fn stdio_attempt(
+        &self,
+        negotiation: Negotiation,
+        handler: &HostHandler,
+        tail: &LastWords,
+        stoppers: &std::sync::Mutex<Vec<group::Stopper>>,
+    ) -> Result<Started, ConnectError> {
+        let spawn = |health: &Arc<Health>| {
+            let spawned = stdio::spawn(self.spec, self.trace, tail, health)?;
+            stoppers
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(spawned.stopper.clone());
+            Ok::<_, ConnectError>(spawned)
+        };
+        let health = Arc::new(Health::default());
+        let mut spawned = spawn(&health)?;
+        let pid = spawned.transport.id();
+        match self
+            .serve_with(spawned.transport, negotiation, handler)
+            .await
+        {
+            Ok(client) => Ok((client, handler.clone(), pid, spawned.stderr_reader, health)),
+            // The server answered the probe with only handshake-era revisions. rmcp
+            // stops there; a host connects anyway, with a fresh process and `initialize`.
+            Err(e) if negotiation == Negotiation::PreferModern && retry_with_initialize(&e) => {
+                // Let the first process's stderr drain before it is replaced.
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                let health = Arc::new(Health::default());
+                let mut spawned = spawn(&health)?;
+                let pid = spawned.transport.id();
+                match self
+                    .serve(spawned.transport, Negotiation::HandshakeOnly)
+                    .await
+                {
+                    Ok((client, handler)) => {
+                        Ok((client, handler, pid, spawned.stderr_reader, health))
+                    }
+                    Err(e) => Err(self.handshake_error(e, tail, spawned.stderr_reader).await),
+                }
+            }
+            Err(e) => Err(self.handshake_error(e, tail, spawned.stderr_reader).await),
+        }
     }
 
     async fn handshake_error(
         &self,
         e: ClientInitializeError,
-        tail: &stdio::Tail,
+        tail: &LastWords,
         stderr_reader: tokio::task::JoinHandle<()>,
     ) -> ConnectError {
         let gone = matches!(
@@ -424,18 +486,20 @@ impl Setup<'_> {
         ConnectError::Handshake {
             server: self.spec.name.clone(),
             reason: self.trace.secrets().text(&reason).into_owned(),
-            stderr: lines(tail),
+            stderr: tail.lines(),
         }
     }
 }
 
-fn lines(tail: &stdio::Tail) -> Vec<String> {
-    tail.lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .iter()
-        .cloned()
-        .collect()
-}
+/// A stdio server started: its client, the handler serving it, its pid, the task reading
+/// its stderr, and its health.
+type Started = (
+    RunningService<RoleClient, HostHandler>,
+    HostHandler,
+    Option<u32>,
+    tokio::task::JoinHandle<()>,
+    Arc<Health>,
+);
 
 /// Errors after which a host connects again with the `initialize` handshake. rmcp's own
 /// probe falls back on most legacy answers; these are the ones where it gives up but a

@@ -1,6 +1,7 @@
 //! A server as a child process on stdio: started with only the environment its entry
-//! names, read with bounds on every line, and stopped the way the revision says (close its
-//! stdin, wait, then SIGTERM, then kill).
+//! names, in a process group of its own, read with bounds on every line, and stopped the
+//! way the revision says (close its stdin, wait, then the group's SIGTERM, then SIGKILL:
+//! [`super::group`]).
 //!
 //! Both of its output streams are hostile. A message on stdout longer than
 //! [`MAX_MESSAGE_BYTES`] ends the connection at once, with that reason, rather than being
@@ -8,11 +9,10 @@
 //! [`MAX_STDERR_LINE_BYTES`], so a server that never writes a newline costs nothing.
 
 use std::{
-    collections::VecDeque,
     pin::Pin,
     process::Stdio,
     sync::{
-        Arc, Mutex,
+        Arc,
         atomic::{AtomicBool, Ordering},
     },
     task::{Context, Poll},
@@ -27,11 +27,13 @@ use rmcp::{
 };
 use tokio::{
     io::{AsyncRead, AsyncReadExt, ReadBuf},
-    process::{Child, ChildStdin, ChildStdout},
+    process::{ChildStdin, ChildStdout},
 };
 
 use super::{
     ConnectError,
+    group::{Group, Stopper},
+    last_words::LastWords,
     lines::{Lines, Read},
 };
 use crate::{
@@ -43,16 +45,11 @@ use crate::{
 pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 /// Longest stderr line relayed; the rest of a longer line is counted, not kept.
 pub const MAX_STDERR_LINE_BYTES: usize = 8 * 1024;
-/// How many of a server's last stderr lines are kept to explain a failed start.
-pub const STDERR_TAIL_LINES: usize = 8;
 /// How long the host waits, at shutdown, for a server's last stderr lines.
 pub const STDERR_DRAIN: Duration = Duration::from_secs(1);
-/// At shutdown: how long a server gets to exit once its stdin is closed, and again after
-/// SIGTERM, before it is killed.
+/// At shutdown: how long a server gets to exit once its stdin is closed, before its group
+/// is stopped ([`super::group::STOP_GRACE`] after SIGTERM, then SIGKILL).
 pub const EXIT_GRACE: Duration = Duration::from_secs(2);
-
-/// A server's last stderr lines, to explain a failed start.
-pub(crate) type Tail = Arc<Mutex<VecDeque<String>>>;
 
 /// What went wrong on a connection that rmcp only sees as "closed", and whether the
 /// server's output has ended (it exited, or closed its stdout).
@@ -134,14 +131,14 @@ pub struct ChildTransport {
     /// A line that was JSON but no message is answered with an invalid-request error, as
     /// rmcp answers it; kept until sent, so a receive cut off half-way still sends it.
     answer_invalid: bool,
-    child: Child,
+    group: Group,
     health: Arc<Health>,
 }
 
 impl ChildTransport {
     /// The server's process id.
-    pub fn id(&self) -> Option<u32> {
-        self.child.id()
+    pub fn id(&mut self) -> Option<u32> {
+        self.group.child().id()
     }
 }
 
@@ -185,44 +182,33 @@ impl Transport<RoleClient> for ChildTransport {
         }
     }
 
-    /// Close stdin and let the server exit; then SIGTERM; then kill.
+    /// Close stdin and let the server exit; then stop its group (SIGTERM, then SIGKILL).
     async fn close(&mut self) -> Result<(), Self::Error> {
-        self.writer.close().await?;
-        if tokio::time::timeout(EXIT_GRACE, self.child.wait())
-            .await
-            .is_ok()
+        let closed = self.writer.close().await;
+        if closed.is_ok()
+            && tokio::time::timeout(EXIT_GRACE, self.group.wait())
+                .await
+                .is_ok()
         {
             return Ok(());
         }
-        #[cfg(unix)]
-        if let Some(pid) = self.child.id() {
-            // SAFETY: `kill` only sends a signal; the pid is our own child's, not yet reaped
-            // (its `Child` is alive), so it names no other process.
-            unsafe {
-                libc::kill(pid as libc::pid_t, libc::SIGTERM);
-            }
-            if tokio::time::timeout(EXIT_GRACE, self.child.wait())
-                .await
-                .is_ok()
-            {
-                return Ok(());
-            }
-        }
-        self.child.kill().await
+        self.group.stop().await
     }
 }
 
-/// A started server process: its transport, and the task that reads its stderr.
+/// A started server process: its transport, the task that reads its stderr, and what
+/// stops its group from outside.
 pub(crate) struct Spawned {
     pub transport: ChildTransport,
     pub stderr_reader: tokio::task::JoinHandle<()>,
+    pub stopper: Stopper,
 }
 
 /// Start a stdio server with the environment its entry names.
 pub(crate) fn spawn(
     spec: &ServerSpec,
     trace: &Trace,
-    tail: &Tail,
+    tail: &LastWords,
     health: &Arc<Health>,
 ) -> Result<Spawned, ConnectError> {
     let ServerTransport::Stdio {
@@ -253,7 +239,7 @@ pub(crate) fn spawn(
     if let Some(cwd) = cwd {
         cmd.current_dir(cwd);
     }
-    let mut child = cmd.spawn().map_err(|e| ConnectError::Spawn {
+    let mut group = Group::spawn(&mut cmd).map_err(|e| ConnectError::Spawn {
         server: spec.name.clone(),
         command: command.clone(),
         reason: match e.kind() {
@@ -262,6 +248,7 @@ pub(crate) fn spawn(
             _ => e.to_string(),
         },
     })?;
+    let child = group.child();
     let pipes = (child.stdout.take(), child.stdin.take(), child.stderr.take());
     let (Some(stdout), Some(stdin), Some(stderr)) = pipes else {
         return Err(ConnectError::Spawn {
@@ -284,11 +271,12 @@ pub(crate) fn spawn(
         tail.clone(),
     ));
     Ok(Spawned {
+        stopper: group.stopper(),
         transport: ChildTransport {
             lines: Lines::new(stdout),
             writer,
             answer_invalid: false,
-            child,
+            group,
             health: health.clone(),
         },
         stderr_reader,
@@ -296,12 +284,12 @@ pub(crate) fn spawn(
 }
 
 /// Relay a server's stderr to the observer line by line, each cut at
-/// [`MAX_STDERR_LINE_BYTES`], keeping the last few for error messages.
+/// [`MAX_STDERR_LINE_BYTES`], keeping its last words for error messages.
 async fn relay_stderr(
     mut stderr: tokio::process::ChildStderr,
     server: String,
     trace: Trace,
-    tail: Tail,
+    tail: LastWords,
 ) {
     let observer = trace.observer();
     let mut chunk = vec![0u8; 8 * 1024];
@@ -322,11 +310,7 @@ async fn relay_stderr(
             text = clean;
         }
         observer.server_stderr(&server, &text);
-        let mut t = tail.lock().unwrap_or_else(|e| e.into_inner());
-        if t.len() == STDERR_TAIL_LINES {
-            t.pop_front();
-        }
-        t.push_back(text);
+        tail.push(text);
         line.clear();
         *cut = 0;
     };

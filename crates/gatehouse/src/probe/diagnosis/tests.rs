@@ -1,0 +1,152 @@
+use std::{collections::BTreeMap, path::PathBuf};
+
+use super::*;
+
+fn stdio(command: &str, args: &[&str], env: &[(&str, &str)], pass: &[&str]) -> ServerSpec {
+    let mut spec = crate::config::Config::from_value(
+        serde_json::json!({"mcpServers": {"s": {"command": "true"}}}),
+        "test",
+        &crate::config::Identity::default(),
+    )
+    .unwrap()
+    .servers
+    .remove(0);
+    spec.transport = Transport::Stdio {
+        command: command.into(),
+        args: args.iter().map(|a| a.to_string()).collect(),
+        env: env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect::<BTreeMap<_, _>>(),
+        cwd: None,
+        pass: EnvPass {
+            names: pass.iter().map(|p| p.to_string()).collect(),
+            all: false,
+        },
+    };
+    spec
+}
+
+fn host(vars: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
+    vars.iter().map(|(k, v)| (k.into(), v.into())).collect()
+}
+
+fn lines(text: &[&str]) -> Vec<String> {
+    text.iter().map(|l| l.to_string()).collect()
+}
+
+#[test]
+fn npxs_half_written_package_is_named_with_its_folder() {
+    let spec = stdio(
+        "npx",
+        &["-y", "@modelcontextprotocol/server-memory"],
+        &[],
+        &[],
+    );
+    let stderr = lines(&[
+        "node:internal/modules/esm/resolve:215",
+        "Error: Cannot find package '/home/u/.npm/_npx/15b07286cbcc3329/node_modules/zod/index.js' imported from /home/u/.npm/_npx/15b07286cbcc3329/node_modules/@modelcontextprotocol/server-memory/dist/index.js",
+        "  code: 'ERR_MODULE_NOT_FOUND'",
+    ]);
+    let cause = cause(&spec, &stderr, &host(&[])).unwrap();
+    assert_eq!(
+        cause,
+        Cause::BrokenNpxCache {
+            folder: "/home/u/.npm/_npx/15b07286cbcc3329".into()
+        }
+    );
+    assert!(
+        cause
+            .fix("memory", "f.json")
+            .contains("`rm -rf /home/u/.npm/_npx/15b07286cbcc3329`"),
+        "{}",
+        cause.fix("memory", "f.json")
+    );
+    // npx's words when the package's own folder is whole but a dependency is missing.
+    let dependency = lines(&[
+        "Error [ERR_MODULE_NOT_FOUND]: Cannot find package 'zod' imported from /tmp/c2/_npx/15b07286cbcc3329/node_modules/@modelcontextprotocol/server-memory/dist/index.js",
+    ]);
+    assert_eq!(
+        super::cause(&spec, &dependency, &host(&[])),
+        Some(Cause::BrokenNpxCache {
+            folder: "/tmp/c2/_npx/15b07286cbcc3329".into()
+        })
+    );
+    // A folder with a space is quoted.
+    let spaced = lines(&[
+        "Error [ERR_MODULE_NOT_FOUND]: Cannot find package '/home/a b/.npm/_npx/ab12/node_modules/zod/index.js' imported",
+    ]);
+    let cause = super::cause(&spec, &spaced, &host(&[])).unwrap();
+    assert!(
+        cause
+            .fix("m", "f")
+            .contains("`rm -rf '/home/a b/.npm/_npx/ab12'`")
+    );
+}
+
+#[test]
+fn a_missing_module_elsewhere_is_no_npx_cache() {
+    let spec = stdio("node", &["server.js"], &[], &[]);
+    let stderr = lines(&["Error: Cannot find module '/srv/app/node_modules/zod/index.js'"]);
+    assert_eq!(cause(&spec, &stderr, &host(&[])), None);
+}
+
+#[test]
+fn uvs_cache_is_named_for_a_uvx_server() {
+    let spec = stdio("uvx", &["mcp-server-time"], &[], &[]);
+    let stderr = lines(&[
+        "error: Failed to read from the distribution cache: /home/u/.cache/uv/archive-v0/Xy12/METADATA: No such file or directory",
+    ]);
+    let cause = cause(&spec, &stderr, &host(&[])).unwrap();
+    assert!(
+        cause
+            .fix("time", "f")
+            .contains("`uv cache clean mcp-server-time`")
+    );
+}
+
+#[test]
+fn a_variable_set_in_the_shell_and_not_passed_is_named() {
+    let spec = stdio("python3", &["s.py"], &[("MODE", "x")], &["OTHER_*"]);
+    let stderr =
+        lines(&["Error: API_KEY is not set (nor TOKEN_B); HOME and MODE and OTHER_KEY are fine"]);
+    let env = host(&[
+        ("API_KEY", "k"),
+        ("HOME", "/h"),
+        ("MODE", "y"),
+        ("OTHER_KEY", "z"),
+    ]);
+    let cause = cause(&spec, &stderr, &env).unwrap();
+    assert_eq!(
+        cause,
+        Cause::NotPassed {
+            names: vec!["API_KEY".into()]
+        }
+    );
+    let fix = cause.fix("acme", "/p/.mcp.json");
+    assert!(
+        fix.starts_with("API_KEY is set in your shell but not passed to this server: add `\"passEnv\": [\"API_KEY\"]` to acme in /p/.mcp.json (or `gatehouse mcp add … --pass-env API_KEY`)"),
+        "{fix}"
+    );
+    // Not set where the host runs: nothing to say.
+    assert_eq!(super::cause(&spec, &stderr, &host(&[("HOME", "/h")])), None);
+}
+
+#[test]
+fn the_command_by_hand_has_the_servers_environment_and_quotes() {
+    let mut spec = stdio(
+        "/opt/my tools/server",
+        &["--name", "it's here", "plain"],
+        &[("MODE", "a b"), ("ACME_TOKEN", "secret")],
+        &["EXTRA"],
+    );
+    if let Transport::Stdio { cwd, .. } = &mut spec.transport {
+        *cwd = Some(PathBuf::from("/srv/x y"));
+    }
+    let env = host(&[("PATH", "/bin"), ("EXTRA", "1"), ("SECRET_OF_HOST", "s")]);
+    let line = by_hand(&spec, &env).unwrap();
+    assert_eq!(
+        line,
+        "cd '/srv/x y' && env -i EXTRA=\"$EXTRA\" PATH=\"$PATH\" ACME_TOKEN=\"$ACME_TOKEN\" MODE='a b' '/opt/my tools/server' --name 'it'\\''s here' plain"
+    );
+}
