@@ -82,10 +82,16 @@ impl Live {
         }
     }
 
-    /// The catalog's tools that best fit `request`, best first (at most `limit`). The
-    /// index is built by the first search of a catalog; an index that cannot be built
-    /// finds nothing, and says why.
-    pub fn search(&self, request: &str, limit: usize) -> Result<Vec<Found>, String> {
+    /// The catalog's tools that `shown` lets through (by name) that best fit `request`,
+    /// best first (at most `limit`); the others are left out before ranking
+    /// ([`ToolIndex::search_where`]). The index is built by the first search of a catalog;
+    /// an index that cannot be built finds nothing, and says why.
+    pub fn search(
+        &self,
+        request: &str,
+        limit: usize,
+        shown: &dyn Fn(&str) -> bool,
+    ) -> Result<Vec<Found>, String> {
         let index = {
             let mut slot = lock(&self.index);
             match &*slot {
@@ -97,7 +103,7 @@ impl Live {
                 }
             }
         };
-        Ok(index.search(request, limit))
+        Ok(index.search_where(request, limit, shown))
     }
 
     /// The catalog as it is now. Do not hold the guard across an `.await`.

@@ -1,13 +1,17 @@
-//! Tool search: the catalog in an SQLite FTS5 index, ranked by bm25 with its fields
-//! weighted (the tool's own name, its server, its title, its description, its parameters'
-//! names and descriptions), a request's words widened by the words people use for the
-//! same things ([`super::words`]), and a tool named exactly put first.
+//! Tool search: where a tool is found for `search_tools`. Each tool's fields (its own
+//! name, its server, its title, its description, its parameters' names, descriptions and
+//! values) are split into words and stemmed by SQLite FTS5's tokenizer, then scored by
+//! BM25F ([`score`]: a word counts once per field, a long field is worth no more than a
+//! focused one), with the request's words widened by the words people use for the same
+//! things ([`super::words`]). Then [`pick`] leaves out the tools the caller does not show
+//! (those a rule hides), puts a tool named exactly first, never ranks a look-alike above
+//! the tool it copies, and bounds one server's share of the results.
 //!
-//! SQLite is already built for the reference servers (`rusqlite`, bundled), so the index
-//! costs no new code: the porter stemmer and bm25 come with FTS5. The index lives in
-//! memory, is built when the first search asks for it, and is bounded: each field is cut
-//! to [`MAX_FIELD_CHARS`] and each request to [`super::words::MAX_QUERY_WORDS`] words, so
-//! a server's megabyte of description costs no more than its first few kilobytes.
+//! SQLite is already built for the reference servers (`rusqlite`, bundled), so the porter
+//! stemmer costs no new code. The index lives in memory, is built when the first search
+//! asks for it, and is bounded: each field is cut to [`MAX_FIELD_CHARS`] and each request
+//! to [`super::words::MAX_QUERY_WORDS`] words, so a server's megabyte of description costs
+//! no more than its first few kilobytes.
 
 use std::{collections::HashMap, sync::Mutex};
 
@@ -15,6 +19,17 @@ use rusqlite::{Connection, params};
 use serde_json::Value;
 
 use super::{CatalogTool, words};
+
+mod pick;
+pub mod score;
+#[cfg(test)]
+mod stuffing;
+#[cfg(test)]
+mod tests;
+
+use pick::Fits;
+pub use pick::{MAX_SERVER_SHARE_PERCENT, server_share};
+use score::{FIELDS, Place, Postings};
 
 /// Most characters of one field of one tool put in the index.
 pub const MAX_FIELD_CHARS: usize = 4_000;
@@ -25,13 +40,14 @@ pub const MAX_SEARCH_LIMIT: usize = 20;
 /// How many tools a search returns when not told.
 pub const DEFAULT_SEARCH_LIMIT: usize = 5;
 
-/// The bm25 weight of each field, in the table's order: what a tool is called counts most,
-/// then which server it is on, then its title and description, then its parameters.
-pub const FIELD_WEIGHTS: [f64; 5] = [6.0, 4.0, 2.0, 1.0, 0.5];
+/// The weight of each field, in the index's order: what a tool is called counts most,
+/// then which server it is on, then its title and description; its parameters' names and
+/// descriptions, which say how to call it more than what it does, count little.
+pub const FIELD_WEIGHTS: [f64; FIELDS] = [6.0, 4.0, 2.0, 1.0, 0.3];
 /// How much a match through another word counts against the request's own word.
 pub const SYNONYM_WEIGHT: f64 = 0.5;
 
-/// What a search does beyond a bm25 of the request's words over the tools' fields: each
+/// What a search does beyond a BM25F of the request's words over the tools' fields: each
 /// can be turned off, to measure what it adds (`gh-toolsearch`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Method {
@@ -62,19 +78,41 @@ pub struct Found {
     pub score: f64,
 }
 
+/// What the search knows of one tool besides its words.
+#[derive(Debug, Clone)]
+struct Entry {
+    /// Its catalog name (`server__tool`).
+    name: String,
+    /// Its name as its server gave it, lowercase.
+    bare: String,
+    /// Its server's name, its letters and digits only, lowercase (`google-maps` →
+    /// `googlemaps`); empty for the host's.
+    server: String,
+    /// Its server's name, as records show it.
+    label: String,
+    /// The words of its title and description.
+    text: Vec<String>,
+    /// Does its own title or description name its own server ("… in a GitHub repository"
+    /// on `github`)?
+    self_described: bool,
+}
+
 /// The catalog's tools in a full-text index.
 pub struct ToolIndex {
+    /// The tokenizer, for a request's words: an FTS5 table of its own.
     db: Mutex<Connection>,
-    /// Catalog names, by row id − 1.
-    names: Vec<String>,
-    /// Row ids of each tool by its own name and by its catalog name, for exact mentions.
-    by_name: HashMap<String, Vec<i64>>,
+    /// Every stemmed word of every tool.
+    postings: Postings,
+    /// The tools, by row (the catalog's order).
+    entries: Vec<Entry>,
+    /// Rows of each tool by its own name and by its catalog name, lowercase.
+    by_name: HashMap<String, Vec<u32>>,
 }
 
 impl std::fmt::Debug for ToolIndex {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ToolIndex")
-            .field("tools", &self.names.len())
+            .field("tools", &self.entries.len())
             .finish()
     }
 }
@@ -133,58 +171,69 @@ fn title(tool: &CatalogTool) -> String {
     field(title)
 }
 
+/// The FTS5 tokenizer of the index and of the requests: the same stems on both sides.
+const TOKENIZER: &str = "porter unicode61 remove_diacritics 2";
+
 impl ToolIndex {
     /// Index these tools (a catalog's, in its order).
     pub fn build(tools: &[CatalogTool]) -> Result<ToolIndex, String> {
         let db = Connection::open_in_memory().map_err(|e| e.to_string())?;
-        db.execute_batch(
+        db.execute_batch(&format!(
             "CREATE VIRTUAL TABLE tools USING fts5(name, server, title, description, params,
-                 tokenize = 'porter unicode61 remove_diacritics 2');",
-        )
+                 tokenize = '{TOKENIZER}');
+             CREATE VIRTUAL TABLE tool_words USING fts5vocab(tools, instance);
+             CREATE VIRTUAL TABLE request USING fts5(words, tokenize = '{TOKENIZER}');
+             CREATE VIRTUAL TABLE request_words USING fts5vocab(request, instance);"
+        ))
         .map_err(|e| format!("cannot make the tool index: {e}"))?;
-        let mut names = Vec::with_capacity(tools.len());
-        let mut by_name: HashMap<String, Vec<i64>> = HashMap::new();
+        let mut entries = Vec::with_capacity(tools.len());
+        let mut by_name: HashMap<String, Vec<u32>> = HashMap::new();
         {
             let mut insert = db
                 .prepare("INSERT INTO tools(rowid, name, server, title, description, params) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")
                 .map_err(|e| e.to_string())?;
-            for (i, t) in tools.iter().enumerate() {
-                let rowid = i as i64 + 1;
+            for (row, t) in (0u32..).zip(tools) {
                 let description = field(t.tool.description.as_deref().unwrap_or(""));
+                let title = title(t);
                 insert
                     .execute(params![
-                        rowid,
+                        i64::from(row) + 1,
                         name_words(&t.tool.name),
                         name_words(t.origin.label()),
-                        title(t),
+                        title,
                         description,
                         parameter_text(t),
                     ])
                     .map_err(|e| e.to_string())?;
-                names.push(t.name.clone());
+                entries.push(entry(t, &title, &description));
                 for key in [t.name.to_lowercase(), t.tool.name.to_lowercase()] {
-                    let ids = by_name.entry(key).or_default();
-                    if !ids.contains(&rowid) {
-                        ids.push(rowid);
+                    let rows = by_name.entry(key).or_default();
+                    if !rows.contains(&row) {
+                        rows.push(row);
                     }
                 }
             }
         }
+        let postings = postings(&db, "tool_words", entries.len())
+            .map_err(|e| format!("cannot read the tool index: {e}"))?;
+        db.execute_batch("DROP TABLE tool_words; DROP TABLE tools;")
+            .map_err(|e| e.to_string())?;
         Ok(ToolIndex {
             db: Mutex::new(db),
-            names,
+            postings,
+            entries,
             by_name,
         })
     }
 
     /// How many tools the index holds.
     pub fn len(&self) -> usize {
-        self.names.len()
+        self.entries.len()
     }
 
     /// Whether it holds none.
     pub fn is_empty(&self) -> bool {
-        self.names.is_empty()
+        self.entries.is_empty()
     }
 
     /// The tools that best fit `request`, best first, at most `limit` (and at most
@@ -193,230 +242,166 @@ impl ToolIndex {
         self.search_by(request, limit, Method::default())
     }
 
+    /// [`ToolIndex::search`] among the tools `shown` lets through (by catalog name): any
+    /// other is left out before ranking, so it is never returned, takes no place and no
+    /// server's share, and is not the best fit the others are measured against.
+    pub fn search_where(
+        &self,
+        request: &str,
+        limit: usize,
+        shown: &dyn Fn(&str) -> bool,
+    ) -> Vec<Found> {
+        self.ranked(request, limit, Method::default(), shown)
+    }
+
     /// [`ToolIndex::search`], doing only what `method` says.
     pub fn search_by(&self, request: &str, limit: usize, method: Method) -> Vec<Found> {
+        self.ranked(request, limit, method, &|_| true)
+    }
+
+    /// The search itself, among the tools `shown` lets through.
+    fn ranked(
+        &self,
+        request: &str,
+        limit: usize,
+        method: Method,
+        shown: &dyn Fn(&str) -> bool,
+    ) -> Vec<Found> {
         let limit = limit.clamp(1, MAX_SEARCH_LIMIT);
-        let mut scores: HashMap<i64, f64> = HashMap::new();
-        let query = words::query_words(request, method.shapes);
-        let own: Vec<String> = query.iter().map(|w| quoted(w)).collect();
-        let others: Vec<String> = query
-            .iter()
-            .flat_map(|w| words::synonyms(w).iter())
-            .map(|w| quoted(w))
-            .filter(|w| method.synonyms && !own.contains(w))
-            .collect();
-        let weights = if method.weighted {
-            FIELD_WEIGHTS
-        } else {
-            [1.0; 5]
+        let fits = self.fits(request, method);
+        let shown = |row: u32| {
+            self.entries
+                .get(row as usize)
+                .is_some_and(|e| shown(&e.name))
         };
-        let db = self.db.lock().unwrap_or_else(|e| e.into_inner());
-        for (terms, weight) in [(&own, 1.0), (&others, SYNONYM_WEIGHT)] {
-            for (rowid, score) in ranked(&db, terms, weights).unwrap_or_default() {
-                *scores.entry(rowid).or_default() += weight * score;
-            }
-        }
-        drop(db);
-        let top = scores.values().copied().fold(0.0, f64::max);
-        for word in request.split_whitespace() {
-            let word = word.trim_matches(|c: char| !(c.is_alphanumeric() || "_-.".contains(c)));
-            for rowid in self.by_name.get(&word.to_lowercase()).into_iter().flatten() {
-                *scores.entry(*rowid).or_default() += top + 1.0;
-            }
-        }
-        let mut found: Vec<(i64, f64)> = scores.into_iter().collect();
-        found.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        found
+        pick::pick(self, request, fits, limit, &shown)
             .into_iter()
-            .take(limit)
-            .filter_map(|(rowid, score)| {
-                let name = self.names.get(usize::try_from(rowid - 1).ok()?)?;
+            .filter_map(|(row, score)| {
                 Some(Found {
-                    name: name.clone(),
+                    name: self.entries.get(row as usize)?.name.clone(),
                     score: (score * 1000.0).round() / 1000.0,
                 })
             })
             .collect()
     }
+
+    /// How well each tool that matches fits the request's words: in all its fields, and
+    /// apart from the words that name its server.
+    fn fits(&self, request: &str, method: Method) -> Fits {
+        let query = words::query_words(request, method.shapes);
+        let own: Vec<String> = query.iter().map(|w| words::split(w).join(" ")).collect();
+        let others: Vec<String> = query
+            .iter()
+            .flat_map(|w| words::synonyms(w).iter())
+            .map(|w| words::split(w).join(" "))
+            .filter(|w| method.synonyms && !own.contains(w))
+            .collect();
+        let weights = if method.weighted {
+            FIELD_WEIGHTS
+        } else {
+            [1.0; FIELDS]
+        };
+        let phrases = {
+            let db = self.db.lock().unwrap_or_else(|e| e.into_inner());
+            stems(&db, own.iter().chain(&others)).unwrap_or_default()
+        };
+        let mut fits = Fits::default();
+        for (i, phrase) in phrases.iter().enumerate() {
+            let weight = if i < own.len() { 1.0 } else { SYNONYM_WEIGHT };
+            self.postings.score(
+                phrase,
+                weights,
+                weight,
+                &mut fits.whole,
+                &mut fits.apart_from_server,
+            );
+        }
+        fits
+    }
 }
 
-/// A word or phrase as an FTS5 string: its words only, so nothing in a request is read
-/// as query syntax.
-fn quoted(text: &str) -> String {
-    format!("\"{}\"", words::split(text).join(" "))
+/// What the search keeps of a tool besides its words.
+fn entry(t: &CatalogTool, title: &str, description: &str) -> Entry {
+    let server = t
+        .origin
+        .server()
+        .map(|s| words::split(s).concat())
+        .unwrap_or_default();
+    let text: Vec<String> = words::split(&format!("{title} {description}"));
+    Entry {
+        name: t.name.clone(),
+        bare: t.tool.name.to_lowercase(),
+        self_described: pick::names(&text, &server),
+        server,
+        label: t.origin.label().to_owned(),
+        text,
+    }
 }
 
-/// Every tool matching any of `terms`, with its weighted bm25 score made positive.
-fn ranked(
+/// Every stemmed word of the index's tools, with where it is.
+fn postings(db: &Connection, vocabulary: &str, tools: usize) -> rusqlite::Result<Postings> {
+    let columns = ["name", "server", "title", "description", "params"];
+    let mut statement = db.prepare(&format!("SELECT term, doc, col, offset FROM {vocabulary}"))?;
+    let rows = statement.query_map([], |row| {
+        let column: String = row.get(2)?;
+        let doc: i64 = row.get(1)?;
+        let offset: i64 = row.get(3)?;
+        Ok((row.get::<_, String>(0)?, column, doc, offset))
+    })?;
+    let mut words = Vec::new();
+    for row in rows {
+        let (word, column, doc, offset) = row?;
+        let (Some(field), Ok(tool), Ok(position)) = (
+            columns.iter().position(|c| *c == column),
+            u32::try_from(doc - 1),
+            u32::try_from(offset),
+        ) else {
+            continue;
+        };
+        let field = u8::try_from(field).unwrap_or(u8::MAX);
+        words.push((
+            word,
+            Place {
+                tool,
+                field,
+                position,
+            },
+        ));
+    }
+    Ok(Postings::new(tools, words))
+}
+
+/// Each phrase of a request as the index's stemmed words, in the phrases' order (a phrase
+/// the tokenizer keeps no word of is empty).
+fn stems<'a>(
     db: &Connection,
-    terms: &[String],
-    weights: [f64; 5],
-) -> rusqlite::Result<Vec<(i64, f64)>> {
-    let terms: Vec<&String> = terms.iter().filter(|t| t.len() > 2).collect();
-    if terms.is_empty() {
-        return Ok(Vec::new());
-    }
-    let query = terms
-        .iter()
-        .map(|t| t.as_str())
-        .collect::<Vec<_>>()
-        .join(" OR ");
-    let [a, b, c, d, e] = weights;
-    let mut statement = db.prepare_cached(&format!(
-        "SELECT rowid, -bm25(tools, {a}, {b}, {c}, {d}, {e}) FROM tools WHERE tools MATCH ?1"
-    ))?;
-    let rows = statement.query_map([query], |row| Ok((row.get(0)?, row.get(1)?)))?;
-    rows.collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::catalog::Catalog;
-    use serde_json::json;
-
-    fn tool(name: &str, description: &str, params: Value) -> rmcp::model::Tool {
-        serde_json::from_value(json!({"name": name, "description": description,
-            "inputSchema": {"type": "object", "properties": params}}))
-        .unwrap()
-    }
-
-    /// Tools about other things, as a real catalog has many: bm25 weighs a word by how
-    /// few tools have it.
-    fn others() -> Vec<rmcp::model::Tool> {
-        [
-            "weather", "music", "invoice", "flight", "calendar", "photo", "payment", "song",
-            "recipe", "alarm",
-        ]
-        .iter()
-        .map(|w| {
-            tool(
-                &format!("get_{w}"),
-                &format!("Get the {w} of the day."),
-                json!({}),
-            )
-        })
-        .collect()
-    }
-
-    fn index() -> (Catalog, ToolIndex) {
-        let catalog = Catalog::build(vec![
-            ("misc".into(), others()),
-            (
-                "github".into(),
-                vec![
-                    tool(
-                        "create_issue",
-                        "Create a new issue in a GitHub repository",
-                        json!({"title": {"type": "string"}}),
-                    ),
-                    tool(
-                        "get_file_contents",
-                        "Get the contents of a file or directory from a GitHub repository",
-                        json!({"path": {"type": "string", "description": "Path to the file"}}),
-                    ),
-                    tool(
-                        "update_issue",
-                        "Update an existing issue",
-                        json!({"state": {"type": "string", "enum": ["open", "closed"]}}),
-                    ),
-                ],
-            ),
-            (
-                "jira".into(),
-                vec![tool(
-                    "create_issue",
-                    "Create a new issue in Jira.",
-                    json!({}),
-                )],
-            ),
-            (
-                "filesystem".into(),
-                vec![
-                    tool(
-                        "read_text_file",
-                        "Read the complete contents of a file from the file system as text.",
-                        json!({"path": {"type": "string"}}),
-                    ),
-                    tool(
-                        "list_directory",
-                        "Get a detailed listing of all files and directories in a specified path.",
-                        json!({}),
-                    ),
-                ],
-            ),
-        ]);
-        let index = ToolIndex::build(catalog.tools()).unwrap();
-        (catalog, index)
-    }
-
-    fn names(found: Vec<Found>) -> Vec<String> {
-        found.into_iter().map(|f| f.name).collect()
-    }
-
-    #[test]
-    fn a_request_finds_the_tool_of_the_server_it_names() {
-        let (_, index) = index();
-        for (request, tool) in [
-            ("open an issue on github", "github__create_issue"),
-            ("file a jira issue", "jira__create_issue"),
-            // Synonyms and word shapes: a folder is a directory, README.md a file.
-            ("what's in this folder", "filesystem__list_directory"),
-            ("show me notes.txt", "filesystem__read_text_file"),
-            // A parameter's values: closing an issue is updating its state.
-            ("close github issue 5", "github__update_issue"),
-        ] {
-            assert_eq!(names(index.search(request, 1)), [tool], "{request}");
+    phrases: impl Iterator<Item = &'a String>,
+) -> rusqlite::Result<Vec<Vec<String>>> {
+    let transaction = db.unchecked_transaction()?;
+    let mut count = 0;
+    {
+        let mut insert =
+            transaction.prepare_cached("INSERT INTO request(rowid, words) VALUES (?1, ?2)")?;
+        for (row, phrase) in (1i64..).zip(phrases) {
+            insert.execute(params![row, phrase])?;
+            count += 1;
         }
-        let all = index.search("issue", 20);
-        assert_eq!(all.len(), 3, "only matching tools: {all:?}");
-        assert!(index.search("zebra", 20).is_empty());
-        assert!(all.windows(2).all(|w| w[0].score >= w[1].score));
     }
-
-    #[test]
-    fn a_tool_named_exactly_comes_first() {
-        let (_, index) = index();
-        let found = names(index.search("use jira__create_issue for the directory listing", 2));
-        assert_eq!(found[0], "jira__create_issue");
-        let found = names(index.search("list_directory", 1));
-        assert_eq!(found, ["filesystem__list_directory"]);
-    }
-
-    #[test]
-    fn hostile_requests_are_words_and_nothing_else() {
-        let (_, index) = index();
-        for request in [
-            "",
-            "   ",
-            "\"",
-            "* OR NEAR(a b)",
-            "issue\" OR \"x",
-            "-issue",
-            "^issue",
-            "{name}: issue",
-            "issue AND NOT jira",
-            "\u{202e}issue\u{0}",
-            &"issue ".repeat(10_000),
-            &"é".repeat(100_000),
-        ] {
-            let found = index.search(request, 50);
-            assert!(found.len() <= MAX_SEARCH_LIMIT, "{request:.40}");
+    let mut out = vec![Vec::new(); count];
+    {
+        let mut read = transaction
+            .prepare_cached("SELECT doc, term FROM request_words ORDER BY doc, offset")?;
+        let rows = read.query_map([], |row| {
+            Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?))
+        })?;
+        for row in rows {
+            let (doc, term) = row?;
+            if let Some(phrase) = usize::try_from(doc - 1).ok().and_then(|i| out.get_mut(i)) {
+                phrase.push(term);
+            }
         }
-        assert!(index.search("", 5).is_empty());
-        assert!(
-            !index.search("issue\" OR \"x", 5).is_empty(),
-            "its words still count"
-        );
     }
-
-    #[test]
-    fn a_huge_description_is_indexed_to_its_bound() {
-        let big = format!("alpha {} omega", "filler ".repeat(100_000));
-        let catalog = Catalog::build(vec![("s".into(), vec![tool("t", &big, json!({}))])]);
-        let index = ToolIndex::build(catalog.tools()).unwrap();
-        assert_eq!(index.len(), 1);
-        assert_eq!(names(index.search("alpha", 5)), ["s__t"]);
-        assert!(index.search("omega", 5).is_empty(), "past MAX_FIELD_CHARS");
-    }
+    // The request's words were only there to be read: none stays for the next request.
+    transaction.rollback()?;
+    Ok(out)
 }

@@ -135,13 +135,12 @@ impl Turn<'_> {
             .get("limit")
             .and_then(Value::as_u64)
             .map_or(search::DEFAULT_SEARCH_LIMIT, |l| l as usize);
-        let found = match self.host.live().search(query, limit) {
-            // A tool a rule hides is not found either.
-            Ok(mut found) => {
-                let rules = &self.host.settings().rules;
-                found.retain(|f| rules.hiding(&f.name).is_none());
-                found
-            }
+        let rules = &self.host.settings().rules;
+        // A tool a rule hides is not found either: it is left out before the ranking, so
+        // it takes no place of the results and is not the fit the others are measured by.
+        let shown = |name: &str| rules.hiding(name).is_none();
+        let found = match self.host.live().search(query, limit, &shown) {
+            Ok(found) => found,
             Err(e) => {
                 let text = format!("the tool index could not be built: {e}");
                 self.host

@@ -1,0 +1,383 @@
+//! The search's own cases: what a request finds in a small catalog, exact names, hostile
+//! requests, bounds, look-alikes and a server's share.
+
+use super::*;
+use crate::catalog::Catalog;
+use serde_json::json;
+
+fn tool(name: &str, description: &str, params: Value) -> rmcp::model::Tool {
+    serde_json::from_value(json!({"name": name, "description": description,
+        "inputSchema": {"type": "object", "properties": params}}))
+    .unwrap()
+}
+
+/// Tools about other things, as a real catalog has many: bm25 weighs a word by how
+/// few tools have it.
+fn others() -> Vec<rmcp::model::Tool> {
+    [
+        "weather", "music", "invoice", "flight", "calendar", "photo", "payment", "song", "recipe",
+        "alarm",
+    ]
+    .iter()
+    .map(|w| {
+        tool(
+            &format!("get_{w}"),
+            &format!("Get the {w} of the day."),
+            json!({}),
+        )
+    })
+    .collect()
+}
+
+fn index() -> (Catalog, ToolIndex) {
+    let catalog = Catalog::build(vec![
+        ("misc".into(), others()),
+        (
+            "github".into(),
+            vec![
+                tool(
+                    "create_issue",
+                    "Create a new issue in a GitHub repository",
+                    json!({"title": {"type": "string"}}),
+                ),
+                tool(
+                    "get_file_contents",
+                    "Get the contents of a file or directory from a GitHub repository",
+                    json!({"path": {"type": "string", "description": "Path to the file"}}),
+                ),
+                tool(
+                    "update_issue",
+                    "Update an existing issue",
+                    json!({"state": {"type": "string", "enum": ["open", "closed"]}}),
+                ),
+            ],
+        ),
+        (
+            "jira".into(),
+            vec![tool(
+                "create_issue",
+                "Create a new issue in Jira.",
+                json!({}),
+            )],
+        ),
+        (
+            "filesystem".into(),
+            vec![
+                tool(
+                    "read_text_file",
+                    "Read the complete contents of a file from the file system as text.",
+                    json!({"path": {"type": "string"}}),
+                ),
+                tool(
+                    "list_directory",
+                    "Get a detailed listing of all files and directories in a specified path.",
+                    json!({}),
+                ),
+            ],
+        ),
+    ]);
+    let index = ToolIndex::build(catalog.tools()).unwrap();
+    (catalog, index)
+}
+
+fn names(found: Vec<Found>) -> Vec<String> {
+    found.into_iter().map(|f| f.name).collect()
+}
+
+#[test]
+fn a_request_finds_the_tool_of_the_server_it_names() {
+    let (_, index) = index();
+    for (request, tool) in [
+        ("open an issue on github", "github__create_issue"),
+        ("file a jira issue", "jira__create_issue"),
+        // Synonyms and word shapes: a folder is a directory, README.md a file.
+        ("what's in this folder", "filesystem__list_directory"),
+        ("show me notes.txt", "filesystem__read_text_file"),
+        // A parameter's values: closing an issue is updating its state.
+        ("close github issue 5", "github__update_issue"),
+    ] {
+        assert_eq!(names(index.search(request, 1)), [tool], "{request}");
+    }
+    let all = index.search("issue", 20);
+    assert_eq!(all.len(), 3, "only matching tools: {all:?}");
+    assert!(index.search("zebra", 20).is_empty());
+    assert!(all.windows(2).all(|w| w[0].score >= w[1].score));
+}
+
+#[test]
+fn a_tool_named_exactly_comes_first() {
+    let (_, index) = index();
+    let found = names(index.search("use jira__create_issue for the directory listing", 2));
+    assert_eq!(found[0], "jira__create_issue");
+    let found = names(index.search("list_directory", 1));
+    assert_eq!(found, ["filesystem__list_directory"]);
+}
+
+#[test]
+fn hostile_requests_are_words_and_nothing_else() {
+    let (_, index) = index();
+    for request in [
+        "",
+        "   ",
+        "\"",
+        "* OR NEAR(a b)",
+        "issue\" OR \"x",
+        "-issue",
+        "^issue",
+        "{name}: issue",
+        "issue AND NOT jira",
+        "\u{202e}issue\u{0}",
+        &"issue ".repeat(10_000),
+        &"é".repeat(100_000),
+    ] {
+        let found = index.search(request, 50);
+        assert!(found.len() <= MAX_SEARCH_LIMIT, "{request:.40}");
+    }
+    assert!(index.search("", 5).is_empty());
+    assert!(
+        !index.search("issue\" OR \"x", 5).is_empty(),
+        "its words still count"
+    );
+}
+
+#[test]
+fn a_huge_description_is_indexed_to_its_bound() {
+    let big = format!("alpha {} omega", "filler ".repeat(100_000));
+    let catalog = Catalog::build(vec![("s".into(), vec![tool("t", &big, json!({}))])]);
+    let index = ToolIndex::build(catalog.tools()).unwrap();
+    assert_eq!(index.len(), 1);
+    assert_eq!(names(index.search("alpha", 5)), ["s__t"]);
+    assert!(index.search("omega", 5).is_empty(), "past MAX_FIELD_CHARS");
+}
+
+#[test]
+fn repeating_a_word_or_listing_many_buys_no_rank() {
+    let catalog = Catalog::build(vec![
+        ("misc".into(), others()),
+        (
+            "real".into(),
+            vec![tool(
+                "send_invoice",
+                "Send an invoice to a customer.",
+                json!({}),
+            )],
+        ),
+        (
+            "loud".into(),
+            vec![
+                tool("helper", &"send invoice ".repeat(200), json!({})),
+                tool("send_invoice_send_invoice_send_invoice", "Send.", json!({})),
+            ],
+        ),
+        (
+            "broad".into(),
+            vec![tool(
+                "helper",
+                "send invoice create list get search read write fetch update delete open run find add move take click fill reply issue message channel file folder",
+                json!({}),
+            )],
+        ),
+    ]);
+    let index = ToolIndex::build(catalog.tools()).unwrap();
+    let found = names(index.search("send an invoice", 5));
+    assert_eq!(found[0], "real__send_invoice", "{found:?}");
+    assert!(!found.contains(&"broad__helper".to_owned()), "{found:?}");
+}
+
+#[test]
+fn a_look_alike_never_comes_before_the_tool_it_copies() {
+    let github = tool(
+        "create_issue",
+        "Create a new issue in a GitHub repository",
+        json!({}),
+    );
+    // `aa` sorts first, and its copy is word for word GitHub's.
+    let catalog = Catalog::build(vec![
+        ("aa".into(), vec![github.clone()]),
+        ("github".into(), vec![github]),
+        ("misc".into(), others()),
+    ]);
+    let index = ToolIndex::build(catalog.tools()).unwrap();
+    for request in ["create an issue in a repository", "create_issue"] {
+        let found = names(index.search(request, 5));
+        assert_eq!(
+            found[..2],
+            ["github__create_issue", "aa__create_issue"],
+            "{request}"
+        );
+    }
+    // What the request names wins: the full name, or the server.
+    for request in ["aa__create_issue", "create_issue on aa", "an issue on aa"] {
+        assert_eq!(
+            names(index.search(request, 5))[0],
+            "aa__create_issue",
+            "{request}"
+        );
+    }
+    assert!(pick::names(&words::split("on GitHub"), "github"));
+    assert!(pick::names(&words::split("google maps"), "googlemaps"));
+    assert!(!pick::names(&words::split("an aardvark"), "aa"));
+}
+
+/// `n` tools about invoices on `server`.
+fn invoice_tools(n: usize) -> Vec<rmcp::model::Tool> {
+    (0..n)
+        .map(|i| tool(&format!("invoice_{i}"), "Work with an invoice.", json!({})))
+        .collect()
+}
+
+#[test]
+fn one_server_fills_at_most_its_share_while_others_match() {
+    let catalog = Catalog::build(vec![
+        ("many".into(), invoice_tools(6)),
+        (
+            "few".into(),
+            vec![tool(
+                "list_invoices",
+                "List the invoices of a month.",
+                json!({}),
+            )],
+        ),
+    ]);
+    let index = ToolIndex::build(catalog.tools()).unwrap();
+    let found = names(index.search("invoice", 5));
+    assert_eq!(server_share(5), 2);
+    assert_eq!(
+        found.len(),
+        5,
+        "the rest filled when too few others match: {found:?}"
+    );
+    let first_three: Vec<&String> = found.iter().take(3).collect();
+    assert!(
+        first_three.contains(&&"few__list_invoices".to_owned()),
+        "{found:?}"
+    );
+    // A request that names the server asks for its tools.
+    let named = names(index.search("invoice on many", 5));
+    assert!(
+        named.iter().take(4).all(|n| n.starts_with("many__")),
+        "{named:?}"
+    );
+    // A catalog of one server finds as many as asked.
+    let one = Catalog::build(vec![("many".into(), invoice_tools(6))]);
+    let index = ToolIndex::build(one.tools()).unwrap();
+    assert_eq!(index.search("invoice", 5).len(), 5);
+}
+
+/// A support desk's tools beside an incident tracker's, as the README's question meets
+/// them.
+fn desk() -> Catalog {
+    Catalog::build(vec![
+        ("misc".into(), others()),
+        (
+            "support".into(),
+            vec![
+                tool(
+                    "get_ticket",
+                    "Get one support ticket of this organization by its ID (for example T-30002).",
+                    json!({"ticket_id": {"type": "string", "description": "A ticket ID."}}),
+                ),
+                tool(
+                    "search_knowledge",
+                    "Search this organization's policy documents.",
+                    json!({"query": {"type": "string", "description": "Words to look for."}}),
+                ),
+            ],
+        ),
+        (
+            "tickets".into(),
+            vec![
+                tool(
+                    "list_tickets",
+                    "List the incident tickets opened so far.",
+                    json!({"host": {"type": "string"}}),
+                ),
+                tool(
+                    "open_ticket",
+                    "Open an incident ticket about a host.",
+                    json!({"host": {"type": "string"}}),
+                ),
+            ],
+        ),
+    ])
+}
+
+#[test]
+fn a_tool_not_shown_takes_no_place_and_is_not_the_best_fit() {
+    let catalog = desk();
+    let index = ToolIndex::build(catalog.tools()).unwrap();
+    let hidden = "support__get_ticket";
+    let shown = |name: &str| name != hidden;
+    let request = "get support ticket T-30002 by its ID";
+    // Shown, it fits so much better that the incident tickets fall under the floor.
+    let all = names(index.search(request, 5));
+    assert_eq!(all[0], hidden, "{all:?}");
+    assert!(
+        !all.contains(&"tickets__list_tickets".to_owned()),
+        "{all:?}"
+    );
+    // Left out, it is not what the others are measured against.
+    let found = names(index.search_where(request, 5, &shown));
+    assert!(
+        found.contains(&"tickets__list_tickets".to_owned()),
+        "{found:?}"
+    );
+    // Never returned, named exactly or not, and the places it would take are others'.
+    for request in [request, hidden, "get_ticket", "support get_ticket"] {
+        let found = names(index.search_where(request, 20, &shown));
+        assert!(!found.contains(&hidden.to_owned()), "{request}: {found:?}");
+    }
+    let limited = names(index.search_where("ticket", 2, &shown));
+    assert_eq!(limited.len(), 2, "{limited:?}");
+    // What is shown ranks as in a catalog without the hidden tool.
+    let without = Catalog::build(vec![(
+        "tickets".into(),
+        vec![catalog.get("tickets__list_tickets").unwrap().tool.clone()],
+    )]);
+    let index = ToolIndex::build(without.tools()).unwrap();
+    assert_eq!(names(index.search("ticket", 5)), ["tickets__list_tickets"]);
+}
+
+/// The reference servers' own definitions (`crates/servers/tools/SERVER.TOOL.json`) beside
+/// every pinned real server: the catalog the README's question is searched in.
+fn reference_and_pinned() -> Catalog {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../servers/tools");
+    let mut servers: std::collections::BTreeMap<String, Vec<rmcp::model::Tool>> =
+        Default::default();
+    for file in std::fs::read_dir(&dir).unwrap() {
+        let path = file.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let (server, _) = name.split_once('.').unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        servers
+            .entry(server.to_owned())
+            .or_default()
+            .push(serde_json::from_str(&text).unwrap());
+    }
+    assert_eq!(servers.len(), 4, "support, cmdb, tickets, orders");
+    let mut listings: Vec<_> = servers.into_iter().collect();
+    listings.extend(super::stuffing::pinned(&[]));
+    Catalog::build(listings)
+}
+
+#[test]
+fn naming_a_server_lifts_its_share_only_for_its_tools_that_fit_the_rest() {
+    let index = ToolIndex::build(reference_and_pinned().tools()).unwrap();
+    assert_eq!(server_share(3), 1);
+    // The scripted model's first search for the README's question: "a support ticket"
+    // names the server `support`, whose knowledge base matches little else of it, so the
+    // incident tracker's tickets come before it.
+    let found = names(index.search("look up a support ticket by its id", 3));
+    assert_eq!(found[0], "support__get_ticket", "{found:?}");
+    assert!(
+        !found.contains(&"support__search_knowledge".to_owned()),
+        "{found:?}"
+    );
+    // A named server's tools that fit the rest of the request are all its to show.
+    let found = names(index.search("list incident tickets", 3));
+    assert_eq!(
+        found[..2],
+        ["tickets__list_tickets", "tickets__open_ticket"],
+        "{found:?}"
+    );
+}
