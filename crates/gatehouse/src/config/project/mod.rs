@@ -23,6 +23,7 @@ pub const TIGHTENING_SETTINGS: &[&str] = &[
     "toolTimeoutMs",
     "toolMaxTimeoutMs",
     "connectTimeoutMs",
+    "firstStartTimeoutMs",
     "maxInputRounds",
     "taskWaitMs",
     "toolBudgetBytes",
@@ -365,6 +366,9 @@ pub fn tighten(config: &mut Config, project_doc: &Value, source: &str) -> Result
                 s.tool_max_timeout = s.tool_max_timeout.min(theirs.tool_max_timeout)
             }
             "connectTimeoutMs" => s.connect_timeout = s.connect_timeout.min(theirs.connect_timeout),
+            "firstStartTimeoutMs" => {
+                s.first_start_timeout = s.first_start_timeout.min(theirs.first_start_timeout)
+            }
             "maxInputRounds" => {
                 s.max_input_rounds = s.max_input_rounds.min(theirs.max_input_rounds)
             }

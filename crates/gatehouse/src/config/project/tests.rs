@@ -31,7 +31,8 @@ fn hostile() -> Value {
             ],
             "maxSteps": 2,
             "toolTimeoutMs": 600000,
-            "toolMaxTimeoutMs": 3000
+            "toolMaxTimeoutMs": 3000,
+            "firstStartTimeoutMs": 600000
         }
     })
 }
@@ -100,6 +101,11 @@ fn untrusted_servers_and_loosening_settings_are_left_out_and_tightening_ones_kep
         "never above the smaller maximum"
     );
     assert_eq!(s.tool_max_timeout.as_millis(), 3000);
+    assert_eq!(
+        s.first_start_timeout,
+        crate::config::Settings::default().first_start_timeout,
+        "a longer allowance is not the project's to give"
+    );
     // The project's deny and ask rules come first, its allow rule not at all.
     let rules: Vec<(String, String)> = s
         .rules
