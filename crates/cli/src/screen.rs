@@ -106,6 +106,12 @@ fn result_text(text: &str) -> String {
     shown
 }
 
+/// Is a step shown at `level`? A detail ([`gatehouse::trace::Trace::add_detail`]) only
+/// with `-v`; every step is kept in `--json` and the log whatever the screen shows.
+fn on_screen(level: Level, step: &Step) -> bool {
+    level == Level::Verbose || step.data[gatehouse::trace::DETAIL_KEY] != true
+}
+
 /// The SGR colour of who acted.
 fn who_colour(who: Who) -> &'static str {
     match who {
@@ -262,8 +268,7 @@ impl Observer for Printer {
         if let Some(log) = &self.log {
             log.step(step);
         }
-        let detail = step.data[gatehouse::trace::DETAIL_KEY] == true;
-        if !self.shows_steps() || (detail && self.level != Level::Verbose) {
+        if !self.shows_steps() || !on_screen(self.level, step) {
             return;
         }
         self.clear_bar();
@@ -374,6 +379,19 @@ fn to_stderr(line: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_detail_is_on_the_screen_only_with_v() {
+        let step = |data: Value| Step {
+            who: Who::Host,
+            text: "x was called by name before it was offered".into(),
+            data,
+        };
+        let detail = step(json!({"tool": "x", gatehouse::trace::DETAIL_KEY: true}));
+        assert!(!on_screen(Level::Normal, &detail));
+        assert!(on_screen(Level::Verbose, &detail));
+        assert!(on_screen(Level::Normal, &step(json!({"tool": "x"}))));
+    }
 
     #[test]
     fn only_a_servers_request_records_are_routine() {

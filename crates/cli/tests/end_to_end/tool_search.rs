@@ -228,6 +228,17 @@ fn each_model_call_carries_search_tools_then_what_was_found_or_called_appended()
         steps.contains(&"host: github__get_issue was called by name before it was offered: its definition is added to the following model calls".to_string()),
         "{steps:#?}"
     );
+    // Kept in the run, marked a detail: the screen shows it only with -v.
+    let called = ran
+        .steps()
+        .into_iter()
+        .find(|s| {
+            s["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("before it was offered"))
+        })
+        .unwrap();
+    assert_eq!(called["data"]["detail"], true, "{called}");
     // What the model read back from its search: the tools, by name and server.
     let messages = fake.chat_requests()[1].body["messages"]
         .as_array()

@@ -120,7 +120,8 @@ impl Turn<'_> {
                 tool.name
             )
         };
-        self.host.trace().add(
+        // Routine once a catalog is past its budget: kept, shown with -v only.
+        self.host.trace().add_detail(
             Who::Host,
             text,
             json!({"tool": tool.name, "loaded": !loaded.added.is_empty()}),
