@@ -445,10 +445,7 @@ fn a_quiet_call_shows_the_time_so_far_after_a_second() {
         &[],
         None,
     );
-    assert!(
-        screen.contains("[testbed] sleep … 1 s"),
-        "{screen}"
-    );
+    assert!(screen.contains("[testbed] sleep … 1 s"), "{screen}");
     // Cleared before the next line: the result's line starts on a clean line.
     assert!(screen.contains("\x1b[2K[server] result: "), "{screen:?}");
 }
