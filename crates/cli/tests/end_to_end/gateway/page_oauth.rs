@@ -155,7 +155,14 @@ pub fn an_oauth_user_approves_on_the_page_the_call_their_url_only_client_made(ba
     let browser = repo_root().join("tests/oauth/browser.sh");
     let browser = browser.to_str().unwrap();
     let client = w.client(&["--oauth-browser", browser]);
-    let url = client.first_url();
+    let url = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| client.first_url())) {
+        Ok(u) => u,
+        Err(e) => {
+            eprintln!("the gateway said: {:#?}", w.gateway.lines());
+            eprintln!("the authorization server said: {:#?}", w.issuer.lines());
+            std::panic::resume_unwind(e)
+        }
+    };
     assert_page_url(&url, &w.base);
     w.in_chromium("oauth-approve", &url);
     let out = client.output();
