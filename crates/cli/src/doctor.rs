@@ -260,6 +260,18 @@ fn trust_checks(config: &Config) -> Vec<Check> {
             ))
         })
         .collect();
+    if !review.tightened.is_empty() {
+        // What applies without trust: shown, so a refusal it causes is no mystery.
+        checks.push(check(
+            "config",
+            "project settings",
+            Verdict::Ok,
+            format!(
+                "{file} tightens your policy with {} (no trust needed)",
+                review.tightened.join(", ")
+            ),
+        ));
+    }
     checks.extend(review.untrusted_settings().map(|setting| {
         check(
             "config",

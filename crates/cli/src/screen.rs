@@ -293,7 +293,7 @@ impl Observer for Printer {
         }
     }
 
-    fn waiting(&self, round: Option<&gatehouse::trace::Waiting>) {
+    fn waiting(&self, round: Option<&gatehouse::trace::Waiting<'_>>) {
         match round {
             Some(round) if self.level > Level::Quiet && std::io::stderr().is_terminal() => {
                 self.ticker.start(round, self.bar.clone());

@@ -275,16 +275,7 @@ impl ServersFile {
     /// Open the file at `path`; a file that does not exist yet is an empty one.
     pub fn open(path: &Path) -> Result<ServersFile, ConfigError> {
         let shown = path.display().to_string();
-        let text = match std::fs::read_to_string(path) {
-            Ok(t) => Some(t),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(source) => {
-                return Err(ConfigError::Read {
-                    path: shown,
-                    source,
-                });
-            }
-        };
+        let text = config::read_text(path)?;
         let Some(text) = text else {
             return Ok(ServersFile {
                 path: path.to_owned(),
@@ -293,12 +284,8 @@ impl ServersFile {
                 existed: false,
             });
         };
-        let value: Value = serde_json::from_str(&text).map_err(|e| ConfigError::Syntax {
-            path: shown.clone(),
-            message: e.to_string(),
-            line: e.line(),
-            column: e.column(),
-        })?;
+        let value: Value =
+            serde_json::from_str(&text).map_err(|e| ConfigError::syntax(&shown, &e))?;
         let Value::Object(doc) = value else {
             return Err(ConfigError::Invalid {
                 path: shown,

@@ -78,18 +78,19 @@ pub trait Observer: Send + Sync {
     }
     /// The host is now waiting on a server round (`Some`), or no longer (`None`): a
     /// screen can show the time so far when the server says nothing.
-    fn waiting(&self, round: Option<&Waiting>) {
+    fn waiting(&self, round: Option<&Waiting<'_>>) {
         let _ = round;
     }
 }
 
-/// A server round the host waits on.
-#[derive(Debug, Clone, Serialize)]
-pub struct Waiting {
+/// A server round the host waits on (borrowed: told on every round, most observers
+/// ignore it).
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Waiting<'a> {
     /// The server's name.
-    pub server: String,
-    /// The tool (or what else) as the model named it.
-    pub tool: String,
+    pub server: &'a str,
+    /// The tool (or what else) as the server names it.
+    pub tool: &'a str,
 }
 
 /// A task that went on in the background has ended, found at the start of a later turn.
@@ -371,7 +372,7 @@ impl Trace {
     }
 
     /// Say that the host waits on a server round (`Some`) or no longer does (`None`).
-    pub fn waiting(&self, round: Option<&Waiting>) {
+    pub fn waiting(&self, round: Option<&Waiting<'_>>) {
         self.observer.waiting(round);
     }
 

@@ -336,6 +336,14 @@ fn a_project_tightens_the_persons_policy_and_loosens_it_only_when_trusted_by_nam
         f["gatehouse"]["toolTimeoutMs"] = json!(60000);
         f["gatehouse"]["maxSteps"] = json!(2);
     });
+    let doctor = repo.run(&["doctor"]);
+    assert!(
+        doctor
+            .stdout
+            .contains("tightens your policy with 1 deny or ask rules, toolTimeoutMs, maxSteps"),
+        "{}",
+        doctor.stdout
+    );
     let explain = |tool: &str| {
         let args = if tool.ends_with("search_knowledge") {
             r#"{"query": "refund"}"#

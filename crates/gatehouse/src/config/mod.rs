@@ -206,6 +206,63 @@ pub enum ConfigError {
     },
 }
 
+impl ConfigError {
+    /// The parser's error for the file `path`, with its line and column.
+    pub(crate) fn syntax(path: &str, e: &serde_json::Error) -> ConfigError {
+        ConfigError::Syntax {
+            path: path.into(),
+            message: e.to_string(),
+            line: e.line(),
+            column: e.column(),
+        }
+    }
+}
+
+/// Largest servers file read, in bytes: a project's file comes with a repository, and
+/// Claude Code's keeps its history beside its servers.
+pub const MAX_SERVERS_FILE_BYTES: u64 = 64 << 20;
+
+/// The text of the servers file at `path`, within [`MAX_SERVERS_FILE_BYTES`]; `None` when
+/// there is no file.
+pub fn read_text(path: &Path) -> Result<Option<String>, ConfigError> {
+    use std::io::Read;
+    let shown = path.display().to_string();
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(ConfigError::Read {
+                path: shown,
+                source,
+            });
+        }
+    };
+    let mut text = String::new();
+    file.take(MAX_SERVERS_FILE_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|source| ConfigError::Read {
+            path: shown.clone(),
+            source,
+        })?;
+    if text.len() as u64 > MAX_SERVERS_FILE_BYTES {
+        return Err(ConfigError::Invalid {
+            path: shown,
+            message: format!("the file is larger than {MAX_SERVERS_FILE_BYTES} bytes"),
+        });
+    }
+    Ok(Some(text))
+}
+
+/// The JSON of the servers file at `path` (which must exist), without making a config.
+pub fn read_document(path: &Path) -> Result<Value, ConfigError> {
+    let shown = path.display().to_string();
+    let text = read_text(path)?.ok_or_else(|| ConfigError::Read {
+        path: shown.clone(),
+        source: std::io::ErrorKind::NotFound.into(),
+    })?;
+    serde_json::from_str(&text).map_err(|e| ConfigError::syntax(&shown, &e))
+}
+
 impl Config {
     /// Where a servers file is looked for when `--config` is not given, in order:
     /// `$GATEHOUSE_CONFIG`, this project's `.mcp.json` ([`Config::project_path`]), then the
@@ -283,28 +340,15 @@ impl Config {
 
     /// Load a servers file.
     pub fn load(path: &Path, identity: &Identity) -> Result<Config, ConfigError> {
+        let value = read_document(path)?;
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: shown.clone(),
-            source,
-        })?;
-        let value: Value = serde_json::from_str(&text).map_err(|e| ConfigError::Syntax {
-            path: shown.clone(),
-            message: e.to_string(),
-            line: e.line(),
-            column: e.column(),
-        })?;
         Config::from_value_of(value, &shown, identity, Config::owner_of(path))
     }
 
     /// Parse the text of a servers file; `source` names it in messages.
     pub fn parse(text: &str, source: &str, identity: &Identity) -> Result<Config, ConfigError> {
-        let value: Value = serde_json::from_str(text).map_err(|e| ConfigError::Syntax {
-            path: source.into(),
-            message: e.to_string(),
-            line: e.line(),
-            column: e.column(),
-        })?;
+        let value: Value =
+            serde_json::from_str(text).map_err(|e| ConfigError::syntax(source, &e))?;
         Config::from_value(value, source, identity)
     }
 

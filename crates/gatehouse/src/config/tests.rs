@@ -515,3 +515,15 @@ fn another_programs_file_is_read_without_warnings_about_its_own_keys() {
     );
     assert_eq!(Config::owner_of(std::path::Path::new(".mcp.json")), None);
 }
+
+#[test]
+fn a_servers_file_past_its_bound_is_refused_not_read_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(".mcp.json");
+    // Sparse: the disk holds nothing, the reader would read it all.
+    let file = std::fs::File::create(&path).unwrap();
+    file.set_len(MAX_SERVERS_FILE_BYTES + 1).unwrap();
+    let err = Config::load(&path, &id()).unwrap_err().to_string();
+    assert!(err.contains("is larger than"), "{err}");
+    assert!(read_text(&dir.path().join("none.json")).unwrap().is_none());
+}

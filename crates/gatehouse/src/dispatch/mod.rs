@@ -276,10 +276,7 @@ struct Waited<'a>(&'a Trace);
 
 impl<'a> Waited<'a> {
     fn on(trace: &'a Trace, server: &str, tool: &str) -> Waited<'a> {
-        trace.waiting(Some(&crate::trace::Waiting {
-            server: server.to_owned(),
-            tool: tool.to_owned(),
-        }));
+        trace.waiting(Some(&crate::trace::Waiting { server, tool }));
         Waited(trace)
     }
 }

@@ -7,6 +7,10 @@ use crate::config::{NAMESPACE_SEPARATOR, Settings, suggest};
 /// Most edits between a name and the real one still offered as "did you mean".
 pub const MAX_NAME_DISTANCE: usize = 3;
 
+/// Most names told at once: each looks for its nearest among every tool, and a file
+/// (a project's deny rules, say) may hold many.
+pub const MAX_UNMATCHED_TOLD: usize = 32;
+
 /// Claude Code's prefix for an MCP tool (`mcp__server__tool`).
 const CLAUDE_CODE_PREFIX: &str = "mcp__";
 
@@ -74,10 +78,13 @@ impl Offered<'_> {
 }
 
 /// Every `allow` entry and rule in `settings` that matches no offered tool, where that
-/// can be told.
+/// can be told; the first [`MAX_UNMATCHED_TOLD`].
 pub fn unmatched(settings: &Settings, offered: &Offered<'_>) -> Vec<Unmatched> {
     let mut found = Vec::new();
     for (i, name) in settings.allow.iter().enumerate() {
+        if found.len() == MAX_UNMATCHED_TOLD {
+            return found;
+        }
         if !offered.tools.contains(name) && offered.judges(name) {
             found.push(Unmatched {
                 place: format!("allow[{i}]"),
@@ -87,6 +94,9 @@ pub fn unmatched(settings: &Settings, offered: &Offered<'_>) -> Vec<Unmatched> {
         }
     }
     for (i, rule) in settings.rules.all().iter().enumerate() {
+        if found.len() == MAX_UNMATCHED_TOLD {
+            break;
+        }
         if !offered.tools.iter().any(|t| rule.matches_name(t)) && offered.judges(&rule.tool) {
             found.push(Unmatched {
                 place: format!("rules[{i}]"),
@@ -103,6 +113,7 @@ pub fn unmatched_offer(names: &[String], offered: &Offered<'_>) -> Vec<Unmatched
     names
         .iter()
         .filter(|n| !offered.tools.contains(n))
+        .take(MAX_UNMATCHED_TOLD)
         .map(|n| Unmatched {
             place: "--tools".into(),
             name: n.clone(),
@@ -162,6 +173,19 @@ mod tests {
             described,
             "allow[0] names desk__get_tiket, which no server offers (did you mean desk__get_ticket?)"
         );
+    }
+
+    #[test]
+    fn at_most_a_bounded_number_of_names_is_told() {
+        let tools = vec!["desk__get_ticket".to_owned()];
+        let offered = Offered {
+            tools: &tools,
+            unknown_servers: &[],
+        };
+        let allow: Vec<String> = (0..100).map(|i| format!("desk__nothing_{i}")).collect();
+        let s = settings(serde_json::json!({"allow": allow}));
+        assert_eq!(unmatched(&s, &offered).len(), MAX_UNMATCHED_TOLD);
+        assert_eq!(unmatched_offer(&allow, &offered).len(), MAX_UNMATCHED_TOLD);
     }
 
     #[test]

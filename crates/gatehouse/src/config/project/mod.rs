@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
+pub use super::read_document;
 use super::trust::{Part, Trusted};
 use super::{CONFIG_ENV, Config, ConfigError, Identity};
 
@@ -191,12 +192,12 @@ impl Review {
                 continue;
             }
             if key == "rules" {
-                let (tight, _) = split_rules(value);
+                let (tight, loose) = split_rules(value);
                 if !tight.is_empty() {
                     self.tightened
                         .push(format!("{} deny or ask rules", tight.len()));
                 }
-                if split_rules(value).1.is_empty() {
+                if loose.is_empty() {
                     continue;
                 }
             }
@@ -390,21 +391,6 @@ pub fn canonical(path: &Path) -> String {
         .unwrap_or_else(|_| path.to_path_buf())
         .to_string_lossy()
         .into_owned()
-}
-
-/// Read a servers file's JSON, as [`Config::load`] reads it, without making a config.
-pub fn read_document(path: &Path) -> Result<Value, ConfigError> {
-    let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-        path: shown.clone(),
-        source,
-    })?;
-    serde_json::from_str(&text).map_err(|e| ConfigError::Syntax {
-        path: shown,
-        message: e.to_string(),
-        line: e.line(),
-        column: e.column(),
-    })
 }
 
 /// Load what a command runs with from a project's file beside the person's own, as
