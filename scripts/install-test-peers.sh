@@ -238,9 +238,28 @@ install_oauth() {
   )
 }
 
+# claude_code: the real Claude Code 2.1.328 (`claude`, the package's own binary), which
+# `gatehouse gateway connect claude-code` is tested with (crates/cli/tests/end_to_end/
+# gateway_connect.rs: `claude mcp list` says the gateway is connected) and which
+# claude_code.rs drives through the gateway. Checked by asking its version.
+install_claude_code() {
+  need_node
+  npm_peer claude-code @anthropic-ai/claude-code@2.1.328
+  "$PEERS_DIR/claude-code/node_modules/.bin/claude" --version >/dev/null
+}
+
+# gemini_cli: the real Gemini CLI 0.61.0 (`gemini`), which `gatehouse gateway connect gemini`
+# is tested with (gateway_connect.rs: `gemini mcp list` says the gateway is connected).
+# Checked by asking its version.
+install_gemini_cli() {
+  need_node
+  npm_peer gemini-cli @google/gemini-cli@0.61.0
+  "$PEERS_DIR/gemini-cli/node_modules/.bin/gemini" --version >/dev/null
+}
+
 # (Other peers go here, each as its own install_<peer> function, listed in PEERS.)
 
-PEERS=(browser node22 python_sdk fastmcp mcp_servers ts_sdk inspector_cli inspector conformance nginx postgres oauth)
+PEERS=(browser node22 python_sdk fastmcp mcp_servers ts_sdk inspector_cli inspector conformance nginx postgres oauth claude_code gemini_cli)
 
 main() {
   local wanted=("$@")
