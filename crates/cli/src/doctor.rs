@@ -69,18 +69,22 @@ impl Check {
     }
 }
 
-/// Look at everything and report; `Ok(false)` when anything is broken.
+/// Look at everything and report; `Ok(false)` when anything is broken. Each check is
+/// printed as soon as it is made, so each server's line shows once that server is ready
+/// (they start at once); `--json` prints one document at the end.
 pub async fn run(args: DoctorArgs) -> anyhow::Result<bool> {
-    let mut checks = Vec::new();
+    let mut report = Report::new(args.json);
     // Doctor starts nothing a project's file names until the person trusted it, and asks
     // nothing: it lists what is left out.
     let config = match crate::load_config_asking(&args.host, false, crate::project::Asking::Never) {
         Ok(config) => {
-            checks.extend(config_checks(&config));
+            config_checks(&config)
+                .into_iter()
+                .for_each(|c| report.add(c));
             Some(config)
         }
         Err(e) => {
-            checks.push(
+            report.add(
                 check("config", "servers file", Verdict::Broken, format!("{e:#}")).fix(
                     "correct the file where the message says; the host cannot start without it",
                 ),
@@ -89,14 +93,16 @@ pub async fn run(args: DoctorArgs) -> anyhow::Result<bool> {
         }
     };
     if let Some(config) = &config {
-        let probes = probe::probe_all(
+        let probes = probe::probe_each(
             config,
             config.settings.connect_timeout,
             &Trace::new(Arc::new(crate::screen::StartNotes)),
+            |probe| report.add(server_check(config, probe)),
         )
         .await;
-        checks.extend(server_checks(config, &probes));
-        checks.extend(name_checks(config, &probes));
+        name_checks(config, &probes)
+            .into_iter()
+            .for_each(|c| report.add(c));
     }
     let settings = config
         .as_ref()
@@ -108,56 +114,74 @@ pub async fn run(args: DoctorArgs) -> anyhow::Result<bool> {
         .clone()
         .or(settings.model.clone())
         .unwrap_or_else(|| "scripted".into());
-    checks.push(model_check(&spec).await);
-    checks.extend(data_checks(config.as_ref(), &settings));
-    for c in &mut checks {
-        c.name = visible_line(&c.name).into_owned();
-    }
-    let broken = checks
-        .iter()
-        .filter(|c| c.verdict == Verdict::Broken)
-        .count();
-    let warnings = checks
-        .iter()
-        .filter(|c| c.verdict == Verdict::Warning)
-        .count();
-    if args.json {
-        let mut report = json!({"checks": checks, "broken": broken, "warnings": warnings});
-        visible_json(&mut report);
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print_report(&checks, broken, warnings);
-    }
-    Ok(broken == 0)
+    report.add(model_check(&spec).await);
+    data_checks(config.as_ref(), &settings)
+        .into_iter()
+        .for_each(|c| report.add(c));
+    report.finish()
 }
 
-fn print_report(checks: &[Check], broken: usize, warnings: usize) {
-    let mut area = "";
-    for c in checks {
-        if c.area != area {
-            area = c.area;
-            println!("{area}");
-        }
-        let verdict = match c.verdict {
-            Verdict::Ok => "ok",
-            Verdict::Warning => "warning",
-            Verdict::Broken => "broken",
-        };
-        println!("  {verdict:<8} {}: {}", c.name, visible_line(&c.detail));
-        if let Some(fix) = &c.fix {
-            println!("           fix: {}", visible_line(fix));
+/// The checks made so far, each printed as it is added (unless `--json`, whose one
+/// document is printed by [`Report::finish`]).
+struct Report {
+    checks: Vec<Check>,
+    json: bool,
+    /// The area whose heading was printed last.
+    area: &'static str,
+}
+
+impl Report {
+    fn new(json: bool) -> Report {
+        Report {
+            checks: Vec::new(),
+            json,
+            area: "",
         }
     }
-    println!();
-    if broken == 0 && warnings == 0 {
-        println!("Everything is in order.");
-    } else {
-        let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
-        println!(
-            "{} broken, {}: the fixes are above.",
-            broken,
-            plural(warnings, "warning")
-        );
+
+    fn add(&mut self, mut c: Check) {
+        c.name = visible_line(&c.name).into_owned();
+        if !self.json {
+            if c.area != self.area {
+                self.area = c.area;
+                println!("{}", c.area);
+            }
+            let verdict = match c.verdict {
+                Verdict::Ok => "ok",
+                Verdict::Warning => "warning",
+                Verdict::Broken => "broken",
+            };
+            println!("  {verdict:<8} {}: {}", c.name, visible_line(&c.detail));
+            if let Some(fix) = &c.fix {
+                println!("           fix: {}", visible_line(fix));
+            }
+        }
+        self.checks.push(c);
+    }
+
+    /// The summary (or the JSON document); `Ok(false)` when anything is broken.
+    fn finish(self) -> anyhow::Result<bool> {
+        let count = |v: Verdict| self.checks.iter().filter(|c| c.verdict == v).count();
+        let (broken, warnings) = (count(Verdict::Broken), count(Verdict::Warning));
+        if self.json {
+            let mut report = json!({"checks": self.checks, "broken": broken, "warnings": warnings});
+            visible_json(&mut report);
+            println!("{}", serde_json::to_string_pretty(&report)?);
+        } else {
+            println!();
+            if broken == 0 && warnings == 0 {
+                println!("Everything is in order.");
+            } else {
+                let plural =
+                    |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+                println!(
+                    "{} broken, {}: the fixes are above.",
+                    broken,
+                    plural(warnings, "warning")
+                );
+            }
+        }
+        Ok(broken == 0)
     }
 }
 
@@ -303,42 +327,37 @@ fn how_reached(spec: Option<&ServerSpec>) -> String {
     }
 }
 
-fn server_checks(config: &Config, probes: &[Probe]) -> Vec<Check> {
-    probes
+/// One server's check, from its probe.
+fn server_check(config: &Config, p: &Probe) -> Check {
+    let spec = config.servers.iter().find(|s| s.name == p.server);
+    let ms = p.elapsed.as_millis();
+    let reached = match &p.outcome {
+        Err(failure) => {
+            return check("server", &p.server, Verdict::Broken, failure.reason.clone())
+                .fix(failure.fix.clone());
+        }
+        Ok(reached) => reached,
+    };
+    let tools = reached
+        .tools
         .iter()
-        .map(|p| {
-            let spec = config.servers.iter().find(|s| s.name == p.server);
-            let ms = p.elapsed.as_millis();
-            match &p.outcome {
-                Err(failure) => {
-                    check("server", &p.server, Verdict::Broken, failure.reason.clone())
-                        .fix(failure.fix.clone())
-                }
-                Ok(reached) => {
-                    let tools = reached
-                        .tools
-                        .iter()
-                        .map(|t| t.split_once("__").map_or(t.as_str(), |(_, tool)| tool))
-                        .collect::<Vec<_>>()
-                        .join(", ");
-                    let mut detail = format!(
-                        "{}; revision {}, {} tool{} ({tools}), {ms} ms",
-                        how_reached(spec),
-                        reached.protocol,
-                        reached.tools.len(),
-                        if reached.tools.len() == 1 { "" } else { "s" },
-                    );
-                    if reached.left_out.is_empty() {
-                        return check("server", &p.server, Verdict::Ok, detail);
-                    }
-                    detail.push_str(&format!("; left out: {}", reached.left_out.join("; ")));
-                    check("server", &p.server, Verdict::Warning, detail).fix(
-                        "the tools left out are not offered to the model; the server's authors can fix their definitions",
-                    )
-                }
-            }
-        })
-        .collect()
+        .map(|t| t.split_once("__").map_or(t.as_str(), |(_, tool)| tool))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut detail = format!(
+        "{}; revision {}, {} tool{} ({tools}), {ms} ms",
+        how_reached(spec),
+        reached.protocol,
+        reached.tools.len(),
+        if reached.tools.len() == 1 { "" } else { "s" },
+    );
+    if reached.left_out.is_empty() {
+        return check("server", &p.server, Verdict::Ok, detail);
+    }
+    detail.push_str(&format!("; left out: {}", reached.left_out.join("; ")));
+    check("server", &p.server, Verdict::Warning, detail).fix(
+        "the tools left out are not offered to the model; the server's authors can fix their definitions",
+    )
 }
 
 /// The model: a built-in one needs nothing; an endpoint must answer and serve the model.

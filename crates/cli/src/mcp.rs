@@ -299,11 +299,12 @@ fn held_back(config: &Config, name: &str) -> Option<&'static str> {
     }
 }
 
-/// Quick-connect every server that is not disabled or broken.
-async fn probe_servers(config: &Config) -> Vec<Probe> {
+/// Quick-connect every server that is not disabled or broken, telling `ready` of each
+/// as soon as it is known.
+async fn probe_servers(config: &Config, ready: impl FnMut(&Probe)) -> Vec<Probe> {
     let timeout = config.settings.connect_timeout.min(QUICK_CONNECT_TIMEOUT);
     let trace = Trace::new(Arc::new(crate::screen::StartNotes));
-    probe::probe_all(config, timeout, &trace).await
+    probe::probe_each(config, timeout, &trace, ready).await
 }
 
 /// One server as `list` and `get` show it: the entry's facts and its state.
@@ -382,42 +383,72 @@ fn state_line(row: &Value) -> String {
     }
 }
 
+/// Every server of the file, each line printed as soon as its server is ready or has
+/// failed (the servers start at once; the slowest does not hold back the rest): first
+/// the heading and the entries that start nothing, then the others as they answer.
+/// `--json` prints one document, in the file's order, at the end.
 async fn list(args: McpListArgs) -> anyhow::Result<()> {
     let servers = read_servers(&args.file)?;
-    let probes = probe_servers(&servers.config).await;
+    let config = &servers.config;
     let entries = servers.doc["mcpServers"]
         .as_object()
         .cloned()
         .unwrap_or_default();
-    let mut rows: Value = entries
-        .iter()
-        .map(|(name, entry)| row(name, entry, &probes, &servers.config))
-        .collect();
-    visible_json(&mut rows);
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
-        return Ok(());
-    }
-    println!("Servers in {}:", servers.heading);
-    let rows = rows.as_array().cloned().unwrap_or_default();
-    if rows.is_empty() {
-        println!("  none yet: gatehouse mcp add NAME -- COMMAND [ARGS]…");
-    }
-    for row in rows {
-        let target =
-            gatehouse::text::clip(row["target"].as_str().unwrap_or(""), TARGET_CHARS).into_owned();
-        println!(
-            "  {}: {} ({}) - {}",
-            row["name"].as_str().unwrap_or(""),
-            visible_line(&target),
-            row["transport"].as_str().unwrap_or(""),
-            visible_line(&state_line(&row))
-        );
-        if let Some(fix) = row["fix"].as_str() {
-            println!("    fix: {}", visible_line(fix));
+    if !args.json {
+        println!("Servers in {}:", servers.heading);
+        if entries.is_empty() {
+            println!("  none yet: gatehouse mcp add NAME -- COMMAND [ARGS]…");
         }
     }
+    let probed = |name: &str| {
+        config.servers.iter().any(|s| s.name == name)
+            || config.broken.iter().any(|(n, _)| n == name)
+    };
+    let mut rows: Vec<(usize, Value)> = Vec::new();
+    let mut add = |i: usize, mut row: Value| {
+        visible_json(&mut row);
+        if !args.json {
+            print_row(&row);
+        }
+        rows.push((i, row));
+    };
+    for (i, (name, entry)) in entries.iter().enumerate() {
+        if !probed(name) {
+            add(i, row(name, entry, &[], config));
+        }
+    }
+    probe_servers(config, |probe| {
+        if let Some((i, (name, entry))) = entries
+            .iter()
+            .enumerate()
+            .find(|(_, (name, _))| **name == probe.server)
+        {
+            add(i, row(name, entry, std::slice::from_ref(probe), config));
+        }
+    })
+    .await;
+    if args.json {
+        rows.sort_by_key(|(i, _)| *i);
+        let rows: Value = rows.into_iter().map(|(_, row)| row).collect();
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+    }
     Ok(())
+}
+
+/// One server's line of `list` (and its fix below it), as soon as it is known.
+fn print_row(row: &Value) {
+    let target =
+        gatehouse::text::clip(row["target"].as_str().unwrap_or(""), TARGET_CHARS).into_owned();
+    println!(
+        "  {}: {} ({}) - {}",
+        row["name"].as_str().unwrap_or(""),
+        visible_line(&target),
+        row["transport"].as_str().unwrap_or(""),
+        visible_line(&state_line(row))
+    );
+    if let Some(fix) = row["fix"].as_str() {
+        println!("    fix: {}", visible_line(fix));
+    }
 }
 
 /// An entry as it may be shown: header values and secret-named variables given as plain
@@ -462,7 +493,7 @@ async fn get(args: McpGetArgs) -> anyhow::Result<()> {
             }
         );
     };
-    let probes = probe_servers(&servers.config).await;
+    let probes = probe_servers(&servers.config, |_| {}).await;
     let mut row = row(&args.name, &entry, &probes, &servers.config);
     visible_json(&mut row);
     let shown = shown_entry(&entry);

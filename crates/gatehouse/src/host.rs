@@ -291,15 +291,18 @@ impl Host {
 }
 
 /// Start every server at once, each within the connect time limit, with its tool list.
-/// A server that cannot be used is reported and left out (returned with the reason).
+/// Each is reported as soon as it is ready or has failed, while the others still start;
+/// what is returned is in the configuration's order. A server that cannot be used is
+/// left out (returned with the reason).
 async fn connect_all<'c>(
     config: &'c Config,
     person: &Arc<dyn Person>,
     trace: &Trace,
 ) -> (Vec<Connection>, Vec<Listing>, Vec<(&'c ServerSpec, String)>) {
+    use futures::stream::{FuturesUnordered, StreamExt};
     let timeout = config.settings.connect_timeout;
     let limits = connect::Limits::from_settings(&config.settings);
-    let attempts = config.servers.iter().map(|spec| async move {
+    let attempt = |spec: &'c ServerSpec| async move {
         let conn = connect::connect(spec, person.clone(), trace, limits)
             .await
             .map_err(|e| e.to_string())?;
@@ -322,29 +325,40 @@ async fn connect_all<'c>(
             Ok(Ok(tools)) => Ok(tools),
         }?;
         Ok::<_, String>((conn, tools))
-    });
+    };
+    let mut pending: FuturesUnordered<_> = config
+        .servers
+        .iter()
+        .enumerate()
+        .map(|(i, spec)| {
+            let attempt = attempt(spec);
+            async move { (i, attempt.await) }
+        })
+        .collect();
+    let mut outcomes: Vec<Option<Result<_, String>>> = Vec::new();
+    outcomes.resize_with(config.servers.len(), || None);
+    while let Some((i, outcome)) = pending.next().await {
+        let spec = &config.servers[i];
+        match &outcome {
+            Ok((conn, listing)) => report_discovery(conn, listing, trace),
+            Err(text) => trace.add(
+                Who::Host,
+                format!("server unavailable: {text}"),
+                json!({"server": spec.name, "error": text}),
+            ),
+        }
+        outcomes[i] = Some(outcome);
+    }
     let mut connections = Vec::new();
     let mut listings = Vec::new();
     let mut failed = Vec::new();
-    for (spec, outcome) in config
-        .servers
-        .iter()
-        .zip(futures::future::join_all(attempts).await)
-    {
+    for (spec, outcome) in config.servers.iter().zip(outcomes.into_iter().flatten()) {
         match outcome {
             Ok((conn, listing)) => {
-                report_discovery(&conn, &listing, trace);
                 listings.push(listing);
                 connections.push(conn);
             }
-            Err(text) => {
-                trace.add(
-                    Who::Host,
-                    format!("server unavailable: {text}"),
-                    json!({"server": spec.name, "error": text}),
-                );
-                failed.push((spec, text));
-            }
+            Err(text) => failed.push((spec, text)),
         }
     }
     (connections, listings, failed)

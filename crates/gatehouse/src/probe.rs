@@ -55,22 +55,55 @@ pub struct Failure {
 /// in the configuration's order: the servers that parsed, then the entries that did not.
 /// Their stderr and any step goes to `trace`.
 pub async fn probe_all(config: &Config, timeout: Duration, trace: &Trace) -> Vec<Probe> {
+    probe_each(config, timeout, trace, |_| {}).await
+}
+
+/// [`probe_all`], telling `ready` of each server as soon as it is known: the entries that
+/// did not parse at once, then each server as it answers or fails, while the others are
+/// still starting. What it returns is in the configuration's order all the same.
+pub async fn probe_each(
+    config: &Config,
+    timeout: Duration,
+    trace: &Trace,
+    mut ready: impl FnMut(&Probe),
+) -> Vec<Probe> {
+    use futures::stream::{FuturesUnordered, StreamExt};
     // Nobody to ask: no call is made while probing, and a question is declined.
     let person: Arc<dyn Person> = Arc::new(Unattended::NOBODY);
     let limits = connect::Limits {
         timeout,
         ..connect::Limits::from_settings(&config.settings)
     };
-    let probes = config
+    let broken: Vec<Probe> = config
+        .broken
+        .iter()
+        .map(|(name, reason)| unusable_entry(config, name, reason))
+        .collect();
+    broken.iter().for_each(&mut ready);
+    let mut pending: FuturesUnordered<_> = config
         .servers
         .iter()
-        .map(|spec| probe(spec, person.clone(), trace, limits, &config.source));
-    let mut all = futures::future::join_all(probes).await;
-    all.extend(config.broken.iter().map(|(name, reason)| Probe {
-        server: name.clone(),
+        .enumerate()
+        .map(|(i, spec)| {
+            let probing = probe(spec, person.clone(), trace, limits, &config.source);
+            async move { (i, probing.await) }
+        })
+        .collect();
+    let mut done: Vec<Option<Probe>> = vec![None; config.servers.len()];
+    while let Some((i, probe)) = pending.next().await {
+        ready(&probe);
+        done[i] = Some(probe);
+    }
+    done.into_iter().flatten().chain(broken).collect()
+}
+
+/// An entry of the servers file that could not be used at all, as its probe.
+fn unusable_entry(config: &Config, name: &str, reason: &str) -> Probe {
+    Probe {
+        server: name.to_owned(),
         elapsed: Duration::ZERO,
         outcome: Err(Failure {
-            reason: reason.clone(),
+            reason: reason.to_owned(),
             fix: if reason.contains("is not set and has no default") {
                 "set that variable where the host runs, or give it a default (${NAME:-value})"
                     .into()
@@ -78,8 +111,7 @@ pub async fn probe_all(config: &Config, timeout: Duration, trace: &Trace) -> Vec
                 format!("correct the entry {name} in {}", config.source)
             },
         }),
-    }));
-    all
+    }
 }
 
 async fn probe(

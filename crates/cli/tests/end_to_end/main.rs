@@ -36,6 +36,7 @@ mod interop_foreign_servers;
 mod lab_browser;
 mod lab_http;
 mod ledger;
+mod long_waits;
 mod many_servers;
 mod mcp_command;
 mod no_terminal;

@@ -74,7 +74,31 @@ impl Spawn {
             interrupt: self.interrupt,
             lines: Arc::default(),
             url: String::new(),
+            reader: None,
         }
+    }
+
+    /// Start it with stdin closed and both streams piped, keeping the lines of `stream`
+    /// as they come ([`Process::wait_for_line`]); [`Process::wait`] gives them as that
+    /// stream's text.
+    pub fn watched(mut self, stream: Stream) -> Process {
+        self.cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut process = self.spawn();
+        let read: Box<dyn Read + Send> = match stream {
+            Stream::Stdout => Box::new(process.child.stdout.take().expect("stdout is piped")),
+            Stream::Stderr => Box::new(process.child.stderr.take().expect("stderr is piped")),
+        };
+        let sink = process.lines.clone();
+        let reader = std::thread::spawn(move || {
+            for line in BufReader::new(read).lines().map_while(Result::ok) {
+                sink.lock().unwrap_or_else(|e| e.into_inner()).push(line);
+            }
+        });
+        process.reader = Some((stream, reader));
+        process
     }
 
     /// Start it with stdin closed and both streams piped, for [`Process::wait`].
@@ -141,6 +165,8 @@ pub struct Process {
     lines: Arc<Mutex<Vec<String>>>,
     /// The address a server printed (empty for a run).
     pub url: String,
+    /// The stream [`Spawn::watched`] reads line by line, and its reader.
+    reader: Option<(Stream, JoinHandle<()>)>,
 }
 
 impl Process {
@@ -160,6 +186,26 @@ impl Process {
             .iter()
             .filter_map(|l| serde_json::from_str(l).ok())
             .collect()
+    }
+
+    /// Wait at most `limit` for a line of the watched stream ([`Spawn::watched`]) that
+    /// holds `part`, and return every line so far; past the limit the test fails, saying
+    /// what it printed.
+    pub fn wait_for_line(&self, part: &str, limit: Duration) -> Vec<String> {
+        let deadline = Instant::now() + limit;
+        loop {
+            let lines = self.lines();
+            if lines.iter().any(|l| l.contains(part)) {
+                return lines;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} printed no line with `{part}` within {limit:?}; it printed:\n{}",
+                self.what,
+                lines.join("\n")
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     /// Send it (its group, if it has one) a signal: `INT`, `TERM`, `KILL`; whether `kill`
@@ -198,8 +244,16 @@ impl Process {
             }
             std::thread::sleep(Duration::from_millis(20));
         };
-        let stdout = String::from_utf8_lossy(&out.join().unwrap_or_default()).into_owned();
-        let stderr = String::from_utf8_lossy(&err.join().unwrap_or_default()).into_owned();
+        let mut stdout = String::from_utf8_lossy(&out.join().unwrap_or_default()).into_owned();
+        let mut stderr = String::from_utf8_lossy(&err.join().unwrap_or_default()).into_owned();
+        if let Some((stream, reader)) = self.reader.take() {
+            let _ = reader.join();
+            let text = self.lines().iter().map(|l| format!("{l}\n")).collect();
+            match stream {
+                Stream::Stdout => stdout = text,
+                Stream::Stderr => stderr = text,
+            }
+        }
         let Some(status) = status else {
             panic!(
                 "{} took longer than {limit:?} and was killed\nstdout:\n{stdout}\nstderr:\n{stderr}",
