@@ -13,6 +13,7 @@ mod interop_peers;
 mod approvals_remembered;
 mod call_command;
 mod calls_that_go_wrong;
+mod claude_code;
 mod completions;
 mod configs_people_have;
 mod conformance;

@@ -4,6 +4,7 @@
 //! the binary as an HTTP server in [`serve`], the rmcp test client in [`client`].
 #![allow(dead_code)]
 
+pub mod anthropic;
 pub mod browser;
 pub mod client;
 pub mod expect;

@@ -236,15 +236,18 @@ fn peer_client(program: &str, argv: &[String], dir: &Path) -> Value {
     })
 }
 
+/// A reference server behind the gateway, `gatehouse serve NAME`, with its own
+/// credentials (Sam's, at Larkfield) and the tickets store of the folder `dir`.
+pub fn reference_server(dir: &Path, name: &str) -> Value {
+    json!({"command": exe(), "args": ["serve", name],
+           "env": {"MCP_USER": "usr-sam", "MCP_TENANT": "larkfield",
+                   "GATEHOUSE_TICKETS_DB": dir.join("tickets.db")}})
+}
+
 /// The servers file of the gateway: cmdb and tickets, each started with its own
 /// credentials, and the rules.
 pub fn gateway_config(dir: &Path) -> String {
-    let exe = exe().to_string_lossy().into_owned();
-    let server = |name: &str| {
-        json!({"command": exe, "args": ["serve", name],
-               "env": {"MCP_USER": "usr-sam", "MCP_TENANT": "larkfield",
-                       "GATEHOUSE_TICKETS_DB": dir.join("tickets.db")}})
-    };
+    let server = |name: &str| reference_server(dir, name);
     write(
         dir,
         "servers.json",

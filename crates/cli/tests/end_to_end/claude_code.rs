@@ -1,0 +1,361 @@
+//! The real Claude Code (`@anthropic-ai/claude-code`, installed by
+//! `scripts/install-test-peers.sh claude_code`) behind `gatehouse gateway`, wired with its
+//! own flags (`claude -p … --mcp-config FILE --strict-mcp-config`), its model the
+//! scripted Anthropic endpoint on loopback (`common::anthropic`), in a scratch HOME with
+//! nothing to reach but 127.0.0.1.
+//!
+//! - An allowed call: the scripted model asks for `support__get_ticket`, Claude Code calls
+//!   it through the gateway, the ticket's text comes back in the model's next request, and
+//!   the gateway's ledger records the call.
+//! - A call the policy asks about (`tickets__open_ticket`): the gateway's approval form
+//!   reaches Claude Code, which shows it through its `Elicitation` hook in `-p` mode
+//!   (`tests/peers/claude_elicitation_hook.py` keeps the form and answers it as the person
+//!   at the dialog would); accepted, the call runs (and the tickets server's own question
+//!   is asked the same way); declined, it does not. Without a hook, `-p` declines every
+//!   form by itself, and the gateway writes that down as the client's no.
+
+use std::{path::Path, time::Duration};
+
+use serde_json::{Value, json};
+
+use crate::common::{
+    Ran,
+    anthropic::{ANSWER_PREFIX, Endpoint},
+    exe, in_fresh_world,
+    process::Spawn,
+    serve::SAM_TOKEN,
+    write,
+};
+use crate::gateway::{Gw, assert_approved_in_the_client, reference_server};
+use crate::interop_peers::{Transport, json_lines, require, script};
+
+/// The gateway's entry in Claude Code's MCP configuration.
+const ENTRY: &str = "gatehouse";
+/// The longest one `claude -p` run may take (it starts the gateway, which starts its
+/// servers, and makes a few model requests); past it the process group is killed.
+const CLAUDE_LIMIT: Duration = Duration::from_secs(120);
+/// How many of the last lines of Claude Code's debug log a failure shows.
+const DEBUG_TAIL_LINES: usize = 80;
+/// The allowed call, and the ticket it reads.
+const ALLOWED: &str = "support__get_ticket";
+const TICKET_SUBJECT: &str = "Charged twice for order LK-182074";
+/// The call the policy asks about, and the rule's reason.
+const ASKED: &str = "tickets__open_ticket";
+const REASON: &str = "a ticket pages the on-call engineer";
+
+/// Claude Code's name for a tool of the gateway.
+fn claude_name(tool: &str) -> String {
+    format!("mcp__{ENTRY}__{tool}")
+}
+
+/// The installed `claude` binary, or a failure that says how to install it.
+fn claude() -> String {
+    require("claude-code/node_modules/.bin/claude", "claude_code")
+}
+
+/// The gateway's servers file: the support desk and the tickets server, each with its own
+/// credentials; `support__get_ticket` allowed, `tickets__open_ticket` asked about.
+fn servers(dir: &Path) -> String {
+    let server = |name: &str| reference_server(dir, name);
+    write(
+        dir,
+        "servers.json",
+        &json!({
+            "mcpServers": {"support": server("support"), "tickets": server("tickets")},
+            "gatehouse": {
+                "rules": [
+                    {"tool": ALLOWED, "decision": "allow"},
+                    {"tool": ASKED, "decision": "ask", "reason": REASON}
+                ],
+                "ledger": {"path": dir.join("ledger.jsonl"), "arguments": true}
+            }
+        }),
+    )
+}
+
+/// How the person at Claude Code answers a form.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Person {
+    /// The `Elicitation` hook accepts every form, filled in.
+    Accepts,
+    /// The hook declines every form.
+    Declines,
+    /// No hook: Claude Code in `-p` mode is left to itself.
+    Absent,
+}
+
+/// One `claude -p` run against a gateway: what it printed, the forms its hook was given,
+/// and the scripted model's record (printed when the test fails).
+struct Session<'a> {
+    gw: &'a Gw,
+    model: Endpoint,
+    home: std::path::PathBuf,
+}
+
+impl<'a> Session<'a> {
+    /// A session whose model calls `tool` (the gateway's name) with `input`.
+    fn new(gw: &'a Gw, tool: &str, input: Value) -> Session<'a> {
+        let home = gw.path().join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        Session {
+            gw,
+            model: Endpoint::start(&claude_name(tool), input),
+            home,
+        }
+    }
+
+    /// Claude Code's MCP configuration: the gateway, started by Claude Code over stdio as
+    /// the local user, or reached over HTTP with Sam's bearer token.
+    fn mcp_config(&self) -> String {
+        let entry = match self.gw.url() {
+            None => json!({
+                "type": "stdio", "command": exe(),
+                "args": ["gateway", "--config", self.gw.config, "--state", self.gw.state],
+                "env": {"MCP_USER": "usr-sam", "MCP_TENANT": "larkfield"}
+            }),
+            Some(url) => json!({
+                "type": "http", "url": url,
+                "headers": {"Authorization": format!("Bearer {SAM_TOKEN}")}
+            }),
+        };
+        write(
+            self.gw.path(),
+            "claude-mcp.json",
+            &json!({"mcpServers": {ENTRY: entry}}),
+        )
+    }
+
+    /// Claude Code's settings for the run: the `Elicitation` hook, unless nobody answers.
+    fn settings(&self, person: Person) -> String {
+        let answer = match person {
+            Person::Accepts => "accept",
+            Person::Declines => "decline",
+            Person::Absent => return write(self.gw.path(), "claude-settings.json", &json!({})),
+        };
+        let command = format!(
+            "python3 '{}' '{}' {answer}",
+            script("claude_elicitation_hook.py"),
+            self.forms_log().display()
+        );
+        let hook = json!({"matcher": "", "hooks": [{"type": "command", "command": command}]});
+        write(
+            self.gw.path(),
+            "claude-settings.json",
+            &json!({"hooks": {"Elicitation": [hook]}}),
+        )
+    }
+
+    fn forms_log(&self) -> std::path::PathBuf {
+        self.gw.path().join("claude-forms.jsonl")
+    }
+
+    /// The forms the hook was given so far.
+    fn forms(&self) -> Vec<Value> {
+        json_lines(&self.forms_log())
+    }
+
+    /// `claude -p PROMPT` with the gateway's tool `allowed` in Claude Code's own
+    /// permissions, the person as said; it must exit 0 within [`CLAUDE_LIMIT`].
+    fn run(&self, prompt: &str, allowed: &str, person: Person) -> Ran {
+        let mut cmd = std::process::Command::new(claude());
+        cmd.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .current_dir(&self.home);
+        let base = self.model.base.clone();
+        let home = self.home.to_string_lossy().into_owned();
+        let env = [
+            ("HOME", home.as_str()),
+            ("ANTHROPIC_BASE_URL", base.as_str()),
+            ("ANTHROPIC_API_KEY", "dummy"),
+            ("DISABLE_AUTOUPDATER", "1"),
+            ("DISABLE_TELEMETRY", "1"),
+            ("DISABLE_ERROR_REPORTING", "1"),
+            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+            ("ENABLE_TOOL_SEARCH", "false"),
+        ];
+        let mut cmd = in_fresh_world(cmd, &env);
+        let (config, settings) = (self.mcp_config(), self.settings(person));
+        let debug = self.debug_log();
+        cmd.args(["-p", prompt, "--output-format", "json"])
+            .args(["--debug-file", debug.to_str().unwrap()])
+            .args(["--mcp-config", &config, "--strict-mcp-config"])
+            .args(["--settings", &settings])
+            .args(["--allowedTools", &claude_name(allowed)]);
+        let ran = Spawn::new(cmd, format!("claude -p {prompt:?}"))
+            .group()
+            .run()
+            .wait(CLAUDE_LIMIT);
+        assert_eq!(ran.status, 0, "{}", self.said(&ran));
+        ran
+    }
+
+    /// Where Claude Code writes its debug log (`--debug-file`).
+    fn debug_log(&self) -> std::path::PathBuf {
+        self.gw.path().join("claude-debug.log")
+    }
+
+    /// What Claude Code printed, the end of its debug log, and what its model was asked,
+    /// for a failure's message.
+    fn said(&self, ran: &Ran) -> String {
+        let debug = std::fs::read_to_string(self.debug_log()).unwrap_or_default();
+        let lines: Vec<&str> = debug.lines().collect();
+        let tail = lines[lines.len().saturating_sub(DEBUG_TAIL_LINES)..].join("\n");
+        format!(
+            "claude stdout:\n{}\nclaude stderr:\n{}\nthe end of its debug log:\n{tail}\n\
+             the scripted model's requests:\n{}",
+            ran.stdout,
+            ran.stderr,
+            self.model.summary()
+        )
+    }
+
+    /// The text of the tool's result, as the model's next request carried it (the one
+    /// request that carried a result).
+    fn result_seen(&self, ran: &Ran) -> String {
+        let carried = self.model.with_results();
+        assert_eq!(carried.len(), 1, "{}", self.said(ran));
+        carried[0].result_texts().join("\n")
+    }
+
+    /// Claude Code's final answer (`--output-format json`'s `result`).
+    fn answer(&self, ran: &Ran) -> String {
+        let printed: Value = serde_json::from_str(ran.stdout.trim())
+            .unwrap_or_else(|e| panic!("no JSON result ({e}): {}", self.said(ran)));
+        printed["result"].as_str().unwrap_or_default().to_owned()
+    }
+
+    /// The ledger's lines deciding on `tool`.
+    fn ledger_of(&self, tool: &str) -> Vec<Value> {
+        let mut lines = self.gw.ledger();
+        lines.retain(|l| l["tool"] == tool);
+        lines
+    }
+}
+
+/// The allowed call: Claude Code's own permission given, it runs, its result goes back to
+/// the model and into Claude Code's answer, and the gateway's ledger has its line.
+fn an_allowed_call_runs_and_its_result_reaches_the_model(t: Transport) {
+    let gw = Gw::with_config(t, servers);
+    let session = Session::new(&gw, ALLOWED, json!({"ticket_id": "T-30002"}));
+    let ran = session.run("Summarize ticket T-30002", ALLOWED, Person::Absent);
+    assert_eq!(session.model.tool_uses().len(), 1, "{}", session.said(&ran));
+    let result = session.result_seen(&ran);
+    assert!(result.contains(TICKET_SUBJECT), "{}", session.said(&ran));
+    let answer = session.answer(&ran);
+    assert!(
+        answer.starts_with(ANSWER_PREFIX) && answer.contains(TICKET_SUBJECT),
+        "{}",
+        session.said(&ran)
+    );
+    let lines = session.ledger_of(ALLOWED);
+    assert_eq!(lines.len(), 1, "{lines:#?}");
+    assert_eq!(lines[0]["decision"], "run", "{}", lines[0]);
+    assert_eq!(lines[0]["caller"], "usr-sam@larkfield", "{}", lines[0]);
+    assert_eq!(
+        lines[0]["arguments"]["ticket_id"], "T-30002",
+        "{}",
+        lines[0]
+    );
+}
+
+#[test]
+fn an_allowed_call_runs_and_its_result_reaches_the_model_over_stdio() {
+    an_allowed_call_runs_and_its_result_reaches_the_model(Transport::Stdio);
+}
+
+#[test]
+fn an_allowed_call_runs_and_its_result_reaches_the_model_over_http() {
+    an_allowed_call_runs_and_its_result_reaches_the_model(Transport::Http);
+}
+
+/// The arguments of the ticket the asked call opens.
+fn ticket() -> Value {
+    json!({"host": "jump-prod-02", "summary": "brute force then a login from 203.0.113.77"})
+}
+
+/// The call the policy asks about, the person accepting: the gateway's form reaches Claude
+/// Code with the gateway's words, then the tickets server's own question; the ticket is
+/// opened with the priority chosen, and each round is a ledger line approved in the client.
+fn the_gateways_form_reaches_claude_code_and_accepting_runs_the_call(t: Transport) {
+    let gw = Gw::with_config(t, servers);
+    let session = Session::new(&gw, ASKED, ticket());
+    let ran = session.run("Open a ticket for jump-prod-02", ASKED, Person::Accepts);
+    let forms = session.forms();
+    assert_eq!(forms.len(), 2, "{forms:#?}\n{}", session.said(&ran));
+    let (approval, priority) = (&forms[0], &forms[1]);
+    assert_eq!(approval["mcp_server_name"], ENTRY, "{approval}");
+    assert_eq!(approval["mode"], "form", "{approval}");
+    let message = approval["message"].as_str().unwrap_or_default();
+    for part in [ASKED, "Why you are asked", REASON, "jump-prod-02"] {
+        assert!(
+            message.contains(part),
+            "{part:?} not in the form: {approval}"
+        );
+    }
+    let fields = &approval["requested_schema"]["properties"];
+    assert_eq!(fields["approve"]["type"], "boolean", "{approval}");
+    assert!(
+        priority["requested_schema"]["properties"]["priority"].is_object(),
+        "the tickets server's own question: {priority}"
+    );
+    let result = session.result_seen(&ran);
+    for part in ["jump-prod-02", r#""priority":"P1""#, r#""status":"open""#] {
+        assert!(result.contains(part), "{part}: {}", session.said(&ran));
+    }
+    let lines = session.ledger_of(ASKED);
+    assert_eq!(lines.len(), forms.len(), "a line per round: {lines:#?}");
+    for line in &lines {
+        assert_approved_in_the_client(line, "usr-sam@larkfield");
+    }
+}
+
+#[test]
+fn the_gateways_form_reaches_claude_code_and_accepting_runs_the_call_over_stdio() {
+    the_gateways_form_reaches_claude_code_and_accepting_runs_the_call(Transport::Stdio);
+}
+
+#[test]
+fn the_gateways_form_reaches_claude_code_and_accepting_runs_the_call_over_http() {
+    the_gateways_form_reaches_claude_code_and_accepting_runs_the_call(Transport::Http);
+}
+
+/// The call the policy asks about, the form declined (by the person, or by `claude -p`
+/// itself when nothing can answer it): the call does not run, the model is told so, and
+/// the ledger has the client's no.
+fn a_declined_form_runs_nothing(person: Person) {
+    let gw = Gw::with_config(Transport::Stdio, servers);
+    let session = Session::new(&gw, ASKED, ticket());
+    let ran = session.run("Open a ticket for jump-prod-02", ASKED, person);
+    let forms = session.forms().len();
+    assert_eq!(
+        forms,
+        usize::from(person == Person::Declines),
+        "{}",
+        session.said(&ran)
+    );
+    let result = session.result_seen(&ran);
+    assert!(
+        result.starts_with("(error)") && result.contains("declined this call"),
+        "{}",
+        session.said(&ran)
+    );
+    let lines = session.ledger_of(ASKED);
+    assert_eq!(lines.len(), 1, "{lines:#?}");
+    let line = &lines[0];
+    assert_eq!(line["decision"], "asked", "{line}");
+    assert_eq!(
+        (&line["answer"], &line["by"]),
+        (&json!("no"), &json!("client")),
+        "{line}"
+    );
+}
+
+#[test]
+fn declining_the_gateways_form_in_claude_code_runs_nothing() {
+    a_declined_form_runs_nothing(Person::Declines);
+}
+
+#[test]
+fn claude_p_without_a_hook_answers_the_form_no_by_itself() {
+    a_declined_form_runs_nothing(Person::Absent);
+}
