@@ -6,10 +6,7 @@
 //! beside it, then a rename), keeping its permissions; a new file is readable by the user
 //! only.
 
-use std::{
-    io::Write,
-    path::{Path, PathBuf},
-};
+use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
@@ -401,46 +398,13 @@ impl ServersFile {
     /// where the link points; the file keeps its permissions, and a new one (with any
     /// missing folder) is readable by the user only.
     pub fn save(&self) -> std::io::Result<()> {
-        let target = match std::fs::symlink_metadata(&self.path) {
-            Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(&self.path)?,
-            _ => self.path.clone(),
-        };
-        let dir = match target.parent().filter(|d| !d.as_os_str().is_empty()) {
-            Some(d) => d.to_owned(),
-            None => PathBuf::from("."),
-        };
-        if !dir.exists() {
-            crate::files::private_dir(&dir)?;
-        }
-        let permissions = std::fs::metadata(&target).ok().map(|m| m.permissions());
-        let name = target
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "servers.json".into());
-        let temp = dir.join(format!(
-            ".{name}.{}.{}.tmp",
-            std::process::id(),
-            crate::trace::random_hex(4)
-        ));
-        let written = (|| {
-            let mut file = crate::files::create_new_private(&temp)?;
-            file.write_all(self.text().as_bytes())?;
-            if let Some(p) = permissions {
-                file.set_permissions(p)?;
-            }
-            file.sync_all()?;
-            std::fs::rename(&temp, &target)
-        })();
-        if written.is_err() {
-            let _ = std::fs::remove_file(&temp);
-        }
-        written
+        crate::files::replace_keeping(&self.path, self.text().as_bytes())
     }
 }
 
 /// The indentation a JSON file uses: the leading white space of its first indented line
 /// (two spaces when it has none).
-fn indentation(text: &str) -> String {
+pub(crate) fn indentation(text: &str) -> String {
     text.lines()
         .skip(1)
         .map(|l| &l[..l.len() - l.trim_start().len()])

@@ -160,6 +160,49 @@ pub fn replace_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
     renamed
 }
 
+/// Replace the file at `path` whole with `bytes`, as [`replace_private`] does (a
+/// temporary file beside it, synced, then renamed over it), but keeping the file's
+/// permissions: a file that is someone else's to read stays so. A file behind a link is
+/// written where the link points; a new file (with any missing folder) is readable by the
+/// user only.
+pub fn replace_keeping(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    use std::io::Write;
+    let target = match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(path)?,
+        _ => path.to_owned(),
+    };
+    let dir = match target.parent().filter(|d| !d.as_os_str().is_empty()) {
+        Some(d) => d.to_owned(),
+        None => PathBuf::from("."),
+    };
+    if !dir.exists() {
+        private_dir(&dir)?;
+    }
+    let permissions = std::fs::metadata(&target).ok().map(|m| m.permissions());
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "file".into());
+    let temp = dir.join(format!(
+        ".{name}.{}.{:08x}.tmp",
+        std::process::id(),
+        rand::random::<u32>()
+    ));
+    let written = (|| {
+        let mut file = create_new_private(&temp)?;
+        file.write_all(bytes)?;
+        if let Some(p) = permissions {
+            file.set_permissions(p)?;
+        }
+        file.sync_all()?;
+        std::fs::rename(&temp, &target)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    written
+}
+
 /// Write `bytes` to a new file in `dir` named `stem.ext`, or `stem-2.ext`, … if taken:
 /// never over an existing file. Returns where it went.
 pub fn write_new(dir: &Path, stem: &str, ext: &str, bytes: &[u8]) -> io::Result<PathBuf> {

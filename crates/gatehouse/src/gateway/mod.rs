@@ -13,6 +13,7 @@
 
 pub mod call;
 pub mod client;
+pub mod clients;
 pub mod confirm;
 pub mod key;
 pub mod names;
