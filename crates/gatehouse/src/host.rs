@@ -291,9 +291,9 @@ impl Host {
 }
 
 /// Start every server at once, each within the connect time limit, with its tool list.
-/// Each is reported as soon as it is ready or has failed, while the others still start;
-/// what is returned is in the configuration's order. A server that cannot be used is
-/// left out (returned with the reason).
+/// Each is reported in the configuration's order as soon as it and those before it are
+/// ready or have failed, while the others still start; what is returned is in that
+/// order too. A server that cannot be used is left out (returned with the reason).
 async fn connect_all<'c>(
     config: &'c Config,
     person: &Arc<dyn Person>,
@@ -337,17 +337,23 @@ async fn connect_all<'c>(
         .collect();
     let mut outcomes: Vec<Option<Result<_, String>>> = Vec::new();
     outcomes.resize_with(config.servers.len(), || None);
+    let mut reported = 0;
     while let Some((i, outcome)) = pending.next().await {
-        let spec = &config.servers[i];
-        match &outcome {
-            Ok((conn, listing)) => report_discovery(conn, listing, trace),
-            Err(text) => trace.add(
-                Who::Host,
-                format!("server unavailable: {text}"),
-                json!({"server": spec.name, "error": text}),
-            ),
-        }
         outcomes[i] = Some(outcome);
+        // In the file's order, each as soon as it and the ones before it are known: a
+        // start's screen reads the same every time.
+        while let Some(Some(outcome)) = outcomes.get(reported) {
+            let spec = &config.servers[reported];
+            match outcome {
+                Ok((conn, listing)) => report_discovery(conn, listing, trace),
+                Err(text) => trace.add(
+                    Who::Host,
+                    format!("server unavailable: {text}"),
+                    json!({"server": spec.name, "error": text}),
+                ),
+            }
+            reported += 1;
+        }
     }
     let mut connections = Vec::new();
     let mut listings = Vec::new();
