@@ -305,7 +305,10 @@ async fn connect_all<'c>(
     let attempt = |spec: &'c ServerSpec| async move {
         let conn = connect::connect(spec, person.clone(), trace, limits)
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| Unavailable {
+                fix: Some(crate::probe::connect_failure(spec, &e, &config.source).fix),
+                text: e.to_string(),
+            })?;
         // The person's time signing in (a server that asks only now) does not count.
         let listed = conn
             .person_time()
@@ -323,8 +326,9 @@ async fn connect_all<'c>(
             )),
             Ok(Err(e)) => Err(format!("server {}: {e}", spec.name)),
             Ok(Ok(tools)) => Ok(tools),
-        }?;
-        Ok::<_, String>((conn, tools))
+        }
+        .map_err(|text| Unavailable { text, fix: None })?;
+        Ok::<_, Unavailable>((conn, tools))
     };
     let mut pending: FuturesUnordered<_> = config
         .servers
@@ -335,7 +339,7 @@ async fn connect_all<'c>(
             async move { (i, attempt.await) }
         })
         .collect();
-    let mut outcomes: Vec<Option<Result<_, String>>> = Vec::new();
+    let mut outcomes: Vec<Option<Result<_, Unavailable>>> = Vec::new();
     outcomes.resize_with(config.servers.len(), || None);
     let mut reported = 0;
     while let Some((i, outcome)) = pending.next().await {
@@ -343,14 +347,9 @@ async fn connect_all<'c>(
         // In the file's order, each as soon as it and the ones before it are known: a
         // start's screen reads the same every time.
         while let Some(Some(outcome)) = outcomes.get(reported) {
-            let spec = &config.servers[reported];
             match outcome {
                 Ok((conn, listing)) => report_discovery(conn, listing, trace),
-                Err(text) => trace.add(
-                    Who::Host,
-                    format!("server unavailable: {text}"),
-                    json!({"server": spec.name, "error": text}),
-                ),
+                Err(why) => report_unavailable(&config.servers[reported], why, trace),
             }
             reported += 1;
         }
@@ -364,10 +363,33 @@ async fn connect_all<'c>(
                 listings.push(listing);
                 connections.push(conn);
             }
-            Err(text) => failed.push((spec, text)),
+            Err(why) => failed.push((spec, why.text)),
         }
     }
     (connections, listings, failed)
+}
+
+/// Why a server could not be used at start: the error, and the fix its last words or the
+/// kind of failure point to (as `doctor` and `mcp get` give it: [`crate::probe::connect_failure`]).
+struct Unavailable {
+    text: String,
+    fix: Option<String>,
+}
+
+/// `server unavailable: …`, then what to do about it.
+fn report_unavailable(spec: &ServerSpec, why: &Unavailable, trace: &Trace) {
+    trace.add(
+        Who::Host,
+        format!("server unavailable: {}", why.text),
+        json!({"server": spec.name, "error": why.text}),
+    );
+    if let Some(fix) = &why.fix {
+        trace.add(
+            Who::Host,
+            format!("fix for {}: {fix}", spec.name),
+            json!({"server": spec.name}),
+        );
+    }
 }
 
 /// `discovered N tools on S: …`, with the revision and the server's own name.

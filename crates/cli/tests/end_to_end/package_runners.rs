@@ -321,3 +321,67 @@ fn doctors_command_to_run_it_by_hand_can_be_pasted_into_a_shell() {
     // What the host's start said is what the pasted command says.
     assert!(detail.contains("\"mode\": \"a b'c\""), "{detail}");
 }
+
+/// The host's start (`tools`, `ask`, `chat`) gives a server that failed to start the same
+/// fix as `doctor`: npx's broken cache with the folder to remove, a variable set in the
+/// shell but not passed, and otherwise the command to run it by hand; the others start.
+#[test]
+fn the_hosts_start_says_what_doctor_says_about_a_server_that_failed_to_start() {
+    let npx = "Error: Cannot find package '/home/u/.npm/_npx/15b07286cbcc3329/node_modules/zod/index.js' imported from /home/u/.npm/_npx/15b07286cbcc3329/node_modules/x/dist/index.js\n";
+    let dir = scratch_dir();
+    let exe = exe().to_string_lossy().into_owned();
+    let config = servers_file(
+        &dir,
+        json!({
+            "memory": dying_with(npx),
+            "acme": dying_with("Error: ACME_API_KEY is not set\n"),
+            "quitter": dying_with("something went wrong\n"),
+            "testbed": {"command": exe, "args": ["serve", "testbed"]},
+        }),
+        json!({}),
+    );
+    let env = [("ACME_API_KEY", "k-123")];
+    let fixes = [
+        (
+            "memory",
+            "remove that copy with `rm -rf /home/u/.npm/_npx/15b07286cbcc3329`",
+        ),
+        (
+            "acme",
+            "ACME_API_KEY is set in your shell but not passed to this server: add `\"passEnv\": [\"ACME_API_KEY\"]`",
+        ),
+        ("quitter", "run it by hand to see why it stops: env -i "),
+    ];
+    let fix_line = |text: &str, server: &str| {
+        text.lines()
+            .find(|l| l.starts_with(&format!("[host] fix for {server}: ")))
+            .unwrap_or_else(|| panic!("no fix for {server}:\n{text}"))
+            .to_owned()
+    };
+    let tools = run(&["tools", "--config", &config], &env);
+    assert_eq!(tools.status, 0, "{}", tools.stderr);
+    assert!(tools.stdout.contains("testbed__echo"), "{}", tools.stdout);
+    for (server, fix) in fixes {
+        assert!(
+            fix_line(&tools.stderr, server).contains(fix),
+            "{}",
+            tools.stderr
+        );
+        // What doctor says is what the start says.
+        let (doctor, _) = doctor_says(&config, server, &env);
+        assert!(
+            fix_line(&tools.stderr, server).contains(&doctor),
+            "{doctor}"
+        );
+    }
+    let asked = run(&["ask", "x", "--config", &config, "--json"], &env);
+    let steps = asked.steps_starting("host: fix for ");
+    assert_eq!(steps.len(), 3, "{steps:?}");
+    assert!(steps.iter().any(|s| s.contains(fixes[1].1)), "{steps:?}");
+    let chat = run_with_stdin(&["chat", "--config", &config], &env, Some("/quit\n"));
+    assert!(
+        fix_line(&chat.stderr, "memory").contains(fixes[0].1),
+        "{}",
+        chat.stderr
+    );
+}
