@@ -69,10 +69,14 @@ pub enum Command {
 /// `gatehouse gateway`.
 #[derive(Args, Debug)]
 #[command(group(clap::ArgGroup::new("page_sign_in").args(["tokens", "oauth_issuer"]).multiple(true)))]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct GatewayArgs {
+    /// Put the gateway in front of a client's servers, or take it away.
+    #[command(subcommand)]
+    pub client: Option<GatewayClientCommand>,
     /// The servers file (`mcpServers`, with its rules, allow-list, hooks and ledger).
-    #[arg(long, value_name = "FILE")]
-    pub config: PathBuf,
+    #[arg(long, value_name = "FILE", required = true)]
+    pub config: Option<PathBuf>,
     /// Serve Streamable HTTP on this address (port 0 picks one, printed on stderr)
     /// instead of stdio.
     #[arg(long, value_name = "IP:PORT")]
@@ -125,6 +129,42 @@ pub struct GatewayArgs {
     pub approval_page_client_secret_file: Option<PathBuf>,
     #[command(flatten)]
     pub screen: ScreenArgs,
+}
+
+/// `gatehouse gateway connect|disconnect CLIENT`.
+#[derive(Subcommand, Debug)]
+pub enum GatewayClientCommand {
+    /// Move a client's MCP servers behind one gateway entry in its own configuration:
+    /// they go to a Gatehouse servers file of their own, the client's file keeps every
+    /// other setting, and a backup of it is kept.
+    Connect(GatewayClientArgs),
+    /// Give a client's configuration its own servers back, as it was before connect.
+    Disconnect(GatewayClientArgs),
+}
+
+/// The client of `gatehouse gateway connect|disconnect`.
+#[derive(Args, Debug)]
+pub struct GatewayClientArgs {
+    /// The client.
+    #[arg(value_enum)]
+    pub client: GatewayClient,
+    /// Another file of the client's than its usual one: a project's .mcp.json (Claude
+    /// Code), .gemini/settings.json, .cursor/mcp.json, .vscode/mcp.json.
+    #[arg(long, value_name = "PATH")]
+    pub file: Option<PathBuf>,
+}
+
+/// A client whose servers `gatehouse gateway connect` moves (its usual file).
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GatewayClient {
+    /// Claude Code: ~/.claude.json (user scope).
+    ClaudeCode,
+    /// Gemini CLI: ~/.gemini/settings.json.
+    Gemini,
+    /// Cursor: ~/.cursor/mcp.json.
+    Cursor,
+    /// VS Code: the user profile's mcp.json (~/.config/Code/User/mcp.json).
+    Vscode,
 }
 
 #[derive(Args, Debug)]

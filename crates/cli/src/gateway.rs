@@ -2,8 +2,10 @@
 //! calls is decided here: over HTTP the bearer token's caller (the reference servers'
 //! tokens file, or with `--oauth-issuer` an OAuth access token's user and organization,
 //! through their HTTP layer, `gatehouse_servers::http`), on stdio the local user; the
-//! approval page's routes and HTML are `gateway/page.rs`.
+//! approval page's routes and HTML are `gateway/page.rs`; `gateway connect|disconnect
+//! CLIENT` is `gateway/connect.rs`.
 
+mod connect;
 mod page;
 mod sessions;
 
@@ -95,13 +97,21 @@ fn page_only(settings: &gatehouse::config::Settings, args: &GatewayArgs) -> anyh
 
 /// Run the gateway until its stdio client leaves, or SIGTERM over HTTP.
 pub async fn run(args: GatewayArgs) -> anyhow::Result<()> {
+    if let Some(command) = args.client {
+        return connect::run(command);
+    }
+    // clap requires --config when no subcommand is given.
+    let servers_file = args
+        .config
+        .clone()
+        .ok_or_else(|| anyhow::anyhow!("--config FILE is required"))?;
     let local = Caller::from_env();
     let identity = Identity {
         user: local.user.clone(),
         tenant: local.tenant.clone(),
     };
-    let mut config = Config::load(&args.config, &identity)?;
-    gatehouse::config::chain::enter(&mut config, std::slice::from_ref(&args.config))?;
+    let mut config = Config::load(&servers_file, &identity)?;
+    gatehouse::config::chain::enter(&mut config, std::slice::from_ref(&servers_file))?;
     let settings = &config.settings;
     let ledger = settings
         .ledger

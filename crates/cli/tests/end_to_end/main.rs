@@ -22,6 +22,7 @@ mod execution;
 mod first_minutes;
 mod fuzz_proposals;
 mod gateway;
+mod gateway_connect;
 mod hooks;
 mod host_chains;
 mod host_decisions;
