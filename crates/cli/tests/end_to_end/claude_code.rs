@@ -306,6 +306,9 @@ fn the_gateways_form_reaches_claude_code_and_accepting_runs_the_call(t: Transpor
     assert_eq!(lines.len(), forms.len(), "a line per round: {lines:#?}");
     for line in &lines {
         assert_approved_in_the_client(line, "usr-sam@larkfield");
+        // Claude Code speaks 2026-07-28 with the gateway: each yes used up a state the
+        // gateway sealed in its `input_required`.
+        assert!(line["confirmation"].is_string(), "{line}");
     }
 }
 
