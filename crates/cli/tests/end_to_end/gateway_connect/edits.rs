@@ -25,10 +25,32 @@ fn connect_twice_says_it_is_connected_and_disconnect_twice_that_nothing_is_left(
         after,
         "the second connect wrote nothing"
     );
-    assert_eq!(
-        home.gatehouse(&["gateway", "disconnect", "cursor"]).status,
-        0
+    // The person writes the gateway's rules in the servers file: they outlive a disconnect,
+    // and the next connect keeps them.
+    let servers_file = home.servers_file("cursor");
+    let mut doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(&servers_file).unwrap()).unwrap();
+    doc["gatehouse"] = json!({"rules": [{"tool": "github__*", "decision": "ask"}]});
+    std::fs::write(&servers_file, doc.to_string()).unwrap();
+    let ran = home.gatehouse(&["gateway", "disconnect", "cursor"]);
+    assert!(
+        ran.stdout.contains("kept: it was changed since connect"),
+        "{}",
+        ran.stdout
     );
+    let ran = home.gatehouse(&["gateway", "connect", "cursor"]);
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    let again: Value =
+        serde_json::from_str(&std::fs::read_to_string(&servers_file).unwrap()).unwrap();
+    assert_eq!(again["gatehouse"], doc["gatehouse"], "the rules are kept");
+    assert_eq!(again["mcpServers"], doc["mcpServers"]);
+    let ran = home.gatehouse(&["gateway", "disconnect", "cursor"]);
+    assert!(
+        ran.stdout.contains("kept: it was yours before connect"),
+        "{}",
+        ran.stdout
+    );
+    assert!(servers_file.exists());
     let ran = home.gatehouse(&["gateway", "disconnect", "cursor"]);
     assert_eq!(ran.status, 0, "{}", ran.stderr);
     assert!(

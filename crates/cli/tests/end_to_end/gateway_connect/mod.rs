@@ -172,6 +172,7 @@ pub fn gemini() -> Fixture {
     "search": {"httpUrl": "https://search.example.com/mcp", "headers": {"X-Api-Key": "$SEARCH_KEY"}},
     "events": {"url": "https://events.example.com/sse"} /* SSE */
   },
+  "mcp": {"allowed": ["memory", "search"]},
   "telemetry": {"enabled": false},
 }
 "#;
@@ -390,7 +391,11 @@ fn claude_codes_file_is_moved_and_put_back_byte_for_byte() {
 
 #[test]
 fn gemini_clis_settings_are_moved_and_put_back_byte_for_byte() {
-    let (servers, _) = round_trip(gemini());
+    let (servers, said) = round_trip(gemini());
+    assert!(
+        said.contains("its \"mcp\".\"allowed\" setting lists, and it does not list \"gatehouse\": add it there"),
+        "{said}"
+    );
     assert_eq!(
         servers["memory"]["env"]["MEMORY_FILE_PATH"],
         "${HOME}/memory.jsonl"
