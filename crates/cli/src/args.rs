@@ -574,6 +574,10 @@ pub struct ExplainArgs {
     /// Print the explanation as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Start the servers for their tools, even when the catalog of the last start (kept
+    /// for an hour, for an unchanged servers file) could explain.
+    #[arg(long)]
+    pub fresh: bool,
 }
 
 /// `gatehouse approvals …`: the approvals remembered in this project (`A` at the prompt).

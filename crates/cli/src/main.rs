@@ -275,11 +275,34 @@ pub(crate) async fn start_host(
     trace: Trace,
 ) -> Host {
     let host = Host::start(config, person, trace).await;
+    keep_catalog(&host, config);
     if let Some(only) = &host_args.tools {
         host.offer_only(only);
     }
     stop_on_ctrl_c(host.stopper());
     host
+}
+
+/// Keep the catalog this start found, for `gatehouse policy explain`; a catalog that
+/// cannot be kept is a detail of the run (`-v`), not a failure.
+fn keep_catalog(host: &Host, config: &Config) {
+    use gatehouse::catalog::cached;
+    let path = cached::path(&config::state_dir(), &config.source);
+    let live = host.live();
+    let kept = cached::save(
+        &path,
+        config,
+        &live.listings(),
+        live.offers_resources(),
+        std::time::SystemTime::now(),
+    );
+    if let Err(why) = kept {
+        host.trace().add_detail(
+            gatehouse::trace::Who::Host,
+            format!("the catalog is not kept for policy explain: {why}"),
+            json!({}),
+        );
+    }
 }
 
 /// Start the host for a command that asks the person nothing (`person` answers as it

@@ -2,18 +2,21 @@
 //! verify|show`: the person's policy, read back. Thin: the library decides, verifies and
 //! reads; this prints, and never shows a peer's text raw.
 
-use std::path::PathBuf;
+use std::{path::PathBuf, time::SystemTime};
 
 use anyhow::Context;
 use gatehouse::{
     approvals::ProjectFile,
+    catalog::cached::{self, Unusable},
     config::{self, Identity},
+    gate::Gate,
     gateway::{self, store::Location},
     ledger,
     model::ToolCall,
     person::{FixedAnswers, Terminal},
     policy::Explanation,
     text::{visible, visible_json, visible_line},
+    trace::Trace,
 };
 use serde_json::{Value, json};
 
@@ -21,6 +24,7 @@ use crate::args::{
     ApprovalsArgs, ApprovalsCommand, ExplainArgs, LedgerArgs, LedgerCommand, PolicyArgs,
     PolicyCommand,
 };
+use crate::screen::{Level, StepsTo};
 
 /// `gatehouse policy …`.
 pub async fn policy(args: PolicyArgs) -> anyhow::Result<()> {
@@ -29,32 +33,110 @@ pub async fn policy(args: PolicyArgs) -> anyhow::Result<()> {
     }
 }
 
+/// Explain one call. The tools come from the catalog the last start kept, when it is
+/// fresh for this servers file (said on the screen), else from the servers, started.
 async fn explain(args: ExplainArgs) -> anyhow::Result<()> {
-    let arguments = args.arguments.unwrap_or_else(|| "{}".into());
-    // Nobody is asked anything: explaining sends nothing.
-    let person = std::sync::Arc::new(Terminal::new(FixedAnswers {
-        approve: Some(false),
-        ..FixedAnswers::default()
-    }));
-    let host = crate::start_asking_nobody(&args.start, person).await?;
     let call = ToolCall {
         id: "explain".into(),
-        name: args.tool,
-        arguments,
+        name: args.tool.clone(),
+        arguments: args.arguments.clone().unwrap_or_else(|| "{}".into()),
     };
-    let explanation = host
-        .gate()
-        .explain(&call, host.live(), host.settings())
-        .await;
-    host.shutdown().await;
+    let screen = &args.start.screen;
+    let config = crate::load_config(&args.start.host, crate::level(screen) > Level::Quiet)?;
+    let trace = Trace::new(crate::printer(screen, &config, StepsTo::Stderr)?);
+    let cached = if args.fresh {
+        None
+    } else {
+        let path = cached::path(&config::state_dir(), &config.source);
+        let only = args.start.host.tools.as_deref();
+        match cached::load(&path, &config, only, SystemTime::now()) {
+            Ok(cached) => Some(cached),
+            Err(Unusable::Missing) => None,
+            Err(why) => {
+                eprintln!("gatehouse: {why}: starting the servers");
+                None
+            }
+        }
+    };
+    let (explanation, source) = match cached {
+        Some(cached) => {
+            let here = std::env::current_dir().context("cannot tell the current folder")?;
+            let project = ProjectFile::find(&here, &config::state_dir());
+            let gate = Gate::new(&config.settings, Some(project), &trace);
+            let explanation = gate.explain(&call, &cached.catalog, &config.settings).await;
+            (explanation, CatalogFrom::Cache(Box::new(cached)))
+        }
+        None => {
+            // Nobody is asked anything: explaining sends nothing.
+            let person = std::sync::Arc::new(Terminal::new(FixedAnswers {
+                approve: Some(false),
+                ..FixedAnswers::default()
+            }));
+            let host = crate::start_host(&args.start.host, &config, person, trace).await;
+            let catalog = host.live().current().clone();
+            let explanation = host.gate().explain(&call, &catalog, host.settings()).await;
+            host.shutdown().await;
+            (explanation, CatalogFrom::Servers)
+        }
+    };
     if args.json {
         let mut v = serde_json::to_value(&explanation)?;
+        v["catalog"] = source.json();
         visible_json(&mut v);
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         print!("{}", explained(&call, &explanation));
+        if let Some(note) = source.note() {
+            println!("{note}");
+        }
     }
     Ok(())
+}
+
+/// Where an explanation's tools came from.
+enum CatalogFrom {
+    /// The servers, started for it.
+    Servers,
+    /// The catalog a start kept.
+    Cache(Box<cached::Cached>),
+}
+
+impl CatalogFrom {
+    fn cached_at(cached: &cached::Cached) -> String {
+        chrono::DateTime::<chrono::Utc>::from(cached.taken_at)
+            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    }
+
+    /// `--json`'s `catalog`.
+    fn json(&self) -> Value {
+        match self {
+            CatalogFrom::Servers => json!({"from": "servers"}),
+            CatalogFrom::Cache(cached) => json!({
+                "from": "cache",
+                "cached_at": CatalogFrom::cached_at(cached),
+                "not_started": cached.not_started,
+            }),
+        }
+    }
+
+    /// The line that says the tools came from a cached catalog.
+    fn note(&self) -> Option<String> {
+        let CatalogFrom::Cache(cached) = self else {
+            return None;
+        };
+        let missing = if cached.not_started.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; {} did not start then",
+                visible_line(&cached.not_started.join(", "))
+            )
+        };
+        Some(format!(
+            "  (the tools from the catalog cached at {}{missing}; `--fresh` starts the servers)",
+            CatalogFrom::cached_at(cached)
+        ))
+    }
 }
 
 /// The explanation as the person reads it.

@@ -264,3 +264,99 @@ fn inside_never_allows_an_escaped_a_nul_or_a_look_alike_path() {
     }
     assert_eq!(verdict("/srv/proj/a.txt"), "run");
 }
+
+/// `policy explain` starts the servers once: the next explains from the catalog that start
+/// kept (and says so), and starts nothing (the server writes a line at each start); a
+/// changed entry or `--fresh` starts them again; a corrupt catalog is ignored with a word.
+#[test]
+fn policy_explain_uses_the_catalog_of_the_last_start_until_an_entry_changes() {
+    let dir = crate::common::scratch_dir();
+    let state = dir.join("state");
+    let starts = dir.join("starts");
+    let exe = crate::common::exe();
+    let config_marked = |mark: &str| {
+        let counted = json!({"command": "/bin/sh",
+            "args": ["-c", "echo started >> \"$1\" && exec \"$0\" serve testbed", exe, starts],
+            "env": {"MARK": mark}});
+        servers_file(
+            &dir,
+            json!({"testbed": counted}),
+            json!({"rules": [{"tool": "testbed__echo", "decision": "deny", "reason": "never"}]}),
+        )
+    };
+    let explain = |config: &str, extra: &[&str]| {
+        let mut args = vec![
+            "policy",
+            "explain",
+            "testbed__echo",
+            r#"{"text": "x"}"#,
+            "--config",
+            config,
+        ];
+        args.extend_from_slice(extra);
+        let ran = run(&args, &[("XDG_STATE_HOME", state.to_str().unwrap())]);
+        assert_eq!(ran.status, 0, "{}", ran.stderr);
+        ran
+    };
+    let started = || {
+        std::fs::read_to_string(&starts)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    let cached = "(the tools from the catalog cached at ";
+    let config = config_marked("1");
+    let first = explain(&config, &[]);
+    assert!(
+        first.stdout.contains("refuse (by rules[0])"),
+        "{}",
+        first.stdout
+    );
+    assert!(!first.stdout.contains(cached), "{}", first.stdout);
+    assert_eq!(started(), 1);
+    let second = explain(&config, &[]);
+    assert!(
+        second.stdout.contains("refuse (by rules[0])"),
+        "{}",
+        second.stdout
+    );
+    assert!(
+        second.stdout.contains(cached) && second.stdout.contains("`--fresh` starts the servers"),
+        "{}",
+        second.stdout
+    );
+    let json = explain(&config, &["--json"]);
+    let v: Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(
+        (&v["verdict"], &v["catalog"]["from"]),
+        (&json!("refuse"), &json!("cache"))
+    );
+    assert_eq!(started(), 1, "explained from the cache, nothing started");
+    let fresh = explain(&config, &["--fresh"]);
+    assert!(!fresh.stdout.contains(cached), "{}", fresh.stdout);
+    assert_eq!(started(), 2);
+    // The same file with the entry changed: its servers are started again, then cached.
+    let changed = config_marked("2");
+    assert!(!explain(&changed, &[]).stdout.contains(cached));
+    assert_eq!(started(), 3);
+    assert!(explain(&changed, &[]).stdout.contains(cached));
+    assert_eq!(started(), 3);
+    // A catalog that is not what the host wrote is ignored, with a word.
+    let catalogs = state.join("gatehouse/catalogs");
+    for file in std::fs::read_dir(&catalogs).unwrap().flatten() {
+        std::fs::write(file.path(), r#"{"format": 1, "granted": true}"#).unwrap();
+    }
+    let corrupt = explain(&changed, &[]);
+    assert!(
+        corrupt.stderr.contains("the cached catalog is ignored: ")
+            && corrupt.stderr.contains(": starting the servers"),
+        "{}",
+        corrupt.stderr
+    );
+    assert!(
+        corrupt.stdout.contains("refuse (by rules[0])"),
+        "{}",
+        corrupt.stdout
+    );
+    assert_eq!(started(), 4);
+}

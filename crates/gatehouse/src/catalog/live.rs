@@ -111,6 +111,16 @@ impl Live {
         self.catalog.read().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Each server's tool list as last read.
+    pub fn listings(&self) -> Vec<Listing> {
+        lock(&self.listings).clone()
+    }
+
+    /// Does any server offer resources (so the host offers `read_resource`)?
+    pub fn offers_resources(&self) -> bool {
+        self.offers_resources
+    }
+
     /// Offer only these tools from now on; the names that match nothing are returned.
     pub fn offer_only(&self, names: &[String]) -> Vec<String> {
         *lock(&self.only) = Some(names.to_vec());
@@ -221,7 +231,7 @@ impl Live {
 
 /// Build the catalog from every server's listing as its rules say, with the host's own
 /// tools, keeping only `only` when `--tools` named some.
-fn build(
+pub(crate) fn build(
     listings: &[Listing],
     offers_resources: bool,
     only: Option<&[String]>,

@@ -25,6 +25,7 @@ use crate::{
     schema::{Checker, Kind, Lazy},
 };
 
+pub mod cached;
 pub mod host_tools;
 pub mod listing;
 pub mod live;

@@ -6,7 +6,7 @@ use std::{collections::BTreeMap, path::PathBuf};
 
 use serde_json::{Map, Value};
 
-use super::{EnvPass, ServerSpec, ToolRules, Transport, Variables, oauth, suggest, tools};
+use super::{EnvPass, ServerSpec, Transport, Variables, oauth, suggest, tools};
 
 /// The keys a server's entry may have; others are warned about.
 const ENTRY_KEYS: &[&str] = &[
@@ -60,6 +60,7 @@ pub(super) fn server_spec(
     vars: &Variables,
     warnings: &mut Vec<String>,
 ) -> Result<ServerSpec, String> {
+    let entry_digest = crate::digest::json_sha256(entry);
     let Value::Object(entry) = entry else {
         return Err("the entry must be an object".into());
     };
@@ -89,7 +90,13 @@ pub(super) fn server_spec(
     };
     let tools = tools::rules(entry)?;
     if is_http {
-        return http_spec(name, entry, vars, warnings).map(|spec| ServerSpec { tools, ..spec });
+        let transport = http_transport(name, entry, vars, warnings)?;
+        return Ok(ServerSpec {
+            name: name.into(),
+            transport,
+            tools,
+            entry_digest,
+        });
     }
     let command = match entry.get("command") {
         Some(Value::String(c)) if !c.trim().is_empty() => vars.expand(c)?,
@@ -128,16 +135,17 @@ pub(super) fn server_spec(
             pass,
         },
         tools,
+        entry_digest,
     })
 }
 
 /// A Streamable HTTP entry: its URL and headers, substituted and checked.
-fn http_spec(
+fn http_transport(
     name: &str,
     entry: &Map<String, Value>,
     vars: &Variables,
     warnings: &mut Vec<String>,
-) -> Result<ServerSpec, String> {
+) -> Result<Transport, String> {
     let url = match entry.get("url") {
         Some(Value::String(u)) => vars.expand(u)?,
         Some(_) => return Err("\"url\" must be a string".into()),
@@ -164,14 +172,10 @@ fn http_spec(
         }
         (false, value) => oauth::parse(name, value, vars, warnings)?,
     };
-    Ok(ServerSpec {
-        name: name.into(),
-        transport: Transport::Http {
-            url,
-            headers,
-            oauth,
-        },
-        tools: ToolRules::default(),
+    Ok(Transport::Http {
+        url,
+        headers,
+        oauth,
     })
 }
 

@@ -92,6 +92,9 @@ pub struct ServerSpec {
     pub transport: Transport,
     /// Which of its tools are offered, and which always sent in full.
     pub tools: ToolRules,
+    /// [`crate::digest::json_sha256`] of its entry as written: what a cached catalog of
+    /// its tools is kept under ([`crate::catalog::cached`]).
+    pub entry_digest: String,
 }
 
 /// A server is a child process on stdio, or a Streamable HTTP endpoint.

@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 
 use crate::{
     approvals::{ProjectFile, Remembered},
-    catalog::{CatalogTool, Live, host_tools::runs_unasked},
+    catalog::{Catalog, CatalogTool, Live, host_tools::runs_unasked},
     config::{Hooks, Settings},
     digest,
     ledger::Entry,
@@ -207,10 +207,16 @@ impl Gate {
         }
     }
 
-    /// Explain the policy's verdict on `call` with the approvals remembered now.
-    pub async fn explain(&self, call: &ToolCall, live: &Live, settings: &Settings) -> Explanation {
+    /// Explain the policy's verdict on `call` to a tool of `catalog` (the running host's,
+    /// or a cached one: explaining grants nothing) with the approvals remembered now.
+    pub async fn explain(
+        &self,
+        call: &ToolCall,
+        catalog: &Catalog,
+        settings: &Settings,
+    ) -> Explanation {
         let remembered = self.keeper.remembered("").await;
-        policy::explain(call, &live.current(), settings, &remembered)
+        policy::explain(call, catalog, settings, &remembered)
     }
 
     /// Decide on one proposal: refused, or to be sent, asking `person` when the policy
