@@ -1,8 +1,8 @@
 //! The real Claude Code (`@anthropic-ai/claude-code`, installed by
 //! `scripts/install-test-peers.sh claude_code`) behind `gatehouse gateway`, wired with its
-//! own flags (`claude -p … --mcp-config FILE --strict-mcp-config`), its model the
-//! scripted Anthropic endpoint on loopback (`common::anthropic`), in a scratch HOME with
-//! nothing to reach but 127.0.0.1.
+//! own flags (`claude -p … --mcp-config FILE --strict-mcp-config`) over stdio and HTTP,
+//! its model the scripted Anthropic endpoint on loopback (`common::anthropic`), in a
+//! scratch HOME with nothing to reach but 127.0.0.1.
 //!
 //! - An allowed call: the scripted model asks for `support__get_ticket`, Claude Code calls
 //!   it through the gateway, the ticket's text comes back in the model's next request, and
@@ -11,22 +11,27 @@
 //!   reaches Claude Code, which shows it through its `Elicitation` hook in `-p` mode
 //!   (`tests/peers/claude_elicitation_hook.py` keeps the form and answers it as the person
 //!   at the dialog would); accepted, the call runs (and the tickets server's own question
-//!   is asked the same way); declined, it does not. Without a hook, `-p` declines every
-//!   form by itself, and the gateway writes that down as the client's no.
+//!   is asked the same way); declined, it does not. Without a hook, `-p` answers every
+//!   form `cancel` by itself, and the gateway writes that down as the client's no.
+//! - Wired by `gatehouse gateway connect claude-code` instead: Claude Code's own server
+//!   moved behind the gateway, called through it.
 
-use std::{path::Path, time::Duration};
+use std::{
+    path::{Path, PathBuf},
+    time::Duration,
+};
 
 use serde_json::{Value, json};
 
 use crate::common::{
     Ran,
     anthropic::{ANSWER_PREFIX, Endpoint},
-    exe, in_fresh_world,
-    process::Spawn,
+    exe, gatehouse_command, in_fresh_world,
+    process::{LIMIT, Spawn},
     serve::SAM_TOKEN,
     write,
 };
-use crate::gateway::{Gw, assert_approved_in_the_client, reference_server};
+use crate::gateway::{Gw, assert_approved_in_the_client, ledger_lines, reference_server};
 use crate::interop_peers::{Transport, json_lines, require, script};
 
 /// The gateway's entry in Claude Code's MCP configuration.
@@ -86,31 +91,40 @@ enum Person {
 
 /// One `claude -p` run against a gateway: what it printed, the forms its hook was given,
 /// and the scripted model's record (printed when the test fails).
-struct Session<'a> {
-    gw: &'a Gw,
+struct Session {
+    /// The test's folder, where every file of the session goes.
+    dir: PathBuf,
     model: Endpoint,
-    home: std::path::PathBuf,
+    home: PathBuf,
+    /// `--mcp-config FILE --strict-mcp-config`, or none: the servers of Claude Code's own
+    /// file in its HOME.
+    mcp_config: Option<String>,
+    ledger: PathBuf,
 }
 
-impl<'a> Session<'a> {
-    /// A session whose model calls `tool` (the gateway's name) with `input`.
-    fn new(gw: &'a Gw, tool: &str, input: Value) -> Session<'a> {
-        let home = gw.path().join("home");
+impl Session {
+    /// A session in `dir` whose model calls `tool` (the gateway's name) with `input`, and
+    /// whose gateway keeps its ledger at `ledger`.
+    fn new(dir: &Path, tool: &str, input: Value, ledger: PathBuf) -> Session {
+        let home = dir.join("home");
         std::fs::create_dir_all(&home).unwrap();
         Session {
-            gw,
+            dir: dir.to_owned(),
             model: Endpoint::start(&claude_name(tool), input),
             home,
+            mcp_config: None,
+            ledger,
         }
     }
 
-    /// Claude Code's MCP configuration: the gateway, started by Claude Code over stdio as
-    /// the local user, or reached over HTTP with Sam's bearer token.
-    fn mcp_config(&self) -> String {
-        let entry = match self.gw.url() {
+    /// A session wired to `gw` with Claude Code's flags: the gateway started by Claude
+    /// Code over stdio as the local user, or reached over HTTP with Sam's bearer token.
+    fn behind(gw: &Gw, tool: &str, input: Value) -> Session {
+        let mut session = Session::new(gw.path(), tool, input, gw.ledger.clone());
+        let entry = match gw.url() {
             None => json!({
                 "type": "stdio", "command": exe(),
-                "args": ["gateway", "--config", self.gw.config, "--state", self.gw.state],
+                "args": ["gateway", "--config", gw.config, "--state", gw.state],
                 "env": {"MCP_USER": "usr-sam", "MCP_TENANT": "larkfield"}
             }),
             Some(url) => json!({
@@ -118,11 +132,30 @@ impl<'a> Session<'a> {
                 "headers": {"Authorization": format!("Bearer {SAM_TOKEN}")}
             }),
         };
-        write(
-            self.gw.path(),
-            "claude-mcp.json",
-            &json!({"mcpServers": {ENTRY: entry}}),
-        )
+        let config = json!({"mcpServers": {ENTRY: entry}});
+        session.mcp_config = Some(write(gw.path(), "claude-mcp.json", &config));
+        session
+    }
+
+    /// The environment of every program the session runs (Claude Code and `gatehouse`):
+    /// the scratch HOME and XDG folders, so that the gateway finds what `gatehouse gateway
+    /// connect` wrote.
+    fn env(&self) -> Vec<(&'static str, String)> {
+        let path = |p: PathBuf| p.to_string_lossy().into_owned();
+        vec![
+            ("HOME", path(self.home.clone())),
+            ("XDG_CONFIG_HOME", path(self.dir.join("xdg-config"))),
+            ("XDG_STATE_HOME", path(self.dir.join("xdg-state"))),
+        ]
+    }
+
+    /// `gatehouse ARGS` in the session's environment, within [`LIMIT`].
+    fn gatehouse(&self, args: &[&str]) -> Ran {
+        let env = self.env();
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        Spawn::new(gatehouse_command(args, &env), format!("gatehouse {args:?}"))
+            .run()
+            .wait(LIMIT)
     }
 
     /// Claude Code's settings for the run: the `Elicitation` hook, unless nobody answers.
@@ -130,7 +163,7 @@ impl<'a> Session<'a> {
         let answer = match person {
             Person::Accepts => "accept",
             Person::Declines => "decline",
-            Person::Absent => return write(self.gw.path(), "claude-settings.json", &json!({})),
+            Person::Absent => return write(self.dir.as_path(), "claude-settings.json", &json!({})),
         };
         let command = format!(
             "python3 '{}' '{}' {answer}",
@@ -139,14 +172,14 @@ impl<'a> Session<'a> {
         );
         let hook = json!({"matcher": "", "hooks": [{"type": "command", "command": command}]});
         write(
-            self.gw.path(),
+            self.dir.as_path(),
             "claude-settings.json",
             &json!({"hooks": {"Elicitation": [hook]}}),
         )
     }
 
-    fn forms_log(&self) -> std::path::PathBuf {
-        self.gw.path().join("claude-forms.jsonl")
+    fn forms_log(&self) -> PathBuf {
+        self.dir.as_path().join("claude-forms.jsonl")
     }
 
     /// The forms the hook was given so far.
@@ -162,9 +195,10 @@ impl<'a> Session<'a> {
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .current_dir(&self.home);
         let base = self.model.base.clone();
-        let home = self.home.to_string_lossy().into_owned();
-        let env = [
-            ("HOME", home.as_str()),
+        let session_env = self.env();
+        let mut env: Vec<(&str, &str)> =
+            session_env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        env.extend([
             ("ANTHROPIC_BASE_URL", base.as_str()),
             ("ANTHROPIC_API_KEY", "dummy"),
             ("DISABLE_AUTOUPDATER", "1"),
@@ -172,14 +206,15 @@ impl<'a> Session<'a> {
             ("DISABLE_ERROR_REPORTING", "1"),
             ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
             ("ENABLE_TOOL_SEARCH", "false"),
-        ];
+        ]);
         let mut cmd = in_fresh_world(cmd, &env);
-        let (config, settings) = (self.mcp_config(), self.settings(person));
         let debug = self.debug_log();
         cmd.args(["-p", prompt, "--output-format", "json"])
-            .args(["--debug-file", debug.to_str().unwrap()])
-            .args(["--mcp-config", &config, "--strict-mcp-config"])
-            .args(["--settings", &settings])
+            .args(["--debug-file", debug.to_str().unwrap()]);
+        if let Some(config) = &self.mcp_config {
+            cmd.args(["--mcp-config", config, "--strict-mcp-config"]);
+        }
+        cmd.args(["--settings", &self.settings(person)])
             .args(["--allowedTools", &claude_name(allowed)]);
         let ran = Spawn::new(cmd, format!("claude -p {prompt:?}"))
             .group()
@@ -190,8 +225,8 @@ impl<'a> Session<'a> {
     }
 
     /// Where Claude Code writes its debug log (`--debug-file`).
-    fn debug_log(&self) -> std::path::PathBuf {
-        self.gw.path().join("claude-debug.log")
+    fn debug_log(&self) -> PathBuf {
+        self.dir.as_path().join("claude-debug.log")
     }
 
     /// What Claude Code printed, the end of its debug log, and what its model was asked,
@@ -226,7 +261,7 @@ impl<'a> Session<'a> {
 
     /// The ledger's lines deciding on `tool`.
     fn ledger_of(&self, tool: &str) -> Vec<Value> {
-        let mut lines = self.gw.ledger();
+        let mut lines = ledger_lines(&self.ledger);
         lines.retain(|l| l["tool"] == tool);
         lines
     }
@@ -236,7 +271,7 @@ impl<'a> Session<'a> {
 /// the model and into Claude Code's answer, and the gateway's ledger has its line.
 fn an_allowed_call_runs_and_its_result_reaches_the_model(t: Transport) {
     let gw = Gw::with_config(t, servers);
-    let session = Session::new(&gw, ALLOWED, json!({"ticket_id": "T-30002"}));
+    let session = Session::behind(&gw, ALLOWED, json!({"ticket_id": "T-30002"}));
     let ran = session.run("Summarize ticket T-30002", ALLOWED, Person::Absent);
     assert_eq!(session.model.tool_uses().len(), 1, "{}", session.said(&ran));
     let result = session.result_seen(&ran);
@@ -278,7 +313,7 @@ fn ticket() -> Value {
 /// opened with the priority chosen, and each round is a ledger line approved in the client.
 fn the_gateways_form_reaches_claude_code_and_accepting_runs_the_call(t: Transport) {
     let gw = Gw::with_config(t, servers);
-    let session = Session::new(&gw, ASKED, ticket());
+    let session = Session::behind(&gw, ASKED, ticket());
     let ran = session.run("Open a ticket for jump-prod-02", ASKED, Person::Accepts);
     let forms = session.forms();
     assert_eq!(forms.len(), 2, "{forms:#?}\n{}", session.said(&ran));
@@ -327,7 +362,7 @@ fn the_gateways_form_reaches_claude_code_and_accepting_runs_the_call_over_http()
 /// the ledger has the client's no.
 fn a_declined_form_runs_nothing(person: Person) {
     let gw = Gw::with_config(Transport::Stdio, servers);
-    let session = Session::new(&gw, ASKED, ticket());
+    let session = Session::behind(&gw, ASKED, ticket());
     let ran = session.run("Open a ticket for jump-prod-02", ASKED, person);
     let forms = session.forms().len();
     assert_eq!(
@@ -361,4 +396,42 @@ fn declining_the_gateways_form_in_claude_code_runs_nothing() {
 #[test]
 fn claude_p_without_a_hook_answers_the_form_no_by_itself() {
     a_declined_form_runs_nothing(Person::Absent);
+}
+
+/// `gatehouse gateway connect claude-code` on Claude Code's own file: the support desk,
+/// its server, moves behind the gateway; with the person's rule in the servers file connect
+/// wrote, Claude Code (no `--mcp-config`) calls it through the gateway, and the ledger has
+/// the call.
+#[test]
+fn after_gateway_connect_claude_code_calls_its_own_server_through_the_gateway() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("ledger.jsonl");
+    let session = Session::new(dir.path(), ALLOWED, json!({"ticket_id": "T-30002"}), ledger);
+    let support = reference_server(dir.path(), "support");
+    let own = json!({"mcpServers": {"support": support}});
+    write(&session.home, ".claude.json", &own);
+    let connected = session.gatehouse(&["gateway", "connect", "claude-code"]);
+    assert_eq!(
+        connected.status, 0,
+        "{}\n{}",
+        connected.stdout, connected.stderr
+    );
+    let file = dir
+        .path()
+        .join("xdg-config/gatehouse/clients/claude-code.json");
+    let text = std::fs::read_to_string(&file)
+        .unwrap_or_else(|e| panic!("{} ({e}): {}", file.display(), connected.stdout));
+    let mut servers: Value = serde_json::from_str(&text).unwrap();
+    servers["gatehouse"] = json!({
+        "rules": [{"tool": ALLOWED, "decision": "allow"}],
+        "ledger": {"path": session.ledger, "arguments": true}
+    });
+    std::fs::write(&file, servers.to_string()).unwrap();
+
+    let ran = session.run("Summarize ticket T-30002", ALLOWED, Person::Absent);
+    let result = session.result_seen(&ran);
+    assert!(result.contains(TICKET_SUBJECT), "{}", session.said(&ran));
+    let lines = session.ledger_of(ALLOWED);
+    assert_eq!(lines.len(), 1, "{lines:#?}");
+    assert_eq!(lines[0]["decision"], "run", "{}", lines[0]);
 }
