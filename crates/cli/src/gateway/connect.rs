@@ -151,7 +151,7 @@ fn print_restored(client: Client, file: &Path, how: &Restore, servers_file: &Ser
             "Disconnected {title}: {file} is back as it was before connect, byte for byte."
         ),
         Restore::AsItWas => println!(
-            "Disconnected {title}: {file} was already as it was before connect; nothing was written."
+            "Disconnected {title}: {file} already had its own servers back, as before connect; nothing was written."
         ),
         Restore::Merged { added } => {
             println!(

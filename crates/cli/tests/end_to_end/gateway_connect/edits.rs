@@ -129,7 +129,8 @@ fn changes_that_cannot_be_merged_are_refused_with_the_way_out() {
     let ran = home.gatehouse(&["gateway", "disconnect", "claude-code"]);
     assert_eq!(ran.status, 0, "{}", ran.stderr);
     assert!(
-        ran.stdout.contains("was already as it was before connect"),
+        ran.stdout
+            .contains("already had its own servers back, as before connect"),
         "{}",
         ran.stdout
     );

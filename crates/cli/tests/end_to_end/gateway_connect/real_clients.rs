@@ -17,13 +17,9 @@ use crate::{
 /// its servers).
 const CLIENT_LIMIT: Duration = Duration::from_secs(90);
 
-/// A loopback URL nothing listens on: a client's calls home fail at once there, offline.
-fn closed_url() -> String {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    drop(listener);
-    format!("http://127.0.0.1:{port}")
-}
+/// A loopback URL nothing listens on (port 1: a test's servers take ports the system
+/// picks): a client's calls home are refused at once there, offline.
+const CLOSED_URL: &str = "http://127.0.0.1:1";
 
 /// A real client's `mcp list` in this home, with only the environment given, within
 /// [`CLIENT_LIMIT`] (its whole process group killed past it).
@@ -50,7 +46,7 @@ fn claude_list(home: &Home) -> Ran {
         "claude_code",
     );
     let env = [
-        ("ANTHROPIC_BASE_URL", closed_url()),
+        ("ANTHROPIC_BASE_URL", CLOSED_URL.into()),
         ("ANTHROPIC_API_KEY", "dummy".into()),
         ("DISABLE_AUTOUPDATER", "1".into()),
         ("DISABLE_TELEMETRY", "1".into()),

@@ -182,7 +182,9 @@ pub enum Connected {
 pub enum Restore {
     /// Byte for byte as it was before connect.
     Exact,
-    /// It was as it was before connect already (put back by hand): nothing was written.
+    /// Its servers were as they were before connect already (the file put back by hand,
+    /// or its servers written back by the client from what it read before connect):
+    /// nothing was written.
     AsItWas,
     /// Changed since connect by the client or the person: its servers were put back as
     /// they were, those added since kept, and every other change kept.
@@ -227,7 +229,7 @@ pub enum Disconnected {
 pub enum ClientError {
     /// No home folder to find the files in.
     #[error(
-        "neither HOME nor XDG_CONFIG_HOME is set, so the usual files cannot be found: give the client's file with --file PATH"
+        "neither HOME nor XDG_CONFIG_HOME is set, so neither the client's usual file nor Gatehouse's folders can be found: set HOME"
     )]
     NoHome,
     /// The client's file does not exist.

@@ -1,7 +1,9 @@
 //! `disconnect`: the client's file given its own servers back.
 //!
 //! A file still exactly as connect wrote it gets the backup's bytes, so it is byte for
-//! byte what it was. A file the client or the person changed since is merged instead of
+//! byte what it was; one whose servers are the original ones again (put back by hand, or
+//! by a client that wrote what it had read before connect) is left as it is. A file the
+//! client or the person changed since is merged instead of
 //! refused: its servers member becomes the original one again (with any server added since
 //! under a new name kept), and every other change stays; a server connect left in place
 //! that was changed or removed since, or one added since under an original server's name,
@@ -45,9 +47,13 @@ pub fn disconnect(client: Client, given: Option<PathBuf>) -> Result<Disconnected
                 command: command(client, usual, &places.file),
                 changes,
             };
-            let (merged, added) = merge(client, &record, &bytes, &original).map_err(conflict)?;
-            write(&places.file, merged.as_bytes())?;
-            Restore::Merged { added }
+            match merge(client, &record, &bytes, &original).map_err(conflict)? {
+                Some((merged, added)) => {
+                    write(&places.file, merged.as_bytes())?;
+                    Restore::Merged { added }
+                }
+                None => Restore::AsItWas,
+            }
         }
     };
     if how == Restore::Exact {
@@ -80,13 +86,14 @@ fn write(path: &Path, bytes: &[u8]) -> Result<(), ClientError> {
 }
 
 /// The file as it is now (`current`) with the original servers back, and the servers
-/// added since, kept; or the changes that cannot be merged.
+/// added since, kept; `None` when its servers are the original ones already; or the
+/// changes that cannot be merged.
 pub(super) fn merge(
     client: Client,
     record: &Record,
     current: &[u8],
     original: &[u8],
-) -> Result<(String, Vec<String>), Vec<String>> {
+) -> Result<Option<(String, Vec<String>)>, Vec<String>> {
     let current =
         std::str::from_utf8(current).map_err(|_| vec!["it is no longer UTF-8 text".into()])?;
     let (doc, outline) =
@@ -97,6 +104,9 @@ pub(super) fn merge(
     let (original_doc, original_outline) =
         text::read(original).map_err(|e| vec![format!("the backup cannot be read: {e}")])?;
     let before = servers_of(client, &original_doc).map_err(|e| vec![e])?;
+    if now == before {
+        return Ok(None);
+    }
     let written = record
         .written_servers
         .as_object()
@@ -138,7 +148,10 @@ pub(super) fn merge(
         }
     }
     .map_err(|e| vec![e])?;
-    Ok((merged, added.into_iter().map(|(n, _)| n.clone()).collect()))
+    Ok(Some((
+        merged,
+        added.into_iter().map(|(n, _)| n.clone()).collect(),
+    )))
 }
 
 /// The Gatehouse servers file after a disconnect: removed when connect made it and it is

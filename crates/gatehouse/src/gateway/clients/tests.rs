@@ -264,6 +264,7 @@ fn a_file_changed_since_connect_gets_its_servers_back_and_keeps_the_rest() {
         now.as_bytes(),
         original.as_bytes(),
     )
+    .unwrap()
     .unwrap();
     // The other change kept; the original servers back byte for byte.
     assert_eq!(
@@ -278,6 +279,7 @@ fn a_file_changed_since_connect_gets_its_servers_back_and_keeps_the_rest() {
         with_new.as_bytes(),
         original.as_bytes(),
     )
+    .unwrap()
     .unwrap();
     assert_eq!(added, ["new"]);
     let servers = doc(&merged)["mcpServers"].clone();
@@ -309,4 +311,19 @@ fn changes_that_cannot_be_merged_are_named() {
     )
     .unwrap_err();
     assert!(broken[0].contains("can no longer be read"), "{broken:?}");
+}
+
+#[test]
+fn a_file_whose_servers_are_the_original_ones_again_is_left_as_it_is() {
+    // A client that was running wrote its file from what it had read before connect.
+    let original = "{\"n\": 1, \"mcpServers\": {\"a\": {\"command\": \"x\"}}}";
+    let rewritten = "{\n  \"n\": 2,\n  \"mcpServers\": {\n    \"a\": {\n      \"command\": \"x\"\n    }\n  }\n}";
+    let written = json!({GATEWAY_ENTRY: {"command": "g"}});
+    let merged = merge(
+        Client::ClaudeCode,
+        &record(written),
+        rewritten.as_bytes(),
+        original.as_bytes(),
+    );
+    assert_eq!(merged, Ok(None));
 }
