@@ -50,6 +50,22 @@ async function ask(question) {
   await page.click("#ask");
 }
 
+/** `locator` shows whole in the window, below the sticky bar (tabs, and the running bar
+ * while a turn waits), not under it: their boxes, compared. */
+async function clearOfTheBar(locator, what) {
+  const bar = await page.locator("div.sticky").boundingBox();
+  const box = await locator.boundingBox();
+  const view = page.viewportSize();
+  check(box !== null && box.y >= bar.y + bar.height - 0.5 && box.y + box.height <= view.height,
+    `${what} shows below the waiting bar (${JSON.stringify(box)}; bar ${JSON.stringify(bar)})`);
+}
+
+/** The "approved" and "form" cells of the calls table's row of `tool` in turn `k`. */
+async function approvedCells(k, tool) {
+  const row = page.locator(`#calls tbody tr[data-turn="${k}"][data-tool="${tool}"]`).first();
+  return [await row.locator('td[data-col="approved"]').innerText(), await row.locator('td[data-col="form"]').innerText()];
+}
+
 /** Wait until turn `k` shows an answer, and return its text. */
 async function answerOf(k) {
   const a = turn(k).locator(".answer");
@@ -85,11 +101,24 @@ try {
     "…and what went back to the model");
   await shot("answer-timeline-calls");
 
+  check((await approvedCells(1, "support__get_ticket")).join(" ") === "allow-list no",
+    "an allow-listed call's row says the allow-list let it run, and no form");
+
   // ---- 2. approve a call, then answer the tickets form with P1 ----
+  // Asked from the bottom of a long page, as a person typing the next question is: the
+  // prompts open at the top, and must not land under the sticky bar.
   const ticketQuestion = "who owns jump-prod-02? Open a ticket for it: brute force then a login from 203.0.113.77";
+  const wide = page.viewportSize();
+  await page.setViewportSize({ width: 1280, height: 600 });
+  await page.evaluate(() => window.scrollTo(0, document.body.scrollHeight));
+  check(await page.evaluate(() => window.scrollY) > 100, "the page is scrolled down to the question box");
   await ask(ticketQuestion);
   const approval = page.locator('.prompt[data-kind="approval"]');
   await approval.waitFor({ timeout: T });
+  await clearOfTheBar(approval.locator("h3"), "the approval's title");
+  await clearOfTheBar(approval.locator("p").first(), "which tool the approval is about");
+  check((await approval.locator("p").first().innerText()).startsWith("The assistant wants to run"),
+    "the model's call is the assistant's");
   check((await approval.innerText()).includes("tickets__open_ticket"), "the approval names the exact tool");
   check((await approval.locator("pre").innerText()).includes("jump-prod-02"), "the approval shows the exact arguments");
   check(await approval.getByRole("button", { name: "Allow this tool for this session" }).count() === 1
@@ -100,6 +129,10 @@ try {
   const form = page.locator('.prompt[data-kind="form"]');
   await form.waitFor({ timeout: T });
   check((await form.innerText()).includes("tickets"), "the form names the asking server");
+  await clearOfTheBar(form.locator("h3"), "the form's asking server");
+  await clearOfTheBar(form.locator("p").first(), "the form's question");
+  await clearOfTheBar(form.locator("select"), "the form's first field");
+  await page.setViewportSize(wide);
   // The page checks the form before anything is sent.
   await form.getByRole("button", { name: "Accept" }).click();
   await form.locator('[data-field="priority"] .err', { hasText: "required" }).waitFor({ timeout: T });
@@ -110,6 +143,8 @@ try {
   const opened = await answerOf(2);
   check(/INC-\d+ \(P1\)/.test(opened), `the ticket is opened with P1 (${opened.split("\n").pop()})`);
   check(await page.locator(".prompt").count() === 0, "answered questions leave the page");
+  check((await approvedCells(2, "tickets__open_ticket")).join(" ") === "you yes",
+    "the call the person approved with Run says approved by you, and that the server asked a form");
 
   // ---- 3. refuse a call ----
   await ask(ticketQuestion);
@@ -142,7 +177,13 @@ try {
   await page.fill("#manual-args", '{"ticket_id": "T-30002"}');
   await page.click("#manual-run");
   await page.locator("#manual-result", { hasText: "Charged twice" }).waitFor({ timeout: T });
-  check(true, "a manual run shows what went back to the model");
+  check(true, "a manual run shows its result");
+  // The person proposed it: no model appears in its steps or its result.
+  check(await page.locator('#manual-steps li[data-who="person"]', { hasText: "calls support__get_ticket" }).count() === 1
+    && await page.locator('#manual-steps li[data-who="model"]').count() === 0,
+    "the manual run's steps say the person called it, not the model");
+  check((await page.locator("#manual-result").innerText()).startsWith("The result, as a model would read it"),
+    "the manual result says what it is, not what went back to a model");
   check(await page.locator('#calls tbody tr[data-turn="5"][data-outcome="ok"]').count() === 1,
     "the manual call has its row in the table");
   await shot("manual");
@@ -184,6 +225,23 @@ try {
   check(await page.locator('#calls tbody tr[data-turn="8"][data-outcome="ok"]').count() >= 1,
     "the task's end has its row in the table");
   await shot("task-ended-notice");
+
+  // ---- 6c. a manual call the policy asks about: the person proposed it ----
+  await page.getByRole("tab", { name: "Manual" }).click();
+  await page.locator("#manual-tool").selectOption("tickets__open_ticket");
+  await page.fill("#manual-args", '{"host": "jump-prod-02", "summary": "by hand"}');
+  await page.click("#manual-run");
+  await approval.waitFor({ timeout: T });
+  const byHand = await approval.innerText();
+  check(byHand.includes("You asked to run tickets__open_ticket") && !/assistant/i.test(byHand),
+    "a manual call's approval says you asked for it, not the assistant");
+  check(await page.locator('#manual-steps li[data-who="host"]', { hasText: "You asked to run tickets__open_ticket" }).count() === 1
+    && !/assistant|MODEL wants/i.test(await page.locator("#manual-steps").innerText()),
+    "the manual call's steps name the person, never a model");
+  await approval.getByRole("button", { name: "Refuse" }).click();
+  await page.locator('#calls tbody tr[data-turn="9"][data-outcome="declined"]').waitFor({ timeout: T });
+  check((await approvedCells(9, "tickets__open_ticket")).join(" ") === "— no", "a refused call was approved by nobody");
+  await page.locator("#running").waitFor({ state: "hidden", timeout: T });
 
   // ---- 7. the explorer: a lab turn, then a file recorded with --record ----
   await page.getByRole("tab", { name: "Explorer" }).click();

@@ -218,6 +218,39 @@ pub enum Outcome {
     Background,
 }
 
+/// Who let a call go to its server, as its `host.tool_call` record says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovedBy {
+    /// The person, asked about this call (at the terminal, in the lab, on a gateway's
+    /// approval page).
+    Person,
+    /// A command-line option that answers for the person (`--yes`).
+    Option,
+    /// A gateway's caller, in their own client's form.
+    Client,
+    /// A rule of `rules`.
+    Rule,
+    /// The `allow` list.
+    AllowList,
+    /// An approval the person gave earlier (this session, this project).
+    Remembered,
+    /// The `beforeCall` hook.
+    Hook,
+    /// One of the host's own tools, which run unasked.
+    Host,
+}
+
+impl ApprovedBy {
+    /// Was the person (or what answers for them) asked about the call itself?
+    pub fn asked(self) -> bool {
+        matches!(
+            self,
+            ApprovedBy::Person | ApprovedBy::Option | ApprovedBy::Client
+        )
+    }
+}
+
 /// The host's record of one proposed call, whatever became of it.
 #[derive(Debug, Clone, Serialize)]
 pub struct ToolEvent {
@@ -235,8 +268,13 @@ pub struct ToolEvent {
     pub arg_keys: Vec<String>,
     /// How it ended.
     pub outcome: Outcome,
-    /// Did the server ask the person anything during the call?
+    /// Was the person asked anything about the call: whether to run it (whatever the
+    /// answer), or a question of the server's during it?
     pub asked_user: bool,
+    /// Who let it go to its server; `None` when it was not sent (refused, declined).
+    pub approved_by: Option<ApprovedBy>,
+    /// Did the server ask the person a question (a form, a page) during the call?
+    pub server_asked: bool,
     /// From the proposal to what the model reads.
     pub ms: f64,
     /// Bytes of what went back into the model's context.

@@ -30,7 +30,7 @@ use crate::{
     model::{Message, Model, ToolCall, Usage},
     result::{self, ForModel, Kept, Shaped, Shaper, shape::round_ms},
     tasks::records,
-    trace::{Outcome, ToolEvent, Who, random_hex},
+    trace::{ApprovedBy, Outcome, ToolEvent, Who, random_hex},
 };
 
 /// What one question keeps between its calls. Set aside and resumed by a caller that makes
@@ -77,7 +77,10 @@ struct Ended {
     shown: ForModel,
     outcome: Outcome,
     server: String,
-    asked_user: bool,
+    /// Who let it go to its server, when it was sent.
+    approved_by: Option<ApprovedBy>,
+    /// Did the server ask the person anything during the call?
+    server_asked: bool,
     /// The task the server ran it as, if it did.
     task_id: Option<String>,
 }
@@ -90,7 +93,8 @@ impl Ended {
             shown,
             outcome,
             server: server.to_owned(),
-            asked_user: false,
+            approved_by: None,
+            server_asked: false,
             task_id: None,
         }
     }
@@ -249,8 +253,19 @@ impl Turn<'_> {
                 outcome,
                 server,
             } => self.ended(call, &text, outcome, &server),
-            Admission::Send { tool, arguments } => self.send(call, *tool, arguments, no, by).await,
+            Admission::Send {
+                tool,
+                arguments,
+                approved_by,
+            } => Ended {
+                approved_by: Some(approved_by),
+                ..self.send(call, *tool, arguments, no, by).await
+            },
         };
+        // Asked whether to run it (a no ends as declined), or asked by the server.
+        let asked_user = ended.server_asked
+            || ended.outcome == Outcome::Declined
+            || ended.approved_by.is_some_and(ApprovedBy::asked);
         let arg_keys = arguments
             .as_object()
             .map(|m| m.keys().cloned().collect())
@@ -263,7 +278,9 @@ impl Turn<'_> {
             tool: call.name.clone(),
             arg_keys,
             outcome: ended.outcome,
-            asked_user: ended.asked_user,
+            asked_user,
+            approved_by: ended.approved_by,
+            server_asked: ended.server_asked,
             ms: round_ms(start.elapsed()),
             result_bytes: ended.shown.text.len(),
             task_id: ended.task_id,
@@ -348,7 +365,8 @@ impl Turn<'_> {
             shown,
             outcome,
             server: server.clone(),
-            asked_user: done.asked_user,
+            approved_by: None,
+            server_asked: done.asked_user,
             task_id: done.task.map(|seen| seen.id),
         }
     }

@@ -134,7 +134,8 @@ class Turn {
     } else if (this.kind === "manual") {
       this.answer.textContent = prettyText(e.for_model);
       this.answer.hidden = false;
-      $("manual-result").textContent = "What went back to the model:\n" + prettyText(e.for_model);
+      // No model proposed it, and none reads it in this turn.
+      $("manual-result").textContent = "The result, as a model would read it:\n" + prettyText(e.for_model);
       $("manual-result").hidden = false;
     }
     drawTimeline(this);
@@ -166,7 +167,7 @@ function handle(e) {
     state.turns.set(e.turn, t);
     t.events.push(e);
     setRunning(e.turn, e);
-    t.node.scrollIntoView({ block: "nearest" });
+    reveal(t.node);
     return;
   }
   const turn = turnOf(e.turn);
@@ -372,12 +373,23 @@ function addCall(turn, e) {
     el("td", { class: "mono" }, breakable(e.tool)),
     el("td", { class: "mono", text: (e.arg_keys || []).join(", ") || "—" }),
     el("td", { class: `outcome ${e.outcome}`, text: e.outcome }),
-    el("td", { text: e.asked_user ? "yes" : "no" }),
+    el("td", { "data-col": "approved", text: approvedBy(e) }),
+    el("td", { "data-col": "form", text: e.server_asked ? "yes" : "no" }),
     el("td", { text: e.ms }),
     el("td", { text: e.result_bytes }));
   call.row = row;
   $("calls").tBodies[0].append(row);
 }
+
+/** Who let a call run, in a word (the record's `approved_by`); "—" when it did not run. */
+const APPROVED = {
+  person: "you", option: "--yes", client: "client", rule: "rule", allow_list: "allow-list",
+  remembered: "remembered", hook: "hook", host: "host",
+};
+const approvedBy = (e) => (e.approved_by ? APPROVED[e.approved_by] || e.approved_by : "—");
+
+/** Was the call the person's own, from the manual panel (no model proposed it)? */
+const byHand = (call) => (state.turns.get(call.turn) || {}).kind === "manual";
 
 /** A namespaced name that may wrap after its `__`. */
 function breakable(name) {
@@ -406,10 +418,10 @@ function showCall(call) {
   box.hidden = false;
   box.replaceChildren(
     el("h3", { text: `${call.tool} (turn ${call.turn}, step ${call.step})` }),
-    el("p", { class: "muted", text: `${call.server} · ${call.outcome} · ${call.ms} ms · ${call.result_bytes} bytes back · asked the person: ${call.asked_user ? "yes" : "no"} · trace ${call.trace_id}` }),
+    el("p", { class: "muted", text: `${call.server} · ${call.outcome} · ${call.ms} ms · ${call.result_bytes} bytes back · approved by: ${approvedBy(call)} · the server asked you: ${call.server_asked ? "yes" : "no"} · trace ${call.trace_id}` }),
     el("h4", { text: "Arguments" }),
     el("pre", { class: "args", text: call.arguments === null || call.arguments === undefined ? "(none recorded)" : pretty(call.arguments) }),
-    el("h4", { text: "What went back to the model" }),
+    el("h4", { text: byHand(call) ? "The result, as a model would read it" : "What went back to the model" }),
     el("pre", { class: "for-model", text: call.forModel === undefined ? "(when the turn ends)" : prettyText(call.forModel) }));
 }
 
@@ -435,10 +447,10 @@ function showPrompt(e) {
   if (e.kind === "approval") {
     card = el("div", { class: "prompt", "data-kind": "approval", "data-id": String(e.id) },
       el("h3", { text: "Run this call?" }),
-      el("p", {}, "The assistant wants to run ", el("code", { text: e.tool }), " on server ",
-        el("span", { class: "asker", text: e.server }), " with exactly these arguments:"),
+      el("p", {}, e.by_person ? "You asked to run " : "The assistant wants to run ", el("code", { text: e.tool }),
+        " on server ", el("span", { class: "asker", text: e.server }), " with exactly these arguments:"),
       el("pre", { text: pretty(e.arguments) }),
-      e.proposed ? el("p", { class: "muted" }, "Rewritten by the beforeCall hook; the assistant proposed: ",
+      e.proposed ? el("p", { class: "muted" }, `Rewritten by the beforeCall hook; ${e.by_person ? "you" : "the assistant"} proposed: `,
         el("code", { text: JSON.stringify(e.proposed) })) : null,
       e.why ? el("p", { class: "muted", text: e.why }) : null,
       hintBadges(e.annotations),
@@ -466,7 +478,15 @@ function showPrompt(e) {
   }
   state.prompts.set(e.id, card);
   $("prompts").append(card);
-  card.scrollIntoView({ block: "nearest" });
+  reveal(card);
+}
+
+/** Scroll `node` into view below the sticky bar (tabs, and the running bar when a turn
+ * runs), never under it: its `scroll-margin-top` is the bar's height as it is now. */
+function reveal(node) {
+  const bar = document.querySelector(".sticky");
+  document.documentElement.style.setProperty("--sticky-height", `${bar.offsetHeight}px`);
+  node.scrollIntoView({ block: "nearest" });
 }
 
 function formCard(e) {

@@ -101,7 +101,13 @@ impl LabObserver {
 
 impl Observer for LabObserver {
     fn step(&self, step: &Step) {
-        if step.who == Who::Model && step.text.starts_with("wants ") {
+        // A proposal: the model's (`wants X`), or the person's by hand (`calls X`).
+        let proposed = match step.who {
+            Who::Model => step.text.starts_with("wants "),
+            Who::Person => step.text.starts_with("calls "),
+            _ => false,
+        };
+        if proposed {
             *self.wanted.lock().unwrap_or_else(|e| e.into_inner()) =
                 Some(step.data["arguments"].clone());
         }
@@ -239,6 +245,8 @@ mod tests {
             arg_keys: vec!["x".into()],
             outcome: gatehouse::trace::Outcome::Ok,
             asked_user: false,
+            approved_by: Some(gatehouse::trace::ApprovedBy::AllowList),
+            server_asked: false,
             task_id: None,
             ms: 1.0,
             result_bytes: 10,

@@ -246,6 +246,7 @@ impl Person for WebPerson {
                     "why": request.why,
                     "may_remember": request.may_remember,
                     "proposed": request.proposed,
+                    "by_person": request.by == gatehouse::person::ProposedBy::Person,
                 }),
             );
             // If the lab goes away before anyone answers, the answer is no.

@@ -137,7 +137,8 @@ impl Lab {
         Ok(turn)
     }
 
-    /// Run one call from the manual panel through `Host::propose`, in the background.
+    /// Run one call from the manual panel in the background: the person's own call, on
+    /// the path a model's proposal takes (`Turn::call_by_person`).
     pub fn propose(self: &Arc<Self>, tool: String, arguments: String) -> Result<u64, StartError> {
         let label = format!("manual: {tool}");
         let (guard, turn) = self.begin(
@@ -158,7 +159,7 @@ impl Lab {
                 Some(kept) => lab.host.resume(kept),
                 None => lab.host.turn(),
             };
-            let shown = turn.propose(&call).await;
+            let shown = turn.call_by_person(&call).await.shown;
             *state = Some(turn.into_state());
             drop(state);
             lab.hub

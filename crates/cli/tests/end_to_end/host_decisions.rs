@@ -211,3 +211,53 @@ fn in_a_chat_at_a_terminal_the_answers_to_approvals_are_read_from_the_same_termi
         "the first answer cites the policy it read: {screen}"
     );
 }
+
+/// The `host.tool_call` record says who let a call run: the person who said yes at the
+/// terminal (asked, though the server asked nothing), `--yes`, or the allow-list (nobody
+/// asked); a call the person refused was approved by nobody, and they were asked.
+#[test]
+fn the_tool_call_record_says_who_approved_the_call() {
+    let bed = empty_allow_list();
+    let records = |log: &std::path::Path| -> Vec<Value> {
+        std::fs::read_to_string(log)
+            .unwrap()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|r| r["operation"] == "host.tool_call")
+            .collect()
+    };
+    let question = "What is the return window?";
+    let log = bed.path().join("person.jsonl");
+    let log_arg = log.to_str().unwrap();
+    crate::common::at_terminal_in(
+        bed.path(),
+        &["ask", question, "--config", &bed.config, "--log", log_arg],
+        &[("Run it? [y/N]", "y")],
+        &[],
+    );
+    let said_yes = records(&log);
+    assert_eq!(
+        (
+            &said_yes[0]["approved_by"],
+            &said_yes[0]["asked_user"],
+            &said_yes[0]["server_asked"]
+        ),
+        (&json!("person"), &json!(true), &json!(false)),
+        "{said_yes:#?}"
+    );
+    let by_option = return_window(&["--yes"]).tool_events();
+    assert_eq!(by_option[0]["approved_by"], "option", "{by_option:#?}");
+    assert_eq!(by_option[0]["asked_user"], true);
+    let refused = return_window(&["--no"]).tool_events();
+    assert_eq!(refused[0]["outcome"], "declined", "{refused:#?}");
+    assert_eq!(refused[0]["approved_by"], Value::Null);
+    assert_eq!(refused[0]["asked_user"], true);
+    let allowed = Bed::new(
+        json!({"support": builtin_server("support", json!({}))}),
+        json!({"allow": ["support__search_knowledge"]}),
+    )
+    .run(&["ask", question, "--json"])
+    .tool_events();
+    assert_eq!(allowed[0]["approved_by"], "allow_list", "{allowed:#?}");
+    assert_eq!(allowed[0]["asked_user"], false);
+}

@@ -13,7 +13,7 @@ use crate::{
     hooks, person,
     policy::{self, Basis, Refusal},
     rules::Decision,
-    trace::{Outcome, Trace, Who},
+    trace::{ApprovedBy, Outcome, Trace, Who},
 };
 
 impl Gate {
@@ -71,6 +71,7 @@ impl Gate {
             Decision::Allow => How::Run {
                 rule: "hook".into(),
                 said: format!("the beforeCall hook allows it{reason}: run it"),
+                by: ApprovedBy::Hook,
             },
             Decision::Ask => How::Ask {
                 rule: "hook".into(),

@@ -31,8 +31,12 @@ use crate::{
     model::ToolCall,
     person::{self, AnsweredBy, Person},
     policy::{self, Basis, Explanation, Refusal, Verdict},
-    trace::{Outcome, Trace, Who},
+    trace::{ApprovedBy, Outcome, Trace, Who},
 };
+
+/// The ledger line's `caller` for a call the person made themselves. A gateway names its
+/// callers `user@tenant` or `local`, never this; a model's proposals in a host name none.
+pub const PERSON_CALLER: &str = "person";
 
 /// Most characters of a proposed tool name a ledger line keeps: a name not in the catalog
 /// is the model's text, of any length.
@@ -58,7 +62,7 @@ pub struct Proposal<'a> {
     pub step: u64,
     /// Who proposes, as a gateway's caller (`user@tenant`): whose approvals hold, and
     /// named in the ledger line. In a host, `None` for its model's proposals and
-    /// [`crate::turn::PERSON_CALLER`] for a call the person made themselves (a host's
+    /// [`PERSON_CALLER`] for a call the person made themselves (a host's
     /// keeper holds one person's approvals, whoever proposes).
     pub caller: Option<&'a str>,
     /// The confirmation a gateway's second round uses up (its nonce): named in the line,
@@ -81,6 +85,8 @@ pub enum Admission {
         tool: Box<CatalogTool>,
         /// The arguments, checked.
         arguments: JsonObject,
+        /// Who let it through: the policy's basis, the hook, or who said yes.
+        approved_by: ApprovedBy,
     },
     /// Nothing is sent; the model reads `text`.
     Refused {
@@ -99,6 +105,7 @@ enum How {
     Run {
         rule: String,
         said: String,
+        by: ApprovedBy,
     },
     Ask {
         rule: String,
@@ -110,9 +117,17 @@ enum How {
 impl How {
     /// Run, as the policy's `basis` allows.
     fn run(basis: &Basis) -> How {
+        let by = match basis {
+            Basis::Rule { .. } => ApprovedBy::Rule,
+            Basis::AllowList { .. } => ApprovedBy::AllowList,
+            Basis::Remembered(_) => ApprovedBy::Remembered,
+            // The policy runs nothing unasked on a default or a changed definition.
+            Basis::Host | Basis::Default | Basis::Changed { .. } => ApprovedBy::Host,
+        };
         How::Run {
             rule: basis.label(),
             said: basis.for_run(),
+            by,
         }
     }
 
@@ -186,6 +201,7 @@ impl Judged {
                 }
             ),
             proposed: self.decided.proposed.as_ref(),
+            by: person::ProposedBy::Model,
         }
     }
 }
@@ -235,7 +251,13 @@ impl Gate {
             Err(refused) => return refused,
         };
         let approval = match judged.asks() {
-            Some(why) => Some(person::approve_call(person, trace, &judged.proposed(), why).await),
+            Some(why) => {
+                let mut proposed = judged.proposed();
+                if p.caller == Some(PERSON_CALLER) {
+                    proposed.by = person::ProposedBy::Person;
+                }
+                Some(person::approve_call(person, trace, &proposed, why).await)
+            }
             None => None,
         };
         self.settle(p, judged, approval, live, trace).await
@@ -266,10 +288,11 @@ impl Gate {
             return Err(Admission::Send {
                 tool: Box::new(decided.tool),
                 arguments: decided.arguments,
+                approved_by: ApprovedBy::Host,
             });
         }
         let decided = self.before_call(p, decided, settings, trace).await?;
-        if let How::Run { rule, said } = &decided.how {
+        if let How::Run { rule, said, .. } = &decided.how {
             // The allow-list's step is the seed's own line; a rule's names the rule.
             let data = if rule.starts_with("allow[") {
                 json!({"decision": "auto"})
@@ -292,12 +315,19 @@ impl Gate {
         trace: &Trace,
     ) -> Admission {
         let decided = judged.decided;
-        let (rule, answer) = match &decided.how {
-            How::Run { rule, .. } => (rule.clone(), None),
+        let (rule, answer, approved_by) = match &decided.how {
+            How::Run { rule, by, .. } => (rule.clone(), None, *by),
             How::Ask { rule, .. } => {
                 let approval =
                     answer.unwrap_or_else(|| person::Approval::once(false, AnsweredBy::Nobody));
-                (rule.clone(), Some(approval))
+                let by = match approval.by {
+                    AnsweredBy::Option => ApprovedBy::Option,
+                    AnsweredBy::Client => ApprovedBy::Client,
+                    AnsweredBy::Terminal | AnsweredBy::Page | AnsweredBy::Nobody => {
+                        ApprovedBy::Person
+                    }
+                };
+                (rule.clone(), Some(approval), by)
             }
         };
         let mut entry = self.entry(p, Some(&decided.tool), Some(&decided.arguments), trace);
@@ -346,6 +376,7 @@ impl Gate {
         Admission::Send {
             tool: Box::new(decided.tool),
             arguments: decided.arguments,
+            approved_by,
         }
     }
 

@@ -218,7 +218,9 @@ impl<'a> Call<'a> {
     async fn admitted(&self, admitted: Admission) -> Result<CallToolResponse, ErrorData> {
         match admitted {
             Admission::Refused { text, .. } => Ok(failed(text)),
-            Admission::Send { tool, arguments } => {
+            Admission::Send {
+                tool, arguments, ..
+            } => {
                 // A stateless server may take answers sent without a question (SEP-2322):
                 // a first round's are passed on as they came. A later round's answers
                 // are the gateway's form, never sent on.

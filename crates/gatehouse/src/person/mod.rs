@@ -88,6 +88,28 @@ pub struct ApprovalRequest {
     /// The arguments the model proposed, when a `beforeCall` hook rewrote them into
     /// `arguments`: the person sees both.
     pub proposed: Option<Value>,
+    /// Who proposed the call: the model, or the person by hand.
+    pub by: ProposedBy,
+}
+
+/// Who proposed a call the person is asked about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ProposedBy {
+    /// The model (or a gateway's caller).
+    #[default]
+    Model,
+    /// The person, by hand (`gatehouse call`, chat's `/call`, the lab's manual panel).
+    Person,
+}
+
+impl ProposedBy {
+    /// How a step names the one who proposed it: `the assistant`, `you`.
+    pub fn who(self) -> &'static str {
+        match self {
+            ProposedBy::Model => "the assistant",
+            ProposedBy::Person => "you",
+        }
+    }
 }
 
 impl ApprovalRequest {
@@ -103,6 +125,7 @@ impl ApprovalRequest {
             why: why.to_owned(),
             may_remember: false,
             proposed: None,
+            by: ProposedBy::Model,
         }
     }
 }
@@ -191,6 +214,8 @@ pub struct Proposed<'a> {
     pub may_remember: bool,
     /// The model's own arguments, when a hook rewrote them.
     pub proposed: Option<&'a rmcp::model::JsonObject>,
+    /// Who proposed it.
+    pub by: ProposedBy,
 }
 
 impl Proposed<'_> {
@@ -201,6 +226,7 @@ impl Proposed<'_> {
             annotations: annotations_for_display(self.annotations),
             may_remember: self.may_remember,
             proposed: self.proposed.map(|p| Value::Object(p.clone())),
+            by: self.by,
             ..ApprovalRequest::new(self.server, self.tool, arguments, why)
         }
     }
@@ -221,14 +247,19 @@ pub async fn approve_call(
         why,
         json!({"decision": "ask", "server": call.server, "annotations": request.annotations}),
     );
+    let who = request.by.who();
     let rewritten = match &request.proposed {
-        Some(p) => format!(" (rewritten by the beforeCall hook; the assistant proposed {p})"),
+        Some(p) => format!(" (rewritten by the beforeCall hook; {who} proposed {p})"),
         None => String::new(),
+    };
+    let wants = match request.by {
+        ProposedBy::Model => "The assistant wants to run",
+        ProposedBy::Person => "You asked to run",
     };
     trace.add(
         Who::Host,
         format!(
-            "The assistant wants to run {} with {}{rewritten}",
+            "{wants} {} with {}{rewritten}",
             call.tool, request.arguments
         ),
         json!({}),

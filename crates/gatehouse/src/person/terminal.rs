@@ -155,7 +155,10 @@ pub const RUN_IT_REMEMBER: &str =
 /// The call as the person reads it before saying yes: server, tool, arguments, hints.
 pub fn describe_call(request: &ApprovalRequest) -> String {
     let rewritten = match &request.proposed {
-        Some(p) => format!(" (rewritten by the beforeCall hook; the assistant proposed {p})"),
+        Some(p) => format!(
+            " (rewritten by the beforeCall hook; {} proposed {p})",
+            request.by.who()
+        ),
         None => String::new(),
     };
     let hints = match &request.annotations {

@@ -50,7 +50,10 @@ impl Turn<'_> {
                 tool: r.tool.clone(),
                 arg_keys: Vec::new(),
                 outcome,
+                // Decided and asked in the turn that sent it.
                 asked_user: false,
+                approved_by: None,
+                server_asked: false,
                 ms,
                 result_bytes: shown.text.len(),
                 task_id: Some(r.task_id.clone()),

@@ -15,9 +15,7 @@ use crate::{
     trace::{Outcome, Who, random_hex},
 };
 
-/// The ledger line's `caller` for a call the person made themselves. A gateway names its
-/// callers `user@tenant` or `local`, never this; a model's proposals in a host name none.
-pub const PERSON_CALLER: &str = "person";
+pub use crate::gate::PERSON_CALLER;
 
 /// Who proposed a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

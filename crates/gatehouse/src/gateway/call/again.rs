@@ -129,7 +129,9 @@ impl Call<'_> {
             }
         };
         match gate.settle(&p, judged, approval, live, trace).await {
-            Admission::Send { tool, arguments } => Ok((*tool, arguments)),
+            Admission::Send {
+                tool, arguments, ..
+            } => Ok((*tool, arguments)),
             Admission::Refused { text, .. } => Err(failed(text)),
         }
     }
