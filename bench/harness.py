@@ -26,7 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
-REL = ROOT / "target" / "release"
+REL = ROOT / "target" / "dist"
 GATEHOUSE = REL / "gatehouse"
 SERVERS = REL / "gatehouse-servers"  # what the built-in configuration starts
 PY = BENCH / ".venv" / "bin" / "python"

@@ -36,22 +36,90 @@ pub struct Vault {
     resolved: OnceLock<Result<Kind, StoreError>>,
 }
 
-fn keychain_error(e: keyring::Error) -> StoreError {
-    StoreError {
-        where_: "in the keychain".into(),
-        reason: match e {
-            keyring::Error::NoStorageAccess(inner) => {
-                format!("the keychain refused access (is it locked?): {inner}")
-            }
-            keyring::Error::PlatformFailure(inner) => format!("the keychain failed: {inner}"),
-            keyring::Error::NoDefaultStore => "no keychain is running".into(),
-            other => other.to_string(),
-        },
+/// The operating system's keychain, when this build has it (the `keychain` feature: on
+/// Linux its Secret Service client is a tenth of a source build's time, so a build from
+/// source leaves it out unless asked, and published binaries have it).
+#[cfg(feature = "keychain")]
+mod keychain {
+    use super::{KEYCHAIN_SERVICE, StoreError};
+
+    /// Why new secrets cannot go to the keychain when it was asked for.
+    pub const ABSENT: &str = "no keychain is running";
+
+    pub fn error(e: keyring::Error) -> StoreError {
+        StoreError {
+            where_: "in the keychain".into(),
+            reason: match e {
+                keyring::Error::NoStorageAccess(inner) => {
+                    format!("the keychain refused access (is it locked?): {inner}")
+                }
+                keyring::Error::PlatformFailure(inner) => format!("the keychain failed: {inner}"),
+                keyring::Error::NoDefaultStore => ABSENT.into(),
+                other => other.to_string(),
+            },
+        }
+    }
+
+    fn entry(name: &str) -> Result<keyring::Entry, StoreError> {
+        keyring::Entry::new(KEYCHAIN_SERVICE, name).map_err(error)
+    }
+
+    /// Does a keychain run (blocking: a connection to it)?
+    pub fn running() -> bool {
+        keyring::Entry::store_status().is_ok()
+    }
+
+    pub fn get(name: &str) -> Result<Option<String>, StoreError> {
+        match entry(name)?.get_password() {
+            Ok(secret) => Ok(Some(secret)),
+            Err(keyring::Error::NoEntry) => Ok(None),
+            Err(e) => Err(error(e)),
+        }
+    }
+
+    pub fn set(name: &str, secret: &str) -> Result<(), StoreError> {
+        entry(name)?.set_password(secret).map_err(error)
+    }
+
+    pub fn delete(name: &str) -> Result<(), StoreError> {
+        match entry(name)?.delete_credential() {
+            Ok(()) | Err(keyring::Error::NoEntry) => Ok(()),
+            Err(e) => Err(error(e)),
+        }
     }
 }
 
-fn entry(name: &str) -> Result<keyring::Entry, StoreError> {
-    keyring::Entry::new(KEYCHAIN_SERVICE, name).map_err(keychain_error)
+/// A build without the keychain: secrets go to the file, and a secret a keychain build
+/// kept is reported as out of reach, never as absent.
+#[cfg(not(feature = "keychain"))]
+mod keychain {
+    use super::StoreError;
+
+    /// Why new secrets cannot go to the keychain when it was asked for.
+    pub const ABSENT: &str = "this gatehouse was built without keychain support (build it with `--features keychain`)";
+
+    fn absent() -> StoreError {
+        StoreError {
+            where_: "in the keychain".into(),
+            reason: ABSENT.into(),
+        }
+    }
+
+    pub fn running() -> bool {
+        false
+    }
+
+    pub fn get(_name: &str) -> Result<Option<String>, StoreError> {
+        Err(absent())
+    }
+
+    pub fn set(_name: &str, _secret: &str) -> Result<(), StoreError> {
+        Err(absent())
+    }
+
+    pub fn delete(_name: &str) -> Result<(), StoreError> {
+        Err(absent())
+    }
 }
 
 impl Vault {
@@ -68,14 +136,15 @@ impl Vault {
         self.resolved
             .get_or_init(|| match self.choice {
                 CredentialStore::File => Ok(Kind::File),
-                CredentialStore::Keychain => match keyring::Entry::store_status() {
-                    Ok(()) => Ok(Kind::Keychain),
-                    Err(_) => Err(StoreError {
-                        where_: "in the keychain".into(),
-                        reason: "no keychain is running (credentialStore is \"keychain\"); start one, or set credentialStore to \"file\"".into(),
-                    }),
-                },
-                CredentialStore::Auto => Ok(if keyring::Entry::store_status().is_ok() {
+                CredentialStore::Keychain if keychain::running() => Ok(Kind::Keychain),
+                CredentialStore::Keychain => Err(StoreError {
+                    where_: "in the keychain".into(),
+                    reason: format!(
+                        "{} (credentialStore is \"keychain\"); start one, or set credentialStore to \"file\"",
+                        keychain::ABSENT
+                    ),
+                }),
+                CredentialStore::Auto => Ok(if keychain::running() {
                     Kind::Keychain
                 } else {
                     Kind::File
@@ -89,9 +158,8 @@ impl Vault {
     pub fn ready(&self) -> Result<Kind, StoreError> {
         let kind = self.for_writing()?;
         if kind == Kind::Keychain {
-            let probe = entry(PROBE)?;
-            probe.set_password(PROBE).map_err(keychain_error)?;
-            probe.delete_credential().map_err(keychain_error)?;
+            keychain::set(PROBE, PROBE)?;
+            keychain::delete(PROBE)?;
         }
         Ok(kind)
     }
@@ -114,11 +182,7 @@ impl Kind {
     ) -> Result<Option<String>, StoreError> {
         match self {
             Kind::File => Ok(file.get(name).cloned()),
-            Kind::Keychain => match entry(name)?.get_password() {
-                Ok(secret) => Ok(Some(secret)),
-                Err(keyring::Error::NoEntry) => Ok(None),
-                Err(e) => Err(keychain_error(e)),
-            },
+            Kind::Keychain => keychain::get(name),
         }
     }
 
@@ -134,7 +198,7 @@ impl Kind {
                 file.insert(name.to_owned(), secret.to_owned());
                 Ok(())
             }
-            Kind::Keychain => entry(name)?.set_password(secret).map_err(keychain_error),
+            Kind::Keychain => keychain::set(name, secret),
         }
     }
 
@@ -149,20 +213,15 @@ impl Kind {
                 file.remove(name);
                 Ok(())
             }
-            Kind::Keychain => match entry(name)?.delete_credential() {
-                Ok(()) | Err(keyring::Error::NoEntry) => Ok(()),
-                Err(e) => Err(keychain_error(e)),
-            },
+            Kind::Keychain => keychain::delete(name),
         }
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "keychain"))]
 mod tests {
-    use super::*;
-
     fn words(e: keyring::Error) -> String {
-        keychain_error(e).to_string()
+        super::keychain::error(e).to_string()
     }
 
     #[test]
@@ -181,5 +240,26 @@ mod tests {
             other.starts_with("the credential store in the keychain: "),
             "{other}"
         );
+    }
+}
+
+#[cfg(all(test, not(feature = "keychain")))]
+mod without_a_keychain {
+    use super::*;
+
+    #[test]
+    fn a_build_without_the_keychain_keeps_secrets_in_the_file_and_says_why_when_asked_for_one() {
+        assert_eq!(
+            Vault::new(CredentialStore::Auto).for_writing().unwrap(),
+            Kind::File
+        );
+        let refused = Vault::new(CredentialStore::Keychain)
+            .for_writing()
+            .unwrap_err()
+            .to_string();
+        assert!(refused.contains("--features keychain"), "{refused}");
+        // A secret a keychain build kept is out of reach, not absent.
+        let kept = Kind::Keychain.get(&BTreeMap::new(), "token").unwrap_err();
+        assert!(kept.to_string().contains("built without"), "{kept}");
     }
 }
