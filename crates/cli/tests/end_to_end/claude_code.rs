@@ -13,11 +13,14 @@
 //!   at the dialog would); accepted, the call runs (and the tickets server's own question
 //!   is asked the same way); declined, it does not. Without a hook, `-p` answers every
 //!   form `cancel` by itself, and the gateway writes that down as the client's no.
+//! - At a terminal (`tests/peers/tui_run.py`), the gateway's form is Claude Code's dialog,
+//!   with the gateway's words; ticked and accepted, the call runs.
 //! - Wired by `gatehouse gateway connect claude-code` instead: Claude Code's own server
 //!   moved behind the gateway, called through it.
 
 use std::{
     path::{Path, PathBuf},
+    process::Command,
     time::Duration,
 };
 
@@ -39,6 +42,10 @@ const ENTRY: &str = "gatehouse";
 /// The longest one `claude -p` run may take (it starts the gateway, which starts its
 /// servers, and makes a few model requests); past it the process group is killed.
 const CLAUDE_LIMIT: Duration = Duration::from_secs(120);
+/// The model API key Claude Code is given (the scripted endpoint takes any).
+const API_KEY: &str = "dummy";
+/// The terminal Claude Code is shown at: columns and rows.
+const TERMINAL: (u16, u16) = (140, 40);
 /// How many of the last lines of Claude Code's debug log a failure shows.
 const DEBUG_TAIL_LINES: usize = 80;
 /// The allowed call, and the ticket it reads.
@@ -47,6 +54,8 @@ const TICKET_SUBJECT: &str = "Charged twice for order LK-182074";
 /// The call the policy asks about, and the rule's reason.
 const ASKED: &str = "tickets__open_ticket";
 const REASON: &str = "a ticket pages the on-call engineer";
+/// The reason of the rule that asks before a ticket is read, at the terminal.
+const READ_REASON: &str = "tickets hold customers' payment details";
 
 /// Claude Code's name for a tool of the gateway.
 fn claude_name(tool: &str) -> String {
@@ -61,6 +70,22 @@ fn claude() -> String {
 /// The gateway's servers file: the support desk and the tickets server, each with its own
 /// credentials; `support__get_ticket` allowed, `tickets__open_ticket` asked about.
 fn servers(dir: &Path) -> String {
+    let rules = json!([
+        {"tool": ALLOWED, "decision": "allow"},
+        {"tool": ASKED, "decision": "ask", "reason": REASON}
+    ]);
+    servers_with(dir, rules)
+}
+
+/// The same servers with a rule that asks before a ticket is read.
+fn servers_asking_to_read(dir: &Path) -> String {
+    servers_with(
+        dir,
+        json!([{"tool": ALLOWED, "decision": "ask", "reason": READ_REASON}]),
+    )
+}
+
+fn servers_with(dir: &Path, rules: Value) -> String {
     let server = |name: &str| reference_server(dir, name);
     write(
         dir,
@@ -68,10 +93,7 @@ fn servers(dir: &Path) -> String {
         &json!({
             "mcpServers": {"support": server("support"), "tickets": server("tickets")},
             "gatehouse": {
-                "rules": [
-                    {"tool": ALLOWED, "decision": "allow"},
-                    {"tool": ASKED, "decision": "ask", "reason": REASON}
-                ],
+                "rules": rules,
                 "ledger": {"path": dir.join("ledger.jsonl"), "arguments": true}
             }
         }),
@@ -187,10 +209,27 @@ impl Session {
         json_lines(&self.forms_log())
     }
 
-    /// `claude -p PROMPT` with the gateway's tool `allowed` in Claude Code's own
-    /// permissions, the person as said; it must exit 0 within [`CLAUDE_LIMIT`].
-    fn run(&self, prompt: &str, allowed: &str, person: Person) -> Ran {
-        let mut cmd = std::process::Command::new(claude());
+    /// Claude Code, or `launcher` running it (its words, then `--` and Claude Code's), in
+    /// the session's environment and nothing else of the test's but PATH, with Claude
+    /// Code's arguments: `first`, then those of a session whose gateway's tool `allowed`
+    /// is in Claude Code's own permissions: the gateway (by flags, or from Claude Code's
+    /// own file), the person's hook, the debug log.
+    fn command(
+        &self,
+        launcher: &[String],
+        first: &[&str],
+        allowed: &str,
+        person: Person,
+    ) -> Command {
+        let mut cmd = match launcher {
+            [program, args @ ..] => {
+                let mut cmd = Command::new(program);
+                cmd.args(args).arg("--").arg(claude());
+                cmd
+            }
+            [] => Command::new(claude()),
+        };
+        cmd.args(first);
         cmd.env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .current_dir(&self.home);
@@ -200,7 +239,7 @@ impl Session {
             session_env.iter().map(|(k, v)| (*k, v.as_str())).collect();
         env.extend([
             ("ANTHROPIC_BASE_URL", base.as_str()),
-            ("ANTHROPIC_API_KEY", "dummy"),
+            ("ANTHROPIC_API_KEY", API_KEY),
             ("DISABLE_AUTOUPDATER", "1"),
             ("DISABLE_TELEMETRY", "1"),
             ("DISABLE_ERROR_REPORTING", "1"),
@@ -209,19 +248,55 @@ impl Session {
         ]);
         let mut cmd = in_fresh_world(cmd, &env);
         let debug = self.debug_log();
-        cmd.args(["-p", prompt, "--output-format", "json"])
-            .args(["--debug-file", debug.to_str().unwrap()]);
+        cmd.args(["--debug-file", debug.to_str().unwrap()]);
         if let Some(config) = &self.mcp_config {
             cmd.args(["--mcp-config", config, "--strict-mcp-config"]);
         }
         cmd.args(["--settings", &self.settings(person)])
             .args(["--allowedTools", &claude_name(allowed)]);
+        cmd
+    }
+
+    /// `claude -p PROMPT`, the person as said; it must exit 0 within [`CLAUDE_LIMIT`].
+    fn run(&self, prompt: &str, allowed: &str, person: Person) -> Ran {
+        let first = ["-p", prompt, "--output-format", "json"];
+        let cmd = self.command(&[], &first, allowed, person);
         let ran = Spawn::new(cmd, format!("claude -p {prompt:?}"))
             .group()
             .run()
             .wait(CLAUDE_LIMIT);
         assert_eq!(ran.status, 0, "{}", self.said(&ran));
         ran
+    }
+
+    /// Claude Code at a terminal (`tests/peers/tui_run.py`, [`TERMINAL`] columns and
+    /// rows), a person at it pressing keys as `steps` say (each: the text to wait for,
+    /// the keys), as a person's Claude Code would be: onboarded, its folder trusted, the
+    /// key taken. Stopped once every step is done, within [`CLAUDE_LIMIT`]: what the
+    /// screen showed.
+    fn at_terminal(&self, allowed: &str, steps: &[(&str, &str)]) -> Ran {
+        let home = self.home.to_string_lossy().into_owned();
+        let state = json!({
+            "hasCompletedOnboarding": true, "theme": "dark",
+            "projects": {home: {"hasTrustDialogAccepted": true}},
+            "customApiKeyResponses": {"approved": [API_KEY], "rejected": []}
+        });
+        write(&self.home, ".claude.json", &state);
+        let (columns, rows) = TERMINAL;
+        let mut launcher = vec![
+            "python3".to_owned(),
+            script("tui_run.py"),
+            CLAUDE_LIMIT.as_secs().to_string(),
+            columns.to_string(),
+            rows.to_string(),
+        ];
+        launcher.extend(steps.iter().map(|(wait, keys)| format!("{wait}=>{keys}")));
+        let mut cmd = self.command(&launcher, &[], allowed, Person::Absent);
+        cmd.env("TERM", "xterm-256color");
+        Spawn::new(cmd, "claude at a terminal")
+            .group()
+            .run()
+            .wait(CLAUDE_LIMIT + LIMIT)
     }
 
     /// Where Claude Code writes its debug log (`--debug-file`).
@@ -434,4 +509,53 @@ fn after_gateway_connect_claude_code_calls_its_own_server_through_the_gateway() 
     let lines = session.ledger_of(ALLOWED);
     assert_eq!(lines.len(), 1, "{lines:#?}");
     assert_eq!(lines[0]["decision"], "run", "{}", lines[0]);
+}
+
+/// Claude Code at a terminal: the gateway's form is its dialog, with the gateway's words
+/// (the call, why the person is asked); the person ticks `Run this call` and accepts, the
+/// call runs, its result reaches the model, and the ledger has the client's yes.
+#[test]
+fn at_a_terminal_the_gateways_form_is_claude_codes_dialog_and_accepting_runs_the_call() {
+    let gw = Gw::with_config(Transport::Stdio, servers_asking_to_read);
+    let session = Session::behind(&gw, ALLOWED, json!({"ticket_id": "T-30002"}));
+    // At a terminal the first prompt goes before the servers are connected: the person
+    // waits for `/mcp` to show the gateway's tools, closes it, then asks.
+    let steps = [
+        ("for agents", "/mcp\\r"),
+        ("4 tools", "\\x1b"),
+        ("for agents", "Summarize ticket T-30002\\r"),
+        ("Space to toggle", " "),
+        ("☒", "\\x1b[B"),
+        ("Accept", "\\r"),
+        (ANSWER_PREFIX.trim_end(), ""),
+    ];
+    let ran = session.at_terminal(ALLOWED, &steps);
+    let screen = &ran.stdout;
+    assert_eq!(
+        ran.status,
+        0,
+        "the steps were not all done: {}",
+        session.said(&ran)
+    );
+    let asked = format!(
+        "Run {ALLOWED} on support? Why you are asked: rules[0] says ask the person: {READ_REASON}"
+    );
+    for part in [
+        "gatehouse",
+        "requests your input",
+        &asked,
+        "Run this call",
+        "Decline",
+    ] {
+        assert!(
+            screen.contains(part),
+            "{part:?} not on the screen: {}",
+            session.said(&ran)
+        );
+    }
+    let result = session.result_seen(&ran);
+    assert!(result.contains(TICKET_SUBJECT), "{}", session.said(&ran));
+    let lines = session.ledger_of(ALLOWED);
+    assert_eq!(lines.len(), 1, "{lines:#?}");
+    assert_approved_in_the_client(&lines[0], "usr-sam@larkfield");
 }
