@@ -257,9 +257,25 @@ install_gemini_cli() {
   "$PEERS_DIR/gemini-cli/node_modules/.bin/gemini" --version >/dev/null
 }
 
+# uv: uv 0.13.8 (`uv`, `uvx`) from PyPI, in a venv of its own, for the uvx servers of
+# crates/cli/tests/end_to_end/package_runners.rs and scripts/newcomer.sh (mcp-server-time,
+# -git and -fetch, which uvx downloads from PyPI into each test's own uv cache, as the npx
+# tests do from the npm registry). Checked by asking its version.
+install_uv() {
+  local venv="$PEERS_DIR/uv"
+  if [ -x "$venv/bin/uvx" ] && [ "$("$venv/bin/uv" --version 2>/dev/null)" = "uv 0.13.8" ]; then
+    log "$venv: uv 0.13.8 already installed"
+    return 0
+  fi
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  log "$venv: installing uv==0.13.8"
+  "$venv/bin/pip" install -q --disable-pip-version-check uv==0.13.8
+  "$venv/bin/uvx" --version >/dev/null
+}
+
 # (Other peers go here, each as its own install_<peer> function, listed in PEERS.)
 
-PEERS=(browser node22 python_sdk fastmcp mcp_servers ts_sdk inspector_cli inspector conformance nginx postgres oauth claude_code gemini_cli)
+PEERS=(browser node22 python_sdk fastmcp mcp_servers ts_sdk inspector_cli inspector conformance nginx postgres oauth claude_code gemini_cli uv)
 
 main() {
   local wanted=("$@")
