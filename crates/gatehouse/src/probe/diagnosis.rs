@@ -1,5 +1,6 @@
 //! Why a stdio server stopped, read from its last words on stderr, with the exact fix: a
-//! package runner's cache left half-written (npx's `_npx` folder, uv's cache), a variable
+//! package runner's cache left half-written (npx's `_npx` folder) or damaged (a file of the
+//! environment uv keeps for a uvx server lost or cut short), a variable
 //! the person has set that the server is not given, and the command to run it by hand
 //! as the host runs it, pasteable into a shell.
 
@@ -19,10 +20,14 @@ pub enum Cause {
         /// `…/_npx/HASH`, the one package's folder.
         folder: String,
     },
-    /// uv's cache holds a broken copy of the package.
+    /// uv's cache holds a damaged copy of the server's environment: Python could not
+    /// import a module from it. uv links one copy of each file into every environment
+    /// (removing the environment alone keeps the damaged file), so the fix clears the cache.
     BrokenUvCache {
-        /// The package, as the command names it.
-        package: Option<String>,
+        /// The cache folder, as the traceback's paths name it.
+        cache: String,
+        /// The `uv` program: beside the entry's `uvx` when that is a path, else `uv`.
+        uv: String,
     },
     /// Variables the server names that are set where the host runs but not passed to it.
     NotPassed {
@@ -39,12 +44,10 @@ impl Cause {
                 "npx left the package half-installed in its cache (a first start was stopped during the download): remove that copy with `rm -rf {}` and start it again; the next start downloads it whole",
                 shell_word(folder)
             ),
-            Cause::BrokenUvCache { package } => format!(
-                "uv's cache holds a broken copy of the package: `uv cache clean{}`, then start it again",
-                package
-                    .as_deref()
-                    .map(|p| format!(" {}", shell_word(p)))
-                    .unwrap_or_default()
+            Cause::BrokenUvCache { cache, uv } => format!(
+                "uv's cache holds a damaged copy of this server's environment (Python could not import from it): clear that cache with `{} cache clean --cache-dir {}` and start it again; the next start downloads it whole",
+                shell_word(uv),
+                shell_word(cache)
             ),
             Cause::NotPassed { names } => {
                 let quoted: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
@@ -81,12 +84,14 @@ pub fn cause(
     if let Some(folder) = stderr.iter().find_map(|l| npx_folder(l)) {
         return Some(Cause::BrokenNpxCache { folder });
     }
-    let runner = runner::package_runner(command, args);
-    if let Some(runner) = runner.filter(|r| r.kind == RunnerKind::Uvx)
-        && stderr.iter().any(|l| names_uv_cache(l))
+    let uvx = runner::package_runner(command, args).is_some_and(|r| r.kind == RunnerKind::Uvx);
+    if uvx
+        && stderr.iter().any(|l| python_import_failed(l))
+        && let Some(cache) = stderr.iter().find_map(|l| uv_cache(l))
     {
         return Some(Cause::BrokenUvCache {
-            package: runner.package,
+            cache,
+            uv: uv_beside(command),
         });
     }
     let names = not_passed(
@@ -116,28 +121,57 @@ fn npx_folder(line: &str) -> Option<String> {
     if hash_len == 0 {
         return None;
     }
-    // Node quotes the path, which may hold spaces (`Cannot find package '/…/_npx/…'`),
-    // or gives it after a quoted name (`'zod' imported from /…/_npx/…`).
+    path_ending_at(line, at, at + 6 + hash_len)
+}
+
+/// The absolute path in `line` that runs up to `end`, `at` being a position within it.
+/// Node and Python quote a path, which may hold spaces (`Cannot find package '/…'`,
+/// `File "/…"`), or give it after a space or a parenthesis (`imported from /…`).
+fn path_ending_at(line: &str, at: usize, end: usize) -> Option<String> {
     let before = &line[..at];
-    let end = at + 6 + hash_len;
     [before.rfind(['\'', '"']), before.rfind([' ', '('])]
         .into_iter()
         .flatten()
         .map(|i| &line[i + 1..end])
-        .find(|folder| folder.starts_with('/') && !folder.contains(['\'', '"']))
+        .find(|path| path.starts_with('/') && !path.contains(['\'', '"']))
         .map(str::to_owned)
 }
 
-/// Does a line name a folder of uv's cache (`archive-v0`, `wheels-v5`, …) in an error?
-fn names_uv_cache(line: &str) -> bool {
-    [
-        "/uv/archive-v",
-        "/uv/wheels-v",
-        "/uv/builds-v",
-        "/uv/environments-v",
-    ]
-    .iter()
-    .any(|folder| line.contains(folder))
+/// Python's last line when an import failed (the traceback's paths say where).
+fn python_import_failed(line: &str) -> bool {
+    ["ImportError: ", "ModuleNotFoundError: "]
+        .iter()
+        .any(|e| line.trim_start().starts_with(e))
+}
+
+/// The folders of uv's cache that hold the environments of uvx's tools (an environment
+/// lives in `archive-vN`, linked from `environments-vN`).
+const UV_ENVIRONMENT_FOLDERS: &[&str] = &["/archive-v", "/environments-v"];
+
+/// The uv cache folder a line's path lies in: what comes before `/archive-vN/` (or
+/// `/environments-vN/`) in an absolute path.
+fn uv_cache(line: &str) -> Option<String> {
+    UV_ENVIRONMENT_FOLDERS.iter().find_map(|folder| {
+        let at = line.find(folder)?;
+        let version = &line[at + folder.len()..];
+        let digits = version.bytes().take_while(u8::is_ascii_digit).count();
+        (digits > 0 && version[digits..].starts_with('/'))
+            .then(|| path_ending_at(line, at, at))
+            .flatten()
+    })
+}
+
+/// The `uv` program that goes with the entry's command: `uv` itself (`uv tool run`), the
+/// `uv` beside a `uvx` given by its path, else `uv` from the PATH.
+fn uv_beside(command: &str) -> String {
+    let path = std::path::Path::new(command);
+    match path.file_name().and_then(|f| f.to_str()) {
+        Some("uv") => command.to_owned(),
+        Some("uvx") if path.parent().is_some_and(|p| !p.as_os_str().is_empty()) => {
+            path.with_file_name("uv").to_string_lossy().into_owned()
+        }
+        _ => "uv".to_owned(),
+    }
 }
 
 /// Does the host pass `name` to a server under `pass`?

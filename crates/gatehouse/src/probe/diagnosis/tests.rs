@@ -91,18 +91,68 @@ fn a_missing_module_elsewhere_is_no_npx_cache() {
     assert_eq!(cause(&spec, &stderr, &host(&[])), None);
 }
 
+/// uv 0.13.8's and Python's words (reproduced) when a file of the environment uv keeps
+/// for `uvx mcp-server-time` in its cache (`UV_CACHE_DIR=/tmp/c 1/uv`) was cut short.
+const UV_DAMAGED: &[&str] = &[
+    "Traceback (most recent call last):",
+    "  File \"/tmp/c 1/uv/archive-v0/ypmTBTa4p53L8bne/bin/mcp-server-time\", line 6, in <module>",
+    "    from mcp_server_time import main",
+    "ImportError: cannot import name 'main' from 'mcp_server_time' (/tmp/c 1/uv/archive-v0/ypmTBTa4p53L8bne/lib/python3.11/site-packages/mcp_server_time/__init__.py)",
+];
+
 #[test]
-fn uvs_cache_is_named_for_a_uvx_server() {
-    let spec = stdio("uvx", &["mcp-server-time"], &[], &[]);
-    let stderr = lines(&[
-        "error: Failed to read from the distribution cache: /home/u/.cache/uv/archive-v0/Xy12/METADATA: No such file or directory",
-    ]);
-    let cause = cause(&spec, &stderr, &host(&[])).unwrap();
+fn uvs_damaged_environment_is_named_with_the_cache_to_clear() {
+    let spec = stdio("/opt/uv/bin/uvx", &["mcp-server-time@2026.10.19"], &[], &[]);
+    let cause = cause(&spec, &lines(UV_DAMAGED), &host(&[])).unwrap();
+    assert_eq!(
+        cause,
+        Cause::BrokenUvCache {
+            cache: "/tmp/c 1/uv".into(),
+            uv: "/opt/uv/bin/uv".into()
+        }
+    );
     assert!(
         cause
             .fix("time", "f")
-            .contains("`uv cache clean mcp-server-time`")
+            .contains("`/opt/uv/bin/uv cache clean --cache-dir '/tmp/c 1/uv'`"),
+        "{}",
+        cause.fix("time", "f")
     );
+    // Only the last line and one path, as a tail of last words may keep them; `uv tool
+    // run` by name, a missing module named in the line itself.
+    let spec = stdio("uv", &["tool", "run", "mcp-server-git"], &[], &[]);
+    let tail = lines(&[
+        "    import git",
+        "ModuleNotFoundError: No module named 'git'",
+        "  File \"/home/u/.cache/uv/archive-v0/Ab_c/lib/python3.11/site-packages/mcp_server_git/server.py\", line 9",
+    ]);
+    assert_eq!(
+        super::cause(&spec, &tail, &host(&[])),
+        Some(Cause::BrokenUvCache {
+            cache: "/home/u/.cache/uv".into(),
+            uv: "uv".into()
+        })
+    );
+}
+
+#[test]
+fn a_python_failure_that_is_no_import_or_no_uvx_server_is_no_uv_cache() {
+    let uvx = stdio("uvx", &["mcp-server-git"], &[], &[]);
+    // The server's own error, raised from the environment in the cache.
+    let own = lines(&[
+        "  File \"/home/u/.cache/uv/archive-v0/Ab_c/lib/python3.11/site-packages/mcp_server_git/server.py\", line 9",
+        "git.exc.InvalidGitRepositoryError: /srv/x",
+    ]);
+    assert_eq!(cause(&uvx, &own, &host(&[])), None);
+    // An import that failed in a venv of the person's.
+    let venv = lines(&[
+        "  File \"/srv/app/.venv/lib/python3.11/site-packages/x/__init__.py\", line 1",
+        "ModuleNotFoundError: No module named 'y'",
+    ]);
+    assert_eq!(cause(&uvx, &venv, &host(&[])), None);
+    // The same words from a server not started through uvx.
+    let python = stdio("python3", &["-m", "mcp_server_time"], &[], &[]);
+    assert_eq!(cause(&python, &lines(UV_DAMAGED), &host(&[])), None);
 }
 
 #[test]
