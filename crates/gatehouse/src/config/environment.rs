@@ -13,10 +13,24 @@ pub struct EnvPass {
 }
 
 /// What every stdio server gets from the host's environment: where programs are, a home,
-/// a user, a shell, a terminal type, a language and a temporary folder. No credentials.
+/// a user, a shell, a terminal type, a language, a temporary folder and the certificates
+/// the machine trusts (`SSL_CERT_FILE`, `SSL_CERT_DIR`: without them, behind a proxy that
+/// re-signs TLS, `uvx` cannot download a server it can download in the shell). No
+/// credentials.
 #[cfg(not(windows))]
 pub const BASE_ENV: &[&str] = &[
-    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LC_*", "TMPDIR", "TZ",
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "TERM",
+    "LANG",
+    "LC_*",
+    "TMPDIR",
+    "TZ",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
 ];
 /// What every stdio server gets from the host's environment (Windows' equivalents).
 #[cfg(windows)]
