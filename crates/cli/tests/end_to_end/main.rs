@@ -55,3 +55,4 @@ mod tasks;
 mod tickets_confirmation;
 mod tool_filters;
 mod tool_search;
+mod uvx_servers;

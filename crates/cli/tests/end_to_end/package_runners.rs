@@ -28,7 +28,7 @@ fn npx_config(dir: &Path, cache: &Path, settings: Value) -> String {
 }
 
 /// `mcp list --json`'s one row, and the run.
-fn listed(config: &str) -> (Value, Ran) {
+pub(crate) fn listed(config: &str) -> (Value, Ran) {
     let ran = run(&["mcp", "list", "--config", config, "--json"], &[]);
     let rows: Value = serde_json::from_str(&ran.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}\n{}", ran.stdout, ran.stderr));
@@ -38,9 +38,15 @@ fn listed(config: &str) -> (Value, Ran) {
 /// Processes of this user whose environment names `cache` (npx, npm, the server), once
 /// those killed have gone (within a bound).
 fn processes_using(cache: &Path) -> Vec<String> {
+    processes_with("npm_config_cache", cache)
+}
+
+/// Processes of this user whose environment has `variable` set to `value`, once those
+/// killed have gone (within a bound).
+pub(crate) fn processes_with(variable: &str, value: &Path) -> Vec<String> {
     let deadline = Instant::now() + Duration::from_secs(2);
     loop {
-        let found = processes_now(cache);
+        let found = processes_now(variable, value);
         if found.is_empty() || Instant::now() > deadline {
             return found;
         }
@@ -48,8 +54,8 @@ fn processes_using(cache: &Path) -> Vec<String> {
     }
 }
 
-fn processes_now(cache: &Path) -> Vec<String> {
-    let needle = format!("npm_config_cache={}", cache.display());
+fn processes_now(variable: &str, value: &Path) -> Vec<String> {
+    let needle = format!("{variable}={}", value.display());
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let environ = std::fs::read(entry.path().join("environ")).unwrap_or_default();
@@ -166,7 +172,7 @@ fn dying_with(text: &str) -> Value {
 }
 
 /// The fix doctor gives for `server`, and its detail.
-fn doctor_says(config: &str, server: &str, env: &[(&str, &str)]) -> (String, String) {
+pub(crate) fn doctor_says(config: &str, server: &str, env: &[(&str, &str)]) -> (String, String) {
     let ran = run(&["doctor", "--config", config, "--json"], env);
     let report: Value = serde_json::from_str(&ran.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}\n{}", ran.stdout, ran.stderr));

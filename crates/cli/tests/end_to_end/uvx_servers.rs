@@ -1,0 +1,196 @@
+//! Servers people install with `uvx`, through the real binary and the real uv 0.13.8
+//! (`scripts/install-test-peers.sh uv`): a first start that downloads mcp-server-time from
+//! PyPI, into a uv cache and a HOME of the test's own, is waited for and says it is
+//! installing; a start stopped in the middle of its download leaves nothing running and a
+//! cache the next start uses as it is (uv writes through temporary folders it renames:
+//! SIGTERM or SIGKILL at any point of a first download never left it broken); an
+//! environment in the cache with a file cut short is named by `doctor` and `mcp get` with
+//! the `uv cache clean --cache-dir` that fixes it, which the test runs; a server gets the
+//! certificates the machine trusts, without which uv cannot download behind a proxy that
+//! re-signs TLS.
+//!
+//! The uvx tests need PyPI: when it cannot be reached they fail, saying so.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::{
+    common::*,
+    interop_peers::require,
+    package_runners::{doctor_says, listed, processes_with},
+};
+
+/// The uvx server of these tests (a few dependencies, on PyPI).
+const PACKAGE: &str = "mcp-server-time@2026.10.19";
+
+/// The `uvx` of the `uv` peer.
+fn uvx() -> String {
+    require("uv/bin/uvx", "uv")
+}
+
+/// A servers file with the time server through `uvx`, its uv cache `cache` and a HOME of
+/// its own (uvx keeps a lock under `~/.local/share/uv`).
+fn uvx_config(dir: &Path, cache: &Path, settings: Value) -> String {
+    let home = dir.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let entry = json!({"command": uvx(), "args": [PACKAGE],
+        "env": {"UV_CACHE_DIR": cache, "HOME": home}});
+    servers_file(dir, json!({"time": entry}), settings)
+}
+
+fn assert_reached_pypi(row: &Value, ran: &Ran) {
+    let error = row["error"].as_str().unwrap_or("");
+    assert!(
+        !error.contains("Failed to fetch"),
+        "PyPI cannot be reached from here, and this test needs it: {error}\n{}",
+        ran.stderr
+    );
+}
+
+#[test]
+fn a_first_uvx_start_is_waited_for_and_says_it_is_installing() {
+    let dir = scratch_dir();
+    let cache = dir.join("uv-cache");
+    // connectTimeoutMs is far shorter than a download: only the first-start allowance
+    // lets the first start through.
+    let config = uvx_config(&dir, &cache, json!({"connectTimeoutMs": 500}));
+    let (row, ran) = listed(&config);
+    assert_reached_pypi(&row, &ran);
+    assert_eq!(row["state"], "connected", "{row:#}\n{}", ran.stderr);
+    assert!(
+        row["tools"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("time__get_current_time")),
+        "{row:#}"
+    );
+    let installing = format!(
+        "[host] time: installing {PACKAGE}… 3 s (uvx downloads it on a first start; allowed 180 s)"
+    );
+    assert!(ran.stderr.contains(&installing), "{}", ran.stderr);
+    // The next start finds the environment in the cache.
+    let (again, ran) = listed(&config);
+    assert_eq!(again["state"], "connected", "{again:#}\n{}", ran.stderr);
+}
+
+#[test]
+fn a_uvx_start_stopped_mid_download_leaves_nothing_running_and_a_cache_that_works() {
+    let dir = scratch_dir();
+    let cache = dir.join("uv-cache");
+    let short = uvx_config(
+        &dir,
+        &cache,
+        json!({"firstStartTimeoutMs": 1000, "connectTimeoutMs": 500}),
+    );
+    let (row, ran) = listed(&short);
+    assert_reached_pypi(&row, &ran);
+    let error = row["error"].as_str().unwrap_or("");
+    assert!(
+        error.starts_with(
+            "no answer within 1.0 s of starting through uvx, which may still have been downloading the package"
+        ),
+        "{row:#}"
+    );
+    // The host closed the group it stopped: uv and whatever it started are gone.
+    assert_eq!(processes_with("UV_CACHE_DIR", &cache), Vec::<String>::new());
+    // The next start, with the usual allowance, uses the cache as the stop left it.
+    let usual = uvx_config(&dir, &cache, json!({}));
+    let (row, ran) = listed(&usual);
+    assert_eq!(row["state"], "connected", "{row:#}\n{}", ran.stderr);
+}
+
+/// The environment uvx keeps for the time server in `cache` (`environments-vN/HASH/HASH`
+/// links to it in `archive-vN`).
+fn environment(cache: &Path) -> PathBuf {
+    let by_hash = std::fs::read_dir(cache)
+        .unwrap()
+        .flatten()
+        .find(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("environments-v")
+        })
+        .unwrap_or_else(|| panic!("no environments in {}", cache.display()))
+        .path();
+    let links = std::fs::read_dir(by_hash)
+        .unwrap()
+        .flatten()
+        .flat_map(|hash| {
+            std::fs::read_dir(hash.path())
+                .into_iter()
+                .flatten()
+                .flatten()
+        });
+    links
+        .map(|e| e.path())
+        .find(|p| p.is_symlink())
+        .and_then(|link| link.canonicalize().ok())
+        .unwrap_or_else(|| panic!("no environment in {}", cache.display()))
+}
+
+#[test]
+fn a_damaged_uv_environment_is_named_by_doctor_and_mcp_get_with_the_fix_that_works() {
+    let dir = scratch_dir();
+    let cache = dir.join("uv-cache");
+    let config = uvx_config(&dir, &cache, json!({}));
+    let (row, ran) = listed(&config);
+    assert_reached_pypi(&row, &ran);
+    assert_eq!(row["state"], "connected", "{row:#}\n{}", ran.stderr);
+    // A file of the environment cut short, as a full disk leaves it. uv links one copy of
+    // each file into every environment, so removing the environment would not be enough.
+    let lib = environment(&cache).join("lib");
+    let python = std::fs::read_dir(&lib)
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    let package = python.join("site-packages/mcp_server_time");
+    std::fs::write(package.join("__init__.py"), "").unwrap();
+    let (fix, detail) = doctor_says(&config, "time", &[]);
+    assert!(detail.contains("ImportError: "), "{detail}");
+    let uv = Path::new(&uvx()).with_file_name("uv");
+    let clean = format!(
+        "{} cache clean --cache-dir {}",
+        uv.display(),
+        cache.display()
+    );
+    assert_eq!(
+        fix,
+        format!(
+            "uv's cache holds a damaged copy of this server's environment (Python could not import from it): clear that cache with `{clean}` and start it again; the next start downloads it whole"
+        )
+    );
+    let ran = run(&["mcp", "get", "time", "--config", &config], &[]);
+    assert!(
+        ran.stdout.contains(&format!("fix: {fix}")),
+        "{}",
+        ran.stdout
+    );
+    // The fix, run as written, is the whole of it.
+    let cleaned = std::process::Command::new("sh")
+        .args(["-c", &clean])
+        .output()
+        .unwrap();
+    assert!(cleaned.status.success(), "{cleaned:?}");
+    let (row, ran) = listed(&config);
+    assert_eq!(row["state"], "connected", "{row:#}\n{}", ran.stderr);
+}
+
+#[test]
+fn a_server_gets_the_certificates_the_machine_trusts() {
+    let dir = scratch_dir();
+    let script = "import os, sys; sys.stderr.write(repr([os.environ.get(n) for n in ('SSL_CERT_FILE', 'SSL_CERT_DIR')])); sys.exit(1)";
+    let entry = json!({"command": "python3", "args": ["-c", script]});
+    let config = servers_file(&dir, json!({"certs": entry}), json!({}));
+    let env = [
+        ("SSL_CERT_FILE", "/etc/proxy/ca.pem"),
+        ("SSL_CERT_DIR", "/etc/proxy/certs"),
+    ];
+    let (_, detail) = doctor_says(&config, "certs", &env);
+    assert!(
+        detail.contains("['/etc/proxy/ca.pem', '/etc/proxy/certs']"),
+        "{detail}"
+    );
+}
