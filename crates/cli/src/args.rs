@@ -74,7 +74,8 @@ pub struct GatewayArgs {
     /// Put the gateway in front of a client's servers, or take it away.
     #[command(subcommand)]
     pub client: Option<GatewayClientCommand>,
-    /// The servers file (`mcpServers`, with its rules, allow-list, hooks and ledger).
+    /// The servers file (`mcpServers`, with its rules, allow-list, hooks and ledger);
+    /// `builtin` names the built-in reference servers (a file named so is `./builtin`).
     #[arg(long, value_name = "FILE", required = true)]
     pub config: Option<PathBuf>,
     /// Serve Streamable HTTP on this address (port 0 picks one, printed on stderr)

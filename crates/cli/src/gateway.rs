@@ -12,7 +12,7 @@ mod sessions;
 use std::{sync::Arc, time::Duration};
 
 use gatehouse::{
-    config::{Config, Identity},
+    config::Identity,
     gateway::{
         CallerOf, Gateway, PageSettings, SessionOf, Store,
         key::{KEY_FILE, KeyFile},
@@ -28,7 +28,7 @@ use gatehouse_servers::{
 };
 use rmcp::ServiceExt;
 
-use crate::{args::GatewayArgs, screen::StepsTo};
+use crate::{args::GatewayArgs, project::Asking, screen::StepsTo};
 
 /// The state file when `--state` is not given.
 pub const STATE_FILE: &str = "gateway.db";
@@ -110,8 +110,11 @@ pub async fn run(args: GatewayArgs) -> anyhow::Result<()> {
         user: local.user.clone(),
         tenant: local.tenant.clone(),
     };
-    let mut config = Config::load(&servers_file, &identity)?;
-    gatehouse::config::chain::enter(&mut config, std::slice::from_ref(&servers_file))?;
+    // The file given, or `builtin`: the reference servers, as for `ask` and `tools`.
+    let found = gatehouse::config::project::Found::locate(Some(servers_file));
+    let mut config =
+        crate::project::load_found(&found, &identity, Asking::Never, crate::built_in_file)?;
+    gatehouse::config::chain::enter(&mut config, &found.files())?;
     let settings = &config.settings;
     let ledger = settings
         .ledger

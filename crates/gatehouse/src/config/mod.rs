@@ -179,13 +179,21 @@ pub struct Config {
 /// A configuration that cannot be used at all.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("cannot read {path}: {source}")]
+    // The cause is said in the message and is not the error's `source()` too: a chain
+    // printed whole (`{:#}`) would say it twice.
+    #[error("cannot read {path}: {cause}")]
     /// The file could not be read.
     Read {
         /// The file, as given.
         path: String,
         /// Why it could not be read.
-        source: std::io::Error,
+        cause: std::io::Error,
+    },
+    #[error("cannot read {path}: there is no such file")]
+    /// The file named does not exist.
+    Missing {
+        /// The file, as given.
+        path: String,
     },
     #[error("{path} is not valid JSON: {message} (line {line}, column {column})")]
     /// The file is not JSON.
@@ -233,19 +241,16 @@ pub fn read_text(path: &Path) -> Result<Option<String>, ConfigError> {
     let file = match std::fs::File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => {
-            return Err(ConfigError::Read {
-                path: shown,
-                source,
-            });
+        Err(cause) => {
+            return Err(ConfigError::Read { path: shown, cause });
         }
     };
     let mut text = String::new();
     file.take(MAX_SERVERS_FILE_BYTES + 1)
         .read_to_string(&mut text)
-        .map_err(|source| ConfigError::Read {
+        .map_err(|cause| ConfigError::Read {
             path: shown.clone(),
-            source,
+            cause,
         })?;
     if text.len() as u64 > MAX_SERVERS_FILE_BYTES {
         return Err(ConfigError::Invalid {
@@ -259,9 +264,8 @@ pub fn read_text(path: &Path) -> Result<Option<String>, ConfigError> {
 /// The JSON of the servers file at `path` (which must exist), without making a config.
 pub fn read_document(path: &Path) -> Result<Value, ConfigError> {
     let shown = path.display().to_string();
-    let text = read_text(path)?.ok_or_else(|| ConfigError::Read {
+    let text = read_text(path)?.ok_or_else(|| ConfigError::Missing {
         path: shown.clone(),
-        source: std::io::ErrorKind::NotFound.into(),
     })?;
     serde_json::from_str(&text).map_err(|e| ConfigError::syntax(&shown, &e))
 }

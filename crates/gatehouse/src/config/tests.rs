@@ -527,3 +527,24 @@ fn a_servers_file_past_its_bound_is_refused_not_read_whole() {
     assert!(err.contains("is larger than"), "{err}");
     assert!(read_text(&dir.path().join("none.json")).unwrap().is_none());
 }
+
+#[test]
+fn a_file_that_cannot_be_read_says_its_cause_once() {
+    let dir = tempfile::tempdir().unwrap();
+    // As main prints an error: the message, then each cause in its chain.
+    let whole = |path: &std::path::Path| {
+        let err = anyhow::Error::from(Config::load(path, &id()).unwrap_err());
+        format!("{err:#}")
+    };
+    let missing = dir.path().join("none.json");
+    assert_eq!(
+        whole(&missing),
+        format!("cannot read {}: there is no such file", missing.display())
+    );
+    // A folder opens but cannot be read as text: the system's reason, said once.
+    let text = whole(dir.path());
+    let reason = text
+        .strip_prefix(&format!("cannot read {}: ", dir.path().display()))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(!reason.is_empty() && !reason.contains(": "), "{text}");
+}

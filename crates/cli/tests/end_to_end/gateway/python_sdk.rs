@@ -1,11 +1,13 @@
 //! The Python SDK client drives the gateway as it would any server: it lists the
 //! catalog, answers the gateway's approval form (or declines it), and answers a
 //! server's own question relayed by the gateway. Every decision is a ledger line naming
-//! the caller.
+//! the caller. `--config builtin` puts the gateway in front of the built-in servers, as
+//! it does for `ask` and `tools`.
 
 use serde_json::json;
 
 use super::*;
+use crate::common::run;
 use crate::interop_foreign_clients::python_sdk::call_args;
 
 fn strs(v: &[String]) -> Vec<&str> {
@@ -134,4 +136,25 @@ pub fn a_servers_own_question_reaches_the_client_and_its_answer_the_server(t: Tr
         out["calls"][1]["result"]["structuredContent"]["total"], 2,
         "{out}"
     );
+}
+
+/// `--config builtin` names the built-in servers for the gateway too; a servers file that
+/// is not there is said once, with its cause once, by the gateway as by the other commands.
+#[test]
+fn the_gateway_takes_config_builtin_and_a_missing_file_is_said_once() {
+    let gw = Gw::with_config(Transport::Stdio, |_| "builtin".into());
+    let out = gw.client("auto", &[]);
+    let names = tool_names(&out);
+    for expected in ["support__get_ticket", "cmdb__get_asset", "orders__export_report"] {
+        assert!(names.contains(&expected.to_owned()), "{names:?}: {out}");
+    }
+    let missing = gw.path().join("nowhere.json");
+    let missing = missing.to_str().unwrap();
+    let said = format!("gatehouse: cannot read {missing}: there is no such file\n");
+    for command in [&["gateway"][..], &["tools"], &["ask", "hi"]] {
+        let mut args = command.to_vec();
+        args.extend(["--config", missing]);
+        let ran = run(&args, &[]);
+        assert_eq!((ran.status, ran.stderr.as_str()), (2, said.as_str()), "{args:?}");
+    }
 }
