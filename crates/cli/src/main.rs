@@ -22,7 +22,7 @@ use std::{process::ExitCode, sync::Arc};
 use clap::Parser;
 use gatehouse::text::visible;
 use gatehouse::{
-    config::{self, Config, Identity},
+    config::{self, Config, Identity, behind::Gated},
     host::Host,
     model,
     person::{FixedAnswers, Terminal},
@@ -136,25 +136,9 @@ pub(crate) fn load_config_asking(
         user: host.user.clone(),
         tenant: host.tenant.clone(),
     };
-    let found = config::project::Found::locate(host.config.clone());
+    let (found, gated) = config::project::Found::locate_noting(host.config.clone());
     if host.config.is_none() && say_which {
-        match &found {
-            config::project::Found::Given(path) | config::project::Found::Own(path) => eprintln!(
-                "gatehouse: using the servers file {}{} (found without --config)",
-                path.display(),
-                Config::owner_of(path)
-                    .map(|o| format!(", {o}'s, read only"))
-                    .unwrap_or_default()
-            ),
-            config::project::Found::Project { file, own } => eprintln!(
-                "gatehouse: using the servers file {}{} (found without --config)",
-                own.as_ref()
-                    .map(|o| format!("{} with ", o.display()))
-                    .unwrap_or_default(),
-                file.display()
-            ),
-            config::project::Found::BuiltIn => {}
-        }
+        say_found(&found, gated.as_ref());
     }
     let mut config = project::load_found(&found, &identity, asking, built_in_file)?;
     config::chain::enter(&mut config, &found.files())?;
@@ -180,6 +164,66 @@ pub(crate) fn load_config_asking(
         config.settings.max_model_calls = n;
     }
     Ok(config)
+}
+
+/// Name on stderr the servers file found without `--config`, and, when another program's
+/// servers are behind Gatehouse's gateway, that the gateway's servers file is read instead
+/// (and which of the program's servers it starts itself), or why it is not.
+fn say_found(found: &config::project::Found, gated: Option<&Gated>) {
+    use config::project::Found;
+    let how = match gated {
+        Some(Gated::Behind(b)) => format!(
+            "{}'s servers are behind Gatehouse's gateway (gatehouse gateway connect): ",
+            b.owner
+        ),
+        Some(Gated::Refused(r)) => format!(
+            "{} starts Gatehouse's gateway over {}, which is not read instead: {}; ",
+            r.client_file.display(),
+            r.servers_file,
+            r.why
+        ),
+        None => String::new(),
+    };
+    match found {
+        Found::Given(path) | Found::Own(path) => eprintln!(
+            "gatehouse: {}",
+            visible(&format!(
+                "{how}using the servers file {}{} (found without --config)",
+                path.display(),
+                Config::owner_of(path)
+                    .map(|o| format!(", {o}'s, read only"))
+                    .unwrap_or_default()
+            ))
+        ),
+        Found::Project { file, own } => eprintln!(
+            "gatehouse: {}",
+            visible(&format!(
+                "{how}using the servers file {}{} (found without --config)",
+                own.as_ref()
+                    .map(|o| format!("{} with ", o.display()))
+                    .unwrap_or_default(),
+                file.display()
+            ))
+        ),
+        Found::BuiltIn => {}
+    }
+    if let Some(Gated::Behind(b)) = gated
+        && !b.not_started.is_empty()
+    {
+        let (is, them) = match b.not_started.len() {
+            1 => ("is", "it"),
+            _ => ("are", "them"),
+        };
+        eprintln!(
+            "gatehouse: {}",
+            visible(&format!(
+                "{} in {} {is} not started by the host: {} starts {them} itself, beside the gateway",
+                b.not_started.join(", "),
+                b.client_file.display(),
+                b.owner,
+            ))
+        );
+    }
 }
 
 /// The servers file of the built-in servers, started from the servers binary beside this

@@ -10,10 +10,12 @@
 //! - [`oauth`]: how the host signs in to an HTTP server that asks for it;
 //! - [`policy`]: where the ledger is written, and the hooks' commands;
 //! - [`tools`]: which of a server's tools are offered, and which always sent in full;
-//! - `variables`: `${VAR}` and `${VAR:-default}` in the file's values.
+//! - `variables`: `${VAR}` and `${VAR:-default}` in the file's values;
+//! - [`behind`]: another program's file whose servers are behind Gatehouse's gateway.
 //!
 //! Servers are added to and removed from a file by [`crate::edit`].
 
+pub mod behind;
 pub mod chain;
 mod entry;
 mod environment;

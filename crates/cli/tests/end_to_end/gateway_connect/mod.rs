@@ -5,7 +5,8 @@
 //! every other byte of the client's file kept, a private backup, and a byte-exact undo;
 //! then the real Claude Code and Gemini CLI (`scripts/install-test-peers.sh claude_code
 //! gemini_cli`) list the gateway as connected. Changes since connect and the errors are in
-//! `edits.rs`, the real clients in `real_clients.rs`.
+//! `edits.rs`, the real clients in `real_clients.rs`, the host on a connected home in
+//! `host_reads.rs`.
 
 use std::{
     path::{Path, PathBuf},
@@ -18,6 +19,7 @@ use serde_json::{Value, json};
 use crate::common::{Ran, exe, gatehouse_command, process::Spawn};
 
 mod edits;
+mod host_reads;
 mod real_clients;
 
 /// The longest one `gatehouse gateway connect|disconnect` may take.

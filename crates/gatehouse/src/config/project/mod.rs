@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
+use super::behind::{self, Gated};
 pub use super::read_document;
 use super::trust::{Part, Trusted};
 use super::{CONFIG_ENV, Config, ConfigError, Identity};
@@ -39,7 +40,9 @@ pub const BUILT_IN_NAME: &str = "builtin";
 pub enum Found {
     /// A file the person named: `--config` or `$GATEHOUSE_CONFIG`. Theirs, so trusted.
     Given(PathBuf),
-    /// The person's own file (theirs, or Claude Desktop's), with no project file here.
+    /// The person's own file (theirs, or Claude Desktop's; for another program's file whose
+    /// servers are behind Gatehouse's gateway, the gateway's servers file), with no project
+    /// file here.
     Own(PathBuf),
     /// A project's file in this folder, read beside the person's own file if they have one.
     Project {
@@ -56,36 +59,34 @@ impl Found {
     /// Look for the servers file as [`Config::search_paths`] orders them; `given` is
     /// `--config`, where [`BUILT_IN_NAME`] names the built-in servers.
     pub fn locate(given: Option<PathBuf>) -> Found {
+        Found::locate_noting(given).0
+    }
+
+    /// [`Found::locate`], and what it made of another program's file that starts
+    /// Gatehouse's gateway ([`Gated`]), for the person to be told: a file whose servers are
+    /// behind the gateway stands for the gateway's servers file, which is found instead.
+    pub fn locate_noting(given: Option<PathBuf>) -> (Found, Option<Gated>) {
         if let Some(path) = given {
             if path.as_os_str() == BUILT_IN_NAME {
-                return Found::BuiltIn;
+                return (Found::BuiltIn, None);
             }
-            return Found::Given(path);
+            return (Found::Given(path), None);
         }
         let paths = Config::search_paths();
         let from_env = std::env::var_os(CONFIG_ENV).filter(|p| !p.is_empty());
         let project = Config::project_path();
-        // Another program's file counts once it holds servers: Claude Code's
-        // `~/.claude.json` exists as soon as it ran.
-        let own = || {
-            paths
-                .iter()
-                .filter(|p| **p != project)
-                .find(|p| {
-                    p.is_file()
-                        && (Config::owner_of(p).is_none()
-                            || read_document(p).is_ok_and(|d| d["mcpServers"].is_object()))
-                })
-                .cloned()
-        };
         if let Some(env) = from_env.map(PathBuf::from).filter(|p| p.is_file()) {
-            return Found::Given(env);
+            return (Found::Given(env), None);
         }
+        let (own, gated) = paths
+            .iter()
+            .filter(|p| **p != project)
+            .find_map(|p| own_file(p))
+            .map_or((None, None), |(own, gated)| (Some(own), gated));
         if project.is_file() {
-            let own = own();
-            return Found::Project { file: project, own };
+            return (Found::Project { file: project, own }, gated);
         }
-        own().map_or(Found::BuiltIn, Found::Own)
+        (own.map_or(Found::BuiltIn, Found::Own), gated)
     }
 
     /// The files a command reads, for [`super::chain`].
@@ -97,6 +98,28 @@ impl Found {
             }
             Found::BuiltIn => Vec::new(),
         }
+    }
+}
+
+/// The person's own servers file at `path`, if it is one, and what was made of a gateway's
+/// entry in it. Another program's file counts once it holds servers (Claude Code's
+/// `~/.claude.json` exists as soon as it ran); one whose servers are behind Gatehouse's
+/// gateway stands for the gateway's servers file.
+fn own_file(path: &Path) -> Option<(PathBuf, Option<Gated>)> {
+    if !path.is_file() {
+        return None;
+    }
+    let Some(owner) = Config::owner_of(path) else {
+        return Some((path.to_path_buf(), None));
+    };
+    let doc = read_document(path).ok()?;
+    if !doc["mcpServers"].is_object() {
+        return None;
+    }
+    let exe = std::env::current_exe().and_then(std::fs::canonicalize).ok();
+    match behind::find(path, owner, &doc, exe.as_deref()) {
+        Some(Gated::Behind(b)) => Some((b.servers_file.clone(), Some(Gated::Behind(b)))),
+        gated => Some((path.to_path_buf(), gated)),
     }
 }
 
