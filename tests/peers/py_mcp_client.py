@@ -10,7 +10,7 @@ asked for, in order. It prints one JSON document on stdout; the SDK's logs and t
 server's stderr go to stderr.
 
   py_mcp_client.py [--mode auto|legacy|2026-07-28] [--call NAME [--args JSON]]...
-                   [--read URI] [--answer KEY=VALUE]... [--decline] [--no-list]
+                   [--read URI] [--answer KEY=VALUE]... [--decline | --cancel] [--no-list]
                    [--timeout SECONDS] -- COMMAND ARGS...
   py_mcp_client.py [same options] [--header "NAME: VALUE"]... --url http://127.0.0.1:PORT/mcp
   py_mcp_client.py [same options] --oauth-browser CMD --url http://127.0.0.1:PORT/mcp
@@ -28,7 +28,8 @@ Each --call takes the --args that follows it (default {}). The server gets this
 process's whole environment (the SDK passes only an allow-list unless told).
 Forms a server sends (elicitation/create on the handshake revisions, input_required
 on 2026-07-28; both reach the same callback) are accepted with the --answer values,
-typed by the form's schema, or declined with --decline; every form is recorded under
+typed by the form's schema, declined with --decline, or dismissed without an answer
+with --cancel (the person closed the dialog); every form is recorded under
 "elicitations".
 
 Output keys: protocolVersion, serverInfo, capabilities, tools, resources,
@@ -91,6 +92,7 @@ async def main() -> int:
     p.add_argument("--read")
     p.add_argument("--answer", action="append", default=[])
     p.add_argument("--decline", action="store_true")
+    p.add_argument("--cancel", action="store_true")
     p.add_argument("--no-list", action="store_true")
     p.add_argument("--timeout", type=float, default=20.0)
     p.add_argument("--url")
@@ -121,6 +123,8 @@ async def main() -> int:
         elicitations.append(dump(params))
         if a.decline:
             return types.ElicitResult(action="decline")
+        if a.cancel:
+            return types.ElicitResult(action="cancel")
         schema = getattr(params, "requested_schema", None) or {}
         props = schema.get("properties") or {}
         content = {k: typed(v, props.get(k, {})) for k, v in answers.items()}

@@ -252,9 +252,8 @@ impl Person for WebPerson {
             // If the lab goes away before anyone answers, the answer is no.
             let (yes, remember) = rx.await.unwrap_or((false, None));
             Approval {
-                yes,
-                by: AnsweredBy::Terminal,
                 remember,
+                ..Approval::once(yes, AnsweredBy::Terminal)
             }
         })
     }

@@ -42,6 +42,13 @@ pub const PERSON_CALLER: &str = "person";
 /// is the model's text, of any length.
 pub const MAX_RECORDED_NAME_CHARS: usize = 256;
 
+/// Why a call the person said no to was not run, as its caller is told.
+pub const DECLINED: &str = "the person declined this call";
+/// Why a call was not run when the person closed its question without answering (a
+/// client's `cancel` of a gateway's form).
+pub const DISMISSED: &str =
+    "the person dismissed the question without answering; the call was not run";
+
 /// What the gate keeps for a session: where approvals and the ledger live, and the hooks.
 pub struct Gate {
     keeper: Arc<dyn Keeper>,
@@ -350,9 +357,14 @@ impl Gate {
                 entry.reason = Some(format!("and approved this tool for the {}", scope.as_str()));
             }
             if !approval.yes {
+                entry.dismissed = approval.dismissed;
                 self.record_or_warn(entry, trace).await;
                 let server = decided.tool.origin.label().to_owned();
-                return refused_text("the person declined this call", Outcome::Declined, server);
+                let text = match approval.dismissed {
+                    true => DISMISSED,
+                    false => DECLINED,
+                };
+                return refused_text(text, Outcome::Declined, server);
             }
         }
         if let Err(e) = self.keeper.append(entry).await {

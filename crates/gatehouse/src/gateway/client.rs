@@ -104,7 +104,7 @@ impl ClientPerson {
         let question = page.question(&id, &ShownCall::from(request), true);
         match self.ask(question).await.map(|a| a.action) {
             Some(ElicitationAction::Accept) => {}
-            Some(_) => return no(AnsweredBy::Client),
+            Some(other) => return confirm::not_accepted(&other),
             None => return no(AnsweredBy::Nobody),
         }
         let wait = page.round_wait() * page::MAX_PAGE_ROUNDS as u32;

@@ -259,7 +259,8 @@ pub fn approval_form(request: &ApprovalRequest) -> ElicitRequestParams {
 }
 
 /// The person's answer to the form: yes only for an accepted form with `approve: true`;
-/// anything else (declined, closed, missing, not a boolean) is no.
+/// anything else (declined, closed, missing, not a boolean) is no, and a `cancel` a no
+/// said as the question dismissed ([`not_accepted`]).
 pub fn read_answer(answer: &ElicitResult, may_remember: bool) -> Approval {
     let field = |name: &str| {
         answer
@@ -270,10 +271,21 @@ pub fn read_answer(answer: &ElicitResult, may_remember: bool) -> Approval {
             .unwrap_or(false)
     };
     let yes = answer.action == ElicitationAction::Accept && field("approve");
+    if !yes {
+        return not_accepted(&answer.action);
+    }
     Approval {
-        yes,
-        by: AnsweredBy::Client,
-        remember: (yes && may_remember && field("remember")).then_some(Scope::Project),
+        remember: (may_remember && field("remember")).then_some(Scope::Project),
+        ..Approval::once(true, AnsweredBy::Client)
+    }
+}
+
+/// The client's no to the gateway's question (its form, or the approval page's URL):
+/// `cancel` is the question dismissed without an answer, anything else a no.
+pub fn not_accepted(action: &ElicitationAction) -> Approval {
+    match action {
+        ElicitationAction::Cancel => Approval::dismissed(AnsweredBy::Client),
+        _ => Approval::once(false, AnsweredBy::Client),
     }
 }
 
@@ -403,7 +415,11 @@ mod tests {
         assert!(read_answer(&accept(json!({"approve": true})), false).yes);
         assert!(!read_answer(&accept(json!({"approve": "true"})), false).yes);
         assert!(!read_answer(&accept(json!({})), false).yes);
-        assert!(!read_answer(&ElicitResult::new(ElicitationAction::Decline), false).yes);
+        let declined = read_answer(&ElicitResult::new(ElicitationAction::Decline), false);
+        assert!(!declined.yes && !declined.dismissed);
+        let cancelled = read_answer(&ElicitResult::new(ElicitationAction::Cancel), false);
+        assert!(!cancelled.yes && cancelled.dismissed, "{cancelled:?}");
+        assert!(!read_answer(&accept(json!({"approve": false})), false).dismissed);
         let remembered = read_answer(&accept(json!({"approve": true, "remember": true})), true);
         assert_eq!(remembered.remember, Some(Scope::Project));
         let not_offered = read_answer(&accept(json!({"approve": true, "remember": true})), false);

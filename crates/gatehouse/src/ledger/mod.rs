@@ -69,6 +69,10 @@ pub struct Entry {
     pub rule: Option<String>,
     /// For an ask: `yes` or `no`.
     pub answer: Option<String>,
+    /// For a `no`: `true` when the question was dismissed without an answer (a client's
+    /// `cancel` of a gateway's form) rather than declined; absent otherwise.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub dismissed: bool,
     /// Who answered or decided: `person at the terminal`, `option`, `nobody`, `hook`.
     pub by: Option<String>,
     /// The reason given (a rule's, a hook's, a refusal's words).

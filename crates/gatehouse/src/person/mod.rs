@@ -56,6 +56,9 @@ pub struct Approval {
     /// With a yes: also run this tool, at this definition, without asking for the rest of
     /// the session (`a`) or in this project (`A`). Only where the request offered it.
     pub remember: Option<crate::approvals::Scope>,
+    /// A no given by closing the question without answering it (a form's `cancel`), not
+    /// by answering no: the caller and the ledger are told which.
+    pub dismissed: bool,
 }
 
 impl Approval {
@@ -65,6 +68,15 @@ impl Approval {
             yes,
             by,
             remember: None,
+            dismissed: false,
+        }
+    }
+
+    /// The question closed without an answer (`cancel`): the call is not run.
+    pub fn dismissed(by: AnsweredBy) -> Approval {
+        Approval {
+            dismissed: true,
+            ..Approval::once(false, by)
         }
     }
 }
@@ -289,6 +301,13 @@ pub async fn approve_call(
         );
     } else if approval.yes {
         trace.add(Who::Person, "said yes", json!({"decision": "approved"}));
+    } else if approval.dismissed {
+        let data = json!({"decision": "declined", "dismissed": true});
+        trace.add(
+            Who::Person,
+            "dismissed the question without answering",
+            data,
+        );
     } else {
         trace.add(Who::Person, "said no", json!({"decision": "declined"}));
     }

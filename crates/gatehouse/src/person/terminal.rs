@@ -128,14 +128,12 @@ pub(super) fn approval_answer(answer: &str, may_remember: bool) -> Approval {
     let by = AnsweredBy::Terminal;
     match answer {
         "a" if may_remember => Approval {
-            yes: true,
-            by,
             remember: Some(Scope::Session),
+            ..Approval::once(true, by)
         },
         "A" if may_remember => Approval {
-            yes: true,
-            by,
             remember: Some(Scope::Project),
+            ..Approval::once(true, by)
         },
         other => Approval::once(said_yes(Some(other.to_owned())), by),
     }

@@ -86,6 +86,54 @@ fn approves(t: Transport, mode: &str, protocol: &str) {
     assert_ledger_verifies(&gw.ledger);
 }
 
+/// A form closed without an answer (`cancel`) runs nothing and is said as such, not as
+/// the person's no: in the result the client gets and in the ledger (`dismissed`), on
+/// 2026-07-28 (the form in a round) and on 2025-11-25 (`elicitation/create`) alike.
+#[test]
+fn a_dismissed_form_runs_nothing_and_is_not_called_a_decline() {
+    let gw = Gw::new(Transport::Stdio);
+    let ask = |mode: &str, answer: &str| {
+        let mut argv = call_args(ASKED, &asked_args());
+        argv.extend(["--no-list", answer].map(String::from));
+        let out = gw.client(mode, &strs(&argv));
+        assert_eq!(
+            out["elicitations"].as_array().map(Vec::len),
+            Some(1),
+            "{out}"
+        );
+        let result = out["calls"][0]["result"].clone();
+        assert_eq!(result["isError"], true, "{mode}: {out}");
+        assert!(result["structuredContent"].is_null(), "{mode}: {result}");
+        (
+            result.to_string(),
+            last_line_of(&gw.ledger(), ASKED).clone(),
+        )
+    };
+    for mode in ["auto", "legacy"] {
+        let (text, line) = ask(mode, "--cancel");
+        assert!(
+            text.contains(
+                "the person dismissed the question without answering; the call was not run"
+            ),
+            "{mode}: {text}"
+        );
+        assert!(!text.contains("declined"), "{mode}: {text}");
+        assert_eq!(
+            (&line["answer"], &line["by"], &line["dismissed"]),
+            (&json!("no"), &json!("client"), &json!(true)),
+            "{mode}: {line}"
+        );
+        let (text, line) = ask(mode, "--decline");
+        assert!(
+            text.contains("the person declined this call"),
+            "{mode}: {text}"
+        );
+        assert_eq!(line["answer"], "no", "{mode}: {line}");
+        assert!(line.get("dismissed").is_none(), "{mode}: {line}");
+    }
+    assert_ledger_verifies(&gw.ledger);
+}
+
 pub fn the_person_approves_in_the_gateways_form_on_2026_07_28(t: Transport) {
     approves(t, "auto", "2026-07-28");
 }
@@ -145,7 +193,11 @@ fn the_gateway_takes_config_builtin_and_a_missing_file_is_said_once() {
     let gw = Gw::with_config(Transport::Stdio, |_| "builtin".into());
     let out = gw.client("auto", &[]);
     let names = tool_names(&out);
-    for expected in ["support__get_ticket", "cmdb__get_asset", "orders__export_report"] {
+    for expected in [
+        "support__get_ticket",
+        "cmdb__get_asset",
+        "orders__export_report",
+    ] {
         assert!(names.contains(&expected.to_owned()), "{names:?}: {out}");
     }
     let missing = gw.path().join("nowhere.json");
@@ -155,6 +207,10 @@ fn the_gateway_takes_config_builtin_and_a_missing_file_is_said_once() {
         let mut args = command.to_vec();
         args.extend(["--config", missing]);
         let ran = run(&args, &[]);
-        assert_eq!((ran.status, ran.stderr.as_str()), (2, said.as_str()), "{args:?}");
+        assert_eq!(
+            (ran.status, ran.stderr.as_str()),
+            (2, said.as_str()),
+            "{args:?}"
+        );
     }
 }

@@ -179,10 +179,14 @@ impl Call<'_> {
             false => approval,
         };
         if let Some(approval) = approval {
-            let said = if approval.yes { "yes" } else { "no" };
+            let said = match (approval.yes, approval.dismissed) {
+                (true, _) => "said yes",
+                (false, true) => "dismissed the question without answering",
+                (false, false) => "said no",
+            };
             trace.add(
                 Who::Person,
-                format!("{} said {said} {place}", self.caller),
+                format!("{} {said} {place}", self.caller),
                 json!({"tool": self.call.name, "caller": self.caller}),
             );
             if let (true, Some(approver)) = (approval.yes, Approver::of(approval.by)) {

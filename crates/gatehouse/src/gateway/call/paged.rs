@@ -120,7 +120,7 @@ impl Call<'_> {
                     Err(e) => return Ok(failed(format!("the call was not run: {e}"))),
                 }
             }
-            Some(_) => no(AnsweredBy::Client),
+            Some(other) => confirm::not_accepted(&other),
             None => no(AnsweredBy::Nobody),
         };
         self.answered(nonce, place, move |_| approval).await
