@@ -350,3 +350,30 @@ fn list_shows_each_servers_state_after_a_quick_connect() {
     );
     assert_eq!(support["protocol"], "2026-07-28");
 }
+
+/// `mcp get NAME` starts NAME alone: the file's other server, which writes its name to a
+/// file at each start as NAME does, is never started.
+#[test]
+fn get_starts_only_the_server_it_shows() {
+    let dir = scratch_dir();
+    let starts = dir.join("starts");
+    let exe = exe();
+    let counted = |name: &str| {
+        json!({"command": "/bin/sh",
+               "args": ["-c", "echo \"$2\" >> \"$1\" && exec \"$0\" serve testbed", exe, starts, name]})
+    };
+    let config = servers_file(
+        &dir,
+        json!({"shown": counted("shown"), "other": counted("other")}),
+        json!({}),
+    );
+    let ran = run(&["mcp", "get", "shown", "--config", &config], &[]);
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    assert!(
+        ran.stdout.contains("  state: connected: "),
+        "{}",
+        ran.stdout
+    );
+    let started = std::fs::read_to_string(&starts).unwrap_or_default();
+    assert_eq!(started, "shown\n", "{}", ran.stdout);
+}
