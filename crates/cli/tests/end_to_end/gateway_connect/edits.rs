@@ -1,10 +1,11 @@
 //! Connect and disconnect when the files are not as expected: connected twice, changed
 //! since connect (merged, or refused with the way out), nothing to carry, files that
-//! cannot be used, another file of the client's.
+//! cannot be used, another file of the client's, a gateway the client starts already.
 
 use serde_json::{Value, json};
 
 use super::{Home, claude_code, connected, cursor, mode, set_mode, state_files};
+use crate::common::exe;
 
 #[test]
 fn connect_twice_says_it_is_connected_and_disconnect_twice_that_nothing_is_left() {
@@ -227,4 +228,24 @@ fn another_file_of_the_client_is_named_with_file() {
     let ran = home.gatehouse(&["gateway", "disconnect", "claude-code", "--file", &given]);
     assert_eq!(ran.status, 0, "{}", ran.stderr);
     assert!(ran.stdout.contains("byte for byte"), "{}", ran.stdout);
+}
+
+#[test]
+fn a_gateway_set_up_by_hand_is_not_put_behind_another() {
+    let home = Home::new();
+    let servers = home.write(".config/gatehouse/servers.json", "{\"mcpServers\": {}}");
+    let gateway = json!({"command": exe(), "args": ["gateway", "--config", servers]});
+    let text = json!({"mcpServers": {"gw": gateway, "a": {"command": "x"}}}).to_string();
+    let file = home.write(".cursor/mcp.json", &text);
+    let ran = home.gatehouse(&["gateway", "connect", "cursor"]);
+    assert_eq!(ran.status, 2, "{}\n{}", ran.stdout, ran.stderr);
+    ran.assert_stderr(&format!(
+        "{}'s server \"gw\" starts Gatehouse's gateway already (over {}), and connect did not write it",
+        file.display(),
+        servers.display()
+    ));
+    ran.assert_stderr("nothing was written");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
+    assert_eq!(state_files(&home), Vec::<String>::new());
+    assert!(!home.servers_file("cursor").exists());
 }

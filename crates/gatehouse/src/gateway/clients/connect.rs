@@ -13,6 +13,7 @@ use super::{
     record::{Places, Record, read_bounded},
     text::{self, Layout},
 };
+use crate::config::behind::gateway_over;
 use crate::digest::sha256_hex;
 
 /// Put `client`'s servers behind the gateway at `exe` (the running `gatehouse`): those of
@@ -40,6 +41,16 @@ pub fn connect(
     writable(&places.file)?;
     let (doc, outline) = text::read(text).map_err(unreadable)?;
     let servers = servers_of(client, &doc).map_err(unreadable)?;
+    if let Some((name, over)) = servers
+        .iter()
+        .find_map(|(name, entry)| gateway_over(entry, Some(exe)).map(|over| (name, over)))
+    {
+        return Err(ClientError::ByHand {
+            path: places.file,
+            name: name.clone(),
+            servers_file: over.to_owned(),
+        });
+    }
     if servers.contains_key(GATEWAY_ENTRY) {
         return Err(ClientError::Taken { path: places.file });
     }

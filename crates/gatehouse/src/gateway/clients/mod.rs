@@ -19,6 +19,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
+use crate::config::behind::GATEWAY_ARGS;
+
 pub use connect::connect;
 pub use restore::disconnect;
 
@@ -106,7 +108,8 @@ impl Client {
                 })
         };
         let (command, config) = (text(exe)?, text(servers_file)?);
-        let args = json!(["gateway", "--config", config]);
+        let [gateway, flag] = GATEWAY_ARGS;
+        let args = json!([gateway, flag, config]);
         Ok(match self {
             Client::ClaudeCode | Client::VsCode => {
                 json!({"type": "stdio", "command": command, "args": args})
@@ -271,6 +274,19 @@ pub enum ClientError {
         path: PathBuf,
         /// The servers it has, each with why it stays.
         left: Vec<Left>,
+    },
+    /// One of the client's servers starts Gatehouse's gateway already, set up by hand.
+    #[error(
+        "{}'s server \"{name}\" starts Gatehouse's gateway already (over {servers_file}), and connect did not write it: carried over, it would put a second gateway behind the one connect writes, and every call would be gated twice. To let connect manage the gateway, put the servers of {servers_file} back in {} and remove \"{name}\" first; nothing was written",
+        path.display(), path.display()
+    )]
+    ByHand {
+        /// The file.
+        path: PathBuf,
+        /// The server that starts the gateway.
+        name: String,
+        /// The servers file it starts the gateway over, as written.
+        servers_file: String,
     },
     /// The client already has a server named [`GATEWAY_ENTRY`], not connect's.
     #[error(

@@ -230,6 +230,12 @@ fn the_gateways_entry_has_each_clients_shape() {
     let args = json!(["gateway", "--config", "/h/.config/gatehouse/clients/x.json"]);
     for client in Client::ALL {
         let entry = client.gateway_entry(exe, file).unwrap();
+        // The host knows it again, as the gateway over that file (config::behind).
+        assert_eq!(
+            crate::config::behind::gateway_over(&entry, None),
+            file.to_str(),
+            "{client:?}"
+        );
         assert_eq!(entry["command"], "/opt/gatehouse");
         assert_eq!(entry["args"], args);
         let typed = matches!(client, Client::ClaudeCode | Client::VsCode);
