@@ -171,7 +171,18 @@ try {
 
   // ---- 5. the manual panel ----
   await page.getByRole("tab", { name: "Manual" }).click();
-  await page.locator("#manual-tool").selectOption("support__get_ticket");
+  // Each tool's blurb says what the policy does with its calls, in the run's words.
+  const policyOf = async (tool) => {
+    await page.locator("#manual-tool").selectOption(tool);
+    return page.locator("#manual-policy").innerText();
+  };
+  check(await policyOf("testbed__echo") === "Policy: depends on the arguments (rules[0]): "
+    + "not on the allow-list: ask the person; or denied by rules[0]: never a secret",
+    "a tool a deny rule refuses for some arguments says so, not only that it is asked");
+  check(await policyOf("tickets__open_ticket") === "Policy: not on the allow-list: ask the person",
+    "a tool off the allow-list says the person is asked");
+  check(await policyOf("support__get_ticket") === "Policy: on the allow-list: run it",
+    "an allow-listed tool says it runs without asking");
   check((await page.locator("#manual-args").inputValue()).includes('"ticket_id"'),
     "the arguments are prefilled from the schema's required properties");
   await page.fill("#manual-args", '{"ticket_id": "T-30002"}');

@@ -611,7 +611,8 @@ function showTool() {
   $("manual-about").replaceChildren(
     el("div", { text: t.description || "(no description)" }),
     hintBadges(t.annotations),
-    el("div", { text: t.allowed ? "On the allow-list: runs without asking." : "Not on the allow-list: you will be asked first." }));
+    // What the policy does with its calls, in the host's own words (policy::standing).
+    el("div", { id: "manual-policy", "data-standing": t.policy.standing, text: `Policy: ${t.policy.words}` }));
   $("manual-args").value = prefill(t.input_schema);
   checkArgs();
 }

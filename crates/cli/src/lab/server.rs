@@ -193,7 +193,7 @@ async fn state_view(State(s): State<AppState>) -> Response {
         "manual": lab.model_name.is_none(),
         "busy": lab.is_busy(),
         "session_id": lab.host.session_id(),
-        "tools": lab.tools(),
+        "tools": lab.tools().await,
     }))
     .into_response()
 }

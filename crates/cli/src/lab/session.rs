@@ -179,23 +179,26 @@ impl Lab {
     }
 
     /// The catalog as the manual panel shows it: what the model is offered, so not the
-    /// tools a deny rule hides (as `gatehouse tools` leaves them out), each with whether
-    /// the policy may run it unasked.
-    pub fn tools(&self) -> Vec<Value> {
+    /// tools a deny rule hides (as `gatehouse tools` leaves them out), each with what the
+    /// policy does with its calls before their arguments are known (`policy::standing`:
+    /// allowed, asked, denied, or it depends on the arguments, and why in the run's words).
+    pub async fn tools(&self) -> Vec<Value> {
         let settings = self.host.settings();
+        let remembered = self.host.gate().remembered().await;
         self.host
             .catalog()
             .tools()
             .iter()
             .filter(|t| settings.rules.hiding(&t.name).is_none())
             .map(|t| {
+                let standing = gatehouse::policy::standing(t, settings, &remembered);
                 json!({
                     "name": t.name,
                     "server": t.origin.label(),
                     "description": t.tool.description,
                     "input_schema": Value::Object((*t.tool.input_schema).clone()),
                     "annotations": gatehouse::person::annotations_for_display(t.tool.annotations.as_ref()),
-                    "allowed": gatehouse::policy::may_run_unasked(&t.name, settings),
+                    "policy": {"standing": standing.kind(), "words": standing.words()},
                 })
             })
             .collect()

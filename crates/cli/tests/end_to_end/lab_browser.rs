@@ -29,6 +29,9 @@ fn servers_file(dir: &Path) -> String {
             "testbed": {"command": exe, "args": ["serve", "testbed"]},
         },
         "gatehouse": {
+            // echo is refused some arguments: the manual panel's blurb says so.
+            "rules": [{"tool": "testbed__echo", "decision": "deny", "reason": "never a secret",
+                       "when": {"pointer": "/text", "glob": "secret*"}}],
             // open_ticket is never on the allow-list: the person approves it.
             "allow": ["support__search_knowledge", "support__get_ticket", "cmdb__get_asset",
                       "cmdb__find_assets", "tickets__list_tickets", "testbed__sleep",

@@ -250,36 +250,49 @@ fn a_manual_lab_has_no_model_to_ask() {
 }
 
 /// The red team's probe: a tool on the allow-list and hidden by a deny rule is not in the
-/// manual panel's catalog (it was listed `"allowed": true`); an allowed one is, and one
-/// that is asked about says so.
+/// manual panel's catalog (it was listed `"allowed": true`). Each other tool says what the
+/// policy does with its calls, in the run's words: runs, asked, or, for a tool a deny rule
+/// refuses some arguments, that the arguments decide (it said "Not on the allow-list: you
+/// will be asked first").
 #[test]
 fn the_manual_panel_shows_what_the_policy_says_of_each_tool() {
     let dir = tempfile::tempdir().unwrap();
     let config = common::servers_file(
         dir.path(),
-        json!({"support": common::builtin_server("support", json!({}))}),
+        json!({"support": common::builtin_server("support", json!({})),
+               "cmdb": common::builtin_server("cmdb", json!({}))}),
         json!({"allow": ["support__get_ticket", "support__search_knowledge"],
-               "rules": [{"tool": "support__get_ticket", "decision": "deny", "reason": "hidden"}]}),
+               "rules": [{"tool": "support__get_ticket", "decision": "deny", "reason": "hidden"},
+                         {"tool": "cmdb__get_asset", "decision": "deny",
+                          "when": {"pointer": "/hostname", "glob": "*-prod-*"},
+                          "reason": "production hosts are private"},
+                         {"tool": "cmdb__find_assets", "decision": "ask",
+                          "reason": "it lists every host"}]}),
     );
     let lab = Lab::start(&["--manual", "--config", &config]);
     let (status, body) = lab.ours("GET", "/api/state", "");
     assert_eq!(status, 200, "{body}");
     let tools = &json_of(&body)["tools"];
-    let allowed =
-        |name: &str| common::expect::item_with(tools, "name", name).map(|t| t["allowed"].clone());
-    assert_eq!(allowed("support__get_ticket"), None, "{tools}");
+    let policy =
+        |name: &str| common::expect::item_with(tools, "name", name).map(|t| t["policy"].clone());
+    assert_eq!(policy("support__get_ticket"), None, "{tools}");
+    let says = |standing: &str, words: &str| Some(json!({"standing": standing, "words": words}));
     assert_eq!(
-        allowed("support__search_knowledge"),
-        Some(json!(true)),
-        "{tools}"
+        policy("support__search_knowledge"),
+        says("allowed", "on the allow-list: run it")
     );
-    let asked: Vec<&Value> = tools
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|t| t["allowed"] == false)
-        .collect();
-    assert!(!asked.is_empty(), "{tools}");
+    assert_eq!(
+        policy("cmdb__get_asset"),
+        says(
+            "depends",
+            "depends on the arguments (rules[1]): not on the allow-list: ask the person; \
+             or denied by rules[1]: production hosts are private"
+        )
+    );
+    assert_eq!(
+        policy("cmdb__find_assets"),
+        says("asked", "rules[2] says ask the person: it lists every host")
+    );
 }
 
 #[test]

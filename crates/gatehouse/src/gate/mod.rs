@@ -238,8 +238,13 @@ impl Gate {
         catalog: &Catalog,
         settings: &Settings,
     ) -> Explanation {
-        let remembered = self.keeper.remembered("").await;
-        policy::explain(call, catalog, settings, &remembered)
+        policy::explain(call, catalog, settings, &self.remembered().await)
+    }
+
+    /// The approvals remembered now, as the policy reads them for the person's own calls:
+    /// what [`Gate::explain`] and a tool's [`policy::standing`] take.
+    pub async fn remembered(&self) -> Remembered {
+        self.keeper.remembered("").await
     }
 
     /// Decide on one proposal: refused, or to be sent, asking `person` when the policy

@@ -14,8 +14,10 @@
 
 mod explain;
 pub mod names;
+mod standing;
 
 pub use explain::{Explanation, RuleCheck, explain};
+pub use standing::{MAX_CONDITIONAL_RULES, Standing, standing};
 
 use rmcp::model::JsonObject;
 use serde_json::{Value, json};
@@ -390,12 +392,23 @@ pub fn rule_for(
     settings: &Settings,
     remembered: &Remembered,
 ) -> (Decision, Basis) {
+    rule_for_when(tool, settings, remembered, |rule| rule.applies(arguments))
+}
+
+/// [`rule_for`], where `applies` says which of the rules naming the tool apply: to some
+/// arguments, or (for [`standing`]) to arguments not known yet.
+fn rule_for_when(
+    tool: &CatalogTool,
+    settings: &Settings,
+    remembered: &Remembered,
+    applies: impl Fn(&crate::rules::Rule) -> bool,
+) -> (Decision, Basis) {
     if runs_unasked(tool) {
         return (Decision::Allow, Basis::Host);
     }
     let mut first = None;
     for rule in settings.rules.for_name(&tool.name) {
-        if !rule.applies(arguments) {
+        if !applies(rule) {
             continue;
         }
         if rule.decision == Decision::Deny {

@@ -259,6 +259,82 @@ mod precedence {
         );
     }
 
+    /// Before its arguments are known, a tool's standing is each verdict its calls can
+    /// meet, in the words the run uses; every call's verdict is among them.
+    #[test]
+    fn a_tools_standing_is_what_its_calls_can_meet_whatever_the_arguments() {
+        let c = files_catalog();
+        let outside = json!({"pointer": "/path", "inside": "/srv/project", "not": true});
+        let s = with(
+            json!([{"tool": "files__write", "decision": "deny", "when": outside,
+                    "reason": "writes only inside the project"},
+                   {"tool": "files__delete", "decision": "deny", "reason": "never"},
+                   {"tool": "files__read", "decision": "ask", "reason": "reads"}]),
+            &["files__read"],
+        );
+        let none = Remembered::default();
+        let of = |name: &str, s: &Settings, r: &Remembered| {
+            crate::policy::standing(c.get(name).unwrap(), s, r)
+        };
+        let write = of("files__write", &s, &none);
+        assert_eq!(write.kind(), "depends");
+        assert_eq!(
+            write.words(),
+            "depends on the arguments (rules[0]): not on the allow-list: ask the person; \
+             or denied by rules[0]: writes only inside the project"
+        );
+        let delete = of("files__delete", &s, &none);
+        assert_eq!(
+            (delete.kind(), delete.words().as_str()),
+            (
+                "denied",
+                "denied by rules[1], a tool hidden from the model: never"
+            )
+        );
+        let read = of("files__read", &s, &none);
+        assert_eq!(
+            (read.kind(), read.words().as_str()),
+            ("asked", "rules[2] says ask the person: reads"),
+            "a rule that asks comes before the allow-list"
+        );
+        let allowed = with(json!([]), &["files__read"]);
+        assert_eq!(
+            of("files__read", &allowed, &none),
+            Standing::Allowed("on the allow-list: run it".into())
+        );
+        let mut remembered = Remembered::default();
+        let digest = crate::catalog::definition_digest(&c.get("files__write").unwrap().tool);
+        remembered.remember(Scope::Project, "files__write", &digest);
+        assert_eq!(
+            of("files__write", &with(json!([]), &[]), &remembered),
+            Standing::Allowed("approved in this project: run it".into())
+        );
+        // Every call of the table's settings meets one of its tool's standings.
+        let inside = json!({"pointer": "/path", "inside": "/srv/project"});
+        let s = with(
+            json!([{"tool": "files__*", "decision": "allow", "when": inside},
+                   {"tool": "files__write", "decision": "deny", "when": outside, "reason": "no"},
+                   {"tool": "files__write", "decision": "ask", "reason": "writes"}]),
+            &[],
+        );
+        let Standing::Depends { rules, outcomes } = of("files__write", &s, &none) else {
+            panic!("the arguments decide");
+        };
+        assert_eq!(rules, ["rules[0]", "rules[1]"]);
+        assert_eq!(outcomes.len(), 3, "{outcomes:?}");
+        for path in ["/srv/project/a", "/etc/passwd", "/srv/project/../x"] {
+            let words = match decide(&call("files__write", &at(path)), &c, &s) {
+                Verdict::Run { basis, .. } => basis.for_run(),
+                Verdict::Ask { basis, .. } => basis.for_ask(),
+                Verdict::Refuse(r) => r.for_person(),
+            };
+            assert!(
+                outcomes.iter().any(|o| o.words() == words),
+                "{path}: {words}"
+            );
+        }
+    }
+
     #[test]
     fn a_hidden_tool_never_runs_unasked_whatever_the_allow_list_says() {
         let s = with(
