@@ -11,7 +11,11 @@
 //!
 //! The uvx tests need PyPI: when it cannot be reached they fail, saying so.
 
-use std::path::{Path, PathBuf};
+use std::{
+    io::{BufRead, BufReader, Write},
+    path::{Path, PathBuf},
+    process::Stdio,
+};
 
 use serde_json::{Value, json};
 
@@ -32,9 +36,14 @@ fn uvx() -> String {
 /// A servers file with the time server through `uvx`, its uv cache `cache` and a HOME of
 /// its own (uvx keeps a lock under `~/.local/share/uv`).
 fn uvx_config(dir: &Path, cache: &Path, settings: Value) -> String {
+    through(&uvx(), dir, cache, settings)
+}
+
+/// As [`uvx_config`], through the `uvx` at `command`.
+fn through(command: &str, dir: &Path, cache: &Path, settings: Value) -> String {
     let home = dir.join("home");
     std::fs::create_dir_all(&home).unwrap();
-    let entry = json!({"command": uvx(), "args": [PACKAGE],
+    let entry = json!({"command": command, "args": [PACKAGE],
         "env": {"UV_CACHE_DIR": cache, "HOME": home}});
     servers_file(dir, json!({"time": entry}), settings)
 }
@@ -83,17 +92,38 @@ fn a_uvx_start_stopped_mid_download_leaves_nothing_running_and_a_cache_that_work
         &cache,
         json!({"firstStartTimeoutMs": 1000, "connectTimeoutMs": 500}),
     );
-    let (row, ran) = listed(&short);
-    assert_reached_pypi(&row, &ran);
-    let error = row["error"].as_str().unwrap_or("");
+    // A host that goes on after the start it stopped (chat, waiting for the person): the
+    // stop closed the server's group then, not when the host exits.
+    let mut chat = gatehouse_command(&["chat", "--config", &short], &[])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = BufReader::new(chat.stderr.take().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let said = rx
+        .iter()
+        .find(|l| l.contains("server unavailable"))
+        .expect("chat said the server is unavailable");
     assert!(
-        error.starts_with(
+        !said.contains("Failed to fetch"),
+        "PyPI cannot be reached from here, and this test needs it: {said}"
+    );
+    assert!(
+        said.contains(
             "no answer within 1.0 s of starting through uvx, which may still have been downloading the package"
         ),
-        "{row:#}"
+        "{said}"
     );
-    // The host closed the group it stopped: uv and whatever it started are gone.
-    assert_eq!(processes_with("UV_CACHE_DIR", &cache), Vec::<String>::new());
+    let running = processes_with("UV_CACHE_DIR", &cache);
+    assert!(chat.try_wait().unwrap().is_none(), "chat ended early");
+    assert_eq!(running, Vec::<String>::new(), "uv was left running");
+    chat.stdin.take().unwrap().write_all(b"/quit\n").unwrap();
+    assert!(chat.wait().unwrap().success());
     // The next start, with the usual allowance, uses the cache as the stop left it.
     let usual = uvx_config(&dir, &cache, json!({}));
     let (row, ran) = listed(&usual);
@@ -193,4 +223,40 @@ fn a_server_gets_the_certificates_the_machine_trusts() {
         detail.contains("['/etc/proxy/ca.pem', '/etc/proxy/certs']"),
         "{detail}"
     );
+}
+
+/// Past rmcp's wait for an answer to `server/discover` (10 s), after which it sends
+/// `initialize` on the same connection.
+const PAST_THE_DISCOVER_WAIT_S: u32 = 11;
+
+#[test]
+fn a_uvx_server_slower_than_the_discover_wait_is_connected_on_2026_07_28() {
+    let dir = scratch_dir();
+    let cache = dir.join("uv-cache");
+    let (row, ran) = listed(&uvx_config(&dir, &cache, json!({})));
+    assert_reached_pypi(&row, &ran);
+    assert_eq!(row["state"], "connected", "{row:#}\n{}", ran.stderr);
+    // A first start slower than that wait, as a download on a loaded machine is: a `uvx`
+    // that waits once before it runs the real one. The time server (2026-07-28) answers
+    // the probe late and refuses the `initialize` sent meanwhile ("-32022 connection is
+    // serving the 2026-07-28 protocol"): every uvx server of the newcomer's path failed so.
+    let slow = dir.join("bin/uvx");
+    std::fs::create_dir_all(slow.parent().unwrap()).unwrap();
+    let once = dir.join("waited");
+    std::fs::write(
+        &slow,
+        format!(
+            "#!/bin/sh\nif [ ! -e '{}' ]; then : > '{}'; sleep {PAST_THE_DISCOVER_WAIT_S}; fi\nexec '{}' \"$@\"\n",
+            once.display(),
+            once.display(),
+            uvx()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&slow, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let config = through(slow.to_str().unwrap(), &dir, &cache, json!({}));
+    let (row, ran) = listed(&config);
+    assert!(once.exists(), "the slow start did not run");
+    assert_eq!(row["state"], "connected", "{row:#}\n{}", ran.stderr);
+    assert_eq!(row["protocol"], "2026-07-28", "{row:#}");
 }

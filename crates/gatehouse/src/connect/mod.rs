@@ -3,7 +3,9 @@
 //!
 //! The host prefers revision 2026-07-28 (`server/discover`, then self-contained requests)
 //! and falls back to the `initialize` handshake of 2025-11-25 for older servers, including
-//! the ones rmcp's own probe gives up on (a -32022 that lists only old revisions).
+//! the ones rmcp's own probe gives up on (a -32022 that lists only old revisions). A stdio
+//! server slower than rmcp's 10 s wait for the probe, which answers it after rmcp sent
+//! `initialize` and so refuses that, is started again with the probe alone.
 //!
 //! - [`handler`]: what the host tells a server, and where its questions go;
 //! - [`wire`]: the taps on every message (recording, order, answers checked against requests);
@@ -33,7 +35,13 @@ pub mod runner;
 pub mod stdio;
 pub mod wire;
 
-use std::{sync::Arc, time::Duration};
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Duration,
+};
 
 use rmcp::{
     ClientLifecycleMode, ClientServiceExt, RoleClient,
@@ -64,6 +72,9 @@ pub enum Negotiation {
     PreferModern,
     /// The `initialize` handshake only (2025-11-25), as a client of that era would.
     HandshakeOnly,
+    /// `server/discover` only, waited for as long as the start may take: a server known
+    /// to speak 2026-07-28 that was slower than rmcp's wait before it falls back.
+    DiscoverOnly,
 }
 
 /// The bounds of one connection: its start, the questions a server may ask in a call,
@@ -151,7 +162,9 @@ impl Setup<'_> {
         let (name, person, trace) = (&self.spec.name, self.person.clone(), self.trace.clone());
         let max = self.limits.max_questions;
         match negotiation {
-            Negotiation::PreferModern => HostHandler::new(name, person, trace, max),
+            Negotiation::PreferModern | Negotiation::DiscoverOnly => {
+                HostHandler::new(name, person, trace, max)
+            }
             Negotiation::HandshakeOnly => HostHandler::for_handshake(name, person, trace, max),
         }
     }
@@ -167,16 +180,21 @@ impl Setup<'_> {
         T: Transport<RoleClient> + 'static,
     {
         let handler = self.handler(negotiation);
-        let client = self.serve_with(transport, negotiation, &handler).await?;
+        let late = Arc::default();
+        let client = self
+            .serve_with(transport, negotiation, &handler, &late)
+            .await?;
         Ok((client, handler))
     }
 
-    /// Serve a client over `transport` with (a clone of) `handler`.
+    /// Serve a client over `transport` with (a clone of) `handler`; `late_discover` is set
+    /// when the server answered `server/discover` after rmcp had sent `initialize`.
     async fn serve_with<T>(
         &self,
         transport: T,
         negotiation: Negotiation,
         handler: &HostHandler,
+        late_discover: &Arc<AtomicBool>,
     ) -> Result<RunningService<RoleClient, HostHandler>, ClientInitializeError>
     where
         T: Transport<RoleClient> + 'static,
@@ -188,6 +206,9 @@ impl Setup<'_> {
                 legacy_version: Some(ProtocolVersion::V_2025_11_25),
             },
             Negotiation::HandshakeOnly => ClientLifecycleMode::Initialize,
+            Negotiation::DiscoverOnly => ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
         };
         let name = &self.spec.name;
         if self.trace.observer().wants_wire() {
@@ -196,10 +217,12 @@ impl Setup<'_> {
                 name,
                 &handler,
                 self.trace,
-            );
+            )
+            .noting_late_discover(late_discover);
             handler.serve_with_lifecycle(tapped, mode).await
         } else {
-            let in_order = InOrder::new(transport, name, &handler, self.trace);
+            let in_order = InOrder::new(transport, name, &handler, self.trace)
+                .noting_late_discover(late_discover);
             handler.serve_with_lifecycle(in_order, mode).await
         }
     }
@@ -414,11 +437,29 @@ impl Setup<'_> {
         let health = Arc::new(Health::default());
         let mut spawned = spawn(&health)?;
         let pid = spawned.transport.id();
+        let late = Arc::new(AtomicBool::new(false));
         match self
-            .serve_with(spawned.transport, negotiation, handler)
+            .serve_with(spawned.transport, negotiation, handler, &late)
             .await
         {
             Ok(client) => Ok((client, handler.clone(), pid, spawned.stderr_reader, health)),
+            // Slower than rmcp's 10 s wait for `server/discover` (a first start through a
+            // package runner, a loaded machine), the server answered it after rmcp had
+            // sent `initialize`, which it then refused: it speaks 2026-07-28. Again with a
+            // fresh process and the probe only, waited for as long as the start may take.
+            Err(_) if negotiation == Negotiation::PreferModern && late.load(Ordering::SeqCst) => {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                let health = Arc::new(Health::default());
+                let mut spawned = spawn(&health)?;
+                let pid = spawned.transport.id();
+                match self
+                    .serve_with(spawned.transport, Negotiation::DiscoverOnly, handler, &late)
+                    .await
+                {
+                    Ok(client) => Ok((client, handler.clone(), pid, spawned.stderr_reader, health)),
+                    Err(e) => Err(self.handshake_error(e, tail, spawned.stderr_reader).await),
+                }
+            }
             // The server answered the probe with only handshake-era revisions. rmcp
             // stops there; a host connects anyway, with a fresh process and `initialize`.
             Err(e) if negotiation == Negotiation::PreferModern && retry_with_initialize(&e) => {

@@ -105,6 +105,11 @@ pub struct InOrder<T> {
     cancelled: VecDeque<RequestId>,
     /// `server/discover` probes not answered yet.
     probing: Vec<RequestId>,
+    /// Probes given up when `initialize` followed them.
+    abandoned_probes: Vec<RequestId>,
+    /// Set when one of those is answered with a result: the server speaks 2026-07-28 and
+    /// was only slower than rmcp's wait (it then refuses the `initialize`).
+    late_discover: Arc<AtomicBool>,
     dropped: usize,
 }
 
@@ -121,8 +126,17 @@ impl<T> InOrder<T> {
             in_flight: HashSet::new(),
             cancelled: VecDeque::new(),
             probing: Vec::new(),
+            abandoned_probes: Vec::new(),
+            late_discover: Arc::default(),
             dropped: 0,
         }
+    }
+
+    /// Set `flag` when a `server/discover` given up for `initialize` is answered with a
+    /// result.
+    pub fn noting_late_discover(mut self, flag: &Arc<AtomicBool>) -> Self {
+        self.late_discover = flag.clone();
+        self
     }
 
     /// A request the host no longer waits for: its late answer is dropped without a note.
@@ -181,7 +195,8 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for InOrder<T> {
                     ClientRequest::InitializeRequest(_) => {
                         for id in std::mem::take(&mut self.probing) {
                             if self.in_flight.remove(&id) {
-                                self.give_up(id);
+                                self.give_up(id.clone());
+                                self.abandoned_probes.push(id);
                             }
                         }
                     }
@@ -208,7 +223,12 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for InOrder<T> {
         loop {
             let received = self.inner.receive().await?;
             match &received {
-                JsonRpcMessage::Response(r) if !self.expected(Some(&r.id)) => continue,
+                JsonRpcMessage::Response(r) if !self.expected(Some(&r.id)) => {
+                    if self.abandoned_probes.contains(&r.id) {
+                        self.late_discover.store(true, Ordering::SeqCst);
+                    }
+                    continue;
+                }
                 JsonRpcMessage::Error(e) if !self.expected(e.id.as_ref()) => continue,
                 JsonRpcMessage::Notification(n) => match &n.notification {
                     ServerNotification::ToolListChangedNotification(_) => {
