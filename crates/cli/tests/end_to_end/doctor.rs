@@ -110,26 +110,33 @@ fn a_broken_server_and_a_dead_model_endpoint_are_named_with_their_fixes() {
 
 /// A server that is gone before the reason reaches its stderr (here a launcher whose child
 /// says it later): the reason is read to the end of the server's stderr, not cut by a
-/// fixed pause (on a loaded machine that pause lost even a reason written before the exit).
+/// fixed pause (on a loaded machine that pause lost even a reason written before the exit),
+/// nor by a SIGTERM to its group. "lingering" closes its stdout and exits a while later:
+/// its group was signalled while its leader was still there, which killed the child
+/// before it spoke (what a busy machine made of "late" now and then).
 #[test]
 fn a_server_that_says_why_after_it_is_gone_is_heard() {
+    let says = "(exec 1>&-; sleep 0.2; echo the licence file is missing >&2) &";
     let config = servers_file(
         json!({
-            "late": {"command": "sh", "args": ["-c", "(exec 1>&-; sleep 0.3; echo the licence file is missing >&2) & exit 3"]}
+            "late": {"command": "sh", "args": ["-c", format!("{says} exit 3")]},
+            "lingering": {"command": "sh", "args": ["-c", format!("{says} exec 1>&-; sleep 0.4; exit 3")]}
         }),
         json!({}),
     );
     let ran = run(&["doctor", "--config", &config, "--json"], &[]);
     assert_eq!(ran.status, 1, "{}", ran.stderr);
-    let late = named(&checks(&ran), "late").clone();
-    assert_eq!(late["verdict"], "broken", "{late}");
-    assert!(
-        late["detail"]
-            .as_str()
-            .unwrap()
-            .contains("the licence file is missing"),
-        "{late}"
-    );
+    for name in ["late", "lingering"] {
+        let server = named(&checks(&ran), name).clone();
+        assert_eq!(server["verdict"], "broken", "{server}");
+        assert!(
+            server["detail"]
+                .as_str()
+                .unwrap()
+                .contains("the licence file is missing"),
+            "{server}"
+        );
+    }
 }
 
 #[test]

@@ -2,7 +2,9 @@
 //! stopped as a whole and gently — SIGTERM to every process of the group, [`STOP_GRACE`]
 //! to exit, then SIGKILL — so that a package runner stopped in the middle of a download
 //! (npx, uvx) gets the chance to leave its cache whole, and nothing it started is left
-//! behind. A group dropped without a stop is stopped the same way by a task of its own.
+//! behind. A group dropped without a stop is stopped the same way by a task of its own;
+//! one whose output has ended ([`Group::leaving`]) is first let exit by itself, so what it
+//! still says on stderr about why it stopped is heard, not cut off by a SIGTERM.
 
 use std::{io, process::ExitStatus, time::Duration};
 
@@ -20,6 +22,8 @@ pub(crate) struct Group {
     pgid: Option<i32>,
     /// Cancelled once the first process has been waited for.
     reaped: CancellationToken,
+    /// Its output has ended: the server is on its way out ([`Group::leaving`]).
+    leaving: bool,
 }
 
 /// Stops a group from outside the transport that owns it (a start that ran out of time).
@@ -64,6 +68,7 @@ impl Group {
             child: Some(child),
             pgid,
             reaped: CancellationToken::new(),
+            leaving: false,
         })
     }
 
@@ -93,6 +98,15 @@ impl Group {
         let _ = tokio::time::timeout(STOP_GRACE, self.wait()).await;
         signal_group(self.pgid, KILL);
         self.wait().await.map(drop)
+    }
+
+    /// The server's output has ended (it closed its stdout, or is exiting): when dropped
+    /// before its first process has been reaped, the group is not signalled at once, but
+    /// its first process gets [`STOP_GRACE`] to exit by itself. Between closing its stdout
+    /// and being reapable an exiting process is neither gone nor running, and a SIGTERM
+    /// then killed the rest of its group before it said why on stderr.
+    pub(crate) fn leaving(&mut self) {
+        self.leaving = true;
     }
 
     /// A handle that stops the group from elsewhere.
@@ -125,22 +139,31 @@ impl Drop for Group {
     /// The group is stopped by a task: a first process still running gets SIGTERM with
     /// its group now, and whatever is left gets SIGKILL after [`STOP_GRACE`]. When the
     /// first process has exited already, the rest of its group keeps the grace to finish
-    /// (a last line on stderr) before SIGKILL. Without a runtime, SIGKILL at once.
+    /// (a last line on stderr) before SIGKILL; when it is leaving, it gets the grace to
+    /// exit first (then the same), and SIGTERM only if it does not. Without a runtime,
+    /// SIGKILL at once.
     fn drop(&mut self) {
         let Some(mut child) = self.child.take() else {
             return;
         };
-        let (pgid, reaped) = (self.pgid, self.reaped.clone());
-        let exited = reaped.is_cancelled() || matches!(child.try_wait(), Ok(Some(_)));
+        let (pgid, reaped, leaving) = (self.pgid, self.reaped.clone(), self.leaving);
+        let mut exited = reaped.is_cancelled() || matches!(child.try_wait(), Ok(Some(_)));
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             signal_group(pgid, KILL);
             let _ = child.start_kill();
             return;
         };
-        if !exited {
+        if !exited && !leaving {
             signal_group(pgid, TERM);
         }
         runtime.spawn(async move {
+            if leaving && !exited {
+                exited = tokio::time::timeout(STOP_GRACE, child.wait()).await.is_ok();
+                if !exited {
+                    // Its stdout closed, yet it stays: stopped as any other.
+                    signal_group(pgid, TERM);
+                }
+            }
             if exited {
                 tokio::time::sleep(STOP_GRACE).await;
             } else {

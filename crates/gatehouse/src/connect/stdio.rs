@@ -142,6 +142,16 @@ impl ChildTransport {
     }
 }
 
+impl Drop for ChildTransport {
+    /// A server whose output ended is on its way out, and may still be saying why on
+    /// stderr: its group lets it exit before any signal ([`Group::leaving`]).
+    fn drop(&mut self) {
+        if self.health.has_ended() {
+            self.group.leaving();
+        }
+    }
+}
+
 impl Transport<RoleClient> for ChildTransport {
     type Error = std::io::Error;
 

@@ -1,6 +1,6 @@
 use std::{path::Path, process::Stdio, time::Instant};
 
-use tokio::io::AsyncBufReadExt;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt};
 
 use super::*;
 
@@ -83,4 +83,41 @@ async fn a_stopper_kills_a_group_that_ignores_sigterm_after_the_grace() {
     drop(group);
     stopper.stop().await;
     assert!(gone_within(grandchild, Duration::from_secs(2)).await);
+}
+
+/// A group whose output has ended is let exit by itself before any signal: a process of
+/// it still saying why on stderr is heard. A SIGTERM at the drop, while the leader was
+/// between closing its stdout and exiting, killed it first.
+#[tokio::test]
+async fn a_leaving_group_is_let_say_why_before_any_signal() {
+    let script = "(exec 1>&-; sleep 0.2; echo the reason >&2) & exec 1>&-; sleep 0.4";
+    let mut command = Command::new("sh");
+    command
+        .args(["-c", script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let mut group = Group::spawn(&mut command).unwrap();
+    let mut stdout = group.child().stdout.take().unwrap();
+    let mut stderr = group.child().stderr.take().unwrap();
+    // Its output ends while the leader is still there.
+    stdout.read_to_end(&mut Vec::new()).await.unwrap();
+    group.leaving();
+    drop(group);
+    let mut said = String::new();
+    tokio::time::timeout(STOP_GRACE, stderr.read_to_string(&mut said))
+        .await
+        .expect("its stderr ends when its processes exit")
+        .unwrap();
+    assert_eq!(said, "the reason\n");
+}
+
+/// A leader that closed its stdout but stays is stopped once the grace is over.
+#[tokio::test]
+async fn a_leaving_leader_that_stays_is_stopped_after_the_grace() {
+    let (mut group, leader) = started("echo $$; exec 1>&-; sleep 300").await;
+    group.leaving();
+    drop(group);
+    assert!(gone_within(leader, STOP_GRACE + Duration::from_secs(2)).await);
 }
