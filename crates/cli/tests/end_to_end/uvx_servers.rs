@@ -255,8 +255,28 @@ fn a_uvx_server_slower_than_the_discover_wait_is_connected_on_2026_07_28() {
     .unwrap();
     std::fs::set_permissions(&slow, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let config = through(slow.to_str().unwrap(), &dir, &cache, json!({}));
-    let (row, ran) = listed(&config);
+    let ran = run(&["tools", "--config", &config], &[]);
     assert!(once.exists(), "the slow start did not run");
-    assert_eq!(row["state"], "connected", "{row:#}\n{}", ran.stderr);
-    assert_eq!(row["protocol"], "2026-07-28", "{row:#}");
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains(
+            "[host] time: answered server/discover only after the handshake had been tried instead: started again with server/discover alone"
+        ),
+        "{}",
+        ran.stderr
+    );
+    let discovered = ran
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("[host] discovered 2 tools on time"))
+        .unwrap_or_else(|| panic!("{}", ran.stderr));
+    assert!(
+        discovered.contains("\"protocol\": \"2026-07-28\""),
+        "{discovered}"
+    );
+    assert!(
+        ran.stdout.contains("time__get_current_time"),
+        "{}",
+        ran.stdout
+    );
 }

@@ -448,6 +448,14 @@ impl Setup<'_> {
             // sent `initialize`, which it then refused: it speaks 2026-07-28. Again with a
             // fresh process and the probe only, waited for as long as the start may take.
             Err(_) if negotiation == Negotiation::PreferModern && late.load(Ordering::SeqCst) => {
+                self.trace.add(
+                    Who::Host,
+                    format!(
+                        "{}: answered server/discover only after the handshake had been tried instead: started again with server/discover alone",
+                        self.spec.name
+                    ),
+                    serde_json::json!({"server": self.spec.name, "negotiation": "discover_only"}),
+                );
                 tokio::time::sleep(Duration::from_millis(20)).await;
                 let health = Arc::new(Health::default());
                 let mut spawned = spawn(&health)?;
