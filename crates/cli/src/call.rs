@@ -2,22 +2,24 @@
 //! person makes themselves, with no model, through the host's one path for every proposal
 //! ([`Host::call_by_person`]: rules, hooks, "Run it?", the ledger line, the time limit, the
 //! result's bound), its result printed. Text from the server reaches the screen and
-//! `--json` only made visible.
+//! `--json` only made visible. `gatehouse call SERVER__TOOL` starts SERVER alone
+//! ([`Host::start_only`]); any other name starts every server.
 
-use std::process::ExitCode;
+use std::{process::ExitCode, sync::Arc};
 
 use gatehouse::{
-    catalog::NAMESPACE_SEPARATOR,
+    catalog::{Catalog, NAMESPACE_SEPARATOR},
     config::Config,
     host::Host,
+    person::Terminal,
     text::{visible, visible_json},
-    trace::{Outcome, Trace},
+    trace::{Outcome, Trace, Who},
     turn::Called,
 };
 use serde_json::{Value, json};
 
 use crate::{
-    args::CallArgs,
+    args::{CallArgs, HostArgs},
     screen::{Level, StepsTo},
 };
 
@@ -53,7 +55,7 @@ pub async fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
     };
     let (printer, person) = crate::printer_and_person(run, &config, steps)?;
     let trace = Trace::new(printer);
-    let host = crate::start_host(&run.host, &config, person, trace.clone()).await;
+    let host = start_for(&run.host, &config, &args.tool, person, &trace).await;
     let called = host.call_by_person(&args.tool, &arguments).await;
     let suggested =
         (called.outcome == Outcome::UnknownTool).then(|| unknown_tool(&host, &config, &args.tool));
@@ -80,6 +82,56 @@ pub async fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
         print_result(&for_model, level);
     }
     Ok(ExitCode::from(status(called.outcome)))
+}
+
+/// The host for one call of `tool`: only the server its name names (`SERVER__TOOL`, SERVER
+/// a server of the file) when that server offers exactly that tool, or did not start (its
+/// error is the answer); else, and for any other name, every server, so that the nearest
+/// names can be found among all their tools.
+async fn start_for(
+    host_args: &HostArgs,
+    config: &Config,
+    tool: &str,
+    person: Arc<Terminal>,
+    trace: &Trace,
+) -> Host {
+    if let Some(server) = named_server(config, tool) {
+        let only = Some(server);
+        let host =
+            crate::start_host_for(host_args, config, only, person.clone(), trace.clone()).await;
+        if !host.is_connected(server) || offers_exactly(&host.catalog(), server, tool) {
+            return host;
+        }
+        trace.add(
+            Who::Host,
+            format!("server {server} offers no tool named {tool}: starting every server to find the nearest names"),
+            json!({"server": server, "tool": tool}),
+        );
+        host.shutdown().await;
+    }
+    crate::start_host(host_args, config, person, trace.clone()).await
+}
+
+/// The server of the file that `tool` (`SERVER__TOOL`) names, if it names one.
+fn named_server<'c>(config: &'c Config, tool: &str) -> Option<&'c str> {
+    let (server, _) = tool.split_once(NAMESPACE_SEPARATOR)?;
+    config
+        .servers
+        .iter()
+        .find(|s| s.name == server)
+        .map(|s| s.name.as_str())
+}
+
+/// Does `catalog` hold `server`'s own tool under `name`, exactly `server__tool` as the
+/// server calls it? Such a name is never renamed, so a start of every server gives it to the
+/// same tool; a name the catalog had to make safe could be numbered otherwise there.
+fn offers_exactly(catalog: &Catalog, server: &str, name: &str) -> bool {
+    let own = name
+        .strip_prefix(server)
+        .and_then(|rest| rest.strip_prefix(NAMESPACE_SEPARATOR));
+    catalog
+        .get(name)
+        .is_some_and(|t| t.origin.server() == Some(server) && own == Some(t.tool.name.as_ref()))
 }
 
 /// `/call TOOL [ARGS-JSON]` in `gatehouse chat` (`line` is what follows `/call`): the

@@ -318,8 +318,27 @@ pub(crate) async fn start_host(
     person: Arc<Terminal>,
     trace: Trace,
 ) -> Host {
-    let host = Host::start(config, person, trace).await;
-    keep_catalog(&host, config);
+    start_host_for(host_args, config, None, person, trace).await
+}
+
+/// As [`start_host`], starting only server `only` of the file when it is given (`gatehouse
+/// call SERVER__TOOL`). Such a start's catalog is one server's: it is not kept for `policy
+/// explain`, which would read the others as having no tools.
+pub(crate) async fn start_host_for(
+    host_args: &HostArgs,
+    config: &Config,
+    only: Option<&str>,
+    person: Arc<Terminal>,
+    trace: Trace,
+) -> Host {
+    let host = match only {
+        Some(name) => Host::start_only(config, name, person, trace).await,
+        None => {
+            let host = Host::start(config, person, trace).await;
+            keep_catalog(&host, config);
+            host
+        }
+    };
     if let Some(only) = &host_args.tools {
         host.offer_only(only);
     }

@@ -494,10 +494,7 @@ async fn get(args: McpGetArgs) -> anyhow::Result<()> {
         );
     };
     // Only the server shown is started, not every server of the file.
-    let mut only = servers.config.clone();
-    only.servers.retain(|s| s.name == args.name);
-    only.broken.retain(|(name, _)| *name == args.name);
-    let probes = probe_servers(&only, |_| {}).await;
+    let probes = probe_servers(&servers.config.narrowed_to(&args.name), |_| {}).await;
     let mut row = row(&args.name, &entry, &probes, &servers.config);
     visible_json(&mut row);
     let shown = shown_entry(&entry);

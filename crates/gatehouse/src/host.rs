@@ -1,5 +1,5 @@
 //! The host: one connection per server, the live catalog, the settings, the person and the
-//! session's trace. It starts every server at once, makes a turn for each question, and
+//! session's trace. It starts every server at once (or one, for a call that names it), makes a turn for each question, and
 //! closes everything at the end. What belongs to one question (its trace id, its calls,
 //! the links its results gave) lives in the turn, not here.
 
@@ -52,6 +52,9 @@ pub struct Host {
     /// A gateway's stdio servers that failed their first start, tried again until they
     /// start (`connect::late`), each with its task.
     late: Vec<(Arc<Late>, tokio::task::JoinHandle<()>)>,
+    /// Servers of the file this start left out ([`Host::start_only`]): their tools are
+    /// unknown, so no name of theirs is judged to name nothing.
+    left_out: Vec<String>,
 }
 
 impl Host {
@@ -75,7 +78,27 @@ impl Host {
         project: Option<ProjectFile>,
     ) -> Host {
         let gate = |trace: &Trace| Gate::new(&config.settings, project, trace);
-        Host::start_gated(config, person, trace, gate, false).await
+        Host::start_gated(config, person, trace, gate, Started::All).await
+    }
+
+    /// As [`Host::start`], starting only server `name` of `config` (a call that names its
+    /// server): the policy, hooks, ledger, person and bounds are the whole file's, the
+    /// other servers' secrets are still kept out of every record, and nothing about the
+    /// servers left out is judged (a rule naming their tools is not a rule naming nothing).
+    pub async fn start_only(
+        config: &Config,
+        name: &str,
+        person: Arc<dyn Person>,
+        trace: Trace,
+    ) -> Host {
+        register_secrets(config, trace.secrets());
+        let project = std::env::current_dir()
+            .ok()
+            .map(|dir| ProjectFile::find(&dir, &crate::config::state_dir()));
+        let gate = |trace: &Trace| Gate::new(&config.settings, project, trace);
+        let only = config.narrowed_to(name);
+        let started = Started::Only(config.servers_other_than(name));
+        Host::start_gated(&only, person, trace, gate, started).await
     }
 
     /// As [`Host::start`], with approvals and the ledger kept by `keeper` (a gateway's
@@ -88,7 +111,7 @@ impl Host {
         keeper: Arc<dyn Keeper>,
     ) -> Host {
         let gate = |_: &Trace| Gate::with_keeper(&config.settings, keeper);
-        Host::start_gated(config, person, trace, gate, true).await
+        Host::start_gated(config, person, trace, gate, Started::AllRetrying).await
     }
 
     async fn start_gated(
@@ -96,8 +119,13 @@ impl Host {
         person: Arc<dyn Person>,
         trace: Trace,
         gate: impl FnOnce(&Trace) -> Gate,
-        retry_first_starts: bool,
+        started: Started,
     ) -> Host {
+        let retry_first_starts = matches!(started, Started::AllRetrying);
+        let left_out = match started {
+            Started::Only(others) => others,
+            Started::All | Started::AllRetrying => Vec::new(),
+        };
         crate::schema::prepare();
         for warning in &config.warnings {
             trace.add(Who::Host, format!("warning: {warning}"), json!({}));
@@ -111,7 +139,11 @@ impl Host {
         }
         register_secrets(config, trace.secrets());
         let (connections, listings, failed) = connect_all(config, &person, &trace).await;
-        let unknown_servers: Vec<String> = failed.iter().map(|(s, _)| s.name.clone()).collect();
+        let unknown_servers: Vec<String> = failed
+            .iter()
+            .map(|(s, _)| s.name.clone())
+            .chain(left_out.iter().cloned())
+            .collect();
         let limits = connect::Limits::from_settings(&config.settings);
         let late = failed
             .into_iter()
@@ -153,6 +185,7 @@ impl Host {
             stopper: Stopper::default(),
             turns: AtomicU64::new(0),
             late,
+            left_out,
             tasks: Records::at(
                 config
                     .settings
@@ -175,7 +208,7 @@ impl Host {
         let unknown = self.catalog.offer_only(names);
         let offered = names::Offered {
             tools: &tools,
-            unknown_servers: &[],
+            unknown_servers: &self.left_out,
         };
         for name in names::unmatched_offer(&unknown, &offered) {
             self.trace.add(
@@ -264,6 +297,11 @@ impl Host {
         }
     }
 
+    /// Is server `name` connected (started, and not left out of this start)?
+    pub fn is_connected(&self, name: &str) -> bool {
+        self.connection(name).is_some()
+    }
+
     /// The connection to a server, by its name.
     pub(crate) fn connection(&self, server: &str) -> Option<&Connection> {
         self.connections().into_iter().find(|c| c.name == server)
@@ -288,6 +326,16 @@ impl Host {
         futures::future::join_all(late).await;
         futures::future::join_all(self.connections.into_iter().map(Connection::close)).await;
     }
+}
+
+/// Which of the file's servers a start starts.
+enum Started {
+    /// Every server.
+    All,
+    /// Every server, a stdio server that fails its first start tried again (a gateway).
+    AllRetrying,
+    /// Only the configuration given, these other servers of the file left out.
+    Only(Vec<String>),
 }
 
 /// Start every server at once, each within the connect time limit, with its tool list.

@@ -283,3 +283,79 @@ fn config_builtin_runs_the_readme_demo_where_a_servers_file_is_found() {
     let ran = run_in(dir.path(), &args, &[]);
     assert_eq!(ran.status, 0, "{}", ran.stderr);
 }
+
+/// `call SERVER__TOOL` starts SERVER alone: the file's other server, which writes its name
+/// to a file at each start as SERVER does, is never started, and the rules naming its tools
+/// are not warned about; the ledger line is the one a start of every server writes (chat's
+/// `/call`). A bare name still starts every server, to find the nearest names.
+#[test]
+fn a_call_that_names_its_server_starts_only_that_server() {
+    let dir = scratch_dir();
+    let starts = dir.join("starts");
+    let started = || std::fs::read_to_string(&starts).unwrap_or_default();
+    let exe = crate::common::exe();
+    let counted = |name: &str| {
+        json!({"command": "/bin/sh",
+               "args": ["-c", "echo \"$2\" >> \"$1\" && exec \"$0\" serve testbed", exe, starts, name]})
+    };
+    let ledger_path = dir.join("ledger.jsonl");
+    let settings = json!({"allow": ["first__echo", "second__echo"],
+                          "rules": [{"tool": "second__sleep", "decision": "deny"}],
+                          "ledger": {"path": ledger_path}});
+    let servers = json!({"first": counted("first"), "second": counted("second")});
+    let config = servers_file(&dir, servers, settings);
+    let args = [
+        "call",
+        "first__echo",
+        r#"{"text": "hi"}"#,
+        "--config",
+        &config,
+    ];
+    let ran = run(&args, &[]);
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    assert_eq!(
+        ran.stdout.trim(),
+        "{\n  \"text\": \"hi\"\n}",
+        "{}",
+        ran.stderr
+    );
+    assert_eq!(started(), "first\n", "{}", ran.stderr);
+    assert!(!ran.stderr.contains("no server offers"), "{}", ran.stderr);
+    // The same call where every server is started: the same ledger line.
+    let chat = crate::common::run_with_stdin(
+        &["chat", "--config", &config],
+        &[],
+        Some("/call first__echo {\"text\": \"hi\"}\n/quit\n"),
+    );
+    assert_eq!(chat.status, 0, "{}", chat.stderr);
+    assert_eq!(started(), "first\nfirst\nsecond\n", "{}", chat.stderr);
+    let lines: Vec<Value> = std::fs::read_to_string(&ledger_path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{lines:#?}");
+    let lasting = |line: &Value| {
+        let mut line = line.clone();
+        for key in VARYING_LEDGER_KEYS {
+            line.as_object_mut().unwrap().remove(key);
+        }
+        line
+    };
+    assert_eq!(lasting(&lines[0]), lasting(&lines[1]));
+    // A bare name starts every server: the nearest names are found among all their tools.
+    std::fs::remove_file(&starts).unwrap();
+    let bare = run(&["call", "echo", "--config", &config], &[]);
+    assert_eq!(bare.status, 2, "{}", bare.stderr);
+    expect::says(
+        &bare.stderr,
+        "no tool named echo; did you mean first__echo, second__echo?",
+    );
+    let mut both: Vec<String> = started().lines().map(str::to_owned).collect();
+    both.sort();
+    assert_eq!(both, ["first", "second"], "{}", bare.stderr);
+}
+
+/// The keys of a ledger line that differ from one line to the next: its place in the chain,
+/// its time, and the ids of its session and question.
+const VARYING_LEDGER_KEYS: [&str; 6] = ["seq", "prev", "hash", "time", "session", "trace_id"];

@@ -452,6 +452,27 @@ impl Config {
             project: None,
         })
     }
+
+    /// A copy of this configuration with only server `name` (its entry, or its broken
+    /// entry), for a command about that one server (`mcp get NAME`, `call NAME__TOOL`):
+    /// the settings, warnings, source and project review are the whole file's.
+    pub fn narrowed_to(&self, name: &str) -> Config {
+        let mut only = self.clone();
+        only.servers.retain(|s| s.name == name);
+        only.broken.retain(|(broken, _)| broken == name);
+        only
+    }
+
+    /// The servers of this file, working or broken, other than `name`.
+    pub fn servers_other_than(&self, name: &str) -> Vec<String> {
+        let working = self.servers.iter().map(|s| &s.name);
+        let broken = self.broken.iter().map(|(n, _)| n);
+        working
+            .chain(broken)
+            .filter(|n| *n != name)
+            .cloned()
+            .collect()
+    }
 }
 
 /// `$XDG_CONFIG_HOME`, else `~/.config`.
