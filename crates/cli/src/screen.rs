@@ -345,14 +345,14 @@ impl Observer for Printer {
 
 /// The screen of a command that only starts servers to look at them (`mcp list`, `mcp
 /// get`, `doctor`): nothing of the servers' stderr, only the host's notes of a long start
-/// ("installing PKG… 12 s", a package runner's first start), on stderr.
+/// ("still starting after 12 s", a package runner's start), on stderr.
 pub struct StartNotes;
 
 impl Observer for StartNotes {
     fn step(&self, step: &Step) {
         if step
             .data
-            .get(gatehouse::connect::runner::INSTALLING_KEY)
+            .get(gatehouse::connect::runner::STILL_STARTING_KEY)
             .is_some()
         {
             to_stderr(&format!(

@@ -380,7 +380,11 @@ impl Setup<'_> {
         let attempt = tokio::time::timeout(timeout, attempt);
         let started = match &runner {
             Some(runner) => {
-                runner::noting(attempt, |so_far| self.note_installing(runner, so_far)).await
+                let every = self.note_every();
+                runner::noting_every(attempt, every, |so_far| {
+                    self.note_still_starting(runner, so_far)
+                })
+                .await
             }
             None => attempt.await,
         };
@@ -399,21 +403,33 @@ impl Setup<'_> {
         Ok((session, handler))
     }
 
-    /// "installing PKG… 12 s": a package runner's start, still waiting for its answer.
-    fn note_installing(&self, runner: &runner::PackageRunner, so_far: Duration) {
+    /// "still starting after 12 s (npx may be downloading PKG…)": a package runner's
+    /// start, still waiting for its answer.
+    fn note_still_starting(&self, runner: &runner::PackageRunner, so_far: Duration) {
         let package = runner.package.as_deref().unwrap_or("its package");
-        let seconds = so_far.as_secs();
+        let allowed = self.limits.timeout.max(self.limits.first_start);
         self.trace.add(
             Who::Host,
             format!(
-                "{}: installing {package}… {seconds} s ({} downloads it on a first start; allowed {})",
+                "{}: {}",
                 self.spec.name,
-                runner.kind.as_str(),
-                crate::text::seconds(self.limits.timeout.max(self.limits.first_start)),
+                runner::still_starting(runner, so_far, allowed)
             ),
-            serde_json::json!({"server": self.spec.name, runner::INSTALLING_KEY: package,
-                "runner": runner.kind.as_str(), "seconds": seconds}),
+            serde_json::json!({"server": self.spec.name, runner::STILL_STARTING_KEY: package,
+                "runner": runner.kind.as_str(), "seconds": so_far.as_secs()}),
         );
+    }
+
+    /// How often a package runner's start is noted ([`runner::NOTE_EVERY_ENV`]); a value
+    /// that cannot be used is warned about and the default kept.
+    fn note_every(&self) -> Duration {
+        let set = std::env::var_os(runner::NOTE_EVERY_ENV);
+        let set = set.as_ref().map(|v| v.to_string_lossy());
+        runner::note_every(set.as_deref()).unwrap_or_else(|why| {
+            self.trace
+                .add(Who::Host, format!("warning: {why}"), serde_json::json!({}));
+            runner::STILL_STARTING_NOTE_EVERY
+        })
     }
 
     /// One start: the process, and the revision agreed (again with `initialize` and a

@@ -1,7 +1,10 @@
 //! Servers started through a package runner (`npx -y PKG`, `uvx PKG`, …), which download
 //! the package on a first start before the server answers: such a start gets the
-//! settings' `firstStartTimeoutMs` rather than `connectTimeoutMs`, and says what it waits
-//! for ("installing PKG… 12 s") every [`INSTALLING_NOTE_EVERY`].
+//! settings' `firstStartTimeoutMs` rather than `connectTimeoutMs`, and says that it is
+//! still starting ("still starting after 12 s (npx may be downloading PKG on a first
+//! start…)") every [`STILL_STARTING_NOTE_EVERY`]. Whether this start downloads is not
+//! known: a warm start can be as slow (a Python server's imports, a loaded machine), and
+//! the runners' caches are keyed by what they resolved, not by what the command names.
 //!
 //! A runner is told by the command's file name (and, for `pnpm`, `npm`, `bun` and
 //! `pipx`, its first argument), never by running it.
@@ -10,10 +13,17 @@ use std::{future::Future, path::Path, time::Duration};
 
 use tokio::time::Instant;
 
-/// How often a start through a package runner says it is still installing.
-pub const INSTALLING_NOTE_EVERY: Duration = Duration::from_secs(3);
+/// How often a start through a package runner says it is still starting.
+pub const STILL_STARTING_NOTE_EVERY: Duration = Duration::from_secs(3);
+/// The environment variable that sets that period, in milliseconds, from
+/// [`MIN_NOTE_EVERY_MS`] to [`MAX_NOTE_EVERY_MS`] (a test whose download may be quick).
+pub const NOTE_EVERY_ENV: &str = "GATEHOUSE_STILL_STARTING_NOTE_MS";
+/// The shortest period [`NOTE_EVERY_ENV`] may set.
+pub const MIN_NOTE_EVERY_MS: u64 = 100;
+/// The longest period [`NOTE_EVERY_ENV`] may set.
+pub const MAX_NOTE_EVERY_MS: u64 = 60_000;
 /// The data key of the step that says so (its value: the package).
-pub const INSTALLING_KEY: &str = "installing";
+pub const STILL_STARTING_KEY: &str = "still_starting";
 
 /// A package runner, by the program that runs it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,14 +130,43 @@ pub fn package_runner(command: &str, args: &[String]) -> Option<PackageRunner> {
     })
 }
 
-/// Run `attempt`, calling `note` with the time so far every [`INSTALLING_NOTE_EVERY`]
-/// until it ends.
-pub(crate) async fn noting<F: Future>(attempt: F, note: impl Fn(Duration)) -> F::Output {
-    noting_every(attempt, INSTALLING_NOTE_EVERY, note).await
+/// The period of the notes: [`NOTE_EVERY_ENV`]'s value `set`, else
+/// [`STILL_STARTING_NOTE_EVERY`]; a value that is not a whole number of milliseconds in
+/// range is refused with the reason.
+pub fn note_every(set: Option<&str>) -> Result<Duration, String> {
+    let Some(text) = set else {
+        return Ok(STILL_STARTING_NOTE_EVERY);
+    };
+    match text.trim().parse::<u64>() {
+        Ok(ms) if (MIN_NOTE_EVERY_MS..=MAX_NOTE_EVERY_MS).contains(&ms) => {
+            Ok(Duration::from_millis(ms))
+        }
+        _ => Err(format!(
+            "{NOTE_EVERY_ENV}={:?} is not a number of milliseconds from {MIN_NOTE_EVERY_MS} to {MAX_NOTE_EVERY_MS}: the notes of a slow start come every {}",
+            crate::text::visible_line(text),
+            crate::text::seconds(STILL_STARTING_NOTE_EVERY)
+        )),
+    }
 }
 
-/// As [`noting`], every `every`; an attempt that ends at a note's time is not noted.
-async fn noting_every<F: Future>(
+/// What a start through `runner` that has not answered after `so_far` (of the `allowed`)
+/// says: that it is still starting, and that the runner may be downloading, never that
+/// it is.
+pub fn still_starting(runner: &PackageRunner, so_far: Duration, allowed: Duration) -> String {
+    let package = runner.package.as_deref().unwrap_or("its package");
+    // In tenths: a note comes a few microseconds after its period.
+    let shown = Duration::from_millis((so_far.as_millis() as u64 + 50) / 100 * 100);
+    format!(
+        "still starting after {} ({} may be downloading {package} on a first start; allowed {})",
+        crate::text::seconds(shown),
+        runner.kind.as_str(),
+        crate::text::seconds(allowed),
+    )
+}
+
+/// Run `attempt`, calling `note` with the time so far every `every` until it ends; an
+/// attempt that ends at a note's time is not noted.
+pub(crate) async fn noting_every<F: Future>(
     attempt: F,
     every: Duration,
     note: impl Fn(Duration),

@@ -127,3 +127,44 @@ async fn a_wait_is_noted_every_so_often_and_not_after_it_ends() {
     .await;
     assert_eq!(*quiet.lock().unwrap(), 0);
 }
+
+#[test]
+fn the_note_says_the_runner_may_be_downloading_never_that_it_is() {
+    let uvx = PackageRunner {
+        kind: RunnerKind::Uvx,
+        package: Some("mcp-server-time".into()),
+    };
+    let allowed = Duration::from_secs(180);
+    assert_eq!(
+        still_starting(&uvx, Duration::from_micros(3_000_412), allowed),
+        "still starting after 3 s (uvx may be downloading mcp-server-time on a first start; allowed 180 s)"
+    );
+    let npx = PackageRunner {
+        kind: RunnerKind::Npx,
+        package: None,
+    };
+    assert_eq!(
+        still_starting(&npx, Duration::from_millis(499), allowed),
+        "still starting after 0.5 s (npx may be downloading its package on a first start; allowed 180 s)"
+    );
+}
+
+#[test]
+fn the_notes_period_is_the_default_or_a_valid_setting() {
+    assert_eq!(note_every(None), Ok(STILL_STARTING_NOTE_EVERY));
+    assert_eq!(note_every(Some("250")), Ok(Duration::from_millis(250)));
+    assert_eq!(
+        note_every(Some(" 100 ")),
+        Ok(Duration::from_millis(MIN_NOTE_EVERY_MS))
+    );
+    for bad in ["99", "60001", "0", "-5", "1.5", "fast", ""] {
+        let why = note_every(Some(bad)).unwrap_err();
+        assert!(
+            why.starts_with(&format!(
+                "{NOTE_EVERY_ENV}=\"{bad}\" is not a number of milliseconds from 100 to 60000"
+            )),
+            "{why}"
+        );
+        assert!(why.ends_with("come every 3 s"), "{why}");
+    }
+}
