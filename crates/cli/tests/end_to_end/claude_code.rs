@@ -446,9 +446,15 @@ fn a_declined_form_runs_nothing(person: Person) {
         "{}",
         session.said(&ran)
     );
+    // A decline is the person's no; `-p` without a hook cancels the form, which the
+    // gateway tells apart: the question dismissed without an answer.
+    let (said, dismissed) = match person {
+        Person::Declines => ("declined this call", json!(null)),
+        _ => ("dismissed the question without answering", json!(true)),
+    };
     let result = session.result_seen(&ran);
     assert!(
-        result.starts_with("(error)") && result.contains("declined this call"),
+        result.starts_with("(error)") && result.contains(said),
         "{}",
         session.said(&ran)
     );
@@ -457,8 +463,8 @@ fn a_declined_form_runs_nothing(person: Person) {
     let line = &lines[0];
     assert_eq!(line["decision"], "asked", "{line}");
     assert_eq!(
-        (&line["answer"], &line["by"]),
-        (&json!("no"), &json!("client")),
+        (&line["answer"], &line["by"], &line["dismissed"]),
+        (&json!("no"), &json!("client"), &dismissed),
         "{line}"
     );
 }
@@ -469,7 +475,7 @@ fn declining_the_gateways_form_in_claude_code_runs_nothing() {
 }
 
 #[test]
-fn claude_p_without_a_hook_answers_the_form_no_by_itself() {
+fn claude_p_without_a_hook_dismisses_the_form_and_nothing_runs() {
     a_declined_form_runs_nothing(Person::Absent);
 }
 

@@ -96,7 +96,8 @@ mod keychain {
     use super::StoreError;
 
     /// Why new secrets cannot go to the keychain when it was asked for.
-    pub const ABSENT: &str = "this gatehouse was built without keychain support (build it with `--features keychain`)";
+    pub const ABSENT: &str =
+        "this gatehouse was built without keychain support (build it with `--features keychain`)";
 
     fn absent() -> StoreError {
         StoreError {
