@@ -83,7 +83,13 @@ npm_peer() {
   mkdir -p "$dir"
   [ -f "$dir/package.json" ] || echo '{"name": "gatehouse-test-peer", "private": true}' >"$dir/package.json"
   log "$dir: installing $*"
-  (cd "$dir" && npm install --no-audit --no-fund --loglevel=error --save-exact "$@")
+  # A cache of its own, removed after: the packages' tarballs would otherwise stay in
+  # ~/.npm beside the installed copy (Claude Code's native binary is 357 MB unpacked).
+  local cache
+  cache="$(mktemp -d)"
+  (cd "$dir" && npm install --no-audit --no-fund --loglevel=error --save-exact --cache "$cache" "$@") \
+    || { rm -rf "$cache"; return 1; }
+  rm -rf "$cache"
 }
 
 # node22: Node 22 as an npm package (the machine's Node 20 cannot run the conformance
