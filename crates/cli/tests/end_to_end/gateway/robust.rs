@@ -221,6 +221,57 @@ async fn a_server_that_started_late_is_called_on_every_replica_without_a_list_fi
     }
 }
 
+/// Both replicas started while the testbed was broken, and it came up late on each: a call
+/// the policy asks about is begun on one replica and its approval finishes on the other,
+/// with no client listing tools on either first.
+#[tokio::test]
+async fn an_approval_for_a_server_that_started_late_begins_on_one_replica_and_ends_on_the_other() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("broken"), "").unwrap();
+    let restart = json!({"firstDelayMs": 100, "factor": 1, "maxDelayMs": 100,
+                         "attemptsPerWindow": 1000, "windowMs": 60000});
+    let config = robust_config_with(dir.path(), restart);
+    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    doc["gatehouse"]["rules"] = json!([{"tool": "testbed__echo", "decision": "ask"}]);
+    std::fs::write(&config, doc.to_string()).unwrap();
+    let state = dir.path().join("state.db");
+    let (a, b) = (
+        start_gateway(dir.path(), &config, state.to_str().unwrap()),
+        start_gateway(dir.path(), &config, state.to_str().unwrap()),
+    );
+    std::fs::remove_file(dir.path().join("broken")).unwrap();
+    let started = Instant::now();
+    while !(said(&a, "server testbed started") && said(&b, "server testbed started")) {
+        assert!(
+            started.elapsed() < NOTICE_LIMIT,
+            "{:?} {:?}",
+            a.lines(),
+            b.lines()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let args = json!({"text": "asked late"});
+    let asked = call(
+        &a.url,
+        SAM_TOKEN,
+        1,
+        json!({"name": "testbed__echo", "arguments": args}),
+    )
+    .await;
+    let asked = asked.result(1);
+    assert_eq!(asked["resultType"], "input_required", "{asked}");
+    let state = asked["requestState"].as_str().expect("a sealed state");
+    let approve = json!({"name": "testbed__echo", "arguments": args, "requestState": state,
+        "inputResponses": {"gatehouse.approve": {"action": "accept", "content": {"approve": true}}}});
+    let done = call(&b.url, SAM_TOKEN, 2, approve).await;
+    let done = done.result(2);
+    assert_eq!(done["isError"], false, "{done} {:?}", b.lines());
+    assert!(texts(done).contains("asked late"), "{done}");
+    let lines = ledger_lines(&dir.path().join("ledger.jsonl"));
+    let yes: Vec<&Value> = lines.iter().filter(|l| l["answer"] == "yes").collect();
+    assert_eq!(yes.len(), 1, "{lines:#?}");
+}
+
 #[tokio::test]
 async fn a_slow_server_does_not_hold_up_calls_to_the_others() {
     let dir = tempfile::tempdir().unwrap();

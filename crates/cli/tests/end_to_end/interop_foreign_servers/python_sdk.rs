@@ -416,11 +416,19 @@ pub fn the_host_connects_to_a_python_server_that_lists_only_2025_11_25_through_i
     // 2025-11-25.
     let records = world.records(&ran);
     let seen = expect::pairs(&records, "method", "outcome");
+    // The server writes a record as each request ends, and handles requests side by side:
+    // on a loaded machine the host stops waiting for the probe's answer (rmcp's 10 s) and
+    // sends initialize, which may end first. Both are its first two records.
+    let mut first_two = seen[..2.min(seen.len())].to_vec();
+    first_two.sort();
     assert_eq!(
-        seen[0],
-        ("server/discover".to_string(), "error -32022".to_string())
+        first_two,
+        [
+            ("initialize".to_string(), "ok".to_string()),
+            ("server/discover".to_string(), "error -32022".to_string())
+        ],
+        "{seen:?}"
     );
-    assert_eq!(seen[1], ("initialize".to_string(), "ok".to_string()));
     assert!(
         records
             .iter()
