@@ -191,27 +191,8 @@ async fn a_stdio_server_that_fails_its_first_start_is_tried_again_with_backoff_a
 #[tokio::test]
 async fn a_server_that_started_late_is_called_on_every_replica_without_a_list_first() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("broken"), "").unwrap();
-    let restart = json!({"firstDelayMs": 100, "factor": 1, "maxDelayMs": 100,
-                         "attemptsPerWindow": 1000, "windowMs": 60000});
-    let config = robust_config_with(dir.path(), restart);
-    let state = dir.path().join("state.db");
-    let (a, b) = (
-        start_gateway(dir.path(), &config, state.to_str().unwrap()),
-        start_gateway(dir.path(), &config, state.to_str().unwrap()),
-    );
-    std::fs::remove_file(dir.path().join("broken")).unwrap();
-    // Each replica says when its own start succeeded; no client lists tools meanwhile.
-    let started = Instant::now();
-    while !(said(&a, "server testbed started") && said(&b, "server testbed started")) {
-        assert!(
-            started.elapsed() < NOTICE_LIMIT,
-            "{:?} {:?}",
-            a.lines(),
-            b.lines()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let config = broken_testbed_config(dir.path());
+    let (a, b) = two_replicas_once_it_is_mended(dir.path(), &config).await;
     for (gw, id) in [(&a, 1), (&b, 2)] {
         let echo = json!({"name": "testbed__echo", "arguments": {"text": "called first"}});
         let echoed = call(&gw.url, SAM_TOKEN, id, echo).await;
@@ -227,29 +208,11 @@ async fn a_server_that_started_late_is_called_on_every_replica_without_a_list_fi
 #[tokio::test]
 async fn an_approval_for_a_server_that_started_late_begins_on_one_replica_and_ends_on_the_other() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("broken"), "").unwrap();
-    let restart = json!({"firstDelayMs": 100, "factor": 1, "maxDelayMs": 100,
-                         "attemptsPerWindow": 1000, "windowMs": 60000});
-    let config = robust_config_with(dir.path(), restart);
+    let config = broken_testbed_config(dir.path());
     let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
     doc["gatehouse"]["rules"] = json!([{"tool": "testbed__echo", "decision": "ask"}]);
     std::fs::write(&config, doc.to_string()).unwrap();
-    let state = dir.path().join("state.db");
-    let (a, b) = (
-        start_gateway(dir.path(), &config, state.to_str().unwrap()),
-        start_gateway(dir.path(), &config, state.to_str().unwrap()),
-    );
-    std::fs::remove_file(dir.path().join("broken")).unwrap();
-    let started = Instant::now();
-    while !(said(&a, "server testbed started") && said(&b, "server testbed started")) {
-        assert!(
-            started.elapsed() < NOTICE_LIMIT,
-            "{:?} {:?}",
-            a.lines(),
-            b.lines()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let (a, b) = two_replicas_once_it_is_mended(dir.path(), &config).await;
     let args = json!({"text": "asked late"});
     let asked = call(
         &a.url,
@@ -439,4 +402,34 @@ async fn an_http_server_that_stops_answering_is_used_again_once_it_is_back() {
         &[],
     );
     assert_asset(&get_asset(&gw.url, 3).await, 3);
+}
+
+/// A servers file whose testbed fails to start until `broken` is removed, retried every 100 ms.
+fn broken_testbed_config(dir: &Path) -> String {
+    std::fs::write(dir.join("broken"), "").unwrap();
+    let restart = json!({"firstDelayMs": 100, "factor": 1, "maxDelayMs": 100,
+                         "attemptsPerWindow": 1000, "windowMs": 60000});
+    robust_config_with(dir, restart)
+}
+
+/// Two replicas on one store started while the testbed is broken; mends it and waits until
+/// each replica says its own start succeeded (no client lists tools meanwhile).
+async fn two_replicas_once_it_is_mended(dir: &Path, config: &str) -> (Process, Process) {
+    let state = dir.join("state.db");
+    let (a, b) = (
+        start_gateway(dir, config, state.to_str().unwrap()),
+        start_gateway(dir, config, state.to_str().unwrap()),
+    );
+    std::fs::remove_file(dir.join("broken")).unwrap();
+    let started = Instant::now();
+    while !(said(&a, "server testbed started") && said(&b, "server testbed started")) {
+        assert!(
+            started.elapsed() < NOTICE_LIMIT,
+            "{:?} {:?}",
+            a.lines(),
+            b.lines()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    (a, b)
 }
