@@ -6,6 +6,7 @@ headless Chromium, tests/oauth/browser.sh), as a person's browser would. Nothing
 prints a token or a code; `sign_ins` counts the addresses opened.
 """
 import asyncio
+import sys
 import urllib.parse
 
 from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider, OAuthFlowError
@@ -88,11 +89,13 @@ class BrowserSignIn:
 
     async def open(self, url: str) -> None:
         self.sign_ins += 1
+        print("sign-in: opening the browser", file=sys.stderr, flush=True)
         self.running.append(await asyncio.create_subprocess_exec(self.browser, url))
 
     async def redirected(self) -> AuthorizationCodeResult:
         try:
             query = await asyncio.wait_for(self.loopback.answers.get(), SIGN_IN_TIMEOUT)
+            print("sign-in: redirected back", file=sys.stderr, flush=True)
         except asyncio.TimeoutError:
             raise OAuthFlowError(f"no redirect came back within {SIGN_IN_TIMEOUT} s")
         if "error" in query:

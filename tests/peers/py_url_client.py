@@ -17,7 +17,8 @@ Each URL question is recorded under "elicitations" and its URL appended to --url
 with --action (default accept: the person agreed to open it) and, if given, --content
 (which a URL answer must not carry: the gateway has to ignore it). It prints one JSON
 document: protocolVersion, capabilities (what it declared), elicitations, and the
-call's result or error. Exit status: 0 ok, 1 the call failed, 2 the connection failed.
+call's result or error; on stderr, each HTTP request and response's status as it
+goes (where a slow run stuck). Exit status: 0 ok, 1 the call failed, 2 the connection failed.
 """
 import argparse
 import asyncio
@@ -80,6 +81,12 @@ async def main() -> int:
         content = json.loads(a.content) if a.content else None
         return types.ElicitResult(action=a.action, content=content)
 
+    async def said_request(request: Any) -> None:
+        print(f"-> {request.method} {request.url}", file=sys.stderr, flush=True)
+
+    async def said_response(response: Any) -> None:
+        print(f"<- {response.status_code} {response.request.url}", file=sys.stderr, flush=True)
+
     out: dict[str, Any] = {}
     rc = 0
     auth, person = None, None
@@ -89,7 +96,9 @@ async def main() -> int:
         async with contextlib.AsyncExitStack() as stack:
             http = await stack.enter_async_context(
                 httpx2.AsyncClient(headers=headers, auth=auth,
-                                   timeout=httpx2.Timeout(30.0, read=300.0)))
+                                   timeout=httpx2.Timeout(30.0, read=300.0),
+                                   event_hooks={"request": [said_request],
+                                                "response": [said_response]}))
             server = streamable_http_client(a.url, http_client=http)
             c = await stack.enter_async_context(
                 Client(server, mode=a.mode, read_timeout_seconds=a.timeout,

@@ -92,7 +92,8 @@ impl UrlClient {
             .args(["--call", ASKED, "--args", &arguments.to_string()])
             .args(["--url-file", urls.to_str().unwrap()])
             .args(extra);
-        let process = Spawn::new(cmd, "py_url_client.py").run();
+        // Its stderr (each HTTP exchange, the sign-in's steps) kept, to say where it stuck.
+        let process = Spawn::new(cmd, "py_url_client.py").watched(Stream::Stderr);
         UrlClient { process, urls }
     }
 

@@ -153,9 +153,9 @@ async fn a_stdio_server_that_dies_is_restarted_with_backoff_and_its_tools_come_b
 async fn a_stdio_server_that_fails_its_first_start_is_tried_again_with_backoff_and_comes_up() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("broken"), "").unwrap();
-    // 200 ms, then 400 ms; three starts fill the 4 s window, so the fourth waits for it.
+    // 200 ms, then 400 ms; three starts fill the 6 s window, so the fourth waits for it.
     let restart = json!({"firstDelayMs": 200, "factor": 2, "maxDelayMs": 1000,
-                         "attemptsPerWindow": 3, "windowMs": 4000});
+                         "attemptsPerWindow": 3, "windowMs": 6000});
     let config = robust_config_with(dir.path(), restart);
     let gw = start_gateway(
         dir.path(),
@@ -170,11 +170,12 @@ async fn a_stdio_server_that_fails_its_first_start_is_tried_again_with_backoff_a
     assert_asset(&get_asset(&gw.url, 2).await, 2);
 
     // Tried again with the settings' backoff: the first start and two more, then the
-    // full window holds the next one back.
-    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    // full window holds the next one back longer than the longest delay (1 s). Each
+    // failure says its wait; the third is said while the fourth start is seconds away.
+    let waits = retry_waits(&gw, 3).await;
     assert_eq!(starts(dir.path()), 3, "{:?}", gw.lines());
-    let retried = "server testbed did not start (";
-    assert!(said(&gw, retried), "{:?}", gw.lines());
+    assert_eq!(waits[..2], [0.2, 0.4], "{:?}", gw.lines());
+    assert!(waits[2] > 1.0, "the window held nothing back: {waits:?}");
 
     // Mended: it comes up at its next try, and its tools are listed and called.
     std::fs::remove_file(dir.path().join("broken")).unwrap();
@@ -432,4 +433,24 @@ async fn two_replicas_once_it_is_mended(dir: &Path, config: &str) -> (Process, P
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     (a, b)
+}
+
+/// The waits the gateway announced after each of the testbed's first `n` failed starts
+/// ("did not start (…); trying again in 0.4 s"), in seconds, waited for.
+async fn retry_waits(gw: &Process, n: usize) -> Vec<f64> {
+    let started = Instant::now();
+    loop {
+        let waits: Vec<f64> = gw
+            .lines()
+            .iter()
+            .filter(|l| l.contains("server testbed did not start ("))
+            .filter_map(|l| l.split("trying again in ").nth(1))
+            .filter_map(|w| w.split(' ').next()?.parse().ok())
+            .collect();
+        if waits.len() >= n {
+            return waits;
+        }
+        assert!(started.elapsed() < NOTICE_LIMIT, "{:?}", gw.lines());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
