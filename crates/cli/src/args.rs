@@ -33,6 +33,14 @@ pub enum Command {
     /// JSON object, a tool no server offers, a servers file that cannot be used); 3 when
     /// the server runs it as a task still going (`gatehouse tasks result ID`).
     Call(CallArgs),
+    /// Run a suite of tasks through the host and grade them: each task's questions asked
+    /// as `ask` asks them (the same policy, person, ledger and bounds), its checks graded
+    /// (the answer, the calls made and never made, the ledger's decisions, the run's size,
+    /// the world afterwards), repeated under each of the suite's variants, and reported
+    /// side by side with 95% intervals (docs/evals.md). Exits 0 when every variant reaches
+    /// the suite's threshold (or it has none), 1 when one does not, 2 for a suite that
+    /// cannot be read.
+    Eval(EvalArgs),
     /// Run one of the built-in reference servers on stdio, or over HTTP with `--http`.
     Serve(gatehouse_servers::command::ServeArgs),
     /// Serve the servers of a servers file as one MCP server, under its policy, for any MCP
@@ -536,6 +544,28 @@ pub struct CallArgs {
     /// unknown_tool (why, and the nearest names), steps}.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct EvalArgs {
+    /// The suite: a JSON or YAML file of tasks, variants and checks (docs/evals.md).
+    pub suite: PathBuf,
+    /// Run each task this many times under each variant (instead of the suite's `repeat`).
+    #[arg(long, value_name = "N")]
+    pub repeat: Option<u32>,
+    /// Print the report as one JSON object on stdout, and nothing else there.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the report as JUnit XML to FILE (a test suite per variant, a test case
+    /// per task), for CI.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Also write the report as Markdown to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+    /// No progress bar.
+    #[arg(short, long)]
+    pub quiet: bool,
 }
 
 #[derive(Args, Debug)]

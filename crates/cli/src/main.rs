@@ -5,6 +5,7 @@ mod args;
 mod auth;
 mod call;
 mod doctor;
+mod eval;
 mod gateway;
 mod harden;
 mod lab;
@@ -45,6 +46,11 @@ fn main() -> ExitCode {
         // The status says how the call ended (`call::EXIT_*`).
         Command::Call(c) => match on_thread_pool(call::run(c)) {
             Ok(status) => return status,
+            Err(e) => Err(e),
+        },
+        // The status says whether the suite's threshold was met (`eval::EXIT_*`).
+        Command::Eval(e) => match on_thread_pool(eval::run(e)) {
+            Ok(status) => return ExitCode::from(status),
             Err(e) => Err(e),
         },
         Command::Tools(t) => on_thread_pool(tools(t)),
@@ -229,7 +235,7 @@ fn say_found(found: &config::project::Found, gated: Option<&Gated>) {
 /// The servers file of the built-in servers, started from the servers binary beside this
 /// one (else from this one, as `gatehouse serve NAME`). "This one" is the installed file,
 /// not a link to it on the PATH: `cargo install` puts both binaries side by side.
-fn built_in_file() -> anyhow::Result<serde_json::Value> {
+pub(crate) fn built_in_file() -> anyhow::Result<serde_json::Value> {
     use gatehouse_servers::built_in;
     let exe = std::env::current_exe()?;
     let exe = exe.canonicalize().unwrap_or(exe);

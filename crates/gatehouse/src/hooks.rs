@@ -117,6 +117,31 @@ fn kind(v: &Value) -> &'static str {
 /// Run the hook with `input` on stdin; its stdout, parsed as one JSON value.
 async fn run(spec: &HookSpec, input: &Value) -> Result<Value, String> {
     let name = spec.name;
+    let (status, out, said) = exchange(spec, input).await?;
+    if !status.success() {
+        return Err(format!("the {name} hook failed ({status}){said}"));
+    }
+    let (out, cut) = out;
+    if cut {
+        return Err(format!(
+            "the {name} hook printed more than {MAX_HOOK_OUTPUT_BYTES} bytes"
+        ));
+    }
+    if out.iter().all(u8::is_ascii_whitespace) {
+        return Err(format!("the {name} hook printed nothing{said}"));
+    }
+    serde_json::from_slice(&out)
+        .map_err(|e| format!("the {name} hook printed something that is not JSON ({e})"))
+}
+
+/// Run the command of `spec` with `input` on stdin, within its time limit (then it and its
+/// group are killed): its exit status, its stdout (bounded; `true` when cut), and the
+/// first line of its stderr as `": …"` (empty when it said nothing).
+pub(crate) async fn exchange(
+    spec: &HookSpec,
+    input: &Value,
+) -> Result<(std::process::ExitStatus, (Vec<u8>, bool), String), String> {
+    let name = spec.name;
     let mut command = tokio::process::Command::new(&spec.command);
     command
         .args(&spec.args)
@@ -172,20 +197,7 @@ async fn run(spec: &HookSpec, input: &Value) -> Result<Value, String> {
     } else {
         format!(": {}", clip(&why, 200))
     };
-    if !status.success() {
-        return Err(format!("the {name} hook failed ({status}){said}"));
-    }
-    let (out, cut) = out;
-    if cut {
-        return Err(format!(
-            "the {name} hook printed more than {MAX_HOOK_OUTPUT_BYTES} bytes"
-        ));
-    }
-    if out.iter().all(u8::is_ascii_whitespace) {
-        return Err(format!("the {name} hook printed nothing{said}"));
-    }
-    serde_json::from_slice(&out)
-        .map_err(|e| format!("the {name} hook printed something that is not JSON ({e})"))
+    Ok((status, out, said))
 }
 
 /// Read at most `max` bytes, draining the rest (so the hook is never stuck writing);

@@ -42,6 +42,7 @@ pub mod config;
 pub mod connect;
 pub mod dialect;
 pub mod dispatch;
+pub mod eval;
 pub mod gate;
 pub mod gateway;
 pub mod hooks;

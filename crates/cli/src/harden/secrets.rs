@@ -44,7 +44,7 @@ pub(super) fn drop_unneeded(command: &Command) {
     }
     let keeps_model = matches!(
         command,
-        Command::Ask(_) | Command::Chat(_) | Command::Lab(_)
+        Command::Ask(_) | Command::Chat(_) | Command::Lab(_) | Command::Eval(_)
     );
     let files = servers_files();
     let mut kept = Vec::new();

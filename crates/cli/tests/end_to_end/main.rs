@@ -18,6 +18,7 @@ mod completions;
 mod configs_people_have;
 mod conformance;
 mod doctor;
+mod evals;
 mod execution;
 mod first_minutes;
 mod fuzz_proposals;

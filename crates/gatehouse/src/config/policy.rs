@@ -160,7 +160,8 @@ const HOOK_KEYS: &[&str] = &[
     "tools",
 ];
 
-fn hook(name: &'static str, value: &Value) -> Result<HookSpec, String> {
+/// One hook entry (or an eval's `world` command, in the same shape), checked; `name` names it.
+pub(crate) fn hook(name: &'static str, value: &Value) -> Result<HookSpec, String> {
     let err = |m: String| format!("\"hooks\".\"{name}\": {m}");
     let Value::Object(map) = value else {
         return Err(err("must be an object with a \"command\"".into()));

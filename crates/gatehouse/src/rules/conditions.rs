@@ -322,7 +322,7 @@ pub fn glob(text: &str) -> Result<GlobMatcher, String> {
 }
 
 /// A regex, bounded in size; it runs in linear time whatever it is given.
-fn regex(text: &str) -> Result<Regex, String> {
+pub(crate) fn regex(text: &str) -> Result<Regex, String> {
     RegexBuilder::new(text)
         .size_limit(MAX_REGEX_BYTES)
         .dfa_size_limit(MAX_REGEX_BYTES)

@@ -1,0 +1,117 @@
+//! `gatehouse eval SUITE`: a suite of tasks run through the host and graded
+//! (`gatehouse::eval`); here, only what the person sees of it: a progress bar on a
+//! terminal, the tables, `--json`, the JUnit and Markdown files, the exit status.
+
+use std::{io::IsTerminal, io::Write, path::Path};
+
+use anyhow::Context;
+use gatehouse::{
+    eval::{self, Setting, Suite, formats},
+    text::visible_line,
+};
+use serde_json::Value;
+
+use crate::args::EvalArgs;
+
+/// The suite ran and every variant reached its threshold (or it has none).
+pub const EXIT_MET: u8 = 0;
+/// A variant's pass rate is below the suite's threshold.
+pub const EXIT_MISSED: u8 = 1;
+
+/// Run the suite; the exit status says whether the threshold was met.
+pub async fn run(args: EvalArgs) -> anyhow::Result<u8> {
+    let mut suite = Suite::load(&args.suite).map_err(anyhow::Error::msg)?;
+    if let Some(n) = args.repeat {
+        suite.repeat = eval::suite::repeat_option(n).map_err(anyhow::Error::msg)?;
+    }
+    let scratch = tempfile::Builder::new()
+        .prefix("gatehouse-eval-")
+        .tempdir()
+        .context("a scratch folder for the attempts")?;
+    let setting = Setting {
+        built_in: Box::new(built_in_for),
+        system_prompt: crate::DEFAULT_SYSTEM_PROMPT.into(),
+        variable: Box::new(crate::harden::variable),
+    };
+    let bar = std::io::stderr().is_terminal() && !args.quiet;
+    let report = eval::run_suite(&suite, &setting, scratch.path(), |p| {
+        if bar {
+            progress(&p);
+        }
+    })
+    .await
+    .map_err(anyhow::Error::msg)?;
+    if bar {
+        eprint!("\r\x1b[2K");
+    }
+    if let Some(path) = &args.junit {
+        std::fs::write(path, formats::junit(&report))
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let Some(path) = &args.markdown {
+        std::fs::write(path, formats::markdown(&report))
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_report(&report);
+    }
+    Ok(if report.meets_threshold() {
+        EXIT_MET
+    } else {
+        EXIT_MISSED
+    })
+}
+
+/// The built-in servers, their tickets kept in the attempt's own folder.
+fn built_in_for(dir: &Path) -> Result<Value, String> {
+    let mut file = crate::built_in_file().map_err(|e| e.to_string())?;
+    let db = dir.join("tickets.db");
+    if let Some(Value::Object(env)) = file.pointer_mut("/mcpServers/tickets/env") {
+        env.insert(
+            gatehouse_servers::tickets::ENV_DB.into(),
+            Value::String(db.to_string_lossy().into_owned()),
+        );
+    }
+    Ok(file)
+}
+
+/// One line, drawn again in place: attempts done, and the last one's verdict.
+fn progress(p: &eval::Progress<'_>) {
+    const WIDTH: usize = 30;
+    let filled = WIDTH * p.done / p.total.max(1);
+    let verdict = if p.last.passed { "pass" } else { "FAIL" };
+    let mut err = std::io::stderr().lock();
+    let _ = write!(
+        err,
+        "\r\x1b[2K[{}{}] {}/{} {} ({}) {verdict}",
+        "#".repeat(filled),
+        " ".repeat(WIDTH - filled),
+        p.done,
+        p.total,
+        visible_line(&p.last.task),
+        visible_line(&p.last.variant),
+    );
+    let _ = err.flush();
+}
+
+fn print_report(report: &eval::Report) {
+    println!("eval {}\n", formats::headline(report));
+    print!("{}", formats::padded(&formats::task_rows(report)));
+    println!();
+    print!("{}", formats::padded(&formats::total_rows(report)));
+    for line in formats::failures(report) {
+        println!("FAIL {line}");
+    }
+    if let Some(t) = report.threshold {
+        for total in report.totals.iter().filter(|t| !t.meets_threshold) {
+            println!(
+                "threshold missed: {} passed {:.0}%, the suite asks for {:.0}%",
+                visible_line(&total.variant),
+                total.figures.pass.rate * 100.0,
+                t * 100.0
+            );
+        }
+    }
+}

@@ -1,0 +1,231 @@
+//! `gatehouse eval SUITE`: the seeds' own suite (`evals/seeds.yaml`) passes on the built-in
+//! servers and model, each attempt in a world of its own (the same ticket is INC-4100 on
+//! every repetition); a check that does not hold fails its task and says why, and the
+//! threshold sets the exit status; a variant's rules are graded beside the baseline with
+//! the difference said to be chance or not; a `world` command reads the run's JSON; a
+//! suite with a mistake is refused naming the task and the key.
+
+use serde_json::{Value, json};
+
+use crate::common::*;
+
+/// `gatehouse eval SUITE --json` and more: the run, and its report when it printed one.
+fn eval(suite: &str, extra: &[&str]) -> (Ran, Value) {
+    let mut args = vec!["eval", suite, "--json"];
+    args.extend_from_slice(extra);
+    let ran = run(&args, &[]);
+    let report = serde_json::from_str(&ran.stdout).unwrap_or(Value::Null);
+    (ran, report)
+}
+
+/// A suite file of `tasks` (and more top-level keys) in a fresh folder; its path.
+fn suite(dir: &std::path::Path, doc: Value) -> String {
+    write(dir, "suite.json", &doc)
+}
+
+/// The report's pass counts per task, under the variant at `v`.
+fn passes(report: &Value, v: usize) -> Vec<(String, u64, u64)> {
+    report["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let rate = &t["variants"][v]["pass"];
+            (
+                t["task"].as_str().unwrap().to_owned(),
+                rate["passed"].as_u64().unwrap(),
+                rate["runs"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_seeds_suite_passes_on_the_built_in_servers_each_run_in_a_world_of_its_own() {
+    let seeds = repo_root().join("evals/seeds.yaml");
+    let dir = tempfile::tempdir().unwrap();
+    let junit = dir.path().join("junit.xml");
+    let (ran, report) = eval(
+        seeds.to_str().unwrap(),
+        &["--repeat", "2", "--junit", junit.to_str().unwrap()],
+    );
+    assert_eq!(ran.status, 0, "{}\n{}", ran.stdout, ran.stderr);
+    let seen = passes(&report, 0);
+    assert_eq!(seen.len(), 10, "{seen:?}");
+    assert!(seen.iter().all(|(_, p, n)| *p == 2 && *n == 2), "{seen:?}");
+    // Both runs of the P1 task opened INC-4100, the only ticket of their world.
+    assert!(seen.iter().any(|(t, _, _)| t == "inc-4100-p1"));
+    let total = &report["totals"][0]["figures"];
+    assert_eq!(total["pass"]["passed"], 20);
+    assert!(total["model_calls"].as_f64().unwrap() >= 2.0, "{total}");
+    assert!(total["definition_bytes_per_call"].as_f64().unwrap() > 1000.0);
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert_eq!(xml.matches("<testcase ").count(), 10, "{xml}");
+    assert!(xml.contains("failures=\"0\""), "{xml}");
+    assert!(!xml.contains("<failure"), "{xml}");
+}
+
+#[test]
+fn a_check_that_does_not_hold_fails_its_task_says_why_and_the_threshold_sets_the_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let tasks = json!([
+        {"id": "draft", "question": "Draft a reply to ticket T-30002",
+         "checks": [{"answerContains": "Hi Hugo"},
+                    {"answerContains": "a sentence no draft has"},
+                    {"notCalled": "support__get_ticket"},
+                    {"world": {"command": "sh", "args": ["-c", "exit 3"]}}]},
+        {"id": "window", "question": "What is the return window?", "user": "usr-omar",
+         "checks": [{"answerContains": "policy://larkfield/returns-policy"}]}
+    ]);
+    let path = suite(
+        dir.path(),
+        json!({"name": "mixed", "threshold": 0.9, "tasks": tasks}),
+    );
+    let md = dir.path().join("report.md");
+    let (ran, report) = eval(&path, &["--markdown", md.to_str().unwrap()]);
+    assert_eq!(ran.status, 1, "the threshold is missed: {}", ran.stderr);
+    assert_eq!(
+        passes(&report, 0),
+        [("draft".into(), 0, 1), ("window".into(), 1, 1)]
+    );
+    let failures: Vec<String> = report["failed"][0]["failures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f[1].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(failures.len(), 3, "{failures:?}");
+    assert!(failures[0].contains("does not contain \"a sentence no draft has\""));
+    assert_eq!(failures[1], "support__get_ticket was called 1 time(s)");
+    assert!(
+        failures[2].contains("failed (exit status: 3)"),
+        "{failures:?}"
+    );
+    let markdown = std::fs::read_to_string(&md).unwrap();
+    assert!(markdown.contains("| baseline | 1/2 50%"), "{markdown}");
+    // The same suite without a threshold reports the failures and exits 0.
+    let path = suite(dir.path(), json!({"tasks": tasks}));
+    let (ran, _) = eval(&path, &[]);
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    // And on the terminal's table, the failure is named with its check.
+    let ran = run(&["eval", &path, "-q"], &[]);
+    assert!(
+        ran.stdout
+            .contains("FAIL draft (baseline, run 1), check 1: the answer does not contain"),
+        "{}",
+        ran.stdout
+    );
+}
+
+#[test]
+fn a_variants_rules_are_graded_beside_the_baseline_and_the_difference_is_told_from_chance() {
+    let dir = tempfile::tempdir().unwrap();
+    let tasks = json!([
+        {"id": "draft", "question": "Draft a reply to ticket T-30002",
+         "checks": [{"answerContains": "Hi Hugo"},
+                    {"decision": "support__get_ticket", "is": "run"}]}
+    ]);
+    let variants = json!([
+        {"name": "baseline"},
+        {"name": "ask-first",
+         "rules": [{"tool": "support__get_ticket", "decision": "ask", "reason": "tickets hold names"}]}
+    ]);
+    let path = suite(
+        dir.path(),
+        json!({"tasks": tasks, "variants": variants, "repeat": 5}),
+    );
+    let (ran, report) = eval(&path, &[]);
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    assert_eq!(report["variants"], json!(["baseline", "ask-first"]));
+    assert_eq!(passes(&report, 0), [("draft".into(), 5, 5)]);
+    assert_eq!(passes(&report, 1), [("draft".into(), 0, 5)]);
+    let against = &report["totals"][1]["against_first"];
+    assert_eq!(against["difference"], -1.0);
+    assert_eq!(against["telling"], true, "{against}");
+    // The ledger asked, by the variant's rule, and nobody said yes (the task gives no
+    // answer): the call never ran.
+    let failed = report["failed"].as_array().unwrap();
+    assert_eq!(failed.len(), 5);
+    let ledger = &failed[0]["run"]["ledger"];
+    let asked: Vec<&Value> = ledger
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["tool"] == "support__get_ticket")
+        .collect();
+    assert_eq!(asked.len(), 1, "{ledger}");
+    assert_eq!(asked[0]["decision"], "asked");
+    assert_eq!(asked[0]["rule"], "rules[0]");
+    assert_eq!(asked[0]["answer"], "no");
+    // One run each: 1 of 1 against 0 of 1 cannot be told from chance.
+    let (_, report) = eval(&path, &["--repeat", "1"]);
+    assert_eq!(report["totals"][1]["against_first"]["telling"], false);
+}
+
+#[test]
+fn a_world_command_reads_the_runs_json_on_stdin() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = "import json, sys\nr = json.load(sys.stdin)['run']\n\
+        calls = [c['tool'] for c in r['calls']]\n\
+        sys.exit(0 if calls == ['orders__get_order_status'] and r['answers'][0].startswith('Order A-1002') else 1)\n";
+    let check = |code: &str| json!({"world": {"command": "python3", "args": ["-c", code]}});
+    let tasks = json!([
+        {"id": "maya", "question": "When will A-1002 arrive?", "checks": [check(script)]},
+        {"id": "maya-wrong", "question": "When will A-1002 arrive?",
+         "checks": [check(&script.replace("orders__get_order_status", "orders__cancel_order"))]}
+    ]);
+    let path = suite(dir.path(), json!({"tasks": tasks}));
+    let (ran, report) = eval(&path, &[]);
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    assert_eq!(
+        passes(&report, 0),
+        [("maya".into(), 1, 1), ("maya-wrong".into(), 0, 1)]
+    );
+}
+
+#[test]
+fn a_suite_with_a_mistake_is_refused_naming_the_task_and_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            json!({"tasks": [{"id": "a", "question": "q", "chekcs": []}]}),
+            "task \"a\" (tasks[0]): unknown key \"chekcs\" (did you mean \"checks\"?)",
+        ),
+        (
+            json!({"tasks": [{"id": "a", "question": "q", "checks": [{"answerHas": "x"}]}]}),
+            "task \"a\" (tasks[0]): \"checks\"[0]: no kind of check",
+        ),
+        (
+            json!({"tasks": [{"id": "a", "question": "q",
+                              "checks": [{"called": "x", "where": [{"pointer": "/a"}]}]}]}),
+            "task \"a\" (tasks[0]): \"checks\"[0]: \"where\"[0]: condition on /a has no test",
+        ),
+        (
+            json!({"repeat": 0, "tasks": [{"id": "a", "question": "q", "checks": [{"calls": 1}]}]}),
+            "the suite's \"repeat\" must be a whole number from 1 to 1000",
+        ),
+        (
+            json!({"tasks": [{"id": "a", "question": "q", "checks": [{"calls": 1}]},
+                             {"id": "a", "question": "r", "checks": [{"calls": 1}]}]}),
+            "task \"a\" (tasks[1]): the id is used twice",
+        ),
+        (
+            json!({"variants": [{"name": "v", "descripton": {}}],
+                   "tasks": [{"id": "a", "question": "q", "checks": [{"calls": 1}]}]}),
+            "variant \"v\" (variants[0]): unknown key \"descripton\" (did you mean \"descriptions\"?)",
+        ),
+    ];
+    for (doc, said) in cases {
+        let path = suite(dir.path(), doc);
+        let ran = run(&["eval", &path], &[]);
+        assert_eq!(ran.status, 2, "{}", ran.stderr);
+        assert!(ran.stderr.contains(said), "{said}\n{}", ran.stderr);
+        assert!(ran.stdout.is_empty(), "{}", ran.stdout);
+    }
+    // YAML is read as JSON is, its own mistakes said with the line.
+    let yaml = dir.path().join("suite.yaml");
+    std::fs::write(&yaml, "tasks:\n  - id: a\n    question: [unclosed\n").unwrap();
+    let ran = run(&["eval", yaml.to_str().unwrap()], &[]);
+    assert_eq!(ran.status, 2, "{}", ran.stderr);
+    assert!(ran.stderr.contains("not YAML"), "{}", ran.stderr);
+}

@@ -1,0 +1,316 @@
+//! One attempt at one task under one variant: the servers started afresh for it (a world
+//! of its own: `GATEHOUSE_EVAL_DIR`), its questions asked through the host as `ask` asks
+//! them, the person answering as the task says, then the world looked at and every check
+//! graded. What the run was (answers, calls, the ledger's lines) is kept for the report.
+
+use std::{
+    collections::BTreeMap,
+    path::Path,
+    sync::{Arc, Mutex},
+    time::Instant,
+};
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::{
+    check::Check,
+    lens::Lens,
+    person::EvalPerson,
+    suite::{Servers, Task, Variant},
+};
+use crate::{
+    config::{Config, Identity, read_document},
+    host::Host,
+    model::{self, Message, Model},
+    trace::{Observer, Outcome, Step, ToolEvent, Trace},
+};
+
+/// The variable every stdio server of an attempt gets: a folder of the attempt's own,
+/// empty at its start, where a server that keeps state may keep it.
+pub const EVAL_DIR_VAR: &str = "GATEHOUSE_EVAL_DIR";
+
+/// The built-in servers file for an attempt whose own folder is the argument.
+pub type BuiltIn = Box<dyn Fn(&Path) -> Result<Value, String> + Send + Sync>;
+/// Reads a variable by name.
+pub type Variables = Box<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+/// What an eval needs of the program that runs it.
+pub struct Setting {
+    /// The built-in servers file for an attempt whose own folder is the argument.
+    pub built_in: BuiltIn,
+    /// The system prompt when neither the servers file nor the variant gives one.
+    pub system_prompt: String,
+    /// Reads a variable a model spec needs (`OPENAI_API_KEY`, …).
+    pub variable: Variables,
+}
+
+/// One proposal of the run, as the host and its ledger saw it.
+#[derive(Debug, Clone, Serialize)]
+pub struct CallSeen {
+    /// The tool (a glob over `server__tool` names, in a check).
+    pub tool: String,
+    /// Its server.
+    pub server: String,
+    /// The arguments, as the ledger kept them (`null` when none was written).
+    pub arguments: Value,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// Was it sent to its server?
+    pub sent: bool,
+    /// A call of the suite's own checks, after the run.
+    pub by_person: bool,
+}
+
+/// What a `world` call returned.
+#[derive(Debug, Clone, Serialize)]
+pub struct WorldSeen {
+    /// Was it an error?
+    pub is_error: bool,
+    /// The result as the model would read it.
+    pub text: String,
+}
+
+/// One attempt's run.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Run {
+    /// The answer to each question, in order.
+    pub answers: Vec<String>,
+    /// Every proposal, in order.
+    pub calls: Vec<CallSeen>,
+    /// The ledger's lines for the attempt, as written.
+    pub ledger: Vec<Value>,
+    /// Model calls.
+    pub model_calls: u64,
+    /// Tokens the model reported.
+    pub tokens: u64,
+    /// Bytes of the definitions the model calls carried, in all.
+    pub definition_bytes: u64,
+    /// From the servers' start to the last answer, in milliseconds.
+    pub ms: f64,
+    /// The `world` calls' results, by the check's index.
+    pub world: BTreeMap<usize, WorldSeen>,
+    /// The `world` commands' verdicts, by the check's index.
+    #[serde(skip)]
+    pub commands: BTreeMap<usize, Result<(), String>>,
+    /// The run could not be made at all (servers file, model): why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
+}
+
+/// One attempt, graded.
+#[derive(Debug, Clone, Serialize)]
+pub struct Attempt {
+    /// The task.
+    pub task: String,
+    /// The variant.
+    pub variant: String,
+    /// Its number, from 1.
+    pub number: u32,
+    /// How many passed.
+    pub passed: bool,
+    /// Each failed check: its index and why.
+    pub failures: Vec<(usize, String)>,
+    /// What the run was.
+    pub run: Run,
+}
+
+/// The `host.tool_call` records of a run, as they come.
+#[derive(Default)]
+struct Collector {
+    events: Mutex<Vec<ToolEvent>>,
+}
+
+impl Observer for Collector {
+    fn step(&self, _step: &Step) {}
+    fn server_stderr(&self, _server: &str, _line: &str) {}
+    fn tool_event(&self, event: &ToolEvent) {
+        self.events
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(event.clone());
+    }
+}
+
+/// Run `task` once under `variant`, its files in `dir` (empty, the attempt's own), and
+/// grade it.
+pub async fn attempt(
+    task: &Task,
+    variant: &Variant,
+    number: u32,
+    dir: &Path,
+    setting: &Setting,
+) -> Attempt {
+    let run = match run(task, variant, dir, setting).await {
+        Ok(run) => run,
+        Err(why) => Run {
+            failed: Some(why),
+            ..Run::default()
+        },
+    };
+    let failures = match &run.failed {
+        Some(why) => vec![(0, format!("the run could not be made: {why}"))],
+        None => task
+            .checks
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| c.grade(i, &run).err().map(|e| (i, e)))
+            .collect(),
+    };
+    Attempt {
+        task: task.id.clone(),
+        variant: variant.name.clone(),
+        number,
+        passed: failures.is_empty(),
+        failures,
+        run,
+    }
+}
+
+/// The configuration of an attempt: the task's servers, the task's settings over the
+/// file's and the variant's over those, the ledger in the attempt's folder with arguments kept, every stdio server
+/// given the folder.
+pub fn config_for(
+    task: &Task,
+    variant: &Variant,
+    dir: &Path,
+    setting: &Setting,
+) -> Result<Config, String> {
+    let (mut doc, source) = match &task.servers {
+        Servers::BuiltIn => ((setting.built_in)(dir)?, "built-in servers".to_owned()),
+        Servers::File(path) => (
+            read_document(path).map_err(|e| e.to_string())?,
+            path.display().to_string(),
+        ),
+    };
+    let Value::Object(top) = &mut doc else {
+        return Err(format!("{source}: the file must hold a JSON object"));
+    };
+    if let Some(Value::Object(servers)) = top.get_mut("mcpServers") {
+        for entry in servers.values_mut().filter(|e| e.get("command").is_some()) {
+            let env = entry
+                .as_object_mut()
+                .map(|e| e.entry("env").or_insert_with(|| json!({})));
+            if let Some(Value::Object(env)) = env {
+                env.insert(EVAL_DIR_VAR.into(), json!(dir));
+            }
+        }
+    }
+    let settings = top.entry("gatehouse").or_insert_with(|| json!({}));
+    let Value::Object(settings) = settings else {
+        return Err(format!("{source}: \"gatehouse\" must be an object"));
+    };
+    settings.extend(task.settings.clone());
+    settings.extend(variant.settings.clone());
+    settings.insert(
+        "ledger".into(),
+        json!({"path": dir.join("ledger.jsonl"), "arguments": true}),
+    );
+    let identity = Identity {
+        user: task.user.clone(),
+        tenant: task.tenant.clone(),
+    };
+    let mut config = Config::from_value(doc, &source, &identity).map_err(|e| e.to_string())?;
+    config
+        .settings
+        .system_prompt
+        .get_or_insert_with(|| setting.system_prompt.clone());
+    Ok(config)
+}
+
+async fn run(task: &Task, variant: &Variant, dir: &Path, setting: &Setting) -> Result<Run, String> {
+    let config = config_for(task, variant, dir, setting)?;
+    let spec = variant.model.as_deref().unwrap_or(&task.model);
+    let mut inner = model::from_spec_with(spec, &*setting.variable)?;
+    let mut lens = Lens::new(inner.as_mut(), &variant.descriptions);
+    lens.preflight()
+        .await
+        .map_err(|e| format!("model {spec}: {e}"))?;
+    let collector = Arc::new(Collector::default());
+    let person = Arc::new(EvalPerson::new(task.answers.clone()));
+    let started = Instant::now();
+    let host = Host::start_in(&config, person.clone(), Trace::new(collector.clone()), None).await;
+    let mut run = Run::default();
+    let mut conversation: Vec<Message> = Vec::new();
+    for question in &task.turns {
+        let (answer, usage) = host.ask(&mut lens, &mut conversation, question).await;
+        run.answers.push(answer);
+        run.tokens += usage.total_tokens;
+    }
+    run.ms = started.elapsed().as_secs_f64() * 1e3;
+    run.model_calls = lens.calls;
+    run.definition_bytes = lens.definition_bytes;
+    person.checking();
+    for (i, check) in task.checks.iter().enumerate() {
+        if let Check::WorldCall(w) = check {
+            let called = host.call_by_person(&w.tool, &w.arguments.to_string()).await;
+            let is_error = !matches!(called.outcome, Outcome::Ok);
+            run.world.insert(
+                i,
+                WorldSeen {
+                    is_error,
+                    text: called.shown.text,
+                },
+            );
+        }
+    }
+    host.shutdown().await;
+    run.ledger = ledger_lines(&dir.join("ledger.jsonl"));
+    let events = std::mem::take(&mut *collector.events.lock().unwrap_or_else(|e| e.into_inner()));
+    run.calls = calls_seen(&events, &run.ledger);
+    let verdicts = commands(task, &run).await;
+    run.commands = verdicts;
+    Ok(run)
+}
+
+/// The suite's `world` commands, each given the run as JSON on stdin.
+async fn commands(task: &Task, run: &Run) -> BTreeMap<usize, Result<(), String>> {
+    let mut out = BTreeMap::new();
+    let input = json!({"task": task.id, "run": run});
+    for (i, check) in task.checks.iter().enumerate() {
+        if let Check::WorldCommand(spec) = check {
+            let verdict = match crate::hooks::exchange(spec, &input).await {
+                Ok((status, _, _)) if status.success() => Ok(()),
+                Ok((status, _, said)) => Err(format!(
+                    "the command {} failed ({status}){said}",
+                    spec.command
+                )),
+                Err(e) => Err(e),
+            };
+            out.insert(i, verdict);
+        }
+    }
+    out
+}
+
+/// Each `host.tool_call` record, with the arguments of its ledger line (the same trace
+/// and step).
+fn calls_seen(events: &[ToolEvent], ledger: &[Value]) -> Vec<CallSeen> {
+    events
+        .iter()
+        .map(|e| {
+            let line = ledger
+                .iter()
+                .rev()
+                .find(|l| l["trace_id"] == e.trace_id.as_str() && l["step"] == e.step);
+            let by_person = line.is_some_and(|l| l.get("caller").is_some());
+            CallSeen {
+                tool: e.tool.clone(),
+                server: e.server.clone(),
+                arguments: line.map(|l| l["arguments"].clone()).unwrap_or(Value::Null),
+                outcome: e.outcome,
+                sent: e.approved_by.is_some(),
+                by_person,
+            }
+        })
+        .collect()
+}
+
+/// The ledger's lines, as JSON; none when it was not written.
+fn ledger_lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
