@@ -229,3 +229,42 @@ fn a_suite_with_a_mistake_is_refused_naming_the_task_and_the_key() {
     assert_eq!(ran.status, 2, "{}", ran.stderr);
     assert!(ran.stderr.contains("not YAML"), "{}", ran.stderr);
 }
+
+#[test]
+fn a_description_variant_wins_with_a_model_that_reads_descriptions() {
+    // A model whose only guide is the descriptions it is given: with the servers' own, the
+    // order-status tool shares the most words with the question (and the host refuses the
+    // question as an order id); with the variant's description, the search does.
+    let reader = crate::fake_model::start_reader();
+    let dir = tempfile::tempdir().unwrap();
+    let doc = json!({
+        "model": "openai:reader",
+        "user": "usr-omar",
+        "repeat": 5,
+        "tasks": [{"id": "send-back", "question": "How long have customers to send items back?",
+                   "checks": [{"called": "support__search_knowledge", "times": 1},
+                              {"answerContains": "policy://larkfield/"}]}],
+        "variants": [
+            {"name": "servers-own"},
+            {"name": "plain-words", "descriptions": {"support__search_knowledge":
+                "Search policies: how long customers have to send items back, refunds, shipping."}}
+        ]
+    });
+    let path = suite(dir.path(), doc);
+    let ran = run(
+        &["eval", &path, "--json"],
+        &[("OPENAI_BASE_URL", &reader.base), ("OPENAI_API_KEY", "")],
+    );
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    let report: Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(passes(&report, 0), [("send-back".into(), 0, 5)]);
+    assert_eq!(passes(&report, 1), [("send-back".into(), 5, 5)]);
+    let against = &report["totals"][1]["against_first"];
+    assert_eq!(against["telling"], true, "{against}");
+    // The reader reports its tokens: two model calls of 110 under the variant.
+    assert_eq!(report["totals"][1]["figures"]["tokens"], 220.0);
+    let wrong = &report["failed"][0]["run"]["calls"][0];
+    assert_eq!(wrong["tool"], "orders__get_order_status", "{wrong}");
+    assert_eq!(wrong["outcome"], "refused", "{wrong}");
+    assert_eq!(report["totals"][1]["figures"]["model_calls"], 2.0);
+}
