@@ -41,6 +41,12 @@ pub enum Command {
     /// the suite's threshold (or it has none), 1 when one does not, 2 for a suite that
     /// cannot be read.
     Eval(EvalArgs),
+    /// Play a recorded server on stdio: the recording a `--record` run wrote answers each
+    /// request as server NAME answered it then (matched by method and parameters; ids and
+    /// `_meta` left out), its progress sent again; a request it does not hold gets an
+    /// error naming the nearest recorded one. A servers file's `"replay": "FILE"` entry
+    /// starts this.
+    Replay(ReplayArgs),
     /// Run one of the built-in reference servers on stdio, or over HTTP with `--http`.
     Serve(gatehouse_servers::command::ServeArgs),
     /// Serve the servers of a servers file as one MCP server, under its policy, for any MCP
@@ -566,6 +572,23 @@ pub struct EvalArgs {
     /// No progress bar.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Record every attempt's messages in DIR, one `TASK--VARIANT--N.jsonl` each (as
+    /// `ask --record` writes), for `--replay` and the lab's explorer.
+    #[arg(long, value_name = "DIR", conflicts_with = "replay")]
+    pub record: Option<PathBuf>,
+    /// Play every server from the recordings `--record DIR` made, instead of starting it:
+    /// no network, no server installed.
+    #[arg(long, value_name = "DIR")]
+    pub replay: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct ReplayArgs {
+    /// The recording (`gatehouse ask --record FILE`, `gatehouse eval --record DIR`).
+    pub file: PathBuf,
+    /// The server of the recording to play, by its name in the servers file it ran with.
+    #[arg(long, value_name = "NAME")]
+    pub server: String,
 }
 
 #[derive(Args, Debug)]

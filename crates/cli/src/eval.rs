@@ -2,7 +2,7 @@
 //! (`gatehouse::eval`); here, only what the person sees of it: a progress bar on a
 //! terminal, the tables, `--json`, the JUnit and Markdown files, the exit status.
 
-use std::{io::IsTerminal, io::Write, path::Path};
+use std::{io::IsTerminal, io::Write, path::Path, sync::Arc};
 
 use anyhow::Context;
 use gatehouse::{
@@ -28,10 +28,16 @@ pub async fn run(args: EvalArgs) -> anyhow::Result<u8> {
         .prefix("gatehouse-eval-")
         .tempdir()
         .context("a scratch folder for the attempts")?;
+    if let Some(dir) = &args.record {
+        gatehouse::files::private_dir(dir)
+            .with_context(|| format!("the recordings' folder {}", dir.display()))?;
+    }
     let setting = Setting {
         built_in: Box::new(built_in_for),
         system_prompt: crate::DEFAULT_SYSTEM_PROMPT.into(),
         variable: Box::new(crate::harden::variable),
+        record: args.record.clone().map(recorder),
+        replay: args.replay.clone(),
     };
     let bar = std::io::stderr().is_terminal() && !args.quiet;
     let report = eval::run_suite(&suite, &setting, scratch.path(), |p| {
@@ -61,6 +67,16 @@ pub async fn run(args: EvalArgs) -> anyhow::Result<u8> {
         EXIT_MET
     } else {
         EXIT_MISSED
+    })
+}
+
+/// Each attempt's messages recorded in `dir` as `ask --record` records them.
+fn recorder(dir: std::path::PathBuf) -> eval::run::Recorder {
+    Box::new(move |stem, inner| {
+        let path = dir.join(format!("{stem}.jsonl"));
+        crate::lab::record::RecordingObserver::create(&path, inner)
+            .map(|r| Arc::new(r) as Arc<dyn gatehouse::trace::Observer>)
+            .map_err(|e| e.to_string())
     })
 }
 

@@ -53,6 +53,7 @@ fn main() -> ExitCode {
             Ok(status) => return ExitCode::from(status),
             Err(e) => Err(e),
         },
+        Command::Replay(r) => replay(r),
         Command::Tools(t) => on_thread_pool(tools(t)),
         Command::Lab(l) => on_thread_pool(lab::run(l)),
         Command::Mcp(m) => on_thread_pool(mcp::run(m)),
@@ -86,6 +87,14 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// `gatehouse replay FILE --server NAME`: the recorded server on stdio until stdin ends.
+fn replay(args: args::ReplayArgs) -> anyhow::Result<()> {
+    use gatehouse_servers::replay;
+    let recording =
+        replay::Recording::load(&args.file, &args.server).map_err(anyhow::Error::msg)?;
+    replay::serve(recording).map_err(|e| anyhow::anyhow!("replay: {e}"))
 }
 
 /// Run one of the host's commands on a thread pool: servers, the model and the person

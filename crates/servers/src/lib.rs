@@ -18,6 +18,7 @@ pub mod http;
 pub mod membership;
 pub mod oauth;
 pub mod orders;
+pub mod replay;
 pub mod store;
 pub mod support;
 pub mod tasks;

@@ -268,3 +268,104 @@ fn a_description_variant_wins_with_a_model_that_reads_descriptions() {
     assert_eq!(wrong["outcome"], "refused", "{wrong}");
     assert_eq!(report["totals"][1]["figures"]["model_calls"], 2.0);
 }
+
+#[test]
+fn the_seeds_suite_replays_from_its_recordings_with_no_server_able_to_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let recordings = dir.path().join("recordings");
+    let seeds = repo_root().join("evals/seeds.yaml");
+    let (ran, _) = eval(
+        seeds.to_str().unwrap(),
+        &["--record", recordings.to_str().unwrap()],
+    );
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    let recorded = std::fs::read_dir(&recordings).unwrap().count();
+    assert_eq!(recorded, 10, "one recording per task");
+    // The same suite on the built-in servers file with a program that does not exist:
+    // played back, every task still passes (the INC-4100 form's two rounds included).
+    let nowhere =
+        gatehouse_servers::built_in::launcher(std::path::Path::new("/nonexistent/gatehouse"));
+    let file = write(
+        dir.path(),
+        "unstartable.json",
+        &gatehouse_servers::built_in::servers_file(&nowhere),
+    );
+    let text = std::fs::read_to_string(&seeds).unwrap();
+    let suite = dir.path().join("seeds.yaml");
+    std::fs::write(&suite, format!("servers: {file}\n{text}")).unwrap();
+    let (ran, report) = eval(suite.to_str().unwrap(), &[]);
+    assert_eq!(
+        ran.status, 1,
+        "without the recordings nothing starts: {}",
+        ran.stderr
+    );
+    let (ran, report_replayed) = eval(
+        suite.to_str().unwrap(),
+        &["--replay", recordings.to_str().unwrap()],
+    );
+    assert_eq!(ran.status, 0, "{}\n{}", ran.stdout, ran.stderr);
+    let seen = passes(&report_replayed, 0);
+    assert!(seen.iter().all(|(_, p, n)| *p == 1 && *n == 1), "{seen:?}");
+    assert_eq!(report["totals"][0]["figures"]["pass"]["passed"], 0);
+    // A question the recording does not hold: the error names it and the nearest.
+    let t30002 = recordings.join("t-30002-draft--baseline--1.jsonl");
+    let servers = json!({"mcpServers": {"support": {"replay": t30002}},
+                         "gatehouse": {"allow": ["support__get_ticket", "support__search_knowledge"]}});
+    let config = write(dir.path(), "replayed.json", &servers);
+    let ran = run(
+        &[
+            "ask",
+            "Draft a reply to ticket T-30001",
+            "--config",
+            &config,
+        ],
+        &[],
+    );
+    assert!(
+        ran.stdout.contains(
+            "the recording holds no tools/call {\"arguments\":{\"ticket_id\":\"T-30001\"},\"name\":\"get_ticket\"}; \
+             the nearest recorded request is tools/call {\"arguments\":{\"ticket_id\":\"T-30002\"},\"name\":\"get_ticket\"}"
+        ),
+        "{}",
+        ran.stdout
+    );
+}
+
+#[test]
+fn the_reference_suite_is_made_from_the_servers_data_and_its_variants_are_told_apart() {
+    // evals/reference.yaml is what evals/make_reference.py makes of crates/servers/data.
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("evals");
+    std::fs::create_dir_all(&copy).unwrap();
+    std::fs::copy(
+        repo_root().join("evals/make_reference.py"),
+        copy.join("make_reference.py"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(repo_root().join("crates"), dir.path().join("crates")).unwrap();
+    let made = std::process::Command::new("python3")
+        .arg(copy.join("make_reference.py"))
+        .status()
+        .expect("python3 runs the generator");
+    assert!(made.success());
+    let shipped = std::fs::read_to_string(repo_root().join("evals/reference.yaml")).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(copy.join("reference.yaml")).unwrap(),
+        shipped
+    );
+    let suite = repo_root().join("evals/reference.yaml");
+    let (ran, report) = eval(suite.to_str().unwrap(), &[]);
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    let rates: Vec<(u64, bool)> = report["totals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let told = t["against_first"]["telling"].as_bool().unwrap_or(true);
+            (t["figures"]["pass"]["passed"].as_u64().unwrap(), told)
+        })
+        .collect();
+    // Every task passes on the baseline; asking before a ticket is read fails the twenty
+    // ticket tasks (nobody answers), one model call fails every task that needs a second.
+    assert_eq!(rates, [(50, true), (30, true), (20, true)]);
+}

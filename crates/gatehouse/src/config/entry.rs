@@ -24,6 +24,7 @@ const ENTRY_KEYS: &[&str] = &[
     "enabledTools",
     "disabledTools",
     "alwaysLoad",
+    "replay",
 ];
 
 /// The transports a servers file may name in `type`.
@@ -89,6 +90,14 @@ pub(super) fn server_spec(
         None => entry.contains_key("url") && !entry.contains_key("command"),
     };
     let tools = tools::rules(entry)?;
+    if let Some(file) = entry.get("replay") {
+        return Ok(ServerSpec {
+            name: name.into(),
+            transport: replay_transport(name, file, entry, vars)?,
+            tools,
+            entry_digest,
+        });
+    }
     if is_http {
         let transport = http_transport(name, entry, vars, warnings)?;
         return Ok(ServerSpec {
@@ -98,6 +107,16 @@ pub(super) fn server_spec(
             entry_digest,
         });
     }
+    Ok(ServerSpec {
+        name: name.into(),
+        transport: stdio_transport(entry, vars)?,
+        tools,
+        entry_digest,
+    })
+}
+
+/// A stdio entry: its command, arguments, environment and folder, substituted and checked.
+fn stdio_transport(entry: &Map<String, Value>, vars: &Variables) -> Result<Transport, String> {
     let command = match entry.get("command") {
         Some(Value::String(c)) if !c.trim().is_empty() => vars.expand(c)?,
         Some(_) => return Err("\"command\" must be a non-empty string".into()),
@@ -124,18 +143,39 @@ pub(super) fn server_spec(
         Some(Value::String(c)) => Some(PathBuf::from(vars.expand(c)?)),
         Some(_) => return Err("\"cwd\" must be a string".into()),
     };
-    let pass = env_pass(entry)?;
-    Ok(ServerSpec {
-        name: name.into(),
-        transport: Transport::Stdio {
-            command,
-            args,
-            env,
-            cwd,
-            pass,
-        },
-        tools,
-        entry_digest,
+    Ok(Transport::Stdio {
+        command,
+        args,
+        env,
+        cwd,
+        pass: env_pass(entry)?,
+    })
+}
+
+/// A `"replay": "FILE"` entry: this program's `replay FILE --server NAME` on stdio, which
+/// answers from a recording made with `--record` (no network, no server installed). The
+/// program is the running one, so the recording is played by the same build that reads it.
+fn replay_transport(
+    name: &str,
+    file: &Value,
+    entry: &Map<String, Value>,
+    vars: &Variables,
+) -> Result<Transport, String> {
+    if entry.contains_key("command") || entry.contains_key("url") {
+        return Err("\"replay\" plays a recording instead of a server: give it without \"command\" or \"url\"".into());
+    }
+    let file = match file {
+        Value::String(f) if !f.trim().is_empty() => vars.expand(f)?,
+        _ => return Err("\"replay\" must name a recording (a file --record wrote)".into()),
+    };
+    let program = std::env::current_exe()
+        .map_err(|e| format!("\"replay\" needs this program's own path: {e}"))?;
+    Ok(Transport::Stdio {
+        command: program.to_string_lossy().into_owned(),
+        args: vec!["replay".into(), file, "--server".into(), name.into()],
+        env: strings("env", entry.get("env"), vars)?,
+        cwd: None,
+        pass: env_pass(entry)?,
     })
 }
 

@@ -35,6 +35,11 @@ pub type BuiltIn = Box<dyn Fn(&Path) -> Result<Value, String> + Send + Sync>;
 /// Reads a variable by name.
 pub type Variables = Box<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
+/// Wraps an attempt's observer in one that also records its run (the argument: the
+/// recording's file stem, `TASK--VARIANT--N`).
+pub type Recorder =
+    Box<dyn Fn(&str, Arc<dyn Observer>) -> Result<Arc<dyn Observer>, String> + Send + Sync>;
+
 /// What an eval needs of the program that runs it.
 pub struct Setting {
     /// The built-in servers file for an attempt whose own folder is the argument.
@@ -43,6 +48,55 @@ pub struct Setting {
     pub system_prompt: String,
     /// Reads a variable a model spec needs (`OPENAI_API_KEY`, …).
     pub variable: Variables,
+    /// Record each attempt's messages (`--record DIR`).
+    pub record: Option<Recorder>,
+    /// Play each attempt's servers from the recordings in this folder (`--replay DIR`):
+    /// `TASK--VARIANT--N.jsonl`, else the first run's, `TASK--VARIANT--1.jsonl`.
+    pub replay: Option<std::path::PathBuf>,
+}
+
+/// The file stem of an attempt's recording: `TASK--VARIANT--N`, every character but
+/// letters, digits, `.`, `_` and `-` written `_`.
+pub fn recording_stem(task: &str, variant: &str, number: u32) -> String {
+    let safe = |s: &str| -> String {
+        s.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    };
+    format!("{}--{}--{number}", safe(task), safe(variant))
+}
+
+/// The recording an attempt replays from `dir`: its own run's, else the first run's.
+fn recording_for(
+    dir: &Path,
+    task: &Task,
+    variant: &Variant,
+    number: u32,
+) -> Result<std::path::PathBuf, String> {
+    let own = dir.join(format!(
+        "{}.jsonl",
+        recording_stem(&task.id, &variant.name, number)
+    ));
+    if own.exists() {
+        return Ok(own);
+    }
+    let first = dir.join(format!(
+        "{}.jsonl",
+        recording_stem(&task.id, &variant.name, 1)
+    ));
+    if first.exists() {
+        return Ok(first);
+    }
+    Err(format!(
+        "no recording of this task and variant: {} (made by eval --record)",
+        own.display()
+    ))
 }
 
 /// One proposal of the run, as the host and its ledger saw it.
@@ -141,7 +195,7 @@ pub async fn attempt(
     dir: &Path,
     setting: &Setting,
 ) -> Attempt {
-    let run = match run(task, variant, dir, setting).await {
+    let run = match run(task, variant, number, dir, setting).await {
         Ok(run) => run,
         Err(why) => Run {
             failed: Some(why),
@@ -173,6 +227,7 @@ pub async fn attempt(
 pub fn config_for(
     task: &Task,
     variant: &Variant,
+    number: u32,
     dir: &Path,
     setting: &Setting,
 ) -> Result<Config, String> {
@@ -186,6 +241,14 @@ pub fn config_for(
     let Value::Object(top) = &mut doc else {
         return Err(format!("{source}: the file must hold a JSON object"));
     };
+    if let (Some(recordings), Some(Value::Object(servers))) =
+        (&setting.replay, top.get_mut("mcpServers"))
+    {
+        let file = recording_for(recordings, task, variant, number)?;
+        for entry in servers.values_mut() {
+            *entry = replayed(entry, &file);
+        }
+    }
     if let Some(Value::Object(servers)) = top.get_mut("mcpServers") {
         for entry in servers.values_mut().filter(|e| e.get("command").is_some()) {
             let env = entry
@@ -218,8 +281,14 @@ pub fn config_for(
     Ok(config)
 }
 
-async fn run(task: &Task, variant: &Variant, dir: &Path, setting: &Setting) -> Result<Run, String> {
-    let config = config_for(task, variant, dir, setting)?;
+async fn run(
+    task: &Task,
+    variant: &Variant,
+    number: u32,
+    dir: &Path,
+    setting: &Setting,
+) -> Result<Run, String> {
+    let config = config_for(task, variant, number, dir, setting)?;
     let spec = variant.model.as_deref().unwrap_or(&task.model);
     let mut inner = model::from_spec_with(spec, &*setting.variable)?;
     let mut lens = Lens::new(inner.as_mut(), &variant.descriptions);
@@ -229,7 +298,14 @@ async fn run(task: &Task, variant: &Variant, dir: &Path, setting: &Setting) -> R
     let collector = Arc::new(Collector::default());
     let person = Arc::new(EvalPerson::new(task.answers.clone()));
     let started = Instant::now();
-    let host = Host::start_in(&config, person.clone(), Trace::new(collector.clone()), None).await;
+    let observer: Arc<dyn Observer> = match &setting.record {
+        Some(record) => record(
+            &recording_stem(&task.id, &variant.name, number),
+            collector.clone(),
+        )?,
+        None => collector.clone(),
+    };
+    let host = Host::start_in(&config, person.clone(), Trace::new(observer), None).await;
     let mut run = Run::default();
     let mut conversation: Vec<Message> = Vec::new();
     for question in &task.turns {
@@ -313,4 +389,17 @@ fn ledger_lines(path: &Path) -> Vec<Value> {
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect()
+}
+
+/// A server's entry played from `file` instead: its tool filters kept (they are the
+/// person's), everything that started or reached the server dropped.
+fn replayed(entry: &Value, file: &Path) -> Value {
+    let mut out = serde_json::Map::new();
+    out.insert("replay".into(), json!(file));
+    for key in ["enabledTools", "disabledTools", "alwaysLoad"] {
+        if let Some(v) = entry.get(key) {
+            out.insert(key.into(), v.clone());
+        }
+    }
+    Value::Object(out)
 }
