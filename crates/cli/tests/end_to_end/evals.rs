@@ -369,3 +369,55 @@ fn the_reference_suite_is_made_from_the_servers_data_and_its_variants_are_told_a
     // ticket tasks (nobody answers), one model call fails every task that needs a second.
     assert_eq!(rates, [(50, true), (30, true), (20, true)]);
 }
+
+#[test]
+fn a_suite_recorded_against_server_everything_replays_without_it() {
+    use crate::interop_peers::{node, npm_server};
+    let dir = tempfile::tempdir().unwrap();
+    let decisions = json!([
+        {"tool_calls": [{"name": "everything__echo", "arguments": {"message": "from the suite"}}]},
+        {"tool_calls": [{"name": "everything__get-sum", "arguments": {"a": 2, "b": 3}}]},
+        {"answer": "done"}
+    ]);
+    let model = playback(dir.path(), decisions);
+    let live = servers_file(
+        dir.path(),
+        json!({"everything": stdio_server(&node(), &[&npm_server("everything")])}),
+        json!({"allow": ["everything__echo", "everything__get-sum"], "toolTimeoutMs": 60000}),
+    );
+    let suite_for = |servers: &str, name: &str| {
+        let doc = json!({"servers": servers, "model": model, "repeat": 2, "tasks": [
+            {"id": "echo-and-sum", "question": "echo, then add",
+             "checks": [{"called": "everything__echo",
+                         "where": [{"pointer": "/message", "equals": "from the suite"}]},
+                        {"called": "everything__get-sum", "times": 1},
+                        {"world": {"call": "everything__get-sum", "arguments": {"a": 20, "b": 22},
+                                   "contains": "42"}}]}]});
+        write(dir.path(), name, &doc)
+    };
+    let recordings = dir.path().join("recordings");
+    let (ran, report) = eval(
+        &suite_for(&live, "live.json"),
+        &["--record", recordings.to_str().unwrap()],
+    );
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    assert_eq!(
+        passes(&report, 0),
+        [("echo-and-sum".into(), 2, 2)],
+        "{report:#}"
+    );
+    // The same entry with a program that does not exist: only the recordings answer.
+    let gone = servers_file(
+        dir.path(),
+        json!({"everything": stdio_server("/nonexistent/node", &[&npm_server("everything")])}),
+        json!({"allow": ["everything__echo", "everything__get-sum"], "toolTimeoutMs": 60000}),
+    );
+    let suite = suite_for(&gone, "replayed.json");
+    let (ran, report) = eval(&suite, &["--replay", recordings.to_str().unwrap()]);
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    assert_eq!(
+        passes(&report, 0),
+        [("echo-and-sum".into(), 2, 2)],
+        "{report:#}"
+    );
+}
