@@ -573,7 +573,8 @@ pub struct EvalArgs {
     #[arg(short, long)]
     pub quiet: bool,
     /// Record every attempt's messages in DIR, one `TASK--VARIANT--N.jsonl` each (as
-    /// `ask --record` writes), for `--replay` and the lab's explorer.
+    /// `ask --record` writes), and the report beside them (`report.json`), for `--replay`
+    /// and the lab's explorer.
     #[arg(long, value_name = "DIR", conflicts_with = "replay")]
     pub record: Option<PathBuf>,
     /// Play every server from the recordings `--record DIR` made, instead of starting it:

@@ -50,6 +50,12 @@ pub async fn run(args: EvalArgs) -> anyhow::Result<u8> {
     if bar {
         eprint!("\r\x1b[2K");
     }
+    // Beside the recordings, the report they belong to.
+    if let Some(dir) = &args.record {
+        let path = dir.join("report.json");
+        std::fs::write(&path, serde_json::to_vec_pretty(&report)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
     if let Some(path) = &args.junit {
         std::fs::write(path, formats::junit(&report))
             .with_context(|| format!("writing {}", path.display()))?;

@@ -222,6 +222,20 @@ fn a_suite_with_a_mistake_is_refused_naming_the_task_and_the_key() {
         assert!(ran.stderr.contains(said), "{said}\n{}", ran.stderr);
         assert!(ran.stdout.is_empty(), "{}", ran.stdout);
     }
+    // A model endpoint that cannot be reached stops the run before any attempt.
+    let dead = json!({"model": "openai:m",
+                      "tasks": [{"id": "a", "question": "q", "checks": [{"calls": 1}]}]});
+    let path = suite(dir.path(), dead);
+    let ran = run(
+        &["eval", &path],
+        &[
+            ("OPENAI_BASE_URL", "http://127.0.0.1:1/v1"),
+            ("OPENAI_API_KEY", ""),
+        ],
+    );
+    assert_eq!(ran.status, 2, "{}", ran.stderr);
+    assert!(ran.stderr.contains("model openai:m: "), "{}", ran.stderr);
+    assert!(ran.stdout.is_empty(), "{}", ran.stdout);
     // YAML is read as JSON is, its own mistakes said with the line.
     let yaml = dir.path().join("suite.yaml");
     std::fs::write(&yaml, "tasks:\n  - id: a\n    question: [unclosed\n").unwrap();
@@ -279,8 +293,24 @@ fn the_seeds_suite_replays_from_its_recordings_with_no_server_able_to_start() {
         &["--record", recordings.to_str().unwrap()],
     );
     assert_eq!(ran.status, 0, "{}", ran.stderr);
-    let recorded = std::fs::read_dir(&recordings).unwrap().count();
+    let recorded = std::fs::read_dir(&recordings)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "jsonl")
+        })
+        .count();
     assert_eq!(recorded, 10, "one recording per task");
+    let beside: Value =
+        serde_json::from_str(&std::fs::read_to_string(recordings.join("report.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        beside["suite"], "seeds",
+        "the report is kept beside its recordings"
+    );
     // The same suite on the built-in servers file with a program that does not exist:
     // played back, every task still passes (the INC-4100 form's two rounds included).
     let nowhere =

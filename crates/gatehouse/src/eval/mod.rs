@@ -38,6 +38,7 @@ pub async fn run_suite(
     scratch: &Path,
     mut progress: impl FnMut(Progress<'_>),
 ) -> Result<Report, String> {
+    preflight(suite, setting).await?;
     let started = std::time::Instant::now();
     let total = suite.tasks.len() * suite.variants.len() * suite.repeat as usize;
     let mut attempts = Vec::with_capacity(total);
@@ -61,4 +62,28 @@ pub async fn run_suite(
         &attempts,
         started.elapsed().as_secs_f64(),
     ))
+}
+
+/// Every model the suite names, made and checked once before any attempt (endpoint
+/// reachable, key accepted): a dead endpoint stops the run at once with its reason, rather
+/// than failing every attempt alike.
+async fn preflight(suite: &Suite, setting: &Setting) -> Result<(), String> {
+    let mut specs: Vec<&str> = Vec::new();
+    for task in &suite.tasks {
+        for variant in &suite.variants {
+            let spec = variant.model.as_deref().unwrap_or(&task.model);
+            if !specs.contains(&spec) {
+                specs.push(spec);
+            }
+        }
+    }
+    for spec in specs {
+        let mut model = crate::model::from_spec_with(spec, &*setting.variable)
+            .map_err(|e| format!("model {spec}: {e}"))?;
+        model
+            .preflight()
+            .await
+            .map_err(|e| format!("model {spec}: {e}"))?;
+    }
+    Ok(())
 }

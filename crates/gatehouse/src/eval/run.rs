@@ -22,7 +22,7 @@ use super::{
 use crate::{
     config::{Config, Identity, read_document},
     host::Host,
-    model::{self, Message, Model},
+    model::{self, Message},
     trace::{Observer, Outcome, Step, ToolEvent, Trace},
 };
 
@@ -291,10 +291,8 @@ async fn run(
     let config = config_for(task, variant, number, dir, setting)?;
     let spec = variant.model.as_deref().unwrap_or(&task.model);
     let mut inner = model::from_spec_with(spec, &*setting.variable)?;
+    // Checked once for the whole suite (`eval::run_suite`), not per attempt.
     let mut lens = Lens::new(inner.as_mut(), &variant.descriptions);
-    lens.preflight()
-        .await
-        .map_err(|e| format!("model {spec}: {e}"))?;
     let collector = Arc::new(Collector::default());
     let person = Arc::new(EvalPerson::new(task.answers.clone()));
     let started = Instant::now();
