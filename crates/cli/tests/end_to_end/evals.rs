@@ -451,3 +451,59 @@ fn a_suite_recorded_against_server_everything_replays_without_it() {
         "{report:#}"
     );
 }
+
+#[test]
+fn a_call_the_server_ran_as_a_task_replays_from_its_recording() {
+    // The orders server runs export_report as a task: the call, then tasks/get until it
+    // completes. Played back, the polls are answered in the recorded order, the last again.
+    let dir = tempfile::tempdir().unwrap();
+    let model = playback(
+        dir.path(),
+        json!([{"tool_calls": [{"name": "orders__export_report", "arguments": {"rows": 20000}}]},
+               {"answer": "exported"}]),
+    );
+    let recording = dir.path().join("task.jsonl");
+    let ask = |config: &str| {
+        run(
+            &[
+                "ask",
+                "export",
+                "--config",
+                config,
+                "--model",
+                &model,
+                "--json",
+                "--record",
+                recording.to_str().unwrap(),
+            ],
+            &[("HOST_TASK_WAIT", "60")],
+        )
+    };
+    let live = ask("builtin");
+    assert_eq!(live.status, 0, "{}", live.stderr);
+    let kept = dir.path().join("kept.jsonl");
+    std::fs::rename(&recording, &kept).unwrap();
+    let servers = json!({"mcpServers": {"orders": {"replay": kept}},
+                         "gatehouse": {"allow": ["orders__export_report"]}});
+    let config = write(dir.path(), "replayed.json", &servers);
+    let replayed = ask(&config);
+    assert_eq!(replayed.status, 0, "{}", replayed.stderr);
+    let steps = |ran: &Ran| -> Vec<String> {
+        let run: Value = serde_json::from_str(&ran.stdout).unwrap();
+        run["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["text"].as_str().unwrap_or("").to_owned())
+            .filter(|t| t.contains("completed") || t.starts_with("runs the call as task"))
+            .collect()
+    };
+    let (live_steps, replayed_steps) = (steps(&live), steps(&replayed));
+    assert!(
+        live_steps
+            .iter()
+            .any(|s| s.contains("completed: 20000 of 20000 rows")),
+        "{live_steps:?}"
+    );
+    assert_eq!(replayed_steps, live_steps);
+}
