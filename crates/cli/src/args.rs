@@ -602,6 +602,11 @@ pub struct LabArgs {
     /// No model: tools are run by hand from the manual panel.
     #[arg(long)]
     pub manual: bool,
+    /// Show an eval's report (its Eval tab), from a folder `gatehouse eval --record DIR`
+    /// wrote: the tasks and variants, and each failed check, whose run opens in the
+    /// explorer.
+    #[arg(long, value_name = "DIR")]
+    pub eval: Option<PathBuf>,
 }
 
 /// `gatehouse policy …`: the person's rules at work.

@@ -658,8 +658,8 @@ function fillTools() {
 // ---------------------------------------------------------------------------------------
 function showTab(name) {
   for (const b of document.querySelectorAll(".tabs button")) b.setAttribute("aria-selected", String(b.dataset.tab === name));
-  for (const tab of ["conversation", "manual", "explorer"]) $(`tab-${tab}`).hidden = tab !== name;
-  $("main").classList.toggle("wide", name === "explorer");
+  for (const tab of ["conversation", "manual", "explorer", "eval"]) $(`tab-${tab}`).hidden = tab !== name;
+  $("main").classList.toggle("wide", name === "explorer" || name === "eval");
   if (name === "explorer") refreshRecordings();
 }
 for (const b of document.querySelectorAll(".tabs button")) b.addEventListener("click", () => showTab(b.dataset.tab));
@@ -787,6 +787,51 @@ document.addEventListener("keydown", (ev) => {
 });
 
 // ---------------------------------------------------------------------------------------
+// An eval's report (`gatehouse lab --eval DIR`): variants, tasks, failed checks
+// ---------------------------------------------------------------------------------------
+const pct = (x) => `${Math.round(x * 100)}%`;
+const rateText = (r) => `${r.passed}/${r.runs} ${pct(r.rate)} [${pct(r.low)}–${pct(r.high)}]`;
+
+function tableRows(table, head, rows) {
+  table.tHead.replaceChildren(el("tr", {}, ...head.map((h) => el("th", { text: h }))));
+  table.tBodies[0].replaceChildren(...rows.map((cells) => el("tr", {}, ...cells.map((c) => el("td", { text: c })))));
+}
+
+async function loadEval() {
+  const r = await api("api/eval");
+  if (!r.ok) return;
+  const report = r.body;
+  $("eval-tab").hidden = false;
+  $("eval-title").textContent =
+    `${report.suite}: ${report.tasks.length} task(s) × ${report.variants.length} variant(s) × ${report.repeat} run(s)`;
+  tableRows($("eval-totals"), ["variant", "pass rate [95%]", "model calls", "tokens", "definition bytes/call", "ms", "against the first"],
+    report.totals.map((t) => [t.variant, rateText(t.figures.pass), t.figures.model_calls.toFixed(1), Math.round(t.figures.tokens),
+      Math.round(t.figures.definition_bytes_per_call), Math.round(t.figures.ms),
+      t.against_first ? `${Math.round(t.against_first.difference * 100)} points: ${t.against_first.telling ? "told from chance" : "chance could explain it"}` : ""]));
+  tableRows($("eval-tasks"), ["task", ...report.variants],
+    report.tasks.map((t) => [t.task, ...t.variants.map((f) => rateText(f.pass))]));
+  const items = [];
+  for (const a of report.failed) {
+    for (const [check, why] of a.failures) {
+      items.push(el("li", {},
+        el("button", { type: "button", class: "link", "data-recording": a.recording, onclick: () => openAttempt(a.recording),
+          text: `${a.task} (${a.variant}, run ${a.number}), check ${check}` }),
+        el("span", { text: `: ${why}` })));
+    }
+  }
+  $("eval-failed").replaceChildren(...(items.length ? items : [el("li", { class: "muted", text: "Every check held." })]));
+}
+
+/** One attempt's recording in the explorer. */
+async function openAttempt(stem) {
+  const r = await api(`api/eval/recordings/${encodeURIComponent(stem)}`);
+  if (!r.ok) { $("ex-note").textContent = `cannot load the run ${stem}`; return; }
+  ex.source = `file:eval run ${stem}`;
+  showTab("explorer");
+  openLines(parseLines(r.body));
+}
+
+// ---------------------------------------------------------------------------------------
 // Start
 // ---------------------------------------------------------------------------------------
 async function start() {
@@ -804,5 +849,6 @@ async function start() {
     showTab("manual");
   }
   connect();
+  if (r.body.eval) loadEval();
 }
 start();

@@ -11,9 +11,11 @@
 //! - [`person`]: the person at the browser ([`gatehouse::person::Person`]).
 //! - [`events`]: the observer that turns the host's work into events for the page.
 //! - [`record`]: recordings of every message, for the explorer and `--record`.
+//! - [`eval_view`]: an eval's report and its runs' recordings (`--eval DIR`).
 //!
 //! The page (`assets/lab`) is built into the binary; nothing is fetched from elsewhere.
 
+pub mod eval_view;
 pub mod events;
 pub mod person;
 pub mod record;
@@ -29,6 +31,11 @@ use crate::args::LabArgs;
 
 /// Start the host and serve the lab until Ctrl-C.
 pub async fn run(args: LabArgs) -> anyhow::Result<()> {
+    // An eval's folder is checked before anything starts.
+    let eval = match &args.eval {
+        Some(dir) => Some(eval_view::EvalDir::open(dir)?),
+        None => None,
+    };
     let config = crate::load_config(&args.host, true)?;
     let model = if args.manual {
         None
@@ -59,6 +66,7 @@ pub async fn run(args: LabArgs) -> anyhow::Result<()> {
             lab: lab.clone(),
             token: token.clone(),
             closing: closing.clone(),
+            eval: eval.map(Arc::new),
         },
         server::Guard {
             token: token.clone(),

@@ -111,6 +111,8 @@ pub struct AppState {
     pub token: String,
     /// Ends every event stream when the lab shuts down.
     pub closing: CancellationToken,
+    /// The eval shown in the Eval tab (`--eval DIR`).
+    pub eval: Option<Arc<super::eval_view::EvalDir>>,
 }
 
 /// The lab's routes behind the guard.
@@ -133,6 +135,8 @@ pub fn router(state: AppState, guard_state: Guard) -> Router {
         .route("/api/prompts/{id}", post(answer))
         .route("/api/recordings", get(recordings))
         .route("/api/recordings/{turn}", get(recording))
+        .route("/api/eval", get(eval_report))
+        .route("/api/eval/recordings/{stem}", get(eval_recording))
         .fallback(|| async { error(StatusCode::NOT_FOUND, "no such page in the lab") })
         .with_state(state)
         .layer(middleware::from_fn_with_state(guard_state, guard))
@@ -194,6 +198,7 @@ async fn state_view(State(s): State<AppState>) -> Response {
         "busy": lab.is_busy(),
         "session_id": lab.host.session_id(),
         "tools": lab.tools().await,
+        "eval": s.eval.is_some(),
     }))
     .into_response()
 }
@@ -279,6 +284,36 @@ async fn recording(State(s): State<AppState>, Path(turn): Path<String>) -> Respo
             StatusCode::NOT_FOUND,
             format!("no recording of turn {turn}"),
         ),
+    }
+}
+
+/// The eval's report, as `eval --json` prints it.
+async fn eval_report(State(s): State<AppState>) -> Response {
+    match &s.eval {
+        Some(eval) => (
+            [(header::CONTENT_TYPE, "application/json")],
+            Body::from(eval.report.clone()),
+        )
+            .into_response(),
+        None => error(
+            StatusCode::NOT_FOUND,
+            "no eval in this lab: start it with --eval DIR",
+        ),
+    }
+}
+
+/// One attempt's recording, by its stem: only a file of the eval's folder is ever read.
+async fn eval_recording(State(s): State<AppState>, Path(stem): Path<String>) -> Response {
+    let Some(eval) = &s.eval else {
+        return error(StatusCode::NOT_FOUND, "no eval in this lab");
+    };
+    match eval.recording(&stem) {
+        Ok(text) => (
+            [(header::CONTENT_TYPE, "application/x-ndjson; charset=utf-8")],
+            Body::from(text),
+        )
+            .into_response(),
+        Err(why) => error(StatusCode::NOT_FOUND, why),
     }
 }
 

@@ -1,7 +1,8 @@
 //! The lab in a real browser: starts `gatehouse lab --port 0` (the real binary, real
 //! servers), then runs `node tests/browser/lab.mjs <url>`, which drives Debian's Chromium
-//! with playwright-core as a person would (see that script for every check). Screenshots
-//! land in `target/lab-screenshots/`.
+//! with playwright-core as a person would (see that script for every check), and
+//! `tests/browser/lab_eval.mjs` on a lab showing an eval (`--eval DIR`). Screenshots land
+//! in `target/lab-screenshots/` and `target/lab-eval-screenshots/`.
 //!
 //! Node, Chromium and playwright-core are required: without them this test fails and says
 //! how to install them (`scripts/install-test-peers.sh`). It never skips.
@@ -91,4 +92,43 @@ fn the_lab_works_in_a_real_browser() {
         started.elapsed().as_secs_f64(),
         shots.display()
     );
+}
+
+/// An eval's report in the lab's Eval tab, and a failed check's run opened in the explorer.
+#[test]
+fn the_lab_shows_an_eval_and_opens_a_failed_checks_run_in_the_explorer() {
+    let root = repo_root();
+    require_peers(&root);
+    let dir = tempfile::tempdir().unwrap();
+    let suite = json!({"name": "lab-eval", "tasks": [
+        {"id": "draft", "question": "Draft a reply to ticket T-30002",
+         "checks": [{"answerContains": "Hi Hugo"}]},
+        {"id": "order", "question": "When will A-1002 arrive?",
+         "checks": [{"answerContains": "a sentence no answer has"}]}],
+        "variants": [{"name": "baseline"}, {"name": "one-call", "maxSteps": 1}]});
+    let suite = common::write(dir.path(), "suite.json", &suite);
+    let recordings = dir.path().join("recordings");
+    let ran = common::run(
+        &[
+            "eval",
+            &suite,
+            "-q",
+            "--record",
+            recordings.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    let lab = common::serve::lab(&[
+        "--config",
+        "builtin",
+        "--eval",
+        recordings.to_str().unwrap(),
+    ]);
+    let shots = screenshots(&root, "lab-eval-screenshots");
+    let args = [lab.url.as_str(), "order", shots.to_str().unwrap()];
+    let ran = common::browser::run_script(&root, "lab_eval.mjs", &args);
+    drop(lab);
+    assert_eq!(ran.status, 0, "screenshots in {}", shots.display());
+    assert!(ran.stdout.contains("all checks passed"));
 }

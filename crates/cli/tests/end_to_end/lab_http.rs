@@ -526,3 +526,76 @@ fn stop_in_the_lab_cancels_a_running_task_with_tasks_cancel() {
     // The server's task ended cancelled (its line may come after the turn's end).
     lab.events_until(leg_ended(&id, "cancelled"));
 }
+
+/// `--eval DIR`: the report as written, and a recording only by a name the folder holds;
+/// a folder with no report is refused before the lab starts.
+#[test]
+fn an_eval_folder_is_served_by_its_own_names_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let recordings = dir.path().join("recordings");
+    let seeds = common::repo_root().join("evals/seeds.yaml");
+    let ran = common::run(
+        &[
+            "eval",
+            seeds.to_str().unwrap(),
+            "-q",
+            "--record",
+            recordings.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    std::fs::write(
+        dir.path().join("secret.jsonl"),
+        "{\"not\": \"the eval's\"}\n",
+    )
+    .unwrap();
+    let lab = Lab::start(&[
+        "--config",
+        "builtin",
+        "--eval",
+        recordings.to_str().unwrap(),
+    ]);
+    let (status, body) = lab.ours("GET", "/api/eval", "");
+    assert_eq!(status, 200, "{body}");
+    let report = json_of(&body);
+    assert_eq!(report["suite"], "seeds");
+    assert_eq!(report["tasks"].as_array().unwrap().len(), 10);
+    let (status, body) = lab.ours("GET", "/api/eval/recordings/t-30002-draft--baseline--1", "");
+    assert_eq!(status, 200);
+    let first: Value =
+        serde_json::from_str(body.lines().next().unwrap_or("")).unwrap_or(Value::Null);
+    assert!(first.get("direction").is_some(), "{body}");
+    for stem in [
+        "..%2Fsecret",
+        "report",
+        "%2Fetc%2Fpasswd",
+        "t-30002-draft--baseline--9",
+    ] {
+        let (status, body) = lab.ours("GET", &format!("/api/eval/recordings/{stem}"), "");
+        assert_eq!(status, 404, "{stem}: {body}");
+    }
+    // Without the token, nothing.
+    let (status, _) = lab.request("GET", "/api/eval", &[("Host", lab.host())], "");
+    assert_eq!(status, 403);
+    // A folder without a report is refused at start, with what to run.
+    let ran = common::run(
+        &[
+            "lab",
+            "--port",
+            "0",
+            "--config",
+            "builtin",
+            "--eval",
+            dir.path().to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(ran.status, 2, "{}", ran.stderr);
+    assert!(
+        ran.stderr
+            .contains("holds no eval report: write one with gatehouse eval SUITE --record"),
+        "{}",
+        ran.stderr
+    );
+}

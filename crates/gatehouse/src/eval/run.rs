@@ -161,6 +161,8 @@ pub struct Attempt {
     pub variant: String,
     /// Its number, from 1.
     pub number: u32,
+    /// Its recording's file stem (`TASK--VARIANT--N`), under `eval --record DIR`.
+    pub recording: String,
     /// How many passed.
     pub passed: bool,
     /// Each failed check: its index and why.
@@ -214,6 +216,7 @@ pub async fn attempt(
     Attempt {
         task: task.id.clone(),
         variant: variant.name.clone(),
+        recording: recording_stem(&task.id, &variant.name, number),
         number,
         passed: failures.is_empty(),
         failures,
