@@ -507,3 +507,41 @@ fn a_call_the_server_ran_as_a_task_replays_from_its_recording() {
     );
     assert_eq!(replayed_steps, live_steps);
 }
+
+#[test]
+fn the_shipped_server_everything_recording_replays_with_no_node_and_no_npm() {
+    // evals/everything/recordings was made against server-everything 2026.8.31 through
+    // npx; played back with a PATH that finds neither node nor npx, the suite passes.
+    let root = repo_root();
+    let suite = root.join("evals/everything/suite.yaml");
+    let recordings = root.join("evals/everything/recordings");
+    let ran = run(
+        &[
+            "eval",
+            suite.to_str().unwrap(),
+            "--json",
+            "--replay",
+            recordings.to_str().unwrap(),
+        ],
+        &[("PATH", "/nonexistent")],
+    );
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    let report: Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(
+        passes(&report, 0),
+        [("echo-and-sum".into(), 1, 1)],
+        "{report:#}"
+    );
+    // Without the recordings, the same suite cannot even start its server.
+    let ran = run(
+        &["eval", suite.to_str().unwrap(), "--json"],
+        &[("PATH", "/nonexistent")],
+    );
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    let report: Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(
+        passes(&report, 0),
+        [("echo-and-sum".into(), 0, 1)],
+        "{report:#}"
+    );
+}

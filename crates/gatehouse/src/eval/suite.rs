@@ -175,7 +175,7 @@ impl Suite {
             user: text_or(doc, "user", "the suite", "usr-sam")?,
             tenant: text_or(doc, "tenant", "the suite", "larkfield")?,
             servers: servers(doc.get("servers"), dir, "the suite")?,
-            model: text_or(doc, "model", "the suite", "scripted")?,
+            model: model_spec(text_or(doc, "model", "the suite", "scripted")?, dir),
             settings: Map::new(),
             answers: Answers::default(),
             checks: Vec::new(),
@@ -271,7 +271,10 @@ impl Task {
                 None => defaults.servers.clone(),
                 some => servers(some, dir, &at)?,
             },
-            model: text_or(map, "model", &at, &defaults.model)?,
+            model: match map.get("model") {
+                None => defaults.model.clone(),
+                Some(_) => model_spec(text_or(map, "model", &at, "")?, dir),
+            },
             settings: match map.get("settings") {
                 None => Map::new(),
                 Some(v) => object(v, &format!("{at}: \"settings\""))?.clone(),
@@ -406,6 +409,16 @@ fn servers(value: Option<&Value>, dir: &Path, at: &str) -> Result<Servers, Strin
         Some(_) => Err(format!(
             "{at}: \"servers\" must be \"builtin\" or a servers file's path"
         )),
+    }
+}
+
+/// A model spec as written, a `playback:FILE` read from the suite's folder when relative.
+fn model_spec(spec: String, dir: &Path) -> String {
+    match spec.strip_prefix("playback:") {
+        Some(file) if Path::new(file).is_relative() => {
+            format!("playback:{}", dir.join(file).display())
+        }
+        _ => spec,
     }
 }
 
