@@ -8,11 +8,7 @@
 //! again. A request the recording does not hold is answered with an error that names it
 //! and the nearest recorded one. No network, no server installed: only the file.
 
-use std::{
-    collections::HashMap,
-    io::{BufRead, Read, Write},
-    path::Path,
-};
+use std::{collections::HashMap, path::Path};
 
 use serde_json::{Value, json};
 
@@ -25,12 +21,38 @@ const COMPARED_CHARS: usize = 2_000;
 /// JSON-RPC error code of a request the recording does not hold.
 pub const NOT_RECORDED: i64 = -32601;
 
-/// One recorded answer: what the server sent while the request was in flight, then the
+/// Something the server did while a request was in flight.
+#[derive(Debug, Clone)]
+enum Step {
+    /// A notification it sent (progress, a log message).
+    Notify(Value),
+    /// A request of its own to the client (an older revision's `elicitation/create`,
+    /// `roots/list`, `sampling/createMessage`) and the client's recorded answer to it
+    /// (its `result` or `error`).
+    Ask { request: Value, answer: Value },
+}
+
+/// One recorded answer: what the server did while the request was in flight, then the
 /// answer itself (a result or an error, without its id).
 #[derive(Debug, Clone)]
 struct Answer {
-    notifications: Vec<Value>,
+    steps: Vec<Step>,
     reply: Value,
+}
+
+/// What the replayer does for a request, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Out {
+    /// Send this message.
+    Send(Value),
+    /// Ask the client this (its id is the replayer's to give) and go on only if its
+    /// answer is `answer`, as recorded.
+    Ask {
+        /// The server's request.
+        request: Value,
+        /// The client's recorded answer: `{"result": …}` or `{"error": …}`.
+        answer: Value,
+    },
 }
 
 /// A server's recorded answers, by request.
@@ -115,9 +137,9 @@ impl Recording {
                 continue;
             }
             let id = &message["id"];
-            let mut notifications = Vec::new();
+            let mut steps = Vec::new();
             let mut reply = None;
-            for later in &mine[at + 1..] {
+            for (j, later) in mine.iter().enumerate().skip(at + 1) {
                 let m = &later["message"];
                 if later["direction"] != "from_server" {
                     continue;
@@ -126,10 +148,19 @@ impl Recording {
                     reply = Some(m.clone());
                     break;
                 }
+                if m.get("method").is_some() && m.get("id").is_some() {
+                    if owner(&mine, j) == Some(at) {
+                        steps.push(Step::Ask {
+                            request: m.clone(),
+                            answer: client_answer(&mine[j + 1..], &m["id"]),
+                        });
+                    }
+                    continue;
+                }
                 let token = m["params"]["progressToken"].clone();
                 let ours = message["params"]["_meta"]["progressToken"] == token;
-                if m.get("id").is_none() && m.get("method").is_some() && (ours || token.is_null()) {
-                    notifications.push(m.clone());
+                if m.get("method").is_some() && (ours || token.is_null()) {
+                    steps.push(Step::Notify(m.clone()));
                 }
             }
             let Some(mut reply) = reply else { continue };
@@ -141,39 +172,45 @@ impl Recording {
                 recording.keys.push(key);
                 (Vec::new(), 0)
             });
-            entry.0.push(Answer {
-                notifications,
-                reply,
-            });
+            entry.0.push(Answer { steps, reply });
         }
         recording
     }
 
-    /// What to send for `request`: notifications, then its answer (under its id).
-    pub fn answer(&mut self, request: &Value) -> Vec<Value> {
+    /// What to do for `request`: the server's notifications and its own requests as they
+    /// came, then its answer (under the request's id).
+    pub fn answer(&mut self, request: &Value) -> Vec<Out> {
         let id = request["id"].clone();
         let key = key_of(request);
         let Some((answers, given)) = self.answers.get_mut(&key) else {
-            return vec![self.not_recorded(&key, id)];
+            return vec![Out::Send(self.not_recorded(&key, id))];
         };
         let answer = &answers[(*given).min(answers.len() - 1)];
         *given += 1;
         let token = request["params"]["_meta"]["progressToken"].clone();
-        let mut out: Vec<Value> = answer
-            .notifications
+        let mut out: Vec<Out> = answer
+            .steps
             .iter()
-            .filter(|n| !token.is_null() || n["params"]["progressToken"].is_null())
-            .map(|n| {
-                let mut n = n.clone();
-                if !token.is_null() && n["params"].get("progressToken").is_some() {
-                    n["params"]["progressToken"] = token.clone();
+            .filter_map(|step| match step {
+                Step::Ask { request, answer } => Some(Out::Ask {
+                    request: request.clone(),
+                    answer: answer.clone(),
+                }),
+                Step::Notify(n) if token.is_null() && !n["params"]["progressToken"].is_null() => {
+                    None
                 }
-                n
+                Step::Notify(n) => {
+                    let mut n = n.clone();
+                    if !token.is_null() && n["params"].get("progressToken").is_some() {
+                        n["params"]["progressToken"] = token.clone();
+                    }
+                    Some(Out::Send(n))
+                }
             })
             .collect();
         let mut reply = answer.reply.clone();
         reply["id"] = id;
-        out.push(reply);
+        out.push(Out::Send(reply));
         out
     }
 
@@ -197,6 +234,46 @@ impl Recording {
     }
 }
 
+/// The request in flight that a server's own request at `at` belongs to: the latest
+/// client request before it whose answer had not been sent yet.
+fn owner(mine: &[&Value], at: usize) -> Option<usize> {
+    (0..at).rev().find(|&i| {
+        let m = &mine[i]["message"];
+        mine[i]["direction"] == "to_server"
+            && m.get("method").is_some()
+            && m.get("id").is_some()
+            && !mine[i + 1..at].iter().any(|r| {
+                r["direction"] == "from_server"
+                    && r["message"].get("method").is_none()
+                    && r["message"]["id"] == m["id"]
+            })
+    })
+}
+
+/// The client's recorded answer to the server's request `id`: `{"result"}` or `{"error"}`.
+fn client_answer(after: &[&Value], id: &Value) -> Value {
+    after
+        .iter()
+        .map(|r| &r["message"])
+        .find(|m| m.get("method").is_none() && &m["id"] == id)
+        .map(outcome)
+        .unwrap_or(Value::Null)
+}
+
+/// A response's outcome: its `result` (less `_meta`) or its `error`.
+pub fn outcome(response: &Value) -> Value {
+    match response.get("result") {
+        Some(result) => {
+            let mut result = sorted(result);
+            if let Value::Object(r) = &mut result {
+                r.remove("_meta");
+            }
+            json!({"result": result})
+        }
+        None => json!({"error": response.get("error").cloned().unwrap_or(Value::Null)}),
+    }
+}
+
 /// A request's key as said in an error: one line, cut to 300 characters.
 fn gatehouse_text(key: &str) -> String {
     let line: String = key.chars().filter(|c| !c.is_control()).take(300).collect();
@@ -207,38 +284,8 @@ fn gatehouse_text(key: &str) -> String {
     }
 }
 
-/// Serve `recording` on stdin and stdout (newline-delimited JSON-RPC) until stdin ends.
-pub fn serve(mut recording: Recording) -> std::io::Result<()> {
-    let stdin = std::io::stdin();
-    let mut input = stdin.lock();
-    let mut out = std::io::stdout().lock();
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        let n = Read::by_ref(&mut input)
-            .take(MAX_REQUEST_BYTES as u64 + 1)
-            .read_until(b'\n', &mut line)?;
-        if n == 0 {
-            return Ok(());
-        }
-        if line.len() > MAX_REQUEST_BYTES {
-            eprintln!("replay: a message longer than {MAX_REQUEST_BYTES} bytes; stopping");
-            return Ok(());
-        }
-        let Ok(message) = serde_json::from_slice::<Value>(&line) else {
-            continue;
-        };
-        // Notifications and the client's answers need no answer.
-        if message.get("method").is_none() || message.get("id").is_none() {
-            continue;
-        }
-        for reply in recording.answer(&message) {
-            serde_json::to_writer(&mut out, &reply)?;
-            out.write_all(b"\n")?;
-        }
-        out.flush()?;
-    }
-}
+mod wire;
+pub use wire::{serve, serve_on};
 
 #[cfg(test)]
 mod tests {
@@ -246,6 +293,83 @@ mod tests {
 
     fn record(direction: &str, message: Value) -> Value {
         json!({"server": "s", "direction": direction, "message": message})
+    }
+
+    /// The messages sent for `request` (a recording with no questions of its own).
+    fn sent(recording: &mut Recording, request: &Value) -> Vec<Value> {
+        recording
+            .answer(request)
+            .into_iter()
+            .map(|o| match o {
+                Out::Send(v) => v,
+                Out::Ask { .. } => panic!("no question recorded"),
+            })
+            .collect()
+    }
+
+    /// The lines `serve_on` writes for these lines of input.
+    fn served(recording: Recording, input: &[Value]) -> Vec<Value> {
+        let text: String = input.iter().map(|v| format!("{v}\n")).collect();
+        let mut out = Vec::new();
+        serve_on(recording, text.as_bytes(), &mut out).unwrap();
+        String::from_utf8(out)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn a_servers_own_question_is_asked_again_and_the_call_goes_on_only_on_the_recorded_answer() {
+        let call = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+            "params": {"name": "pick_color", "arguments": {}}});
+        let question = json!({"jsonrpc": "2.0", "id": 0, "method": "elicitation/create",
+            "params": {"message": "Which color?"}});
+        let records = [
+            record("to_server", call.clone()),
+            record("from_server", question),
+            record(
+                "to_server",
+                json!({"jsonrpc": "2.0", "id": 0,
+                "result": {"action": "accept", "content": {"color": "blue"}}}),
+            ),
+            record(
+                "from_server",
+                json!({"jsonrpc": "2.0", "id": 4,
+                "result": {"content": [{"type": "text", "text": "the user picked blue"}]}}),
+            ),
+        ];
+        let answer = |color: &str| {
+            json!({"jsonrpc": "2.0", "id": "replay-1",
+            "result": {"content": {"color": color}, "action": "accept"}})
+        };
+        let listed = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list", "params": {}});
+        // The same answer (its keys in another order): the recorded result. A request
+        // that came while the question waited is answered after it.
+        let out = served(
+            Recording::from_records(&records, "s"),
+            &[call.clone(), listed.clone(), answer("blue")],
+        );
+        assert_eq!(out[0]["method"], "elicitation/create");
+        assert_eq!(out[0]["id"], "replay-1");
+        assert_eq!(out[1]["id"], 4);
+        assert_eq!(
+            out[1]["result"]["content"][0]["text"],
+            "the user picked blue"
+        );
+        assert_eq!(out[2]["id"], 9);
+        assert_eq!(out[2]["error"]["code"], NOT_RECORDED);
+        // Another answer: an error that says so, not the recorded result.
+        let out = served(
+            Recording::from_records(&records, "s"),
+            &[call, answer("red")],
+        );
+        let said = out[1]["error"]["message"].as_str().unwrap();
+        assert!(
+            said.contains("answered the server's elicitation/create otherwise than the recording"),
+            "{said}"
+        );
+        assert!(said.contains("red") && said.contains("blue"), "{said}");
     }
 
     #[test]
@@ -269,7 +393,7 @@ mod tests {
         let mut recording = Recording::from_records(&records, "s");
         let asked = json!({"jsonrpc": "2.0", "id": "abc", "method": "tools/call",
             "params": {"arguments": {"x": 1}, "name": "echo", "_meta": {"progressToken": "p9"}}});
-        let sent = recording.answer(&asked);
+        let sent = sent(&mut recording, &asked);
         assert_eq!(sent[0]["params"]["progressToken"], "p9");
         assert_eq!(
             sent[1],
@@ -277,13 +401,13 @@ mod tests {
         );
         // Asked again: the last answer again.
         assert_eq!(
-            recording.answer(&asked)[1]["result"],
+            self::sent(&mut recording, &asked)[1]["result"],
             json!({"content": []})
         );
         // Other arguments: an error naming the request and the nearest recorded one.
         let other = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
             "params": {"name": "echo", "arguments": {"x": 2}}});
-        let error = &recording.answer(&other)[0]["error"];
+        let error = &self::sent(&mut recording, &other)[0]["error"];
         assert_eq!(error["code"], NOT_RECORDED);
         let said = error["message"].as_str().unwrap();
         assert!(

@@ -545,3 +545,89 @@ fn the_shipped_server_everything_recording_replays_with_no_node_and_no_npm() {
         "{report:#}"
     );
 }
+
+#[test]
+fn an_older_servers_own_question_replays_and_another_answer_is_told() {
+    // The Python SDK's 2025-11-25 server asks with elicitation/create inside pick_color.
+    use crate::{
+        interop_foreign_servers::{Peer, serve},
+        interop_peers::Transport,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let legacy = serve(Peer::Legacy, Transport::Stdio, None);
+    let model = playback(
+        dir.path(),
+        json!([{"tool_calls": [{"name": "legacy__pick_color", "arguments": {}}]},
+               {"answer": "picked"}]),
+    );
+    let recording = dir.path().join("legacy.jsonl");
+    let settings = json!({"allow": ["legacy__pick_color"], "toolTimeoutMs": 60000});
+    let live = servers_file(
+        dir.path(),
+        json!({"legacy": legacy.entry}),
+        settings.clone(),
+    );
+    let ran = run(
+        &[
+            "ask",
+            "pick",
+            "-v",
+            "--config",
+            &live,
+            "--model",
+            &model,
+            "--answer",
+            "color=blue",
+            "--record",
+            recording.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    assert!(
+        ran.stdout.contains("the user picked blue"),
+        "{}",
+        ran.stdout
+    );
+    let replayed = servers_file(
+        dir.path(),
+        json!({"legacy": {"replay": recording}}),
+        settings,
+    );
+    let again = |color: &str| {
+        run(
+            &[
+                "ask",
+                "pick",
+                "-v",
+                "--config",
+                &replayed,
+                "--model",
+                &model,
+                "--answer",
+                &format!("color={color}"),
+            ],
+            &[],
+        )
+    };
+    let same = again("blue");
+    assert!(
+        same.stdout.contains("the user picked blue"),
+        "{}",
+        same.stdout
+    );
+    assert!(same.stdout.contains("legacy asks: Which color?"), "{}", same.stdout);
+    let other = again("red");
+    assert!(
+        other
+            .stdout
+            .contains("answered the server's elicitation/create otherwise than the recording"),
+        "{}",
+        other.stdout
+    );
+    assert!(
+        !other.stdout.contains("the user picked"),
+        "{}",
+        other.stdout
+    );
+}
