@@ -616,7 +616,11 @@ fn an_older_servers_own_question_replays_and_another_answer_is_told() {
         "{}",
         same.stdout
     );
-    assert!(same.stdout.contains("legacy asks: Which color?"), "{}", same.stdout);
+    assert!(
+        same.stdout.contains("legacy asks: Which color?"),
+        "{}",
+        same.stdout
+    );
     let other = again("red");
     assert!(
         other

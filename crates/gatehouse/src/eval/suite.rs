@@ -486,3 +486,40 @@ pub(super) fn known_keys(map: &Map<String, Value>, known: &[&str], at: &str) -> 
         None => Ok(()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A YAML "billion laughs": ten aliases of ten, twelve deep, refused by the parser's
+    /// budget before it grows, with what was breached.
+    #[test]
+    fn a_yaml_bomb_is_refused_by_the_budget_not_expanded() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut lines = vec![r#"a: &a ["x","x","x","x","x","x","x","x","x","x"]"#.to_owned()];
+        let names: Vec<char> = ('a'..='l').collect();
+        for w in names.windows(2) {
+            let (prev, name) = (w[0], w[1]);
+            let refs = vec![format!("*{prev}"); 10].join(",");
+            lines.push(format!("{name}: &{name} [{refs}]"));
+        }
+        lines.push("tasks: [{id: t, turns: *l, checks: [{calls: 1}]}]".into());
+        let path = dir.path().join("bomb.yaml");
+        std::fs::write(&path, lines.join("\n")).unwrap();
+        let started = std::time::Instant::now();
+        let err = Suite::load(&path).unwrap_err();
+        assert!(err.contains("budget"), "{err}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(30));
+    }
+
+    #[test]
+    fn a_relative_playback_model_is_read_from_the_suites_folder() {
+        let doc = serde_json::json!({"model": "playback:model.json",
+            "tasks": [{"id": "t", "question": "q", "checks": [{"calls": 1}],
+                       "model": "playback:/abs/m.json"},
+                      {"id": "u", "question": "q", "checks": [{"calls": 1}]}]});
+        let suite = Suite::from_value(&doc, "s", Path::new("/suites")).unwrap();
+        assert_eq!(suite.tasks[0].model, "playback:/abs/m.json");
+        assert_eq!(suite.tasks[1].model, "playback:/suites/model.json");
+    }
+}
