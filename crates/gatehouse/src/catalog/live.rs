@@ -4,7 +4,7 @@
 //! whose definition changed is flagged, so the person is asked before its next call.
 
 use std::{
-    collections::HashMap,
+    collections::{BTreeMap, HashMap},
     sync::{Arc, Mutex, RwLock, RwLockReadGuard},
 };
 
@@ -49,6 +49,9 @@ pub struct Live {
     rules: HashMap<String, ToolRules>,
     /// The catalog's search index, built by the first search and dropped on a rebuild.
     index: Mutex<Option<Arc<ToolIndex>>>,
+    /// Descriptions the model reads instead of the servers' (an eval's variant), kept so
+    /// a rebuilt catalog reads them too.
+    described: Mutex<BTreeMap<String, String>>,
 }
 
 impl Live {
@@ -79,6 +82,7 @@ impl Live {
             offers_resources,
             rules,
             index: Mutex::new(None),
+            described: Mutex::new(BTreeMap::new()),
         }
     }
 
@@ -127,6 +131,14 @@ impl Live {
         let unknown = write(&self.catalog).retain_only(names);
         *lock(&self.index) = None;
         unknown
+    }
+
+    /// From now on the model and `search_tools` read `instead` (tool name → description)
+    /// in place of the servers' descriptions; the policy still judges the servers' own.
+    pub fn describe_as(&self, instead: &BTreeMap<String, String>) {
+        *lock(&self.described) = instead.clone();
+        write(&self.catalog).describe(instead);
+        *lock(&self.index) = None;
     }
 
     /// The person approved a call to a changed tool: its new definition is the one decided on.
@@ -199,6 +211,8 @@ impl Live {
                 json!({"tool": name, "decision": "changed"}),
             );
         }
+        let mut rebuilt = rebuilt;
+        rebuilt.describe(&lock(&self.described));
         *write(&self.catalog) = rebuilt;
         *lock(&self.index) = None;
         true

@@ -33,6 +33,7 @@ pub mod offer;
 pub mod search;
 pub mod words;
 
+mod described;
 #[cfg(test)]
 mod tests;
 
@@ -64,6 +65,10 @@ pub struct CatalogTool {
     /// The tool changed (description, schemas or annotations) after the host decided to
     /// run it without asking: the person is asked before its next call.
     pub changed: bool,
+    /// A description put in place of the server's for the model and `search_tools` (an
+    /// eval's variant, [`Catalog::describe`]); never for the policy: the digest is of the
+    /// server's own definition.
+    pub described: Option<Arc<str>>,
     /// The digest of its definition ([`CatalogTool::definition_digest`]), made on first
     /// use: every proposal's ledger line needs it, and serialising the schemas for each
     /// call was a third of the host's own time per call. Shared by clones, since a
@@ -403,6 +408,7 @@ impl Catalog {
                 output,
                 always_load: false,
                 changed: false,
+                described: None,
                 digest: Arc::default(),
             }),
             Err(reason) => {
@@ -433,6 +439,7 @@ impl Catalog {
             output: None,
             always_load: true,
             changed: false,
+            described: None,
             digest: Arc::default(),
         });
         self.request_bytes = OnceLock::new();
@@ -454,6 +461,7 @@ impl Catalog {
                 output: None,
                 always_load: false,
                 changed: false,
+                described: None,
                 digest: Arc::default(),
             });
         }
@@ -565,13 +573,9 @@ impl CatalogTool {
     pub fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: self.name.clone(),
-            description: format!(
-                "[{}] {}",
-                self.origin.label(),
-                self.tool.description.as_deref().unwrap_or("")
-            )
-            .trim_end()
-            .to_owned(),
+            description: format!("[{}] {}", self.origin.label(), self.description())
+                .trim_end()
+                .to_owned(),
             parameters: self.tool.input_schema.clone(),
             strict: false,
         }

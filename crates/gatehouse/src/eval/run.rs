@@ -295,7 +295,7 @@ async fn run(
     let spec = variant.model.as_deref().unwrap_or(&task.model);
     let mut inner = model::from_spec_with(spec, &*setting.variable)?;
     // Checked once for the whole suite (`eval::run_suite`), not per attempt.
-    let mut lens = Lens::new(inner.as_mut(), &variant.descriptions);
+    let mut lens = Lens::new(inner.as_mut());
     let collector = Arc::new(Collector::default());
     let person = Arc::new(EvalPerson::new(task.answers.clone()));
     let started = Instant::now();
@@ -307,6 +307,9 @@ async fn run(
         None => collector.clone(),
     };
     let host = Host::start_in(&config, person.clone(), Trace::new(observer), None).await;
+    if !variant.descriptions.is_empty() {
+        host.live().describe_as(&variant.descriptions);
+    }
     let mut run = Run::default();
     let mut conversation: Vec<Message> = Vec::new();
     for question in &task.turns {
