@@ -635,3 +635,22 @@ fn an_older_servers_own_question_replays_and_another_answer_is_told() {
         other.stdout
     );
 }
+
+#[test]
+fn a_suite_that_names_no_model_runs_the_servers_files_as_ask_would() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = playback(
+        dir.path(),
+        json!([{"answer": "the servers file's model answered"}]),
+    );
+    let servers =
+        gatehouse_servers::built_in::servers_file(&gatehouse_servers::built_in::launcher(&exe()));
+    let mut servers = servers;
+    servers["gatehouse"]["model"] = json!(model);
+    let file = write(dir.path(), "servers.json", &servers);
+    let doc = json!({"servers": file, "tasks": [{"id": "t", "question": "anything",
+        "checks": [{"answerContains": "the servers file's model answered"}]}]});
+    let (ran, report) = eval(&suite(dir.path(), doc), &[]);
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    assert_eq!(passes(&report, 0), [("t".into(), 1, 1)], "{report:#}");
+}

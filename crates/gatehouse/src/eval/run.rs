@@ -292,7 +292,12 @@ async fn run(
     setting: &Setting,
 ) -> Result<Run, String> {
     let config = config_for(task, variant, number, dir, setting)?;
-    let spec = variant.model.as_deref().unwrap_or(&task.model);
+    let spec = variant
+        .model
+        .as_deref()
+        .or(task.model.as_deref())
+        .or(config.settings.model.as_deref())
+        .unwrap_or("scripted");
     let mut inner = model::from_spec_with(spec, &*setting.variable)?;
     // Checked once for the whole suite (`eval::run_suite`), not per attempt.
     let mut lens = Lens::new(inner.as_mut());

@@ -93,7 +93,8 @@ pub struct Task {
     /// The servers.
     pub servers: Servers,
     /// The model (`scripted`, `playback:FILE`, `openai:MODEL`); a variant may change it.
-    pub model: String,
+    /// Unnamed, the servers file's `model`, else `scripted`, as for `ask`.
+    pub model: Option<String>,
     /// Settings put over the servers file's `gatehouse` object for this task (`allow`,
     /// `rules`, …), read as the servers file reads them; a variant's go over these.
     pub settings: Map<String, Value>,
@@ -175,7 +176,10 @@ impl Suite {
             user: text_or(doc, "user", "the suite", "usr-sam")?,
             tenant: text_or(doc, "tenant", "the suite", "larkfield")?,
             servers: servers(doc.get("servers"), dir, "the suite")?,
-            model: model_spec(text_or(doc, "model", "the suite", "scripted")?, dir),
+            model: match doc.get("model") {
+                None => None,
+                Some(_) => Some(model_spec(text_or(doc, "model", "the suite", "")?, dir)),
+            },
             settings: Map::new(),
             answers: Answers::default(),
             checks: Vec::new(),
@@ -273,7 +277,7 @@ impl Task {
             },
             model: match map.get("model") {
                 None => defaults.model.clone(),
-                Some(_) => model_spec(text_or(map, "model", &at, "")?, dir),
+                Some(_) => Some(model_spec(text_or(map, "model", &at, "")?, dir)),
             },
             settings: match map.get("settings") {
                 None => Map::new(),
@@ -519,7 +523,13 @@ mod tests {
                        "model": "playback:/abs/m.json"},
                       {"id": "u", "question": "q", "checks": [{"calls": 1}]}]});
         let suite = Suite::from_value(&doc, "s", Path::new("/suites")).unwrap();
-        assert_eq!(suite.tasks[0].model, "playback:/abs/m.json");
-        assert_eq!(suite.tasks[1].model, "playback:/suites/model.json");
+        assert_eq!(
+            suite.tasks[0].model.as_deref(),
+            Some("playback:/abs/m.json")
+        );
+        assert_eq!(
+            suite.tasks[1].model.as_deref(),
+            Some("playback:/suites/model.json")
+        );
     }
 }
