@@ -337,12 +337,14 @@ fn the_seeds_suite_replays_from_its_recordings_with_no_server_able_to_start() {
     let seen = passes(&report_replayed, 0);
     assert!(seen.iter().all(|(_, p, n)| *p == 1 && *n == 1), "{seen:?}");
     assert_eq!(report["totals"][0]["figures"]["pass"]["passed"], 0);
-    // A question the recording does not hold: the error names it and the nearest.
-    let t30002 = recordings.join("t-30002-draft--baseline--1.jsonl");
-    let servers = json!({"mcpServers": {"support": {"replay": t30002}},
+    // A question the recording does not hold: the error names it and the nearest. The
+    // recording is named relative to the servers file, which is read from another folder.
+    let servers = json!({"mcpServers": {"support": {"replay": "recordings/t-30002-draft--baseline--1.jsonl"}},
                          "gatehouse": {"allow": ["support__get_ticket", "support__search_knowledge"]}});
     let config = write(dir.path(), "replayed.json", &servers);
-    let ran = run(
+    let elsewhere = tempfile::tempdir().unwrap();
+    let ran = run_in(
+        elsewhere.path(),
         &[
             "ask",
             "Draft a reply to ticket T-30001",

@@ -152,6 +152,22 @@ fn stdio_transport(entry: &Map<String, Value>, vars: &Variables) -> Result<Trans
     })
 }
 
+/// Each entry's relative `"replay"` path read from `dir`, the servers file's folder (a
+/// path that starts with a variable is left for the variables to make).
+pub(super) fn anchor_replays(doc: &mut Value, dir: &std::path::Path) {
+    let Some(Value::Object(servers)) = doc.get_mut("mcpServers") else {
+        return;
+    };
+    for entry in servers.values_mut() {
+        if let Some(Value::String(file)) = entry.get_mut("replay")
+            && !file.starts_with('$')
+            && std::path::Path::new(file.as_str()).is_relative()
+        {
+            *file = dir.join(&*file).to_string_lossy().into_owned();
+        }
+    }
+}
+
 /// A `"replay": "FILE"` entry: this program's `replay FILE --server NAME` on stdio, which
 /// answers from a recording made with `--record` (no network, no server installed). The
 /// program is the running one, so the recording is played by the same build that reads it.

@@ -269,7 +269,12 @@ pub fn read_document(path: &Path) -> Result<Value, ConfigError> {
     let text = read_text(path)?.ok_or_else(|| ConfigError::Missing {
         path: shown.clone(),
     })?;
-    serde_json::from_str(&text).map_err(|e| ConfigError::syntax(&shown, &e))
+    let mut value: Value =
+        serde_json::from_str(&text).map_err(|e| ConfigError::syntax(&shown, &e))?;
+    if let Some(dir) = path.parent() {
+        entry::anchor_replays(&mut value, dir);
+    }
+    Ok(value)
 }
 
 impl Config {
