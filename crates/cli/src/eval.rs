@@ -33,7 +33,7 @@ pub async fn run(args: EvalArgs) -> anyhow::Result<u8> {
             .with_context(|| format!("the recordings' folder {}", dir.display()))?;
     }
     let setting = Setting {
-        built_in: Box::new(built_in_for),
+        built_in: built_in_for(crate::built_in_file()?),
         system_prompt: crate::DEFAULT_SYSTEM_PROMPT.into(),
         variable: Box::new(crate::harden::variable),
         record: args.record.clone().map(recorder),
@@ -86,17 +86,20 @@ fn recorder(dir: std::path::PathBuf) -> eval::run::Recorder {
     })
 }
 
-/// The built-in servers, their tickets kept in the attempt's own folder.
-fn built_in_for(dir: &Path) -> Result<Value, String> {
-    let mut file = crate::built_in_file().map_err(|e| e.to_string())?;
-    let db = dir.join("tickets.db");
-    if let Some(Value::Object(env)) = file.pointer_mut("/mcpServers/tickets/env") {
-        env.insert(
-            gatehouse_servers::tickets::ENV_DB.into(),
-            Value::String(db.to_string_lossy().into_owned()),
-        );
-    }
-    Ok(file)
+/// The built-in servers (`file`, made once), their tickets kept in each attempt's own
+/// folder.
+fn built_in_for(file: Value) -> eval::run::BuiltIn {
+    Box::new(move |dir: &Path| {
+        let mut file = file.clone();
+        let db = dir.join("tickets.db");
+        if let Some(Value::Object(env)) = file.pointer_mut("/mcpServers/tickets/env") {
+            env.insert(
+                gatehouse_servers::tickets::ENV_DB.into(),
+                Value::String(db.to_string_lossy().into_owned()),
+            );
+        }
+        Ok(file)
+    })
 }
 
 /// One line, drawn again in place: attempts done, and the last one's verdict.

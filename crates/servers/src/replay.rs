@@ -17,7 +17,10 @@ pub const MAX_RECORDING_BYTES: u64 = 256 << 20;
 /// Longest line read from the client, in bytes.
 pub const MAX_REQUEST_BYTES: usize = 16 << 20;
 /// How much of a request's text the nearest match compares, in characters.
-const COMPARED_CHARS: usize = 2_000;
+/// (Levenshtein is quadratic in it: 300 characters are 90,000 steps a candidate.)
+const COMPARED_CHARS: usize = 300;
+/// Most recorded requests the nearest match compares, those of the same method first.
+const MAX_COMPARED: usize = 1_000;
 /// JSON-RPC error code of a request the recording does not hold.
 pub const NOT_RECORDED: i64 = -32601;
 
@@ -38,6 +41,17 @@ enum Step {
 struct Answer {
     steps: Vec<Step>,
     reply: Value,
+}
+
+/// A client request of the recording not answered yet, as it is read.
+struct Open {
+    /// Its place in the recording: answers keep the order their requests came in.
+    seq: usize,
+    key: String,
+    id: Value,
+    /// Its progress token (`null` when it has none).
+    token: Value,
+    steps: Vec<Step>,
 }
 
 /// What the replayer does for a request, in order.
@@ -121,58 +135,80 @@ impl Recording {
         Ok(recording)
     }
 
-    /// The answers in `records` (the recording's lines) of server `server`.
+    /// The answers in `records` (the recording's lines) of server `server`, in one pass:
+    /// each client request is open until the server answers it; what the server sends
+    /// meanwhile goes to the open requests it belongs to (a notification by its progress
+    /// token, or to all when it has none; a question of its own to the latest one).
     pub fn from_records(records: &[Value], server: &str) -> Recording {
-        let mine: Vec<&Value> = records
-            .iter()
-            .filter(|r| r["server"] == server && r["direction"] != "stderr")
-            .collect();
-        let mut recording = Recording::default();
-        for (at, record) in mine.iter().enumerate() {
-            let message = &record["message"];
-            let is_request = record["direction"] == "to_server"
-                && message.get("method").is_some()
-                && message.get("id").is_some();
-            if !is_request {
+        let mut open: Vec<Open> = Vec::new();
+        let mut done: Vec<(usize, String, Answer)> = Vec::new();
+        for (seq, record) in records.iter().enumerate() {
+            if record["server"] != server {
                 continue;
             }
-            let id = &message["id"];
-            let mut steps = Vec::new();
-            let mut reply = None;
-            for (j, later) in mine.iter().enumerate().skip(at + 1) {
-                let m = &later["message"];
-                if later["direction"] != "from_server" {
-                    continue;
+            let m = &record["message"];
+            let (method, id) = (m.get("method").is_some(), m.get("id").is_some());
+            match (record["direction"].as_str(), method, id) {
+                (Some("to_server"), true, true) => open.push(Open {
+                    seq,
+                    key: key_of(m),
+                    id: m["id"].clone(),
+                    token: m["params"]["_meta"]["progressToken"].clone(),
+                    steps: Vec::new(),
+                }),
+                // The client's answer to the server's own question.
+                (Some("to_server"), false, true) => {
+                    let asked = open.iter_mut().rev().flat_map(|o| o.steps.iter_mut());
+                    for step in asked {
+                        if let Step::Ask { request, answer } = step
+                            && answer.is_null()
+                            && request["id"] == m["id"]
+                        {
+                            *answer = outcome(m);
+                            break;
+                        }
+                    }
                 }
-                if m.get("method").is_none() && &m["id"] == id {
-                    reply = Some(m.clone());
-                    break;
+                (Some("from_server"), false, true) => {
+                    if let Some(at) = open.iter().position(|o| o.id == m["id"]) {
+                        let o = open.remove(at);
+                        let mut reply = m.clone();
+                        if let Value::Object(r) = &mut reply {
+                            r.remove("id");
+                        }
+                        let steps = o.steps;
+                        done.push((o.seq, o.key, Answer { steps, reply }));
+                    }
                 }
-                if m.get("method").is_some() && m.get("id").is_some() {
-                    if owner(&mine, j) == Some(at) {
-                        steps.push(Step::Ask {
+                (Some("from_server"), true, true) => {
+                    if let Some(latest) = open.last_mut() {
+                        latest.steps.push(Step::Ask {
                             request: m.clone(),
-                            answer: client_answer(&mine[j + 1..], &m["id"]),
+                            answer: Value::Null,
                         });
                     }
-                    continue;
                 }
-                let token = m["params"]["progressToken"].clone();
-                let ours = message["params"]["_meta"]["progressToken"] == token;
-                if m.get("method").is_some() && (ours || token.is_null()) {
-                    steps.push(Step::Notify(m.clone()));
+                (Some("from_server"), true, false) => {
+                    let token = &m["params"]["progressToken"];
+                    for o in open
+                        .iter_mut()
+                        .filter(|o| token.is_null() || &o.token == token)
+                    {
+                        o.steps.push(Step::Notify(m.clone()));
+                    }
                 }
+                _ => {}
             }
-            let Some(mut reply) = reply else { continue };
-            if let Value::Object(r) = &mut reply {
-                r.remove("id");
-            }
-            let key = key_of(message);
+        }
+        // Answers in the order their requests came, as a replay asks them.
+        done.sort_by_key(|(seq, _, _)| *seq);
+        let mut recording = Recording::default();
+        for (_, key, answer) in done {
             let entry = recording.answers.entry(key.clone()).or_insert_with(|| {
                 recording.keys.push(key);
                 (Vec::new(), 0)
             });
-            entry.0.push(Answer { steps, reply });
+            entry.0.push(answer);
         }
         recording
     }
@@ -217,47 +253,27 @@ impl Recording {
     fn not_recorded(&self, key: &str, id: Value) -> Value {
         let head = |k: &str| k.chars().take(COMPARED_CHARS).collect::<String>();
         let asked = head(key);
-        let nearest = self
-            .keys
-            .iter()
+        let method = |k: &str| k.split(' ').next().unwrap_or("").to_owned();
+        let same = |k: &&String| method(k) == method(key);
+        let candidates: Vec<&String> = if self.keys.iter().any(|k| same(&k)) {
+            self.keys.iter().filter(same).take(MAX_COMPARED).collect()
+        } else {
+            self.keys.iter().take(MAX_COMPARED).collect()
+        };
+        let nearest = candidates
+            .into_iter()
             .map(|k| (strsim::normalized_levenshtein(&asked, &head(k)), k))
             .max_by(|a, b| a.0.total_cmp(&b.0))
-            .map(|(_, k)| gatehouse_text(k))
+            .map(|(_, k)| one_line(k))
             .unwrap_or_default();
         json!({"jsonrpc": "2.0", "id": id, "error": {
             "code": NOT_RECORDED,
             "message": format!(
                 "the recording holds no {}; the nearest recorded request is {nearest}",
-                gatehouse_text(key)
+                one_line(key)
             ),
         }})
     }
-}
-
-/// The request in flight that a server's own request at `at` belongs to: the latest
-/// client request before it whose answer had not been sent yet.
-fn owner(mine: &[&Value], at: usize) -> Option<usize> {
-    (0..at).rev().find(|&i| {
-        let m = &mine[i]["message"];
-        mine[i]["direction"] == "to_server"
-            && m.get("method").is_some()
-            && m.get("id").is_some()
-            && !mine[i + 1..at].iter().any(|r| {
-                r["direction"] == "from_server"
-                    && r["message"].get("method").is_none()
-                    && r["message"]["id"] == m["id"]
-            })
-    })
-}
-
-/// The client's recorded answer to the server's request `id`: `{"result"}` or `{"error"}`.
-fn client_answer(after: &[&Value], id: &Value) -> Value {
-    after
-        .iter()
-        .map(|r| &r["message"])
-        .find(|m| m.get("method").is_none() && &m["id"] == id)
-        .map(outcome)
-        .unwrap_or(Value::Null)
 }
 
 /// A response's outcome: its `result` (less `_meta`) or its `error`.
@@ -275,7 +291,7 @@ pub fn outcome(response: &Value) -> Value {
 }
 
 /// A request's key as said in an error: one line, cut to 300 characters.
-fn gatehouse_text(key: &str) -> String {
+fn one_line(key: &str) -> String {
     let line: String = key.chars().filter(|c| !c.is_control()).take(300).collect();
     if key.chars().count() > 300 {
         format!("{line}…")

@@ -340,7 +340,7 @@ async fn run(
         }
     }
     host.shutdown().await;
-    run.ledger = ledger_lines(&dir.join("ledger.jsonl"));
+    run.ledger = crate::ledger::read_entries(&dir.join("ledger.jsonl"))?;
     let events = std::mem::take(&mut *collector.events.lock().unwrap_or_else(|e| e.into_inner()));
     run.calls = calls_seen(&events, &run.ledger);
     let verdicts = commands(task, &run).await;
@@ -388,15 +388,6 @@ fn calls_seen(events: &[ToolEvent], ledger: &[Value]) -> Vec<CallSeen> {
                 by_person,
             }
         })
-        .collect()
-}
-
-/// The ledger's lines, as JSON; none when it was not written.
-fn ledger_lines(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
         .collect()
 }
 
