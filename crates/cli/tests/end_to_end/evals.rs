@@ -51,16 +51,16 @@ fn the_seeds_suite_passes_on_the_built_in_servers_each_run_in_a_world_of_its_own
     );
     assert_eq!(ran.status, 0, "{}\n{}", ran.stdout, ran.stderr);
     let seen = passes(&report, 0);
-    assert_eq!(seen.len(), 10, "{seen:?}");
+    assert_eq!(seen.len(), 11, "{seen:?}");
     assert!(seen.iter().all(|(_, p, n)| *p == 2 && *n == 2), "{seen:?}");
     // Both runs of the P1 task opened INC-4100, the only ticket of their world.
     assert!(seen.iter().any(|(t, _, _)| t == "inc-4100-p1"));
     let total = &report["totals"][0]["figures"];
-    assert_eq!(total["pass"]["passed"], 20);
+    assert_eq!(total["pass"]["passed"], 22);
     assert!(total["model_calls"].as_f64().unwrap() >= 2.0, "{total}");
     assert!(total["definition_bytes_per_call"].as_f64().unwrap() > 1000.0);
     let xml = std::fs::read_to_string(&junit).unwrap();
-    assert_eq!(xml.matches("<testcase ").count(), 10, "{xml}");
+    assert_eq!(xml.matches("<testcase ").count(), 11, "{xml}");
     assert!(xml.contains("failures=\"0\""), "{xml}");
     assert!(!xml.contains("<failure"), "{xml}");
 }
@@ -115,6 +115,70 @@ fn a_check_that_does_not_hold_fails_its_task_says_why_and_the_threshold_sets_the
         "{}",
         ran.stdout
     );
+}
+
+#[test]
+fn a_confirmed_round_sent_again_is_graded_by_what_the_server_made_of_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let question =
+        "who owns jump-prod-02? Open a ticket for it: brute force then a login from 203.0.113.77";
+    // Each expectation is the opposite of what the tickets server does, so each check
+    // must fail and say what the server answered.
+    let tasks = json!([
+        {"id": "opened", "question": question,
+         "answers": {"approve": "yes", "forms": {"priority": "P1"}},
+         "checks": [{"world": {"resend": "tickets__open_ticket", "isError": true}},
+                    {"world": {"resend": "tickets__open_ticket",
+                               "inputResponses": {"confirm": {"action": "decline"}}}},
+                    {"world": {"call": "tickets__list_tickets",
+                               "where": [{"pointer": "/result/total", "equals": 1}]}}]},
+        {"id": "nothing-asked", "question": "Draft a reply to ticket T-30002",
+         "checks": [{"world": {"resend": "tickets__open_ticket", "isError": true}}]}
+    ]);
+    let path = suite(dir.path(), json!({"tasks": tasks}));
+    let (ran, report) = eval(&path, &[]);
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    let failures: Vec<(u64, String)> = report["failed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|a| a["failures"].as_array().unwrap().clone())
+        .map(|f| (f[0].as_u64().unwrap(), f[1].as_str().unwrap().to_owned()))
+        .collect();
+    assert_eq!(failures.len(), 3, "{failures:?}");
+    // The same answer again gets the ticket it opened back; it opens no second one (the
+    // list still holds one ticket: check 2 passed).
+    assert_eq!(failures[0].0, 0);
+    assert!(
+        failures[0]
+            .1
+            .starts_with("tickets__open_ticket's answered round, sent again, succeeded:")
+            && failures[0].1.contains("INC-4100"),
+        "{failures:?}"
+    );
+    // Another answer with the used state is refused.
+    assert_eq!(failures[1].0, 1);
+    assert!(
+        failures[1]
+            .1
+            .contains("failed: this confirmation was already used"),
+        "{failures:?}"
+    );
+    // A run that never answered the server sent no round to send again.
+    assert_eq!(
+        failures[2],
+        (
+            0,
+            "the run sent no round of tickets__open_ticket that carried the server's requestState"
+                .into()
+        )
+    );
+    // A resend takes no arguments: they are the recorded round's.
+    let bad = json!({"tasks": [{"id": "x", "question": "q",
+        "checks": [{"world": {"resend": "tickets__open_ticket", "arguments": {}}}]}]});
+    let (ran, _) = eval(&suite(dir.path(), bad), &[]);
+    assert_eq!(ran.status, 2);
+    assert!(ran.stderr.contains("\"arguments\""), "{}", ran.stderr);
 }
 
 #[test]
@@ -303,7 +367,7 @@ fn the_seeds_suite_replays_from_its_recordings_with_no_server_able_to_start() {
                 .is_some_and(|x| x == "jsonl")
         })
         .count();
-    assert_eq!(recorded, 10, "one recording per task");
+    assert_eq!(recorded, 11, "one recording per task");
     let beside: Value =
         serde_json::from_str(&std::fs::read_to_string(recordings.join("report.json")).unwrap())
             .unwrap();

@@ -116,6 +116,12 @@ pub struct WorldCall {
     pub tool: String,
     /// Its arguments, a JSON object.
     pub arguments: Value,
+    /// Send the run's last answered round of the tool again, byte for byte, straight to
+    /// its server (`{"resend": TOOL}`, [`super::resend`]), instead of a call as the person.
+    pub resend: bool,
+    /// For a `resend`: answers sent in place of the recorded ones (`inputResponses`), the
+    /// state and arguments kept as recorded.
+    pub responses: Option<Value>,
     /// The result must be an error (`true`) or not (`false`, the default).
     pub is_error: bool,
     /// Text the result must hold.
@@ -269,18 +275,25 @@ impl Check {
 
 impl WorldCall {
     fn grade(&self, seen: &super::run::WorldSeen) -> Result<(), String> {
-        let tool = &self.tool;
+        if let Some(why) = &seen.not_sent {
+            return Err(why.clone());
+        }
+        let tool = if self.resend {
+            format!("{}'s answered round, sent again,", self.tool)
+        } else {
+            format!("{} after the run", self.tool)
+        };
         if seen.is_error != self.is_error {
             let was = if seen.is_error { "failed" } else { "succeeded" };
             return Err(format!(
-                "{tool} after the run {was}: {}",
+                "{tool} {was}: {}",
                 crate::text::clip(&seen.text, 300)
             ));
         }
         if let Some(t) = &self.contains
             && !seen.text.contains(t.as_str())
         {
-            return Err(format!("{tool} after the run did not return {t:?}"));
+            return Err(format!("{tool} did not return {t:?}"));
         }
         let result: Value = serde_json::from_str(&seen.text).unwrap_or(Value::Null);
         match self
@@ -288,7 +301,7 @@ impl WorldCall {
             .iter()
             .find(|c| c.holds(&result) != Holds::Yes)
         {
-            Some(c) => Err(format!("{tool} after the run: not {}", c.describe())),
+            Some(c) => Err(format!("{tool}: not {}", c.describe())),
             None => Ok(()),
         }
     }
@@ -327,6 +340,7 @@ fn decision(map: &Map<String, Value>, tool: &Value) -> Result<Check, String> {
 }
 
 const WORLD_CALL_KEYS: &[&str] = &["call", "arguments", "isError", "contains", "where"];
+const WORLD_RESEND_KEYS: &[&str] = &["resend", "inputResponses", "isError", "contains", "where"];
 
 fn world(value: &Value) -> Result<Check, String> {
     let Value::Object(map) = value else {
@@ -337,10 +351,20 @@ fn world(value: &Value) -> Result<Check, String> {
             .map(Check::WorldCommand)
             .map_err(|e| e.replace("\"hooks\".\"check\"", "\"world\""));
     }
-    known_keys(map, WORLD_CALL_KEYS, "\"world\"")?;
-    let tool = match map.get("call") {
+    let resend = map.contains_key("resend");
+    let keys = if resend {
+        WORLD_RESEND_KEYS
+    } else {
+        WORLD_CALL_KEYS
+    };
+    known_keys(map, keys, "\"world\"")?;
+    let tool = match map.get(if resend { "resend" } else { "call" }) {
         Some(Value::String(t)) if !t.is_empty() => t.clone(),
-        _ => return Err("\"world\" needs \"call\" (a tool) or \"command\"".into()),
+        _ => {
+            return Err(
+                "\"world\" needs \"call\" (a tool), \"resend\" (a tool) or \"command\"".into(),
+            );
+        }
     };
     let arguments = match map.get("arguments") {
         None => Value::Object(Map::new()),
@@ -356,9 +380,16 @@ fn world(value: &Value) -> Result<Check, String> {
         None => None,
         Some(v) => Some(text(v, "world\".\"contains")?),
     };
+    let responses = match map.get("inputResponses") {
+        None => None,
+        Some(r @ Value::Object(_)) => Some(r.clone()),
+        Some(_) => return Err("\"world\".\"inputResponses\" must be an object".into()),
+    };
     Ok(Check::WorldCall(WorldCall {
         tool,
         arguments,
+        resend,
+        responses,
         is_error,
         contains,
         conditions: conditions_of(map.get("where"))?,

@@ -11,6 +11,7 @@ pub mod formats;
 pub mod lens;
 pub mod person;
 pub mod report;
+pub mod resend;
 pub mod run;
 pub mod suite;
 

@@ -17,13 +17,14 @@ use super::{
     check::Check,
     lens::Lens,
     person::EvalPerson,
+    resend::{Rounds, resend},
     suite::{Servers, Task, Variant},
 };
 use crate::{
     config::{Config, Identity, read_document},
     host::Host,
     model::{self, Message},
-    trace::{Observer, Outcome, Step, ToolEvent, Trace},
+    trace::{Observer, Outcome, Step, ToolEvent, Trace, WireEvent},
 };
 
 /// The variable every stdio server of an attempt gets: a folder of the attempt's own,
@@ -123,6 +124,9 @@ pub struct WorldSeen {
     pub is_error: bool,
     /// The result as the model would read it.
     pub text: String,
+    /// Nothing could be sent (a `resend` with no answered round in the run): why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_sent: Option<String>,
 }
 
 /// One attempt's run.
@@ -171,10 +175,12 @@ pub struct Attempt {
     pub run: Run,
 }
 
-/// The `host.tool_call` records of a run, as they come.
+/// The `host.tool_call` records of a run, as they come, and (when a check sends one
+/// again) each tool's last answered round.
 #[derive(Default)]
 struct Collector {
     events: Mutex<Vec<ToolEvent>>,
+    rounds: Option<Rounds>,
 }
 
 impl Observer for Collector {
@@ -185,6 +191,14 @@ impl Observer for Collector {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(event.clone());
+    }
+    fn wants_wire(&self) -> bool {
+        self.rounds.is_some()
+    }
+    fn wire(&self, event: &WireEvent) {
+        if let Some(rounds) = &self.rounds {
+            rounds.see(event);
+        }
     }
 }
 
@@ -301,7 +315,14 @@ async fn run(
     let mut inner = model::from_spec_with(spec, &*setting.variable)?;
     // Checked once for the whole suite (`eval::run_suite`), not per attempt.
     let mut lens = Lens::new(inner.as_mut());
-    let collector = Arc::new(Collector::default());
+    let resends = task
+        .checks
+        .iter()
+        .any(|c| matches!(c, Check::WorldCall(w) if w.resend));
+    let collector = Arc::new(Collector {
+        rounds: resends.then(Rounds::default),
+        ..Collector::default()
+    });
     let person = Arc::new(EvalPerson::new(task.answers.clone()));
     let started = Instant::now();
     let observer: Arc<dyn Observer> = match &setting.record {
@@ -327,17 +348,27 @@ async fn run(
     run.definition_bytes = lens.definition_bytes;
     person.checking();
     for (i, check) in task.checks.iter().enumerate() {
-        if let Check::WorldCall(w) = check {
-            let called = host.call_by_person(&w.tool, &w.arguments.to_string()).await;
-            let is_error = !matches!(called.outcome, Outcome::Ok);
-            run.world.insert(
-                i,
+        let Check::WorldCall(w) = check else {
+            continue;
+        };
+        let seen = match &collector.rounds {
+            Some(rounds) if w.resend => resend(&host, &w.tool, w.responses.as_ref(), rounds)
+                .await
+                .unwrap_or_else(|why| WorldSeen {
+                    is_error: false,
+                    text: String::new(),
+                    not_sent: Some(why),
+                }),
+            _ => {
+                let called = host.call_by_person(&w.tool, &w.arguments.to_string()).await;
                 WorldSeen {
-                    is_error,
+                    is_error: !matches!(called.outcome, Outcome::Ok),
                     text: called.shown.text,
-                },
-            );
-        }
+                    not_sent: None,
+                }
+            }
+        };
+        run.world.insert(i, seen);
     }
     host.shutdown().await;
     run.ledger = crate::ledger::read_entries(&dir.join("ledger.jsonl"))?;
