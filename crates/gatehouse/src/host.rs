@@ -22,6 +22,7 @@ use crate::{
         late::{self, Late},
     },
     dispatch::Stopper,
+    flow::Flows,
     gate::{Gate, Keeper},
     person::Person,
     policy::{self, names},
@@ -55,6 +56,8 @@ pub struct Host {
     /// Servers of the file this start left out ([`Host::start_only`]): their tools are
     /// unknown, so no name of theirs is judged to name nothing.
     left_out: Vec<String>,
+    /// What entered the model's context in this session, labelled ([`crate::flow`]).
+    flows: Flows,
 }
 
 impl Host {
@@ -170,6 +173,7 @@ impl Host {
         let session_id = random_hex(16);
         let gate = gate(&trace);
         Host {
+            flows: Flows::default(),
             gate,
             connections,
             catalog,
@@ -312,6 +316,12 @@ impl Host {
     pub(crate) fn connections(&self) -> Vec<&Connection> {
         let late = self.late.iter().filter_map(|(l, _)| l.connection());
         self.connections.iter().chain(late).collect()
+    }
+
+    /// What entered the model's context in this session, labelled: where a proposal's
+    /// arguments came from.
+    pub fn flows(&self) -> &Flows {
+        &self.flows
     }
 
     /// The person, for the gate's approvals.

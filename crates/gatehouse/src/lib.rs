@@ -8,6 +8,8 @@
 //!   model sees them;
 //! - [`dialect`]: tool schemas in the JSON Schema each model provider accepts;
 //! - [`model`]: what proposes ([`model::Decision`]): scripted, playback, OpenAI-compatible;
+//! - [`flow`]: where the context and so each argument came from, and how far it is
+//!   trusted;
 //! - [`policy`]: where a proposal is refused, run, or put to the person;
 //! - [`rules`]: the person's rules over tools and their arguments, as written;
 //! - [`approvals`]: approvals remembered for the session and the project;
@@ -43,6 +45,7 @@ pub mod connect;
 pub mod dialect;
 pub mod dispatch;
 pub mod eval;
+pub mod flow;
 pub mod gate;
 pub mod gateway;
 pub mod hooks;

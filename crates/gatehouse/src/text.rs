@@ -14,12 +14,52 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-/// Would a terminal act on `c` rather than show it? C0 controls but newline and tab, DEL,
-/// C1 controls, and the bidi controls that reorder a line.
+/// Would a terminal act on `c` rather than show it, or show nothing for it? C0 controls
+/// but newline and tab, DEL, C1 controls, the bidi controls that reorder a line, and the
+/// invisible characters ([`is_invisible`]) that hide text from the person.
 pub fn is_unsafe(c: char) -> bool {
     matches!(c,
         '\u{0}'..='\u{8}' | '\u{b}'..='\u{1f}' | '\u{7f}'..='\u{9f}'
         | '\u{61c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+        || is_invisible(c)
+}
+
+/// Is `c` invisible where it stands, so text can hide in it: zero-width characters, bidi
+/// controls, the Unicode TAG block (ASCII spelled in characters nothing draws), the
+/// variation selectors that carry no emoji presentation, fillers, the soft hyphen. An
+/// emoji's own presentation selectors (U+FE0E, U+FE0F) are drawn with it and kept.
+pub fn is_invisible(c: char) -> bool {
+    matches!(c,
+        '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{115F}' | '\u{1160}' | '\u{17B4}' | '\u{17B5}'
+        | '\u{180B}'..='\u{180F}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
+        | '\u{2060}'..='\u{206F}' | '\u{3164}' | '\u{FE00}'..='\u{FE0D}' | '\u{FEFF}'
+        | '\u{FFA0}' | '\u{FFF0}'..='\u{FFF8}' | '\u{1BCA0}'..='\u{1BCA3}'
+        | '\u{1D173}'..='\u{1D17A}' | '\u{E0000}'..='\u{E0FFF}')
+}
+
+/// `text` as the model reads it: each run of invisible characters ([`is_invisible`]) taken
+/// out and said where it was (`[3 invisible characters removed]`), so an instruction
+/// spelled in TAG characters neither reaches the model nor passes unnoticed. Borrowed when
+/// there are none.
+pub fn uncloaked(text: &str) -> Cow<'_, str> {
+    if text.is_ascii() || !text.chars().any(is_invisible) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut run = 0usize;
+    for c in text.chars().map(Some).chain([None]) {
+        if c.is_some_and(is_invisible) {
+            run += 1;
+            continue;
+        }
+        if run > 0 {
+            let s = if run == 1 { "" } else { "s" };
+            out.push_str(&format!("[{run} invisible character{s} removed]"));
+            run = 0;
+        }
+        out.extend(c);
+    }
+    Cow::Owned(out)
 }
 
 /// Does `text` hold a character a terminal would act on ([`is_unsafe`])? Text of printable
@@ -154,6 +194,26 @@ mod tests {
     }
 
     #[test]
+    fn hidden_text_is_shown_to_the_person_and_taken_out_for_the_model() {
+        // "ignore" spelled in the TAG block, between two visible words.
+        let tagged: String = "ignore"
+            .chars()
+            .map(|c| char::from_u32(0xE0000 + c as u32).unwrap())
+            .collect();
+        let text =
+            format!("Reads a file.{tagged} Zero\u{200B}width, emoji \u{2764}\u{FE0F}, nul \0.");
+        assert_eq!(
+            uncloaked(&text),
+            "Reads a file.[6 invisible characters removed] Zero[1 invisible character removed]width, emoji \u{2764}\u{FE0F}, nul \0."
+        );
+        assert!(matches!(uncloaked("plain ascii"), Cow::Borrowed(_)));
+        assert!(matches!(uncloaked("café ❤\u{FE0F}"), Cow::Borrowed(_)));
+        let shown = visible(&text);
+        assert!(shown.contains("\\u{e0069}\\u{e0067}"), "{shown}");
+        assert!(shown.contains("Zero\\u{200b}width"), "{shown}");
+    }
+
+    #[test]
     fn json_strings_and_keys_become_visible() {
         let mut v = json!({"k\u{1b}": ["\u{9b}x", 1, {"n": "\u{202e}"}]});
         visible_json(&mut v);
@@ -176,6 +236,14 @@ mod tests {
         assert_eq!(clip("abcd", 3), "ab…");
         assert_eq!(clip("ééé", 2), "é…");
         assert_eq!(clip("x", 0), "");
+    }
+
+    proptest! {
+        #[test]
+        fn nothing_invisible_reaches_the_model(text in "(\\PC|\\p{Cf}|\\p{Mn}){0,200}") {
+            let out = uncloaked(&text);
+            prop_assert!(!out.chars().any(is_invisible));
+        }
     }
 
     proptest! {

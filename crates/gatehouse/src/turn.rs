@@ -12,6 +12,7 @@
 
 mod as_tasks;
 mod by_person;
+mod flowing;
 mod offered;
 
 use by_person::Proposer;
@@ -151,6 +152,8 @@ impl Turn<'_> {
             conversation.push(Message::System(prompt.clone()));
         }
         self.report_ended_tasks(conversation).await;
+        let prompt = host.settings().system_prompt.as_deref();
+        flowing::question(host, self.state.number, prompt, question);
         conversation.push(Message::User(question.into()));
         host.refresh_catalog(self.state.number > 1).await;
         self.begin_offer(&model.name());
@@ -160,6 +163,7 @@ impl Turn<'_> {
             // A server may have announced a new list during the last call.
             host.refresh_catalog(false).await;
             let tools = self.offered();
+            flowing::definitions(host, &tools);
             let decision = match model.decide(conversation, &tools).await {
                 Ok(d) => d,
                 Err(e) => {
@@ -236,6 +240,8 @@ impl Turn<'_> {
             step: no,
             caller: by.caller(),
             confirmation: None,
+            // The person's own call is theirs whatever the context holds.
+            flows: by.is_model().then(|| host.flows()),
         };
         let admitted = host
             .gate()
@@ -263,6 +269,11 @@ impl Turn<'_> {
             },
         };
         // Asked whether to run it (a no ends as declined), or asked by the server.
+        // A result of a call the model proposed and that was sent enters its context.
+        if by.is_model() && ended.approved_by.is_some() {
+            let (turn, text) = (self.state.number, &ended.shown.text);
+            flowing::result(self.host, &call.name, &ended.server, turn, no, text);
+        }
         let asked_user = ended.server_asked
             || ended.outcome == Outcome::Declined
             || ended.approved_by.is_some_and(ApprovedBy::asked);
@@ -338,6 +349,7 @@ impl Turn<'_> {
             step: no,
             caller: by.caller(),
             confirmation: None,
+            flows: None,
         };
         let gate = self.host.gate();
         let end = gate

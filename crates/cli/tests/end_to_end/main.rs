@@ -21,6 +21,7 @@ mod doctor;
 mod evals;
 mod execution;
 mod first_minutes;
+mod flows;
 mod fuzz_proposals;
 mod gateway;
 mod gateway_connect;

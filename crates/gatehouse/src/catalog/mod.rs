@@ -568,12 +568,14 @@ impl Catalog {
 }
 
 impl CatalogTool {
-    /// This tool as the model sees it: name, `[server]`-prefixed description, and its
-    /// input schema, shared with the catalog.
+    /// This tool as the model sees it: name, `[server]`-prefixed description (invisible
+    /// characters out, [`crate::text::uncloaked`]), and its input schema, shared with the
+    /// catalog.
     pub fn spec(&self) -> ToolSpec {
+        let description = crate::text::uncloaked(self.description());
         ToolSpec {
             name: self.name.clone(),
-            description: format!("[{}] {}", self.origin.label(), self.description())
+            description: format!("[{}] {description}", self.origin.label())
                 .trim_end()
                 .to_owned(),
             parameters: self.tool.input_schema.clone(),

@@ -193,7 +193,7 @@ impl ToolIndex {
                 .prepare("INSERT INTO tools(rowid, name, server, title, description, params) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")
                 .map_err(|e| e.to_string())?;
             for (row, t) in (0u32..).zip(tools) {
-                let description = field(t.description());
+                let description = field(&crate::text::uncloaked(t.description()));
                 let title = title(t);
                 insert
                     .execute(params![

@@ -3,10 +3,14 @@
 //! `approvals` is read in `settings/approving.rs`.
 
 mod approving;
+mod flows;
+mod written;
 
 use std::{path::PathBuf, time::Duration};
 
 pub use approving::Approvals;
+pub use flows::{FlowSettings, MAX_FLOW_PATTERNS};
+pub use written::{PathKind, WrittenPath};
 
 use serde_json::Value;
 
@@ -225,6 +229,8 @@ pub struct Settings {
     pub restart: super::restart::Restart,
     /// How a gateway takes the person's approval (`approvals`).
     pub approvals: Approvals,
+    /// Whose results are trusted, which tools are consequential (`flows`).
+    pub flows: FlowSettings,
 }
 
 /// Where sign-in secrets are kept (`credentialStore`: `auto`, `keychain` or `file`).
@@ -253,63 +259,6 @@ pub enum GatewayNames {
 }
 
 words!(GatewayNames: "prefixed" => Prefixed, "unprefixed" => Unprefixed);
-
-/// Whether a place the host writes is a file or a folder.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PathKind {
-    /// A file.
-    File,
-    /// A folder.
-    Folder,
-}
-
-/// A file or folder the host writes, as a setting names it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WrittenPath {
-    /// What it holds, in words.
-    pub what: &'static str,
-    /// The setting that names it.
-    pub setting: &'static str,
-    /// Where it is.
-    pub path: PathBuf,
-    /// File or folder.
-    pub kind: PathKind,
-}
-
-impl Settings {
-    /// Every file or folder the host itself writes that a setting names: the save folder
-    /// and the log. A new setting naming a place the host writes belongs here, so that
-    /// `gatehouse doctor` checks it (that it can be written, and is readable by the user
-    /// only).
-    pub fn written_paths(&self) -> Vec<WrittenPath> {
-        let mut paths = Vec::new();
-        if let Some(dir) = &self.save_dir {
-            paths.push(WrittenPath {
-                what: "saved results (images, audio, files)",
-                setting: "saveDir",
-                path: dir.clone(),
-                kind: PathKind::Folder,
-            });
-        }
-        if let Some(file) = &self.log_file {
-            paths.push(WrittenPath {
-                what: "the log of every record",
-                setting: "logFile",
-                path: file.clone(),
-                kind: PathKind::File,
-            });
-        }
-        if let Some(file) = &self.tasks_file {
-            paths.push(WrittenPath {
-                what: "the records of calls run as tasks",
-                setting: "tasksFile",
-                path: file.clone(),
-                kind: PathKind::File,
-            });
-        }
-        paths
-    }
-}
 
 impl Default for Settings {
     fn default() -> Self {
@@ -343,6 +292,7 @@ impl Default for Settings {
             gateway_names: GatewayNames::Prefixed,
             restart: super::restart::Restart::default(),
             approvals: Approvals::default(),
+            flows: FlowSettings::default(),
         }
     }
 }
@@ -378,6 +328,7 @@ pub const SETTING_KEYS: &[&str] = &[
     "toolSearch",
     "schemaDialect",
     "approvals",
+    "flows",
 ];
 
 /// Read the `"gatehouse"` object of a servers file.
@@ -436,6 +387,7 @@ pub(super) fn parse(value: &Value, warnings: &mut Vec<String>) -> Result<Setting
             "taskWaitMs" => s.task_wait = Duration::from_millis(bounded(1..=MAX_TIMEOUT_MS)?),
             "restart" => s.restart = super::restart::parse(v, warnings)?,
             "approvals" => s.approvals = Approvals::parse(v)?,
+            "flows" => s.flows = FlowSettings::parse(v)?,
             other => {
                 if !catalog_setting(&mut s, other, v)? && !sign_in_setting(&mut s, other, v)? {
                     warnings.push(format!(

@@ -27,6 +27,7 @@ use crate::{
     catalog::{Catalog, CatalogTool, Live, host_tools::runs_unasked},
     config::{Hooks, Settings},
     digest,
+    flow::{Flows, Traced},
     ledger::Entry,
     model::ToolCall,
     person::{self, AnsweredBy, Person},
@@ -75,6 +76,9 @@ pub struct Proposal<'a> {
     /// The confirmation a gateway's second round uses up (its nonce): named in the line,
     /// which the keeper appends only once.
     pub confirmation: Option<&'a str>,
+    /// The session's context, labelled ([`crate::flow`]): where the arguments came from.
+    /// `None` where the proposer's context is not seen (a gateway's caller).
+    pub flows: Option<&'a Flows>,
 }
 
 impl Proposal<'_> {
@@ -128,8 +132,10 @@ impl How {
             Basis::Rule { .. } => ApprovedBy::Rule,
             Basis::AllowList { .. } => ApprovedBy::AllowList,
             Basis::Remembered(_) => ApprovedBy::Remembered,
-            // The policy runs nothing unasked on a default or a changed definition.
-            Basis::Host | Basis::Default | Basis::Changed { .. } => ApprovedBy::Host,
+            // The policy runs nothing unasked on a default, a changed definition or a flow.
+            Basis::Host | Basis::Default | Basis::Changed { .. } | Basis::Flow { .. } => {
+                ApprovedBy::Host
+            }
         };
         How::Run {
             rule: basis.label(),
@@ -156,6 +162,8 @@ struct Decided {
     /// The model's own arguments, when a hook rewrote them.
     proposed: Option<JsonObject>,
     how: How,
+    /// Where the arguments came from, where the flow is seen.
+    traced: Option<Traced>,
 }
 
 /// A call the checks, the policy and the `beforeCall` hook let through, not yet written
@@ -209,7 +217,13 @@ impl Judged {
             ),
             proposed: self.decided.proposed.as_ref(),
             by: person::ProposedBy::Model,
+            flows: self.decided.traced.as_ref(),
         }
+    }
+
+    /// Where the arguments came from, where the flow is seen.
+    pub fn traced(&self) -> Option<&Traced> {
+        self.decided.traced.as_ref()
     }
 }
 
@@ -286,7 +300,7 @@ impl Gate {
         trace: &Trace,
     ) -> Result<Judged, Admission> {
         let remembered = self.keeper.remembered(p.who()).await;
-        let decided = match self.decide(p.call, live, settings, &remembered) {
+        let decided = match self.decide(p, live, settings, &remembered) {
             Ok(decided) => decided,
             Err(refused) => {
                 let (refusal, tool) = *refused;
@@ -343,6 +357,11 @@ impl Gate {
             }
         };
         let mut entry = self.entry(p, Some(&decided.tool), Some(&decided.arguments), trace);
+        entry.flows = decided
+            .traced
+            .as_ref()
+            .filter(|_| self.keeper.keeps_lines())
+            .map(|t| self.flows_kept(t, trace));
         entry.rule = Some(rule);
         entry.decision = if answer.is_some() { "asked" } else { "run" }.into();
         if decided.proposed.is_some() {
@@ -422,13 +441,14 @@ impl Gate {
     /// The policy's verdict, out of the catalog's lock (never held across an await).
     fn decide(
         &self,
-        call: &ToolCall,
+        p: &Proposal<'_>,
         live: &Live,
         settings: &Settings,
         remembered: &Remembered,
     ) -> Result<Decided, Box<(Refusal, Option<CatalogTool>)>> {
-        let catalog = live.current();
-        let verdict = policy::decide_remembering(call, &catalog, settings, remembered);
+        let (call, catalog) = (p.call, live.current());
+        let (verdict, traced) =
+            policy::decide_flowing(call, &catalog, settings, remembered, p.flows);
         let (tool, arguments, how) = match verdict {
             Verdict::Run {
                 tool,
@@ -449,6 +469,7 @@ impl Gate {
             arguments,
             proposed: None,
             how,
+            traced,
         })
     }
 
@@ -520,6 +541,20 @@ impl Gate {
             confirmation: p.confirmation.map(str::to_owned),
             ..Entry::default()
         }
+    }
+
+    /// Where the arguments came from, as the ledger keeps it: the values looked for only
+    /// when the arguments are kept too, and the host's secrets out of them.
+    fn flows_kept(&self, traced: &Traced, trace: &Trace) -> Value {
+        let mut kept = traced.clone();
+        for a in &mut kept.arguments {
+            if !self.keep_arguments {
+                a.evidence = None;
+            }
+        }
+        let mut value = kept.to_json();
+        trace.secrets().json(&mut value);
+        value
     }
 
     /// Append a line for a decision that sends nothing: a failure is said, not fatal.

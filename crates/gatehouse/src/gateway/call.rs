@@ -133,6 +133,8 @@ impl<'a> Call<'a> {
             step: self.step,
             caller: Some(&self.caller),
             confirmation,
+            // The gateway does not see its caller's context (docs/flows.md).
+            flows: None,
         }
     }
 

@@ -85,6 +85,10 @@ pub struct Entry {
     /// The confirmation a gateway's second round used up, by its nonce: one line each.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub confirmation: Option<String>,
+    /// Where each argument came from ([`crate::flow::Traced`]), where the host saw the
+    /// flow; the values looked for only when the arguments are kept too.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flows: Option<Value>,
 }
 
 /// Where a line went: its number and hash.

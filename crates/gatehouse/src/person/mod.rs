@@ -102,6 +102,28 @@ pub struct ApprovalRequest {
     pub proposed: Option<Value>,
     /// Who proposed the call: the model, or the person by hand.
     pub by: ProposedBy,
+    /// Where each argument came from, in words ([`crate::flow`]), where the host saw it.
+    pub flows: Vec<String>,
+}
+
+/// Most arguments an approval says the origin of; the ledger line keeps them all.
+pub const MAX_SHOWN_FLOWS: usize = 20;
+
+/// Each argument's origin in words, at most [`MAX_SHOWN_FLOWS`].
+fn flow_lines(traced: &crate::flow::Traced) -> Vec<String> {
+    let mut lines: Vec<String> = traced
+        .arguments
+        .iter()
+        .take(MAX_SHOWN_FLOWS)
+        .map(crate::flow::ArgumentFlow::describe)
+        .collect();
+    let more = traced.arguments.len().saturating_sub(MAX_SHOWN_FLOWS);
+    if more > 0 {
+        lines.push(format!(
+            "and {more} more values (the ledger line has them all)"
+        ));
+    }
+    lines
 }
 
 /// Who proposed a call the person is asked about.
@@ -138,6 +160,7 @@ impl ApprovalRequest {
             may_remember: false,
             proposed: None,
             by: ProposedBy::Model,
+            flows: Vec::new(),
         }
     }
 }
@@ -228,6 +251,8 @@ pub struct Proposed<'a> {
     pub proposed: Option<&'a rmcp::model::JsonObject>,
     /// Who proposed it.
     pub by: ProposedBy,
+    /// Where the arguments came from, where the host saw it.
+    pub flows: Option<&'a crate::flow::Traced>,
 }
 
 impl Proposed<'_> {
@@ -239,6 +264,7 @@ impl Proposed<'_> {
             may_remember: self.may_remember,
             proposed: self.proposed.map(|p| Value::Object(p.clone())),
             by: self.by,
+            flows: self.flows.map(flow_lines).unwrap_or_default(),
             ..ApprovalRequest::new(self.server, self.tool, arguments, why)
         }
     }
@@ -268,13 +294,19 @@ pub async fn approve_call(
         ProposedBy::Model => "The assistant wants to run",
         ProposedBy::Person => "You asked to run",
     };
+    // Where each argument came from goes with the call, in the step's data.
+    let data = if request.flows.is_empty() {
+        json!({})
+    } else {
+        json!({"flows": request.flows})
+    };
     trace.add(
         Who::Host,
         format!(
             "{wants} {} with {}{rewritten}",
             call.tool, request.arguments
         ),
-        json!({}),
+        data,
     );
     let approval = person.approve(&request).await;
     let said = if approval.yes { "yes" } else { "no" };

@@ -171,8 +171,17 @@ pub fn describe_call(request: &ApprovalRequest) -> String {
     } else {
         format!("; asked because: {}", request.why)
     };
+    // Where each argument came from, when the host saw the flow.
+    let came = if request.flows.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; where the arguments came from: {}",
+            request.flows.join("; ")
+        )
+    };
     visible(&format!(
-        "{} on {} wants to run with {}{rewritten}{hints}{why}",
+        "{} on {} wants to run with {}{rewritten}{hints}{why}{came}",
         request.tool, request.server, request.arguments
     ))
     .into_owned()

@@ -13,6 +13,7 @@
 //! and a gateway all decide with this one code.
 
 mod explain;
+mod flows;
 pub mod names;
 mod standing;
 
@@ -26,6 +27,7 @@ use crate::{
     approvals::{Remembered, Scope},
     catalog::{Catalog, CatalogTool, host_tools::runs_unasked},
     config::Settings,
+    flow::{Flows, Traced},
     model::ToolCall,
     rules::Decision,
     schema,
@@ -128,6 +130,14 @@ pub enum Basis {
         /// What would have allowed it (`allow[0]`, `rules[2]`).
         was: String,
     },
+    /// The rule of two ([`flows`]): untrusted text is in the context and the tool is
+    /// consequential, and not every argument is the person's or a trusted result's: ask.
+    Flow {
+        /// What would have allowed it (`allow[0]`, `rules[2]`, `session`).
+        was: String,
+        /// Why, in words: what entered the context, and the arguments not vouched for.
+        why: String,
+    },
 }
 
 impl Basis {
@@ -141,6 +151,7 @@ impl Basis {
             Basis::Host => "host".into(),
             Basis::Default => "default".into(),
             Basis::Changed { .. } => "changed".into(),
+            Basis::Flow { .. } => "flows".into(),
         }
     }
 
@@ -164,6 +175,7 @@ impl Basis {
                 "changed since it was put on the allow-list: ask the person".into()
             }
             Basis::Changed { was } => format!("changed since {was} allowed it: ask the person"),
+            Basis::Flow { why, .. } => format!("{why}: ask the person"),
             Basis::Rule { index, reason } => match reason {
                 Some(r) => format!("rules[{index}] says ask the person: {r}"),
                 None => format!("rules[{index}] says ask the person"),
@@ -302,15 +314,41 @@ pub fn decide_remembering<'c>(
     settings: &Settings,
     remembered: &Remembered,
 ) -> Verdict<'c> {
+    decide_flowing(call, catalog, settings, remembered, None).0
+}
+
+/// Decide on one proposed call, with the approvals the person gave, in a session whose
+/// context `flows` labels (`None` where it is not seen: `from` conditions cannot tell, and
+/// the rule of two has nothing to go on). Also where each argument came from.
+pub fn decide_flowing<'c>(
+    call: &ToolCall,
+    catalog: &'c Catalog,
+    settings: &Settings,
+    remembered: &Remembered,
+    flows: Option<&Flows>,
+) -> (Verdict<'c>, Option<Traced>) {
     let (tool, arguments) = match checked(call, catalog, settings) {
         Ok(checked) => checked,
-        Err(refusal) => return Verdict::Refuse(refusal),
+        Err(refusal) => return (Verdict::Refuse(refusal), None),
     };
     let arguments = Value::Object(arguments);
-    let (decision, basis) = rule_for(tool, &arguments, settings, remembered);
+    let traced = flows.map(|f| f.trace(&arguments));
+    let (decision, basis) = rule_for_when(tool, settings, remembered, |rule| {
+        rule.applies_in(&arguments, traced.as_ref())
+    });
+    let (decision, basis) = flows::rule_of_two(tool, settings, traced.as_ref(), decision, basis);
     let Value::Object(arguments) = arguments else {
         unreachable!("the arguments were an object a moment ago")
     };
+    (verdict(tool, arguments, decision, basis), traced)
+}
+
+fn verdict(
+    tool: &CatalogTool,
+    arguments: JsonObject,
+    decision: Decision,
+    basis: Basis,
+) -> Verdict<'_> {
     match (decision, basis) {
         (Decision::Allow, basis) => Verdict::Run {
             tool,

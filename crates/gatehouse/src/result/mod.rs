@@ -54,6 +54,8 @@ pub fn success_with(
     let tool = shown_tool_name(tool);
     let tool = tool.as_ref();
     let value_json = json_text(value);
+    // Invisible characters never reach the model; where they were is said instead.
+    let value_json = crate::text::uncloaked(&value_json);
     let mut whole = String::with_capacity(value_json.len() + tool.len() + 32);
     whole.push_str("{\"tool\":");
     whole.push_str(&json_text(tool));
@@ -74,7 +76,11 @@ pub fn success_with(
         };
     }
     // Too long: send the start of the result as text, with a note that says so.
-    cut(tool, &as_text(value, value_json, attachments), max_chars)
+    cut(
+        tool,
+        &as_text(value, value_json.into_owned(), attachments),
+        max_chars,
+    )
 }
 
 /// `value` as compact JSON. Written into bytes by serde_json's own writer, which is several
@@ -89,8 +95,8 @@ pub(crate) fn json_text<T: serde::Serialize + ?Sized>(value: &T) -> String {
 /// anything else as JSON, its attachments' descriptions after it.
 fn as_text(value: &Value, value_json: String, attachments: &[String]) -> String {
     match value {
-        Value::String(s) if attachments.is_empty() => s.clone(),
-        Value::String(s) => format!("{s}\n{}", attachments.join("\n")),
+        Value::String(s) if attachments.is_empty() => crate::text::uncloaked(s).into_owned(),
+        Value::String(s) => format!("{}\n{}", crate::text::uncloaked(s), attachments.join("\n")),
         _ if attachments.is_empty() => value_json,
         _ => format!("{value_json}\n{}", attachments.join("\n")),
     }
@@ -175,6 +181,8 @@ fn escaped_width(c: char) -> usize {
 /// server's megabyte of error text costs no more than reading it once.
 pub fn failure(tool: &str, error: &str, max_chars: usize) -> ForModel {
     let tool = shown_tool_name(tool);
+    let error = crate::text::uncloaked(error);
+    let error = error.as_ref();
     let frame = |error: &str| json!({"tool": tool, "error": error}).to_string();
     let empty = frame("").chars().count();
     let budget = max_chars.saturating_sub(empty);

@@ -10,6 +10,7 @@ use regex::{Regex, RegexBuilder};
 use serde_json::{Map, Value};
 
 use super::path::{Normalised, inside_any, normalise};
+use crate::flow::{Came, Traced};
 
 /// Longest JSON Pointer, glob or regex a condition may hold, in characters.
 pub const MAX_PATTERN_CHARS: usize = 1_000;
@@ -49,6 +50,10 @@ pub enum Test {
     Inside(Vec<Normalised>),
     /// `present`: the argument is there (`true`) or is not (`false`).
     Present(bool),
+    /// `from`: the argument came from one of these places ([`crate::flow`]: `person`,
+    /// `trusted`, `untrusted`, `model`, `unknown`). Where the flow is not seen (`policy
+    /// explain`, a gateway), cannot tell.
+    From(Vec<Came>),
 }
 
 /// One condition: where the argument is, how it is read, and the test.
@@ -74,6 +79,7 @@ const TEST_KEYS: &[&[&str]] = &[
     &["minLength", "maxLength"],
     &["inside"],
     &["present"],
+    &["from"],
 ];
 
 impl Condition {
@@ -129,11 +135,19 @@ impl Condition {
         })
     }
 
-    /// Does the condition hold for these arguments?
+    /// Does the condition hold for these arguments? A `from` test cannot tell here.
     pub fn holds(&self, arguments: &Value) -> Holds {
+        self.holds_in(arguments, None)
+    }
+
+    /// Does the condition hold for these arguments, which came as `traced` says?
+    pub fn holds_in(&self, arguments: &Value, traced: Option<&Traced>) -> Holds {
         let found = arguments.pointer(&self.pointer);
         let answer = match (&self.test, found) {
             (Test::Present(want), found) => yes(found.is_some() == *want),
+            (Test::From(places), Some(_)) => traced
+                .and_then(|t| t.came(&self.pointer))
+                .map_or(Holds::Unknown, |c| yes(places.contains(&c))),
             (_, None) => Holds::Unknown,
             (test, Some(value)) => self.test_value(test, value),
         };
@@ -196,6 +210,14 @@ impl Condition {
             ),
             Test::Present(true) => "is present".into(),
             Test::Present(false) => "is absent".into(),
+            Test::From(places) => format!(
+                "came from {}",
+                places
+                    .iter()
+                    .map(|c| c.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" or ")
+            ),
         };
         let read = if self.as_path { " (as a path)" } else { "" };
         let not = if self.negate { "not: " } else { "" };
@@ -301,6 +323,7 @@ fn test(key: &str, map: &Map<String, Value>) -> Result<Test, String> {
             Value::Bool(b) => Test::Present(b),
             _ => return Err("\"present\" must be true or false".into()),
         },
+        "from" => Test::From(places(&map["from"])?),
         other => return Err(format!("unknown test \"{other}\"")),
     })
     .and_then(|t| match &t {
@@ -383,4 +406,28 @@ fn folders(value: &Value) -> Result<Vec<Normalised>, String> {
             Ok(dir)
         })
         .collect()
+}
+
+/// `from`: one place or a list of them.
+fn places(value: &Value) -> Result<Vec<Came>, String> {
+    let words: Vec<&str> = Came::WORDS.iter().map(|(w, _)| *w).collect();
+    let bad = || {
+        format!(
+            "\"from\" must be one of {} or a list of them",
+            words.join(", ")
+        )
+    };
+    let one = |v: &Value| {
+        v.as_str()
+            .and_then(|w| Came::WORDS.iter().find(|(k, _)| *k == w))
+            .map(|(_, c)| *c)
+            .ok_or_else(bad)
+    };
+    match value {
+        Value::Array(items) if !items.is_empty() && items.len() <= Came::WORDS.len() => {
+            items.iter().map(one).collect()
+        }
+        Value::Array(_) => Err(bad()),
+        v => Ok(vec![one(v)?]),
+    }
 }

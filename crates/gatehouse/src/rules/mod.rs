@@ -94,12 +94,19 @@ impl Rule {
     /// Does the rule apply to these arguments? An `allow` needs every condition to hold; an
     /// `ask` or a `deny` applies unless one surely does not.
     pub fn applies(&self, arguments: &Value) -> bool {
+        self.applies_in(arguments, None)
+    }
+
+    /// [`Rule::applies`], for arguments that came as `traced` says (`from` conditions).
+    pub fn applies_in(&self, arguments: &Value, traced: Option<&crate::flow::Traced>) -> bool {
         let strict = self.decision == Decision::Allow;
-        self.conditions.iter().all(|c| match c.holds(arguments) {
-            Holds::Yes => true,
-            Holds::No => false,
-            Holds::Unknown => !strict,
-        })
+        self.conditions
+            .iter()
+            .all(|c| match c.holds_in(arguments, traced) {
+                Holds::Yes => true,
+                Holds::No => false,
+                Holds::Unknown => !strict,
+            })
     }
 
     /// A deny with no conditions: the tool is not offered to the model at all.

@@ -97,6 +97,7 @@ impl Turn<'_> {
             step: r.step,
             caller: None,
             confirmation: None,
+            flows: None,
         };
         let end = host
             .gate()

@@ -43,6 +43,11 @@ impl Proposer {
         }
     }
 
+    /// Did the model propose it (so where its arguments came from matters)?
+    pub(super) fn is_model(self) -> bool {
+        matches!(self, Proposer::Model)
+    }
+
     /// The proposal's caller, as the gate writes it in the ledger line.
     pub(super) fn caller(self) -> Option<&'static str> {
         match self {

@@ -258,6 +258,7 @@ impl Ending {
             step: self.step,
             caller: Some(&self.caller),
             confirmation: None,
+            flows: None,
         };
         match shaped(gw, &p, &self.tool, &self.arguments, end).await {
             Ok(result) => Outcome::Ended { result },

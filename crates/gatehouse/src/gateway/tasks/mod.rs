@@ -482,6 +482,7 @@ impl Gateway {
             step: u64::try_from(row.step).unwrap_or_default(),
             caller: Some(&row.caller),
             confirmation: None,
+            flows: None,
         };
         host.gate()
             .after_call(&p, &tool, &arguments, end, host.trace())

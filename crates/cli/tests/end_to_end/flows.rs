@@ -1,0 +1,102 @@
+//! Where an argument came from (issue 30), through the real binary: the shipped suite
+//! `evals/flows/suite.yaml` (the rule of two and a `from` rule, graded on the ledger), and
+//! one `ask` where a value read from a customer's ticket steers a consequential call: the
+//! person is asked, told where each argument came from, and the ledger line keeps it.
+
+use serde_json::{Value, json};
+
+use crate::common::*;
+
+#[test]
+fn the_flows_suite_passes_through_the_policy_point() {
+    let suite = repo_root().join("evals/flows/suite.yaml");
+    let ran = run(&["eval", suite.to_str().unwrap(), "--json"], &[]);
+    assert_eq!(ran.status, 0, "{}\n{}", ran.stdout, ran.stderr);
+    let report: Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(
+        report["totals"][0]["figures"]["pass"]["passed"], 4,
+        "{report:#}"
+    );
+}
+
+/// The playback's question asked with `file`, the person saying no.
+fn declined(file: &str) -> Ran {
+    let question = "Look at T-30002 and open a ticket if needed";
+    run(&["ask", question, "--config", file, "--no"], &[])
+}
+
+#[test]
+fn a_value_from_an_untrusted_result_is_put_to_the_person_with_where_it_came_from() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = playback(
+        dir.path(),
+        json!([
+            {"tool_calls": [{"name": "support__get_ticket", "arguments": {"ticket_id": "T-30002"}}]},
+            {"tool_calls": [{"name": "tickets__open_ticket",
+                             "arguments": {"host": "LK-182074", "summary": "Refund a payment"}}]},
+            {"answer": "done"}
+        ]),
+    );
+    let mut servers =
+        gatehouse_servers::built_in::servers_file(&gatehouse_servers::built_in::launcher(&exe()));
+    let ledger = dir.path().join("ledger.jsonl");
+    servers["gatehouse"]["model"] = json!(model);
+    servers["gatehouse"]["allow"] = json!(["support__get_ticket", "tickets__open_ticket"]);
+    servers["gatehouse"]["flows"] = json!({"consequential": ["tickets__open_ticket"]});
+    servers["gatehouse"]["ledger"] = json!({"path": ledger, "arguments": true});
+    let file = write(dir.path(), "servers.json", &servers);
+    let ran = declined(&file);
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    let all = format!("{}{}", ran.stdout, ran.stderr);
+    assert!(
+        all.contains(
+            "untrusted text is in the context (support's tool descriptions) and \
+             tickets__open_ticket is consequential"
+        ),
+        "{all}"
+    );
+    assert!(
+        all.contains(
+            "/host lk-182074 appeared only in support__get_ticket's result at step 1 of turn 1, untrusted"
+        ),
+        "{all}"
+    );
+    assert!(all.contains("Answer given by option: no"), "{all}");
+    let lines: Vec<Value> = std::fs::read_to_string(&ledger)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let open = lines
+        .iter()
+        .find(|l| l["tool"] == "tickets__open_ticket")
+        .unwrap();
+    assert_eq!(open["rule"], "flows");
+    assert_eq!(open["answer"], "no");
+    let host = &open["flows"]["arguments"][0];
+    assert_eq!(host["pointer"], "/host");
+    assert_eq!(host["came"], "untrusted");
+    assert_eq!(host["origin"]["tool"], "support__get_ticket");
+    assert_eq!(host["evidence"], "lk-182074");
+    // Without the arguments kept, the line says where each came from but not the value.
+    let ledger = dir.path().join("without-arguments.jsonl");
+    servers["gatehouse"]["ledger"] = json!({"path": ledger, "arguments": false});
+    let file = write(dir.path(), "servers.json", &servers);
+    let ran = declined(&file);
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    let last = std::fs::read_to_string(&ledger).unwrap();
+    let open: Value = last
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .rfind(|l| l["tool"] == "tickets__open_ticket")
+        .unwrap();
+    assert_eq!(open["flows"]["arguments"][0]["came"], "untrusted");
+    assert!(
+        open["flows"]["arguments"][0].get("evidence").is_none(),
+        "{open}"
+    );
+    assert!(
+        !last.contains("LK-182074") && !last.contains("lk-182074"),
+        "{last}"
+    );
+}

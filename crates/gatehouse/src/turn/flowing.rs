@@ -1,0 +1,75 @@
+//! What the model reads enters the session's flows ([`crate::flow`]) with its origin and
+//! trust: the system prompt (the host's), each question (the person's), each server's
+//! definitions as offered, and each result of a call that was sent. A refusal's text is
+//! not added: it is made from the model's own proposal, and would launder its values.
+
+use crate::{
+    catalog::{CatalogTool, ToolSpec},
+    flow::{Origin, Trust},
+    host::Host,
+};
+
+/// How far the person trusts what `tool` of `server` returns: trusted only when the
+/// person says so (`flows.trusted`) and the tool does not declare it reaches an open world.
+pub(super) fn trust_of(host: &Host, server: &str, tool: Option<&CatalogTool>) -> Trust {
+    let Some(tool) = tool else {
+        return Trust::Untrusted;
+    };
+    let open_world = tool
+        .tool
+        .annotations
+        .as_ref()
+        .and_then(|a| a.open_world_hint)
+        .unwrap_or(false);
+    if tool.origin.server().is_some()
+        && host.settings().flows.trusts(server, &tool.name)
+        && !open_world
+    {
+        Trust::Trusted
+    } else {
+        Trust::Untrusted
+    }
+}
+
+/// The question of turn `turn`, and the system prompt before the first.
+pub(super) fn question(host: &Host, turn: u64, prompt: Option<&str>, text: &str) {
+    if let Some(p) = prompt {
+        host.flows().add_once(Origin::Host, Trust::Trusted, p);
+    }
+    host.flows()
+        .add(Origin::Question { turn }, Trust::Person, text);
+}
+
+/// The definitions a model call carries, each server's once per session as written.
+pub(super) fn definitions(host: &Host, tools: &[ToolSpec]) {
+    let catalog = host.catalog();
+    for spec in tools {
+        let Some(tool) = catalog.get(&spec.name) else {
+            continue;
+        };
+        let Some(server) = tool.origin.server() else {
+            continue;
+        };
+        let trust = trust_of(host, server, Some(tool));
+        let text = format!("{}: {}", spec.name, spec.description);
+        let origin = Origin::Definitions {
+            server: server.to_owned(),
+        };
+        host.flows().add_once(origin, trust, &text);
+    }
+}
+
+/// A result the model reads: of `name`, sent to `server`, at `step` of `turn`.
+pub(super) fn result(host: &Host, name: &str, server: &str, turn: u64, step: u64, text: &str) {
+    let trust = {
+        let catalog = host.catalog();
+        trust_of(host, server, catalog.get(name))
+    };
+    let origin = Origin::Result {
+        server: server.to_owned(),
+        tool: name.to_owned(),
+        turn,
+        step,
+    };
+    host.flows().add(origin, trust, text);
+}
