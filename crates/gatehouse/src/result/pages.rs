@@ -33,7 +33,13 @@ pub fn success_kept(
     if !shown.clipped {
         return (shown, None);
     }
-    let whole = super::as_text(value, super::json_text(value), attachments);
+    // Kept as the model reads it: invisible characters out, as in the first part.
+    let json = super::json_text(value);
+    let whole = super::as_text(
+        value,
+        crate::text::uncloaked(&json).into_owned(),
+        attachments,
+    );
     if whole.chars().count() > max_kept {
         return (shown, None);
     }
