@@ -51,6 +51,8 @@ pub struct TurnState {
     offer: Option<Offer>,
     /// This turn's cut results, whole, for `read_result`.
     kept: Kept,
+    /// The random tag around this turn's untrusted results (`flows.spotlight`).
+    spotlight: String,
 }
 
 impl TurnState {
@@ -63,6 +65,7 @@ impl TurnState {
             links: HashMap::new(),
             offer: None,
             kept: Kept::default(),
+            spotlight: random_hex(8),
         }
     }
 }
@@ -270,9 +273,9 @@ impl Turn<'_> {
         };
         // Asked whether to run it (a no ends as declined), or asked by the server.
         // A result of a call the model proposed and that was sent enters its context.
+        let mut ended = ended;
         if by.is_model() && ended.approved_by.is_some() {
-            let (turn, text) = (self.state.number, &ended.shown.text);
-            flowing::result(self.host, &call.name, &ended.server, turn, no, text);
+            self.entered(&call.name, &ended.server, no, &mut ended.shown);
         }
         let asked_user = ended.server_asked
             || ended.outcome == Outcome::Declined
