@@ -560,7 +560,7 @@ fn an_eval_folder_is_served_by_its_own_names_only() {
     assert_eq!(status, 200, "{body}");
     let report = json_of(&body);
     assert_eq!(report["suite"], "seeds");
-    assert_eq!(report["tasks"].as_array().unwrap().len(), 10);
+    assert_eq!(report["tasks"].as_array().unwrap().len(), 11);
     let (status, body) = lab.ours("GET", "/api/eval/recordings/t-30002-draft--baseline--1", "");
     assert_eq!(status, 200);
     let first: Value =
