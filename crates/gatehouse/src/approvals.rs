@@ -73,8 +73,27 @@ pub struct Remembered {
 impl Remembered {
     /// Does an approval cover `tool` with this definition digest? Where, if so.
     pub fn covers(&self, tool: &str, fingerprint: &str) -> Option<Scope> {
-        let has =
-            |list: &[(String, String)]| list.iter().any(|(t, f)| t == tool && f == fingerprint);
+        self.covers_definition(tool, "", fingerprint, &|_| true)
+    }
+
+    /// Does an approval cover this definition of `tool` of `server`? One given for the
+    /// same definition under the tool's name, or under another name of the same server
+    /// that the catalog no longer holds (`present` says which it holds): a tool renamed
+    /// with its definition unchanged keeps its approval, and two tools that happen to
+    /// share a definition never lend each other theirs. Where, if so.
+    pub fn covers_definition(
+        &self,
+        tool: &str,
+        server: &str,
+        fingerprint: &str,
+        present: &dyn Fn(&str) -> bool,
+    ) -> Option<Scope> {
+        let prefix = format!("{server}__");
+        let renamed = |t: &str| !server.is_empty() && t.starts_with(&prefix) && !present(t);
+        let has = |list: &[(String, String)]| {
+            list.iter()
+                .any(|(t, f)| f == fingerprint && (t == tool || renamed(t)))
+        };
         if has(&self.session) {
             Some(Scope::Session)
         } else if has(&self.project) {
@@ -389,6 +408,34 @@ mod tests {
             let counts = revoked::path(&state);
             let mode = std::fs::metadata(counts).unwrap().permissions().mode() & 0o777;
             assert_eq!(mode, 0o600);
+        }
+    }
+
+    #[test]
+    fn an_approval_follows_its_definition_to_a_new_name_of_the_same_server_only() {
+        let mut r = Remembered::default();
+        r.remember(Scope::Session, "files__read", "fp1");
+        let gone = |_: &str| false;
+        let still = |n: &str| n == "files__read";
+        let cases: [(&str, &str, &str, &dyn Fn(&str) -> bool, Option<Scope>); 5] = [
+            ("files__read", "files", "fp1", &still, Some(Scope::Session)),
+            ("files__read", "files", "fp2", &still, None), // new content
+            (
+                "files__read_file",
+                "files",
+                "fp1",
+                &gone,
+                Some(Scope::Session),
+            ), // renamed
+            ("files__cat", "files", "fp1", &still, None),  // the old name is still there
+            ("other__read", "other", "fp1", &gone, None),  // another server
+        ];
+        for (tool, server, fp, present, want) in cases {
+            assert_eq!(
+                r.covers_definition(tool, server, fp, present),
+                want,
+                "{tool} {fp}"
+            );
         }
     }
 }

@@ -312,9 +312,32 @@ fn a_tool_that_changes_after_it_was_allowed_is_asked_about_again() {
     );
     ran.assert_steps(&[
         "host: testbed__echo changed since it was put on the allow-list: the person will be asked before its next call",
-        "host: changed since it was put on the allow-list: ask the person",
+        "host: changed since it was put on the allow-list (wording, new words: description gained and, also, e-mail, to, everyone; description now \"Return the text, and also e-mail it to everyone.\"): ask the person",
     ]);
     assert_eq!(ran.outcomes(), vec!["ok", "ok", "declined"]);
+}
+
+#[test]
+fn a_rewording_of_an_allowed_tool_is_said_and_still_runs() {
+    let bed = testbed(json!({}), &["testbed__echo", "testbed__change_echo"]);
+    let ran = bed.play(
+        json!([
+            {"tool_calls": [{"name": "testbed__change_echo", "arguments": {"description": "return the text  it is given"}}]},
+            {"tool_calls": [{"name": "testbed__echo", "arguments": {"text": "two"}}]},
+            {"answer": "ok"}
+        ]),
+        &["--no"],
+    );
+    let steps = ran.step_texts();
+    assert!(
+        steps.contains(&"host: the tool list of testbed changed".to_string()),
+        "the new list was read: {steps:?}"
+    );
+    assert!(
+        !steps.iter().any(|s| s.contains("changed since")),
+        "{steps:?}"
+    );
+    assert_eq!(ran.outcomes(), vec!["ok", "ok"]);
 }
 
 #[test]

@@ -26,6 +26,7 @@ use crate::{
 };
 
 pub mod cached;
+pub mod change;
 pub mod host_tools;
 pub mod listing;
 pub mod live;
@@ -62,9 +63,11 @@ pub struct CatalogTool {
     /// Sent to the model in full on every call, even when the catalog is searched instead
     /// (`alwaysLoad`; the host's own tools).
     pub always_load: bool,
-    /// The tool changed (description, schemas or annotations) after the host decided to
-    /// run it without asking: the person is asked before its next call.
+    /// The tool changed more than its wording ([`change`]) after the host decided to run
+    /// it without asking: the person is asked before its next call.
     pub changed: bool,
+    /// What changed since the list before, until the person approves a call of it.
+    pub change: Option<Arc<change::Change>>,
     /// A description put in place of the server's for the model and `search_tools` (an
     /// eval's variant, [`Catalog::describe`]); never for the policy: the digest is of the
     /// server's own definition.
@@ -408,6 +411,7 @@ impl Catalog {
                 output,
                 always_load: false,
                 changed: false,
+                change: None,
                 described: None,
                 digest: Arc::default(),
             }),
@@ -439,6 +443,7 @@ impl Catalog {
             output: None,
             always_load: true,
             changed: false,
+            change: None,
             described: None,
             digest: Arc::default(),
         });
@@ -461,6 +466,7 @@ impl Catalog {
                 output: None,
                 always_load: false,
                 changed: false,
+                change: None,
                 described: None,
                 digest: Arc::default(),
             });
@@ -489,11 +495,14 @@ impl Catalog {
             let Some(old) = previous.get(&t.name).filter(|o| o.origin == t.origin) else {
                 continue;
             };
-            let differs = fingerprint(&old.tool) != fingerprint(&t.tool);
-            if differs && allow.contains(&t.name) && !old.changed {
+            let change = change::classify(&old.tool, &t.tool).map(Arc::new);
+            // Only more than a rewording asks again; a rewording is still shown.
+            let risky = change.as_ref().is_some_and(|c| c.risky());
+            if risky && allow.contains(&t.name) && !old.changed {
                 flagged.push(t.name.clone());
             }
-            t.changed = old.changed || (differs && allow.contains(&t.name));
+            t.changed = old.changed || (risky && allow.contains(&t.name));
+            t.change = change.or_else(|| old.change.clone());
         }
         flagged
     }
@@ -502,6 +511,7 @@ impl Catalog {
     pub fn mark_approved(&mut self, name: &str) {
         if let Some(&i) = self.index.get(name) {
             self.tools[i].changed = false;
+            self.tools[i].change = None;
         }
     }
 

@@ -127,8 +127,10 @@ pub enum Basis {
     /// A rule or the allow-list would run it, but the tool's definition changed since the
     /// session decided on it: ask.
     Changed {
-        /// What would have allowed it (`allow[0]`, `rules[2]`).
+        /// What would have allowed it (`allow[0]`, `rules[2]`, `a remembered approval`).
         was: String,
+        /// What changed, in words ([`crate::catalog::change::Change::describe`]).
+        what: String,
     },
     /// The rule of two ([`flows`]): untrusted text is in the context and the tool is
     /// consequential, and not every argument is the person's or a trusted result's: ask.
@@ -171,10 +173,12 @@ impl Basis {
     pub fn for_ask(&self) -> String {
         match self {
             Basis::Default => "not on the allow-list: ask the person".into(),
-            Basis::Changed { was } if was.starts_with("allow[") => {
-                "changed since it was put on the allow-list: ask the person".into()
+            Basis::Changed { was, what } if was.starts_with("allow[") => {
+                format!("changed since it was put on the allow-list ({what}): ask the person")
             }
-            Basis::Changed { was } => format!("changed since {was} allowed it: ask the person"),
+            Basis::Changed { was, what } => {
+                format!("changed since {was} allowed it ({what}): ask the person")
+            }
             Basis::Flow { why, .. } => format!("{why}: ask the person"),
             Basis::Rule { index, reason } => match reason {
                 Some(r) => format!("rules[{index}] says ask the person: {r}"),
@@ -333,7 +337,8 @@ pub fn decide_flowing<'c>(
     };
     let arguments = Value::Object(arguments);
     let traced = flows.map(|f| f.trace(&arguments));
-    let (decision, basis) = rule_for_when(tool, settings, remembered, |rule| {
+    let present = |name: &str| catalog.get(name).is_some();
+    let (decision, basis) = rule_for_when(tool, settings, remembered, &present, |rule| {
         rule.applies_in(&arguments, traced.as_ref())
     });
     let (decision, basis) = flows::rule_of_two(tool, settings, traced.as_ref(), decision, basis);
@@ -430,15 +435,19 @@ pub fn rule_for(
     settings: &Settings,
     remembered: &Remembered,
 ) -> (Decision, Basis) {
-    rule_for_when(tool, settings, remembered, |rule| rule.applies(arguments))
+    rule_for_when(tool, settings, remembered, &|_| true, |rule| {
+        rule.applies(arguments)
+    })
 }
 
 /// [`rule_for`], where `applies` says which of the rules naming the tool apply: to some
-/// arguments, or (for [`standing`]) to arguments not known yet.
+/// arguments, or (for [`standing`]) to arguments not known yet; `present` says which
+/// names the catalog holds (a renamed tool keeps its approval, [`Remembered::covers_definition`]).
 fn rule_for_when(
     tool: &CatalogTool,
     settings: &Settings,
     remembered: &Remembered,
+    present: &dyn Fn(&str) -> bool,
     applies: impl Fn(&crate::rules::Rule) -> bool,
 ) -> (Decision, Basis) {
     if runs_unasked(tool) {
@@ -463,16 +472,39 @@ fn rule_for_when(
             .position(|a| a == &tool.name)
             .map(|index| Basis::AllowList { index }),
     };
+    let what = || {
+        tool.change
+            .as_ref()
+            .map_or_else(|| "its definition".to_owned(), |c| c.describe())
+    };
+    let server = tool.origin.server().unwrap_or_default();
     match allowed {
-        Some(basis) if tool.changed => (Decision::Ask, Basis::Changed { was: basis.label() }),
+        Some(basis) if tool.changed => (
+            Decision::Ask,
+            Basis::Changed {
+                was: basis.label(),
+                what: what(),
+            },
+        ),
         Some(basis) => (Decision::Allow, basis),
-        None if remembered.names(&tool.name) => {
-            match remembered.covers(&tool.name, tool.definition_digest()) {
-                Some(scope) => (Decision::Allow, Basis::Remembered(scope)),
-                None => (Decision::Ask, Basis::Default),
-            }
-        }
-        None => (Decision::Ask, Basis::Default),
+        // An approval follows the definition it was given for: a tool renamed with the
+        // same definition keeps it, a name whose definition changed does not.
+        None => match remembered.covers_definition(
+            &tool.name,
+            server,
+            tool.definition_digest(),
+            present,
+        ) {
+            Some(scope) => (Decision::Allow, Basis::Remembered(scope)),
+            None if remembered.names(&tool.name) => (
+                Decision::Ask,
+                Basis::Changed {
+                    was: "a remembered approval".into(),
+                    what: what(),
+                },
+            ),
+            None => (Decision::Ask, Basis::Default),
+        },
     }
 }
 

@@ -106,7 +106,7 @@ pub fn standing(tool: &CatalogTool, settings: &Settings, remembered: &Remembered
             Some(bit) => way & (1 << bit) != 0,
             None => true,
         };
-        let decided = rule_for_when(tool, settings, remembered, applies);
+        let decided = rule_for_when(tool, settings, remembered, &|_| true, applies);
         let outcome = Standing::of(tool, settings, decided);
         if !outcomes.contains(&outcome) {
             outcomes.push(outcome);

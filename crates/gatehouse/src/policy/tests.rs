@@ -365,7 +365,8 @@ mod precedence {
         changed.remember(Scope::Session, "files__write", "an older definition");
         assert_eq!(
             said(decide_remembering(&write, &c, &s, &changed)),
-            "ask default"
+            "ask changed",
+            "asked again, the change said"
         );
         // A rule that asks is not overridden by an approval.
         let asks = with(json!([{"tool": "files__write", "decision": "ask"}]), &[]);
