@@ -415,24 +415,24 @@ mod tests {
     fn an_approval_follows_its_definition_to_a_new_name_of_the_same_server_only() {
         let mut r = Remembered::default();
         r.remember(Scope::Session, "files__read", "fp1");
-        let gone = |_: &str| false;
-        let still = |n: &str| n == "files__read";
-        let cases: [(&str, &str, &str, &dyn Fn(&str) -> bool, Option<Scope>); 5] = [
-            ("files__read", "files", "fp1", &still, Some(Scope::Session)),
-            ("files__read", "files", "fp2", &still, None), // new content
+        // (tool, server, definition, is files__read still listed, what covers it)
+        let cases = [
+            ("files__read", "files", "fp1", true, Some(Scope::Session)),
+            ("files__read", "files", "fp2", true, None), // new content
             (
                 "files__read_file",
                 "files",
                 "fp1",
-                &gone,
+                false,
                 Some(Scope::Session),
             ), // renamed
-            ("files__cat", "files", "fp1", &still, None),  // the old name is still there
-            ("other__read", "other", "fp1", &gone, None),  // another server
+            ("files__cat", "files", "fp1", true, None),  // the old name is still there
+            ("other__read", "other", "fp1", false, None), // another server
         ];
-        for (tool, server, fp, present, want) in cases {
+        for (tool, server, fp, listed, want) in cases {
+            let present = |n: &str| listed && n == "files__read";
             assert_eq!(
-                r.covers_definition(tool, server, fp, present),
+                r.covers_definition(tool, server, fp, &present),
                 want,
                 "{tool} {fp}"
             );
