@@ -126,7 +126,11 @@ pub fn classify(old: &Tool, new: &Tool) -> Option<Change> {
             said.push(format!("description gained {}", gained.join(", ")));
         }
         kinds.extend(description_kinds(before, after));
-        said.push(format!("description now {:?}", crate::text::visible(after)));
+        // Shown as the person sees any peer's text: hidden characters escaped, once.
+        said.push(format!(
+            "description now \"{}\"",
+            crate::text::visible_line(after)
+        ));
     }
     let (pb, pa) = (properties(&old.input_schema), properties(&new.input_schema));
     if pb != pa {

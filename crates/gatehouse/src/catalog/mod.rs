@@ -18,10 +18,9 @@ use std::{
 };
 
 use rmcp::model::{JsonObject, Tool};
-use serde::Serialize;
 
 use crate::{
-    config::{SchemaDialect, ToolRules},
+    config::ToolRules,
     schema::{Checker, Kind, Lazy},
 };
 
@@ -35,6 +34,9 @@ pub mod search;
 pub mod words;
 
 mod described;
+mod spec;
+
+pub use spec::ToolSpec;
 #[cfg(test)]
 mod tests;
 
@@ -77,6 +79,10 @@ pub struct CatalogTool {
     /// call was a third of the host's own time per call. Shared by clones, since a
     /// proposal works on a clone taken out of the catalog's lock.
     digest: Arc<OnceLock<String>>,
+    /// The input schema as the model gets it, invisible characters out of every string
+    /// ([`crate::text::uncloaked`]); the server's own when it has none (nearly always).
+    /// Made on first use and shared by clones, as the digest is.
+    for_model: Arc<OnceLock<Arc<JsonObject>>>,
 }
 
 impl CatalogTool {
@@ -158,31 +164,6 @@ pub fn fingerprint(tool: &Tool) -> String {
         tool.annotations
     ])
     .to_string()
-}
-
-/// A tool in the shape chat-completion APIs take: a function with JSON Schema parameters.
-#[derive(Debug, Clone, Serialize)]
-pub struct ToolSpec {
-    /// The name the model proposes (`server__tool`).
-    pub name: String,
-    /// `[server]` and the tool's description.
-    pub description: String,
-    /// The tool's `inputSchema`, shared with the catalog rather than copied: the tools are
-    /// listed for every model call, and a large catalog's schemas are megabytes. In the
-    /// model's schema dialect when it has one ([`crate::dialect`]).
-    pub parameters: Arc<JsonObject>,
-    /// Send it with `"strict": true` (OpenAI strict mode; the schema was made for it).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub strict: bool,
-}
-
-impl ToolSpec {
-    /// Bytes of this definition in a chat-completions request:
-    /// `{"type":"function","function":{name, description, parameters}}`.
-    pub fn request_bytes(&self) -> usize {
-        const FRAME: usize = r#"{"type":"function","function":}"#.len();
-        FRAME + serde_json::to_string(self).map_or(0, |s| s.len())
-    }
 }
 
 /// Every tool the host may offer, by model-facing name.
@@ -414,6 +395,7 @@ impl Catalog {
                 change: None,
                 described: None,
                 digest: Arc::default(),
+                for_model: Arc::default(),
             }),
             Err(reason) => {
                 self.left_out.push(format!(
@@ -446,6 +428,7 @@ impl Catalog {
             change: None,
             described: None,
             digest: Arc::default(),
+            for_model: Arc::default(),
         });
         self.request_bytes = OnceLock::new();
     }
@@ -469,6 +452,7 @@ impl Catalog {
                 change: None,
                 described: None,
                 digest: Arc::default(),
+                for_model: Arc::default(),
             });
         }
     }
@@ -574,33 +558,5 @@ impl Catalog {
         *self
             .request_bytes
             .get_or_init(|| self.tools.iter().map(|t| t.spec().request_bytes()).sum())
-    }
-}
-
-impl CatalogTool {
-    /// This tool as the model sees it: name, `[server]`-prefixed description (invisible
-    /// characters out, [`crate::text::uncloaked`]), and its input schema, shared with the
-    /// catalog.
-    pub fn spec(&self) -> ToolSpec {
-        let description = crate::text::uncloaked(self.description());
-        ToolSpec {
-            name: self.name.clone(),
-            description: format!("[{}] {description}", self.origin.label())
-                .trim_end()
-                .to_owned(),
-            parameters: self.tool.input_schema.clone(),
-            strict: false,
-        }
-    }
-
-    /// This tool as a model whose API takes `dialect` gets it ([`crate::dialect`]).
-    pub fn spec_in(&self, dialect: SchemaDialect) -> ToolSpec {
-        let mut spec = self.spec();
-        if dialect != SchemaDialect::JsonSchema {
-            let (parameters, strict) = crate::dialect::parameters(&self.tool.input_schema, dialect);
-            spec.parameters = parameters;
-            spec.strict = strict;
-        }
-        spec
     }
 }
