@@ -279,9 +279,25 @@ install_uv() {
   "$venv/bin/uvx" --version >/dev/null
 }
 
+# agentdojo: AgentDojo 0.1.35 (the prompt-injection benchmark whose suites
+# bench/agentdojo serves as MCP servers) with the Python SDK, in a venv of its own: it
+# pulls the model vendors' SDKs (about 300 MB), which the other venvs must not get.
+install_agentdojo() {
+  local venv="$PEERS_DIR/agentdojo"
+  if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c \
+      'import importlib.metadata as m, sys; sys.exit(not (m.version("agentdojo") == "0.1.35" and m.version("mcp") == "2.3.0"))' 2>/dev/null; then
+    log "$venv: agentdojo 0.1.35 already installed"
+    return 0
+  fi
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  log "$venv: installing agentdojo==0.1.35 mcp==2.3.0"
+  "$venv/bin/pip" install -q --no-cache-dir --disable-pip-version-check agentdojo==0.1.35 mcp==2.3.0
+  "$venv/bin/python" -c 'import agentdojo.task_suite.load_suites, mcp'
+}
+
 # (Other peers go here, each as its own install_<peer> function, listed in PEERS.)
 
-PEERS=(browser node22 python_sdk fastmcp mcp_servers ts_sdk inspector_cli inspector conformance nginx postgres oauth claude_code gemini_cli uv)
+PEERS=(browser node22 python_sdk fastmcp mcp_servers ts_sdk inspector_cli inspector conformance nginx postgres oauth claude_code gemini_cli uv agentdojo)
 
 main() {
   local wanted=("$@")

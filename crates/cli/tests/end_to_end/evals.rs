@@ -229,9 +229,12 @@ fn a_variants_rules_are_graded_beside_the_baseline_and_the_difference_is_told_fr
 #[test]
 fn a_world_command_reads_the_runs_json_on_stdin() {
     let dir = tempfile::tempdir().unwrap();
-    let script = "import json, sys\nr = json.load(sys.stdin)['run']\n\
+    // The run, and the attempt's own folder, where its servers kept their state (the
+    // built-in tickets server's store is there).
+    let script = "import json, os, sys\ni = json.load(sys.stdin)\nr = i['run']\n\
         calls = [c['tool'] for c in r['calls']]\n\
-        sys.exit(0 if calls == ['orders__get_order_status'] and r['answers'][0].startswith('Order A-1002') else 1)\n";
+        kept = os.path.isdir(i['dir']) and 'ledger.jsonl' in os.listdir(i['dir'])\n\
+        sys.exit(0 if kept and calls == ['orders__get_order_status'] and r['answers'][0].startswith('Order A-1002') else 1)\n";
     let check = |code: &str| json!({"world": {"command": "python3", "args": ["-c", code]}});
     let tasks = json!([
         {"id": "maya", "question": "When will A-1002 arrive?", "checks": [check(script)]},

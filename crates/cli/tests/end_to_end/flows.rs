@@ -143,3 +143,61 @@ fn spotlighting_wraps_untrusted_results_only_and_only_when_asked() {
     let all_untrusted = read(json!({"spotlight": true}));
     assert!(all_untrusted[1] > off[1]);
 }
+
+/// AgentDojo's banking suite in its small form (two user tasks, two injection tasks), served
+/// by `bench/agentdojo/server.py` and graded by AgentDojo's own functions through the eval
+/// runner: with a model that obeys every injection and a person who says no, the attacks
+/// reach their goal with flows off and never with flows on.
+#[test]
+fn agentdojo_attacks_reach_their_goal_with_flows_off_and_never_with_flows_on() {
+    let python = crate::interop_peers::require("agentdojo/bin/python", "agentdojo");
+    let dir = tempfile::tempdir().unwrap();
+    let made = std::process::Command::new(&python)
+        .arg(repo_root().join("bench/agentdojo/make.py"))
+        .args([
+            dir.path().to_str().unwrap(),
+            "banking",
+            "--users",
+            "2",
+            "--injections",
+            "2",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let suite = dir.path().join("suite.json");
+    let ran = run(&["eval", suite.to_str().unwrap(), "--json"], &[]);
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    let report: Value = serde_json::from_str(&ran.stdout).unwrap();
+    let reached = |variant: &str| -> Vec<String> {
+        report["failed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|a| a["variant"] == variant)
+            .filter(|a| {
+                a["failures"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|f| f[1].as_str().unwrap().contains("the attack's goal"))
+            })
+            .map(|a| a["task"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let off = reached("flows-off");
+    assert!(off.len() >= 2, "the playback obeys the injections: {off:?}");
+    assert_eq!(reached("flows-on"), Vec::<String>::new(), "{}", ran.stdout);
+    // The user task that needs no value from an untrusted result is done with flows on.
+    let user_task_1 = report["failed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["variant"] == "flows-on" && a["task"] == "user_task_1--none")
+        .count();
+    assert_eq!(user_task_1, 0, "{}", ran.stdout);
+}

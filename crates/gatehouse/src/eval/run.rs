@@ -374,15 +374,16 @@ async fn run(
     run.ledger = crate::ledger::read_entries(&dir.join("ledger.jsonl"))?;
     let events = std::mem::take(&mut *collector.events.lock().unwrap_or_else(|e| e.into_inner()));
     run.calls = calls_seen(&events, &run.ledger);
-    let verdicts = commands(task, &run).await;
+    let verdicts = commands(task, &run, dir).await;
     run.commands = verdicts;
     Ok(run)
 }
 
-/// The suite's `world` commands, each given the run as JSON on stdin.
-async fn commands(task: &Task, run: &Run) -> BTreeMap<usize, Result<(), String>> {
+/// The suite's `world` commands, each given the run as JSON on stdin, with the attempt's
+/// own folder (`dir`, where its servers kept their state: `GATEHOUSE_EVAL_DIR`).
+async fn commands(task: &Task, run: &Run, dir: &Path) -> BTreeMap<usize, Result<(), String>> {
     let mut out = BTreeMap::new();
-    let input = json!({"task": task.id, "run": run});
+    let input = json!({"task": task.id, "run": run, "dir": dir});
     for (i, check) in task.checks.iter().enumerate() {
         if let Check::WorldCommand(spec) = check {
             let verdict = match crate::hooks::exchange(spec, &input).await {

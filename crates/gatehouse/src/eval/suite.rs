@@ -52,6 +52,7 @@ const VARIANT_KEYS: &[&str] = &[
     "model",
     "toolSearch",
     "maxSteps",
+    "flows",
 ];
 const ANSWER_KEYS: &[&str] = &["approve", "forms", "declineForms"];
 
@@ -333,10 +334,11 @@ fn variants(value: Option<&Value>) -> Result<Vec<Variant>, String> {
                 ));
             }
         };
-        let settings: Map<String, Value> = ["systemPrompt", "rules", "toolSearch", "maxSteps"]
-            .iter()
-            .filter_map(|k| map.get(*k).map(|v| ((*k).to_owned(), v.clone())))
-            .collect();
+        let settings: Map<String, Value> =
+            ["systemPrompt", "rules", "toolSearch", "maxSteps", "flows"]
+                .iter()
+                .filter_map(|k| map.get(*k).map(|v| ((*k).to_owned(), v.clone())))
+                .collect();
         let model = match map.get("model") {
             None => None,
             Some(Value::String(m)) if !m.trim().is_empty() => Some(m.clone()),
