@@ -100,17 +100,29 @@ install_node22() {
   "$NODE22_BIN/node" --version >/dev/null
 }
 
-# python_sdk: the official Python SDK, client and server, in a venv.
-install_python_sdk() {
-  local venv="$PEERS_DIR/pyvenv"
+# A venv of PEERS_DIR/NAME holding exactly the pinned packages, "name==version" each:
+# kept when it already has them, else made and installed, then IMPORT run to prove it.
+venv_peer() {
+  local name="$1" import="$2"; shift 2
+  local venv="$PEERS_DIR/$name" pins
+  pins="$(printf '%s,' "$@")"
   if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c \
-      'import importlib.metadata as m, sys; sys.exit(m.version("mcp") != "2.3.0")' 2>/dev/null; then
-    log "$venv: mcp 2.3.0 already installed"
+      'import importlib.metadata as m, sys
+for pin in sys.argv[1].rstrip(",").split(","):
+    name, version = pin.split("==")
+    if m.version(name) != version: sys.exit(1)' "$pins" 2>/dev/null; then
+    log "$venv: $* already installed"
     return 0
   fi
   [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-  log "$venv: installing mcp==2.3.0"
-  "$venv/bin/pip" install -q --disable-pip-version-check mcp==2.3.0
+  log "$venv: installing $*"
+  "$venv/bin/pip" install -q --no-cache-dir --disable-pip-version-check "$@"
+  "$venv/bin/python" -c "$import"
+}
+
+# python_sdk: the official Python SDK, client and server, in a venv.
+install_python_sdk() {
+  venv_peer pyvenv 'import mcp' mcp==2.3.0
 }
 
 # fastmcp: FastMCP 4.1.4 with fastmcp-tasks 4.1.4 (the tasks extension, SEP-2663, on the
@@ -118,15 +130,7 @@ install_python_sdk() {
 # that the Python SDK's venv must not get. fastmcp-tasks has no 4.2.x, so fastmcp is
 # pinned to 4.1.4 too (`fastmcp[tasks]==4.2.x` does not resolve).
 install_fastmcp() {
-  local venv="$PEERS_DIR/fastmcp"
-  if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c       'import importlib.metadata as m, sys; sys.exit(not (m.version("fastmcp") == "4.1.4" and m.version("fastmcp-tasks") == "4.1.4"))' 2>/dev/null; then
-    log "$venv: fastmcp 4.1.4 and fastmcp-tasks 4.1.4 already installed"
-    return 0
-  fi
-  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-  log "$venv: installing fastmcp==4.1.4 fastmcp-tasks==4.1.4"
-  "$venv/bin/pip" install -q --disable-pip-version-check "fastmcp==4.1.4" "fastmcp-tasks==4.1.4"
-  "$venv/bin/python" -c 'import fastmcp_tasks'
+  venv_peer fastmcp 'import fastmcp_tasks' fastmcp==4.1.4 fastmcp-tasks==4.1.4
 }
 
 # mcp_servers: the reference servers everything, filesystem and memory (stdio, Node 20 is fine).
@@ -268,31 +272,15 @@ install_gemini_cli() {
 # -git and -fetch, which uvx downloads from PyPI into each test's own uv cache, as the npx
 # tests do from the npm registry). Checked by asking its version.
 install_uv() {
-  local venv="$PEERS_DIR/uv"
-  if [ -x "$venv/bin/uvx" ] && [ "$("$venv/bin/uv" --version 2>/dev/null)" = "uv 0.13.8" ]; then
-    log "$venv: uv 0.13.8 already installed"
-    return 0
-  fi
-  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-  log "$venv: installing uv==0.13.8"
-  "$venv/bin/pip" install -q --disable-pip-version-check uv==0.13.8
-  "$venv/bin/uvx" --version >/dev/null
+  venv_peer uv 'import uv' uv==0.13.8
+  "$PEERS_DIR/uv/bin/uvx" --version >/dev/null
 }
 
 # agentdojo: AgentDojo 0.1.35 (the prompt-injection benchmark whose suites
 # bench/agentdojo serves as MCP servers) with the Python SDK, in a venv of its own: it
 # pulls the model vendors' SDKs (about 300 MB), which the other venvs must not get.
 install_agentdojo() {
-  local venv="$PEERS_DIR/agentdojo"
-  if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c \
-      'import importlib.metadata as m, sys; sys.exit(not (m.version("agentdojo") == "0.1.35" and m.version("mcp") == "2.3.0"))' 2>/dev/null; then
-    log "$venv: agentdojo 0.1.35 already installed"
-    return 0
-  fi
-  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-  log "$venv: installing agentdojo==0.1.35 mcp==2.3.0"
-  "$venv/bin/pip" install -q --no-cache-dir --disable-pip-version-check agentdojo==0.1.35 mcp==2.3.0
-  "$venv/bin/python" -c 'import agentdojo.task_suite.load_suites, mcp'
+  venv_peer agentdojo 'import agentdojo.task_suite.load_suites, mcp' agentdojo==0.1.35 mcp==2.3.0
 }
 
 # (Other peers go here, each as its own install_<peer> function, listed in PEERS.)
