@@ -247,6 +247,7 @@ impl Person for WebPerson {
                     "may_remember": request.may_remember,
                     "proposed": request.proposed,
                     "by_person": request.by == gatehouse::person::ProposedBy::Person,
+                    "flows": request.flows,
                 }),
             );
             // If the lab goes away before anyone answers, the answer is no.
@@ -339,8 +340,10 @@ mod tests {
     async fn an_approval_waits_for_the_click_and_a_bad_answer_keeps_it_waiting() {
         let hub = Arc::new(Hub::default());
         let person = Arc::new(WebPerson::new(hub.clone()));
+        let came = "/summary x appears nowhere in the context: the model made it";
         let request = ApprovalRequest {
             may_remember: true,
+            flows: vec![came.into()],
             ..ticket("not on the allow-list: ask the person")
         };
         let p = person.clone();
@@ -349,6 +352,9 @@ mod tests {
         while hub.subscribe().0.is_empty() {
             tokio::task::yield_now().await;
         }
+        // The page shows where each argument came from, as the terminal does.
+        let shown = hub.subscribe().0;
+        assert_eq!(shown.last().unwrap()["flows"], json!([came]));
         assert!(matches!(
             person.answer(1, &json!({"run": "maybe"})),
             Err(AnswerError::Invalid { .. })
