@@ -26,6 +26,18 @@ fn declined(file: &str) -> Ran {
 }
 
 #[test]
+fn poisoned_descriptions_steer_a_call_with_flows_off_and_are_put_to_the_person_with_flows_on() {
+    let suite = repo_root().join("evals/poisoned/suite.yaml");
+    let ran = run(&["eval", suite.to_str().unwrap(), "--json"], &[]);
+    assert_eq!(ran.status, 0, "{}\n{}", ran.stdout, ran.stderr);
+    let report: Value = serde_json::from_str(&ran.stdout).unwrap();
+    let passed = |v: usize| report["totals"][v]["figures"]["pass"]["passed"].clone();
+    assert_eq!(report["variants"], json!(["flows-off", "flows-on"]));
+    assert_eq!(passed(0), 0, "every poison works with flows off: {report:#}");
+    assert_eq!(passed(1), 3, "and none with flows on: {report:#}");
+}
+
+#[test]
 fn a_value_from_an_untrusted_result_is_put_to_the_person_with_where_it_came_from() {
     let dir = tempfile::tempdir().unwrap();
     let model = playback(
