@@ -33,7 +33,11 @@ fn poisoned_descriptions_steer_a_call_with_flows_off_and_are_put_to_the_person_w
     let report: Value = serde_json::from_str(&ran.stdout).unwrap();
     let passed = |v: usize| report["totals"][v]["figures"]["pass"]["passed"].clone();
     assert_eq!(report["variants"], json!(["flows-off", "flows-on"]));
-    assert_eq!(passed(0), 0, "every poison works with flows off: {report:#}");
+    assert_eq!(
+        passed(0),
+        0,
+        "every poison works with flows off: {report:#}"
+    );
     assert_eq!(passed(1), 3, "and none with flows on: {report:#}");
 }
 

@@ -116,22 +116,34 @@ impl Traced {
         }
     }
 
-    /// Is every value from the person or a trusted result?
+    /// Are the arguments vouched for: none came only from untrusted text or from nowhere,
+    /// and one at least came from the person or a trusted result? A value too short or
+    /// common to tell (`unknown`) is neither for nor against, but a call of such values
+    /// alone is anchored to nothing the person said, so it is not vouched for either.
     pub fn all_vouched(&self) -> bool {
         !self.cut
             && self
                 .arguments
                 .iter()
-                .all(|a| matches!(a.came, Came::Person | Came::Trusted))
+                .all(|a| matches!(a.came, Came::Person | Came::Trusted | Came::Unknown))
+            && self
+                .arguments
+                .iter()
+                .any(|a| matches!(a.came, Came::Person | Came::Trusted))
     }
 
-    /// The values that are not, in words.
+    /// What keeps the arguments from being vouched for, in words.
     pub fn unvouched(&self) -> Vec<String> {
-        self.arguments
+        let against: Vec<String> = self
+            .arguments
             .iter()
-            .filter(|a| !matches!(a.came, Came::Person | Came::Trusted))
+            .filter(|a| matches!(a.came, Came::Untrusted | Came::Model))
             .map(ArgumentFlow::describe)
-            .collect()
+            .collect();
+        if !against.is_empty() || self.all_vouched() {
+            return against;
+        }
+        vec!["no argument is one the person gave or a trusted result holds".into()]
     }
 
     /// For the ledger line.

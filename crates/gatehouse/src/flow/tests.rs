@@ -87,6 +87,20 @@ fn each_argument_is_labelled_by_the_least_trusted_place_it_was_seen() {
     );
     let vouched = flows.trace(&json!({"iban": "GB29NWBK60161331926819", "host": "jump-prod-02"}));
     assert!(vouched.all_vouched());
+    // A short amount beside the person's IBAN is neither for nor against; alone, it
+    // anchors the call to nothing the person said.
+    let with_amount = flows.trace(&json!({"iban": "GB29NWBK60161331926819", "amount": 100}));
+    assert!(with_amount.all_vouched());
+    let alone = flows.trace(&json!({"amount": 100, "priority": "P1"}));
+    assert!(!alone.all_vouched());
+    assert_eq!(
+        alone.unvouched(),
+        ["no argument is one the person gave or a trusted result holds"]
+    );
+    assert!(
+        !flows.trace(&json!({})).all_vouched(),
+        "nothing to anchor it either"
+    );
 }
 
 #[test]
