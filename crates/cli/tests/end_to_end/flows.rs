@@ -217,3 +217,22 @@ fn agentdojo_attacks_reach_their_goal_with_flows_off_and_never_with_flows_on() {
         .count();
     assert_eq!(user_task_1, 0, "{}", ran.stdout);
 }
+
+/// A gateway does not see its callers' conversations: when the settings count on flows,
+/// it says at the start what it cannot tell, and says nothing otherwise.
+#[test]
+fn a_gateway_says_it_cannot_see_where_its_callers_arguments_came_from() {
+    use crate::gateway::{gateway_config, said, start_gateway};
+    let dir = tempfile::tempdir().unwrap();
+    let config = gateway_config(dir.path());
+    let state = dir.path().join("state.db");
+    let plain = start_gateway(dir.path(), &config, state.to_str().unwrap());
+    let note = "flows: the gateway does not see its callers' conversations";
+    assert!(!said(&plain, note));
+    drop(plain);
+    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    doc["gatehouse"]["flows"] = json!({"consequential": ["tickets__open_ticket"]});
+    let flowing = write(dir.path(), "flowing.json", &doc);
+    let gw = start_gateway(dir.path(), &flowing, state.to_str().unwrap());
+    assert!(said(&gw, note), "{:?}", gw.lines());
+}

@@ -133,6 +133,28 @@ impl Person for Unreachable {
     }
 }
 
+/// A gateway does not see its callers' conversations, so it cannot tell where an argument
+/// came from: a `from` condition cannot tell (an `allow` with one never applies) and the
+/// rule of two has nothing to go on. Said once at the start when the settings count on it.
+fn say_what_flows_cannot_see(host: &Host) {
+    let settings = host.settings();
+    let from_rules = settings.rules.all().iter().any(|r| {
+        r.conditions
+            .iter()
+            .any(|c| matches!(c.test, crate::rules::Test::From(_)))
+    });
+    if settings.flows.consequential.is_empty() && settings.flows.trusted.is_empty() && !from_rules {
+        return;
+    }
+    host.trace().add(
+        crate::trace::Who::Host,
+        "flows: the gateway does not see its callers' conversations, so it cannot tell where \
+         an argument came from; \"from\" conditions cannot tell (an allow with one never \
+         applies) and the rule of two does not apply here (docs/flows.md)",
+        serde_json::json!({"flows": "unseen"}),
+    );
+}
+
 impl Gateway {
     /// Start every server of `config`, with approvals, confirmations and the ledger kept
     /// in `store`, its states sealed with `key` (from its key file, `key.rs`);
@@ -149,6 +171,7 @@ impl Gateway {
         let confirmations = Confirmations::new(key, CONFIRMATION_TTL)?;
         let keeper = Arc::new(store.clone());
         let host = Host::start_keeping(config, Arc::new(Unreachable), trace, keeper).await;
+        say_what_flows_cannot_see(&host);
         Ok(Gateway {
             inner: Arc::new(Inner {
                 host,
