@@ -15,6 +15,7 @@ and flows on (the suite's tools that send, pay, write or delete are consequentia
 
 import json
 import os
+import re
 import sys
 
 from agentdojo.agent_pipeline.tool_execution import tool_result_to_str
@@ -23,6 +24,10 @@ from agentdojo.functions_runtime import FunctionsRuntime
 import common
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def letters(text):
+    return re.sub(r"[^0-9A-Za-z]+", "", text)
 
 
 def calls(fcs, server):
@@ -41,8 +46,9 @@ def decisions(s, user_id, injection_id):
         out.append({"tool_calls": calls([c], s.name)})
         result, error = runtime.run_function(env, c.function, dict(c.args))
         text = error or tool_result_to_str(result)
-        # The environment's YAML collapses blank lines: compare words, not whitespace.
-        if not seen and any(" ".join(t.split()) in " ".join(text.split()) for t in inj.values()):
+        # The result is YAML (blank lines collapsed, quotes doubled): compare letters and
+        # digits only.
+        if not seen and any(letters(t) in letters(text) for t in inj.values()):
             seen = True
             for ic in injected:
                 out.append({"tool_calls": calls([ic], s.name)})
