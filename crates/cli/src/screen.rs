@@ -284,8 +284,12 @@ impl Observer for Printer {
         }
         match self.steps {
             StepsTo::Stdout => {
+                // One write for the step and the result's text below it: stdout's line
+                // buffer would write each line on its own, and a server's stderr line
+                // could land between them where both share a terminal.
+                line.push('\n');
                 let mut out = std::io::stdout().lock();
-                let _ = writeln!(out, "{line}");
+                let _ = out.write_all(line.as_bytes());
                 let _ = out.flush();
             }
             StepsTo::Stderr => to_stderr(&line),
