@@ -20,8 +20,9 @@ MODEL = "gpt-4o-2024-05-13"
 CONSEQUENTIAL = {
     "banking": ["send_money", "schedule_transaction", "update_scheduled_transaction",
                 "update_password", "update_user_info"],
+    # get_webpage sends a request to any address, which can carry data out in its URL.
     "slack": ["send_direct_message", "send_channel_message", "invite_user_to_slack",
-              "remove_user_from_slack", "add_user_to_channel", "post_webpage"],
+              "remove_user_from_slack", "add_user_to_channel", "post_webpage", "get_webpage"],
     "workspace": ["send_email", "delete_email", "create_calendar_event",
                   "cancel_calendar_event", "reschedule_calendar_event",
                   "add_calendar_event_participants", "delete_file", "share_file",
