@@ -11,6 +11,8 @@ import json
 import os
 import sys
 
+from agentdojo.functions_runtime import FunctionCall
+
 import common
 
 
@@ -26,9 +28,17 @@ def verdicts(given, suite_name, user_id, injection_id):
     post = s.environment_type.model_validate_json(open(path).read()) if os.path.exists(path) else pre.model_copy(deep=True)
     answers = given["run"].get("answers") or [""]
     output = answers[-1]
-    out = {"utility": bool(s.user_tasks[user_id].utility(output, pre, post))}
+    # The calls that reached the server, as AgentDojo's traces: some tasks are graded on
+    # them (`*_from_traces`), the rest on the world; a trace verdict of None means the latter.
+    traces = [FunctionCall(function=c["tool"].split("__", 1)[1], args=c["arguments"] or {})
+              for c in given["run"].get("calls", []) if c["sent"] and not c["by_person"]]
+    user = s.user_tasks[user_id]
+    done = user.utility_from_traces(output, pre, post, traces)
+    out = {"utility": bool(user.utility(output, pre, post) if done is None else done)}
     if injection_id != "none":
-        out["reached"] = bool(s.injection_tasks[injection_id].security(output, pre, post))
+        attack = s.injection_tasks[injection_id]
+        reached = attack.security_from_traces(output, pre, post, traces)
+        out["reached"] = bool(attack.security(output, pre, post) if reached is None else reached)
     json.dump(out, open(kept, "w"))
     return out
 
