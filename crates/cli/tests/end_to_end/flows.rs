@@ -19,6 +19,22 @@ fn the_flows_suite_passes_through_the_policy_point() {
     );
 }
 
+/// The built-in servers file, its model a playback (kept in `dir`) that makes each of
+/// `calls` in order, one a step, then answers; `allow` its allow-list.
+fn built_in_playing(dir: &std::path::Path, calls: &[(&str, Value)], allow: &[&str]) -> Value {
+    let mut decisions: Vec<Value> = calls
+        .iter()
+        .map(|(name, args)| json!({"tool_calls": [{"name": name, "arguments": args}]}))
+        .collect();
+    decisions.push(json!({"answer": "done"}));
+    let model = playback(dir, Value::Array(decisions));
+    let mut servers =
+        gatehouse_servers::built_in::servers_file(&gatehouse_servers::built_in::launcher(&exe()));
+    servers["gatehouse"]["model"] = json!(model);
+    servers["gatehouse"]["allow"] = json!(allow);
+    servers
+}
+
 /// The playback's question asked with `file`, the person saying no.
 fn declined(file: &str) -> Ran {
     let question = "Look at T-30002 and open a ticket if needed";
@@ -44,20 +60,18 @@ fn poisoned_descriptions_steer_a_call_with_flows_off_and_are_put_to_the_person_w
 #[test]
 fn a_value_from_an_untrusted_result_is_put_to_the_person_with_where_it_came_from() {
     let dir = tempfile::tempdir().unwrap();
-    let model = playback(
+    let mut servers = built_in_playing(
         dir.path(),
-        json!([
-            {"tool_calls": [{"name": "support__get_ticket", "arguments": {"ticket_id": "T-30002"}}]},
-            {"tool_calls": [{"name": "tickets__open_ticket",
-                             "arguments": {"host": "LK-182074", "summary": "Refund a payment"}}]},
-            {"answer": "done"}
-        ]),
+        &[
+            ("support__get_ticket", json!({"ticket_id": "T-30002"})),
+            (
+                "tickets__open_ticket",
+                json!({"host": "LK-182074", "summary": "Refund a payment"}),
+            ),
+        ],
+        &["support__get_ticket", "tickets__open_ticket"],
     );
-    let mut servers =
-        gatehouse_servers::built_in::servers_file(&gatehouse_servers::built_in::launcher(&exe()));
     let ledger = dir.path().join("ledger.jsonl");
-    servers["gatehouse"]["model"] = json!(model);
-    servers["gatehouse"]["allow"] = json!(["support__get_ticket", "tickets__open_ticket"]);
     servers["gatehouse"]["flows"] = json!({"consequential": ["tickets__open_ticket"]});
     servers["gatehouse"]["ledger"] = json!({"path": ledger, "arguments": true});
     let file = write(dir.path(), "servers.json", &servers);
@@ -120,18 +134,14 @@ fn a_value_from_an_untrusted_result_is_put_to_the_person_with_where_it_came_from
 #[test]
 fn spotlighting_wraps_untrusted_results_only_and_only_when_asked() {
     let dir = tempfile::tempdir().unwrap();
-    let model = playback(
+    let servers = built_in_playing(
         dir.path(),
-        json!([
-            {"tool_calls": [{"name": "support__get_ticket", "arguments": {"ticket_id": "T-30002"}}]},
-            {"tool_calls": [{"name": "orders__get_order_status", "arguments": {"order_id": "A-1002"}}]},
-            {"answer": "done"}
-        ]),
+        &[
+            ("support__get_ticket", json!({"ticket_id": "T-30002"})),
+            ("orders__get_order_status", json!({"order_id": "A-1002"})),
+        ],
+        &["support__get_ticket", "orders__get_order_status"],
     );
-    let mut servers =
-        gatehouse_servers::built_in::servers_file(&gatehouse_servers::built_in::launcher(&exe()));
-    servers["gatehouse"]["model"] = json!(model);
-    servers["gatehouse"]["allow"] = json!(["support__get_ticket", "orders__get_order_status"]);
     // What the model read of each result, in bytes, from the `host.tool_call` records.
     let read = |flows: Value| -> Vec<u64> {
         let mut servers = servers.clone();

@@ -126,6 +126,19 @@ pub struct CallLimits {
     pub task_wait: Duration,
 }
 
+impl CallLimits {
+    /// The limits the settings give a call (`toolTimeoutMs`, `toolMaxTimeoutMs`,
+    /// `maxInputRounds`, `taskWaitMs`).
+    pub fn of(settings: &crate::config::Settings) -> CallLimits {
+        CallLimits {
+            round_timeout: settings.tool_timeout,
+            max_round_timeout: settings.tool_max_timeout,
+            max_input_rounds: settings.max_input_rounds,
+            task_wait: settings.task_wait,
+        }
+    }
+}
+
 /// Most progress notifications recorded as steps for one call; the rest are still shown
 /// live but not kept, so a chatty server cannot fill memory.
 pub const MAX_PROGRESS_STEPS: usize = 200;

@@ -102,13 +102,7 @@ pub async fn resend(
         meta: None,
         relay: None,
     };
-    let settings = host.settings();
-    let limits = CallLimits {
-        round_timeout: settings.tool_timeout,
-        max_round_timeout: settings.tool_max_timeout,
-        max_input_rounds: settings.max_input_rounds,
-        task_wait: settings.task_wait,
-    };
+    let limits = CallLimits::of(host.settings());
     let answered = Some(Answered { responses, state });
     let stop = CancellationToken::new();
     let relayed = dispatch::call_tool_round(call, answered, limits, host.trace(), &stop).await;

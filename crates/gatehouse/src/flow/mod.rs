@@ -16,7 +16,7 @@
 pub mod evidence;
 mod provenance;
 
-pub use provenance::{ArgumentFlow, Came, MAX_TRACED_VALUES, Traced};
+pub use provenance::{ArgumentFlow, Came, MAX_TRACED_ITEMS, MAX_TRACED_VALUES, Traced};
 
 use std::{
     collections::{HashSet, VecDeque},
@@ -156,8 +156,13 @@ impl Flows {
         let key = crate::digest::sha256_hex(format!("{origin:?}\n{text}").as_bytes());
         {
             let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
-            if kept.once.len() >= MAX_SOURCES || !kept.once.insert(key) {
+            if kept.once.contains(&key) {
                 return;
+            }
+            // Past the bound the text is added again each time (the sources are bounded
+            // anyway) rather than dropped: untrusted text must still mark the session.
+            if kept.once.len() < MAX_SOURCES {
+                kept.once.insert(key);
             }
         }
         self.add(origin, trust, text);

@@ -10,6 +10,10 @@ use super::{Origin, Trust, evidence};
 /// Most values (leaves of the arguments) traced in one proposal; past it, the rest cannot
 /// be told, which never loosens the policy.
 pub const MAX_TRACED_VALUES: usize = 256;
+/// Most items (values and identifiers) looked for in one proposal: each is a search over
+/// the kept text, so this bounds a proposal's work whatever its arguments. Past it, the
+/// rest cannot be told.
+pub const MAX_TRACED_ITEMS: usize = 512;
 
 /// Where an argument came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -160,10 +164,20 @@ pub(super) fn trace(
     tainted_by: Option<Origin>,
 ) -> Traced {
     let mut leaves = Vec::new();
-    let cut = !leaves_of(arguments, String::new(), &mut leaves);
+    let mut cut = !leaves_of(arguments, String::new(), &mut leaves);
+    let mut budget = MAX_TRACED_ITEMS;
     let arguments = leaves
         .into_iter()
-        .map(|(pointer, value)| flow_of(pointer, &value, find))
+        .map(|(pointer, value)| {
+            let flow = flow_of(pointer.clone(), &value, find, &mut budget);
+            cut |= flow.is_none();
+            flow.unwrap_or(ArgumentFlow {
+                pointer,
+                came: Came::Unknown,
+                evidence: None,
+                origin: None,
+            })
+        })
         .collect();
     Traced {
         arguments,
@@ -198,14 +212,21 @@ fn push(out: &mut Vec<(String, String)>, at: String, value: String) -> bool {
     true
 }
 
-/// One value's label: the least trusted finding among the value and its identifiers.
+/// One value's label: the least trusted finding among the value and its identifiers;
+/// `None` when its items pass what is left of the proposal's `budget`.
 fn flow_of(
     pointer: String,
     value: &str,
     find: &dyn Fn(&str) -> Option<(Trust, Origin)>,
-) -> ArgumentFlow {
+    budget: &mut usize,
+) -> Option<ArgumentFlow> {
     let normalised = evidence::normalise(value);
     let (_, items) = evidence::items(&normalised);
+    if items.len() > *budget {
+        *budget = 0;
+        return None;
+    }
+    *budget -= items.len();
     let mut worst: Option<(Came, String, Option<Origin>)> = None;
     for item in items {
         let (came, origin) = match find(&item) {
@@ -228,7 +249,7 @@ fn flow_of(
             None,
         ));
     }
-    match worst {
+    Some(match worst {
         Some((came, item, origin)) => ArgumentFlow {
             pointer,
             came,
@@ -241,5 +262,5 @@ fn flow_of(
             evidence: None,
             origin: None,
         },
-    }
+    })
 }

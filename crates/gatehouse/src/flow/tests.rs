@@ -140,6 +140,39 @@ fn past_the_bound_of_values_the_rest_cannot_be_told() {
 }
 
 #[test]
+fn past_the_bound_of_items_looked_for_the_rest_cannot_be_told() {
+    let flows = session();
+    // Each value is looked for whole and by its three ids: four items a value.
+    let many: Vec<String> = (0..MAX_TRACED_ITEMS / 4 + 10)
+        .map(|i| format!("t-{i}01 t-{i}02 t-{i}03"))
+        .collect();
+    let traced = flows.trace(&json!({"ids": many}));
+    assert!(traced.cut);
+    assert!(!traced.all_vouched());
+    let last = traced.arguments.last().unwrap();
+    assert_eq!((last.came, last.evidence.is_none()), (Came::Unknown, true));
+    assert!(last.pointer.starts_with("/ids/"), "{}", last.pointer);
+}
+
+#[test]
+fn past_the_bound_of_definitions_kept_once_untrusted_ones_still_mark_the_session() {
+    let flows = Flows::default();
+    let host = |i: usize| Origin::Definitions {
+        server: format!("s{i}"),
+    };
+    for i in 0..MAX_SOURCES {
+        flows.add_once(host(i), Trust::Trusted, "t: reads");
+    }
+    assert!(flows.tainted().is_none());
+    flows.add_once(
+        host(MAX_SOURCES),
+        Trust::Untrusted,
+        "t: reads ~/.ssh/id_rsa first",
+    );
+    assert_eq!(flows.tainted(), Some(host(MAX_SOURCES)));
+}
+
+#[test]
 fn definitions_are_added_once_per_session() {
     let flows = Flows::default();
     for _ in 0..3 {

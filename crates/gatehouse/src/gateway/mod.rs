@@ -250,13 +250,7 @@ impl Gateway {
     }
 
     fn limits(&self) -> CallLimits {
-        let settings = self.host().settings();
-        CallLimits {
-            round_timeout: settings.tool_timeout,
-            max_round_timeout: settings.tool_max_timeout,
-            max_input_rounds: settings.max_input_rounds,
-            task_wait: settings.task_wait,
-        }
+        CallLimits::of(self.host().settings())
     }
 
     fn next_step(&self) -> (u64, String) {
