@@ -13,12 +13,14 @@
 mod clock;
 mod relayed;
 mod rising;
+mod stop;
 pub mod task;
 
 pub use relayed::{Answered, Relayed, asks_the_person, call_tool_round, task_request};
+pub use stop::Stopper;
 
 use std::{
-    sync::{Arc, Mutex},
+    sync::Arc,
     time::{Duration, Instant},
 };
 
@@ -59,43 +61,6 @@ pub enum CallEnd<T = CallToolResult> {
     /// The server runs the call as a task that was still going when the turn's wait ran
     /// out: it goes on in the background.
     Background(task::TaskSeen),
-}
-
-/// Stops the call in flight, if any: its request is cancelled on the server. Cheap to
-/// clone and to hand to a signal handler.
-#[derive(Clone, Default)]
-pub struct Stopper {
-    current: Arc<Mutex<Option<CancellationToken>>>,
-}
-
-impl Stopper {
-    /// Stop the call in flight. Returns whether there was one.
-    pub fn stop(&self) -> bool {
-        match self
-            .current
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
-        {
-            Some(token) => {
-                token.cancel();
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// A token for a call that starts now; it is cleared by [`Stopper::finish`].
-    pub fn begin(&self) -> CancellationToken {
-        let token = CancellationToken::new();
-        *self.current.lock().unwrap_or_else(|e| e.into_inner()) = Some(token.clone());
-        token
-    }
-
-    /// The call in flight ended; a Stop now stops nothing.
-    pub fn finish(&self) {
-        *self.current.lock().unwrap_or_else(|e| e.into_inner()) = None;
-    }
 }
 
 /// A finished request: how it ended, and what it took.
