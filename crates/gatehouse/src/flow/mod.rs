@@ -29,6 +29,9 @@ use serde::Serialize;
 pub const MAX_FLOW_BYTES: usize = 4 << 20;
 /// Most pieces of text kept (results, questions, definitions).
 pub const MAX_SOURCES: usize = 10_000;
+/// Most normalised text a gateway keeps for one caller: it keeps many callers' at once
+/// (`gateway::flows`), so each gets less than a host's session.
+pub const MAX_CALLER_FLOW_BYTES: usize = 1 << 20;
 
 /// Where a piece of the context came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -62,6 +65,15 @@ pub enum Origin {
         /// The server.
         server: String,
     },
+    /// A tool's result a gateway relayed to its caller.
+    Relayed {
+        /// The server.
+        server: String,
+        /// The tool, as the caller named it.
+        tool: String,
+        /// The gateway's call number.
+        step: u64,
+    },
 }
 
 impl Origin {
@@ -75,6 +87,9 @@ impl Origin {
                 tool, turn, step, ..
             } => format!("{tool}'s result at step {step} of turn {turn}"),
             Origin::Definitions { server } => format!("{server}'s tool descriptions"),
+            Origin::Relayed { tool, step, .. } => {
+                format!("{tool}'s result the gateway relayed to this caller (call {step})")
+            }
         }
     }
 }
@@ -109,9 +124,23 @@ struct Kept {
 }
 
 /// A session's context, labelled. Shared by the session's turns; cheap to lock.
-#[derive(Default)]
 pub struct Flows {
     kept: Mutex<Kept>,
+    /// Most normalised text kept, in bytes.
+    bound: usize,
+    /// What a value found nowhere is: the model's, where the whole context is seen.
+    nowhere: Came,
+}
+
+impl Default for Flows {
+    /// A host's session: it sees the whole context.
+    fn default() -> Flows {
+        Flows {
+            kept: Mutex::default(),
+            bound: MAX_FLOW_BYTES,
+            nowhere: Came::Model,
+        }
+    }
 }
 
 impl std::fmt::Debug for Flows {
@@ -126,6 +155,17 @@ impl std::fmt::Debug for Flows {
 }
 
 impl Flows {
+    /// A gateway's caller: only what the gateway relayed is seen, never the caller's own
+    /// conversation, so a value found nowhere cannot be told (the person's or the model's)
+    /// and never counts as the person's.
+    pub fn of_unseen_caller() -> Flows {
+        Flows {
+            kept: Mutex::default(),
+            bound: MAX_CALLER_FLOW_BYTES,
+            nowhere: Came::Unknown,
+        }
+    }
+
     /// `text` entered the model's context from `origin`, trusted so far.
     pub fn add(&self, origin: Origin, trust: Trust, text: &str) {
         let text = evidence::normalise(text);
@@ -133,7 +173,7 @@ impl Flows {
         if trust == Trust::Untrusted && kept.tainted.is_none() && !text.is_empty() {
             kept.tainted = Some(origin.clone());
         }
-        if text.len() > MAX_FLOW_BYTES {
+        if text.len() > self.bound {
             return;
         }
         kept.bytes += text.len();
@@ -142,7 +182,7 @@ impl Flows {
             trust,
             text,
         });
-        while kept.bytes > MAX_FLOW_BYTES || kept.sources.len() > MAX_SOURCES {
+        while kept.bytes > self.bound || kept.sources.len() > MAX_SOURCES {
             let Some(old) = kept.sources.pop_front() else {
                 break;
             };
@@ -178,7 +218,7 @@ impl Flows {
     pub fn trace(&self, arguments: &serde_json::Value) -> Traced {
         let kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
         let find = |item: &str| best_source(&kept.sources, item);
-        provenance::trace(arguments, &find, kept.tainted.clone())
+        provenance::trace(arguments, &find, self.nowhere, kept.tainted.clone())
     }
 }
 

@@ -85,6 +85,11 @@ impl ArgumentFlow {
             Came::Trusted => format!("{p}{what} is from {place}, trusted"),
             Came::Untrusted => format!("{p}{what} appeared only in {place}, untrusted"),
             Came::Model => format!("{p}{what} appears nowhere in the context: the model made it"),
+            // Found nowhere in what the gateway relayed: its caller's own context is unseen.
+            Came::Unknown if self.evidence.is_some() => format!(
+                "{p}{what} is in nothing relayed to this caller: whether the person or the \
+                 model gave it cannot be told"
+            ),
             Came::Unknown => format!("{p} is too short or common to tell where it came from"),
         }
     }
@@ -101,11 +106,17 @@ pub struct Traced {
     /// The first untrusted text that entered the context, if any has.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tainted_by: Option<Origin>,
+    /// Only part of the context is seen (a gateway's caller): a value found nowhere, or
+    /// too short to tell, cannot be told.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub unseen: bool,
 }
 
 impl Traced {
     /// Where the value at `pointer` came from: the least trusted of the values at it and
-    /// under it; `None` when the arguments hold nothing there.
+    /// under it; `None` when the arguments hold nothing there, or when it cannot be told
+    /// (past the bound, or not seen), so that an `allow` on it does not apply and an ask
+    /// or a deny does.
     pub fn came(&self, pointer: &str) -> Option<Came> {
         let under = format!("{pointer}/");
         let found = self
@@ -114,9 +125,13 @@ impl Traced {
             .filter(|a| a.pointer == pointer || a.pointer.starts_with(&under) || pointer.is_empty())
             .map(|a| a.came)
             .max();
-        match (found, self.cut) {
+        let told = match (found, self.cut) {
             (Some(c), true) => Some(c.max(Came::Unknown)),
             (found, _) => found,
+        };
+        match told {
+            Some(Came::Unknown) if self.cut || self.unseen => None,
+            told => told,
         }
     }
 
@@ -124,12 +139,15 @@ impl Traced {
     /// and one at least came from the person or a trusted result? A value too short or
     /// common to tell (`unknown`) is neither for nor against, but a call of such values
     /// alone is anchored to nothing the person said, so it is not vouched for either.
+    /// Unseen (a gateway's caller), a value found nowhere vouches for nothing: it may be
+    /// the model's.
     pub fn all_vouched(&self) -> bool {
         !self.cut
-            && self
-                .arguments
-                .iter()
-                .all(|a| matches!(a.came, Came::Person | Came::Trusted | Came::Unknown))
+            && self.arguments.iter().all(|a| match a.came {
+                Came::Person | Came::Trusted => true,
+                Came::Unknown => !(self.unseen && a.evidence.is_some()),
+                Came::Model | Came::Untrusted => false,
+            })
             && self
                 .arguments
                 .iter()
@@ -141,7 +159,12 @@ impl Traced {
         let against: Vec<String> = self
             .arguments
             .iter()
-            .filter(|a| matches!(a.came, Came::Untrusted | Came::Model))
+            .filter(|a| match a.came {
+                Came::Untrusted | Came::Model => true,
+                // Unseen, a value found nowhere is named: it may be the model's.
+                Came::Unknown => self.unseen && a.evidence.is_some(),
+                Came::Person | Came::Trusted => false,
+            })
             .map(ArgumentFlow::describe)
             .collect();
         if !against.is_empty() || self.all_vouched() {
@@ -156,20 +179,25 @@ impl Traced {
     }
 }
 
+/// Finds the most trusted source that holds a normalised item.
+type Find<'a> = &'a dyn Fn(&str) -> Option<(Trust, Origin)>;
+
 /// Trace every value of `arguments` with `find`, which names the most trusted source
 /// holding a normalised item.
 pub(super) fn trace(
     arguments: &Value,
-    find: &dyn Fn(&str) -> Option<(Trust, Origin)>,
+    find: Find<'_>,
+    nowhere: Came,
     tainted_by: Option<Origin>,
 ) -> Traced {
+    let unseen = nowhere == Came::Unknown;
     let mut leaves = Vec::new();
     let mut cut = !leaves_of(arguments, String::new(), &mut leaves);
     let mut budget = MAX_TRACED_ITEMS;
     let arguments = leaves
         .into_iter()
         .map(|(pointer, value)| {
-            let flow = flow_of(pointer.clone(), &value, find, &mut budget);
+            let flow = flow_of(pointer.clone(), &value, (find, nowhere), &mut budget);
             cut |= flow.is_none();
             flow.unwrap_or(ArgumentFlow {
                 pointer,
@@ -183,6 +211,7 @@ pub(super) fn trace(
         arguments,
         cut,
         tainted_by,
+        unseen,
     }
 }
 
@@ -217,7 +246,7 @@ fn push(out: &mut Vec<(String, String)>, at: String, value: String) -> bool {
 fn flow_of(
     pointer: String,
     value: &str,
-    find: &dyn Fn(&str) -> Option<(Trust, Origin)>,
+    (find, nowhere): (Find<'_>, Came),
     budget: &mut usize,
 ) -> Option<ArgumentFlow> {
     let normalised = evidence::normalise(value);
@@ -233,18 +262,19 @@ fn flow_of(
             Some((Trust::Person, o)) => (Came::Person, Some(o)),
             Some((Trust::Trusted, o)) => (Came::Trusted, Some(o)),
             Some((Trust::Untrusted, o)) => (Came::Untrusted, Some(o)),
-            None => (Came::Model, None),
+            None => (nowhere, None),
         };
         if worst.as_ref().is_none_or(|(w, _, _)| came > *w) {
             worst = Some((came, item, origin));
         }
     }
-    // A long value is looked for by its identifiers only: the rest is the model's text.
+    // A long value is looked for by its identifiers only: the rest is the model's text
+    // (or, unseen, the caller's, which cannot be told).
     if normalised.len() > evidence::MAX_WHOLE_BYTES
-        && worst.as_ref().is_none_or(|(w, _, _)| *w < Came::Model)
+        && worst.as_ref().is_none_or(|(w, _, _)| *w < nowhere)
     {
         worst = Some((
-            Came::Model,
+            nowhere,
             crate::text::clip(&normalised, 200).into_owned(),
             None,
         ));

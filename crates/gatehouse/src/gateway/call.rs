@@ -35,6 +35,7 @@ use super::{
 use crate::{
     catalog::{CatalogTool, Origin},
     dispatch::{self, Answered, CallEnd, Relayed},
+    flow::Flows,
     gate::{Admission, Proposal},
     model::ToolCall,
     person::{self, Person},
@@ -64,6 +65,8 @@ pub(crate) struct Call<'a> {
     /// Who approved this call, once the person (through whoever) said yes in a round of
     /// its own or an earlier one: carried in the states of its later rounds.
     approved: std::sync::OnceLock<Approver>,
+    /// What the gateway relayed to the caller, which its arguments are traced against.
+    flows: Arc<Flows>,
 }
 
 impl<'a> Call<'a> {
@@ -80,10 +83,12 @@ impl<'a> Call<'a> {
             .names()
             .catalog_name(&gw.host().catalog(), &request.name)
             .unwrap_or_else(|| request.name.to_string());
+        let caller = (gw.inner.caller_of)(context);
         Call {
             gw,
             context,
-            caller: (gw.inner.caller_of)(context),
+            flows: gw.flows_of(&caller),
+            caller,
             call: ToolCall {
                 id: format!("gw-{step}"),
                 name,
@@ -133,8 +138,8 @@ impl<'a> Call<'a> {
             step: self.step,
             caller: Some(&self.caller),
             confirmation,
-            // The gateway does not see its caller's context (docs/flows.md).
-            flows: None,
+            // What the gateway relayed to the caller; the caller's own words are unseen.
+            flows: Some(&self.flows),
         }
     }
 
@@ -446,8 +451,8 @@ impl<'a> Call<'a> {
     }
 }
 
-/// A call's end as its caller reads it: through the `afterCall` hook, then
-/// [`finished`].
+/// A call's end as its caller reads it: through the `afterCall` hook, into the caller's
+/// flows, then [`finished`].
 pub(super) async fn shaped(
     gw: &Gateway,
     p: &Proposal<'_>,
@@ -456,7 +461,11 @@ pub(super) async fn shaped(
     end: CallEnd,
 ) -> Result<CallToolResult, ErrorData> {
     let (gate, trace) = (gw.host().gate(), gw.host().trace());
-    finished(gate.after_call(p, tool, arguments, end, trace).await)
+    let end = gate.after_call(p, tool, arguments, end, trace).await;
+    if let Some(caller) = p.caller {
+        gw.relayed(caller, tool, p.step, &end);
+    }
+    finished(end)
 }
 
 /// A failure as the caller reads it: a tool error.

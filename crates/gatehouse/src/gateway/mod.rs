@@ -15,6 +15,7 @@ pub mod call;
 pub mod client;
 pub mod clients;
 pub mod confirm;
+mod flows;
 pub mod key;
 pub mod names;
 pub mod page;
@@ -109,6 +110,8 @@ struct Inner {
     /// The calls held here while their callers answer a server's question
     /// (`call/held.rs`).
     held: call::held::Held,
+    /// What this replica relayed to each caller (`flows.rs`).
+    flows: flows::CallerFlows,
 }
 
 /// The person behind the servers' own `elicitation/create` outside any caller's call:
@@ -133,9 +136,9 @@ impl Person for Unreachable {
     }
 }
 
-/// A gateway does not see its callers' conversations, so it cannot tell where an argument
-/// came from: a `from` condition cannot tell (an `allow` with one never applies) and the
-/// rule of two has nothing to go on. Said once at the start when the settings count on it.
+/// A gateway traces a caller's arguments only to what it relayed to that caller on this
+/// replica (`flows.rs`): the caller's own conversation is unseen, so a value found nowhere
+/// cannot be told. Said once at the start when the settings count on flows.
 fn say_what_flows_cannot_see(host: &Host) {
     let settings = host.settings();
     let from_rules = settings.rules.all().iter().any(|r| {
@@ -148,9 +151,11 @@ fn say_what_flows_cannot_see(host: &Host) {
     }
     host.trace().add(
         crate::trace::Who::Host,
-        "flows: the gateway does not see its callers' conversations, so it cannot tell where \
-         an argument came from; \"from\" conditions cannot tell (an allow with one never \
-         applies) and the rule of two does not apply here (docs/flows.md)",
+        "flows: the gateway traces each caller's arguments to what it relayed to that \
+         caller on this replica (definitions, results); it never sees the caller's own \
+         conversation, so nothing is the person's and a value found nowhere cannot be told: \
+         an allow with a \"from\" condition does not apply to it and the rule of two asks \
+         (docs/flows.md)",
         serde_json::json!({"flows": "unseen"}),
     );
 }
@@ -183,6 +188,7 @@ impl Gateway {
                 subscription_limit: subscribe::limit(),
                 session_of: std::sync::OnceLock::new(),
                 held: call::held::Held::default(),
+                flows: flows::CallerFlows::default(),
             }),
             session: Arc::default(),
         })

@@ -9,7 +9,7 @@
 use crate::{
     catalog::{CatalogTool, host_tools::runs_unasked},
     config::Settings,
-    flow::Traced,
+    flow::{Traced, Trust},
     rules::Decision,
 };
 
@@ -27,6 +27,25 @@ pub fn is_consequential(tool: &CatalogTool, settings: &Settings) -> bool {
             .as_ref()
             .and_then(|a| a.destructive_hint)
             .unwrap_or(false)
+}
+
+/// How far the person trusts what `tool` returns: trusted only when the person says so
+/// (`flows.trusted`) and the tool does not declare it reaches an open world; an unknown
+/// tool's, or the host's own, never.
+pub fn result_trust(settings: &Settings, tool: Option<&CatalogTool>) -> Trust {
+    let Some(tool) = tool else {
+        return Trust::Untrusted;
+    };
+    let open_world = tool
+        .tool
+        .annotations
+        .as_ref()
+        .and_then(|a| a.open_world_hint)
+        .unwrap_or(false);
+    match tool.origin.server() {
+        Some(server) if settings.flows.trusts(server, &tool.name) && !open_world => Trust::Trusted,
+        _ => Trust::Untrusted,
+    }
 }
 
 /// The policy's `decision` on `tool`, turned into an ask when the rule of two says so.

@@ -18,6 +18,7 @@ pub mod names;
 mod standing;
 
 pub use explain::{Explanation, RuleCheck, explain};
+pub use flows::result_trust;
 pub use standing::{MAX_CONDITIONAL_RULES, Standing, standing};
 
 use rmcp::model::JsonObject;

@@ -4,33 +4,12 @@
 //! not added: it is made from the model's own proposal, and would launder its values.
 
 use crate::{
-    catalog::{CatalogTool, ToolSpec},
+    catalog::ToolSpec,
     flow::{Origin, Trust},
     host::Host,
+    policy::result_trust,
     result::ForModel,
 };
-
-/// How far the person trusts what `tool` of `server` returns: trusted only when the
-/// person says so (`flows.trusted`) and the tool does not declare it reaches an open world.
-pub(super) fn trust_of(host: &Host, server: &str, tool: Option<&CatalogTool>) -> Trust {
-    let Some(tool) = tool else {
-        return Trust::Untrusted;
-    };
-    let open_world = tool
-        .tool
-        .annotations
-        .as_ref()
-        .and_then(|a| a.open_world_hint)
-        .unwrap_or(false);
-    if tool.origin.server().is_some()
-        && host.settings().flows.trusts(server, &tool.name)
-        && !open_world
-    {
-        Trust::Trusted
-    } else {
-        Trust::Untrusted
-    }
-}
 
 /// The question of turn `turn`, and the system prompt before the first.
 pub(super) fn question(host: &Host, turn: u64, prompt: Option<&str>, text: &str) {
@@ -51,7 +30,7 @@ pub(super) fn definitions(host: &Host, tools: &[ToolSpec]) {
         let Some(server) = tool.origin.server() else {
             continue;
         };
-        let trust = trust_of(host, server, Some(tool));
+        let trust = result_trust(host.settings(), Some(tool));
         let text = format!("{}: {}", spec.name, spec.description);
         let origin = Origin::Definitions {
             server: server.to_owned(),
@@ -77,7 +56,7 @@ impl super::Turn<'_> {
 fn result(host: &Host, name: &str, server: &str, turn: u64, step: u64, text: &str) -> Trust {
     let trust = {
         let catalog = host.catalog();
-        trust_of(host, server, catalog.get(name))
+        result_trust(host.settings(), catalog.get(name))
     };
     let origin = Origin::Result {
         server: server.to_owned(),

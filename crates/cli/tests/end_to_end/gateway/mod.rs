@@ -35,11 +35,14 @@
 //!   server under `--oauth-issuer`, and its refusals;
 //! - `hostile_client.rs`: a hostile client (red team 3's probes): states forged, replayed
 //!   or bent to other arguments, the store and key files' modes;
+//! - `flows.rs`: arguments traced to what the gateway relayed to their caller (issue
+//!   30), the rule of two and a `from` deny where the caller's own words are unseen;
 //! - `who_approves.rs`: a client answering its own form (`by: client`, nothing
 //!   remembered), and `"via": "page"`.
 
 mod database;
 mod database_tls;
+mod flows;
 mod headers;
 mod hostile_client;
 mod inspector;

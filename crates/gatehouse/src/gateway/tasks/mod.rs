@@ -484,9 +484,13 @@ impl Gateway {
             confirmation: None,
             flows: None,
         };
-        host.gate()
+        let end = host
+            .gate()
             .after_call(&p, &tool, &arguments, end, host.trace())
-            .await
+            .await;
+        // The end is what the caller reads when it asks for the task's result.
+        self.relayed(&row.caller, &tool, p.step, &end);
+        end
     }
 }
 
