@@ -8,11 +8,14 @@
 Every function of the suite is a tool, with AgentDojo's description and its argument
 schema; a call runs the function on the environment as AgentDojo's own pipeline does, and
 the result is its text as an agent reads it. After every call the environment is written
-to `$GATEHOUSE_EVAL_DIR/agentdojo-env.json`, where the grader reads the world afterwards.
+to `$GATEHOUSE_EVAL_DIR/agentdojo-env.pickle`, where the grader reads the world afterwards.
+Pickled, not JSON: workspace's and travel's inbox, calendar and drive rebuild themselves
+from their initial items when read from JSON, which would undo every change of the run.
 """
 
 import json
 import os
+import pickle
 
 import anyio
 from agentdojo.agent_pipeline.tool_execution import tool_result_to_str
@@ -31,12 +34,12 @@ RUNTIME = FunctionsRuntime(SUITE.tools)
 TOOLS = [Tool(name=f.name, description=f.description,
               input_schema=f.parameters.model_json_schema()) for f in SUITE.tools]
 NAMES = {t.name for t in TOOLS}
-OUT = os.path.join(os.environ.get("GATEHOUSE_EVAL_DIR", "."), "agentdojo-env.json")
+OUT = os.path.join(os.environ.get("GATEHOUSE_EVAL_DIR", "."), "agentdojo-env.pickle")
 
 
 def save():
-    with open(OUT + ".part", "w") as f:
-        f.write(ENV.model_dump_json())
+    with open(OUT + ".part", "wb") as f:
+        pickle.dump(ENV, f)
     os.replace(OUT + ".part", OUT)
 
 
