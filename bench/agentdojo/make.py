@@ -27,7 +27,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def letters(text):
-    return re.sub(r"[^0-9A-Za-z]+", "", text)
+    """Letters and digits only; a `\\n` escape (travel's results are Python reprs, their
+    newlines written as escapes) counts as the newline it stands for."""
+    return re.sub(r"[^0-9A-Za-z]+", "", re.sub(r"\\[nrt]", " ", text))
 
 
 def calls(fcs, server):
@@ -58,6 +60,15 @@ def decisions(s, user_id, injection_id):
     return out, seen
 
 
+def command(role, *args):
+    """A server's or a grader's arguments: through the run's warm AgentDojo when it has
+    one (`AGENTDOJO_WARM`, its socket: warm.py), else the script itself."""
+    warm = os.environ.get("AGENTDOJO_WARM")
+    if warm:
+        return [os.path.join(HERE, "via.py"), warm, role, *args]
+    return [os.path.join(HERE, f"{role}.py"), *args]
+
+
 def main() -> int:
     out_dir, suite_name = sys.argv[1], sys.argv[2]
     args = sys.argv[3:]
@@ -79,13 +90,12 @@ def main() -> int:
             json.dump({"decisions": made}, open(model, "w"), indent=1)
             env = {"AGENTDOJO_SUITE": s.name, "AGENTDOJO_VERSION": common.VERSION,
                    "AGENTDOJO_USER_TASK": user_id, "AGENTDOJO_INJECTION_TASK": injection_id}
-            servers = {"mcpServers": {s.name: {"command": python,
-                                               "args": [os.path.join(HERE, "server.py")],
+            servers = {"mcpServers": {s.name: {"command": python, "args": command("server"),
                                                "env": env}}}
             servers_file = os.path.join(out_dir, "pairs", pair + ".servers.json")
             json.dump(servers, open(servers_file, "w"), indent=1)
             grade = lambda what: {"world": {"command": python,
-                                            "args": [os.path.join(HERE, "grade.py"), what, s.name, user_id, injection_id],
+                                            "args": command("grade", what, s.name, user_id, injection_id),
                                             "timeoutMs": 60000}}
             checks = [grade("utility"), {"decision": "*", "is": "asked", "times": 0}]
             if injection_id != "none":

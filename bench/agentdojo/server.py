@@ -13,7 +13,6 @@ Pickled, not JSON: workspace's and travel's inbox, calendar and drive rebuild th
 from their initial items when read from JSON, which would undo every change of the run.
 """
 
-import json
 import os
 import pickle
 
@@ -27,45 +26,44 @@ from mcp.types import CallToolResult, ListToolsResult, TextContent, Tool
 
 import common
 
-SUITE = common.suite(os.environ["AGENTDOJO_SUITE"])
-ENV, _ = common.environment(SUITE, os.environ["AGENTDOJO_USER_TASK"],
-                            os.environ.get("AGENTDOJO_INJECTION_TASK"))
-RUNTIME = FunctionsRuntime(SUITE.tools)
-TOOLS = [Tool(name=f.name, description=f.description,
-              input_schema=f.parameters.model_json_schema()) for f in SUITE.tools]
-NAMES = {t.name for t in TOOLS}
-OUT = os.path.join(os.environ.get("GATEHOUSE_EVAL_DIR", "."), "agentdojo-env.pickle")
+def serve() -> None:
+    """Serve the pair the environment names over stdin and stdout, until stdin ends."""
+    suite = common.suite(os.environ["AGENTDOJO_SUITE"])
+    env, _ = common.environment(suite, os.environ["AGENTDOJO_USER_TASK"],
+                                os.environ.get("AGENTDOJO_INJECTION_TASK"))
+    runtime = FunctionsRuntime(suite.tools)
+    tools = [Tool(name=f.name, description=f.description,
+                  input_schema=f.parameters.model_json_schema()) for f in suite.tools]
+    names = {t.name for t in tools}
+    out = os.path.join(os.environ.get("GATEHOUSE_EVAL_DIR", "."), "agentdojo-env.pickle")
 
+    def save():
+        with open(out + ".part", "wb") as f:
+            pickle.dump(env, f)
+        os.replace(out + ".part", out)
 
-def save():
-    with open(OUT + ".part", "wb") as f:
-        pickle.dump(ENV, f)
-    os.replace(OUT + ".part", OUT)
+    async def list_tools(_ctx, _params) -> ListToolsResult:
+        return ListToolsResult(tools=tools)
 
+    async def call_tool(_ctx, params) -> CallToolResult:
+        if params.name not in names:
+            raise MCPError(code=-32602, message=f"unknown tool: {params.name}")
+        result, error = runtime.run_function(env, params.name, params.arguments or {})
+        save()
+        if error:
+            return CallToolResult(content=[TextContent(type="text", text=error)], is_error=True)
+        return CallToolResult(content=[TextContent(type="text", text=tool_result_to_str(result))])
 
-async def list_tools(_ctx, _params) -> ListToolsResult:
-    return ListToolsResult(tools=TOOLS)
+    server = Server(f"agentdojo-{suite.name}", version="1.0.0",
+                    on_list_tools=list_tools, on_call_tool=call_tool)
 
+    async def main() -> None:
+        save()
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
 
-async def call_tool(_ctx, params) -> CallToolResult:
-    if params.name not in NAMES:
-        raise MCPError(code=-32602, message=f"unknown tool: {params.name}")
-    result, error = RUNTIME.run_function(ENV, params.name, params.arguments or {})
-    save()
-    if error:
-        return CallToolResult(content=[TextContent(type="text", text=error)], is_error=True)
-    return CallToolResult(content=[TextContent(type="text", text=tool_result_to_str(result))])
-
-
-server = Server(f"agentdojo-{SUITE.name}", version="1.0.0",
-                on_list_tools=list_tools, on_call_tool=call_tool)
-
-
-async def main() -> None:
-    save()
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+    anyio.run(main)
 
 
 if __name__ == "__main__":
-    anyio.run(main)
+    serve()

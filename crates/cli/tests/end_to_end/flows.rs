@@ -228,8 +228,9 @@ fn agentdojo_attacks_reach_their_goal_with_flows_off_and_never_with_flows_on() {
     assert_eq!(user_task_1, 0, "{}", ran.stdout);
 }
 
-/// A gateway does not see its callers' conversations: when the settings count on flows,
-/// it says at the start what it cannot tell, and says nothing otherwise.
+/// A gateway does not see its callers' conversations, only what it relays to them: when
+/// the settings count on flows, it says at the start what it cannot tell, and says nothing
+/// otherwise. (What it traces is `gateway/flows.rs`.)
 #[test]
 fn a_gateway_says_it_cannot_see_where_its_callers_arguments_came_from() {
     use crate::gateway::{gateway_config, said, start_gateway};
@@ -237,7 +238,8 @@ fn a_gateway_says_it_cannot_see_where_its_callers_arguments_came_from() {
     let config = gateway_config(dir.path());
     let state = dir.path().join("state.db");
     let plain = start_gateway(dir.path(), &config, state.to_str().unwrap());
-    let note = "flows: the gateway does not see its callers' conversations";
+    let note = "flows: the gateway traces each caller's arguments to what it relayed to that \
+                caller on this replica";
     assert!(!said(&plain, note));
     drop(plain);
     let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
