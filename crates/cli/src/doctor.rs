@@ -40,7 +40,7 @@ pub enum Verdict {
 /// One thing looked at.
 #[derive(Debug, Clone, Serialize)]
 pub struct Check {
-    /// `config`, `server`, `model` or `data`.
+    /// `config`, `server`, `model`, `data` or `sandbox`.
     pub area: &'static str,
     /// What was looked at.
     pub name: String,
@@ -118,7 +118,37 @@ pub async fn run(args: DoctorArgs) -> anyhow::Result<bool> {
     data_checks(config.as_ref(), &settings)
         .into_iter()
         .for_each(|c| report.add(c));
+    sandbox_checks(config.as_ref())
+        .into_iter()
+        .for_each(|c| report.add(c));
     report.finish()
+}
+
+/// What this machine can apply of a server's box: broken where a server asks for a box
+/// it cannot have (it will not start), a warning where none does.
+fn sandbox_checks(config: Option<&Config>) -> Vec<Check> {
+    let boxed: Vec<&str> = config
+        .map(|c| {
+            c.servers
+                .iter()
+                .filter(|s| s.sandbox.is_some())
+                .map(|s| s.name.as_str())
+                .collect()
+        })
+        .unwrap_or_default();
+    gatehouse::connect::sandbox::what_this_machine_applies()
+        .into_iter()
+        .map(|(name, found)| match found {
+            Ok(detail) => check("sandbox", name, Verdict::Ok, detail),
+            Err(detail) if boxed.is_empty() => check("sandbox", name, Verdict::Warning, detail)
+                .fix("a server whose entry asks for a \"sandbox\" will not start here"),
+            Err(detail) => check("sandbox", name, Verdict::Broken, detail).fix(format!(
+                "{} ask for a sandbox and will not start here: run them on a machine \
+                 that has it, or take their \"sandbox\" out knowingly",
+                boxed.join(", ")
+            )),
+        })
+        .collect()
 }
 
 /// The checks made so far, each printed as it is added (unless `--json`, whose one

@@ -37,6 +37,18 @@ use args::{
 use screen::{Level, Log, Printer, StepsTo};
 
 fn main() -> ExitCode {
+    // The launcher of a server's box (`gatehouse::sandbox`): this binary started by itself
+    // to confine itself and exec the server, before anything else runs.
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if argv
+        .get(1)
+        .is_some_and(|a| a == gatehouse::connect::sandbox::BOX_ARG)
+    {
+        gatehouse::connect::sandbox::exec_boxed(argv);
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        gatehouse::connect::sandbox::set_launcher(exe);
+    }
     let cli = Cli::parse();
     harden::process(&cli.command);
     let result = match cli.command {

@@ -50,6 +50,7 @@ mod package_runners;
 mod policy_rules;
 mod project_trust;
 mod results_past_the_bound;
+mod sandbox;
 mod schema_dialects;
 mod screens;
 mod support_desk;

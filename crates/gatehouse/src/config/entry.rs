@@ -25,6 +25,7 @@ const ENTRY_KEYS: &[&str] = &[
     "disabledTools",
     "alwaysLoad",
     "replay",
+    "sandbox",
 ];
 
 /// The transports a servers file may name in `type`.
@@ -90,12 +91,20 @@ pub(super) fn server_spec(
         None => entry.contains_key("url") && !entry.contains_key("command"),
     };
     let tools = tools::rules(entry)?;
+    let sandbox = super::Sandbox::parse(entry.get("sandbox"), &|s| folder(vars, s))?;
+    if sandbox.is_some() && (is_http || entry.contains_key("replay")) {
+        return Err(
+            "\"sandbox\" is for a server the host starts (stdio), not one it reaches or replays"
+                .into(),
+        );
+    }
     if let Some(file) = entry.get("replay") {
         return Ok(ServerSpec {
             name: name.into(),
             transport: replay_transport(name, file, entry, vars)?,
             tools,
             entry_digest,
+            sandbox: None,
         });
     }
     if is_http {
@@ -105,6 +114,7 @@ pub(super) fn server_spec(
             transport,
             tools,
             entry_digest,
+            sandbox: None,
         });
     }
     Ok(ServerSpec {
@@ -112,7 +122,18 @@ pub(super) fn server_spec(
         transport: stdio_transport(entry, vars)?,
         tools,
         entry_digest,
+        sandbox,
     })
+}
+
+/// A sandbox's folder as written: variables substituted, a leading `~/` the home folder.
+fn folder(vars: &Variables, text: &str) -> Result<String, String> {
+    let text = vars.expand(text)?;
+    match (text.strip_prefix("~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) => Ok(PathBuf::from(home).join(rest).display().to_string()),
+        (Some(_), None) => Err(format!("{text}: HOME is not set, so ~ cannot be found")),
+        (None, _) => Ok(text),
+    }
 }
 
 /// A stdio entry: its command, arguments, environment and folder, substituted and checked.

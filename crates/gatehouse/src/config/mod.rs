@@ -23,6 +23,7 @@ pub mod oauth;
 pub mod policy;
 pub mod project;
 pub mod restart;
+pub mod sandbox;
 pub mod settings;
 pub mod suggest;
 pub mod tools;
@@ -46,6 +47,7 @@ pub use environment::{BASE_ENV, EnvPass};
 pub use oauth::{Grant, OAuthConfig};
 pub use policy::{HookSpec, Hooks, LedgerSettings, MAX_HOOK_OUTPUT_BYTES, state_dir};
 pub use restart::Restart;
+pub use sandbox::{Network, Sandbox};
 pub use settings::*;
 pub use tools::{Pattern, ToolRules};
 use variables::Variables;
@@ -97,6 +99,8 @@ pub struct ServerSpec {
     /// [`crate::digest::json_sha256`] of its entry as written: what a cached catalog of
     /// its tools is kept under ([`crate::catalog::cached`]).
     pub entry_digest: String,
+    /// The box a stdio server runs in, when its entry asks for one ([`crate::connect::sandbox`]).
+    pub sandbox: Option<Sandbox>,
 }
 
 /// A server is a child process on stdio, or a Streamable HTTP endpoint.

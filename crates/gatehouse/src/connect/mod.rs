@@ -32,6 +32,7 @@ pub mod late;
 pub mod lines;
 pub mod restart;
 pub mod runner;
+pub mod sandbox;
 pub mod stdio;
 pub mod wire;
 

@@ -8,6 +8,7 @@
 //! dropped while the call waits out its time limit; a line on stderr is cut at
 //! [`MAX_STDERR_LINE_BYTES`], so a server that never writes a newline costs nothing.
 
+use std::ffi::OsString;
 use std::{
     pin::Pin,
     process::Stdio,
@@ -235,13 +236,9 @@ pub(crate) fn spawn(
             reason: "not a stdio server".into(),
         });
     };
-    // The server's environment is what its entry says: the base set, the names it passes
-    // through, its own `env`; never the host's credentials by accident.
-    let mut cmd = tokio::process::Command::new(command);
-    cmd.args(args)
-        .env_clear()
-        .envs(pass.select(std::env::vars_os()))
-        .envs(env)
+    let (mut cmd, environment) = command_of(spec, command, args, cwd.as_deref(), (env, pass))?;
+    cmd.env_clear()
+        .envs(&environment)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -291,6 +288,57 @@ pub(crate) fn spawn(
         },
         stderr_reader,
     })
+}
+
+/// The command that starts `spec`'s server, and its environment: the program itself, or
+/// the launcher of its box ([`crate::sandbox`]) when its entry asks for one.
+fn command_of(
+    spec: &ServerSpec,
+    command: &String,
+    args: &[String],
+    cwd: Option<&std::path::Path>,
+    (env, pass): (
+        &std::collections::BTreeMap<String, String>,
+        &crate::config::EnvPass,
+    ),
+) -> Result<
+    (
+        tokio::process::Command,
+        std::collections::BTreeMap<OsString, OsString>,
+    ),
+    ConnectError,
+> {
+    // The server's environment is what its entry says: the base set, the names it passes
+    // through, its own `env`; never the host's credentials by accident.
+    let mut environment: std::collections::BTreeMap<OsString, OsString> =
+        pass.select(std::env::vars_os()).into_iter().collect();
+    environment.extend(env.iter().map(|(k, v)| (k.into(), v.into())));
+    let cmd = match &spec.sandbox {
+        None => {
+            let mut cmd = tokio::process::Command::new(command);
+            cmd.args(args);
+            cmd
+        }
+        // In its box: the launcher confines itself, then runs the command (`sandbox`).
+        Some(sandbox) => {
+            // The plan reads `PATH`, `HOME` and the runners' cache variables as text.
+            let readable = environment
+                .iter()
+                .filter_map(|(k, v)| Some((k.to_str()?.to_owned(), v.to_str()?.to_owned())))
+                .collect();
+            let boxed = super::sandbox::boxed(sandbox, &spec.name, (command, args), cwd, &readable)
+                .map_err(|reason| ConnectError::Spawn {
+                    server: spec.name.clone(),
+                    command: command.clone(),
+                    reason: format!("its sandbox cannot be set up: {reason}"),
+                })?;
+            environment.insert("TMPDIR".into(), boxed.tmp.into_os_string());
+            let mut cmd = tokio::process::Command::new(&boxed.program);
+            cmd.args(&boxed.args);
+            cmd
+        }
+    };
+    Ok((cmd, environment))
 }
 
 /// Relay a server's stderr to the observer line by line, each cut at

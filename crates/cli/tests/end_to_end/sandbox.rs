@@ -1,0 +1,256 @@
+//! Servers in a box (issue 31), through the real binary: a hostile server (`ESCAPER`)
+//! tries each way out it can from inside its box, and each one fails while the same
+//! server without the box gets through (so the test can tell); the reference CMDB answers
+//! in its box as outside; and a box this machine cannot apply (user namespaces turned off,
+//! as `unshare` lets a test do) stops the start with what is missing.
+
+use std::{
+    io::Read,
+    net::TcpListener,
+    os::unix::net::UnixListener,
+    path::{Path, PathBuf},
+};
+
+use serde_json::{Value, json};
+
+use crate::{
+    common::{Bed, Ran, builtin_server, exe, expect, run, servers_file},
+    interop_peers::python,
+};
+
+/// A stdio server (raw JSON-RPC lines, 2026-07-28 and 2025-11-25) whose one tool,
+/// `escape`, tries the way out its `how` names against `path` (or `port`, `name`), and
+/// answers what it got: the text it reached, or `denied: ERROR`.
+const ESCAPER: &str = r#"
+import ctypes, json, os, socket, subprocess, sys
+PV = "io.modelcontextprotocol/protocolVersion"
+def send(o): sys.stdout.write(json.dumps(o) + "\n"); sys.stdout.flush()
+def modern(p): return str((p.get("_meta") or {}).get(PV, "")).startswith("2026")
+def fresh(name):
+    p = os.path.join(os.environ.get("TMPDIR", "/tmp"), name)
+    if os.path.lexists(p): os.remove(p)
+    return p
+def escape(a):
+    how, path = a["how"], a.get("path", "")
+    if how == "read": return open(path).read()
+    if how == "write": open(path, "w").write("written"); return "written " + path
+    if how == "connect": socket.create_connection(("127.0.0.1", a["port"]), 3).close(); return "connected"
+    if how == "symlink": l = fresh("sym"); os.symlink(path, l); return open(l).read()
+    if how == "proc_root": return open("/proc/self/root" + path).read()
+    if how == "hardlink": l = fresh("hard"); os.link(path, l); return open(l).read()
+    if how == "child": return subprocess.run(["cat", path], capture_output=True, text=True, check=True).stdout
+    if how == "abstract": s = socket.socket(socket.AF_UNIX); s.connect("\0" + a["name"]); return "connected"
+    if how == "ptrace":
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.ptrace(16, os.getppid(), 0, 0) != 0: raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+        return "attached"
+    if how == "host_environ": return open("/proc/%d/environ" % os.getppid()).read()
+    return "unknown " + how
+for line in sys.stdin:
+    msg = json.loads(line); m, p, rid = msg.get("method"), msg.get("params") or {}, msg.get("id")
+    if rid is None: continue
+    fin = lambda r: dict(r, resultType="complete") if modern(p) else r
+    if m == "server/discover": send({"jsonrpc": "2.0", "id": rid, "result": fin({"supportedVersions": ["2026-07-28"],
+        "capabilities": {"tools": {}}, "ttlMs": 0, "cacheScope": "private",
+        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "box", "version": "1.0.0"}}})})
+    elif m == "initialize": send({"jsonrpc": "2.0", "id": rid, "result": {"protocolVersion": p.get("protocolVersion"),
+        "capabilities": {"tools": {}}, "serverInfo": {"name": "box", "version": "1.0.0"}}})
+    elif m == "tools/list": send({"jsonrpc": "2.0", "id": rid, "result": fin({"tools": [{"name": "escape",
+        "description": "Try a way out", "inputSchema": {"type": "object"}}], "ttlMs": 0, "cacheScope": "private"})})
+    elif m == "tools/call":
+        try: text = escape(p.get("arguments") or {})
+        except Exception as e: text = "denied: %r" % e
+        send({"jsonrpc": "2.0", "id": rid, "result": fin({"content": [{"type": "text", "text": text}]})})
+    else: send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "Method not found"}})
+"#;
+
+/// What the secret file holds.
+const SECRET: &str = "-----BEGIN OPENSSH PRIVATE KEY----- not really";
+
+/// The escaper's world: a home with a secret key, a folder it may write, a folder it may
+/// not, and the script.
+struct World {
+    dir: tempfile::TempDir,
+}
+
+impl World {
+    fn new() -> World {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        for d in [".ssh", "out", "elsewhere"] {
+            std::fs::create_dir_all(home.join(d)).unwrap();
+        }
+        std::fs::write(home.join(".ssh/id_ed25519"), SECRET).unwrap();
+        // Beside the home, not above it: a folder that holds a secret one is never in a box.
+        std::fs::create_dir_all(dir.path().join("server")).unwrap();
+        std::fs::write(dir.path().join("server/escaper.py"), ESCAPER).unwrap();
+        World { dir }
+    }
+
+    fn home(&self) -> PathBuf {
+        self.dir.path().join("home")
+    }
+
+    fn secret(&self) -> String {
+        self.home().join(".ssh/id_ed25519").display().to_string()
+    }
+
+    /// The servers file: the escaper in a box that may write `~/out`, with the network
+    /// `network` (or in no box).
+    fn bed(&self, network: Option<&str>) -> Bed {
+        let script = self.dir.path().join("server/escaper.py");
+        let sandbox = match network {
+            Some(network) => json!({"write": [self.home().join("out")], "network": network}),
+            None => json!(false),
+        };
+        let servers = json!({"box": {"command": python(), "args": [script], "sandbox": sandbox}});
+        let folder = tempfile::tempdir_in(self.dir.path()).unwrap().keep();
+        let config = servers_file(&folder, servers, json!({"allow": ["box__escape"]}));
+        Bed {
+            dir: tempfile::tempdir().unwrap(),
+            config,
+        }
+    }
+
+    /// One `escape` through `gatehouse call`, the host's HOME the world's: its result text.
+    fn attempt(&self, bed: &Bed, how: Value) -> String {
+        let home = self.home().display().to_string();
+        let args = [
+            "call",
+            "box__escape",
+            &how.to_string(),
+            "--json",
+            "--config",
+            &bed.config,
+        ];
+        let ran = run(&args, &[("HOME", home.as_str())]);
+        assert_eq!(ran.status, 0, "{how}: {}", ran.stderr);
+        text_of(&ran)
+    }
+}
+
+/// The result's text, as `call --json` prints it.
+fn text_of(ran: &Ran) -> String {
+    let out = ran.json();
+    match &out["result"]["result"] {
+        Value::String(text) => text.clone(),
+        other => panic!("no text result: {other}"),
+    }
+}
+
+#[test]
+fn every_way_out_of_the_box_fails_and_the_same_server_unboxed_gets_through() {
+    let world = World::new();
+    let tcp = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = tcp.local_addr().unwrap().port();
+    let abstract_name = format!("gatehouse-box-test-{}", std::process::id());
+    let _unix = listen_abstract(&abstract_name);
+    let secret = world.secret();
+    let out = world.home().join("out/made").display().to_string();
+    let elsewhere = world.home().join("elsewhere/made").display().to_string();
+
+    // Unboxed, the server reads the key and reaches the network: the test can tell.
+    let open = world.bed(None);
+    assert_eq!(
+        world.attempt(&open, json!({"how": "read", "path": secret})),
+        SECRET
+    );
+    assert_eq!(
+        world.attempt(&open, json!({"how": "connect", "port": port})),
+        "connected"
+    );
+
+    let boxed = world.bed(Some("off"));
+    for how in [
+        json!({"how": "read", "path": secret}),
+        json!({"how": "symlink", "path": secret}),
+        json!({"how": "proc_root", "path": secret}),
+        json!({"how": "hardlink", "path": secret}),
+        json!({"how": "child", "path": secret}),
+        json!({"how": "write", "path": elsewhere}),
+        json!({"how": "connect", "port": port}),
+        json!({"how": "abstract", "name": abstract_name}),
+        json!({"how": "ptrace"}),
+        json!({"how": "host_environ"}),
+    ] {
+        let got = world.attempt(&boxed, how.clone());
+        assert!(
+            got.starts_with("denied:") || got.contains("Permission denied"),
+            "{how} got out: {got}"
+        );
+        assert!(!got.contains("OPENSSH"), "{how}: {got}");
+    }
+    assert!(!Path::new(&elsewhere).exists());
+    // What the box allows still works: the folder it may write, the system's files.
+    let wrote = world.attempt(&boxed, json!({"how": "write", "path": out}));
+    assert_eq!(wrote, format!("written {out}"));
+    let hosts = world.attempt(&boxed, json!({"how": "read", "path": "/etc/hosts"}));
+    assert!(!hosts.starts_with("denied"), "{hosts}");
+    // With the network on, TCP goes through, but an abstract socket outside (which a
+    // network namespace would also have hidden) is still out of reach.
+    let networked = world.bed(Some("on"));
+    let got = world.attempt(&networked, json!({"how": "connect", "port": port}));
+    assert_eq!(got, "connected");
+    let got = world.attempt(
+        &networked,
+        json!({"how": "abstract", "name": abstract_name}),
+    );
+    assert!(got.starts_with("denied: PermissionError"), "{got}");
+    drop(tcp);
+}
+
+/// An abstract Unix socket listening outside any box.
+fn listen_abstract(name: &str) -> UnixListener {
+    use std::os::linux::net::SocketAddrExt;
+    let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
+    UnixListener::bind_addr(&addr).unwrap()
+}
+
+#[test]
+fn the_reference_cmdb_answers_in_its_box() {
+    let mut cmdb = builtin_server("cmdb", json!({}));
+    cmdb["sandbox"] = json!(true);
+    let bed = Bed::new(json!({"cmdb": cmdb}), json!({"allow": ["cmdb__get_asset"]}));
+    let ran = bed.run(&[
+        "call",
+        "cmdb__get_asset",
+        r#"{"hostname": "jump-prod-02"}"#,
+        "--json",
+    ]);
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    assert!(ran.stdout.contains("jump-prod-02"), "{}", ran.stdout);
+}
+
+#[test]
+fn a_box_this_machine_cannot_apply_stops_the_start_and_says_what_is_missing() {
+    let mut cmdb = builtin_server("cmdb", json!({}));
+    cmdb["sandbox"] = json!(true);
+    let bed = Bed::new(json!({"cmdb": cmdb}), json!({"allow": ["cmdb__get_asset"]}));
+    // User namespaces off, as on a machine that forbids them.
+    let script = format!(
+        "echo 0 > /proc/sys/user/max_user_namespaces && exec {} call cmdb__get_asset \
+         '{{\"hostname\": \"jump-prod-02\"}}' --config {}",
+        exe().display(),
+        bed.config
+    );
+    let mut child = std::process::Command::new("unshare")
+        .args(["-U", "-r", "sh", "-c", &script])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("unshare (util-linux) runs");
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "{stderr}");
+    expect::says(
+        &stderr,
+        "gatehouse box: cannot make a user and a network namespace",
+    );
+    expect::says(&stderr, "the server was not started");
+}
