@@ -10,6 +10,9 @@
 //!   consequential tool, so every value is looked for and the rule of two is judged.
 //! - `flows/add one result of 4,000 characters`: what entering one result costs (its
 //!   normalisation), paid once per result.
+//! - `flows/definitions of 100 tools, already entered`: what offering the same definitions
+//!   again costs (each one's digest, looked up and found), paid per model call in a host
+//!   and per `tools/call` in a gateway.
 
 use std::hint::black_box;
 
@@ -100,6 +103,23 @@ fn flow_benches(c: &mut Criterion) {
             let f = Flows::default();
             f.add(Origin::Host, Trust::Trusted, black_box(&text));
             black_box(f)
+        })
+    });
+    let definitions: Vec<String> = (0..100)
+        .map(|i| format!("crm__tool_{i}: {}", &result_text(i)[..400]))
+        .collect();
+    let offered = Flows::default();
+    let origin = Origin::Definitions {
+        server: "crm".into(),
+    };
+    for d in &definitions {
+        offered.add_once(origin.clone(), Trust::Untrusted, d);
+    }
+    g.bench_function("definitions of 100 tools, already entered", |b| {
+        b.iter(|| {
+            for d in &definitions {
+                offered.add_once(origin.clone(), Trust::Untrusted, black_box(d));
+            }
         })
     });
     g.finish();

@@ -74,6 +74,9 @@ pub struct CatalogTool {
     /// eval's variant, [`Catalog::describe`]); never for the policy: the digest is of the
     /// server's own definition.
     pub described: Option<Arc<str>>,
+    /// The digest of its server's box, when it runs in one ([`ToolRules::boxed`]): part
+    /// of its definition digest.
+    pub boxed: Option<Arc<str>>,
     /// The digest of its definition ([`CatalogTool::definition_digest`]), made on first
     /// use: every proposal's ledger line needs it, and serialising the schemas for each
     /// call was a third of the host's own time per call. Shared by clones, since a
@@ -88,8 +91,15 @@ pub struct CatalogTool {
 impl CatalogTool {
     /// The digest of what the host relies on in this tool's definition
     /// ([`crate::catalog::definition_digest`]), computed once per catalog entry.
+    /// A tool of a server in a box is digested with its box: what was approved is the tool
+    /// as it runs there.
     pub fn definition_digest(&self) -> &str {
-        self.digest.get_or_init(|| definition_digest(&self.tool))
+        self.digest.get_or_init(|| match &self.boxed {
+            None => definition_digest(&self.tool),
+            Some(boxed) => crate::digest::sha256_hex(
+                format!("{}\nsandbox {boxed}", fingerprint(&self.tool)).as_bytes(),
+            ),
+        })
     }
 }
 
@@ -274,6 +284,10 @@ impl Catalog {
                     continue;
                 };
                 entry.always_load = always_load;
+                entry.boxed = rules
+                    .get(&server)
+                    .and_then(|r| r.boxed.as_deref())
+                    .map(Arc::from);
                 let base = namespaced(&server, &entry.tool.name);
                 if is_exact(&server, &entry.tool.name, &base) {
                     if catalog.index.contains_key(&base) {
@@ -394,6 +408,7 @@ impl Catalog {
                 changed: false,
                 change: None,
                 described: None,
+                boxed: None,
                 digest: Arc::default(),
                 for_model: Arc::default(),
             }),
@@ -427,6 +442,7 @@ impl Catalog {
             changed: false,
             change: None,
             described: None,
+            boxed: None,
             digest: Arc::default(),
             for_model: Arc::default(),
         });
@@ -451,6 +467,7 @@ impl Catalog {
                 changed: false,
                 change: None,
                 described: None,
+                boxed: None,
                 digest: Arc::default(),
                 for_model: Arc::default(),
             });

@@ -198,6 +198,7 @@ fn enabled_and_disabled_tools_leave_the_others_out_of_the_catalog() {
             enabled: Some(vec![p("get_*"), p("list_*"), p("nothing_*")]),
             disabled: vec![p("get_secret")],
             always_load: vec![p("get_issue")],
+            boxed: None,
         },
     )]);
     let c = Catalog::build_with(
@@ -350,4 +351,33 @@ fn invisible_characters_never_reach_the_model_but_stay_in_the_digest() {
         crate::catalog::definition_digest(&t),
         "the digest is of the server's own definition"
     );
+}
+
+#[test]
+fn a_tool_of_a_server_in_a_box_is_digested_with_its_box() {
+    use crate::config::ToolRules;
+    let t = tool("write_note");
+    let digest_in = |boxed: Option<&str>| {
+        let rules = std::collections::HashMap::from([(
+            "notes".to_string(),
+            ToolRules {
+                boxed: boxed.map(str::to_owned),
+                ..ToolRules::default()
+            },
+        )]);
+        let c = Catalog::build_with(vec![("notes".into(), vec![t.clone()])], &rules);
+        c.get("notes__write_note")
+            .unwrap()
+            .definition_digest()
+            .to_owned()
+    };
+    let (none, narrow, wide) = (
+        digest_in(None),
+        digest_in(Some("a1")),
+        digest_in(Some("b2")),
+    );
+    assert_eq!(none, crate::catalog::definition_digest(&t));
+    assert_ne!(none, narrow);
+    assert_ne!(narrow, wide, "another box is another approval");
+    assert_eq!(narrow, digest_in(Some("a1")));
 }

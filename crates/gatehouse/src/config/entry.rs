@@ -90,8 +90,11 @@ pub(super) fn server_spec(
         }
         None => entry.contains_key("url") && !entry.contains_key("command"),
     };
-    let tools = tools::rules(entry)?;
+    let mut tools = tools::rules(entry)?;
     let sandbox = super::Sandbox::parse(entry.get("sandbox"), &|s| folder(vars, s))?;
+    tools.boxed = sandbox
+        .as_ref()
+        .map(|s| crate::digest::json_sha256(&serde_json::json!(s)));
     if sandbox.is_some() && (is_http || entry.contains_key("replay")) {
         return Err(
             "\"sandbox\" is for a server the host starts (stdio), not one it reaches or replays"

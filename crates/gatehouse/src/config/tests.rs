@@ -548,3 +548,27 @@ fn a_file_that_cannot_be_read_says_its_cause_once() {
         .unwrap_or_else(|| panic!("{text}"));
     assert!(!reason.is_empty() && !reason.contains(": "), "{text}");
 }
+
+#[test]
+fn a_stdio_entry_s_sandbox_is_read_and_digested_and_other_entries_cannot_have_one() {
+    let c = Config::parse(
+        r#"{"mcpServers": {
+            "plain": {"command": "x"},
+            "boxed": {"command": "x", "sandbox": true},
+            "wider": {"command": "x", "sandbox": {"network": "on"}},
+            "web": {"url": "https://mcp.example/mcp", "sandbox": true},
+            "typo": {"command": "x", "sandbox": {"netwrok": "on"}}}}"#,
+        "f",
+        &id(),
+    )
+    .unwrap();
+    let server = |n: &str| c.servers.iter().find(|s| s.name == n).unwrap();
+    assert_eq!(server("plain").sandbox, None);
+    assert_eq!(server("plain").tools.boxed, None);
+    assert_eq!(server("boxed").sandbox, Some(Sandbox::default()));
+    let (boxed, wider) = (&server("boxed").tools.boxed, &server("wider").tools.boxed);
+    assert!(boxed.is_some() && wider.is_some() && boxed != wider);
+    let broken = |n: &str| &c.broken.iter().find(|(name, _)| name == n).unwrap().1;
+    assert!(broken("web").contains("\"sandbox\" is for a server the host starts"));
+    assert!(broken("typo").contains("unknown key \"netwrok\""));
+}

@@ -80,6 +80,10 @@ pub struct ToolRules {
     /// `alwaysLoad`: tools sent in full on every model call even when the catalog is
     /// searched instead (`true` in the file is `*`).
     pub always_load: Vec<Pattern>,
+    /// The digest of the server's `sandbox` as its entry sets it: part of each of its
+    /// tools' definition digests, so that an approval remembered for a tool in one box
+    /// does not hold in another (a changed box asks again, as a changed definition does).
+    pub boxed: Option<String>,
 }
 
 impl ToolRules {
@@ -144,6 +148,7 @@ pub(super) fn rules(entry: &serde_json::Map<String, Value>) -> Result<ToolRules,
         enabled,
         disabled,
         always_load,
+        boxed: None,
     })
 }
 
