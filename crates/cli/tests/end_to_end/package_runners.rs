@@ -22,7 +22,7 @@ use crate::common::*;
 pub(crate) const NOTE_EVERY_ENV: &str = gatehouse::connect::runner::NOTE_EVERY_ENV;
 
 /// The npx server of these tests (small, a few dependencies, on npm's registry).
-const PACKAGE: &str = "@modelcontextprotocol/server-memory@2026.8.31";
+pub(crate) const PACKAGE: &str = "@modelcontextprotocol/server-memory@2026.8.31";
 
 /// A servers file with the memory server through `npx -y`, its npm cache `cache`.
 fn npx_config(dir: &Path, cache: &Path, settings: Value) -> String {

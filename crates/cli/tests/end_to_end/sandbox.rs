@@ -254,3 +254,110 @@ fn a_box_this_machine_cannot_apply_stops_the_start_and_says_what_is_missing() {
     );
     expect::says(&stderr, "the server was not started");
 }
+
+/// `gatehouse call TOOL ARGS --yes` on `config`: its result, as JSON.
+fn called(config: &str, tool: &str, args: Value) -> Value {
+    let args = args.to_string();
+    let ran = run(
+        &["call", tool, &args, "--yes", "--json", "--config", config],
+        &[],
+    );
+    assert_eq!(ran.status, 0, "{tool}: {}", ran.stderr);
+    ran.json()["result"]["result"].clone()
+}
+
+/// The npm reference servers the tests install (`mcp_servers`), each in a box: the normal
+/// calls work, server-filesystem writing the folder its box lets it write.
+#[test]
+fn the_npm_reference_servers_do_their_work_in_their_boxes() {
+    use crate::interop_peers::{node, npm_server};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("notes");
+    let memory = dir.path().join("memory");
+    for d in [&root, &memory] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let memory_file = memory.join("memory.jsonl");
+    let servers = json!({
+        "files": {"command": node(), "args": [npm_server("filesystem"), root],
+                  "sandbox": {"write": [root]}},
+        "memory": {"command": node(), "args": [npm_server("memory")],
+                   "env": {"MEMORY_FILE_PATH": memory_file}, "sandbox": {"write": [memory]}},
+        "everything": {"command": node(), "args": [npm_server("everything"), "stdio"],
+                       "sandbox": true},
+    });
+    let config = servers_file(dir.path(), servers, json!({}));
+    let note = root.join("on-call.md");
+    let wrote = called(
+        &config,
+        "files__write_file",
+        json!({"path": note, "content": "jump-prod-02 is the bastion\n"}),
+    );
+    assert!(wrote.to_string().contains("Successfully wrote"), "{wrote}");
+    assert_eq!(
+        std::fs::read_to_string(&note).unwrap(),
+        "jump-prod-02 is the bastion\n"
+    );
+    let read = called(&config, "files__read_text_file", json!({"path": note}));
+    assert!(read.to_string().contains("bastion"), "{read}");
+
+    called(
+        &config,
+        "memory__create_entities",
+        json!({"entities": [
+        {"name": "jump-prod-02", "entityType": "host", "observations": ["bastion"]}]}),
+    );
+    let graph = called(&config, "memory__read_graph", json!({}));
+    assert!(graph.to_string().contains("jump-prod-02"), "{graph}");
+    assert!(
+        std::fs::read_to_string(&memory_file)
+            .unwrap()
+            .contains("jump-prod-02")
+    );
+
+    let sum = called(&config, "everything__get-sum", json!({"a": 2, "b": 3}));
+    assert!(sum.to_string().contains('5'), "{sum}");
+}
+
+/// Package runners in a box: the first start downloads with the network on (into the
+/// runner's cache, which its box lets it write), and later starts with it off run from
+/// that cache at once (the runner is told it is offline, rather than retrying a registry
+/// it cannot reach for a minute). Needs the npm registry and PyPI, as the tests of
+/// `package_runners.rs` and `uvx_servers.rs` do.
+#[test]
+fn npx_and_uvx_servers_download_in_their_boxes_and_then_run_offline() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let entries = |network: &str| {
+        json!({
+            "memory": {"command": "npx", "args": ["-y", crate::package_runners::PACKAGE],
+                "env": {"npm_config_cache": dir.path().join("npm"),
+                        "npm_config_update_notifier": "false",
+                        "MEMORY_FILE_PATH": dir.path().join("npm/memory.jsonl")},
+                "sandbox": {"network": network}},
+            "time": {"command": crate::uvx_servers::uvx(), "args": [crate::uvx_servers::PACKAGE],
+                "env": {"UV_CACHE_DIR": dir.path().join("uv"), "HOME": home},
+                "sandbox": {"network": network}},
+        })
+    };
+    for network in ["on", "off"] {
+        let folder = dir.path().join(network);
+        std::fs::create_dir_all(&folder).unwrap();
+        let config = servers_file(&folder, entries(network), json!({}));
+        let now = called(
+            &config,
+            "time__get_current_time",
+            json!({"timezone": "Europe/Paris"}),
+        );
+        assert!(
+            now.to_string().contains("datetime"),
+            "network {network}: {now}"
+        );
+        let graph = called(&config, "memory__read_graph", json!({}));
+        assert!(
+            graph.get("entities").is_some(),
+            "network {network}: {graph}"
+        );
+    }
+}

@@ -29,10 +29,10 @@ use crate::{
 };
 
 /// The uvx server of these tests (a few dependencies, on PyPI).
-const PACKAGE: &str = "mcp-server-time@2026.10.19";
+pub(crate) const PACKAGE: &str = "mcp-server-time@2026.10.19";
 
 /// The `uvx` of the `uv` peer.
-fn uvx() -> String {
+pub(crate) fn uvx() -> String {
     require("uv/bin/uvx", "uv")
 }
 

@@ -332,7 +332,7 @@ fn command_of(
                     command: command.clone(),
                     reason: format!("its sandbox cannot be set up: {reason}"),
                 })?;
-            environment.insert("TMPDIR".into(), boxed.tmp.into_os_string());
+            environment.extend(boxed.env.into_iter().map(|(k, v)| (k.into(), v.into())));
             let mut cmd = tokio::process::Command::new(&boxed.program);
             cmd.args(&boxed.args);
             cmd

@@ -37,6 +37,9 @@ pub struct Boxed {
     pub args: Vec<String>,
     /// Made for the server, writable in its box.
     pub tmp: PathBuf,
+    /// Variables the server's environment gets besides (`TMPDIR`; with the network off,
+    /// its package runner told to stay offline, [`plan::offline`]).
+    pub env: Vec<(String, String)>,
 }
 
 /// The launcher's command line for server `server`'s start of `command` `args` in `cwd`
@@ -67,11 +70,18 @@ pub fn boxed(
         home: home.as_deref(),
     };
     let plan = Plan::resolve(sandbox, &start);
-    for folder in &plan.write {
-        if !folder.exists() && folder.starts_with(home.as_deref().unwrap_or(&tmp)) {
+    // The runner's caches are made as the runner would make them; what the entry names
+    // may be a file, and is left as it is.
+    for folder in plan.write.iter().filter(|f| !sandbox.write.contains(f)) {
+        if !folder.exists() {
             std::fs::create_dir_all(folder)
                 .map_err(|e| format!("cannot make {}: {e}", folder.display()))?;
         }
+    }
+    let mut env = vec![("TMPDIR".to_string(), tmp.display().to_string())];
+    if plan.network == crate::config::Network::Off {
+        let offline = plan::offline(command, args);
+        env.extend(offline.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     }
     let plan = serde_json::to_string(&plan).map_err(|e| e.to_string())?;
     let mut line = vec![BOX_ARG.to_string(), plan, "--".into(), command.to_string()];
@@ -80,6 +90,7 @@ pub fn boxed(
         program,
         args: line,
         tmp,
+        env,
     })
 }
 

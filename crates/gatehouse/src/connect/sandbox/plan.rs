@@ -5,7 +5,8 @@
 //! Read-only by default: the system's folders (`/usr`, `/etc`, `/proc`…), each folder on
 //! the server's `PATH`, the program's own installation (the folder above its `bin`, so a
 //! virtualenv's packages or npm's own code come along), each existing file or folder its
-//! arguments name, and its working folder. Writable: a temporary folder of its own
+//! arguments name (a file's folder, and for a script inside an npm install the outermost
+//! `node_modules` it is in), and its working folder. Writable: a temporary folder of its own
 //! (`TMPDIR`), `/dev/null` and the like, and its package runner's caches (npx: npm's
 //! cache; uvx: uv's cache and tools; pipx: pip's cache and pipx's home). A default folder
 //! that is the home folder itself, or holds a secret folder (`~/.ssh`, `~/.aws`…) or the
@@ -113,6 +114,10 @@ impl Plan {
             if arg.starts_with('-') || !path.exists() {
                 continue;
             }
+            // A script inside an npm install needs the packages beside it.
+            if let Some(modules) = top_node_modules(&path) {
+                read.push(modules);
+            }
             read.push(match path.is_dir() {
                 true => path,
                 false => path.parent().map(Path::to_path_buf).unwrap_or(path),
@@ -176,6 +181,15 @@ fn installation(program: &Path) -> Option<PathBuf> {
     }
 }
 
+/// The outermost `node_modules` folder `path` is inside, where Node looks for the
+/// packages a script inside it requires.
+fn top_node_modules(path: &Path) -> Option<PathBuf> {
+    path.ancestors()
+        .filter(|a| a.file_name().is_some_and(|n| n == "node_modules"))
+        .last()
+        .map(Path::to_path_buf)
+}
+
 /// The caches the start's package runner writes, from its environment (or the runner's
 /// defaults under `HOME`).
 fn runner_caches(start: &Start<'_>) -> Vec<PathBuf> {
@@ -214,4 +228,17 @@ fn runner_caches(start: &Start<'_>) -> Vec<PathBuf> {
         .flatten()
         .filter(|p| p.is_absolute())
         .collect()
+}
+
+/// With the network off, the variables that tell the start's package runner so, for it to
+/// use what its cache holds rather than wait on a registry it cannot reach (npm retries
+/// for over a minute first).
+pub fn offline(command: &str, args: &[String]) -> &'static [(&'static str, &'static str)] {
+    match package_runner(command, args).map(|r| r.kind) {
+        Some(RunnerKind::Npx) => &[("npm_config_offline", "true")],
+        Some(RunnerKind::Uvx) => &[("UV_OFFLINE", "1")],
+        Some(RunnerKind::PipxRun) => &[("PIP_NO_INDEX", "1")],
+        Some(RunnerKind::PnpmDlx) => &[("npm_config_offline", "true")],
+        Some(RunnerKind::Bunx) | None => &[],
+    }
 }
