@@ -58,9 +58,9 @@ for line in sys.stdin:
     elif m == "tools/list": send({"jsonrpc": "2.0", "id": rid, "result": fin({"tools": [{"name": "escape",
         "description": "Try a way out", "inputSchema": {"type": "object"}}], "ttlMs": 0, "cacheScope": "private"})})
     elif m == "tools/call":
-        try: text = escape(p.get("arguments") or {})
-        except Exception as e: text = "denied: %r" % e
-        send({"jsonrpc": "2.0", "id": rid, "result": fin({"content": [{"type": "text", "text": text}]})})
+        try: text, failed = escape(p.get("arguments") or {}), False
+        except Exception as e: text, failed = "denied: %s: %s" % (type(e).__name__, e), True
+        send({"jsonrpc": "2.0", "id": rid, "result": fin({"content": [{"type": "text", "text": text}], "isError": failed})})
     else: send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "Method not found"}})
 "#;
 
@@ -112,30 +112,51 @@ impl World {
         }
     }
 
-    /// One `escape` through `gatehouse call`, the host's HOME the world's: its result text.
-    fn attempt(&self, bed: &Bed, how: Value) -> String {
+    /// One `escape` through `gatehouse call`, the host's HOME the world's: its result text
+    /// (a refusal is the tool's error), and the run.
+    fn attempt_run(&self, bed: &Bed, how: &Value) -> (String, Ran) {
         let home = self.home().display().to_string();
+        let how_text = how.to_string();
         let args = [
             "call",
             "box__escape",
-            &how.to_string(),
+            &how_text,
             "--json",
             "--config",
             &bed.config,
         ];
         let ran = run(&args, &[("HOME", home.as_str())]);
-        assert_eq!(ran.status, 0, "{how}: {}", ran.stderr);
-        text_of(&ran)
+        let out = ran.json();
+        let text = match (&out["outcome"], &out["result"]) {
+            (o, r) if o == "ok" && ran.status == 0 => r["result"].as_str(),
+            (o, r) if o == "tool_error" && ran.status == 1 => r["error"].as_str(),
+            _ => None,
+        };
+        let text = text.unwrap_or_else(|| panic!("{how}: {out}\n{}", ran.stderr));
+        (text.to_owned(), ran)
+    }
+
+    /// [`World::attempt_run`]'s text.
+    fn attempt(&self, bed: &Bed, how: Value) -> String {
+        self.attempt_run(bed, &how).0
     }
 }
 
-/// The result's text, as `call --json` prints it.
-fn text_of(ran: &Ran) -> String {
+/// What the host said in a `--json` run, one step a line.
+fn steps(ran: &Ran) -> String {
     let out = ran.json();
-    match &out["result"]["result"] {
-        Value::String(text) => text.clone(),
-        other => panic!("no text result: {other}"),
-    }
+    let texts = out["steps"].as_array().cloned().unwrap_or_default();
+    texts
+        .iter()
+        .map(|s| {
+            format!(
+                "[{}] {}",
+                s["who"].as_str().unwrap_or(""),
+                s["text"].as_str().unwrap_or("")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[test]
@@ -174,13 +195,28 @@ fn every_way_out_of_the_box_fails_and_the_same_server_unboxed_gets_through() {
         json!({"how": "host_environ"}),
     ] {
         let got = world.attempt(&boxed, how.clone());
-        assert!(
-            got.starts_with("denied:") || got.contains("Permission denied"),
-            "{how} got out: {got}"
-        );
+        assert!(got.starts_with("denied:"), "{how} got out: {got}");
         assert!(!got.contains("OPENSSH"), "{how}: {got}");
     }
     assert!(!Path::new(&elsewhere).exists());
+    // The person is told which wall, and what would open it (nothing is changed).
+    let (_, ran) = world.attempt_run(&boxed, &json!({"how": "read", "path": secret}));
+    expect::says(
+        &steps(&ran),
+        &format!(
+            "[host] box hit a wall of its box: it may not read {secret}; to allow it, add \
+             \"{secret}\" to its \"sandbox\" \"read\" in its entry"
+        ),
+    );
+    let (_, ran) = world.attempt_run(&boxed, &json!({"how": "write", "path": elsewhere}));
+    let folder = world.home().join("elsewhere");
+    expect::says(
+        &steps(&ran),
+        &format!(
+            "to allow it, add \"{}\" to its \"sandbox\" \"write\"",
+            folder.display()
+        ),
+    );
     // What the box allows still works: the folder it may write, the system's files.
     let wrote = world.attempt(&boxed, json!({"how": "write", "path": out}));
     assert_eq!(wrote, format!("written {out}"));

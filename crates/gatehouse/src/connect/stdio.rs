@@ -368,6 +368,7 @@ async fn relay_stderr(
             text = clean;
         }
         observer.server_stderr(&server, &text);
+        super::sandbox::walls::tell(&trace, &server, &text);
         tail.push(text);
         line.clear();
         *cut = 0;

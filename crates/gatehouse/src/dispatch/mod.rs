@@ -427,6 +427,21 @@ pub async fn call_tool(call: Call<'_>, limits: CallLimits, watch: Watch<'_>) -> 
             Err(reason) => break CallEnd::Failed(reason),
         }
     };
+    // A boxed server's refusal may be its box's: the person is told what would allow it.
+    let refused = match &end {
+        CallEnd::Result(r) if r.is_error == Some(true) => Some(
+            r.content
+                .iter()
+                .filter_map(|b| b.as_text().map(|t| t.text.as_str()))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        ),
+        CallEnd::ProtocolError(e) => Some(e.message.to_string()),
+        _ => None,
+    };
+    if let Some(text) = refused {
+        crate::connect::sandbox::walls::tell(trace, &conn.name, &text);
+    }
     Dispatched {
         end,
         asked_user,

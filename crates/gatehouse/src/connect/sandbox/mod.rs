@@ -19,6 +19,7 @@
 
 mod enter;
 pub mod plan;
+pub mod walls;
 
 use std::{path::PathBuf, sync::OnceLock};
 
@@ -83,6 +84,7 @@ pub fn boxed(
         let offline = plan::offline(command, args);
         env.extend(offline.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     }
+    walls::remember(server, &plan);
     let plan = serde_json::to_string(&plan).map_err(|e| e.to_string())?;
     let mut line = vec![BOX_ARG.to_string(), plan, "--".into(), command.to_string()];
     line.extend(args.iter().cloned());

@@ -3,7 +3,7 @@
 //! network and the limits.
 //!
 //! Read-only by default: the system's folders (`/usr`, `/etc`, `/proc`…), each folder on
-//! the server's `PATH`, the program's own installation (the folder above its `bin`, so a
+//! the server's `PATH` (and the one above a `bin` or a version manager's `shims`), the program's own installation (the folder above its `bin`, so a
 //! virtualenv's packages or npm's own code come along), each existing file or folder its
 //! arguments name (a file's folder, and for a script inside an npm install the outermost
 //! `node_modules` it is in), and its working folder. Writable: a temporary folder of its own
@@ -55,6 +55,11 @@ pub const SECRET_FOLDERS: &[&str] = &[
     ".config/chromium",
     ".config/BraveSoftware",
     ".local/share/keyrings",
+    ".cargo/credentials.toml",
+    ".cargo/credentials",
+    ".config/gh",
+    ".npmrc",
+    ".pypirc",
     ".config/gatehouse",
     ".local/state/gatehouse",
     ".gatehouse",
@@ -101,7 +106,13 @@ impl Plan {
         let keep = |p: &Path| !holds_a_secret(p, start.home);
         let mut read: Vec<PathBuf> = SYSTEM_READ.iter().map(PathBuf::from).collect();
         if let Some(path) = start.env.get("PATH") {
-            read.extend(std::env::split_paths(path).filter(|p| p.is_absolute()));
+            for dir in std::env::split_paths(path).filter(|p| p.is_absolute()) {
+                // A version manager's shims (pyenv, asdf) and a `bin` run what lies beside.
+                if dir.file_name().is_some_and(|n| n == "shims" || n == "bin") {
+                    read.extend(dir.parent().map(Path::to_path_buf));
+                }
+                read.push(dir);
+            }
         }
         if let Some(program) = find_program(start.command, start.env.get("PATH"), start.cwd) {
             read.extend(installation(&program));
