@@ -380,11 +380,45 @@ pub struct McpAddArgs {
     /// stored as written, the token read from TOKEN when the host connects.
     #[arg(short = 'H', long = "header", value_name = "NAME: VALUE")]
     pub headers: Vec<String>,
+    /// Start a stdio server in a box (its entry's "sandbox", docs/sandbox.md): what it may
+    /// read and write, no network. Alone, the box's defaults; the flags below add to it.
+    #[arg(long)]
+    pub sandbox: bool,
+    /// A folder (or file) it may also read in its box (repeatable; implies --sandbox).
+    #[arg(long = "sandbox-read", value_name = "PATH")]
+    pub sandbox_read: Vec<String>,
+    /// A folder (or file) it may also write in its box (repeatable; implies --sandbox).
+    #[arg(long = "sandbox-write", value_name = "PATH")]
+    pub sandbox_write: Vec<String>,
+    /// Its network in its box: off (the default) or on (implies --sandbox).
+    #[arg(long = "sandbox-network", value_name = "off|on", value_parser = ["off", "on"])]
+    pub sandbox_network: Option<String>,
     /// Replace a server of the same name (it keeps its place in the file).
     #[arg(long)]
     pub replace: bool,
     #[command(flatten)]
     pub file: McpFileArgs,
+}
+
+impl McpAddArgs {
+    /// The entry's "sandbox" the flags ask for, if any.
+    pub fn sandbox(&self) -> Option<serde_json::Value> {
+        let mut shape = serde_json::Map::new();
+        if !self.sandbox_read.is_empty() {
+            shape.insert("read".into(), self.sandbox_read.clone().into());
+        }
+        if !self.sandbox_write.is_empty() {
+            shape.insert("write".into(), self.sandbox_write.clone().into());
+        }
+        if let Some(network) = &self.sandbox_network {
+            shape.insert("network".into(), network.as_str().into());
+        }
+        match (self.sandbox, shape.is_empty()) {
+            (false, true) => None,
+            (true, true) => Some(serde_json::Value::Bool(true)),
+            (_, false) => Some(serde_json::Value::Object(shape)),
+        }
+    }
 }
 
 #[derive(Args, Debug)]

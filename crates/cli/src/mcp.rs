@@ -106,6 +106,7 @@ fn add(args: McpAddArgs) -> anyhow::Result<()> {
                 args: rest.to_vec(),
                 env: parsed(&args.env, parse_env)?,
                 pass_env: args.pass_env.clone(),
+                sandbox: args.sandbox(),
             }
         }
         McpTransport::Http => {
@@ -117,6 +118,11 @@ fn add(args: McpAddArgs) -> anyhow::Result<()> {
             anyhow::ensure!(
                 args.env.is_empty() && args.pass_env.is_empty(),
                 "{flag} is for stdio servers; an http server's credentials go in --header"
+            );
+            anyhow::ensure!(
+                args.sandbox().is_none(),
+                "--sandbox is for stdio servers: the host starts those, and an http server runs \
+                 where it is"
             );
             let [url] = args.target.as_slice() else {
                 anyhow::bail!(
@@ -131,6 +137,7 @@ fn add(args: McpAddArgs) -> anyhow::Result<()> {
         }
     };
     let (entry, warnings) = server.entry().map_err(anyhow::Error::msg)?;
+    let entry_written = entry.clone();
     let target = file_to_change(&args.file)?;
     let mut file = ServersFile::open(&target.path)?;
     let added = file
@@ -140,6 +147,12 @@ fn add(args: McpAddArgs) -> anyhow::Result<()> {
         .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", target.path.display()))?;
     for warning in warnings {
         eprintln!("gatehouse: warning: {}", visible(&warning));
+    }
+    if let Some(note) = crate::project::runs_a_string_note(&entry_written) {
+        eprintln!(
+            "gatehouse: warning: {}: {note}; read it before you start it",
+            visible_line(&args.name)
+        );
     }
     let kind = match args.transport {
         McpTransport::Stdio => "stdio",

@@ -152,6 +152,9 @@ pub fn listing(review: &Review, servers: &[ProjectServer]) -> String {
             visible_line(&server.name),
             entry_line(&server.entry)
         ));
+        if let Some(note) = runs_a_string_note(&server.entry) {
+            out.push_str(&format!("\n    warning: {note}"));
+        }
     }
     let loosening: Vec<&ProjectSetting> = review.untrusted_settings().collect();
     if !loosening.is_empty() {
@@ -206,7 +209,33 @@ pub fn entry_line(entry: &Value) -> String {
         let names: Vec<String> = pass.iter().map(quoted).collect();
         line.push_str(&format!(" (and your variables {})", names.join(" ")));
     }
+    match entry.get("sandbox") {
+        None | Some(Value::Bool(false)) => line.push_str(" (no sandbox: your whole account)"),
+        Some(Value::Bool(true)) => line.push_str(" (sandbox: the defaults)"),
+        Some(sandbox) => line.push_str(&format!(" (sandbox: {sandbox})")),
+    }
     visible_line(&line).into_owned()
+}
+
+/// What a stdio entry's command line would run as a string (`sh -c '…'`), said so a person
+/// reads it before it runs; `None` for one that names its program and files.
+pub fn runs_a_string_note(entry: &Value) -> Option<String> {
+    let command = entry.get("command")?.as_str()?;
+    let args: Vec<String> = entry
+        .get("args")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    let (option, script) = gatehouse::config::command_line::runs_a_string(command, &args)?;
+    Some(format!(
+        "it runs a string as a program ({} {option}), which reads as one word: {}",
+        visible_line(command),
+        visible_line(&gatehouse::text::clip(&script, 300))
+    ))
 }
 
 /// One word of a command line as a POSIX shell would need it written.

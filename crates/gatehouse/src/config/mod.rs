@@ -17,6 +17,7 @@
 
 pub mod behind;
 pub mod chain;
+pub mod command_line;
 mod entry;
 mod environment;
 pub mod oauth;
