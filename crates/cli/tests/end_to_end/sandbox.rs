@@ -458,3 +458,128 @@ fn mcp_add_writes_a_box_and_flags_a_command_line_that_runs_a_string() {
          https://get.example/i | sh; read it before you start it",
     );
 }
+
+/// mcp-server-fetch and mcp-server-git (PyPI, through uvx) in their boxes: fetch reaches a
+/// page with the network on, and with it off fails with the wall told; git reads the
+/// repository its arguments name, and a write to it is a wall told with the folder that
+/// would allow it. Needs PyPI, as `uvx_servers.rs` does.
+#[test]
+fn mcp_server_fetch_and_git_work_in_their_boxes_and_their_walls_are_told() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let repo = dir.path().join("repo");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&repo).unwrap();
+    let git = |args: &[&str]| {
+        let ok = std::process::Command::new("git")
+            .args(args)
+            .current_dir(&repo)
+            .env("HOME", &home)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "git {args:?}");
+    };
+    std::fs::write(repo.join("runbook.md"), "restart jump-prod-02 first\n").unwrap();
+    git(&["init", "-q"]);
+    git(&[
+        "-c",
+        "user.email=ops@larkfield.example",
+        "-c",
+        "user.name=Ops",
+        "add",
+        ".",
+    ]);
+    git(&[
+        "-c",
+        "user.email=ops@larkfield.example",
+        "-c",
+        "user.name=Ops",
+        "commit",
+        "-qm",
+        "runbook",
+    ]);
+    let page = Page::serve("jump-prod-02 is the bastion");
+    let uv = json!({"UV_CACHE_DIR": dir.path().join("uv"), "HOME": home});
+    let entries = |network: &str| {
+        json!({
+            "fetch": {"command": crate::uvx_servers::uvx(),
+                "args": [FETCH, "--ignore-robots-txt", "--allow-private-ips"],
+                "env": uv, "sandbox": {"network": network}},
+            "git": {"command": crate::uvx_servers::uvx(),
+                "args": [GIT, "--repository", repo], "env": uv, "sandbox": {"network": network}},
+        })
+    };
+    let on = dir.path().join("on");
+    std::fs::create_dir_all(&on).unwrap();
+    let config = servers_file(&on, entries("on"), json!({}));
+    let fetched = called(&config, "fetch__fetch", json!({"url": page.url}));
+    assert!(fetched.to_string().contains("bastion"), "{fetched}");
+    let status = called(&config, "git__git_status", json!({"repo_path": repo}));
+    assert!(
+        status.to_string().contains("working tree clean"),
+        "{status}"
+    );
+
+    let off = dir.path().join("off");
+    std::fs::create_dir_all(&off).unwrap();
+    let config = servers_file(&off, entries("off"), json!({}));
+    let call = |tool: &str, args: Value| {
+        let args = args.to_string();
+        run(
+            &["call", tool, &args, "--yes", "--json", "--config", &config],
+            &[],
+        )
+    };
+    let ran = call("fetch__fetch", json!({"url": page.url}));
+    assert_eq!(ran.json()["outcome"], "tool_error", "{}", ran.stdout);
+    expect::says(
+        &steps(&ran),
+        "fetch hit a wall of its box: it may not the network (its box has it off); to allow \
+         it, set \"network\": \"on\"",
+    );
+    let ran = call(
+        "git__git_add",
+        json!({"repo_path": repo, "files": ["runbook.md"]}),
+    );
+    assert_eq!(ran.json()["outcome"], "tool_error", "{}", ran.stdout);
+    expect::says(
+        &steps(&ran),
+        &format!(
+            "to allow it, add \"{}\" to its \"sandbox\" \"write\"",
+            repo.join(".git").display()
+        ),
+    );
+}
+
+/// A web page on 127.0.0.1, the same text for every request, served by a thread until the
+/// test ends.
+struct Page {
+    url: String,
+}
+
+impl Page {
+    fn serve(text: &'static str) -> Page {
+        use std::io::Write;
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/runbook", listener.local_addr().unwrap());
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let mut stream = stream;
+                let mut request = [0u8; 4096];
+                let _ = stream.read(&mut request);
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\
+                     Connection: close\r\n\r\n{text}",
+                    text.len()
+                );
+            }
+        });
+        Page { url }
+    }
+}
+
+/// mcp-server-fetch and mcp-server-git, as PyPI has them.
+const FETCH: &str = "mcp-server-fetch@2026.10.24";
+const GIT: &str = "mcp-server-git@2026.10.19";

@@ -9,8 +9,9 @@
 //! `node_modules` it is in), and its working folder. Writable: a temporary folder of its own
 //! (`TMPDIR`), `/dev/null` and the like, and its package runner's caches (npx: npm's
 //! cache; uvx: uv's cache and tools; pipx: pip's cache and pipx's home). A default folder
-//! that is the home folder itself, or holds a secret folder (`~/.ssh`, `~/.aws`…) or the
-//! host's own state, is left out: the box would let the server read it whole. What the
+//! that is the home folder itself, or holds a secret folder (`~/.ssh`, `~/.aws`…), the
+//! host's own state, or a project's policy (its `.mcp.json`, its `.gatehouse`), is left
+//! out: the box would let the server read it whole. What the
 //! entry names in `read` and `write` is kept as written.
 
 use std::{
@@ -157,8 +158,16 @@ impl Plan {
     }
 }
 
-/// Is `path` the home folder, or above a secret folder of it (or one itself)?
+/// What makes a project's policy: a folder that holds one of these holds the policy a
+/// server must not read or rewrite (its servers file, its `.gatehouse`).
+pub const POLICY_FILES: &[&str] = &[".gatehouse", ".mcp.json", "gatehouse.json"];
+
+/// Is `path` the home folder, above a secret folder of it (or one itself), or a folder
+/// that holds a project's policy?
 fn holds_a_secret(path: &Path, home: Option<&Path>) -> bool {
+    if POLICY_FILES.iter().any(|f| path.join(f).exists()) {
+        return true;
+    }
     let Some(home) = home else {
         return false;
     };

@@ -71,3 +71,29 @@ fn the_plan_reads_the_system_and_the_program_writes_its_own_folders_and_keeps_se
             .any(|p| p.starts_with(h.join(".ssh")))
     );
 }
+
+#[test]
+fn a_folder_that_holds_a_project_s_policy_is_left_out_of_the_defaults() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("repo");
+    std::fs::create_dir_all(project.join(".gatehouse")).unwrap();
+    std::fs::write(project.join(".mcp.json"), "{}").unwrap();
+    let env = BTreeMap::new();
+    let tmp = dir.path().join("tmp");
+    let start = Start {
+        command: "/usr/bin/true",
+        args: &[],
+        cwd: &project,
+        env: &env,
+        tmp: &tmp,
+        home: None,
+    };
+    let plan = Plan::resolve(&Sandbox::default(), &start);
+    assert!(!plan.read.contains(&project), "{plan:?}");
+    // Named in the entry, it is the person's choice.
+    let named = Sandbox {
+        read: vec![project.clone()],
+        ..Sandbox::default()
+    };
+    assert!(Plan::resolve(&named, &start).read.contains(&project));
+}

@@ -103,6 +103,11 @@ pub fn wall_of(plan: &Plan, text: &str) -> Option<Wall> {
         "eai_again",
         "temporary failure in name resolution",
         "name or service not known",
+        // With the network off every connection fails, the host's own loopback too.
+        "connection refused",
+        "econnrefused",
+        "connecterror",
+        "all connection attempts failed",
     ]
     .iter()
     .any(|w| lower.contains(w));
@@ -243,6 +248,11 @@ mod tests {
         // A refusal inside what it may write is not the box's.
         assert_eq!(wall_of(&p, "cat: /tmp/box/x: Permission denied"), None);
         // The network, off in its box.
+        let httpx = "Failed to fetch http://127.0.0.1:8765/: ConnectError('All connection attempts failed')";
+        assert_eq!(
+            wall_of(&p, httpx).unwrap().change,
+            "set \"network\": \"on\""
+        );
         let dns = "getaddrinfo EAI_AGAIN registry.npmjs.org";
         assert_eq!(wall_of(&p, dns).unwrap().change, "set \"network\": \"on\"");
         let on = plan(&["/usr"], &[], Network::On);
