@@ -381,9 +381,13 @@ pub struct McpAddArgs {
     #[arg(short = 'H', long = "header", value_name = "NAME: VALUE")]
     pub headers: Vec<String>,
     /// Start a stdio server in a box (its entry's "sandbox", docs/sandbox.md): what it may
-    /// read and write, no network. Alone, the box's defaults; the flags below add to it.
-    #[arg(long)]
+    /// read and write, no network. The default for a stdio server (with the network on for
+    /// a package runner, which downloads on its first start); the flags below add to it.
+    #[arg(long, conflicts_with = "no_sandbox")]
     pub sandbox: bool,
+    /// Write no box: the server runs with your whole account.
+    #[arg(long, conflicts_with_all = ["sandbox_read", "sandbox_write", "sandbox_network"])]
+    pub no_sandbox: bool,
     /// A folder (or file) it may also read in its box (repeatable; implies --sandbox).
     #[arg(long = "sandbox-read", value_name = "PATH")]
     pub sandbox_read: Vec<String>,
@@ -401,8 +405,17 @@ pub struct McpAddArgs {
 }
 
 impl McpAddArgs {
-    /// The entry's "sandbox" the flags ask for, if any.
-    pub fn sandbox(&self) -> Option<serde_json::Value> {
+    /// The entry's "sandbox" the flags ask for: `default` when they say nothing, none with
+    /// `--no-sandbox`.
+    pub fn sandbox(&self, default: serde_json::Value) -> Option<serde_json::Value> {
+        if self.no_sandbox {
+            return None;
+        }
+        Some(self.asked_sandbox().unwrap_or(default))
+    }
+
+    /// The box the `--sandbox*` flags name, if any does.
+    pub fn asked_sandbox(&self) -> Option<serde_json::Value> {
         let mut shape = serde_json::Map::new();
         if !self.sandbox_read.is_empty() {
             shape.insert("read".into(), self.sandbox_read.clone().into());

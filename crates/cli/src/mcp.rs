@@ -93,6 +93,17 @@ fn parsed(
         .map_err(anyhow::Error::msg)
 }
 
+/// The box a stdio server added without `--sandbox*` flags gets: the defaults (network
+/// off), with the network on for a package runner, whose first start downloads the
+/// package. The real servers people add run in it (docs/sandbox.md), so a new server is
+/// boxed unless the person says `--no-sandbox`.
+fn default_box(command: &str, args: &[String]) -> serde_json::Value {
+    match gatehouse::connect::runner::package_runner(command, args) {
+        Some(_) => serde_json::json!({"network": "on"}),
+        None => serde_json::Value::Bool(true),
+    }
+}
+
 fn add(args: McpAddArgs) -> anyhow::Result<()> {
     let server = match args.transport {
         McpTransport::Stdio => {
@@ -106,7 +117,7 @@ fn add(args: McpAddArgs) -> anyhow::Result<()> {
                 args: rest.to_vec(),
                 env: parsed(&args.env, parse_env)?,
                 pass_env: args.pass_env.clone(),
-                sandbox: args.sandbox(),
+                sandbox: args.sandbox(default_box(command, rest)),
             }
         }
         McpTransport::Http => {
@@ -120,7 +131,7 @@ fn add(args: McpAddArgs) -> anyhow::Result<()> {
                 "{flag} is for stdio servers; an http server's credentials go in --header"
             );
             anyhow::ensure!(
-                args.sandbox().is_none(),
+                args.asked_sandbox().is_none(),
                 "--sandbox is for stdio servers: the host starts those, and an http server runs \
                  where it is"
             );
@@ -167,6 +178,22 @@ fn add(args: McpAddArgs) -> anyhow::Result<()> {
         visible_line(&args.name),
         target.shown()
     );
+    match entry_written.get("sandbox") {
+        Some(sandbox) => println!(
+            "It runs in a box ({}): it reads the system, its own installation and what its \
+             arguments name, writes its own temporary folder and its runner's cache, and \
+             nothing else; a wall it hits is told with what would open it (docs/sandbox.md, \
+             --no-sandbox for none)",
+            match sandbox.get("network").and_then(|n| n.as_str()) {
+                Some("on") => "network on",
+                _ => "network off",
+            }
+        ),
+        None if args.transport == McpTransport::Stdio => {
+            println!("It runs with your whole account: no box (--no-sandbox)")
+        }
+        None => {}
+    }
     crate::project::trust_added(&target.path, &args.name)?;
     note_if_shadowed(&target);
     Ok(())

@@ -61,8 +61,14 @@ fn a_server_added_to_a_fresh_project_is_listed_and_asked() {
     );
     assert_eq!(added.status, 0, "{}", added.stderr);
     assert_eq!(
-        added.stdout.trim(),
-        "Added stdio server support in .mcp.json (project)"
+        added.stdout.lines().next(),
+        Some("Added stdio server support in .mcp.json (project)")
+    );
+    // A new project's server is boxed: the real servers people add run in one.
+    assert!(
+        added.stdout.contains("It runs in a box (network off)"),
+        "{}",
+        added.stdout
     );
     let listed = run_in(&project, &["mcp", "list"], &[]);
     assert_eq!(listed.status, 0, "{}", listed.stderr);

@@ -36,7 +36,7 @@ fn an_add_keeps_the_files_other_keys_their_order_and_its_permissions() {
     );
     assert_eq!(ran.status, 0, "{}", ran.stderr);
     assert_eq!(
-        ran.stdout.trim(),
+        ran.stdout.lines().next().unwrap_or_default(),
         "Added stdio server beta in .mcp.json (project)"
     );
     let after = project_file(&dir);
@@ -54,7 +54,7 @@ fn an_add_keeps_the_files_other_keys_their_order_and_its_permissions() {
     }
     assert_eq!(
         after["mcpServers"]["beta"],
-        json!({"command": "beta-mcp", "args": ["--verbose"]})
+        json!({"command": "beta-mcp", "args": ["--verbose"], "sandbox": true})
     );
     let written = std::fs::read_to_string(dir.join(".mcp.json")).unwrap();
     assert!(written.starts_with("{\n\t\"$schema\""), "{written}");

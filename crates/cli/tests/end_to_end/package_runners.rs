@@ -309,7 +309,7 @@ fn mcp_add_writes_pass_env_and_env() {
     assert_eq!(
         written["mcpServers"]["acme"],
         json!({"command": "python3", "args": ["server.py"], "env": {"MODE": "fast"},
-               "passEnv": ["ACME_API_KEY", "AWS_*"]})
+               "passEnv": ["ACME_API_KEY", "AWS_*"], "sandbox": true})
     );
     let ran = run(
         &[

@@ -326,6 +326,16 @@ fn command_of(
                 .iter()
                 .filter_map(|(k, v)| Some((k.to_str()?.to_owned(), v.to_str()?.to_owned())))
                 .collect();
+            // A command that is not there is said as it is without a box, not as the
+            // launcher's failure to exec it.
+            let here = std::env::current_dir().unwrap_or_default();
+            if !super::sandbox::plan::resolves(command, &readable, cwd.unwrap_or(&here)) {
+                return Err(ConnectError::Spawn {
+                    server: spec.name.clone(),
+                    command: command.clone(),
+                    reason: "no such command".into(),
+                });
+            }
             let boxed = super::sandbox::boxed(sandbox, &spec.name, (command, args), cwd, &readable)
                 .map_err(|reason| ConnectError::Spawn {
                     server: spec.name.clone(),

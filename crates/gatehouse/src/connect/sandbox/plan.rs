@@ -180,6 +180,12 @@ fn holds_a_secret(path: &Path, home: Option<&Path>) -> bool {
     })
 }
 
+/// Does `command` name a program there is, as a start would look for it (itself when it
+/// holds a `/`, else on its `PATH`)?
+pub fn resolves(command: &str, env: &BTreeMap<String, String>, cwd: &Path) -> bool {
+    find_program(command, env.get("PATH"), cwd).is_some_and(|p| p.is_file())
+}
+
 /// The program a command names: itself when it holds a `/`, else the first executable of
 /// that name on `path`.
 fn find_program(command: &str, path: Option<&String>, cwd: &Path) -> Option<PathBuf> {
