@@ -1,8 +1,12 @@
 //! Servers in a box (issue 31), through the real binary: a hostile server (`ESCAPER`)
 //! tries each way out it can from inside its box, and each one fails while the same
-//! server without the box gets through (so the test can tell); the reference CMDB answers
-//! in its box as outside; and a box this machine cannot apply (user namespaces turned off,
-//! as `unshare` lets a test do) stops the start with what is missing.
+//! server without the box gets through (so the test can tell), the walls it hits told
+//! with what would open them; the reference servers, the npm reference servers, npx's
+//! server-memory and uvx's mcp-server-time, -fetch and -git do their work in their boxes
+//! (the package runners downloading with the network on, then running offline); a box this
+//! machine cannot apply (user namespaces turned off, as `unshare` lets a test do) stops
+//! the start with what is missing; `mcp add` writes a box and flags a command line that
+//! runs a string.
 
 use std::{
     io::Read,
@@ -242,19 +246,52 @@ fn listen_abstract(name: &str) -> UnixListener {
     UnixListener::bind_addr(&addr).unwrap()
 }
 
+/// The four reference servers in their boxes, the two with a store writing it in the one
+/// folder their boxes let them write.
 #[test]
-fn the_reference_cmdb_answers_in_its_box() {
-    let mut cmdb = builtin_server("cmdb", json!({}));
-    cmdb["sandbox"] = json!(true);
-    let bed = Bed::new(json!({"cmdb": cmdb}), json!({"allow": ["cmdb__get_asset"]}));
-    let ran = bed.run(&[
-        "call",
+fn the_reference_servers_answer_in_their_boxes() {
+    let dir = tempfile::tempdir().unwrap();
+    let stores = dir.path().join("stores");
+    std::fs::create_dir_all(&stores).unwrap();
+    let boxed = |name: &str, env: Value, sandbox: Value| {
+        let mut entry = builtin_server(name, env);
+        entry["sandbox"] = sandbox;
+        entry
+    };
+    let stored = json!({"write": [stores]});
+    let servers = json!({
+        "support": boxed("support", json!({}), json!(true)),
+        "cmdb": boxed("cmdb", json!({}), json!(true)),
+        "tickets": boxed("tickets",
+            json!({"GATEHOUSE_TICKETS_DB": stores.join("tickets.db")}), stored.clone()),
+        "orders": boxed("orders",
+            json!({"GATEHOUSE_SERVER_TASKS_DB": stores.join("server-tasks.db")}), stored),
+    });
+    let config = servers_file(dir.path(), servers, json!({}));
+    let ticket = called(
+        &config,
+        "support__get_ticket",
+        json!({"ticket_id": "T-30002"}),
+    );
+    assert_eq!(ticket["customer_name"], "Hugo", "{ticket}");
+    let asset = called(
+        &config,
         "cmdb__get_asset",
-        r#"{"hostname": "jump-prod-02"}"#,
-        "--json",
-    ]);
-    assert_eq!(ran.status, 0, "{}", ran.stderr);
-    assert!(ran.stdout.contains("jump-prod-02"), "{}", ran.stdout);
+        json!({"hostname": "jump-prod-02"}),
+    );
+    assert!(asset.to_string().contains("jump-prod-02"), "{asset}");
+    let tickets = called(&config, "tickets__list_tickets", json!({}));
+    assert!(tickets.is_object() || tickets.is_array(), "{tickets}");
+    assert!(
+        stores.join("tickets.db").exists(),
+        "the store was written in its box"
+    );
+    let order = called(
+        &config,
+        "orders__get_order_status",
+        json!({"order_id": "A-1002"}),
+    );
+    assert!(order.to_string().contains("A-1002"), "{order}");
 }
 
 #[test]
