@@ -294,6 +294,33 @@ fn the_reference_servers_answer_in_their_boxes() {
     assert!(order.to_string().contains("A-1002"), "{order}");
 }
 
+/// `doctor` says what this machine applies of a box (here, all of it).
+#[test]
+fn doctor_says_what_this_machine_applies_of_a_box() {
+    let mut cmdb = builtin_server("cmdb", json!({}));
+    cmdb["sandbox"] = json!(true);
+    let bed = Bed::new(json!({"cmdb": cmdb}), json!({}));
+    let ran = bed.run(&["doctor", "--json"]);
+    let report = ran.json();
+    let boxes: Vec<&Value> = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["area"] == "sandbox")
+        .collect();
+    assert_eq!(boxes.len(), 2, "{report:#}");
+    for check in &boxes {
+        assert_eq!(check["verdict"], "ok", "{check}");
+    }
+    assert!(
+        boxes[0]["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("Landlock ABI "),
+        "{boxes:?}"
+    );
+}
+
 #[test]
 fn a_box_this_machine_cannot_apply_stops_the_start_and_says_what_is_missing() {
     let mut cmdb = builtin_server("cmdb", json!({}));
