@@ -44,6 +44,7 @@ def escape(a):
     if how == "hardlink": l = fresh("hard"); os.link(path, l); return open(l).read()
     if how == "child": return subprocess.run(["cat", path], capture_output=True, text=True, check=True).stdout
     if how == "abstract": s = socket.socket(socket.AF_UNIX); s.connect("\0" + a["name"]); return "connected"
+    if how == "unix": s = socket.socket(socket.AF_UNIX); s.connect(path); return "connected"
     if how == "ptrace":
         libc = ctypes.CDLL(None, use_errno=True)
         if libc.ptrace(16, os.getppid(), 0, 0) != 0: raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
@@ -169,7 +170,11 @@ fn every_way_out_of_the_box_fails_and_the_same_server_unboxed_gets_through() {
     let tcp = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = tcp.local_addr().unwrap().port();
     let abstract_name = format!("gatehouse-box-test-{}", std::process::id());
-    let _unix = listen_abstract(&abstract_name);
+    let _abstract = listen_abstract(&abstract_name);
+    // A socket by its path, as the Docker daemon's or an SSH agent's.
+    let agent = world.dir.path().join("agent.sock");
+    let _agent = UnixListener::bind(&agent).unwrap();
+    let agent = agent.display().to_string();
     let secret = world.secret();
     let out = world.home().join("out/made").display().to_string();
     let elsewhere = world.home().join("elsewhere/made").display().to_string();
@@ -184,6 +189,10 @@ fn every_way_out_of_the_box_fails_and_the_same_server_unboxed_gets_through() {
         world.attempt(&open, json!({"how": "connect", "port": port})),
         "connected"
     );
+    assert_eq!(
+        world.attempt(&open, json!({"how": "unix", "path": agent})),
+        "connected"
+    );
 
     let boxed = world.bed(Some("off"));
     for how in [
@@ -195,6 +204,7 @@ fn every_way_out_of_the_box_fails_and_the_same_server_unboxed_gets_through() {
         json!({"how": "write", "path": elsewhere}),
         json!({"how": "connect", "port": port}),
         json!({"how": "abstract", "name": abstract_name}),
+        json!({"how": "unix", "path": agent}),
         json!({"how": "ptrace"}),
         json!({"how": "host_environ"}),
     ] {
@@ -235,6 +245,8 @@ fn every_way_out_of_the_box_fails_and_the_same_server_unboxed_gets_through() {
         &networked,
         json!({"how": "abstract", "name": abstract_name}),
     );
+    assert!(got.starts_with("denied: PermissionError"), "{got}");
+    let got = world.attempt(&networked, json!({"how": "unix", "path": agent}));
     assert!(got.starts_with("denied: PermissionError"), "{got}");
     drop(tcp);
 }

@@ -7,8 +7,9 @@
 //! only) and, with the network off, a network namespace with nothing in it; the resource
 //! limits; then Landlock with `no_new_privs`: file-system rights only beneath the plan's
 //! paths, no TCP with the network off, and no abstract Unix socket or signal reaching
-//! outside the box. Landlock also keeps the box from `ptrace` of any process outside it,
-//! and so from the host's `/proc/PID/environ` and memory.
+//! outside the box; last a seccomp filter that refuses to make a Unix socket (one reached
+//! by its path, which Landlock does not govern). Landlock also keeps the box from `ptrace`
+//! of any process outside it, and so from the host's `/proc/PID/environ` and memory.
 
 use std::ffi::OsString;
 
@@ -58,7 +59,8 @@ fn boxed(argv: Vec<OsString>) -> Result<std::convert::Infallible, String> {
 fn apply(plan: &Plan) -> Result<(), String> {
     linux::namespaces(plan.network)?;
     linux::limits(plan)?;
-    linux::landlock(plan)
+    linux::landlock(plan)?;
+    linux::no_unix_sockets()
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -185,6 +187,39 @@ mod linux {
                 "Landlock was not fully enforced ({ruleset:?}, no_new_privs {no_new_privs})"
             )),
         }
+    }
+
+    /// No Unix socket can be made: Landlock (to ABI 7) does not govern connecting to one by
+    /// its path, so a boxed server could reach the Docker daemon, an SSH agent or the
+    /// session bus. A pair of connected ones (`socketpair`, which runtimes use among their
+    /// own threads and children) reaches nothing outside and stays allowed.
+    pub(super) fn no_unix_sockets() -> Result<(), String> {
+        use seccompiler::{
+            BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition,
+            SeccompFilter, SeccompRule, TargetArch,
+        };
+        let part =
+            |e: &dyn std::fmt::Display| format!("cannot shut Unix sockets out with seccomp: {e}");
+        let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| part(&e))?;
+        let unix = SeccompCondition::new(
+            0,
+            SeccompCmpArgLen::Dword,
+            SeccompCmpOp::Eq,
+            libc::AF_UNIX as u64,
+        )
+        .map_err(|e| part(&e))?;
+        let rule = SeccompRule::new(vec![unix]).map_err(|e| part(&e))?;
+        let filter = SeccompFilter::new(
+            [(libc::SYS_socket, vec![rule])].into(),
+            SeccompAction::Allow,
+            SeccompAction::Errno(libc::EACCES as u32),
+            arch,
+        )
+        .map_err(|e| part(&e))?;
+        let program: BpfProgram = filter
+            .try_into()
+            .map_err(|e: seccompiler::BackendError| part(&e))?;
+        seccompiler::apply_filter(&program).map_err(|e| part(&e))
     }
 
     /// Each part of the box, and whether this machine applies it.
