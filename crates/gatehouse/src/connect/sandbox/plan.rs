@@ -187,12 +187,14 @@ pub fn resolves(command: &str, env: &BTreeMap<String, String>, cwd: &Path) -> bo
 }
 
 /// The program a command names: itself when it holds a `/`, else the first executable of
-/// that name on `path`.
+/// that name on `path` (the host's own when the server's environment has none, as a
+/// program is looked for when started).
 fn find_program(command: &str, path: Option<&String>, cwd: &Path) -> Option<PathBuf> {
     if command.contains('/') {
         return Some(cwd.join(command));
     }
-    std::env::split_paths(path?)
+    let path = path.cloned().or_else(|| std::env::var("PATH").ok())?;
+    std::env::split_paths(&path)
         .map(|dir| dir.join(command))
         .find(|p| p.is_file())
 }
