@@ -2,7 +2,11 @@
 //! (`bench/catalog/`: 1,000 tools, 193 requests as people type them).
 //!
 //!     gh-toolsearch            top-1 and top-5 recall of the host's search (`search_tools`)
-//!                              and of a plain BM25 over names and descriptions, one JSON object
+//!                              and of a plain BM25 over names and descriptions, one JSON object:
+//!                              on the whole set, on its development and test parts (each
+//!                              request's `split`, fixed before the ranker was tuned again:
+//!                              tune on `dev`, report `test`), and by the kind of server a
+//!                              request's first right tool belongs to
 //!     gh-toolsearch --misses   also every request the host's search misses at 5
 //!     gh-toolsearch --list     every tool of the catalog: name and description's start
 //!
@@ -27,6 +31,50 @@ struct Request {
     text: String,
     expect: Vec<String>,
     pair: bool,
+    /// `dev` (tuned on) or `test` (reported only).
+    split: String,
+}
+
+/// The kinds of server the issue reports apart, by the servers of the catalog; the rest
+/// are `other`.
+const KINDS: &[(&str, &[&str])] = &[
+    (
+        "code hosting",
+        &["github", "gitlab", "git", "circleci", "jenkins", "vercel"],
+    ),
+    ("files", &["filesystem", "gdrive", "dropbox", "aws-s3"]),
+    (
+        "chat",
+        &["slack", "discord", "teams", "telegram", "gmail", "twilio"],
+    ),
+    (
+        "databases",
+        &["sqlite", "postgres", "mysql", "bigquery", "memory"],
+    ),
+    (
+        "browsers",
+        &[
+            "playwright",
+            "puppeteer",
+            "firecrawl",
+            "fetch",
+            "brave-search",
+            "tavily",
+        ],
+    ),
+];
+
+/// The kind of server a request's first right tool belongs to.
+fn kind_of(r: &Request) -> &'static str {
+    let server = r
+        .expect
+        .first()
+        .and_then(|t| t.split("__").next())
+        .unwrap_or("");
+    KINDS
+        .iter()
+        .find(|(_, servers)| servers.contains(&server))
+        .map_or("other", |(kind, _)| kind)
 }
 
 fn requests() -> anyhow::Result<Vec<Request>> {
@@ -48,6 +96,7 @@ fn requests() -> anyhow::Result<Vec<Request>> {
                 })
                 .unwrap_or_default(),
             pair: r["pair"].as_bool().unwrap_or(false),
+            split: r["split"].as_str().unwrap_or("").to_owned(),
         })
         .collect())
 }
@@ -184,6 +233,38 @@ fn main() -> anyhow::Result<()> {
     let search_ms = start.elapsed().as_secs_f64() * 1000.0 / requests.len() as f64;
     let plain = PlainBm25::build(&catalog)?;
     let (baseline, _) = recall(&requests, |q| plain.search(q, 5));
+    anyhow::ensure!(
+        requests
+            .iter()
+            .all(|r| r.split == "dev" || r.split == "test"),
+        "every request needs its \"split\": dev or test"
+    );
+    // The parts and the kinds, for the host's search and the baseline alike.
+    let parts = |search: &dyn Fn(&str) -> Vec<String>| {
+        let part = |keep: &dyn Fn(&Request) -> bool| {
+            let some: Vec<Request> = requests
+                .iter()
+                .filter(|r| keep(r))
+                .map(|r| Request {
+                    text: r.text.clone(),
+                    expect: r.expect.clone(),
+                    pair: r.pair,
+                    split: r.split.clone(),
+                })
+                .collect();
+            let (mut figures, _) = recall(&some, search);
+            figures["requests"] = json!(some.len());
+            figures
+        };
+        let mut kinds = serde_json::Map::new();
+        for kind in KINDS.iter().map(|(k, _)| *k).chain(["other"]) {
+            kinds.insert(kind.into(), part(&|r| kind_of(r) == kind));
+        }
+        json!({"dev": part(&|r| r.split == "dev"), "test": part(&|r| r.split == "test"),
+               "kinds": kinds})
+    };
+    let host_parts = parts(&|q| index.search(q, 5).into_iter().map(|f| f.name).collect());
+    let plain_parts = parts(&|q| plain.search(q, 5));
     // What each part of the host's search adds: each step turns one more on.
     let steps = [
         (
@@ -229,7 +310,9 @@ fn main() -> anyhow::Result<()> {
         "catalog_tools": catalog.len(),
         "requests": requests.len(),
         "host": host,
+        "host_parts": host_parts,
         "plain_bm25": baseline,
+        "plain_bm25_parts": plain_parts,
         "steps": ablation,
         "index_build_ms": (build_ms * 10.0).round() / 10.0,
         "search_ms": (search_ms * 100.0).round() / 100.0,
