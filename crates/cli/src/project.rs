@@ -212,7 +212,11 @@ pub fn entry_line(entry: &Value) -> String {
     match entry.get("sandbox") {
         None | Some(Value::Bool(false)) => line.push_str(" (no sandbox: your whole account)"),
         Some(Value::Bool(true)) => line.push_str(" (sandbox: the defaults)"),
-        Some(sandbox) => line.push_str(&format!(" (sandbox: {sandbox})")),
+        // As written, clipped: a project's file is anyone's, and may be long.
+        Some(sandbox) => line.push_str(&format!(
+            " (sandbox: {})",
+            gatehouse::text::clip(&sandbox.to_string(), 300)
+        )),
     }
     visible_line(&line).into_owned()
 }

@@ -213,13 +213,14 @@ fn every_way_out_of_the_box_fails_and_the_same_server_unboxed_gets_through() {
         assert!(!got.contains("OPENSSH"), "{how}: {got}");
     }
     assert!(!Path::new(&elsewhere).exists());
-    // The person is told which wall, and what would open it (nothing is changed).
+    // The person is told which wall, and what would open it (nothing is changed); never
+    // to open a secret, however a server asks for it.
     let (_, ran) = world.attempt_run(&boxed, &json!({"how": "read", "path": secret}));
     expect::says(
         &steps(&ran),
         &format!(
-            "[host] box hit a wall of its box: it may not read {secret}; to allow it, add \
-             \"{secret}\" to its \"sandbox\" \"read\" in its entry"
+            "[host] box hit a wall of its box: it may not read {secret}, which is or holds \
+             secrets or a project's policy: no box should open it"
         ),
     );
     let (_, ran) = world.attempt_run(&boxed, &json!({"how": "write", "path": elsewhere}));

@@ -65,12 +65,14 @@ pub fn runs_a_string(command: &str, args: &[String]) -> Option<(String, String)>
         if options.iter().any(|o| lower == *o) {
             return Some((word.to_string(), rest.get(i + 1).unwrap_or(&"").to_string()));
         }
-        // `--eval=…` in one word.
+        // `--eval=…` in one word (the option ASCII, so the value starts past it in the
+        // word as written; `get` all the same, for a word whose case differs in length).
         if let Some(option) = options
             .iter()
             .find(|o| o.starts_with("--") && lower.starts_with(&format!("{o}=")))
         {
-            return Some((option.to_string(), word[option.len() + 1..].to_string()));
+            let script = word.get(option.len() + 1..).unwrap_or_default();
+            return Some((option.to_string(), script.to_string()));
         }
         // The first word that is not an option is the program's script or package: what
         // follows is its own.
@@ -162,6 +164,9 @@ mod tests {
             ("python", &["-m", "mcp_server_git", "-c", "x"], None),
             ("uvx", &["mcp-server-time"], None),
             ("env", &[], None),
+            // A look-alike in another case or script is not an option; nothing panics.
+            ("node", &["--ᴱVAL=x"], None),
+            ("node", &["--EVAL=İx"], Some(("--eval", "İx"))),
         ];
         for (command, args, want) in cases {
             let got = runs_a_string(command, &strings(args));

@@ -75,22 +75,14 @@ impl Gateway {
         let flows = self.inner.flows.of(caller);
         let host = self.host();
         let catalog = host.catalog();
-        for offered in self.tools() {
-            let Some(tool) = self
-                .names()
-                .catalog_name(&catalog, &offered.name)
-                .and_then(|name| catalog.get(&name))
-            else {
-                continue;
-            };
+        for (shown, tool) in self.names().offered(&catalog, |t| self.offers(t)) {
             let Some(server) = tool.origin.server() else {
                 continue;
             };
             let trust = result_trust(host.settings(), Some(tool));
             let text = format!(
-                "{}: {}",
-                offered.name,
-                offered.description.as_deref().unwrap_or_default()
+                "{shown}: {}",
+                tool.tool.description.as_deref().unwrap_or_default()
             );
             let origin = Origin::Definitions {
                 server: server.to_owned(),

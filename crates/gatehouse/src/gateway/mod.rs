@@ -198,14 +198,9 @@ impl Gateway {
     /// without conditions hides (the host's own tools are a host's, not offered). A
     /// server that is down, waiting to be restarted, offers none until it is back.
     pub fn tools(&self) -> Vec<Tool> {
-        let host = &self.inner.host;
-        let rules = &host.settings().rules;
-        let up = |server: &str| host.connection(server).is_some_and(|c| c.is_up());
-        let catalog = host.catalog();
+        let catalog = self.inner.host.catalog();
         self.names()
-            .offered(&catalog, |t| {
-                t.origin.server().is_some_and(up) && rules.hiding(&t.name).is_none()
-            })
+            .offered(&catalog, |t| self.offers(t))
             .into_iter()
             .map(|(shown, t)| {
                 let mut tool = t.tool.clone();
@@ -213,6 +208,15 @@ impl Gateway {
                 tool
             })
             .collect()
+    }
+
+    /// Is `tool` offered: its server up, no rule hiding it?
+    fn offers(&self, tool: &crate::catalog::CatalogTool) -> bool {
+        let host = &self.inner.host;
+        tool.origin
+            .server()
+            .is_some_and(|server| host.connection(server).is_some_and(|c| c.is_up()))
+            && host.settings().rules.hiding(&tool.name).is_none()
     }
 
     /// The tool a client calls `shown`, as [`Gateway::tools`] offers it (hidden and

@@ -70,7 +70,7 @@ pub fn boxed(
         tmp: &tmp,
         home: home.as_deref(),
     };
-    let plan = Plan::resolve(sandbox, &start);
+    let plan = plan::resolve(sandbox, &start);
     // The runner's caches are made as the runner would make them; what the entry names
     // may be a file, and is left as it is.
     for folder in plan.write.iter().filter(|f| !sandbox.write.contains(f)) {

@@ -19,10 +19,8 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use serde::{Deserialize, Serialize};
-
 use crate::{
-    config::{Network, Sandbox},
+    config::Sandbox,
     connect::runner::{RunnerKind, package_runner},
 };
 
@@ -66,24 +64,9 @@ pub const SECRET_FOLDERS: &[&str] = &[
     ".gatehouse",
 ];
 
-/// One start's box, as the launcher applies it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Plan {
-    /// Paths it may read and run.
-    pub read: Vec<PathBuf>,
-    /// Paths it may also write.
-    pub write: Vec<PathBuf>,
-    /// The network.
-    pub network: Network,
-    /// Most processes and threads.
-    pub processes: u64,
-    /// Most open files.
-    pub open_files: u64,
-    /// Most memory, in MiB.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub memory_mb: Option<u64>,
-}
+/// One start's box, as the launcher applies it: the entry's [`Sandbox`] with every path the
+/// start may read and write in its folders.
+pub type Plan = Sandbox;
 
 /// What a start is made of, as the host knows it before it starts.
 pub struct Start<'a> {
@@ -101,60 +84,55 @@ pub struct Start<'a> {
     pub home: Option<&'a Path>,
 }
 
-impl Plan {
-    /// The box of `start` under `sandbox`.
-    pub fn resolve(sandbox: &Sandbox, start: &Start<'_>) -> Plan {
-        let keep = |p: &Path| !holds_a_secret(p, start.home);
-        let mut read: Vec<PathBuf> = SYSTEM_READ.iter().map(PathBuf::from).collect();
-        if let Some(path) = start.env.get("PATH") {
-            for dir in std::env::split_paths(path).filter(|p| p.is_absolute()) {
-                // A version manager's shims (pyenv, asdf) and a `bin` run what lies beside.
-                if dir.file_name().is_some_and(|n| n == "shims" || n == "bin") {
-                    read.extend(dir.parent().map(Path::to_path_buf));
-                }
-                read.push(dir);
+/// The box of `start` under `sandbox`.
+pub fn resolve(sandbox: &Sandbox, start: &Start<'_>) -> Plan {
+    let keep = |p: &Path| !holds_a_secret(p, start.home);
+    let mut read: Vec<PathBuf> = SYSTEM_READ.iter().map(PathBuf::from).collect();
+    if let Some(path) = start.env.get("PATH") {
+        for dir in std::env::split_paths(path).filter(|p| p.is_absolute()) {
+            // A version manager's shims (pyenv, asdf) and a `bin` run what lies beside.
+            if dir.file_name().is_some_and(|n| n == "shims" || n == "bin") {
+                read.extend(dir.parent().map(Path::to_path_buf));
             }
+            read.push(dir);
         }
-        if let Some(program) = find_program(start.command, start.env.get("PATH"), start.cwd) {
-            read.extend(installation(&program));
-            if let Ok(real) = program.canonicalize() {
-                read.extend(installation(&real));
-            }
+    }
+    if let Some(program) = find_program(start.command, start.env.get("PATH"), start.cwd) {
+        read.extend(installation(&program));
+        if let Ok(real) = program.canonicalize() {
+            read.extend(installation(&real));
         }
-        for arg in start.args {
-            let path = start.cwd.join(arg);
-            if arg.starts_with('-') || !path.exists() {
-                continue;
-            }
-            // A script inside an npm install needs the packages beside it.
-            if let Some(modules) = top_node_modules(&path) {
-                read.push(modules);
-            }
-            read.push(match path.is_dir() {
-                true => path,
-                false => path.parent().map(Path::to_path_buf).unwrap_or(path),
-            });
+    }
+    for arg in start.args {
+        let path = start.cwd.join(arg);
+        if arg.starts_with('-') || !path.exists() {
+            continue;
         }
-        read.push(start.cwd.to_path_buf());
-        let mut write: Vec<PathBuf> = SYSTEM_WRITE.iter().map(PathBuf::from).collect();
-        write.push(start.tmp.to_path_buf());
-        write.extend(runner_caches(start));
-        read.retain(|p| keep(p));
-        write.retain(|p| keep(p));
-        read.extend(sandbox.read.iter().cloned());
-        write.extend(sandbox.write.iter().cloned());
-        for list in [&mut read, &mut write] {
-            list.sort();
-            list.dedup();
+        // A script inside an npm install needs the packages beside it.
+        if let Some(modules) = top_node_modules(&path) {
+            read.push(modules);
         }
-        Plan {
-            read,
-            write,
-            network: sandbox.network,
-            processes: sandbox.processes,
-            open_files: sandbox.open_files,
-            memory_mb: sandbox.memory_mb,
-        }
+        read.push(match path.is_dir() {
+            true => path,
+            false => path.parent().map(Path::to_path_buf).unwrap_or(path),
+        });
+    }
+    read.push(start.cwd.to_path_buf());
+    let mut write: Vec<PathBuf> = SYSTEM_WRITE.iter().map(PathBuf::from).collect();
+    write.push(start.tmp.to_path_buf());
+    write.extend(runner_caches(start));
+    read.retain(|p| keep(p));
+    write.retain(|p| keep(p));
+    read.extend(sandbox.read.iter().cloned());
+    write.extend(sandbox.write.iter().cloned());
+    for list in [&mut read, &mut write] {
+        list.sort();
+        list.dedup();
+    }
+    Plan {
+        read,
+        write,
+        ..sandbox.clone()
     }
 }
 
@@ -164,7 +142,7 @@ pub const POLICY_FILES: &[&str] = &[".gatehouse", ".mcp.json", "gatehouse.json"]
 
 /// Is `path` the home folder, above a secret folder of it (or one itself), or a folder
 /// that holds a project's policy?
-fn holds_a_secret(path: &Path, home: Option<&Path>) -> bool {
+pub(super) fn holds_a_secret(path: &Path, home: Option<&Path>) -> bool {
     if POLICY_FILES.iter().any(|f| path.join(f).exists()) {
         return true;
     }

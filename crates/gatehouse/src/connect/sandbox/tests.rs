@@ -1,6 +1,6 @@
 use std::collections::BTreeMap;
 
-use super::plan::{Plan, Start};
+use super::plan::{Start, resolve};
 use crate::config::{Network, Sandbox};
 
 #[test]
@@ -37,7 +37,7 @@ fn the_plan_reads_the_system_and_the_program_writes_its_own_folders_and_keeps_se
         read: vec![h.join(".ssh")],
         ..Sandbox::default()
     };
-    let plan = Plan::resolve(&sandbox, &start);
+    let plan = resolve(&sandbox, &start);
     for p in ["/usr", "/etc", "/proc"] {
         assert!(plan.read.contains(&p.into()), "{p}: {plan:?}");
     }
@@ -61,7 +61,7 @@ fn the_plan_reads_the_system_and_the_program_writes_its_own_folders_and_keeps_se
         args: &args,
         ..start
     };
-    let plan = Plan::resolve(&Sandbox::default(), &start);
+    let plan = resolve(&Sandbox::default(), &start);
     assert!(plan.write.contains(&h.join(".npm")), "{plan:?}");
     assert!(
         !plan
@@ -88,12 +88,12 @@ fn a_folder_that_holds_a_project_s_policy_is_left_out_of_the_defaults() {
         tmp: &tmp,
         home: None,
     };
-    let plan = Plan::resolve(&Sandbox::default(), &start);
+    let plan = resolve(&Sandbox::default(), &start);
     assert!(!plan.read.contains(&project), "{plan:?}");
     // Named in the entry, it is the person's choice.
     let named = Sandbox {
         read: vec![project.clone()],
         ..Sandbox::default()
     };
-    assert!(Plan::resolve(&named, &start).read.contains(&project));
+    assert!(resolve(&named, &start).read.contains(&project));
 }

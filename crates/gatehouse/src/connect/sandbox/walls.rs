@@ -27,8 +27,9 @@ const MAX_LOOKED_AT: usize = 4_096;
 pub struct Wall {
     /// What it was refused, in words.
     pub refused: String,
-    /// The smallest change to its `sandbox` that allows it, in words.
-    pub change: String,
+    /// The smallest change to its `sandbox` that allows it, in words; `None` for a secret
+    /// (or a project's policy), which no box should open.
+    pub change: Option<String>,
 }
 
 struct Kept {
@@ -74,14 +75,22 @@ pub fn tell(trace: &crate::trace::Trace, server: &str, text: &str) {
     let Some(wall) = hit(server, text) else {
         return;
     };
-    trace.add(
-        crate::trace::Who::Host,
-        format!(
+    let said = match &wall.change {
+        Some(change) => format!(
             "{server} hit a wall of its box: it may not {}; to allow it, {} in its entry \
              (Gatehouse changes nothing by itself)",
             crate::text::visible(&wall.refused),
-            crate::text::visible(&wall.change)
+            crate::text::visible(change)
         ),
+        None => format!(
+            "{server} hit a wall of its box: it may not {}, which is or holds secrets or a \
+             project's policy: no box should open it",
+            crate::text::visible(&wall.refused)
+        ),
+    };
+    trace.add(
+        crate::trace::Who::Host,
+        said,
         serde_json::json!({"sandbox": {"server": server, "refused": wall.refused, "change": wall.change}}),
     );
 }
@@ -121,7 +130,7 @@ pub fn wall_of(plan: &Plan, text: &str) -> Option<Wall> {
     {
         return Some(Wall {
             refused: "the network (its box has it off)".into(),
-            change: "set \"network\": \"on\"".into(),
+            change: Some("set \"network\": \"on\"".into()),
         });
     }
     if !refused {
@@ -137,9 +146,20 @@ pub fn wall_of(plan: &Plan, text: &str) -> Option<Wall> {
         // Not there yet: it was making it.
         (false, false) => ("write", "write", existing(&path)),
     };
+    // A server that asks for a secret (or says it does, to have the person open it) is
+    // never pointed at one.
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let shut = super::plan::holds_a_secret(&target, home.as_deref())
+        || target.components().any(|c| {
+            super::plan::POLICY_FILES
+                .iter()
+                .any(|f| c.as_os_str() == std::ffi::OsStr::new(f))
+        });
+    let change =
+        (!shut).then(|| format!("add \"{}\" to its \"sandbox\" \"{key}\"", target.display()));
     Some(Wall {
         refused: format!("{verb} {}", path.display()),
-        change: format!("add \"{}\" to its \"sandbox\" \"{key}\"", target.display()),
+        change,
     })
 }
 
@@ -230,7 +250,10 @@ mod tests {
         assert_eq!(wall.refused, format!("read {}", secret.display()));
         assert_eq!(
             wall.change,
-            format!("add \"{}\" to its \"sandbox\" \"read\"", secret.display())
+            Some(format!(
+                "add \"{}\" to its \"sandbox\" \"read\"",
+                secret.display()
+            ))
         );
         // Python's, writing a file it may only read: the folder is what to add.
         let py = format!(
@@ -240,21 +263,33 @@ mod tests {
         let wall = wall_of(&p, &py).unwrap();
         assert_eq!(
             wall.change,
-            format!(
+            Some(format!(
                 "add \"{}\" to its \"sandbox\" \"write\"",
                 d.join("data").display()
-            )
+            ))
         );
+        // A project's policy is never suggested, whatever the server says it wanted.
+        std::fs::create_dir_all(d.join("repo")).unwrap();
+        std::fs::write(d.join("repo/.mcp.json"), "{}").unwrap();
+        let policy = format!(
+            "EACCES: permission denied, open '{}/repo/.mcp.json'",
+            d.display()
+        );
+        let wall = wall_of(&p, &policy).unwrap();
+        assert_eq!(wall.change, None, "{wall:?}");
         // A refusal inside what it may write is not the box's.
         assert_eq!(wall_of(&p, "cat: /tmp/box/x: Permission denied"), None);
         // The network, off in its box.
         let httpx = "Failed to fetch http://127.0.0.1:8765/: ConnectError('All connection attempts failed')";
         assert_eq!(
-            wall_of(&p, httpx).unwrap().change,
-            "set \"network\": \"on\""
+            wall_of(&p, httpx).unwrap().change.as_deref(),
+            Some("set \"network\": \"on\"")
         );
         let dns = "getaddrinfo EAI_AGAIN registry.npmjs.org";
-        assert_eq!(wall_of(&p, dns).unwrap().change, "set \"network\": \"on\"");
+        assert_eq!(
+            wall_of(&p, dns).unwrap().change.as_deref(),
+            Some("set \"network\": \"on\"")
+        );
         let on = plan(&["/usr"], &[], Network::On);
         assert_eq!(wall_of(&on, dns), None);
         assert_eq!(wall_of(&p, "all is well"), None);
