@@ -9,6 +9,7 @@
 //!                              request's first right tool belongs to
 //!     gh-toolsearch --misses   also every request the host's search misses at 5
 //!     gh-toolsearch --list     every tool of the catalog: name and description's start
+//!     gh-toolsearch --dump     every tool of the catalog, its server and definition, a JSON line each
 //!
 //! The plain BM25 is the baseline the issue names: one FTS5 table of each tool's catalog
 //! name and description, SQLite's default tokenizer and bm25 weights, the request's words
@@ -153,11 +154,36 @@ impl PlainBm25 {
     }
 }
 
+/// The parts of the set: tuned on, reported, and written blind after the tuning began.
+const SPLITS: [&str; 3] = ["dev", "test", "fresh"];
+
+/// The figures of one part of the requests (those with a right tool).
+fn part(
+    requests: &[Request],
+    search: &dyn Fn(&str) -> Vec<String>,
+    keep: &dyn Fn(&Request) -> bool,
+) -> Value {
+    let some: Vec<Request> = requests
+        .iter()
+        .filter(|r| keep(r) && !r.expect.is_empty())
+        .map(|r| Request {
+            text: r.text.clone(),
+            expect: r.expect.clone(),
+            pair: r.pair,
+            split: r.split.clone(),
+        })
+        .collect();
+    let (mut figures, _) = recall(&some, search);
+    figures["requests"] = json!(some.len());
+    figures
+}
+
 /// Recall at 1 and at 5 of a search over the requests, and the requests missed at 5.
 fn recall(requests: &[Request], search: impl Fn(&str) -> Vec<String>) -> (Value, Vec<Value>) {
     let (mut top1, mut top5, mut pairs, mut pairs5) = (0, 0, 0, 0);
     let mut misses = Vec::new();
-    for r in requests {
+    let answerable: Vec<&Request> = requests.iter().filter(|r| !r.expect.is_empty()).collect();
+    for r in answerable.iter().copied() {
         let found = search(&r.text);
         let right = |n: &String| r.expect.contains(n);
         if found.first().is_some_and(right) {
@@ -171,7 +197,7 @@ fn recall(requests: &[Request], search: impl Fn(&str) -> Vec<String>) -> (Value,
             misses.push(json!({"request": r.text, "expect": r.expect, "found": found}));
         }
     }
-    let n = requests.len() as f64;
+    let n = answerable.len() as f64;
     let pct = |k: usize, of: f64| (k as f64 * 1000.0 / of).round() / 10.0;
     (
         json!({"top1": pct(top1, n), "top5": pct(top5, n), "pairs_top5": pct(pairs5, pairs as f64),
@@ -205,6 +231,14 @@ fn main() -> anyhow::Result<()> {
         list(&servers);
         return Ok(());
     }
+    if flags.has("dump") {
+        for (server, tools) in &servers {
+            for t in tools {
+                println!("{}", json!({"server": server, "tool": t}));
+            }
+        }
+        return Ok(());
+    }
     let listings = servers
         .into_iter()
         .map(|(server, tools)| {
@@ -234,34 +268,24 @@ fn main() -> anyhow::Result<()> {
     let plain = PlainBm25::build(&catalog)?;
     let (baseline, _) = recall(&requests, |q| plain.search(q, 5));
     anyhow::ensure!(
-        requests
-            .iter()
-            .all(|r| r.split == "dev" || r.split == "test"),
-        "every request needs its \"split\": dev or test"
+        requests.iter().all(|r| SPLITS.contains(&r.split.as_str())),
+        "every request needs its \"split\": dev, test or fresh"
     );
     // The parts and the kinds, for the host's search and the baseline alike.
     let parts = |search: &dyn Fn(&str) -> Vec<String>| {
-        let part = |keep: &dyn Fn(&Request) -> bool| {
-            let some: Vec<Request> = requests
-                .iter()
-                .filter(|r| keep(r))
-                .map(|r| Request {
-                    text: r.text.clone(),
-                    expect: r.expect.clone(),
-                    pair: r.pair,
-                    split: r.split.clone(),
-                })
-                .collect();
-            let (mut figures, _) = recall(&some, search);
-            figures["requests"] = json!(some.len());
-            figures
-        };
+        let mut out = serde_json::Map::new();
+        for split in SPLITS {
+            out.insert(split.into(), part(&requests, search, &|r| r.split == split));
+        }
         let mut kinds = serde_json::Map::new();
         for kind in KINDS.iter().map(|(k, _)| *k).chain(["other"]) {
-            kinds.insert(kind.into(), part(&|r| kind_of(r) == kind));
+            kinds.insert(
+                kind.into(),
+                part(&requests, search, &|r| kind_of(r) == kind),
+            );
         }
-        json!({"dev": part(&|r| r.split == "dev"), "test": part(&|r| r.split == "test"),
-               "kinds": kinds})
+        out.insert("kinds".into(), Value::Object(kinds));
+        Value::Object(out)
     };
     let host_parts = parts(&|q| index.search(q, 5).into_iter().map(|f| f.name).collect());
     let plain_parts = parts(&|q| plain.search(q, 5));
@@ -271,7 +295,7 @@ fn main() -> anyhow::Result<()> {
             "names split, stemmed; every field alike",
             Method {
                 weighted: false,
-                synonyms: false,
+                lexicon: false,
                 shapes: false,
             },
         ),
@@ -279,33 +303,102 @@ fn main() -> anyhow::Result<()> {
             "+ fields weighted",
             Method {
                 weighted: true,
-                synonyms: false,
+                lexicon: false,
                 shapes: false,
             },
         ),
         (
-            "+ synonyms",
+            "+ related words (WordNet)",
             Method {
                 weighted: true,
-                synonyms: true,
+                lexicon: true,
                 shapes: false,
             },
         ),
         ("+ word shapes (URL, path, file name)", Method::default()),
+        (
+            "all but related words",
+            Method {
+                weighted: true,
+                lexicon: false,
+                shapes: true,
+            },
+        ),
     ];
     let ablation: Vec<Value> = steps
         .iter()
         .map(|(what, method)| {
-            let (r, _) = recall(&requests, |q| {
+            let search = |q: &str| -> Vec<String> {
                 index
                     .search_by(q, 5, *method)
                     .into_iter()
                     .map(|f| f.name)
                     .collect()
-            });
-            json!({"method": what, "recall": r})
+            };
+            let mut parts = serde_json::Map::new();
+            for split in SPLITS {
+                let figures = part(&requests, &search, &|r| r.split == split);
+                parts.insert(split.into(), json!([figures["top1"], figures["top5"]]));
+            }
+            json!({"method": what, "top1_top5": parts})
         })
         .collect();
+    // When the search says nothing fits well: how often it says so of each part's
+    // requests that have a right tool (found at 5 or not) and of those that have none, and
+    // the coverage that would turn away one in twenty of the development part's found ones
+    // (what MIN_COVERAGE is chosen by).
+    let turned_away = |r: &Request| {
+        matches!(
+            index.answer(&r.text, 5, &|_| true),
+            gatehouse::catalog::search::Answer::NothingGood { .. }
+        )
+    };
+    let mut nothing_good = serde_json::Map::new();
+    for split in SPLITS {
+        let of = |keep: &dyn Fn(&Request) -> bool| {
+            let some: Vec<&Request> = requests
+                .iter()
+                .filter(|r| r.split == split && keep(r))
+                .collect();
+            json!([some.iter().filter(|r| turned_away(r)).count(), some.len()])
+        };
+        let found = |r: &Request| {
+            index
+                .search(&r.text, 5)
+                .iter()
+                .any(|f| r.expect.contains(&f.name))
+        };
+        nothing_good.insert(
+            split.into(),
+            json!({"right_tool_found_turned_away": of(&|r| !r.expect.is_empty() && found(r)),
+                   "right_tool_missed_turned_away": of(&|r| !r.expect.is_empty() && !found(r)),
+                   "no_right_tool_turned_away": of(&|r| r.expect.is_empty())}),
+        );
+    }
+    let mut dev_coverage: Vec<f64> = requests
+        .iter()
+        .filter(|r| r.split == "dev" && !r.expect.is_empty())
+        .filter(|r| {
+            index
+                .search(&r.text, 5)
+                .iter()
+                .any(|f| r.expect.contains(&f.name))
+        })
+        .map(|r| index.coverage(&r.text))
+        .collect();
+    dev_coverage.sort_by(f64::total_cmp);
+    let twentieth = dev_coverage
+        .get(dev_coverage.len() / 20)
+        .copied()
+        .unwrap_or(0.0);
+    nothing_good.insert(
+        "min_coverage".into(),
+        json!(gatehouse::catalog::search::answer::MIN_COVERAGE),
+    );
+    nothing_good.insert(
+        "dev_found_coverage_5th_percentile".into(),
+        json!((twentieth * 1000.0).round() / 1000.0),
+    );
     let mut out = json!({
         "catalog_tools": catalog.len(),
         "requests": requests.len(),
@@ -314,6 +407,7 @@ fn main() -> anyhow::Result<()> {
         "plain_bm25": baseline,
         "plain_bm25_parts": plain_parts,
         "steps": ablation,
+        "nothing_good": nothing_good,
         "index_build_ms": (build_ms * 10.0).round() / 10.0,
         "search_ms": (search_ms * 100.0).round() / 100.0,
     });

@@ -311,3 +311,50 @@ fn a_tool_a_rule_hides_is_neither_offered_nor_found_and_the_search_is_no_ledger_
         "the host's search reads only its own state and writes no ledger line:\n{lines}"
     );
 }
+
+#[test]
+fn a_search_nothing_fits_says_so_and_names_the_closest_servers_instead_of_weak_matches() {
+    let dir = scratch_dir();
+    let config = write(
+        &dir,
+        "servers.json",
+        &json!({"mcpServers": {"support": builtin_server("support", json!({})),
+                               "tickets": builtin_server("tickets", json!({}))},
+                "gatehouse": {"toolSearch": "always"}}),
+    );
+    // Only "get" is a word of the tools: no tool bakes bread.
+    let model = play_model(json!([
+        {"tool_calls": [{"name": "search_tools", "arguments":
+            {"query": "get sourdough starter, flour, salt, a dutch oven and rye for baking bread loaves this weekend"}}]},
+        {"answer": "done"}
+    ]));
+    let ran = run(
+        &["ask", "x", "--config", &config, "--model", &model, "--json"],
+        &[],
+    );
+    assert_eq!(ran.status, 0, "{}", ran.stderr);
+    let told = data_of(&ran, "search_tools found nothing that fits");
+    assert_eq!(told.len(), 1, "{:#?}", ran.step_texts());
+    assert_eq!(told[0]["found"], json!([]));
+    let coverage = told[0]["coverage"].as_f64().unwrap();
+    assert!(coverage < 0.13, "{coverage}");
+    let closest = told[0]["closest"].as_array().unwrap();
+    assert!(!closest.is_empty(), "the closest servers are named");
+    for c in closest {
+        let server = c["server"].as_str().unwrap();
+        assert!(["support", "tickets"].contains(&server), "{c}");
+        assert!(
+            c["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|t| t.as_str().unwrap().starts_with(&format!("{server}__")))
+        );
+    }
+    assert!(
+        data_of(&ran, "search_tools found ")
+            .iter()
+            .all(|d| d.get("coverage").is_some()),
+        "no weak matches are offered"
+    );
+}

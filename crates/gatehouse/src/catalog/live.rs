@@ -13,7 +13,7 @@ use serde_json::json;
 
 use super::{
     Catalog, Listing, fingerprint, host_tools, list_tools, read_resource_tool,
-    search::{Found, ToolIndex},
+    search::{Answer, ToolIndex},
 };
 use crate::{
     config::ToolRules,
@@ -87,15 +87,15 @@ impl Live {
     }
 
     /// The catalog's tools that `shown` lets through (by name) that best fit `request`,
-    /// best first (at most `limit`); the others are left out before ranking
-    /// ([`ToolIndex::search_where`]). The index is built by the first search of a catalog;
+    /// best first (at most `limit`), or that none fits it well and which servers come
+    /// closest ([`ToolIndex::answer`]); the others are left out before ranking. The index is built by the first search of a catalog;
     /// an index that cannot be built finds nothing, and says why.
     pub fn search(
         &self,
         request: &str,
         limit: usize,
         shown: &dyn Fn(&str) -> bool,
-    ) -> Result<Vec<Found>, String> {
+    ) -> Result<Answer, String> {
         let index = {
             let mut slot = lock(&self.index);
             match &*slot {
@@ -107,7 +107,7 @@ impl Live {
                 }
             }
         };
-        Ok(index.search_where(request, limit, shown))
+        Ok(index.answer(request, limit, shown))
     }
 
     /// The catalog as it is now. Do not hold the guard across an `.await`.

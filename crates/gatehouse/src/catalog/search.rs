@@ -18,8 +18,9 @@ use std::{collections::HashMap, sync::Mutex};
 use rusqlite::{Connection, params};
 use serde_json::Value;
 
-use super::{CatalogTool, words};
+use super::{CatalogTool, lexicon, words};
 
+pub mod answer;
 mod pick;
 pub mod score;
 #[cfg(test)]
@@ -27,6 +28,7 @@ mod stuffing;
 #[cfg(test)]
 mod tests;
 
+pub use answer::{Answer, Closest};
 use pick::Fits;
 pub use pick::{MAX_SERVER_SHARE_PERCENT, server_share};
 use score::{FIELDS, Place, Postings};
@@ -44,8 +46,6 @@ pub const DEFAULT_SEARCH_LIMIT: usize = 5;
 /// then which server it is on, then its title and description; its parameters' names and
 /// descriptions, which say how to call it more than what it does, count little.
 pub const FIELD_WEIGHTS: [f64; FIELDS] = [6.0, 4.0, 2.0, 1.0, 0.3];
-/// How much a match through another word counts against the request's own word.
-pub const SYNONYM_WEIGHT: f64 = 0.5;
 
 /// What a search does beyond a BM25F of the request's words over the tools' fields: each
 /// can be turned off, to measure what it adds (`gh-toolsearch`).
@@ -53,8 +53,8 @@ pub const SYNONYM_WEIGHT: f64 = 0.5;
 pub struct Method {
     /// Fields weighted by [`FIELD_WEIGHTS`] (else all alike).
     pub weighted: bool,
-    /// The request's words widened by the words people use for the same things.
-    pub synonyms: bool,
+    /// The request's words widened by related words from WordNet ([`super::lexicon`]).
+    pub lexicon: bool,
     /// Words implied by the shape of the request's words (a URL, a path, a file name).
     pub shapes: bool,
 }
@@ -63,7 +63,7 @@ impl Default for Method {
     fn default() -> Self {
         Method {
             weighted: true,
-            synonyms: true,
+            lexicon: true,
             shapes: true,
         }
     }
@@ -259,6 +259,44 @@ impl ToolIndex {
         self.ranked(request, limit, method, &|_| true)
     }
 
+    /// What a search for `request` among the tools `shown` lets through answers: the tools
+    /// that fit it, or, when the best covers too little of it ([`answer::MIN_COVERAGE`]),
+    /// that nothing fits well and which servers come closest. What `search_tools` tells
+    /// the model.
+    pub fn answer(&self, request: &str, limit: usize, shown: &dyn Fn(&str) -> bool) -> Answer {
+        let query = self.query(request, Method::default());
+        let (found, rows, fits) =
+            self.ranked_query(request, &query, limit, Method::default(), shown);
+        let Some(best) = rows.first() else {
+            return Answer::NothingGood {
+                coverage: 0.0,
+                closest: Vec::new(),
+            };
+        };
+        let coverage = answer::coverage(&self.postings, &query, *best);
+        if coverage >= answer::MIN_COVERAGE {
+            return Answer::Found(found);
+        }
+        let shown_row = |row: u32| {
+            self.entries
+                .get(row as usize)
+                .is_some_and(|e| shown(&e.name))
+        };
+        Answer::NothingGood {
+            coverage,
+            closest: answer::closest(&self.entries, &fits, &shown_row),
+        }
+    }
+
+    /// How much of `request` the tool it finds first covers (0 to 1; none found: 0): the
+    /// measure [`ToolIndex::answer`] holds against [`answer::MIN_COVERAGE`].
+    pub fn coverage(&self, request: &str) -> f64 {
+        let query = self.query(request, Method::default());
+        let (_, rows, _) = self.ranked_query(request, &query, 1, Method::default(), &|_| true);
+        rows.first()
+            .map_or(0.0, |best| answer::coverage(&self.postings, &query, *best))
+    }
+
     /// The search itself, among the tools `shown` lets through.
     fn ranked(
         &self,
@@ -267,14 +305,31 @@ impl ToolIndex {
         method: Method,
         shown: &dyn Fn(&str) -> bool,
     ) -> Vec<Found> {
+        let query = self.query(request, method);
+        self.ranked_query(request, &query, limit, method, shown).0
+    }
+
+    /// The search for a request read as `query`: what it found, their rows, and how well
+    /// every matching tool fits.
+    fn ranked_query(
+        &self,
+        request: &str,
+        query: &Query,
+        limit: usize,
+        method: Method,
+        shown: &dyn Fn(&str) -> bool,
+    ) -> (Vec<Found>, Vec<u32>, HashMap<u32, f64>) {
         let limit = limit.clamp(1, MAX_SEARCH_LIMIT);
-        let fits = self.fits(request, method);
+        let fits = self.fits(query, method);
+        let whole = fits.whole.clone();
         let shown = |row: u32| {
             self.entries
                 .get(row as usize)
                 .is_some_and(|e| shown(&e.name))
         };
-        pick::pick(self, request, fits, limit, &shown)
+        let picked = pick::pick(self, request, fits, limit, &shown);
+        let rows = picked.iter().map(|(row, _)| *row).collect();
+        let found = picked
             .into_iter()
             .filter_map(|(row, score)| {
                 Some(Found {
@@ -282,32 +337,56 @@ impl ToolIndex {
                     score: (score * 1000.0).round() / 1000.0,
                 })
             })
-            .collect()
+            .collect();
+        (found, rows, whole)
+    }
+
+    /// A request's words as the index's stems, each with its related words when `method`
+    /// widens them.
+    fn query(&self, request: &str, method: Method) -> Query {
+        let words = words::query_words(request, method.shapes);
+        let phrases: Vec<String> = words.iter().map(|w| words::split(w).join(" ")).collect();
+        let own = {
+            let db = self.db.lock().unwrap_or_else(|e| e.into_inner());
+            stems(&db, phrases.iter()).unwrap_or_default()
+        };
+        let own: Vec<Vec<String>> = own.into_iter().filter(|p| !p.is_empty()).collect();
+        let related = own
+            .iter()
+            .map(|stems| match stems.as_slice() {
+                [one] if method.lexicon => lexicon::related(one)
+                    .into_iter()
+                    .map(|r| (r.stems.split(' ').map(str::to_owned).collect(), r.weight))
+                    .filter(|(related, _): &(Vec<String>, f64)| !own.contains(related))
+                    .collect(),
+                _ => Vec::new(),
+            })
+            .collect();
+        Query { own, related }
     }
 
     /// How well each tool that matches fits the request's words: in all its fields, and
-    /// apart from the words that name its server.
-    fn fits(&self, request: &str, method: Method) -> Fits {
-        let query = words::query_words(request, method.shapes);
-        let own: Vec<String> = query.iter().map(|w| words::split(w).join(" ")).collect();
-        let others: Vec<String> = query
-            .iter()
-            .flat_map(|w| words::synonyms(w).iter())
-            .map(|w| words::split(w).join(" "))
-            .filter(|w| method.synonyms && !own.contains(w))
-            .collect();
+    /// apart from the words that name its server. A related word reached from several of
+    /// the request's words counts once, at its most.
+    fn fits(&self, query: &Query, method: Method) -> Fits {
         let weights = if method.weighted {
             FIELD_WEIGHTS
         } else {
             [1.0; FIELDS]
         };
-        let phrases = {
-            let db = self.db.lock().unwrap_or_else(|e| e.into_inner());
-            stems(&db, own.iter().chain(&others)).unwrap_or_default()
-        };
+        let mut phrases: Vec<(&[String], f64)> = query
+            .own
+            .iter()
+            .map(|stems| (stems.as_slice(), 1.0))
+            .collect();
+        for (stems, weight) in query.related.iter().flatten() {
+            match phrases.iter_mut().find(|(p, _)| *p == stems.as_slice()) {
+                Some((_, w)) => *w = w.max(*weight),
+                None => phrases.push((stems, *weight)),
+            }
+        }
         let mut fits = Fits::default();
-        for (i, phrase) in phrases.iter().enumerate() {
-            let weight = if i < own.len() { 1.0 } else { SYNONYM_WEIGHT };
+        for (phrase, weight) in phrases {
             self.postings.score(
                 phrase,
                 weights,
@@ -318,6 +397,15 @@ impl ToolIndex {
         }
         fits
     }
+}
+
+/// A request as the search reads it.
+#[derive(Debug, Default)]
+struct Query {
+    /// Its own words, each as the index's stems.
+    own: Vec<Vec<String>>,
+    /// For each of its own words, the related words searched for too, with their weight.
+    related: Vec<Vec<(Vec<String>, f64)>>,
 }
 
 /// What the search keeps of a tool besides its words.
@@ -369,6 +457,18 @@ fn postings(db: &Connection, vocabulary: &str, tools: usize) -> rusqlite::Result
         ));
     }
     Ok(Postings::new(tools, words))
+}
+
+/// Each phrase as the index's stemmed words, in the phrases' order: what the index makes of
+/// a word, for a table of related words keyed the same way (`gh-lexicon`).
+pub fn stem_phrases(phrases: &[String]) -> Result<Vec<Vec<String>>, String> {
+    let db = Connection::open_in_memory().map_err(|e| e.to_string())?;
+    db.execute_batch(&format!(
+        "CREATE VIRTUAL TABLE request USING fts5(words, tokenize = '{TOKENIZER}');
+         CREATE VIRTUAL TABLE request_words USING fts5vocab(request, instance);"
+    ))
+    .map_err(|e| e.to_string())?;
+    stems(&db, phrases.iter()).map_err(|e| e.to_string())
 }
 
 /// Each phrase of a request as the index's stemmed words, in the phrases' order (a phrase

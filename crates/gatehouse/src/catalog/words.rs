@@ -1,11 +1,9 @@
 //! Words for tool search: names split as people read them (`get_pull_request_files`,
 //! `listPullRequests`, `browser-take-screenshot` → `get pull request files`…), the words
-//! of a request that say nothing about a tool (`please`, `my`, `the`), and the other words
-//! people use for what tools name (a `repo` is a repository, a `PR` a pull request, to
-//! `remember` is to keep in memory). Stemming (`files`, `filed` → `file`) is left to the
-//! index's tokenizer.
-
-use std::sync::LazyLock;
+//! of a request that say nothing about a tool (`please`, `my`, `the`), and the words the
+//! shape of a request's word implies (a URL is a web page). Stemming (`files`, `filed` →
+//! `file`) is left to the index's tokenizer, and related words to WordNet
+//! ([`super::lexicon`]).
 
 /// Most words of one request that are searched for.
 pub const MAX_QUERY_WORDS: usize = 32;
@@ -166,26 +164,6 @@ pub fn is_stop_word(word: &str) -> bool {
     STOP_WORDS.binary_search(&word).is_ok()
 }
 
-/// Other words for what a word means, as tools name it. Each entry is a word people type
-/// and what tools may call it instead; a phrase is written with spaces.
-/// The table: `catalog/synonyms.txt`, read once (the words are data, kept apart from the
-/// code that looks them up; the slices borrow from the file's text in the binary).
-static SYNONYMS: LazyLock<Vec<(&'static str, Vec<&'static str>)>> = LazyLock::new(|| {
-    include_str!("synonyms.txt")
-        .lines()
-        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
-        .filter_map(|l| l.split_once(':'))
-        .map(|(word, alts)| (word.trim(), alts.split(',').map(str::trim).collect()))
-        .collect()
-});
-
-/// The other words for `word` (none when it has no entry).
-pub fn synonyms(word: &str) -> &'static [&'static str] {
-    SYNONYMS
-        .binary_search_by(|(w, _)| w.cmp(&word))
-        .map_or(&[], |i| SYNONYMS[i].1.as_slice())
-}
-
 /// File name endings that say a request is about a file.
 const FILE_ENDINGS: &[&str] = &[
     "c", "cfg", "conf", "css", "csv", "doc", "docx", "gif", "go", "gz", "html", "ini", "java",
@@ -305,17 +283,6 @@ mod tests {
             STOP_WORDS.windows(2).all(|w| w[0] < w[1]),
             "STOP_WORDS unsorted"
         );
-        assert!(
-            SYNONYMS.windows(2).all(|w| w[0].0 < w[1].0),
-            "SYNONYMS unsorted"
-        );
-        assert!(SYNONYMS.len() > 80, "the synonyms file is read");
-        for (word, alts) in SYNONYMS.iter() {
-            assert!(alts.iter().all(|a| !a.is_empty()), "{word}: an empty word");
-            assert!(!synonyms(word).is_empty(), "{word}");
-            assert!(!is_stop_word(word), "{word} is a stop word too");
-        }
-        assert!(synonyms("zebra").is_empty());
     }
 
     #[test]

@@ -12,7 +12,7 @@ use crate::{
     catalog::{
         CatalogTool, HOST_LABEL, READ_RESULT, ToolSpec,
         offer::{Loaded, Offer},
-        search,
+        search::{self, Answer, Closest},
     },
     config::SchemaDialect,
     dialect,
@@ -141,7 +141,10 @@ impl Turn<'_> {
         // it takes no place of the results and is not the fit the others are measured by.
         let shown = |name: &str| rules.hiding(name).is_none();
         let found = match self.host.live().search(query, limit, &shown) {
-            Ok(found) => found,
+            Ok(Answer::Found(found)) => found,
+            Ok(Answer::NothingGood { coverage, closest }) => {
+                return self.nothing_good(call, query, coverage, &closest);
+            }
             Err(e) => {
                 let text = format!("the tool index could not be built: {e}");
                 self.host
@@ -174,6 +177,42 @@ impl Turn<'_> {
             "query": query,
             "tools": tools,
             "note": search_note(&loaded, tools.is_empty()),
+        });
+        let shown =
+            crate::result::success(&call.name, &value, self.host.settings().max_result_chars);
+        Ended::plain(shown, Outcome::Ok, HOST_LABEL)
+    }
+
+    /// `search_tools` found nothing that fits the query well: it says so, and names the
+    /// servers that came closest with their tools, so the model can search again in other
+    /// words or call one by name; no definition is added.
+    fn nothing_good(
+        &mut self,
+        call: &ToolCall,
+        query: &str,
+        coverage: f64,
+        closest: &[Closest],
+    ) -> Ended {
+        let percent = (coverage * 100.0).round();
+        self.host.trace().add(
+            Who::Host,
+            format!("search_tools found nothing that fits {query:?} well"),
+            json!({"found": [], "coverage": coverage,
+                   "closest": closest.iter().map(|c| json!({"server": c.server, "tools": c.tools})).collect::<Vec<_>>()}),
+        );
+        let note = if closest.is_empty() {
+            "No tool matches; try other words, or what the tool would do.".to_owned()
+        } else {
+            format!(
+                "No tool fits this well: the best covers about {percent}% of what was asked. The servers that come closest and their tools are listed; call one by name if it does what you need, search again in other words, or tell the person that no tool here does it."
+            )
+        };
+        let value = json!({
+            "query": query,
+            "tools": [],
+            "nothing_fits": true,
+            "closest": closest.iter().map(|c| json!({"server": c.server, "tools": c.tools})).collect::<Vec<_>>(),
+            "note": note,
         });
         let shown =
             crate::result::success(&call.name, &value, self.host.settings().max_result_chars);

