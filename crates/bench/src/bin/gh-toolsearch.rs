@@ -295,7 +295,6 @@ fn main() -> anyhow::Result<()> {
             "names split, stemmed; every field alike",
             Method {
                 weighted: false,
-                lexicon: false,
                 shapes: false,
             },
         ),
@@ -303,27 +302,10 @@ fn main() -> anyhow::Result<()> {
             "+ fields weighted",
             Method {
                 weighted: true,
-                lexicon: false,
-                shapes: false,
-            },
-        ),
-        (
-            "+ related words (WordNet)",
-            Method {
-                weighted: true,
-                lexicon: true,
                 shapes: false,
             },
         ),
         ("+ word shapes (URL, path, file name)", Method::default()),
-        (
-            "all but related words",
-            Method {
-                weighted: true,
-                lexicon: false,
-                shapes: true,
-            },
-        ),
     ];
     let ablation: Vec<Value> = steps
         .iter()

@@ -27,7 +27,6 @@ use crate::{
 pub mod cached;
 pub mod change;
 pub mod host_tools;
-pub mod lexicon;
 pub mod listing;
 pub mod live;
 pub mod offer;

@@ -2,10 +2,11 @@
 //! name, its server, its title, its description, its parameters' names, descriptions and
 //! values) are split into words and stemmed by SQLite FTS5's tokenizer, then scored by
 //! BM25F ([`score`]: a word counts once per field, a long field is worth no more than a
-//! focused one), with the request's words widened by the words people use for the same
-//! things ([`super::words`]). Then [`pick`] leaves out the tools the caller does not show
-//! (those a rule hides), puts a tool named exactly first, never ranks a look-alike above
-//! the tool it copies, and bounds one server's share of the results.
+//! focused one), with the words the shape of the request's words implies ([`super::words`]:
+//! a URL is a web page). Then [`pick`] leaves out the tools the caller does not show (those
+//! a rule hides), puts a tool named exactly first, never ranks a look-alike above the tool
+//! it copies, and bounds one server's share of the results; and [`answer`] says when the
+//! best covers too little of the request for any tool to fit it well.
 //!
 //! SQLite is already built for the reference servers (`rusqlite`, bundled), so the porter
 //! stemmer costs no new code. The index lives in memory, is built when the first search
@@ -18,7 +19,7 @@ use std::{collections::HashMap, sync::Mutex};
 use rusqlite::{Connection, params};
 use serde_json::Value;
 
-use super::{CatalogTool, lexicon, words};
+use super::{CatalogTool, words};
 
 pub mod answer;
 mod pick;
@@ -53,8 +54,6 @@ pub const FIELD_WEIGHTS: [f64; FIELDS] = [6.0, 4.0, 2.0, 1.0, 0.3];
 pub struct Method {
     /// Fields weighted by [`FIELD_WEIGHTS`] (else all alike).
     pub weighted: bool,
-    /// The request's words widened by related words from WordNet ([`super::lexicon`]).
-    pub lexicon: bool,
     /// Words implied by the shape of the request's words (a URL, a path, a file name).
     pub shapes: bool,
 }
@@ -63,7 +62,6 @@ impl Default for Method {
     fn default() -> Self {
         Method {
             weighted: true,
-            lexicon: true,
             shapes: true,
         }
     }
@@ -341,8 +339,7 @@ impl ToolIndex {
         (found, rows, whole)
     }
 
-    /// A request's words as the index's stems, each with its related words when `method`
-    /// widens them.
+    /// A request's words as the index's stems.
     fn query(&self, request: &str, method: Method) -> Query {
         let words = words::query_words(request, method.shapes);
         let phrases: Vec<String> = words.iter().map(|w| words::split(w).join(" ")).collect();
@@ -350,47 +347,24 @@ impl ToolIndex {
             let db = self.db.lock().unwrap_or_else(|e| e.into_inner());
             stems(&db, phrases.iter()).unwrap_or_default()
         };
-        let own: Vec<Vec<String>> = own.into_iter().filter(|p| !p.is_empty()).collect();
-        let related = own
-            .iter()
-            .map(|stems| match stems.as_slice() {
-                [one] if method.lexicon => lexicon::related(one)
-                    .into_iter()
-                    .map(|r| (r.stems.split(' ').map(str::to_owned).collect(), r.weight))
-                    .filter(|(related, _): &(Vec<String>, f64)| !own.contains(related))
-                    .collect(),
-                _ => Vec::new(),
-            })
-            .collect();
-        Query { own, related }
+        Query {
+            own: own.into_iter().filter(|p| !p.is_empty()).collect(),
+        }
     }
 
     /// How well each tool that matches fits the request's words: in all its fields, and
-    /// apart from the words that name its server. A related word reached from several of
-    /// the request's words counts once, at its most.
+    /// apart from the words that name its server.
     fn fits(&self, query: &Query, method: Method) -> Fits {
         let weights = if method.weighted {
             FIELD_WEIGHTS
         } else {
             [1.0; FIELDS]
         };
-        let mut phrases: Vec<(&[String], f64)> = query
-            .own
-            .iter()
-            .map(|stems| (stems.as_slice(), 1.0))
-            .collect();
-        for (stems, weight) in query.related.iter().flatten() {
-            match phrases.iter_mut().find(|(p, _)| *p == stems.as_slice()) {
-                Some((_, w)) => *w = w.max(*weight),
-                None => phrases.push((stems, *weight)),
-            }
-        }
         let mut fits = Fits::default();
-        for (phrase, weight) in phrases {
+        for phrase in &query.own {
             self.postings.score(
                 phrase,
                 weights,
-                weight,
                 &mut fits.whole,
                 &mut fits.apart_from_server,
             );
@@ -404,8 +378,6 @@ impl ToolIndex {
 struct Query {
     /// Its own words, each as the index's stems.
     own: Vec<Vec<String>>,
-    /// For each of its own words, the related words searched for too, with their weight.
-    related: Vec<Vec<(Vec<String>, f64)>>,
 }
 
 /// What the search keeps of a tool besides its words.
@@ -457,18 +429,6 @@ fn postings(db: &Connection, vocabulary: &str, tools: usize) -> rusqlite::Result
         ));
     }
     Ok(Postings::new(tools, words))
-}
-
-/// Each phrase as the index's stemmed words, in the phrases' order: what the index makes of
-/// a word, for a table of related words keyed the same way (`gh-lexicon`).
-pub fn stem_phrases(phrases: &[String]) -> Result<Vec<Vec<String>>, String> {
-    let db = Connection::open_in_memory().map_err(|e| e.to_string())?;
-    db.execute_batch(&format!(
-        "CREATE VIRTUAL TABLE request USING fts5(words, tokenize = '{TOKENIZER}');
-         CREATE VIRTUAL TABLE request_words USING fts5vocab(request, instance);"
-    ))
-    .map_err(|e| e.to_string())?;
-    stems(&db, phrases.iter()).map_err(|e| e.to_string())
 }
 
 /// Each phrase of a request as the index's stemmed words, in the phrases' order (a phrase

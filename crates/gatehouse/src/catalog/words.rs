@@ -2,8 +2,9 @@
 //! `listPullRequests`, `browser-take-screenshot` → `get pull request files`…), the words
 //! of a request that say nothing about a tool (`please`, `my`, `the`), and the words the
 //! shape of a request's word implies (a URL is a web page). Stemming (`files`, `filed` →
-//! `file`) is left to the index's tokenizer, and related words to WordNet
-//! ([`super::lexicon`]).
+//! `file`) is left to the index's tokenizer. No list of other words for what a word means
+//! is kept: one written while looking at requests fits those requests only
+//! (`bench/catalog/README.md` has the figures), and WordNet's did not lift the held-out ones.
 
 /// Most words of one request that are searched for.
 pub const MAX_QUERY_WORDS: usize = 32;

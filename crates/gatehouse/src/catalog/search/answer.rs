@@ -2,8 +2,7 @@
 //! whether the best fits at all, since some tool always matches a word or two. So the
 //! search also measures how much of the request the best tool covers: each of the
 //! request's words weighs its rarity among the tools (its IDF), a word no tool uses weighs
-//! [`UNKNOWN_WORD_SHARE`] of the rarest, and the tool covers a word it holds in full, a
-//! word related to one of its own at that relation's weight. Below [`MIN_COVERAGE`] the
+//! [`UNKNOWN_WORD_SHARE`] of the rarest, and the tool covers the words it holds. Below [`MIN_COVERAGE`] the
 //! model is told that nothing fits well, with the servers that come closest and their
 //! tools' names, rather than handed five weak matches to try.
 //!
@@ -56,7 +55,7 @@ pub struct Closest {
 pub(super) fn coverage(postings: &Postings, query: &Query, row: u32) -> f64 {
     let rarest = postings.idf(0);
     let (mut covered, mut total) = (0.0, 0.0);
-    for (own, related) in query.own.iter().zip(&query.related) {
+    for own in &query.own {
         let holding = postings.tools_holding(own);
         let weight = if holding == 0 {
             UNKNOWN_WORD_SHARE * rarest
@@ -64,16 +63,9 @@ pub(super) fn coverage(postings: &Postings, query: &Query, row: u32) -> f64 {
             postings.idf(holding)
         };
         total += weight;
-        let share = if postings.holds(row, own) {
-            1.0
-        } else {
-            related
-                .iter()
-                .filter(|(stems, _)| postings.holds(row, stems))
-                .map(|(_, w)| *w)
-                .fold(0.0, f64::max)
-        };
-        covered += weight * share;
+        if postings.holds(row, own) {
+            covered += weight;
+        }
     }
     if total > 0.0 { covered / total } else { 0.0 }
 }

@@ -131,7 +131,6 @@ impl Postings {
         &self,
         phrase: &[String],
         weights: [f64; FIELDS],
-        weight: f64,
         whole: &mut HashMap<u32, f64>,
         apart: &mut HashMap<u32, f64>,
     ) {
@@ -149,7 +148,7 @@ impl Postings {
                 .map(|f| weights[f] / longer(lengths[f], f))
                 .sum();
             let saturated = tf * (SATURATION + 1.0) / (tf + SATURATION);
-            let fit = weight * idf * saturated;
+            let fit = idf * saturated;
             *whole.entry(tool).or_default() += fit;
             let of_server = fields[SERVER_FIELD];
             *apart.entry(tool).or_default() += if of_server { 0.0 } else { fit };

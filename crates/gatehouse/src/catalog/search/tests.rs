@@ -443,30 +443,6 @@ fn a_hidden_tool_is_no_closest_server_of_a_request_nothing_fits() {
     assert!(closest.iter().all(|c| c.server != "misc"), "{closest:?}");
 }
 
-#[test]
-fn related_words_find_a_tool_named_in_other_words() {
-    let catalog = Catalog::build(vec![
-        ("misc".into(), others()),
-        (
-            "notes".into(),
-            vec![tool(
-                "recall_note",
-                "Recall a note that was kept.",
-                json!({}),
-            )],
-        ),
-    ]);
-    let index = ToolIndex::build(catalog.tools()).unwrap();
-    // WordNet: to remember is to recall (same sense).
-    let request = "remember what I wrote";
-    assert_eq!(names(index.search(request, 1)), ["notes__recall_note"]);
-    let plain = Method {
-        lexicon: false,
-        ..Method::default()
-    };
-    assert!(index.search_by(request, 1, plain).is_empty());
-}
-
 proptest::proptest! {
     #[test]
     fn coverage_is_a_share_for_any_request(request in "\\PC{0,80}") {
