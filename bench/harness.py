@@ -768,20 +768,25 @@ def row_tool_search(s: Settings) -> list[Line]:
     say("row 8: tool search on the quality set")
     q = json.loads(run([REL / "gh-toolsearch"]).stdout)
     s.results["tool_search"] = q
-    host, plain = q["host"], q["plain_bm25"]
-    n = q["requests"]
-    lines = [
-        Line("8 tool search", f"top-5 recall, {n} requests over {q['catalog_tools']:,} tools (reference: plain BM25)",
-             f"{host['top5']:.1f} %", f"{plain['top5']:.1f} %", f"+{host['top5'] - plain['top5']:.1f} pts", "≥90 %",
-             verdict(host["top5"] >= 90)),  # fmt: skip
-        Line("8 tool search", "top-1 recall", f"{host['top1']:.1f} %", f"{plain['top1']:.1f} %",
-             f"+{host['top1'] - plain['top1']:.1f} pts"),  # fmt: skip
-        Line("8 tool search", f"top-5 recall, the {host['pairs']} requests where two servers offer similar tools",
-             f"{host['pairs_top5']:.1f} %", f"{plain['pairs_top5']:.1f} %", ""),  # fmt: skip
-    ]
+    lines = []
+    # The targets are on the test part (never tuned on); fresh was written without reading
+    # the tools (bench/catalog/README.md).
+    for part, target in (("test", True), ("fresh", False)):
+        host, plain = q["host_parts"][part], q["plain_bm25_parts"][part]
+        n = host["requests"]
+        lines += [
+            Line("8 tool search", f"top-5 recall, {part} part, {n} requests over {q['catalog_tools']:,} tools (reference: plain BM25)",
+                 f"{host['top5']:.1f} %", f"{plain['top5']:.1f} %", f"{host['top5'] - plain['top5']:+.1f} pts",
+                 "≥90 %" if target else "", verdict(host["top5"] >= 90) if target else ""),  # fmt: skip
+            Line("8 tool search", f"top-1 recall, {part} part", f"{host['top1']:.1f} %", f"{plain['top1']:.1f} %",
+                 f"{host['top1'] - plain['top1']:+.1f} pts", "≥65 %" if target else "",
+                 verdict(host["top1"] >= 65) if target else ""),  # fmt: skip
+        ]
     for step in q["steps"]:
-        r = step["recall"]
-        lines.append(Line("8 tool search", f"  {step['method']}: top-1 / top-5", f"{r['top1']:.1f} / {r['top5']:.1f} %", "", ""))
+        parts = " · ".join(f"{p} {t1:.1f} / {t5:.1f} %" for p, (t1, t5) in step["top1_top5"].items())
+        lines.append(Line("8 tool search", f"  {step['method']}: top-1 / top-5", parts, "", ""))
+    told = q["nothing_good"]["fresh"]["no_right_tool_turned_away"]
+    lines.append(Line("8 tool search", "fresh requests no tool serves, told nothing fits", f"{told[0]} of {told[1]}", "", ""))
     lines.append(Line("8 tool search", "index build (1,000 tools) / one search", f"{q['index_build_ms']:.1f} ms / {q['search_ms']:.2f} ms", "", ""))
     return lines
 

@@ -1,5 +1,6 @@
 //! `gh-toolsearch`: how often tool search finds a right tool, on the quality set
-//! (`bench/catalog/`: 1,000 tools, 193 requests as people type them).
+//! (`bench/catalog/`: 1,000 tools; requests as people type them, in a development, a test
+//! and a fresh part, the last written without reading the tools).
 //!
 //!     gh-toolsearch            top-1 and top-5 recall of the host's search (`search_tools`)
 //!                              and of a plain BM25 over names and descriptions, one JSON object:
@@ -7,7 +8,8 @@
 //!                              request's `split`, fixed before the ranker was tuned again:
 //!                              tune on `dev`, report `test`), and by the kind of server a
 //!                              request's first right tool belongs to
-//!     gh-toolsearch --misses   also every request the host's search misses at 5
+//!     gh-toolsearch --misses   also every request the host's search misses at 5, and those
+//!                              whose right tool it finds but not first
 //!     gh-toolsearch --list     every tool of the catalog: name and description's start
 //!     gh-toolsearch --dump     every tool of the catalog, its server and definition, a JSON line each
 //!
@@ -296,6 +298,7 @@ fn main() -> anyhow::Result<()> {
             Method {
                 weighted: false,
                 shapes: false,
+                prefixes: false,
             },
         ),
         (
@@ -303,9 +306,20 @@ fn main() -> anyhow::Result<()> {
             Method {
                 weighted: true,
                 shapes: false,
+                prefixes: false,
             },
         ),
-        ("+ word shapes (URL, path, file name)", Method::default()),
+        (
+            "+ word shapes (URL, path, file name)",
+            Method {
+                prefixes: false,
+                ..Method::default()
+            },
+        ),
+        (
+            "+ longer words a word begins (repo: repository)",
+            Method::default(),
+        ),
     ];
     let ablation: Vec<Value> = steps
         .iter()
@@ -369,6 +383,27 @@ fn main() -> anyhow::Result<()> {
         .map(|r| index.coverage(&r.text))
         .collect();
     dev_coverage.sort_by(f64::total_cmp);
+    if flags.has("coverage") {
+        for r in requests.iter().filter(|r| r.split == "dev") {
+            let found = index
+                .search(&r.text, 5)
+                .iter()
+                .any(|f| r.expect.contains(&f.name));
+            println!(
+                "{:.3}\t{}\t{}",
+                index.coverage(&r.text),
+                if r.expect.is_empty() {
+                    "none"
+                } else if found {
+                    "found"
+                } else {
+                    "missed"
+                },
+                r.text
+            );
+        }
+        return Ok(());
+    }
     let twentieth = dev_coverage
         .get(dev_coverage.len() / 20)
         .copied()
@@ -395,6 +430,17 @@ fn main() -> anyhow::Result<()> {
     });
     if flags.has("misses") {
         out["misses"] = Value::Array(misses);
+        // And the requests whose right tool is found, but not first, with their part.
+        out["not_first"] = requests
+            .iter()
+            .filter(|r| !r.expect.is_empty())
+            .filter_map(|r| {
+                let found: Vec<String> = index.search(&r.text, 5).into_iter().map(|f| f.name).collect();
+                let first = found.first().is_some_and(|f| r.expect.contains(f));
+                let at5 = found.iter().any(|f| r.expect.contains(f));
+                (at5 && !first).then(|| json!({"request": r.text, "split": r.split, "expect": r.expect, "found": found}))
+            })
+            .collect();
     }
     println!("{}", serde_json::to_string_pretty(&out)?);
     Ok(())

@@ -337,7 +337,7 @@ fn a_search_nothing_fits_says_so_and_names_the_closest_servers_instead_of_weak_m
     assert_eq!(told.len(), 1, "{:#?}", ran.step_texts());
     assert_eq!(told[0]["found"], json!([]));
     let coverage = told[0]["coverage"].as_f64().unwrap();
-    assert!(coverage < 0.13, "{coverage}");
+    assert!(coverage < 0.15, "{coverage}");
     let closest = told[0]["closest"].as_array().unwrap();
     assert!(!closest.is_empty(), "the closest servers are named");
     for c in closest {

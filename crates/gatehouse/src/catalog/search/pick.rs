@@ -94,8 +94,9 @@ impl Named<'_> {
 }
 
 /// The shown rows the request names exactly: a token of it that is a tool's catalog name
-/// or its own name. An own name several servers share names all of them, unless the
-/// request also names the server of some: then those.
+/// or its own name of several words (`create_issue`; `search` is a word, not a name). An
+/// own name several servers share names all of them, unless the request also names the
+/// server of some: then those.
 fn named<'a>(index: &'a ToolIndex, request: &str, shown: &dyn Fn(u32) -> bool) -> Named<'a> {
     let mut out = Named {
         index,

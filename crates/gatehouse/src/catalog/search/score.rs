@@ -48,6 +48,8 @@ pub struct Postings {
     places: HashMap<String, Vec<Place>>,
     /// Distinct words of each field of each tool.
     lengths: Vec<[u32; FIELDS]>,
+    /// Every word, sorted: the words a request's word begins.
+    sorted: Vec<String>,
 }
 
 impl Postings {
@@ -68,12 +70,32 @@ impl Postings {
             }
             places.entry(word).or_default().push(place);
         }
-        Postings { places, lengths }
+        let mut sorted: Vec<String> = places.keys().cloned().collect();
+        sorted.sort_unstable();
+        Postings {
+            places,
+            lengths,
+            sorted,
+        }
     }
 
     /// How many tools.
     pub fn tools(&self) -> usize {
         self.lengths.len()
+    }
+
+    /// The index's words that `start` begins and is not (`repo`: `repositori`), at most
+    /// `most`, shortest first.
+    pub fn longer_words(&self, start: &str, most: usize) -> Vec<&str> {
+        let from = self.sorted.partition_point(|w| w.as_str() <= start);
+        let mut out: Vec<&str> = self.sorted[from..]
+            .iter()
+            .take_while(|w| w.starts_with(start))
+            .map(String::as_str)
+            .collect();
+        out.sort_by_key(|w| (w.len(), *w));
+        out.truncate(most);
+        out
     }
 
     /// How many tools hold `phrase` in some field.
@@ -131,6 +153,7 @@ impl Postings {
         &self,
         phrase: &[String],
         weights: [f64; FIELDS],
+        weight: f64,
         whole: &mut HashMap<u32, f64>,
         apart: &mut HashMap<u32, f64>,
     ) {
@@ -148,7 +171,7 @@ impl Postings {
                 .map(|f| weights[f] / longer(lengths[f], f))
                 .sum();
             let saturated = tf * (SATURATION + 1.0) / (tf + SATURATION);
-            let fit = idf * saturated;
+            let fit = weight * idf * saturated;
             *whole.entry(tool).or_default() += fit;
             let of_server = fields[SERVER_FIELD];
             *apart.entry(tool).or_default() += if of_server { 0.0 } else { fit };

@@ -443,6 +443,65 @@ fn a_hidden_tool_is_no_closest_server_of_a_request_nothing_fits() {
     assert!(closest.iter().all(|c| c.server != "misc"), "{closest:?}");
 }
 
+#[test]
+fn a_one_word_tool_name_is_a_word_of_the_request_not_its_name() {
+    let catalog = Catalog::build(vec![
+        ("misc".into(), others()),
+        (
+            "drive".into(),
+            vec![tool("search", "Search for files in the drive.", json!({}))],
+        ),
+        (
+            "github".into(),
+            vec![tool(
+                "search_issues",
+                "Search for issues across GitHub repositories.",
+                json!({}),
+            )],
+        ),
+    ]);
+    let index = ToolIndex::build(catalog.tools()).unwrap();
+    // "search" is the drive's tool's whole name, and a word of every search request.
+    let found = names(index.search("search issues mentioning timeout on github", 2));
+    assert_eq!(found[0], "github__search_issues", "{found:?}");
+    // Its catalog name still names it, and an identifier of several words names its tool.
+    assert_eq!(
+        names(index.search("issues drive__search", 1)),
+        ["drive__search"]
+    );
+    assert_eq!(
+        names(index.search("files search_issues", 1)),
+        ["github__search_issues"]
+    );
+}
+
+#[test]
+fn a_word_finds_the_longer_words_it_begins() {
+    let catalog = Catalog::build(vec![
+        ("misc".into(), others()),
+        (
+            "github".into(),
+            vec![tool(
+                "fork_repository",
+                "Fork a repository to your account.",
+                json!({}),
+            )],
+        ),
+    ]);
+    let index = ToolIndex::build(catalog.tools()).unwrap();
+    assert_eq!(
+        names(index.search("copy that repo", 1)),
+        ["github__fork_repository"]
+    );
+    let exact = Method {
+        prefixes: false,
+        ..Method::default()
+    };
+    assert!(index.search_by("copy that repo", 1, exact).is_empty());
+    // Three letters begin too many words: "rep" finds nothing.
+    assert!(index.search("copy that rep", 1).is_empty());
+}
+
 proptest::proptest! {
     #[test]
     fn coverage_is_a_share_for_any_request(request in "\\PC{0,80}") {
