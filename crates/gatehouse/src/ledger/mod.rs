@@ -6,13 +6,16 @@
 //! reordered line breaks the chain at that line. A head file beside the ledger
 //! (`ledger.jsonl.head`) holds the last line's number and hash, so whole lines cut from
 //! the end are found too; it is written before the first line, so a ledger with lines and
-//! no head had it removed. Only the last line can be past the head (an append interrupted
+//! no head had it removed. Only the last line, or the last group of lines the head names
+//! as being written (`pending`), can be past the head (an append interrupted
 //! between the two); more is tampering. [`verify`] names the first bad line.
 //!
 //! Appends take an exclusive lock on the file (several Gatehouse processes may share one
 //! ledger: no line is lost, none interleaved), read the last line, write the new one with
-//! one write, and sync it to disk before returning. An append that fails is an error the
-//! caller must act on: a call that needs its line is not sent unrecorded.
+//! one write, and sync it to disk before returning; appends made at the same time share
+//! that write and sync ([`group`]: group commit), each still returning only once its own
+//! line is on disk. An append that fails is an error the caller must act on: a call that
+//! needs its line is not sent unrecorded.
 //!
 //! A gateway's replicas on several machines keep the same lines, by the same rules, in a
 //! PostgreSQL table instead (`gateway/store/postgres.rs`): [`line_after`] makes a line
@@ -22,12 +25,14 @@
 //! write the file can do that. Keep the head's hash (`gatehouse ledger verify` prints it)
 //! somewhere the ledger's writer cannot reach to make a rewrite visible as well.
 
+pub mod group;
 mod verify;
 
 use std::{
     fs::File,
     io::{Read, Seek, SeekFrom, Write},
     path::{Path, PathBuf},
+    sync::Arc,
 };
 
 use serde::Serialize;
@@ -100,16 +105,20 @@ pub struct Appended {
     pub hash: String,
 }
 
-/// A ledger file.
+/// A ledger file. Its clones share one queue of appends ([`group`]).
 #[derive(Debug, Clone)]
 pub struct Ledger {
     path: PathBuf,
+    group: Arc<group::Group>,
 }
 
 impl Ledger {
     /// The ledger at `path` (made, private, on the first append).
     pub fn new(path: impl Into<PathBuf>) -> Ledger {
-        Ledger { path: path.into() }
+        Ledger {
+            path: path.into(),
+            group: Arc::default(),
+        }
     }
 
     /// Its file.
@@ -130,26 +139,52 @@ impl Ledger {
             .map_err(|e| self.error(&e))
     }
 
-    /// Append one decision, durably: locked, written in one write, synced to disk.
+    /// Append one decision, durably: locked, written in one write, synced to disk, with
+    /// whatever other appends of this ledger are waiting at the same time ([`group`]).
+    /// Returns once its own line is on disk.
     pub fn append(&self, entry: &Entry) -> Result<Appended, String> {
+        self.group
+            .append(entry, |entries| self.write_group(entries))
+    }
+
+    /// How many groups this ledger (and its clones) has written: each one write and one
+    /// sync, for as many appends as were waiting.
+    pub fn groups_written(&self) -> u64 {
+        self.group.groups()
+    }
+
+    /// Write a group of decisions after the file's last line: one write, one sync, then
+    /// the head.
+    fn write_group(&self, entries: &[Entry]) -> Result<Vec<Appended>, String> {
         let mut file = crate::files::create_private_keep(&self.path).map_err(|e| self.error(&e))?;
         file.lock().map_err(|e| self.error(&e))?;
-        let (seq, prev) = last_line(&mut file).map_err(|e| format!("{}: {e}", self.shown()))?;
-        if seq == 0 && !self.head_path().exists() {
-            // The head exists before the first line, so a ledger with lines and no head
-            // had its head removed (`verify` says so) rather than never written.
-            let genesis = Appended {
-                seq: 0,
-                hash: GENESIS.into(),
-            };
-            write_head(&self.head_path(), &genesis).map_err(|e| self.error(&e))?;
+        let (mut seq, mut prev) =
+            last_line(&mut file).map_err(|e| format!("{}: {e}", self.shown()))?;
+        // The head says a group is being written before its lines are, so the lines a
+        // crash leaves past it are an interrupted append, not lines added later; and it
+        // exists before the first line, so a ledger with lines and no head had it removed.
+        let before = Appended {
+            seq,
+            hash: prev.clone(),
+        };
+        if entries.len() > 1 || (seq == 0 && !self.head_path().exists()) {
+            write_head(&self.head_path(), &before, entries.len()).map_err(|e| self.error(&e))?;
         }
-        let (line, hash) = compose(seq + 1, &prev, entry);
-        file.write_all(line.as_bytes())
+        let mut text = String::new();
+        let mut appended = Vec::with_capacity(entries.len());
+        for entry in entries {
+            seq += 1;
+            let (line, hash) = compose(seq, &prev, entry);
+            text.push_str(&line);
+            prev = hash.clone();
+            appended.push(Appended { seq, hash });
+        }
+        file.write_all(text.as_bytes())
             .and_then(|()| file.sync_data())
             .map_err(|e| self.error(&e))?;
-        let appended = Appended { seq: seq + 1, hash };
-        write_head(&self.head_path(), &appended).map_err(|e| self.error(&e))?;
+        if let Some(last) = appended.last() {
+            write_head(&self.head_path(), last, 0).map_err(|e| self.error(&e))?;
+        }
         Ok(appended)
         // The lock goes with the file.
     }
@@ -255,14 +290,31 @@ fn parse_last(line: &[u8]) -> Result<(u64, String), String> {
     Ok((seq, hash.to_owned()))
 }
 
-/// Write the head. It is not synced: the line it follows is, and a head left one line
-/// behind by a crash is what `verify` tells apart from lines cut from the end (a head
-/// ahead of the lines). One sync per decision, not two.
-fn write_head(path: &Path, head: &Appended) -> std::io::Result<()> {
-    let mut file = crate::files::create_private_keep(path)?;
-    let text = format!("{{\"seq\":{},\"hash\":\"{}\"}}\n", head.seq, head.hash);
-    file.set_len(0)?;
-    file.write_all(text.as_bytes())
+/// Write the head, with the number of lines of a group about to be written after it
+/// (`pending`, when more than one). It is not synced: the lines it follows are, and a head
+/// left a group behind by a crash is what `verify` tells apart from lines cut from the end
+/// (a head ahead of the lines). One sync per group, not two.
+fn write_head(path: &Path, head: &Appended, pending: usize) -> std::io::Result<()> {
+    let text = if pending > 1 {
+        format!(
+            "{{\"seq\":{},\"hash\":\"{}\",\"pending\":{pending}}}\n",
+            head.seq, head.hash
+        )
+    } else {
+        format!("{{\"seq\":{},\"hash\":\"{}\"}}\n", head.seq, head.hash)
+    };
+    // Written beside and renamed over, so a crash mid-write leaves the old head or the
+    // new one, never an empty or half file (a kill under load found one).
+    let mut temp = path.as_os_str().to_owned();
+    temp.push(format!(".{}.tmp", std::process::id()));
+    let temp = PathBuf::from(temp);
+    let written = crate::files::create_private(&temp)
+        .and_then(|mut file| file.write_all(text.as_bytes()))
+        .and_then(|()| std::fs::rename(&temp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    written
 }
 
 #[cfg(test)]

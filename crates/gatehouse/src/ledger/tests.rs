@@ -216,3 +216,131 @@ fn the_head_is_there_before_the_first_line() {
     let verified = verify(ledger.path()).unwrap();
     assert!(verified.note.unwrap().contains("interrupted"));
 }
+
+/// A crash after a group's lines and before its head: the head written before them names
+/// the group, so its lines are an interrupted append; one more is still tampering.
+#[test]
+fn a_group_past_a_head_that_names_it_is_an_interrupted_append() {
+    let ledger = ledger_of("group-past", 3);
+    let lines = text_lines(&ledger);
+    let last: serde_json::Value = serde_json::from_str(lines.last().unwrap()).unwrap();
+    let head = Appended {
+        seq: 3,
+        hash: last["hash"].as_str().unwrap().to_owned(),
+    };
+    write_head(&ledger.head_path(), &head, 5).unwrap();
+    forge(&ledger, 5);
+    let verified = verify(ledger.path()).unwrap();
+    assert_eq!(verified.lines, 8);
+    assert!(
+        verified.note.as_deref().unwrap().contains("interrupted"),
+        "{verified:?}"
+    );
+    forge(&ledger, 1);
+    let bad = verify(ledger.path()).unwrap_err();
+    assert_eq!(bad.line, 9, "{bad}");
+    assert!(bad.problem.contains("past the head"), "{bad}");
+    // A group's own appends leave the head naming no group.
+    let ledger = ledger_of("group-done", 2);
+    let head = std::fs::read_to_string(ledger.head_path()).unwrap();
+    assert!(!head.contains("pending"), "{head}");
+}
+
+/// Ledgers opened apart (as two processes do) share no queue; the file's lock keeps
+/// their lines whole and chained, and each gets its own.
+#[test]
+fn ledgers_opened_apart_take_turns_on_the_file() {
+    let path = scratch("apart");
+    let seqs: Vec<u64> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..4)
+            .map(|t| {
+                let ledger = Ledger::new(&path);
+                s.spawn(move || {
+                    (0..20)
+                        .map(|i| ledger.append(&entry(t * 100 + i)).unwrap().seq)
+                        .collect::<Vec<u64>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
+    });
+    let mut sorted = seqs.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    assert_eq!(sorted.len(), 80, "each append its own line");
+    assert_eq!(verify(&path).unwrap().lines, 80);
+}
+
+/// The child of [`a_kill_under_load_loses_no_line_whose_append_returned`]: appends from
+/// eight threads until killed, saying each line's number and hash once its append returned.
+#[test]
+fn appender_child() {
+    let Some(path) = std::env::var_os("GATEHOUSE_LEDGER_CHILD") else {
+        return;
+    };
+    let ledger = Ledger::new(PathBuf::from(path));
+    let out = std::sync::Mutex::new(std::io::stdout());
+    std::thread::scope(|s| {
+        for t in 0..8 {
+            let (ledger, out) = (ledger.clone(), &out);
+            s.spawn(move || {
+                for i in 0.. {
+                    let line = ledger.append(&entry(t * 1_000_000 + i)).unwrap();
+                    let mut out = out.lock().unwrap();
+                    writeln!(out, "{} {}", line.seq, line.hash).unwrap();
+                    out.flush().unwrap();
+                }
+            });
+        }
+    });
+}
+
+/// kill -9 at a random moment while eight threads append: every line whose append had
+/// returned is in the file, with the hash it was given, and the ledger verifies.
+#[test]
+fn a_kill_under_load_loses_no_line_whose_append_returned() {
+    use std::io::BufRead as _;
+    let path = scratch("killed");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    for round in 0..3 {
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "ledger::tests::appender_child", "--nocapture"])
+            .env("GATEHOUSE_LEDGER_CHILD", &path)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut reader = std::io::BufReader::new(child.stdout.take().unwrap());
+        let kill_after = rand::random_range(50..400);
+        let mut returned: Vec<(u64, String)> = Vec::new();
+        let mut line = String::new();
+        while returned.len() < kill_after {
+            line.clear();
+            assert!(
+                reader.read_line(&mut line).unwrap() > 0,
+                "the child stopped"
+            );
+            let Some((seq, hash)) = line.trim().split_once(' ') else {
+                continue;
+            };
+            let Ok(seq) = seq.parse::<u64>() else {
+                continue;
+            };
+            returned.push((seq, hash.to_owned()));
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let entries = read_entries(&path).unwrap();
+        for (seq, hash) in &returned {
+            let at = entries
+                .get(*seq as usize - 1)
+                .unwrap_or_else(|| panic!("round {round}: line {seq} returned, then lost"));
+            assert_eq!(at["hash"].as_str(), Some(hash.as_str()), "line {seq}");
+        }
+        let verified = verify(&path).unwrap_or_else(|b| panic!("round {round}: {b}"));
+        assert!(verified.lines >= returned.len() as u64);
+    }
+}

@@ -112,8 +112,9 @@ pub fn verify(path: &Path) -> Result<Verified, Bad> {
     Ok(chain.verified(note))
 }
 
-/// How many lines an interrupted append can leave past the head: appends write the line,
-/// then the head, under one lock, so at most the last line.
+/// How many lines an interrupted append can leave past a head that names no group being
+/// written: one (a single append, or a head of an earlier version). A head written before a
+/// group's lines names how many it holds (`pending`), and that many may be past it.
 const INTERRUPTED_APPEND: u64 = 1;
 
 /// The chain's rules, line by line, for a ledger file and a ledger table alike: each
@@ -160,6 +161,18 @@ impl Chain {
     /// lines cut from the end are found here, and lines added past it. `Ok` with a note
     /// when the head is one line behind (an interrupted append); more is an error.
     pub fn against_head(&self, seq: u64, hash: &str) -> Result<Option<String>, Bad> {
+        self.against_head_pending(seq, hash, INTERRUPTED_APPEND)
+    }
+
+    /// [`Chain::against_head`] for a head that says a group of `pending` lines was being
+    /// written after it: up to that many lines past it are an interrupted append.
+    pub fn against_head_pending(
+        &self,
+        seq: u64,
+        hash: &str,
+        pending: u64,
+    ) -> Result<Option<String>, Bad> {
+        let pending = pending.max(INTERRUPTED_APPEND);
         let count = self.hashes.len() as u64;
         if seq > count {
             return Err(Bad {
@@ -181,13 +194,13 @@ impl Chain {
         }
         match count - seq {
             0 => Ok(None),
-            INTERRUPTED_APPEND => Ok(Some(format!(
+            past if past <= pending => Ok(Some(format!(
                 "the head records {seq} of {count} lines (an append was interrupted before its head was written)"
             ))),
             past => Err(Bad {
-                line: seq + INTERRUPTED_APPEND + 1,
+                line: seq + pending + 1,
                 problem: format!(
-                    "is past the head: the head records {seq} lines and the ledger has {count}; an interrupted append leaves one line past it, not {past}: lines were added after the last recorded append (or the head's last writes were lost in a power failure)"
+                    "is past the head: the head records {seq} lines and the ledger has {count}; an interrupted append leaves at most {pending} past it, not {past}: lines were added after the last recorded append (or the head's last writes were lost in a power failure)"
                 ),
             }),
         }
@@ -229,16 +242,16 @@ fn check_head(path: &Path, chain: &Chain) -> Result<Option<String>, Bad> {
         }
         Ok(text) => serde_json::from_str::<Value>(&text).ok(),
     };
-    let Some((seq, hash)) = head
-        .as_ref()
-        .and_then(|h| Some((h["seq"].as_u64()?, h["hash"].as_str()?)))
-    else {
+    let Some((seq, hash, pending)) = head.as_ref().and_then(|h| {
+        let pending = h["pending"].as_u64().unwrap_or(INTERRUPTED_APPEND);
+        Some((h["seq"].as_u64()?, h["hash"].as_str()?, pending))
+    }) else {
         return Err(Bad {
             line: count + 1,
             problem: "the head file is not readable, so the ledger's end cannot be checked".into(),
         });
     };
-    chain.against_head(seq, hash)
+    chain.against_head_pending(seq, hash, pending.min(super::group::MAX_GROUP_LINES as u64))
 }
 
 /// Every line that is JSON, in order, for showing; lines that are not are skipped (verify
