@@ -54,7 +54,7 @@ fn key_file(args: &GatewayArgs, state: &Location) -> anyhow::Result<KeyFile> {
         }),
         (Location::Postgres(_), Some(path)) => Ok(KeyFile { path, make: false }),
         (Location::Postgres(_), None) => anyhow::bail!(
-            "--state {state} is shared by replicas on several machines, which must all seal              with one key: give each the same key file with --key-file FILE (or              ${KEY_FILE_ENV}), made once with `openssl rand -hex 32 > FILE; chmod 600 FILE`"
+            "--state {state} is shared by replicas on several machines, which must all seal with one key: give each the same key file with --key-file FILE (or ${KEY_FILE_ENV}), made once with `openssl rand -hex 32 > FILE; chmod 600 FILE`"
         ),
     }
 }

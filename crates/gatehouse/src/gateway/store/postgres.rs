@@ -3,10 +3,10 @@
 //! approval page's confirmations and sessions (`postgres/page.rs`), and the ledger
 //! itself as a table of lines chained by the ledger file's rules.
 //!
-//! Each append is one transaction: the confirmation's nonce inserted under its unique
-//! key, the chain's head row read `FOR UPDATE` (every replica's appends wait their turn
-//! on it), the line after it inserted and the head moved; a replica killed mid-way
-//! leaves nothing of it. Every use of the database is bounded by [`STORE_TIMEOUT`]: past
+//! Appends made at the same time on a replica are one transaction (`postgres/append.rs`,
+//! group commit): each confirmation's nonce inserted under its unique key, the chain's
+//! head row read `FOR UPDATE` (every replica's appends wait their turn on it), the lines
+//! after it inserted and the head moved; a replica killed mid-way leaves nothing of it. Every use of the database is bounded by [`STORE_TIMEOUT`]: past
 //! it, or with the database down, the operation fails with an error naming the store
 //! (the call is refused), and the next one connects again. One connection per replica,
 //! no pool: the appends of all replicas take turns on the head row anyway.
@@ -19,11 +19,12 @@ use tokio_postgres::{Client, Config, config::Host};
 
 use super::{STORE_TIMEOUT, USED};
 
+mod append;
 mod page;
 mod tls;
 use crate::{
     approvals::{Remembered, Scope},
-    ledger::{self, Bad, Chain, Entry, GENESIS, MAX_LINE_BYTES, Verified},
+    ledger::{self, Bad, Chain, GENESIS, MAX_LINE_BYTES, Verified},
     redact::{self, Secrets},
 };
 
@@ -135,6 +136,8 @@ pub struct Postgres {
     db: Database,
     ledger: bool,
     client: Mutex<Option<Client>>,
+    /// Appends waiting to be written together (`append.rs`).
+    waiting: append::Waiting,
 }
 
 impl Postgres {
@@ -164,6 +167,7 @@ impl Postgres {
             db,
             ledger: false,
             client: Mutex::new(None),
+            waiting: append::Waiting::default(),
         }
     }
 
@@ -175,31 +179,52 @@ impl Postgres {
     ) -> Result<T, String> {
         let attempt = async {
             let mut held = self.client.lock().await;
+            self.run_held(&mut held, limit, op).await
+        };
+        // The lock's wait counts against the limit too.
+        match tokio::time::timeout(limit, attempt).await {
+            Ok(done) => done,
+            Err(_) => {
+                // Whatever the connection was in the middle of is unknown: start anew.
+                if let Ok(mut held) = self.client.try_lock() {
+                    *held = None;
+                }
+                Err(self.late(limit))
+            }
+        }
+    }
+
+    /// [`Postgres::run`] on the connection its caller already holds.
+    async fn run_held<T>(
+        &self,
+        held: &mut Option<Client>,
+        limit: Duration,
+        op: impl for<'c> FnOnce(&'c mut Client) -> Op<'c, T>,
+    ) -> Result<T, String> {
+        let attempt = async {
             if held.as_ref().is_none_or(Client::is_closed) {
                 *held = Some(self.connect().await?);
             }
             let client = held.as_mut().expect("connected just now");
             let done = op(client).await;
-            if done.is_err() && client.is_closed() {
-                *held = None;
-            }
             done.map_err(|e| self.error(&e))
         };
-        match tokio::time::timeout(limit, attempt).await {
-            Ok(done) => done,
-            Err(_) => {
-                // Whatever the connection was in the middle of is unknown: start anew
-                // (a transaction left open ends with it).
-                if let Ok(mut held) = self.client.try_lock() {
-                    *held = None;
-                }
-                Err(format!(
-                    "the state store {} did not answer within {} s",
-                    self.db,
-                    limit.as_secs()
-                ))
-            }
+        let done = tokio::time::timeout(limit, attempt).await;
+        // Whatever the connection was in the middle of is unknown after a time-out, and a
+        // closed one is no use: start anew (a transaction left open ends with it).
+        if done.is_err() || held.as_ref().is_some_and(Client::is_closed) {
+            *held = None;
         }
+        done.unwrap_or_else(|_| Err(self.late(limit)))
+    }
+
+    /// What a store that did not answer in time says.
+    fn late(&self, limit: Duration) -> String {
+        format!(
+            "the state store {} did not answer within {} s",
+            self.db,
+            limit.as_secs()
+        )
     }
 
     async fn connect(&self) -> Result<Client, String> {
@@ -279,54 +304,6 @@ impl Postgres {
         .await
     }
 
-    /// Use the entry's confirmation up (if it names one) and append its line, in one
-    /// transaction: both are kept, or neither.
-    pub async fn append(&self, entry: Entry) -> Result<(), String> {
-        let keep = self.ledger;
-        let fresh = self
-            .run(STORE_TIMEOUT, |c| {
-                Box::pin(async move {
-                    let tx = c.transaction().await?;
-                    if let Some(nonce) = &entry.confirmation {
-                        let used = tx
-                            .execute(
-                                "INSERT INTO gatehouse_used_confirmations (nonce, used_at)
-                                 VALUES ($1, $2) ON CONFLICT (nonce) DO NOTHING",
-                                &[nonce, &ledger::now()],
-                            )
-                            .await?;
-                        if used == 0 {
-                            return Ok(false);
-                        }
-                    }
-                    if keep {
-                        let head = tx
-                            .query_one(
-                                "SELECT seq, hash FROM gatehouse_ledger_head WHERE id = 1 FOR UPDATE",
-                                &[],
-                            )
-                            .await?;
-                        let (seq, prev): (i64, String) = (head.try_get(0)?, head.try_get(1)?);
-                        let seq = seq + 1;
-                        let (line, hash) = ledger::line_after(seq as u64, &prev, &entry);
-                        tx.execute(
-                            "INSERT INTO gatehouse_ledger (seq, line) VALUES ($1, $2)",
-                            &[&seq, &line],
-                        )
-                        .await?;
-                        tx.execute(
-                            "UPDATE gatehouse_ledger_head SET seq = $1, hash = $2 WHERE id = 1",
-                            &[&seq, &hash],
-                        )
-                        .await?;
-                    }
-                    tx.commit().await.map(|()| true)
-                })
-            })
-            .await?;
-        if fresh { Ok(()) } else { Err(USED.into()) }
-    }
-
     /// The ledger table's lines, in order, and its head row: one snapshot, so appends
     /// going on meanwhile are not half seen.
     pub async fn read_ledger(&self) -> Result<(Vec<String>, Option<(i64, String)>), String> {
@@ -388,6 +365,7 @@ pub(super) fn walk(lines: &[String], head: Option<(i64, String)>) -> Result<Veri
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ledger::Entry;
 
     fn entry(step: u64) -> Entry {
         Entry {
