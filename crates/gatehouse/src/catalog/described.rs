@@ -66,10 +66,9 @@ mod tests {
             .to_owned();
         let index = ToolIndex::build(catalog.tools()).unwrap();
         let found = |index: &ToolIndex| index.search_where("parcel sent back", 1, &|_| true);
-        assert_ne!(
-            found(&index).first().map(|h| h.name.as_str()),
-            Some("support__search_knowledge"),
-            "no word of the request is in the tool's own words"
+        assert!(
+            found(&index).is_empty(),
+            "no word of the request is in the servers' own words"
         );
         catalog.describe(&BTreeMap::from([(
             "support__search_knowledge".to_owned(),

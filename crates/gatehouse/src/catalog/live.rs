@@ -88,8 +88,9 @@ impl Live {
 
     /// The catalog's tools that `shown` lets through (by name) that best fit `request`,
     /// best first (at most `limit`), or that none fits it well and which servers come
-    /// closest ([`ToolIndex::answer`]); the others are left out before ranking. The index is built by the first search of a catalog;
-    /// an index that cannot be built finds nothing, and says why.
+    /// closest ([`ToolIndex::answer`]); the others are left out before ranking. The index
+    /// is built by the first search of a catalog; an index that cannot be built finds
+    /// nothing, and says why.
     pub fn search(
         &self,
         request: &str,

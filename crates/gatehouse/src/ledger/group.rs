@@ -74,9 +74,8 @@ impl Group {
             // later appends queue for the next group meanwhile.
             state.writing = true;
             let take = state.queue.len().min(MAX_GROUP_LINES);
-            let group: Vec<(u64, Entry)> = state.queue.drain(..take).collect();
+            let (group, entries): (Vec<u64>, Vec<Entry>) = state.queue.drain(..take).unzip();
             drop(state);
-            let entries: Vec<Entry> = group.iter().map(|(_, e)| e.clone()).collect();
             let written =
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| write(&entries)))
                     .unwrap_or_else(|_| Err("the ledger's writer panicked".into()));
@@ -85,7 +84,7 @@ impl Group {
             state.groups += 1;
             match written {
                 Ok(lines) if lines.len() == group.len() => {
-                    for ((ticket, _), line) in group.iter().zip(lines) {
+                    for (ticket, line) in group.iter().zip(lines) {
                         state.done.insert(*ticket, Ok(line));
                     }
                 }
@@ -95,12 +94,12 @@ impl Group {
                         lines.len(),
                         group.len()
                     );
-                    for (ticket, _) in &group {
+                    for ticket in &group {
                         state.done.insert(*ticket, Err(why.clone()));
                     }
                 }
                 Err(why) => {
-                    for (ticket, _) in &group {
+                    for ticket in &group {
                         state.done.insert(*ticket, Err(why.clone()));
                     }
                 }

@@ -193,25 +193,28 @@ impl Turn<'_> {
         coverage: f64,
         closest: &[Closest],
     ) -> Ended {
-        let percent = (coverage * 100.0).round();
+        let closest: Vec<Value> = closest
+            .iter()
+            .map(|c| json!({"server": c.server, "tools": c.tools}))
+            .collect();
         self.host.trace().add(
             Who::Host,
             format!("search_tools found nothing that fits {query:?} well"),
-            json!({"found": [], "coverage": coverage,
-                   "closest": closest.iter().map(|c| json!({"server": c.server, "tools": c.tools})).collect::<Vec<_>>()}),
+            json!({"found": [], "coverage": coverage, "closest": closest}),
         );
         let note = if closest.is_empty() {
-            "No tool matches; try other words, or what the tool would do.".to_owned()
+            search_note(&Loaded::default(), true)
         } else {
             format!(
-                "No tool fits this well: the best covers about {percent}% of what was asked. The servers that come closest and their tools are listed; call one by name if it does what you need, search again in other words, or tell the person that no tool here does it."
+                "No tool fits this well: the best covers about {}% of what was asked. The servers that come closest and their tools are listed; call one by name if it does what you need, search again in other words, or tell the person that no tool here does it.",
+                (coverage * 100.0).round()
             )
         };
         let value = json!({
             "query": query,
             "tools": [],
             "nothing_fits": true,
-            "closest": closest.iter().map(|c| json!({"server": c.server, "tools": c.tools})).collect::<Vec<_>>(),
+            "closest": closest,
             "note": note,
         });
         let shown =

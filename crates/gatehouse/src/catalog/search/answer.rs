@@ -57,14 +57,14 @@ pub(super) fn coverage(postings: &Postings, query: &Query, row: u32) -> f64 {
     let rarest = postings.idf(1);
     let (mut covered, mut total) = (0.0, 0.0);
     for own in &query.own {
-        let holding = postings.tools_holding(own);
+        let (holding, holds) = postings.holding(own, row);
         let weight = if holding == 0 {
             UNKNOWN_WORD_SHARE * rarest
         } else {
             postings.idf(holding)
         };
         total += weight;
-        if postings.holds(row, own) {
+        if holds {
             covered += weight;
         }
     }

@@ -98,14 +98,10 @@ impl Postings {
         out
     }
 
-    /// How many tools hold `phrase` in some field.
-    pub fn tools_holding(&self, phrase: &[String]) -> usize {
-        self.matches(phrase).len()
-    }
-
-    /// Does tool `row` hold `phrase` in some field?
-    pub fn holds(&self, row: u32, phrase: &[String]) -> bool {
-        self.matches(phrase).contains_key(&row)
+    /// How many tools hold `phrase` in some field, and whether tool `row` is one.
+    pub fn holding(&self, phrase: &[String], row: u32) -> (usize, bool) {
+        let matches = self.matches(phrase);
+        (matches.len(), matches.contains_key(&row))
     }
 
     /// The inverse document frequency of a phrase held by `holding` of the tools: BM25's,

@@ -6,9 +6,10 @@
 //! Appends made at the same time on a replica are one transaction (`postgres/append.rs`,
 //! group commit): each confirmation's nonce inserted under its unique key, the chain's
 //! head row read `FOR UPDATE` (every replica's appends wait their turn on it), the lines
-//! after it inserted and the head moved; a replica killed mid-way leaves nothing of it. Every use of the database is bounded by [`STORE_TIMEOUT`]: past
-//! it, or with the database down, the operation fails with an error naming the store
-//! (the call is refused), and the next one connects again. One connection per replica,
+//! after it inserted and the head moved; a replica killed mid-way leaves nothing of it.
+//! Every use of the database is bounded by [`STORE_TIMEOUT`]: past it, or with the
+//! database down, the operation fails with an error naming the store (the call is
+//! refused), and the next one connects again. One connection per replica,
 //! no pool: the appends of all replicas take turns on the head row anyway.
 
 use std::{str::FromStr, time::Duration};

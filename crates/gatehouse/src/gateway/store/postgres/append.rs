@@ -9,9 +9,13 @@
 //! `FOR UPDATE`, in queue order, and the head moved. An append returns only once the
 //! transaction holding its line has committed; a group that fails fails each of its
 //! appends, so none of their calls is sent. The queue is bounded ([`MAX_WAITING`]): past
-//! it, an append is refused at once with an error that says to try again.
+//! it, an append is refused at once with an error that says to try again; and the wait for
+//! the connection is bounded as every use of the store is.
 
-use std::sync::{Mutex as StdMutex, MutexGuard};
+use std::sync::{
+    Mutex as StdMutex, MutexGuard,
+    atomic::{AtomicU64, Ordering},
+};
 
 use tokio::sync::oneshot;
 
@@ -24,23 +28,40 @@ pub const MAX_WAITING: usize = 4_096;
 /// What one append is told.
 type Outcome = Result<(), String>;
 
+/// One append waiting: its ticket (to withdraw it), its entry, and where its outcome goes.
+type Queued = (u64, Entry, oneshot::Sender<Outcome>);
+
 /// The appends waiting on one replica.
 #[derive(Debug, Default)]
 pub(super) struct Waiting {
-    queue: StdMutex<Vec<(Entry, oneshot::Sender<Outcome>)>>,
+    queue: StdMutex<Vec<Queued>>,
+    /// The next append's ticket.
+    next: AtomicU64,
 }
 
 impl Waiting {
-    fn lock(&self) -> MutexGuard<'_, Vec<(Entry, oneshot::Sender<Outcome>)>> {
+    fn lock(&self) -> MutexGuard<'_, Vec<Queued>> {
         self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Take the append of `ticket` out of the queue, if no group has taken it yet.
+    fn withdraw(&self, ticket: u64) -> bool {
+        let mut queue = self.lock();
+        let at = queue.iter().position(|(t, _, _)| *t == ticket);
+        at.map(|i| queue.remove(i)).is_some()
     }
 }
 
 impl Postgres {
     /// Use the entry's confirmation up (if it names one) and append its line, in one
     /// transaction with whatever other appends are waiting: both are kept, or neither.
+    /// Waiting for the connection is bounded by [`STORE_TIMEOUT`], as every use of the
+    /// store is: past it, an append no group has taken yet is withdrawn and refused.
     pub async fn append(&self, entry: Entry) -> Result<(), String> {
+        let stopped =
+            |_| Err("the ledger's writer stopped before this decision was written".into());
         let (tell, mut told) = oneshot::channel();
+        let ticket = self.waiting.next.fetch_add(1, Ordering::Relaxed);
         {
             let mut queue = self.waiting.lock();
             if queue.len() >= MAX_WAITING {
@@ -49,49 +70,51 @@ impl Postgres {
                     self.db
                 ));
             }
-            queue.push((entry, tell));
+            queue.push((ticket, entry, tell));
         }
-        let wait = async {
-            loop {
-                let mut held = tokio::select! {
-                    biased;
-                    outcome = &mut told => return outcome,
-                    held = self.client.lock() => held,
-                };
-                // Another's group may have written this one while we waited for the lock.
-                if let Ok(outcome) = told.try_recv() {
-                    return Ok(outcome);
-                }
-                let group: Vec<(Entry, oneshot::Sender<Outcome>)> = {
-                    let mut queue = self.waiting.lock();
-                    let take = queue.len().min(MAX_GROUP_LINES);
-                    queue.drain(..take).collect()
-                };
-                let entries: Vec<Entry> = group.iter().map(|(e, _)| e.clone()).collect();
-                let keep = self.ledger;
-                let written = self
-                    .run_held(&mut held, STORE_TIMEOUT, |c| {
-                        Box::pin(write_group(c, entries, keep))
-                    })
-                    .await;
-                drop(held);
-                match written {
-                    Ok(outcomes) => {
-                        for ((_, tell), outcome) in group.into_iter().zip(outcomes) {
-                            let _ = tell.send(outcome);
-                        }
+        let deadline = tokio::time::Instant::now() + STORE_TIMEOUT;
+        loop {
+            let mut held = tokio::select! {
+                biased;
+                outcome = &mut told => return outcome.unwrap_or_else(stopped),
+                held = tokio::time::timeout_at(deadline, self.client.lock()) => match held {
+                    Ok(held) => held,
+                    // A group that took it is itself bounded: wait for its outcome.
+                    Err(_) if !self.waiting.withdraw(ticket) => {
+                        return told.await.unwrap_or_else(stopped);
                     }
-                    Err(why) => {
-                        for (_, tell) in group {
-                            let _ = tell.send(Err(why.clone()));
-                        }
+                    Err(_) => return Err(self.late(STORE_TIMEOUT)),
+                },
+            };
+            // Another's group may have written this one while we waited for the lock.
+            if let Ok(outcome) = told.try_recv() {
+                return outcome;
+            }
+            let (entries, tells): (Vec<Entry>, Vec<oneshot::Sender<Outcome>>) = {
+                let mut queue = self.waiting.lock();
+                let take = queue.len().min(MAX_GROUP_LINES);
+                queue.drain(..take).map(|(_, e, t)| (e, t)).unzip()
+            };
+            let keep = self.ledger;
+            let written = self
+                .run_held(&mut held, STORE_TIMEOUT, |c| {
+                    Box::pin(write_group(c, entries, keep))
+                })
+                .await;
+            drop(held);
+            match written {
+                Ok(outcomes) => {
+                    for (tell, outcome) in tells.into_iter().zip(outcomes) {
+                        let _ = tell.send(outcome);
+                    }
+                }
+                Err(why) => {
+                    for tell in tells {
+                        let _ = tell.send(Err(why.clone()));
                     }
                 }
             }
-        };
-        wait.await.unwrap_or_else(|_| {
-            Err("the ledger's writer stopped before this decision was written".into())
-        })
+        }
     }
 }
 
