@@ -126,14 +126,14 @@ def start_gateway(h, work: Path, config: Path, state: Path, tokens: Path, log: s
     raise SystemExit(f"row 9: the gateway did not start: {(work / log).read_text()[-2000:]}")
 
 
-def start_nginx(work: Path, ports: list[int], port: int):
+def start_nginx(work: Path, ports: list[int], port: int, connections: int = 256):
     d = work / f"nginx-{len(ports)}"
     d.mkdir(exist_ok=True)
     upstream = "".join(f"    server 127.0.0.1:{p};\n" for p in ports)
     # One process in the foreground (no master, no workers): the row owns its pid.
     (d / "nginx.conf").write_text(f"""daemon off; master_process off; worker_processes 1;
 pid {d}/nginx.pid; error_log {d}/error.log warn;
-events {{ worker_connections 256; }}
+events {{ worker_connections {connections}; }}
 http {{
   access_log off;
   client_body_temp_path {d}/b; proxy_temp_path {d}/p; fastcgi_temp_path {d}/f;

@@ -799,8 +799,16 @@ def row_gateway(s: Settings) -> list[Line]:
     return gateway_row.row(s, sys.modules[__name__])
 
 
+def row_load(s: Settings) -> list[Line]:
+    """Row 10: the gateway under load, every decision durable (bench/load_row.py)."""
+    sys.path.insert(0, str(BENCH))
+    import load_row
+
+    return load_row.row(s, sys.modules[__name__])
+
+
 ROWS = [row_cold_ask, row_first_answer, row_call_rate, row_floor, row_http, row_scale, row_context, row_tool_search,
-        row_gateway]  # fmt: skip
+        row_gateway, row_load]  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------- main
