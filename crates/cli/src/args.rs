@@ -85,9 +85,10 @@ pub enum Command {
 #[command(group(clap::ArgGroup::new("page_sign_in").args(["tokens", "oauth_issuer"]).multiple(true)))]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct GatewayArgs {
-    /// Put the gateway in front of a client's servers, or take it away.
+    /// Put the gateway in front of a client's servers, or take it away; migrate its
+    /// store.
     #[command(subcommand)]
-    pub client: Option<GatewayClientCommand>,
+    pub command: Option<GatewayCommand>,
     /// The servers file (`mcpServers`, with its rules, allow-list, hooks and ledger);
     /// `builtin` names the built-in reference servers (a file named so is `./builtin`).
     #[arg(long, value_name = "FILE", required = true)]
@@ -146,15 +147,28 @@ pub struct GatewayArgs {
     pub screen: ScreenArgs,
 }
 
-/// `gatehouse gateway connect|disconnect CLIENT`.
+/// `gatehouse gateway connect|disconnect CLIENT`, `gatehouse gateway migrate`.
 #[derive(Subcommand, Debug)]
-pub enum GatewayClientCommand {
+pub enum GatewayCommand {
     /// Move a client's MCP servers behind one gateway entry in its own configuration:
     /// they go to a Gatehouse servers file of their own, the client's file keeps every
     /// other setting, and a backup of it is kept.
     Connect(GatewayClientArgs),
     /// Give a client's configuration its own servers back, as it was before connect.
     Disconnect(GatewayClientArgs),
+    /// Take the gateway's shared store to this version's schema (or make it). Replicas
+    /// refuse to start on a store at another version: stop them all, back the store up,
+    /// run this once, then start them at the new version.
+    Migrate(GatewayMigrateArgs),
+}
+
+/// The store of `gatehouse gateway migrate`.
+#[derive(Args, Debug)]
+pub struct GatewayMigrateArgs {
+    /// The store: a SQLite file, or a PostgreSQL URL (postgres://USER@HOST/DB), as the
+    /// replicas' --state names it.
+    #[arg(long, value_name = "FILE|URL")]
+    pub state: String,
 }
 
 /// The client of `gatehouse gateway connect|disconnect`.

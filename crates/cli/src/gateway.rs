@@ -2,10 +2,11 @@
 //! calls is decided here: over HTTP the bearer token's caller (the reference servers'
 //! tokens file, or with `--oauth-issuer` an OAuth access token's user and organization,
 //! through their HTTP layer, `gatehouse_servers::http`), on stdio the local user; the
-//! approval page's routes and HTML are `gateway/page.rs`; `gateway connect|disconnect
-//! CLIENT` is `gateway/connect.rs`.
+//! approval page's routes and HTML are `gateway/page.rs`; health, readiness and metrics
+//! `gateway/ops.rs`; `gateway connect|disconnect CLIENT` is `gateway/connect.rs`.
 
 mod connect;
+mod ops;
 mod page;
 mod sessions;
 
@@ -28,7 +29,11 @@ use gatehouse_servers::{
 };
 use rmcp::ServiceExt;
 
-use crate::{args::GatewayArgs, project::Asking, screen::StepsTo};
+use crate::{
+    args::{GatewayArgs, GatewayCommand},
+    project::Asking,
+    screen::StepsTo,
+};
 
 /// The state file when `--state` is not given.
 pub const STATE_FILE: &str = "gateway.db";
@@ -95,10 +100,24 @@ fn page_only(settings: &gatehouse::config::Settings, args: &GatewayArgs) -> anyh
     Ok(true)
 }
 
+/// `gatehouse gateway migrate --state FILE|URL`: the store taken to this version's schema.
+async fn migrate(state: &str) -> anyhow::Result<()> {
+    // Read as text and checked here, not by clap: its error would quote the URL whole.
+    let location = Location::parse(state).map_err(anyhow::Error::msg)?;
+    let migrated = Store::migrate(&location)
+        .await
+        .map_err(anyhow::Error::msg)?;
+    println!("{location}: {migrated}");
+    Ok(())
+}
+
 /// Run the gateway until its stdio client leaves, or SIGTERM over HTTP.
 pub async fn run(args: GatewayArgs) -> anyhow::Result<()> {
-    if let Some(command) = args.client {
-        return connect::run(command);
+    match args.command {
+        Some(GatewayCommand::Connect(client)) => return connect::run_connect(client),
+        Some(GatewayCommand::Disconnect(client)) => return connect::run_disconnect(client),
+        Some(GatewayCommand::Migrate(store)) => return migrate(&store.state).await,
+        None => {}
     }
     // clap requires --config when no subcommand is given.
     let servers_file = args
@@ -207,9 +226,10 @@ pub async fn run(args: GatewayArgs) -> anyhow::Result<()> {
         _ => None,
     };
     let approval_page = gateway.page().cloned();
+    let operations = ops::routes(gateway.clone());
     let pages = move |checks: Option<Arc<ResourceServer>>| -> anyhow::Result<axum::Router> {
         let Some(p) = approval_page else {
-            return Ok(axum::Router::new());
+            return Ok(operations);
         };
         let oauth = match (page_client, checks) {
             (Some(client), Some(checks)) => {
@@ -227,7 +247,7 @@ pub async fn run(args: GatewayArgs) -> anyhow::Result<()> {
                 _ => "with a bearer token".into(),
             }
         );
-        Ok(page::routes(p, tokens, oauth))
+        Ok(page::routes(p, tokens, oauth).merge(operations))
     };
     let served = http::serve_sharing(
         gateway.clone(),

@@ -311,6 +311,21 @@ impl Host {
         self.connections().into_iter().find(|c| c.name == server)
     }
 
+    /// Each server of the file and whether it runs now: those started at the start, in
+    /// the file's order, then those that start late; `Err` says why one does not.
+    pub fn server_states(&self) -> Vec<(String, Result<(), String>)> {
+        let state = |why: Option<String>| why.map_or(Ok(()), Err);
+        let started = (self.connections.iter()).map(|c| (c.name.clone(), state(c.down_reason())));
+        let late = self.late.iter().map(|(l, _)| {
+            let why = match l.connection() {
+                Some(c) => c.down_reason(),
+                None => l.down_reason(),
+            };
+            (l.name().to_owned(), state(why))
+        });
+        started.chain(late).collect()
+    }
+
     /// Every connection: those made at the start, in the servers file's order, then those
     /// of servers that started late.
     pub(crate) fn connections(&self) -> Vec<&Connection> {

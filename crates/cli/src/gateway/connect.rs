@@ -11,13 +11,16 @@ use gatehouse::{
     text::{shell_word, visible},
 };
 
-use crate::args::{GatewayClient, GatewayClientArgs, GatewayClientCommand};
+use crate::args::{GatewayClient, GatewayClientArgs};
 
-pub fn run(command: GatewayClientCommand) -> anyhow::Result<()> {
-    match command {
-        GatewayClientCommand::Connect(args) => connect(args),
-        GatewayClientCommand::Disconnect(args) => disconnect(args),
-    }
+/// `gatehouse gateway connect CLIENT`.
+pub fn run_connect(args: GatewayClientArgs) -> anyhow::Result<()> {
+    connect(args)
+}
+
+/// `gatehouse gateway disconnect CLIENT`.
+pub fn run_disconnect(args: GatewayClientArgs) -> anyhow::Result<()> {
+    disconnect(args)
 }
 
 fn client_of(name: GatewayClient) -> Client {

@@ -148,6 +148,18 @@ impl Connection {
         self.link.down_reason().is_none() && !self.session().health.has_ended()
     }
 
+    /// Why the server is not running, when it is not ([`Connection::is_up`]).
+    pub fn down_reason(&self) -> Option<String> {
+        if let Some(why) = self.link.down_reason() {
+            return Some(why);
+        }
+        let ended = self.session().health.has_ended();
+        ended.then(|| match self.broken_reason() {
+            Some(why) => format!("the connection is closed: {why}"),
+            None => "the server has ended".to_owned(),
+        })
+    }
+
     /// The server's process id, when it is a child process (of its run now).
     pub fn pid(&self) -> Option<u32> {
         self.session().pid

@@ -19,8 +19,15 @@ use crate::{
 /// ledger. `who` names whose approvals: the host's one person (`""`), or a gateway's
 /// caller.
 pub trait Keeper: Send + Sync {
-    /// The approvals that hold for `who` now.
+    /// The approvals that hold for `who` now (a keeper may answer from a cache).
     fn remembered<'a>(&'a self, who: &'a str) -> BoxFuture<'a, Remembered>;
+    /// The approvals for `who` read again where they are kept, past any cache: the gate
+    /// asks before it would ask a person, so one given elsewhere since counts. `None`
+    /// (the default) for a keeper that keeps no cache: its first answer stands.
+    fn remembered_now<'a>(&'a self, who: &'a str) -> BoxFuture<'a, Option<Remembered>> {
+        let _ = who;
+        Box::pin(async { None })
+    }
     /// Remember that `who` approved `tool` at this definition, in `scope`; if it cannot
     /// be kept there, say so in `trace` and keep what can be kept.
     fn remember<'a>(

@@ -300,7 +300,15 @@ impl Gate {
         trace: &Trace,
     ) -> Result<Judged, Admission> {
         let remembered = self.keeper.remembered(p.who()).await;
-        let decided = match self.decide(p, live, settings, &remembered) {
+        let mut decided = self.decide(p, live, settings, &remembered);
+        if matches!(&decided, Ok(d) if matches!(d.how, How::Ask { .. }))
+            && let Some(now) = self.keeper.remembered_now(p.who()).await
+        {
+            // The keeper answered from a cache: before the person is asked, its approvals
+            // as they stand now (one given on another replica since counts).
+            decided = self.decide(p, live, settings, &now);
+        }
+        let decided = match decided {
             Ok(decided) => decided,
             Err(refused) => {
                 let (refusal, tool) = *refused;

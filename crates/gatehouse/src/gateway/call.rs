@@ -29,6 +29,7 @@ use super::{
     Gateway,
     client::{Asking, ClientPerson},
     confirm::{self, APPROVE_KEY, Approver, Bound, Sealed},
+    ops::AskedIn,
     relay::{ToCaller, can_ask, declared, takes_tasks, undeclared},
     tasks::Started,
 };
@@ -36,7 +37,7 @@ use crate::{
     catalog::{CatalogTool, Origin},
     dispatch::{self, Answered, CallEnd, Relayed},
     flow::Flows,
-    gate::{Admission, Proposal},
+    gate::{Admission, Judged, Proposal},
     model::ToolCall,
     person::{self, Person},
     text,
@@ -154,6 +155,34 @@ impl<'a> Call<'a> {
         }
     }
 
+    /// The gate's first half for this proposal; a refusal is counted in the metrics.
+    async fn judge(&self, p: &Proposal<'_>) -> Result<Judged, Admission> {
+        let host = self.gw.host();
+        let judged = (host.gate())
+            .judge(p, host.live(), host.settings(), host.trace())
+            .await;
+        if let Err(refused) = &judged {
+            self.gw.inner.meter.admitted(refused);
+        }
+        judged
+    }
+
+    /// The gate's second half, with the person's answer if any (its ledger line written);
+    /// counted in the metrics.
+    async fn settle(
+        &self,
+        p: &Proposal<'_>,
+        judged: Judged,
+        answer: Option<person::Approval>,
+    ) -> Admission {
+        let host = self.gw.host();
+        let admission = (host.gate())
+            .settle(p, judged, answer, host.live(), host.trace())
+            .await;
+        self.gw.inner.meter.admitted(&admission);
+        admission
+    }
+
     fn fingerprint(&self) -> String {
         let catalog = self.gw.host().catalog();
         catalog
@@ -166,15 +195,14 @@ impl<'a> Call<'a> {
     /// the next round; on older revisions asked now.
     async fn first(&self) -> Result<CallToolResponse, ErrorData> {
         let host = self.gw.host();
-        let (gate, live, settings, trace) =
-            (host.gate(), host.live(), host.settings(), host.trace());
+        let (settings, trace) = (host.settings(), host.trace());
         let p = self.proposal(None);
-        let judged = match gate.judge(&p, live, settings, trace).await {
+        let judged = match self.judge(&p).await {
             Ok(judged) => judged,
             Err(refused) => return self.admitted(refused).await,
         };
         let Some(why) = judged.asks() else {
-            let admitted = gate.settle(&p, judged, None, live, trace).await;
+            let admitted = self.settle(&p, judged, None).await;
             return self.admitted(admitted).await;
         };
         // Where the policy wants a person on the page, the client's form is never offered.
@@ -184,7 +212,7 @@ impl<'a> Call<'a> {
         };
         if let Asking::Not(why) = asking {
             // Neither a form nor the page can reach the person: written down as nobody's no.
-            let _ = gate.settle(&p, judged, None, live, trace).await;
+            let _ = self.settle(&p, judged, None).await;
             return Ok(failed(why.into()));
         }
         let mut proposed = judged.proposed();
@@ -196,7 +224,7 @@ impl<'a> Call<'a> {
             if let (true, Some(approver)) = (approval.yes, Approver::of(approval.by)) {
                 let _ = self.approved.set(approver);
             }
-            let admitted = gate.settle(&p, judged, Some(approval), live, trace).await;
+            let admitted = self.settle(&p, judged, Some(approval)).await;
             return self.admitted(admitted).await;
         }
         if let Asking::Page(page) = &asking {
@@ -219,6 +247,7 @@ impl<'a> Call<'a> {
             APPROVE_KEY.into(),
             InputRequest::Elicitation(ElicitRequest::new(form)),
         );
+        self.gw.inner.meter.asked(AskedIn::Client);
         Ok(InputRequiredResult::new(Some(requests), Some(state)).into())
     }
 

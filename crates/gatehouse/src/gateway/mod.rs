@@ -18,6 +18,7 @@ pub mod confirm;
 mod flows;
 pub mod key;
 pub mod names;
+pub mod ops;
 pub mod page;
 pub mod passthrough;
 mod relay;
@@ -112,6 +113,8 @@ struct Inner {
     held: call::held::Held,
     /// What this replica relayed to each caller (`flows.rs`).
     flows: flows::CallerFlows,
+    /// Its metrics (`ops.rs`).
+    meter: ops::Meter,
 }
 
 /// The person behind the servers' own `elicitation/create` outside any caller's call:
@@ -189,6 +192,7 @@ impl Gateway {
                 session_of: std::sync::OnceLock::new(),
                 held: call::held::Held::default(),
                 flows: flows::CallerFlows::default(),
+                meter: ops::Meter::default(),
             }),
             session: Arc::default(),
         })
@@ -342,7 +346,15 @@ impl ServerHandler for Gateway {
         if self.tool(&request.name).is_none() {
             self.host().refresh_catalog(false).await;
         }
-        call::Call::new(self, request, &context).run().await
+        let timed = self.inner.meter.call();
+        let answer = call::Call::new(self, request, &context).run().await;
+        timed.done(match &answer {
+            Ok(CallToolResponse::InputRequired(_)) => ops::Answered::InputRequired,
+            Ok(CallToolResponse::Task(_)) => ops::Answered::Task,
+            Ok(_) => ops::Answered::Result,
+            Err(_) => ops::Answered::Error,
+        });
+        answer
     }
 
     async fn get_task(

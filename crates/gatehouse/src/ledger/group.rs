@@ -24,6 +24,11 @@ use super::{Appended, Entry};
 /// for an interrupted append; lines added past a head that named none are still found.
 pub const MAX_GROUP_LINES: usize = 256;
 
+/// Most appends one ledger holds waiting for a group: past it an append is refused at
+/// once with an error that says to try again (its call is not sent), so the queue never
+/// grows without bound however many calls arrive together.
+pub const MAX_WAITING_LINES: usize = 4_096;
+
 /// The queue of appends waiting for a group, and their outcomes.
 #[derive(Debug, Default)]
 pub(super) struct Group {
@@ -51,6 +56,11 @@ impl Group {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// How many appends wait for a group now.
+    pub(super) fn waiting(&self) -> usize {
+        self.lock().queue.len()
+    }
+
     /// Append `entry` with whichever group takes it; `write` writes one group, durably,
     /// and gives each of its lines' number and hash in order (or why none was written).
     pub(super) fn append(
@@ -59,6 +69,11 @@ impl Group {
         write: impl Fn(&[Entry]) -> Result<Vec<Appended>, String>,
     ) -> Result<Appended, String> {
         let mut state = self.lock();
+        if state.queue.len() >= MAX_WAITING_LINES {
+            return Err(format!(
+                "{MAX_WAITING_LINES} ledger lines are waiting to be written; try again shortly"
+            ));
+        }
         let ticket = state.next;
         state.next += 1;
         state.queue.push((ticket, entry.clone()));
@@ -127,10 +142,40 @@ mod tests {
         }
     }
 
-    impl Group {
-        fn queued(&self) -> usize {
-            self.lock().queue.len()
+    /// A full queue refuses the next append at once, writing nothing, with an error that
+    /// says to try again; once it drains, appends go through again.
+    #[test]
+    fn an_append_past_a_full_queue_is_refused_at_once() {
+        let group = Group::default();
+        let wrote = Mutex::new(0usize);
+        let writer = |entries: &[Entry]| {
+            *wrote.lock().unwrap() += entries.len();
+            Ok(entries
+                .iter()
+                .map(|e| Appended {
+                    seq: e.step,
+                    hash: String::new(),
+                })
+                .collect())
+        };
+        {
+            // As if a leader were writing, with the queue full behind it.
+            let mut state = group.lock();
+            state.writing = true;
+            state.queue = (0..MAX_WAITING_LINES as u64)
+                .map(|t| (t, entry(t)))
+                .collect();
         }
+        let refused = group.append(&entry(9), writer).unwrap_err();
+        assert!(refused.contains("try again"), "{refused}");
+        assert_eq!(*wrote.lock().unwrap(), 0);
+        assert_eq!(group.waiting(), MAX_WAITING_LINES);
+        {
+            let mut state = group.lock();
+            state.writing = false;
+            state.queue.clear();
+        }
+        assert_eq!(group.append(&entry(9), writer).unwrap().seq, 9);
     }
 
     /// Appends that arrive while a group is being written wait, then go together in the
@@ -168,14 +213,14 @@ mod tests {
             };
             // The first append leads, and its write is held: wait for it to have taken
             // the queue, then queue four more behind it, one at a time.
-            while group.queued() != 0 || !group.lock().writing {
+            while group.waiting() != 0 || !group.lock().writing {
                 std::thread::yield_now();
             }
             let mut later = Vec::new();
             for step in 1..=4 {
                 let (mine, writer) = (group.clone(), writer.clone());
                 later.push(s.spawn(move || mine.append(&entry(step), writer).unwrap()));
-                while group.queued() != step as usize {
+                while group.waiting() != step as usize {
                     std::thread::yield_now();
                 }
             }

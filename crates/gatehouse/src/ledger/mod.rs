@@ -147,6 +147,11 @@ impl Ledger {
             .append(entry, |entries| self.write_group(entries))
     }
 
+    /// How many appends of this ledger (and its clones) wait to be written now.
+    pub fn waiting(&self) -> usize {
+        self.group.waiting()
+    }
+
     /// How many groups this ledger (and its clones) has written: each one write and one
     /// sync, for as many appends as were waiting.
     pub fn groups_written(&self) -> u64 {

@@ -1,7 +1,7 @@
 //! The PostgreSQL store under a gateway going away, and going slow: each call is refused
 //! with an error that names the store (never sent unrecorded, the URL's password never
-//! shown), and calls run again once the database is back; a malformed URL is refused
-//! when read.
+//! shown), the gateway says it is not ready, and calls run again once the database is
+//! back; a malformed URL is refused when read.
 
 use serde_json::{Value, json};
 
@@ -44,6 +44,11 @@ async fn calls_are_refused_while_the_database_is_away_or_slow_and_run_again_when
     let cluster = shared.cluster.as_ref().expect("a PostgreSQL cluster");
 
     cluster.down();
+    // Not ready while the store is away, saying why without the URL's password.
+    let (status, body) = operation(&gw, "/readyz").await;
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains("is unavailable"), "{body}");
+    assert!(!body.contains(PASSWORD), "{body}");
     let away = list(&gw.url, 2, "away").await;
     let text = away.to_string();
     assert_eq!(away["isError"], true, "{away}");
@@ -59,6 +64,8 @@ async fn calls_are_refused_while_the_database_is_away_or_slow_and_run_again_when
     cluster.up();
     let back = list(&gw.url, 3, "back").await;
     assert!(ran(&back), "{back}");
+    let (status, body) = operation(&gw, "/readyz").await;
+    assert_eq!(status, 200, "ready again: {body}");
 
     // Slow: another session holds the ledger's head row; the append waits its bound.
     let holder = cluster.hold("SELECT 1 FROM gatehouse_ledger_head WHERE id = 1 FOR UPDATE");

@@ -252,8 +252,8 @@ fn py(code: &str, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// A store as an earlier version made it: created with the umask (0644 here), its sealing
-/// key `key` in the `gateway_key` table.
+/// A store as an earlier version made it (created with the umask, 0644 here, its sealing
+/// key `key` in the `gateway_key` table), then migrated.
 fn old_store(path: &Path, key: &[u8]) {
     let code = "import sqlite3, sys\n\
         db = sqlite3.connect(sys.argv[1])\n\
@@ -265,6 +265,15 @@ fn old_store(path: &Path, key: &[u8]) {
         &[path.to_str().unwrap(), &gatehouse::digest::hex(key)],
     );
     set_mode(path, 0o644);
+    // A replica opens it only once it is migrated, which drops the key.
+    let out = gatehouse_command(
+        &["gateway", "migrate", "--state", path.to_str().unwrap()],
+        &[],
+    )
+    .output()
+    .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("from schema version 0 to 1"), "{said}");
 }
 
 /// The tables of the SQLite store at `path`, read as anyone who can read it would.

@@ -28,6 +28,8 @@
 //! - `oauth.rs`: `--oauth-issuer` in front (the host signing in through oidc-provider,
 //!   the refusals, the approval state bound to the OAuth caller), and the client's token
 //!   never reaching the server behind;
+//! - `operations.rs`: `/healthz`, `/readyz` and `/metrics`, without a token; SIGTERM's
+//!   drain; a store's schema version, checked at start and changed by `gateway migrate`;
 //! - `page.rs`: the approval page, for a client that takes only URL questions (the
 //!   Python SDK client declaring `elicitation.url` alone, `tests/peers/py_url_client.py`),
 //!   in real headless Chromium (`tests/browser/gateway_page.mjs`), and across replicas;
@@ -47,6 +49,7 @@ mod headers;
 mod hostile_client;
 mod inspector;
 mod oauth;
+mod operations;
 mod page;
 mod page_oauth;
 mod python_sdk;
@@ -88,6 +91,7 @@ cases! {
     replicas::behind_nginx_the_python_clients_two_rounds_land_on_two_replicas: sqlite, postgres;
     async replicas::a_replica_killed_in_the_middle_of_calls_loses_no_acknowledged_decision_and_doubles_none: sqlite, postgres;
     async replicas::calls_made_at_once_on_two_replicas_are_each_decided_once_in_one_chain: sqlite, postgres;
+    async replicas::an_approval_remembered_on_one_replica_holds_at_once_on_the_other: sqlite, postgres;
     page::a_url_only_client_is_sent_to_the_page_and_the_person_approves_in_chromium: auto, legacy;
     page::the_person_denies_on_the_page_and_hostile_arguments_stay_text: auto;
     page::an_answer_to_the_url_question_approves_nothing_by_itself: auto;
@@ -101,6 +105,7 @@ cases! {
     sessions::the_session_goes_on_when_the_replica_that_opened_it_is_killed: sqlite, postgres;
     sessions::the_typescript_sdk_clients_session_is_served_by_both_replicas: sqlite;
     async sessions::an_older_sessions_log_level_set_on_one_replica_holds_on_the_other: sqlite, postgres;
+    async operations::a_store_made_before_versions_is_refused_until_migrated_once: sqlite, postgres;
 }
 
 /// The call the rules ask about, and its arguments.
@@ -269,6 +274,21 @@ pub fn gateway_config(dir: &Path) -> String {
     )
 }
 
+/// A gateway over HTTP in `dir` in front of `servers` (an `mcpServers` object), every
+/// tool allowed, the ledger in `dir/ledger.jsonl`, the state in `dir/state.db`.
+pub fn allowing_gateway(dir: &Path, servers: Value) -> Process {
+    let config = write(
+        dir,
+        "servers.json",
+        &json!({
+            "mcpServers": servers,
+            "gatehouse": {"rules": [{"tool": "*", "decision": "allow"}],
+                          "ledger": {"path": dir.join("ledger.jsonl")}}
+        }),
+    );
+    start_gateway(dir, &config, dir.join("state.db").to_str().unwrap())
+}
+
 /// `gatehouse gateway --http 127.0.0.1:0 --tokens FILE` on `config`, with `--state
 /// state` (a file or a URL); its stderr kept.
 pub fn start_gateway(dir: &Path, config: &str, state: &str) -> Process {
@@ -351,6 +371,14 @@ pub fn two_replicas(
     let a = start_gateway(dir, &config, &state.arg);
     let b = start_gateway(dir, &config, &state.arg);
     (state, a, b)
+}
+
+/// GET `path` (`/healthz`, `/readyz`, `/metrics`) of an HTTP gateway, with no token: its
+/// status and body.
+pub async fn operation(gw: &Process, path: &str) -> (u16, String) {
+    let base = gw.url.trim_end_matches("/mcp");
+    let got = reqwest::get(format!("{base}{path}")).await.unwrap();
+    (got.status().as_u16(), got.text().await.unwrap())
 }
 
 /// The port an HTTP gateway listens on.

@@ -205,3 +205,53 @@ pub async fn calls_made_at_once_on_two_replicas_are_each_decided_once_in_one_cha
     assert_eq!(seqs.len(), lines.len(), "each line its own place");
     shared.assert_ledger_verifies();
 }
+
+/// A replica keeps each caller's approvals a few seconds rather than read them for every
+/// call; one given on the other replica meanwhile still counts: the replica reads again
+/// before it would ask the person, so they are never asked about what they approved.
+pub async fn an_approval_remembered_on_one_replica_holds_at_once_on_the_other(backing: Backing) {
+    let dir = tempfile::tempdir().unwrap();
+    let config = gateway_config(dir.path());
+    let mut file: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    file["gatehouse"]["approvals"] = json!({"rememberFromClient": true});
+    // Asked by default rather than by a rule: only such an ask may be remembered.
+    let rules = file["gatehouse"]["rules"].as_array_mut().unwrap();
+    rules.retain(|r| r["tool"] != ASKED);
+    std::fs::write(&config, file.to_string()).unwrap();
+    let (shared, a, b) = two_replicas(dir.path(), backing, config);
+    let params = json!({"name": ASKED, "arguments": asked_args()});
+
+    // B reads Sam's approvals (none) and keeps them: asked.
+    let on_b = call(&b.url, SAM_TOKEN, 1, params.clone()).await;
+    assert_eq!(
+        on_b.result(1)["resultType"],
+        "input_required",
+        "{}",
+        on_b.text
+    );
+    // On A Sam says yes, and to remember it.
+    let on_a = call(&a.url, SAM_TOKEN, 2, params.clone()).await;
+    let state = on_a.result(2)["requestState"].as_str().unwrap().to_owned();
+    let mut yes = approve(&state);
+    yes["inputResponses"]["gatehouse.approve"]["content"]["remember"] = json!(true);
+    let done = call(&a.url, SAM_TOKEN, 3, yes).await;
+    assert_eq!(done.result(3)["isError"], false, "{}", done.text);
+
+    // At once on B, within the time it keeps what it read: run, not asked.
+    let again = call(&b.url, SAM_TOKEN, 4, params).await;
+    let again = again.result(4);
+    assert_eq!(again["isError"], false, "{again}");
+    assert_ne!(again["resultType"], "input_required", "{again}");
+    assert_eq!(
+        again["structuredContent"]["hostname"], "jump-prod-02",
+        "{again}"
+    );
+    let lines = shared.ledger();
+    let last = lines.last().unwrap();
+    assert_eq!(
+        (&last["decision"], &last["rule"]),
+        (&json!("run"), &json!("project")),
+        "{last}"
+    );
+    shared.assert_ledger_verifies();
+}

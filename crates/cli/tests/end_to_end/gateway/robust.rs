@@ -119,6 +119,24 @@ async fn a_stdio_server_that_dies_is_restarted_with_backoff_and_its_tools_come_b
     assert_eq!(crashed.result(2)["isError"], true, "{}", crashed.text);
     let down = list_until(&gw.url, "left out while down", |n| !has_echo(n)).await;
     assert!(down.iter().any(|n| n == "cmdb__get_asset"), "{down:?}");
+    // Not ready while a server of the file is down (a balancer sends calls elsewhere),
+    // saying which and why; the metrics say it too.
+    let (status, body) = operation(&gw, "/readyz").await;
+    assert_eq!(status, 503, "{body}");
+    let ready: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(ready["servers"]["cmdb"]["ok"], true, "{body}");
+    assert_eq!(ready["servers"]["testbed"]["ok"], false, "{body}");
+    let why = ready["servers"]["testbed"]["why"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(why.contains("down"), "{body}");
+    let (_, metrics) = operation(&gw, "/metrics").await;
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l == r#"gatehouse_gateway_server_up{server="testbed"} 0"#),
+        "{metrics}"
+    );
 
     // While it is down its calls fail at once, saying so; cmdb's go on.
     let echo = json!({"name": "testbed__echo", "arguments": {"text": "hi"}});
@@ -138,6 +156,8 @@ async fn a_stdio_server_that_dies_is_restarted_with_backoff_and_its_tools_come_b
     // Mended: it comes back, with its tools, and runs calls again.
     std::fs::remove_file(dir.path().join("broken")).unwrap();
     list_until(&gw.url, "listed again", has_echo).await;
+    let (status, body) = operation(&gw, "/readyz").await;
+    assert_eq!(status, 200, "ready again once it is back: {body}");
     let echoed = call(&gw.url, SAM_TOKEN, 5, echo).await;
     let echoed = echoed.result(5);
     assert_eq!(echoed["isError"], false, "{echoed}");
@@ -309,19 +329,9 @@ async fn an_http_server_that_forgets_the_session_gets_a_new_one_and_the_call_is_
     let port = port_of(&server.url);
     let log = dir.path().join("tap.log");
     let tap = http_tap(&server.url, &log);
-    let config = write(
+    let gw = allowing_gateway(
         dir.path(),
-        "servers.json",
-        &json!({
-            "mcpServers": {"legacy": http_server(&tap.url, json!({}))},
-            "gatehouse": {"rules": [{"tool": "*", "decision": "allow"}],
-                          "ledger": {"path": dir.path().join("ledger.jsonl")}}
-        }),
-    );
-    let gw = start_gateway(
-        dir.path(),
-        &config,
-        dir.path().join("state.db").to_str().unwrap(),
+        json!({"legacy": http_server(&tap.url, json!({}))}),
     );
     let first = add(&gw.url, 1).await;
     assert_eq!(first["structuredContent"]["sum"], 3, "{first}");

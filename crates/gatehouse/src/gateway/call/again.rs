@@ -100,11 +100,8 @@ impl Call<'_> {
         nonce: &str,
         approved: Option<Approver>,
     ) -> Result<(CatalogTool, JsonObject), CallToolResponse> {
-        let host = self.gw.host();
-        let (gate, live, settings, trace) =
-            (host.gate(), host.live(), host.settings(), host.trace());
         let p = self.proposal(Some(nonce));
-        let judged = match gate.judge(&p, live, settings, trace).await {
+        let judged = match self.judge(&p).await {
             Ok(judged) => judged,
             Err(Admission::Refused { text, .. }) => return Err(failed(text)),
             // The host's own tools are refused before any round.
@@ -120,15 +117,15 @@ impl Call<'_> {
                 Some(approver.approval())
             }
             (Some(_), Some(_)) => {
-                let _ = gate.settle(&p, judged, None, live, trace).await;
+                let _ = self.settle(&p, judged, None).await;
                 return Err(failed(NOT_ON_THE_PAGE.into()));
             }
             (Some(_), None) => {
-                let _ = gate.settle(&p, judged, None, live, trace).await;
+                let _ = self.settle(&p, judged, None).await;
                 return Err(failed(ASKS_NOW.into()));
             }
         };
-        match gate.settle(&p, judged, approval, live, trace).await {
+        match self.settle(&p, judged, approval).await {
             Admission::Send {
                 tool, arguments, ..
             } => Ok((*tool, arguments)),
@@ -160,10 +157,8 @@ impl Call<'_> {
         approval: impl FnOnce(bool) -> Approval,
     ) -> Result<CallToolResponse, ErrorData> {
         let host = self.gw.host();
-        let (gate, live, settings, trace) =
-            (host.gate(), host.live(), host.settings(), host.trace());
         let p = self.proposal(Some(nonce));
-        let judged = match gate.judge(&p, live, settings, trace).await {
+        let judged = match self.judge(&p).await {
             Ok(judged) => judged,
             Err(refused) => return self.admitted(refused).await,
         };
@@ -184,7 +179,7 @@ impl Call<'_> {
                 (false, true) => "dismissed the question without answering",
                 (false, false) => "said no",
             };
-            trace.add(
+            host.trace().add(
                 Who::Person,
                 format!("{} {said} {place}", self.caller),
                 json!({"tool": self.call.name, "caller": self.caller}),
@@ -193,7 +188,7 @@ impl Call<'_> {
                 let _ = self.approved.set(approver);
             }
         }
-        let admitted = gate.settle(&p, judged, approval, live, trace).await;
+        let admitted = self.settle(&p, judged, approval).await;
         if not_on_the_page && matches!(admitted, Admission::Refused { .. }) {
             return Ok(failed(NOT_ON_THE_PAGE.into()));
         }

@@ -40,15 +40,16 @@ impl Call<'_> {
         let id = match page.open(&self.caller, &request).await {
             Ok(id) => id,
             Err(e) => {
-                let (gate, live, trace) = (host.gate(), host.live(), host.trace());
-                let _ = gate
-                    .settle(&self.proposal(None), judged, None, live, trace)
-                    .await;
+                let _ = self.settle(&self.proposal(None), judged, None).await;
                 return Ok(failed(format!(
                     "the call was not run: the approval page could not take it: {e}"
                 )));
             }
         };
+        self.gw
+            .inner
+            .meter
+            .asked(crate::gateway::ops::AskedIn::Page);
         host.trace().add(
             Who::Host,
             format!("asked {} on the approval page: {why}", self.caller),

@@ -17,9 +17,11 @@
 mod held;
 mod page;
 mod postgres;
+pub mod remembered;
 mod sessions;
 mod sqlite;
 pub mod tasks;
+pub mod version;
 
 use std::{
     path::PathBuf,
@@ -98,6 +100,8 @@ pub struct Store {
     kind: Kind,
     /// When this replica last dropped what expired (`sessions.rs`), in seconds.
     pruned: Arc<AtomicI64>,
+    /// Callers' approvals as this replica last read them (`remembered.rs`).
+    approvals: Arc<remembered::Cache>,
 }
 
 #[derive(Clone)]
@@ -121,12 +125,39 @@ impl Store {
         Ok(Store {
             kind,
             pruned: Arc::default(),
+            approvals: Arc::default(),
         })
+    }
+
+    /// Take the store at `location` to this build's schema version, or make it
+    /// (`gatehouse gateway migrate`). Run once, with every replica stopped: replicas
+    /// refuse to open a store at another version.
+    pub async fn migrate(location: &Location) -> Result<version::Migrated, String> {
+        match location {
+            Location::File(path) => sqlite::Sqlite::migrate(path),
+            Location::Postgres(db) => postgres::Postgres::migrate((**db).clone()).await,
+        }
     }
 
     /// Is the ledger kept in the store itself (PostgreSQL) rather than in a file?
     pub fn keeps_the_ledger(&self) -> bool {
         matches!(self.kind, Kind::Postgres(_))
+    }
+
+    /// Does the store answer a trivial query within [`STORE_TIMEOUT`]? `Err` says why not.
+    pub async fn ping(&self) -> Result<(), String> {
+        match &self.kind {
+            Kind::Sqlite(s) => s.ping().await,
+            Kind::Postgres(p) => p.ping().await,
+        }
+    }
+
+    /// How many ledger lines wait on this replica to be written now.
+    pub fn ledger_waiting(&self) -> usize {
+        match &self.kind {
+            Kind::Sqlite(s) => s.ledger_waiting(),
+            Kind::Postgres(p) => p.ledger_waiting(),
+        }
     }
 }
 
@@ -161,17 +192,41 @@ pub async fn kept_ledger(location: &Location) -> Result<KeptLedger, String> {
     }
 }
 
+impl Store {
+    /// A caller's approvals read from the store, and kept for the next calls; a store
+    /// that cannot be read remembers nothing (so the person is asked, never the other way
+    /// round), and that is not kept.
+    async fn read_approvals(&self, who: &str) -> Remembered {
+        let read = match &self.kind {
+            Kind::Sqlite(s) => s.remembered(who).await,
+            Kind::Postgres(p) => p.remembered(who).await,
+        };
+        match read {
+            Ok(remembered) => {
+                self.approvals.put(who, remembered.clone());
+                remembered
+            }
+            Err(_) => Remembered::default(),
+        }
+    }
+}
+
 impl Keeper for Store {
-    /// A caller's approvals; a store that cannot be read remembers nothing (so the
-    /// person is asked, never the other way round).
+    /// A caller's approvals, as this replica read them less than `APPROVALS_TTL` ago,
+    /// else read now (`remembered.rs` says why that is safe).
     fn remembered<'a>(&'a self, who: &'a str) -> BoxFuture<'a, Remembered> {
         Box::pin(async move {
-            match &self.kind {
-                Kind::Sqlite(s) => s.remembered(who).await,
-                Kind::Postgres(p) => p.remembered(who).await,
+            match self.approvals.get(who) {
+                Some(kept) => kept,
+                None => self.read_approvals(who).await,
             }
-            .unwrap_or_default()
         })
+    }
+
+    /// Read again before a person is asked: an approval given on another replica since
+    /// counts.
+    fn remembered_now<'a>(&'a self, who: &'a str) -> BoxFuture<'a, Option<Remembered>> {
+        Box::pin(async move { Some(self.read_approvals(who).await) })
     }
 
     /// Every approval a gateway remembers is kept in the store, for that caller, on
@@ -189,6 +244,9 @@ impl Keeper for Store {
                 Kind::Sqlite(s) => s.remember(who, tool, fingerprint).await,
                 Kind::Postgres(p) => p.remember(who, tool, fingerprint).await,
             };
+            if kept.is_ok() {
+                self.approvals.approved(who, tool, fingerprint);
+            }
             if let Err(e) = kept {
                 trace.add(
                     Who::Host,

@@ -18,7 +18,10 @@ use futures::future::BoxFuture;
 use tokio::sync::Mutex;
 use tokio_postgres::{Client, Config, config::Host};
 
-use super::{STORE_TIMEOUT, USED};
+use super::{
+    STORE_TIMEOUT, USED,
+    version::{self, Found, Migrated},
+};
 
 mod append;
 mod page;
@@ -38,10 +41,12 @@ const IDLE_IN_TRANSACTION: &str = "30s";
 /// Held while a replica makes the tables, so two starting at once do not race.
 const SCHEMA_LOCK: i64 = 0x6761_7465_686f;
 
-fn schema() -> String {
-    format!(
-        "SELECT pg_advisory_xact_lock({SCHEMA_LOCK});
-         DROP TABLE IF EXISTS gatehouse_key;
+/// Step `i` takes the schema from version `i` to `i + 1` (`version.rs`). Step 0 is the
+/// schema stores had before versions, made where missing, less a sealing key an earlier
+/// version kept in the store (dropped, so it is never used again).
+fn steps() -> [String; version::SCHEMA_VERSION as usize] {
+    [format!(
+        "DROP TABLE IF EXISTS gatehouse_key;
          CREATE TABLE IF NOT EXISTS gatehouse_approvals (caller TEXT NOT NULL, tool TEXT NOT NULL,
              fingerprint TEXT NOT NULL, approved_at TEXT NOT NULL, PRIMARY KEY (caller, tool));
          CREATE TABLE IF NOT EXISTS gatehouse_used_confirmations (nonce TEXT PRIMARY KEY,
@@ -59,7 +64,35 @@ fn schema() -> String {
         tasks = super::tasks::POSTGRES_SCHEMA,
         sessions = super::sessions::POSTGRES_SCHEMA,
         held = super::held::POSTGRES_SCHEMA
-    )
+    )]
+}
+
+/// What the database's schema is, read under the schema lock in the transaction that may
+/// change it.
+async fn found(tx: &tokio_postgres::Transaction<'_>) -> Result<Found, tokio_postgres::Error> {
+    let table = version::VERSION_TABLE;
+    let versioned = "SELECT to_regclass($1::text) IS NOT NULL";
+    if tx.query_one(versioned, &[&table]).await?.get::<_, bool>(0) {
+        let sql = format!("SELECT version FROM {table} WHERE id = 1");
+        return Ok(Found::Version(tx.query_one(&sql, &[]).await?.get(0)));
+    }
+    let ours = "SELECT count(*) FROM pg_tables
+                WHERE schemaname = current_schema() AND tablename LIKE 'gatehouse\\_%'";
+    Ok(match tx.query_one(ours, &[]).await?.get::<_, i64>(0) {
+        0 => Found::Empty,
+        _ => Found::Version(0),
+    })
+}
+
+/// Run `steps` and say the version, in `tx`.
+async fn migrate_in(
+    tx: &tokio_postgres::Transaction<'_>,
+    steps: &[String],
+) -> Result<(), tokio_postgres::Error> {
+    for step in steps {
+        tx.batch_execute(step).await?;
+    }
+    tx.batch_execute(&version::record("BIGINT")).await
 }
 
 /// A PostgreSQL database as `--state` names it: checked when read, shown without its
@@ -149,17 +182,45 @@ impl Postgres {
             ledger,
             ..Postgres::connect_only(db)
         };
-        let schema = schema();
-        store
-            .run(STORE_TIMEOUT, |c| {
-                Box::pin(async move {
-                    let tx = c.transaction().await?;
-                    tx.batch_execute(&schema).await?;
-                    tx.commit().await
-                })
-            })
-            .await?;
+        // A replica makes an empty store; any other it opens only at this version.
+        let (found, _) = store.schema(false).await?;
+        version::check(found, &store.db.to_string())?;
         Ok(store)
+    }
+
+    /// Take the database's store to this build's schema version, or make it (`gatehouse
+    /// gateway migrate`), in one transaction under the schema lock.
+    pub async fn migrate(db: Database) -> Result<Migrated, String> {
+        let store = Postgres::connect_only(db);
+        match store.schema(true).await? {
+            (_, Some(refused)) => Err(format!("the state store {}: {refused}", store.db)),
+            (found, None) => Ok(version::migrated(found)),
+        }
+    }
+
+    /// Under the schema lock, in one transaction, read the store's version and run the
+    /// steps that take it to this build's: all of an empty store's, and with `migrate`
+    /// those from any older version. What was found, and why no step ran if they could
+    /// not (a newer store).
+    async fn schema(&self, migrate: bool) -> Result<(Found, Option<String>), String> {
+        self.run(STORE_TIMEOUT, |c| {
+            Box::pin(async move {
+                let tx = c.transaction().await?;
+                tx.batch_execute(&format!("SELECT pg_advisory_xact_lock({SCHEMA_LOCK})"))
+                    .await?;
+                let found = found(&tx).await?;
+                let mut refused = None;
+                if migrate || found == Found::Empty {
+                    match version::first_step(found) {
+                        Ok(first) => migrate_in(&tx, &steps()[first..]).await?,
+                        Err(e) => refused = Some(e),
+                    }
+                }
+                tx.commit().await?;
+                Ok((found, refused))
+            })
+        })
+        .await
     }
 
     /// A connection to `db` that makes nothing (for reading the ledger back).
@@ -261,6 +322,19 @@ impl Postgres {
             self.db,
             crate::text::visible_line(&self.db.secrets.text(&text))
         )
+    }
+
+    /// Does the database answer a trivial query within [`STORE_TIMEOUT`]?
+    pub async fn ping(&self) -> Result<(), String> {
+        self.run(STORE_TIMEOUT, |c| {
+            Box::pin(async move { c.simple_query("SELECT 1").await.map(|_| ()) })
+        })
+        .await
+    }
+
+    /// Ledger lines waiting on this replica to be written.
+    pub fn ledger_waiting(&self) -> usize {
+        self.waiting.len()
     }
 
     /// A caller's approvals.

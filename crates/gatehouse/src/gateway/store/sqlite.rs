@@ -11,11 +11,14 @@ use std::{
     sync::{Arc, Mutex},
 };
 
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, TransactionBehavior, params};
 
 mod page;
 
-use super::STORE_TIMEOUT;
+use super::{
+    STORE_TIMEOUT,
+    version::{self, Found, Migrated},
+};
 use crate::{
     approvals::{Remembered, Scope},
     ledger::{Entry, Ledger},
@@ -34,25 +37,13 @@ impl Sqlite {
     /// `None`). A sealing key an earlier version kept in it is dropped.
     pub fn open(path: &Path, ledger: Option<Ledger>) -> Result<Sqlite, String> {
         let shown = |e: rusqlite::Error| format!("the state store {}: {e}", path.display());
-        made_private(path)?;
-        let db = Connection::open(path).map_err(shown)?;
-        db.busy_timeout(STORE_TIMEOUT).map_err(shown)?;
-        db.execute_batch(
-            "PRAGMA journal_mode = WAL;
-             PRAGMA synchronous = FULL;
-             DROP TABLE IF EXISTS gateway_key;
-             CREATE TABLE IF NOT EXISTS approvals (caller TEXT NOT NULL, tool TEXT NOT NULL,
-                 fingerprint TEXT NOT NULL, approved_at TEXT NOT NULL, PRIMARY KEY (caller, tool));
-             CREATE TABLE IF NOT EXISTS used_confirmations (nonce TEXT PRIMARY KEY, used_at TEXT NOT NULL);",
-        )
-        .map_err(shown)?;
-        db.execute_batch(page::SCHEMA).map_err(shown)?;
-        db.execute_batch(super::tasks::SQLITE_SCHEMA)
-            .map_err(shown)?;
-        db.execute_batch(super::sessions::SQLITE_SCHEMA)
-            .map_err(shown)?;
-        db.execute_batch(super::held::SQLITE_SCHEMA)
-            .map_err(shown)?;
+        let mut db = connect(path)?;
+        let tx = (db.transaction_with_behavior(TransactionBehavior::Immediate)).map_err(shown)?;
+        let found = found(&tx).map_err(shown)?;
+        if version::check(found, &path.display().to_string())? {
+            migrate_in(&tx, found)?;
+        }
+        tx.commit().map_err(shown)?;
         if let Some(ledger) = &ledger {
             ledger.check()?;
         }
@@ -61,6 +52,18 @@ impl Sqlite {
             path: path.to_owned(),
             ledger,
         })
+    }
+
+    /// Take the store at `path` to this build's schema version, or make it
+    /// (`gatehouse gateway migrate`), in one transaction.
+    pub fn migrate(path: &Path) -> Result<Migrated, String> {
+        let shown = |e: rusqlite::Error| format!("the state store {}: {e}", path.display());
+        let mut db = connect(path)?;
+        let tx = (db.transaction_with_behavior(TransactionBehavior::Immediate)).map_err(shown)?;
+        let found = found(&tx).map_err(shown)?;
+        migrate_in(&tx, found)?;
+        tx.commit().map_err(shown)?;
+        Ok(version::migrated(found))
     }
 
     /// Use a confirmation up: `Ok(true)` the first time, `Ok(false)` ever after, on any
@@ -136,6 +139,65 @@ impl Sqlite {
     }
 }
 
+/// Step `i` takes the schema from version `i` to `i + 1` (`version.rs`). Step 0 is the
+/// schema stores had before versions, made where missing, less the sealing key an earlier
+/// version kept in the store (dropped, so it is never used again).
+fn steps() -> [String; version::SCHEMA_VERSION as usize] {
+    [format!(
+        "DROP TABLE IF EXISTS gateway_key;
+         CREATE TABLE IF NOT EXISTS approvals (caller TEXT NOT NULL, tool TEXT NOT NULL,
+             fingerprint TEXT NOT NULL, approved_at TEXT NOT NULL, PRIMARY KEY (caller, tool));
+         CREATE TABLE IF NOT EXISTS used_confirmations (nonce TEXT PRIMARY KEY, used_at TEXT NOT NULL);
+         {page} {tasks} {sessions} {held}",
+        page = page::SCHEMA,
+        tasks = super::tasks::SQLITE_SCHEMA,
+        sessions = super::sessions::SQLITE_SCHEMA,
+        held = super::held::SQLITE_SCHEMA,
+    )]
+}
+
+/// The store file at `path`, private, in WAL mode with every commit synced.
+fn connect(path: &Path) -> Result<Connection, String> {
+    let shown = |e: rusqlite::Error| format!("the state store {}: {e}", path.display());
+    made_private(path)?;
+    let db = Connection::open(path).map_err(shown)?;
+    db.busy_timeout(STORE_TIMEOUT).map_err(shown)?;
+    db.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;")
+        .map_err(shown)?;
+    Ok(db)
+}
+
+/// What the store's schema is, read in the transaction that may change it.
+fn found(tx: &Connection) -> rusqlite::Result<Found> {
+    let tables = |extra: &str| -> rusqlite::Result<i64> {
+        tx.query_row(
+            &format!("SELECT count(*) FROM sqlite_master WHERE type = 'table' {extra}"),
+            [],
+            |r| r.get(0),
+        )
+    };
+    if tables(&format!("AND name = '{}'", version::VERSION_TABLE))? > 0 {
+        let sql = format!(
+            "SELECT version FROM {} WHERE id = 1",
+            version::VERSION_TABLE
+        );
+        return tx.query_row(&sql, [], |r| r.get(0)).map(Found::Version);
+    }
+    Ok(match tables("AND name NOT LIKE 'sqlite_%'")? {
+        0 => Found::Empty,
+        _ => Found::Version(0),
+    })
+}
+
+/// Run the steps from `found` to this build's version, and say the version, in `tx`.
+fn migrate_in(tx: &Connection, found: Found) -> Result<(), String> {
+    let shown = |e: rusqlite::Error| format!("the state store: {e}");
+    for step in &steps()[version::first_step(found)?..] {
+        tx.execute_batch(step).map_err(shown)?;
+    }
+    tx.execute_batch(&version::record("INTEGER")).map_err(shown)
+}
+
 /// The store file at `path` and the `-wal` and `-shm` beside it, made readable by the user
 /// only before SQLite opens them: the file created 0600 (its missing folders 0700), and
 /// any of the three an earlier version left with a wider mode narrowed.
@@ -163,6 +225,30 @@ async fn blocking<T: Send + 'static>(
 }
 
 impl Sqlite {
+    /// Does the store answer within [`STORE_TIMEOUT`] (its lock included)?
+    pub async fn ping(&self) -> Result<(), String> {
+        let store = self.clone();
+        let asked = blocking(move || {
+            let db = store.held();
+            db.query_row("SELECT 1", [], |_| Ok(()))
+                .map_err(|e| store.error(&e))
+        });
+        tokio::time::timeout(STORE_TIMEOUT, asked)
+            .await
+            .unwrap_or_else(|_| {
+                Err(format!(
+                    "the state store {} did not answer within {} s",
+                    self.path.display(),
+                    STORE_TIMEOUT.as_secs()
+                ))
+            })
+    }
+
+    /// Ledger lines waiting to be written.
+    pub fn ledger_waiting(&self) -> usize {
+        self.ledger.as_ref().map_or(0, Ledger::waiting)
+    }
+
     /// A caller's approvals.
     pub async fn remembered(&self, who: &str) -> Result<Remembered, String> {
         let (store, who) = (self.clone(), who.to_owned());
@@ -231,6 +317,14 @@ mod tests {
             .unwrap();
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
         }
+        // Made before versions: no replica opens it until it is migrated, once.
+        let refused = Sqlite::open(&path, None).err().unwrap();
+        assert!(refused.contains("schema version 0"), "{refused}");
+        let migrated = Sqlite::migrate(&path).unwrap();
+        assert_eq!(
+            migrated.to_string(),
+            "migrated the store from schema version 0 to 1"
+        );
         let store = Sqlite::open(&path, None).unwrap();
         assert!(store.use_confirmation("n1").unwrap());
         for suffix in ["", "-wal", "-shm"] {
@@ -251,6 +345,33 @@ mod tests {
             )
             .unwrap();
         assert_eq!(tables, 0, "the key kept by an earlier version is gone");
+    }
+
+    #[test]
+    fn a_store_is_made_at_this_version_and_one_of_another_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.db");
+        drop(Sqlite::open(&path, None).unwrap());
+        let version = |db: &Connection| -> i64 {
+            db.query_row("SELECT version FROM gatehouse_schema", [], |r| r.get(0))
+                .unwrap()
+        };
+        let db = Connection::open(&path).unwrap();
+        assert_eq!(version(&db), version::SCHEMA_VERSION);
+        // Opened again, and migrated, it stays as it is.
+        drop(Sqlite::open(&path, None).unwrap());
+        let again = Sqlite::migrate(&path).unwrap();
+        assert_eq!(
+            again.to_string(),
+            "the store is at schema version 1 already"
+        );
+        // A newer gatehouse's store: neither opened nor migrated back.
+        db.execute("UPDATE gatehouse_schema SET version = 2", [])
+            .unwrap();
+        let newer = Sqlite::open(&path, None).err().unwrap();
+        assert!(newer.contains("made by a newer gatehouse"), "{newer}");
+        assert!(Sqlite::migrate(&path).is_err());
+        assert_eq!(version(&db), 2, "nothing changed");
     }
 
     #[test]

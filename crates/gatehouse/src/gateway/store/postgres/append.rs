@@ -44,6 +44,11 @@ impl Waiting {
         self.queue.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// How many appends wait now.
+    pub(super) fn len(&self) -> usize {
+        self.lock().len()
+    }
+
     /// Take the append of `ticket` out of the queue, if no group has taken it yet.
     fn withdraw(&self, ticket: u64) -> bool {
         let mut queue = self.lock();
