@@ -27,14 +27,19 @@ pub fn traceparent(trace_id: &str, span_id: &str) -> String {
 }
 
 /// The trace id inside a W3C `traceparent` (`00-<32 hex>-<16 hex>-<2 hex>`), if well
-/// formed, in lowercase.
+/// formed, in lowercase. An id of all zeros is invalid (W3C Trace Context), as is the
+/// version `ff`.
 pub fn trace_id_of(traceparent: &str) -> Option<String> {
     let parts: Vec<&str> = traceparent.split('-').collect();
     let hex = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_hexdigit());
+    let zeros = |s: &str| s.bytes().all(|b| b == b'0');
     (parts.len() == 4
         && hex(parts[0], 2)
+        && !parts[0].eq_ignore_ascii_case("ff")
         && hex(parts[1], 32)
+        && !zeros(parts[1])
         && hex(parts[2], 16)
+        && !zeros(parts[2])
         && hex(parts[3], 2))
     .then(|| parts[1].to_ascii_lowercase())
 }
@@ -54,5 +59,10 @@ mod tests {
         assert_eq!(trace_id_of(&header).as_deref(), Some(trace));
         assert_eq!(trace_id_of("00-xyz-00f067aa0ba902b7-01"), None);
         assert_eq!(trace_id_of(""), None);
+        // W3C's invalid values: a trace or parent id of zeros, the version ff.
+        let zeros = "00-00000000000000000000000000000000-00f067aa0ba902b7-01";
+        assert_eq!(trace_id_of(zeros), None);
+        assert_eq!(trace_id_of(&traceparent(trace, "0000000000000000")), None);
+        assert_eq!(trace_id_of(&header.replacen("00", "ff", 1)), None);
     }
 }

@@ -41,7 +41,7 @@ use crate::{
     model::ToolCall,
     person::{self, Person},
     text,
-    trace::Who,
+    trace::{Who, random_hex},
 };
 
 /// Most characters of a server's error message passed on to the caller.
@@ -77,7 +77,12 @@ impl<'a> Call<'a> {
         context: &'a RequestContext<RoleServer>,
     ) -> Call<'a> {
         let arguments = request.arguments.unwrap_or_default();
-        let (step, trace_id) = gw.next_step();
+        let step = gw.next_step();
+        // The client's trace, when its request carries one (W3C `traceparent` in `_meta`),
+        // so the ledger's line and the server's record join it; else one of the call's own.
+        let trace_id = (context.meta.get_traceparent())
+            .and_then(gatehouse_contract::trace_id_of)
+            .unwrap_or_else(|| random_hex(16));
         // The catalog's name of the tool the client named; an unknown name is kept, for
         // the gate to refuse and the ledger to show.
         let name = gw
@@ -124,6 +129,21 @@ impl<'a> Call<'a> {
             None => self.first().await,
             Some(state) => self.again(&state).await,
         }
+    }
+
+    /// The `_meta` the call behind carries: the session's log level (older revisions),
+    /// the trace (a W3C `traceparent`, a fresh span of this call's trace) and the
+    /// gateway's step, as a host's calls carry them, so the server's records join the
+    /// ledger's line.
+    fn server_meta(&self, progress: &ToCaller) -> Option<rmcp::model::RequestMetaObject> {
+        use gatehouse_contract as contract;
+        let mut meta = progress.meta().unwrap_or_default();
+        meta.set_traceparent(contract::traceparent(&self.trace_id, &random_hex(8)));
+        meta.insert(
+            contract::TRACE_META_KEY.into(),
+            json!({contract::SESSION_FIELD: "gateway", contract::STEP_FIELD: self.step}),
+        );
+        Some(meta)
     }
 
     /// The person behind this call's client, for older revisions' questions.
@@ -284,15 +304,17 @@ impl<'a> Call<'a> {
             return Ok(failed("the tool's server is not connected".into()));
         };
         // The call behind is made anew on the servers file's connection: nothing of the
-        // client's request (its headers, its token, its `_meta`) is passed on.
+        // client's request (its headers, its token, its `_meta`) is passed on but the
+        // trace it belongs to, under a span of the gateway's.
         let progress = ToCaller::of(self.context, self.gw.session_log_level());
+        let meta = self.server_meta(&progress);
         let caps = declared(self.context, conn);
         if self.modern {
             let sending = held::Sending {
                 server: conn.name.clone(),
                 wire_name: tool.tool.name.to_string(),
                 arguments: arguments.clone(),
-                meta: progress.meta(),
+                meta,
                 relay: dispatch::Relay::default(),
                 answered,
             };
@@ -308,7 +330,7 @@ impl<'a> Call<'a> {
             conn,
             wire_name: &tool.tool.name,
             arguments: arguments.clone(),
-            meta: progress.meta(),
+            meta,
             relay: Some(progress.relay(caps, tasks, Some(person), None)),
         };
         let ended = self.rounds_for_older(to_send, self.gw.limits()).await;

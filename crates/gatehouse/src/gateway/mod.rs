@@ -48,7 +48,7 @@ use crate::{
     dispatch::CallLimits,
     host::Host,
     person::{AnsweredBy, Approval, ApprovalRequest, Person},
-    trace::{Trace, random_hex},
+    trace::Trace,
 };
 
 pub use confirm::{CONFIRMATION_TTL, Confirmations};
@@ -267,11 +267,8 @@ impl Gateway {
         CallLimits::of(self.host().settings())
     }
 
-    fn next_step(&self) -> (u64, String) {
-        (
-            self.inner.calls.fetch_add(1, Ordering::SeqCst) + 1,
-            random_hex(16),
-        )
+    fn next_step(&self) -> u64 {
+        self.inner.calls.fetch_add(1, Ordering::SeqCst) + 1
     }
 }
 

@@ -246,6 +246,60 @@ impl Cluster {
         );
     }
 
+    /// Kill the server as a crash would: SIGKILL to the postmaster and every process it
+    /// started, nothing flushed or shut down; returns once they are all gone. What a
+    /// commit had synced is on disk; [`Cluster::up`] starts it again through recovery.
+    pub fn kill(&self) {
+        let pid_file = std::fs::read_to_string(self.data.join("postmaster.pid")).unwrap();
+        let postmaster: u32 = pid_file.lines().next().unwrap().trim().parse().unwrap();
+        let children = |parent: u32| -> Vec<u32> {
+            let Ok(entries) = std::fs::read_dir("/proc") else {
+                return Vec::new();
+            };
+            entries
+                .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+                .filter(|pid| {
+                    let stat =
+                        std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+                    // The parent is the second field after the command's closing parenthesis.
+                    stat.rsplit_once(')')
+                        .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok())
+                        == Some(parent)
+                })
+                .collect()
+        };
+        let all: Vec<u32> = std::iter::once(postmaster)
+            .chain(children(postmaster))
+            .collect();
+        for pid in &all {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while all.iter().any(|pid| {
+            // A zombie (killed, not yet reaped) holds nothing: it counts as gone.
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            !stat.is_empty()
+                && !stat
+                    .rsplit_once(')')
+                    .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+        }) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "PostgreSQL survived SIGKILL"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        // Its lock files name a process that is gone, but a zombie nobody reaps (the
+        // postmaster's parent, pg_ctl, has exited) still answers kill(pid, 0), which the
+        // next start takes for a server running: they go, as a reboot would take them.
+        std::fs::remove_file(self.data.join("postmaster.pid")).unwrap();
+        let socket = self.dir.path().join(format!(".s.PGSQL.{}", self.port));
+        let _ = std::fs::remove_file(format!("{}.lock", socket.display()));
+        let _ = std::fs::remove_file(socket);
+    }
+
     /// Stop the server at once (its clients see their connections end).
     pub fn down(&self) {
         let data = self.data.to_str().unwrap();

@@ -7,7 +7,15 @@
 use serde_json::{Value, json};
 
 use super::*;
-use crate::common::{http_server::call, serve::SAM_TOKEN};
+use crate::common::{
+    http_server::{call, post, request},
+    serve::SAM_TOKEN,
+};
+
+/// A client's trace context, as W3C Trace Context spells it.
+const TRACEPARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+/// One that is not valid: a trace id of zeros.
+const ZERO_TRACEPARENT: &str = "00-00000000000000000000000000000000-00f067aa0ba902b7-01";
 
 /// The value of the metric line that starts with `series` (its name and labels).
 fn metric(text: &str, series: &str) -> Option<f64> {
@@ -38,9 +46,12 @@ async fn health_readiness_and_metrics_say_what_the_gateway_decided_and_name_nobo
     );
 
     // Two calls a rule allows, one it hides, one it asks about and the person approves.
-    for id in [1, 2] {
-        let params = json!({"name": "tickets__list_tickets", "arguments": {"host": "web-01"}});
-        let listed = call(&gw.url, SAM_TOKEN, id, params).await;
+    // The first carries the client's trace (W3C `traceparent`), which the ledger's line
+    // joins; the second an invalid one (all zeros), which it does not.
+    for (id, traceparent) in [(1, TRACEPARENT), (2, ZERO_TRACEPARENT)] {
+        let params = json!({"name": "tickets__list_tickets", "arguments": {"host": "web-01"},
+                            "_meta": {"traceparent": traceparent}});
+        let listed = post(&gw.url, Some(SAM_TOKEN), &request(id, "tools/call", params)).await;
         assert_eq!(listed.result(id)["isError"], false, "{}", listed.text);
     }
     let hidden = json!({"name": HIDDEN, "arguments": {"query": "jump"}});
@@ -97,7 +108,11 @@ async fn health_readiness_and_metrics_say_what_the_gateway_decided_and_name_nobo
         assert!(!text.contains(private), "{private} in:\n{text}");
     }
     // The ledger holds a line for each decision the metrics counted.
-    assert_eq!(gw_ledger(dir.path()).len(), 4);
+    let lines = gw_ledger(dir.path());
+    assert_eq!(lines.len(), 4);
+    assert_eq!(lines[0]["trace_id"], TRACEPARENT.split('-').nth(1).unwrap());
+    let own = lines[1]["trace_id"].as_str().unwrap();
+    assert!(own.len() == 32 && own.bytes().any(|b| b != b'0'), "{own}");
 }
 
 /// The ledger lines of the gateway in `dir`.
