@@ -93,6 +93,14 @@ class Postgres:
         self._run(self.bin / "createdb", "-h", "127.0.0.1", "-p", self.port, "-U", "postgres", name)
         return f"postgres://postgres@127.0.0.1:{self.port}/{name}"
 
+    def wal_syncs(self) -> int:
+        """How many times the cluster has synced its WAL (`pg_stat_wal.wal_sync`): each
+        commit that wrote anything, however many decisions it holds."""
+        p = subprocess.run([*self.as_user, str(self.bin / "psql"), "-h", "127.0.0.1", "-p", str(self.port), "-U",
+                            "postgres", "-d", "postgres", "-tAc", "select wal_sync from pg_stat_wal"],
+                           check=True, capture_output=True, text=True)  # fmt: skip
+        return int(p.stdout.strip())
+
     def lines(self, url: str) -> int:
         name = url.rsplit("/", 1)[1]
         p = subprocess.run([*self.as_user, str(self.bin / "psql"), "-h", "127.0.0.1", "-p", str(self.port), "-U",
@@ -194,7 +202,10 @@ class Setup:
         return sum(1 for _ in self.ledger_file.open()) if self.ledger_file.exists() else 0
 
     def run(self, callers: int, args: list, strict: bool = True) -> dict:
+        synced = self.pg.wal_syncs() if self.pg else 0
         out = load(self.h, self.urls, callers, args, [p.pid for p in self.procs], self.load_cpus, strict)
+        if self.pg:
+            out["wal_syncs"] = self.pg.wal_syncs() - synced
         # One line per decision, and per caller's first call; a request that failed may
         # have been decided or not, so past one the count is at least that.
         self.expected_lines += out["decisions"] + callers
@@ -286,24 +297,31 @@ def lines(h, out: dict) -> list:
         for c in CALLERS:
             got, base = out["closed"][name][c], ref[c]
             lat = got["call_latency"]
-            at64 = c == 64 and name != "pg-2"
-            ok = got["decisions_per_s"] >= TARGET_RATE and lat["p99_us"] / 1000 <= TARGET_P99_MS if at64 else None
             rows.append(L("10 load", f"{label}, {c} callers: decisions/s · p50/p99/p99.9 ms",
                           f"{got['decisions_per_s']:,.0f} · {lat['p50_us'] / 1000:.1f}/{lat['p99_us'] / 1000:.1f}/"
                           f"{lat['p999_us'] / 1000:.1f}",
                           f"{base['decisions_per_s']:,.0f} no ledger",
-                          f"{got['decisions_per_s'] / base['decisions_per_s']:.2f}×",
-                          f"≥{TARGET_RATE:,}/s, p99 ≤{TARGET_P99_MS:.0f} ms" if at64 else "", h.verdict(ok)))  # fmt: skip
-    for name, label in (("sqlite", "1 replica, SQLite"), ("pg-1", "1 replica, PostgreSQL")):
-        best = out["open"][name]["best"]
-        rows.append(L("10 load", f"{label}: highest open-loop rate, calls' p99 ≤ {TARGET_P99_MS:.0f} ms",
-                      f"{best['rate']:,}/s ({best['decisions_per_s']:,.0f} decisions/s, p99 {best['p99_ms']:.1f} ms)"
-                      if best else "none", "", ""))  # fmt: skip
-    p = out["pinned"]
-    best = p["open"]["best"]
-    rows.append(L("10 load", "1 replica on one core (PostgreSQL on the other), 64 callers: decisions/s",
-                  f"{p['closed']['decisions_per_s']:,.0f}", "", "",
-                  f"highest open-loop rate with p99 ≤ 25 ms: {best['rate']:,}/s" if best else "")) # fmt: skip
+                          f"{got['decisions_per_s'] / base['decisions_per_s']:.2f}×"))  # fmt: skip
+    per_sync = []
+    for name in ("pg-1", "pg-2"):
+        got = out["closed"][name][64]
+        per_sync.append(f"{got['decisions'] / max(got['wal_syncs'], 1):.1f}")
+    rows.append(L("10 load", "PostgreSQL, 64 callers: decisions per WAL sync, 1 · 2 replicas", " · ".join(per_sync),
+                  "", ""))  # fmt: skip
+    # The target is a rate held with the tail bounded: in a closed loop of 64 callers the
+    # latency is 64 over the rate whatever the rate, so it is judged in the open loop.
+    target = f"≥{TARGET_RATE:,} decisions/s at p99 ≤{TARGET_P99_MS:.0f} ms"
+    held = [(out["open"]["sqlite"], "1 replica, SQLite"), (out["open"]["pg-1"], "1 replica, PostgreSQL"),
+            (out["pinned"]["open"], "1 PostgreSQL replica on one core")]  # fmt: skip
+    for runs, label in held:
+        best = runs["best"]
+        shown = f"{best['rate']:,}/s: {best['decisions_per_s']:,.0f} decisions/s, p99 {best['p99_ms']:.1f} ms" if best else "none"
+        ok = bool(best) and best["decisions_per_s"] >= TARGET_RATE
+        rows.append(L("10 load", f"{label}, 64 callers: highest open-loop rate, calls' p99 ≤ {TARGET_P99_MS:.0f} ms",
+                      shown, "", "", target, h.verdict(ok)))  # fmt: skip
+    p = out["pinned"]["closed"]
+    rows.append(L("10 load", "1 PostgreSQL replica on one core, 64 callers closed loop: decisions/s",
+                  f"{p['decisions_per_s']:,.0f}", "", ""))  # fmt: skip
     m = out["memory"]
     rows.append(L("10 load", f"memory per connected caller ({MEMORY_CALLERS:,} callers)",
                   f"{(m['connected_kb'] - m['before_kb']) / MEMORY_CALLERS:.1f} KiB",

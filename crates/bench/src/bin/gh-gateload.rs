@@ -37,6 +37,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+use futures::StreamExt;
 use gatehouse_bench::{Flags, latency_stats};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -45,6 +46,8 @@ use sha2::{Digest, Sha256};
 const MAX_IN_FLIGHT: usize = 4_096;
 /// How long one HTTP request may take before it counts as an error.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// How many callers make their first call at once, before the run.
+const WARM_AT_ONCE: usize = 16;
 /// Most unexpected answers printed on stderr.
 const MAX_SHOWN: usize = 5;
 /// The revision spoken.
@@ -216,7 +219,10 @@ impl Plan {
         if let Some(name) = name {
             req = req.header("Mcp-Name", name);
         }
-        let answer = req.send().await.map_err(|e| format!("{method}: {e}"))?;
+        let answer = req
+            .send()
+            .await
+            .map_err(|e| format!("{method}: {}", chain(&e)))?;
         let status = answer.status();
         let text = answer.text().await.map_err(|e| format!("{method}: {e}"))?;
         let message = std::iter::once(text.as_str())
@@ -305,6 +311,17 @@ impl Plan {
         }
         Ok(())
     }
+}
+
+/// An error and its causes, as one line.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text = format!("{text}: {c}");
+        cause = c.source();
+    }
+    text
 }
 
 /// A JSON-RPC answer's result, or its error as text.
@@ -423,11 +440,16 @@ async fn load(flags: &Flags) -> anyhow::Result<Value> {
     let plan = Arc::new(plan);
     let before = rss_all(&pids)?;
     // Each caller connects and is known (one allowed call) before anything is timed.
-    let warm = futures::future::join_all((0..n).map(|c| {
-        let plan = plan.clone();
-        async move { plan.send(Kind::Allowed, &plan.callers[c]).await }
-    }))
-    .await;
+    // A few at a time, so that what the gateway holds afterwards is the callers'
+    // connections and state, not what a burst of them all at once left in its allocator.
+    let warm: Vec<_> = futures::stream::iter(0..n)
+        .map(|c| {
+            let plan = plan.clone();
+            async move { plan.send(Kind::Allowed, &plan.callers[c]).await }
+        })
+        .buffer_unordered(WARM_AT_ONCE)
+        .collect()
+        .await;
     if let Some(Err(e)) = warm.into_iter().find(Result::is_err) {
         anyhow::bail!("a caller's first call failed: {e}");
     }

@@ -92,6 +92,7 @@ cases! {
     async replicas::a_replica_killed_in_the_middle_of_calls_loses_no_acknowledged_decision_and_doubles_none: sqlite, postgres;
     async replicas::calls_made_at_once_on_two_replicas_are_each_decided_once_in_one_chain: sqlite, postgres;
     async replicas::an_approval_remembered_on_one_replica_holds_at_once_on_the_other: sqlite, postgres;
+    async replicas::a_confirmation_sent_many_times_at_once_runs_once: sqlite, postgres;
     page::a_url_only_client_is_sent_to_the_page_and_the_person_approves_in_chromium: auto, legacy;
     page::the_person_denies_on_the_page_and_hostile_arguments_stay_text: auto;
     page::an_answer_to_the_url_question_approves_nothing_by_itself: auto;

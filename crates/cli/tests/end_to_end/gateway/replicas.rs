@@ -255,3 +255,45 @@ pub async fn an_approval_remembered_on_one_replica_holds_at_once_on_the_other(ba
     );
     shared.assert_ledger_verifies();
 }
+
+/// One confirmation sent eight times at once, four to each replica (so that some share a
+/// group commit): the call runs once, the other seven are told it was used, and the
+/// ledger has one yes.
+pub async fn a_confirmation_sent_many_times_at_once_runs_once(backing: Backing) {
+    let dir = tempfile::tempdir().unwrap();
+    let (shared, a, b) = two_replicas(dir.path(), backing, gateway_config(dir.path()));
+    let params = json!({"name": ASKED, "arguments": asked_args()});
+    let asked = call(&a.url, SAM_TOKEN, 1, params).await;
+    let state = asked.result(1)["requestState"].as_str().unwrap().to_owned();
+    let sends: Vec<_> = (0..8)
+        .map(|i| {
+            let url = if i % 2 == 0 {
+                a.url.clone()
+            } else {
+                b.url.clone()
+            };
+            let body = approve(&state);
+            tokio::spawn(async move { call(&url, SAM_TOKEN, 10 + i, body).await })
+        })
+        .collect();
+    let (mut ran, mut used) = (0, 0);
+    for (i, send) in (10..).zip(sends) {
+        let answer = send.await.unwrap();
+        let result = answer.result(i);
+        if result["isError"] == false {
+            assert_eq!(
+                result["structuredContent"]["hostname"], "jump-prod-02",
+                "{result}"
+            );
+            ran += 1;
+        } else {
+            assert!(result.to_string().contains("used already"), "{result}");
+            used += 1;
+        }
+    }
+    assert_eq!((ran, used), (1, 7));
+    let lines = shared.ledger();
+    let yes = lines.iter().filter(|l| l["answer"] == "yes").count();
+    assert_eq!(yes, 1, "{lines:#?}");
+    shared.assert_ledger_verifies();
+}
