@@ -106,7 +106,7 @@ cases! {
     sessions::the_session_goes_on_when_the_replica_that_opened_it_is_killed: sqlite, postgres;
     sessions::the_typescript_sdk_clients_session_is_served_by_both_replicas: sqlite;
     async sessions::an_older_sessions_log_level_set_on_one_replica_holds_on_the_other: sqlite, postgres;
-    async operations::a_store_made_before_versions_is_refused_until_migrated_once: sqlite, postgres;
+    async operations::a_store_of_a_newer_version_is_refused_and_one_made_before_versions_is_taken_up: sqlite, postgres;
 }
 
 /// The call the rules ask about, and its arguments.

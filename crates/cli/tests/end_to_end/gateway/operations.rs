@@ -177,10 +177,13 @@ fn migrate(state: &str) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// A store made before stores had versions, and a replica of this version on it: refused
-/// at start, saying to migrate; `gateway migrate` takes it to this version once (and says
-/// so again after); then the replica starts and runs calls.
-pub async fn a_store_made_before_versions_is_refused_until_migrated_once(backing: Backing) {
+/// A store made before stores had versions is taken to this version by the first replica
+/// that opens it (as every earlier version made what was missing at each start); one of a
+/// newer version is refused at start and by `gateway migrate`, saying what to run; at its
+/// own version a replica starts and runs calls.
+pub async fn a_store_of_a_newer_version_is_refused_and_one_made_before_versions_is_taken_up(
+    backing: Backing,
+) {
     let dir = tempfile::tempdir().unwrap();
     let config = gateway_config(dir.path());
     let shared = SharedState::new(backing, dir.path(), None);
@@ -189,47 +192,46 @@ pub async fn a_store_made_before_versions_is_refused_until_migrated_once(backing
         made.contains("made the store at schema version 1"),
         "{made}"
     );
-    // Its version taken away: the store as an earlier Gatehouse left it.
-    match &shared.cluster {
-        Some(cluster) => drop(cluster.query("DROP TABLE gatehouse_schema")),
+    let sql = |statement: &str| match &shared.cluster {
+        Some(cluster) => drop(cluster.query(statement)),
         None => {
-            let drop_it = "import sqlite3, sys; db = sqlite3.connect(sys.argv[1]); \
-                           db.execute('DROP TABLE gatehouse_schema'); db.commit()";
+            let code = "import sqlite3, sys; db = sqlite3.connect(sys.argv[1]); \
+                        db.execute(sys.argv[2]); db.commit()";
             let ran = std::process::Command::new("python3")
-                .args(["-c", drop_it, &shared.arg])
+                .args(["-c", code, &shared.arg, statement])
                 .status()
                 .unwrap();
-            assert!(ran.success());
+            assert!(ran.success(), "{statement}");
         }
-    }
-
+    };
     let tokens = crate::common::serve::tokens_file(dir.path());
     let mut args = http_args(&config, "127.0.0.1:0", &shared.arg);
     args.extend(["--tokens", tokens.to_str().unwrap()]);
+
+    // A newer gatehouse's store: refused, and not migrated back.
+    sql("UPDATE gatehouse_schema SET version = 2");
     let refused = gatehouse_command(&args, &key_env()).output().unwrap();
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(
         !refused.status.success(),
-        "started on an older store: {stderr}"
+        "started on a newer store: {stderr}"
     );
     assert!(
-        stderr.contains("is at schema version 0 (made before stores had versions)"),
+        stderr.contains("is at schema version 2, made by a newer gatehouse"),
         "{stderr}"
     );
-    assert!(
-        stderr.contains("run `gatehouse gateway migrate --state "),
-        "{stderr}"
-    );
+    let back = gatehouse_command(&["gateway", "migrate", "--state", &shared.arg], &[])
+        .output()
+        .unwrap();
+    assert!(!back.status.success());
+    let said = String::from_utf8_lossy(&back.stderr);
+    assert!(said.contains("cannot be migrated back"), "{said}");
 
-    let migrated = migrate(&shared.arg);
-    assert!(
-        migrated.contains("migrated the store from schema version 0 to 1"),
-        "{migrated}"
-    );
-    let again = migrate(&shared.arg);
-    assert!(again.contains("at schema version 1 already"), "{again}");
-
+    // As an earlier Gatehouse left it (no version): the replica takes it up and runs.
+    sql("DROP TABLE gatehouse_schema");
     let gw = start_gateway(dir.path(), &config, &shared.arg);
     let listed = super::database::list(&gw.url, 1, "web-01").await;
     assert!(super::database::ran(&listed), "{listed}");
+    let again = migrate(&shared.arg);
+    assert!(again.contains("at schema version 1 already"), "{again}");
 }

@@ -182,7 +182,8 @@ impl Postgres {
             ledger,
             ..Postgres::connect_only(db)
         };
-        // A replica makes an empty store; any other it opens only at this version.
+        // A replica makes an empty store (and takes one made before versions to version
+        // 1); any other it opens only at this version.
         let (found, _) = store.schema(false).await?;
         version::check(found, &store.db.to_string())?;
         Ok(store)
@@ -210,7 +211,7 @@ impl Postgres {
                     .await?;
                 let found = found(&tx).await?;
                 let mut refused = None;
-                if migrate || found == Found::Empty {
+                if migrate || version::check(found, "").is_ok_and(|takes| takes) {
                     match version::first_step(found) {
                         Ok(first) => migrate_in(&tx, &steps()[first..]).await?,
                         Err(e) => refused = Some(e),

@@ -1,7 +1,9 @@
 //! The shared store's schema version: written when a store is made, checked each time a
 //! replica opens one, and changed only by `gatehouse gateway migrate`, run once with the
 //! replicas stopped. A replica never changes a schema that other replicas, perhaps of
-//! another version, are reading; it refuses to start on one it does not know.
+//! another version, are reading; it refuses to start on one it does not know. The one
+//! exception is a store made before versions, which a replica takes to version 1 as every
+//! earlier version did at each start ([`check`]).
 //!
 //! A store is made by the same steps that migrate one: step `i` takes the schema from
 //! version `i` to `i + 1` (`sqlite.rs` and `postgres.rs` each list theirs), so a fresh
@@ -47,21 +49,19 @@ impl std::fmt::Display for Migrated {
 }
 
 /// Whether a replica may open a store it found at `found` (`shown` names the store):
-/// `Ok(true)` when it is empty and to be made, `Ok(false)` when it is at this build's
-/// version, else an error saying what to do.
+/// `Ok(true)` when it takes it to this version itself, `Ok(false)` when it is at this
+/// version, else an error saying what to do. A replica makes an empty store, and takes one
+/// made before versions to version 1 (step 0 is what every earlier version ran at each
+/// start, tables made where missing: nothing an older replica still running would not
+/// do itself); any other version is changed only by `gatehouse gateway migrate`.
 pub fn check(found: Found, shown: &str) -> Result<bool, String> {
     match found {
-        Found::Empty => Ok(true),
+        Found::Empty | Found::Version(0) => Ok(true),
         Found::Version(v) if v == SCHEMA_VERSION => Ok(false),
         Found::Version(v) if v < SCHEMA_VERSION => Err(format!(
-            "the state store {shown} is at schema version {v}{made}, older than this \
+            "the state store {shown} is at schema version {v}, older than this \
              gatehouse's {SCHEMA_VERSION}: stop every replica, back the store up, run \
-             `gatehouse gateway migrate --state {shown}` once, then start them all at this version",
-            made = if v == 0 {
-                " (made before stores had versions)"
-            } else {
-                ""
-            },
+             `gatehouse gateway migrate --state {shown}` once, then start them all at this version"
         )),
         Found::Version(v) => Err(format!(
             "the state store {shown} is at schema version {v}, made by a newer gatehouse \
@@ -111,17 +111,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_replica_opens_only_an_empty_store_or_one_at_its_version() {
+    fn a_replica_opens_only_an_empty_store_one_made_before_versions_or_one_at_its_own() {
         assert_eq!(check(Found::Empty, "s.db"), Ok(true));
+        assert_eq!(check(Found::Version(0), "s.db"), Ok(true));
         assert_eq!(check(Found::Version(SCHEMA_VERSION), "s.db"), Ok(false));
-        let old = check(Found::Version(0), "s.db").unwrap_err();
-        assert!(
-            old.contains("gatehouse gateway migrate --state s.db"),
-            "{old}"
-        );
-        assert!(old.contains("made before stores had versions"), "{old}");
         let newer = check(Found::Version(SCHEMA_VERSION + 1), "s.db").unwrap_err();
         assert!(newer.contains("newer gatehouse"), "{newer}");
+        assert!(newer.contains("run the newer version"), "{newer}");
     }
 
     #[test]
