@@ -8,7 +8,8 @@
 //! The first form writes the tokens file the gateway is started with (`--tokens FILE`):
 //! caller i is `usr-load-NNNN` of `larkfield`, its token `gh-load-NNNN`. The second runs the
 //! load and prints one JSON object. Each operation is one of a realistic mix on the support
-//! desk, whose servers file (`bench/load/servers.json`) decides by the ticket asked for:
+//! desk, whose servers file (the one `bench/load_row.py` writes) decides by the ticket asked
+//! for:
 //!
 //! - `allowed`: `support__get_ticket` of an ordinary ticket, which a rule allows;
 //! - `refused`: of a `T-9…` ticket, which a rule denies (the answer is a tool error);
