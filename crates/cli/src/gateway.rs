@@ -114,8 +114,8 @@ async fn migrate(state: &str) -> anyhow::Result<()> {
 /// Run the gateway until its stdio client leaves, or SIGTERM over HTTP.
 pub async fn run(args: GatewayArgs) -> anyhow::Result<()> {
     match args.command {
-        Some(GatewayCommand::Connect(client)) => return connect::run_connect(client),
-        Some(GatewayCommand::Disconnect(client)) => return connect::run_disconnect(client),
+        Some(GatewayCommand::Connect(client)) => return connect::connect(client),
+        Some(GatewayCommand::Disconnect(client)) => return connect::disconnect(client),
         Some(GatewayCommand::Migrate(store)) => return migrate(&store.state).await,
         None => {}
     }

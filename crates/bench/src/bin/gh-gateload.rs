@@ -232,7 +232,7 @@ impl Plan {
             .find(|m| m.get("result").is_some() || m.get("error").is_some());
         match message {
             Some(m) if status.is_success() => Ok(m),
-            _ => Err(format!("{method}: HTTP {status}: {:.300}", text)),
+            _ => Err(format!("{method}: HTTP {status}: {}", shown(&text))),
         }
     }
 
@@ -264,20 +264,20 @@ impl Plan {
             Kind::Allowed => {
                 let r = self.call(who, who.url, self.ticket_call("T-30002")).await?;
                 if !ran(&r) {
-                    return Err(format!("allowed call not run: {r:.300}"));
+                    return Err(format!("allowed call not run: {}", shown(&r)));
                 }
             }
             Kind::Refused => {
                 let r = self.call(who, who.url, self.ticket_call("T-90001")).await?;
                 if r["isError"] != json!(true) {
-                    return Err(format!("denied call not refused: {r:.300}"));
+                    return Err(format!("denied call not refused: {}", shown(&r)));
                 }
             }
             Kind::Asked => {
                 let mut call = self.ticket_call("T-30001");
                 let asked = self.call(who, who.url, call.clone()).await?;
                 let Some(state) = asked.get("requestState").filter(|_| !complete(&asked)) else {
-                    return Err(format!("asked call did not ask: {asked:.300}"));
+                    return Err(format!("asked call did not ask: {}", shown(&asked)));
                 };
                 call["requestState"] = state.clone();
                 call["inputResponses"] = json!({
@@ -286,7 +286,7 @@ impl Plan {
                 let other = (who.url + 1) % self.urls.len();
                 let r = self.call(who, other, call).await?;
                 if !ran(&r) {
-                    return Err(format!("approved call not run: {r:.300}"));
+                    return Err(format!("approved call not run: {}", shown(&r)));
                 }
             }
             Kind::List => {
@@ -295,7 +295,7 @@ impl Plan {
                         .await?,
                 )?;
                 if r["tools"].as_array().is_none_or(Vec::is_empty) {
-                    return Err(format!("no tools listed: {r:.300}"));
+                    return Err(format!("no tools listed: {}", shown(&r)));
                 }
             }
             Kind::Read => {
@@ -306,7 +306,7 @@ impl Plan {
                         .await?,
                 )?;
                 if r["contents"].as_array().is_none_or(Vec::is_empty) {
-                    return Err(format!("nothing read: {r:.300}"));
+                    return Err(format!("nothing read: {}", shown(&r)));
                 }
             }
         }
@@ -325,11 +325,22 @@ fn chain(e: &dyn std::error::Error) -> String {
     text
 }
 
+/// Most characters of an answer quoted in an error.
+const MAX_SHOWN_CHARS: usize = 300;
+
+/// An answer as an error quotes it: its first characters, control characters escaped
+/// (it goes to a terminal).
+fn shown(answer: &dyn std::fmt::Display) -> String {
+    let text = answer.to_string();
+    let head: String = text.chars().take(MAX_SHOWN_CHARS).collect();
+    head.escape_debug().to_string()
+}
+
 /// A JSON-RPC answer's result, or its error as text.
 fn result(message: Value) -> Result<Value, String> {
     match message.get("result") {
         Some(r) => Ok(r.clone()),
-        None => Err(format!("an error: {:.300}", message["error"])),
+        None => Err(format!("an error: {}", shown(&message["error"]))),
     }
 }
 

@@ -13,16 +13,6 @@ use gatehouse::{
 
 use crate::args::{GatewayClient, GatewayClientArgs};
 
-/// `gatehouse gateway connect CLIENT`.
-pub fn run_connect(args: GatewayClientArgs) -> anyhow::Result<()> {
-    connect(args)
-}
-
-/// `gatehouse gateway disconnect CLIENT`.
-pub fn run_disconnect(args: GatewayClientArgs) -> anyhow::Result<()> {
-    disconnect(args)
-}
-
 fn client_of(name: GatewayClient) -> Client {
     match name {
         GatewayClient::ClaudeCode => Client::ClaudeCode,
@@ -48,7 +38,8 @@ fn shown(path: &Path) -> String {
     visible(&path.display().to_string()).into_owned()
 }
 
-fn connect(args: GatewayClientArgs) -> anyhow::Result<()> {
+/// `gatehouse gateway connect CLIENT`: what it moved, and how to undo it.
+pub fn connect(args: GatewayClientArgs) -> anyhow::Result<()> {
     let client = client_of(args.client);
     let exe = std::env::current_exe()
         .and_then(std::fs::canonicalize)
@@ -129,7 +120,8 @@ fn next_step(client: Client) -> &'static str {
     }
 }
 
-fn disconnect(args: GatewayClientArgs) -> anyhow::Result<()> {
+/// `gatehouse gateway disconnect CLIENT`: the client's file given its servers back.
+pub fn disconnect(args: GatewayClientArgs) -> anyhow::Result<()> {
     let client = client_of(args.client);
     match clients::disconnect(client, args.file.clone())? {
         Disconnected::NothingToRestore { file } => println!(

@@ -29,6 +29,11 @@ const FIRST_BUCKET_S: f64 = 0.000_5;
 /// How many buckets: from 0.5 ms to about 33 s, past the default tool time limit.
 const BUCKETS: u16 = 17;
 
+/// Why readiness says the store is not ready (the reason itself goes to no one unsigned).
+const STORE_UNAVAILABLE: &str = "the store is unavailable";
+/// Why readiness says a server is not ready: down, or not started yet.
+const SERVER_DOWN: &str = "down";
+
 /// A decision as the metrics count it.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct Decision {
@@ -285,10 +290,17 @@ impl Readiness {
 impl super::Gateway {
     /// Can this replica take calls now: does its store answer (within its time limit),
     /// and is every server of the file running?
+    ///
+    /// Its reasons are fixed words, never the store's or a server's own text (a server's
+    /// last words on stderr, a database's error): the endpoint answers without a token.
     pub async fn readiness(&self) -> Readiness {
+        let store = self.inner.store.ping().await;
+        let servers = self.host().server_states().into_iter();
         Readiness {
-            store: self.inner.store.ping().await,
-            servers: self.host().server_states(),
+            store: store.map_err(|_| STORE_UNAVAILABLE.to_owned()),
+            servers: servers
+                .map(|(name, state)| (name, state.map_err(|_| SERVER_DOWN.to_owned())))
+                .collect(),
         }
     }
 

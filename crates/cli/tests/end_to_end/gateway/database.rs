@@ -47,7 +47,8 @@ async fn calls_are_refused_while_the_database_is_away_or_slow_and_run_again_when
     // Not ready while the store is away, saying why without the URL's password.
     let (status, body) = operation(&gw, "/readyz").await;
     assert_eq!(status, 503, "{body}");
-    assert!(body.contains("is unavailable"), "{body}");
+    let ready: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(ready["store"]["why"], "the store is unavailable", "{body}");
     assert!(!body.contains(PASSWORD), "{body}");
     let away = list(&gw.url, 2, "away").await;
     let text = away.to_string();

@@ -36,14 +36,10 @@ impl Sqlite {
     /// Open (or create) the store at `path`, with the ledger at `ledger` (none with
     /// `None`). A sealing key an earlier version kept in it is dropped.
     pub fn open(path: &Path, ledger: Option<Ledger>) -> Result<Sqlite, String> {
-        let shown = |e: rusqlite::Error| format!("the state store {}: {e}", path.display());
-        let mut db = connect(path)?;
-        let tx = (db.transaction_with_behavior(TransactionBehavior::Immediate)).map_err(shown)?;
-        let found = found(&tx).map_err(shown)?;
-        if version::check(found, &path.display().to_string())? {
-            migrate_in(&tx, found)?;
-        }
-        tx.commit().map_err(shown)?;
+        // A replica makes an empty store (and takes one made before versions to version
+        // 1); any other it opens only at this version.
+        let (db, found) = schema(path, false)?;
+        version::check(found, &path.display().to_string())?;
         if let Some(ledger) = &ledger {
             ledger.check()?;
         }
@@ -57,12 +53,7 @@ impl Sqlite {
     /// Take the store at `path` to this build's schema version, or make it
     /// (`gatehouse gateway migrate`), in one transaction.
     pub fn migrate(path: &Path) -> Result<Migrated, String> {
-        let shown = |e: rusqlite::Error| format!("the state store {}: {e}", path.display());
-        let mut db = connect(path)?;
-        let tx = (db.transaction_with_behavior(TransactionBehavior::Immediate)).map_err(shown)?;
-        let found = found(&tx).map_err(shown)?;
-        migrate_in(&tx, found)?;
-        tx.commit().map_err(shown)?;
+        let (_, found) = schema(path, true)?;
         Ok(version::migrated(found))
     }
 
@@ -156,15 +147,30 @@ fn steps() -> [String; version::SCHEMA_VERSION as usize] {
     )]
 }
 
-/// The store file at `path`, private, in WAL mode with every commit synced.
-fn connect(path: &Path) -> Result<Connection, String> {
+/// The store file at `path`, private, in WAL mode with every commit synced, and what its
+/// schema was: in one write transaction, its version read and the steps run that take it
+/// to this build's (an empty store's and one made before versions', and with `migrate`
+/// those from any older version; a newer store is an error then).
+fn schema(path: &Path, migrate: bool) -> Result<(Connection, Found), String> {
     let shown = |e: rusqlite::Error| format!("the state store {}: {e}", path.display());
     made_private(path)?;
-    let db = Connection::open(path).map_err(shown)?;
+    let mut db = Connection::open(path).map_err(shown)?;
     db.busy_timeout(STORE_TIMEOUT).map_err(shown)?;
     db.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;")
         .map_err(shown)?;
-    Ok(db)
+    let tx = (db.transaction_with_behavior(TransactionBehavior::Immediate)).map_err(shown)?;
+    let found = found(&tx).map_err(shown)?;
+    if migrate || version::opens_itself(found) {
+        let first = version::first_step(found)
+            .map_err(|e| format!("the state store {}: {e}", path.display()))?;
+        for step in &steps()[first..] {
+            tx.execute_batch(step).map_err(shown)?;
+        }
+        tx.execute_batch(&version::record("INTEGER"))
+            .map_err(shown)?;
+    }
+    tx.commit().map_err(shown)?;
+    Ok((db, found))
 }
 
 /// What the store's schema is, read in the transaction that may change it.
@@ -187,15 +193,6 @@ fn found(tx: &Connection) -> rusqlite::Result<Found> {
         0 => Found::Empty,
         _ => Found::Version(0),
     })
-}
-
-/// Run the steps from `found` to this build's version, and say the version, in `tx`.
-fn migrate_in(tx: &Connection, found: Found) -> Result<(), String> {
-    let shown = |e: rusqlite::Error| format!("the state store: {e}");
-    for step in &steps()[version::first_step(found)?..] {
-        tx.execute_batch(step).map_err(shown)?;
-    }
-    tx.execute_batch(&version::record("INTEGER")).map_err(shown)
 }
 
 /// The store file at `path` and the `-wal` and `-shm` beside it, made readable by the user

@@ -55,19 +55,30 @@ impl std::fmt::Display for Migrated {
 /// start, tables made where missing: nothing an older replica still running would not
 /// do itself); any other version is changed only by `gatehouse gateway migrate`.
 pub fn check(found: Found, shown: &str) -> Result<bool, String> {
-    match found {
-        Found::Empty | Found::Version(0) => Ok(true),
-        Found::Version(v) if v == SCHEMA_VERSION => Ok(false),
-        Found::Version(v) if v < SCHEMA_VERSION => Err(format!(
+    if opens_itself(found) {
+        return Ok(true);
+    }
+    let Found::Version(v) = found else {
+        return Ok(true);
+    };
+    match v {
+        v if v == SCHEMA_VERSION => Ok(false),
+        v if v < SCHEMA_VERSION => Err(format!(
             "the state store {shown} is at schema version {v}, older than this \
              gatehouse's {SCHEMA_VERSION}: stop every replica, back the store up, run \
              `gatehouse gateway migrate --state {shown}` once, then start them all at this version"
         )),
-        Found::Version(v) => Err(format!(
+        v => Err(format!(
             "the state store {shown} is at schema version {v}, made by a newer gatehouse \
              (this one knows up to {SCHEMA_VERSION}): run the newer version"
         )),
     }
+}
+
+/// Does a replica take a store found at `found` to this version as it opens it (an empty
+/// one, or one made before versions: [`check`])?
+pub fn opens_itself(found: Found) -> bool {
+    matches!(found, Found::Empty | Found::Version(0))
 }
 
 /// The first of the steps that take a store found at `found` to [`SCHEMA_VERSION`]
