@@ -283,9 +283,21 @@ install_agentdojo() {
   venv_peer agentdojo 'import agentdojo.task_suite.load_suites, mcp' agentdojo==0.1.35 mcp==2.3.0
 }
 
+# collector: a real OpenTelemetry collector for the OTLP tests
+# (crates/cli/tests/end_to_end/gateway/telemetry.rs): Rotel, the OTLP collector written in
+# Rust, whose wheel ships its binary; it takes OTLP over HTTP and prints every span it
+# receives (--debug-log traces). Linked as bin/rotel-agent, and asked its version.
+install_collector() {
+  venv_peer collector 'import rotel' rotel==0.0.1a15
+  local agent
+  agent="$(ls "$PEERS_DIR"/collector/lib/python3*/site-packages/rotel/rotel-agent | head -n 1)"
+  ln -sf "$(cd "$(dirname "$agent")" && pwd)/rotel-agent" "$PEERS_DIR/collector/bin/rotel-agent"
+  "$PEERS_DIR/collector/bin/rotel-agent" version
+}
+
 # (Other peers go here, each as its own install_<peer> function, listed in PEERS.)
 
-PEERS=(browser node22 python_sdk fastmcp mcp_servers ts_sdk inspector_cli inspector conformance nginx postgres oauth claude_code gemini_cli uv agentdojo)
+PEERS=(browser node22 python_sdk fastmcp mcp_servers ts_sdk inspector_cli inspector conformance nginx postgres oauth claude_code gemini_cli uv agentdojo collector)
 
 main() {
   local wanted=("$@")

@@ -51,7 +51,55 @@ fn main() -> ExitCode {
     }
     let cli = Cli::parse();
     harden::process(&cli.command);
-    let result = match cli.command {
+    let exporter = match telemetry(&cli.command) {
+        Ok(exporter) => exporter,
+        Err(e) => {
+            eprintln!("gatehouse: {}", visible(&e.to_string()));
+            return ExitCode::from(2);
+        }
+    };
+    let code = dispatch(cli.command);
+    if let Some(exporter) = exporter {
+        report_delivery(&exporter.finish());
+    }
+    code
+}
+
+/// The OTLP exporter of a command that makes or answers MCP requests, when the
+/// environment names a collector (`gatehouse::telemetry`): the host's commands as the
+/// service `gatehouse`, the gateway as `gatehouse-gateway`.
+fn telemetry(
+    command: &Command,
+) -> Result<Option<gatehouse::telemetry::Exporter>, gatehouse::telemetry::TelemetryError> {
+    let service = match command {
+        Command::Gateway(_) => "gatehouse-gateway",
+        Command::Serve(_)
+        | Command::Replay(_)
+        | Command::Completions(_)
+        | Command::Man
+        | Command::Approvals(_)
+        | Command::Ledger(_) => return Ok(None),
+        _ => "gatehouse",
+    };
+    gatehouse::telemetry::Exporter::start(service)
+}
+
+/// Spans that did not reach the collector, said once at exit.
+fn report_delivery(delivery: &gatehouse::telemetry::Delivery) {
+    if delivery.lost() > 0 || delivery.last_error().is_some() {
+        let why = delivery.last_error().unwrap_or_default();
+        eprintln!(
+            "gatehouse: {} of {} spans did not reach the OpenTelemetry collector: {}",
+            delivery.lost(),
+            delivery.lost() + delivery.sent(),
+            visible(&why)
+        );
+    }
+}
+
+/// Run the command; its exit status.
+fn dispatch(command: Command) -> ExitCode {
+    let result = match command {
         Command::Serve(s) => gatehouse_servers::command::run(s),
         Command::Ask(a) => on_thread_pool(ask(a)),
         Command::Chat(c) => on_thread_pool(chat(c)),

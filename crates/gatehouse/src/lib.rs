@@ -25,7 +25,8 @@
 //! - [`host`]: the session: the connections, the catalog, start and shutdown;
 //! - [`tasks`]: calls that go on as tasks after their turn: the records, the report at the
 //!   next turn, `gatehouse tasks`;
-//! - [`trace`]: the steps of a run, for people and scripts.
+//! - [`trace`]: the steps of a run, for people and scripts;
+//! - [`telemetry`]: the spans of each MCP request, for a team's OpenTelemetry collector.
 //!
 //! Beside them: [`text`] (a peer's text made safe to show), [`redact`] (the host's secrets
 //! kept out of what is shown, recorded or sent), [`files`] (files written for the person),
@@ -59,6 +60,7 @@ pub mod result;
 pub mod rules;
 pub mod schema;
 pub mod tasks;
+pub mod telemetry;
 pub mod trace;
 pub mod turn;
 

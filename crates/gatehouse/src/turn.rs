@@ -25,12 +25,14 @@ use serde_json::{Value, json};
 
 use crate::{
     catalog::{self, CatalogTool, HOST_LABEL, Origin, offer::Offer},
+    connect::Connection,
     dispatch::{self, CallLimits},
     gate::{self, Admission},
     host::Host,
     model::{Message, Model, ToolCall, Usage},
     result::{self, ForModel, Kept, Shaped, Shaper, shape::round_ms},
     tasks::records,
+    telemetry,
     trace::{ApprovedBy, Outcome, ToolEvent, Who, random_hex},
 };
 
@@ -74,6 +76,8 @@ impl TurnState {
 pub struct Turn<'h> {
     host: &'h Host,
     state: TurnState,
+    /// The span of [`Turn::ask`] while it runs: the parent of its calls' spans.
+    span: Option<telemetry::Span>,
 }
 
 /// How one proposed call ended, for the `host.tool_call` record.
@@ -110,12 +114,17 @@ impl Host {
         Turn {
             host: self,
             state: TurnState::new(self.next_turn()),
+            span: None,
         }
     }
 
     /// Go on with a turn set aside (the lab's manual panel keeps one between its calls).
     pub fn resume(&self, state: TurnState) -> Turn<'_> {
-        Turn { host: self, state }
+        Turn {
+            host: self,
+            state,
+            span: None,
+        }
     }
 
     /// One question in a new turn: at most `maxSteps` model calls. The conversation is
@@ -142,7 +151,27 @@ impl Turn<'_> {
     }
 
     /// The loop: at most `maxSteps` model calls. The conversation is extended in place.
+    /// One span (`invoke_agent`) covers it, with the tokens the model reported.
     pub async fn ask(
+        &mut self,
+        model: &mut dyn Model,
+        conversation: &mut Vec<Message>,
+        question: &str,
+    ) -> (String, Usage) {
+        self.span = Some(telemetry::Span::turn(&self.state.trace_id, &model.name()));
+        let (answer, usage) = self.ask_steps(model, conversation, question).await;
+        // Tokens as the model reported them; a model that reported none has no count.
+        if let Some(span) = self.span.take()
+            && usage.prompt_tokens + usage.completion_tokens > 0
+        {
+            span.set("gen_ai.usage.input_tokens", to_i64(usage.prompt_tokens));
+            let output = to_i64(usage.completion_tokens);
+            span.set("gen_ai.usage.output_tokens", output);
+        }
+        (answer, usage)
+    }
+
+    async fn ask_steps(
         &mut self,
         model: &mut dyn Model,
         conversation: &mut Vec<Message>,
@@ -328,11 +357,12 @@ impl Turn<'_> {
             let text = "the tool's server is no longer connected";
             return self.ended(call, text, Outcome::Error, server);
         };
+        let span = self.span(conn, Some(&tool.tool.name), None);
         let to_send = dispatch::Call {
             conn,
             wire_name: &tool.tool.name,
             arguments: arguments.clone(),
-            meta: Some(self.trace_meta(no)),
+            meta: Some(self.trace_meta(no, &span)),
             relay: None,
         };
         let stopper = self.host.stopper();
@@ -345,6 +375,8 @@ impl Turn<'_> {
         };
         let done = dispatch::call_tool(to_send, self.limits(), watch).await;
         stopper.finish();
+        span.ended(&done.end, |r| r.is_error == Some(true));
+        drop(span);
         let proposal = gate::Proposal {
             call,
             session: self.host.session_id(),
@@ -411,10 +443,13 @@ impl Turn<'_> {
         };
         let stopper = self.host.stopper();
         let stop = stopper.begin();
-        let meta = Some(self.trace_meta(no));
+        let span = self.span(conn, None, Some(uri));
+        let meta = Some(self.trace_meta(no, &span));
         let trace = self.host.trace();
         let done = dispatch::read_resource(conn, uri, meta, self.limits(), trace, &stop).await;
         stopper.finish();
+        span.ended(&done.end, |_| false);
+        drop(span);
         let shaped = self.keeping_shaper(no).read(
             &call.name,
             &server,
@@ -478,12 +513,30 @@ impl Turn<'_> {
         }
     }
 
+    /// The span of a request to `conn`'s server (a tool call, or a resource read), in
+    /// this turn's trace, under the turn's span while [`Turn::ask`] runs.
+    fn span(&self, conn: &Connection, tool: Option<&str>, uri: Option<&str>) -> telemetry::Span {
+        let request = telemetry::Request {
+            method: if tool.is_some() {
+                "tools/call"
+            } else {
+                "resources/read"
+            },
+            tool,
+            resource_uri: uri,
+            protocol: Some(conn.protocol.as_str()),
+            network: &conn.network,
+        };
+        telemetry::Span::client(&request, &self.state.trace_id, self.span.as_ref())
+    }
+
     /// The `_meta` a call carries so servers can join their logs to the host's: a W3C
-    /// `traceparent` (this turn's trace, a fresh span) and the host's call number and session.
-    fn trace_meta(&self, no: u64) -> RequestMetaObject {
+    /// `traceparent` (this turn's trace, the call's `span`) and the host's call number and
+    /// session.
+    fn trace_meta(&self, no: u64, span: &telemetry::Span) -> RequestMetaObject {
         use gatehouse_contract as contract;
         let mut meta = RequestMetaObject::new();
-        meta.set_traceparent(contract::traceparent(&self.state.trace_id, &random_hex(8)));
+        meta.set_traceparent(span.traceparent());
         meta.insert(
             contract::TRACE_META_KEY.into(),
             json!({contract::SESSION_FIELD: self.host.session_id(), contract::STEP_FIELD: no}),
@@ -524,4 +577,9 @@ impl Turn<'_> {
     fn ended(&self, call: &ToolCall, error: &str, outcome: Outcome, server: &str) -> Ended {
         Ended::plain(self.shaper().error(&call.name, error), outcome, server)
     }
+}
+
+/// A count as a span attribute's integer.
+fn to_i64(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
 }

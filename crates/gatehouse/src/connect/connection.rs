@@ -19,7 +19,10 @@ use super::{
     restart::{self, Link},
     stdio::Health,
 };
-use crate::{config::ServerSpec, person::PersonTime};
+use crate::{
+    config::{ServerSpec, Transport},
+    person::PersonTime,
+};
 
 /// A request's answer from the server, or why there is none.
 pub type Asked<T> = Result<T, ServiceError>;
@@ -89,6 +92,38 @@ impl Session {
     }
 }
 
+/// How a server is reached, as telemetry's `network.*` and `server.*` attributes say it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Network {
+    /// A server's stdin and stdout.
+    Pipe,
+    /// Streamable HTTP to an address and port.
+    Tcp {
+        /// The host name or address (never the URL's credentials or path).
+        address: String,
+        /// The port.
+        port: u16,
+    },
+    /// Not known to the span's maker (an HTTP client seen by the gateway).
+    Unknown,
+}
+
+impl Network {
+    /// The network of a server at `url`: its host and port, nothing else of it.
+    pub fn of_url(url: &str) -> Network {
+        match reqwest::Url::parse(url) {
+            Ok(u) => match (u.host_str(), u.port_or_known_default()) {
+                (Some(host), Some(port)) => Network::Tcp {
+                    address: host.to_owned(),
+                    port,
+                },
+                _ => Network::Unknown,
+            },
+            Err(_) => Network::Unknown,
+        }
+    }
+}
+
 /// A live connection to one server. The rmcp client stays inside: the host's stages use
 /// the requests it offers, so every one goes through the same taps and checks.
 pub struct Connection {
@@ -101,6 +136,8 @@ pub struct Connection {
     /// The server's instructions (never passed to the model: a server must not depend on
     /// them for safety).
     pub instructions: Option<String>,
+    /// How it is reached.
+    pub network: Network,
     /// The client side, shared by every run of the server.
     handler: HostHandler,
     /// The run of the server in use, and whether it is down.
@@ -125,6 +162,10 @@ impl Connection {
                 .unwrap_or(ProtocolVersion::V_2025_11_25),
             implementation: info.as_ref().and_then(|i| i.server_info.clone()),
             instructions: info.as_ref().and_then(|i| i.instructions.clone()),
+            network: match &spec.transport {
+                Transport::Stdio { .. } => Network::Pipe,
+                Transport::Http { url, .. } => Network::of_url(url),
+            },
             handler,
             link: Link::new(session),
             supervisor: None,

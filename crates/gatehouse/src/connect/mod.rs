@@ -52,7 +52,7 @@ use rmcp::{
 };
 
 use connection::Session;
-pub use connection::{CLOSE_LIMIT, Connection, Paged, ServerDown, server_down};
+pub use connection::{CLOSE_LIMIT, Connection, Network, Paged, ServerDown, server_down};
 pub use error::ConnectError;
 pub use group::STOP_GRACE;
 pub use handler::{HostHandler, client_info};

@@ -35,13 +35,14 @@ use super::{
 };
 use crate::{
     catalog::{CatalogTool, Origin},
+    connect::Connection,
     dispatch::{self, Answered, CallEnd, Relayed},
     flow::Flows,
     gate::{Admission, Judged, Proposal},
     model::ToolCall,
     person::{self, Person},
-    text,
-    trace::{Who, random_hex},
+    telemetry, text,
+    trace::Who,
 };
 
 /// Most characters of a server's error message passed on to the caller.
@@ -68,6 +69,8 @@ pub(crate) struct Call<'a> {
     approved: std::sync::OnceLock<Approver>,
     /// What the gateway relayed to the caller, which its arguments are traced against.
     flows: Arc<Flows>,
+    /// This request's span (`gateway/mod.rs` ends it with the answer).
+    span: &'a telemetry::Span,
 }
 
 impl<'a> Call<'a> {
@@ -75,14 +78,14 @@ impl<'a> Call<'a> {
         gw: &'a Gateway,
         request: CallToolRequestParams,
         context: &'a RequestContext<RoleServer>,
+        span: &'a telemetry::Span,
     ) -> Call<'a> {
         let arguments = request.arguments.unwrap_or_default();
         let step = gw.next_step();
-        // The client's trace, when its request carries one (W3C `traceparent` in `_meta`),
-        // so the ledger's line and the server's record join it; else one of the call's own.
-        let trace_id = (context.meta.get_traceparent())
-            .and_then(gatehouse_contract::trace_id_of)
-            .unwrap_or_else(|| random_hex(16));
+        // The span's trace: the client's, when its request carries one (W3C `traceparent`
+        // in `_meta`), so the ledger's line and the server's record join it; else one of
+        // the call's own.
+        let trace_id = span.trace_id().to_owned();
         // The catalog's name of the tool the client named; an unknown name is kept, for
         // the gate to refuse and the ledger to show.
         let name = gw
@@ -111,6 +114,7 @@ impl<'a> Call<'a> {
             step,
             trace_id,
             approved: std::sync::OnceLock::new(),
+            span,
         }
     }
 
@@ -131,14 +135,30 @@ impl<'a> Call<'a> {
         }
     }
 
+    /// The span of the call behind, on `conn`'s server: a child of this request's.
+    fn span_behind(&self, conn: &Connection, wire_name: &str) -> telemetry::Span {
+        let request = telemetry::Request {
+            method: "tools/call",
+            tool: Some(wire_name),
+            resource_uri: None,
+            protocol: Some(conn.protocol.as_str()),
+            network: &conn.network,
+        };
+        telemetry::Span::client(&request, &self.trace_id, Some(self.span))
+    }
+
     /// The `_meta` the call behind carries: the session's log level (older revisions),
-    /// the trace (a W3C `traceparent`, a fresh span of this call's trace) and the
+    /// the trace (a W3C `traceparent`: this call's trace, the span `behind`) and the
     /// gateway's step, as a host's calls carry them, so the server's records join the
     /// ledger's line.
-    fn server_meta(&self, progress: &ToCaller) -> Option<rmcp::model::RequestMetaObject> {
+    fn server_meta(
+        &self,
+        progress: &ToCaller,
+        behind: &telemetry::Span,
+    ) -> Option<rmcp::model::RequestMetaObject> {
         use gatehouse_contract as contract;
         let mut meta = progress.meta().unwrap_or_default();
-        meta.set_traceparent(contract::traceparent(&self.trace_id, &random_hex(8)));
+        meta.set_traceparent(behind.traceparent());
         meta.insert(
             contract::TRACE_META_KEY.into(),
             json!({contract::SESSION_FIELD: "gateway", contract::STEP_FIELD: self.step}),
@@ -182,9 +202,17 @@ impl<'a> Call<'a> {
             .judge(p, host.live(), host.settings(), host.trace())
             .await;
         if let Err(refused) = &judged {
-            self.gw.inner.meter.admitted(refused);
+            let verdict = self.gw.inner.meter.admitted(refused);
+            self.span.set("gatehouse.decision", verdict);
         }
         judged
+    }
+
+    /// The person is asked about this call, in their client or on the page: counted in
+    /// the metrics, said on the span.
+    fn asked(&self, asked_in: AskedIn) {
+        self.gw.inner.meter.asked(asked_in);
+        self.span.set("gatehouse.decision", "asked");
     }
 
     /// The gate's second half, with the person's answer if any (its ledger line written);
@@ -199,7 +227,8 @@ impl<'a> Call<'a> {
         let admission = (host.gate())
             .settle(p, judged, answer, host.live(), host.trace())
             .await;
-        self.gw.inner.meter.admitted(&admission);
+        let verdict = self.gw.inner.meter.admitted(&admission);
+        self.span.set("gatehouse.decision", verdict);
         admission
     }
 
@@ -267,7 +296,7 @@ impl<'a> Call<'a> {
             APPROVE_KEY.into(),
             InputRequest::Elicitation(ElicitRequest::new(form)),
         );
-        self.gw.inner.meter.asked(AskedIn::Client);
+        self.asked(AskedIn::Client);
         Ok(InputRequiredResult::new(Some(requests), Some(state)).into())
     }
 
@@ -307,7 +336,8 @@ impl<'a> Call<'a> {
         // client's request (its headers, its token, its `_meta`) is passed on but the
         // trace it belongs to, under a span of the gateway's.
         let progress = ToCaller::of(self.context, self.gw.session_log_level());
-        let meta = self.server_meta(&progress);
+        let behind = self.span_behind(conn, &tool.tool.name);
+        let meta = self.server_meta(&progress, &behind);
         let caps = declared(self.context, conn);
         if self.modern {
             let sending = held::Sending {
@@ -319,7 +349,7 @@ impl<'a> Call<'a> {
                 answered,
             };
             return self
-                .send_modern(tool, sending, rounds, progress, caps)
+                .send_modern(tool, sending, rounds, progress, caps, &behind)
                 .await;
         }
         // An older client is asked inside its call: it answers the server's questions
@@ -337,6 +367,7 @@ impl<'a> Call<'a> {
         progress.finish().await;
         match ended {
             Ok(end) => {
+                behind.ended(&end, |r| r.is_error == Some(true));
                 let p = self.proposal(None);
                 shaped(self.gw, &p, &tool, &arguments, end)
                     .await
@@ -357,6 +388,7 @@ impl<'a> Call<'a> {
         rounds: usize,
         progress: ToCaller,
         caps: rmcp::model::ClientCapabilities,
+        behind: &telemetry::Span,
     ) -> Result<CallToolResponse, ErrorData> {
         let (person, questions) = held::HeldPerson::new();
         // A question only a form can answer is held for a client that shows one; for any
@@ -380,7 +412,10 @@ impl<'a> Call<'a> {
         };
         progress.finish().await;
         let end = match relayed {
-            Relayed::Ended(done) => done.end,
+            Relayed::Ended(done) => {
+                behind.ended(&done.end, |r| r.is_error == Some(true));
+                done.end
+            }
             Relayed::Asks(asked) => return Ok(self.relay(asked, &tool, rounds + 1)),
             Relayed::Task(created) => {
                 let started = Started {

@@ -23,6 +23,7 @@ pub mod page;
 pub mod passthrough;
 mod relay;
 pub mod session;
+mod spans;
 pub mod store;
 pub mod subscribe;
 pub mod tasks;
@@ -344,7 +345,9 @@ impl ServerHandler for Gateway {
             self.host().refresh_catalog(false).await;
         }
         let timed = self.inner.meter.call();
-        let answer = call::Call::new(self, request, &context).run().await;
+        let span = spans::call_span(&request, &context);
+        let answer = call::Call::new(self, request, &context, &span).run().await;
+        spans::answered_on(&span, &answer);
         timed.done(match &answer {
             Ok(CallToolResponse::InputRequired(_)) => ops::Answered::InputRequired,
             Ok(CallToolResponse::Task(_)) => ops::Answered::Task,
@@ -414,9 +417,14 @@ impl ServerHandler for Gateway {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        self.read(request).await
+        let span = spans::read_span(&request, &context);
+        let read = self.read(request).await;
+        if let Err(e) = &read {
+            spans::failed_on(&span, e);
+        }
+        read
     }
 
     #[allow(deprecated)] // SEP-2577 deprecates logging; older revisions still have it

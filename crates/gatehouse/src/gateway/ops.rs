@@ -137,8 +137,8 @@ impl Default for Meter {
 }
 
 impl Meter {
-    /// Count an admission: a call let through, or one that is not sent.
-    pub(crate) fn admitted(&self, admission: &Admission) {
+    /// Count an admission: a call let through, or one that is not sent; its verdict.
+    pub(crate) fn admitted(&self, admission: &Admission) -> &'static str {
         let label = match admission {
             Admission::Send { approved_by, .. } => Decision {
                 verdict: "allowed",
@@ -150,6 +150,7 @@ impl Meter {
             },
         };
         self.decisions.get_or_create(&label).inc();
+        label.verdict
     }
 
     /// Count a call whose person is asked, in their client or on the page.

@@ -58,6 +58,7 @@ mod replicas;
 mod robust;
 mod sessions;
 mod tasks;
+mod telemetry;
 mod ts_sdk;
 mod who_approves;
 

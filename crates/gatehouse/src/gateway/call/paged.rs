@@ -46,10 +46,7 @@ impl Call<'_> {
                 )));
             }
         };
-        self.gw
-            .inner
-            .meter
-            .asked(crate::gateway::ops::AskedIn::Page);
+        self.asked(crate::gateway::ops::AskedIn::Page);
         host.trace().add(
             Who::Host,
             format!("asked {} on the approval page: {why}", self.caller),
