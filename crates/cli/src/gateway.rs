@@ -12,15 +12,11 @@ mod sessions;
 
 use std::{sync::Arc, time::Duration};
 
-use gatehouse::{
-    config::Identity,
-    gateway::{
-        CallerOf, Gateway, PageSettings, SessionOf, Store,
-        key::{KEY_FILE, KeyFile},
-        store::Location,
-    },
-    ledger::Ledger,
-    trace::Trace,
+use gatehouse::{config::Identity, ledger::Ledger, trace::Trace};
+use gatehouse_gateway::{
+    CallerOf, Gateway, PageSettings, SessionOf, Store,
+    key::{KEY_FILE, KeyFile},
+    store::Location,
 };
 use gatehouse_servers::{
     common::Caller,
@@ -240,7 +236,7 @@ pub async fn run(args: GatewayArgs) -> anyhow::Result<()> {
         eprintln!(
             "approval page: {}{}/… (signing in {})",
             p.settings().base(),
-            gatehouse::gateway::page::APPROVE_PATH,
+            gatehouse_gateway::page::APPROVE_PATH,
             match (&tokens, &oauth) {
                 (Some(_), Some(o)) => format!("with a bearer token, or at {}", o.issuer()),
                 (None, Some(o)) => format!("at {}", o.issuer()),

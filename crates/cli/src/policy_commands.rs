@@ -10,7 +10,6 @@ use gatehouse::{
     catalog::cached::{self, Unusable},
     config::{self, Identity},
     gate::Gate,
-    gateway::{self, store::Location},
     ledger,
     model::ToolCall,
     person::{FixedAnswers, Terminal},
@@ -18,6 +17,7 @@ use gatehouse::{
     text::{visible, visible_json, visible_line},
     trace::Trace,
 };
+use gatehouse_gateway::{self as gateway, store::Location};
 use serde_json::{Value, json};
 
 use crate::args::{

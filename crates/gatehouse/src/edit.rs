@@ -418,7 +418,7 @@ impl ServersFile {
 
 /// The indentation a JSON file uses: the leading white space of its first indented line
 /// (two spaces when it has none).
-pub(crate) fn indentation(text: &str) -> String {
+pub fn indentation(text: &str) -> String {
     text.lines()
         .skip(1)
         .map(|l| &l[..l.len() - l.trim_start().len()])

@@ -260,7 +260,7 @@ impl Host {
 
     /// Re-read the lists that changed (and, `by_age`, the stale ones); whether the catalog
     /// was rebuilt.
-    pub(crate) async fn refresh_catalog(&self, by_age: bool) -> bool {
+    pub async fn refresh_catalog(&self, by_age: bool) -> bool {
         // The tools the policy may run without asking: a change to one is asked about.
         let unasked: Vec<String> = self
             .catalog()
@@ -307,7 +307,7 @@ impl Host {
     }
 
     /// The connection to a server, by its name.
-    pub(crate) fn connection(&self, server: &str) -> Option<&Connection> {
+    pub fn connection(&self, server: &str) -> Option<&Connection> {
         self.connections().into_iter().find(|c| c.name == server)
     }
 
@@ -328,7 +328,7 @@ impl Host {
 
     /// Every connection: those made at the start, in the servers file's order, then those
     /// of servers that started late.
-    pub(crate) fn connections(&self) -> Vec<&Connection> {
+    pub fn connections(&self) -> Vec<&Connection> {
         let late = self.late.iter().filter_map(|(l, _)| l.connection());
         self.connections.iter().chain(late).collect()
     }

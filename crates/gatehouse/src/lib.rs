@@ -48,7 +48,6 @@ pub mod dispatch;
 pub mod eval;
 pub mod flow;
 pub mod gate;
-pub mod gateway;
 pub mod hooks;
 pub mod host;
 pub mod ledger;

@@ -1,14 +1,12 @@
 //! `gatehouse gateway connect|disconnect CLIENT`: the command line over
-//! `gatehouse::gateway::clients`, and what it tells the person: the servers moved and
+//! `gatehouse_gateway::clients`, and what it tells the person: the servers moved and
 //! those left, where the backup is, how to undo.
 
 use std::path::{Path, PathBuf};
 
-use gatehouse::{
-    gateway::clients::{
-        self, Client, Connected, Connection, Disconnected, GATEWAY_ENTRY, Restore, ServersFile,
-    },
-    text::{shell_word, visible},
+use gatehouse::text::{shell_word, visible};
+use gatehouse_gateway::clients::{
+    self, Client, Connected, Connection, Disconnected, GATEWAY_ENTRY, Restore, ServersFile,
 };
 
 use crate::args::{GatewayClient, GatewayClientArgs};

@@ -3,7 +3,7 @@
 //! `/healthz` answers while the process serves, `/readyz` only while the store and every
 //! server of the file are ready (503 with why not, so a balancer sends calls elsewhere),
 //! `/metrics` the gateway's metrics in Prometheus's text format. None of them names a
-//! caller or an argument (`gatehouse::gateway::ops`).
+//! caller or an argument (`gatehouse_gateway::ops`).
 
 use axum::{
     Router,
@@ -11,7 +11,7 @@ use axum::{
     response::IntoResponse,
     routing::get,
 };
-use gatehouse::gateway::Gateway;
+use gatehouse_gateway::Gateway;
 
 /// Liveness: the process answers.
 pub const HEALTH_PATH: &str = "/healthz";

@@ -6,7 +6,7 @@
 //! Every string of the call is escaped, and the page runs no script at all (its
 //! Content-Security-Policy allows none), so hostile text stays text. The state
 //! (confirmations, decisions, sessions, sign-ins in flight) is the library's
-//! [`gatehouse::gateway::Page`], in the store the replicas share.
+//! [`gatehouse_gateway::Page`], in the store the replicas share.
 
 mod oauth;
 
@@ -23,12 +23,10 @@ use axum::{
     response::{IntoResponse, Response},
     routing::{get, post},
 };
-use gatehouse::{
-    gateway::{
-        Page,
-        page::{self, APPROVE_PATH, Decided, Decision, Session, ShownCall},
-    },
-    text,
+use gatehouse::text;
+use gatehouse_gateway::{
+    Page,
+    page::{self, APPROVE_PATH, Decided, Decision, Session, ShownCall},
 };
 use gatehouse_servers::{auth::Tokens, common::Caller};
 
@@ -491,8 +489,8 @@ mod tests {
     /// (`sam-token`) in its tokens file: the base URL, and the store's folder to keep.
     async fn served() -> (String, tempfile::TempDir) {
         let dir = tempfile::tempdir().unwrap();
-        let location = gatehouse::gateway::store::Location::File(dir.path().join("state.db"));
-        let store = gatehouse::gateway::Store::open(&location, None)
+        let location = gatehouse_gateway::store::Location::File(dir.path().join("state.db"));
+        let store = gatehouse_gateway::Store::open(&location, None)
             .await
             .unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -1,11 +1,11 @@
 //! Older clients' sessions kept in the gateway's shared store (`--state`), so that its
 //! replicas behind a balancer serve each other's sessions: the servers' HTTP layer
-//! (`gatehouse_servers::http::shared`) asks, the store (`gatehouse::gateway::store`)
+//! (`gatehouse_servers::http::shared`) asks, the store (`gatehouse_gateway::store`)
 //! keeps, and this says one in the other's words. A session's owner is the caller as the
 //! gateway names it everywhere else (`user@tenant`).
 
 use futures::future::BoxFuture;
-use gatehouse::gateway::{
+use gatehouse_gateway::{
     Store,
     store::{AnswerRow, SessionRow},
 };

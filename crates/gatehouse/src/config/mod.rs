@@ -52,7 +52,7 @@ pub use sandbox::{Network, Sandbox};
 pub use settings::*;
 pub use tools::{Pattern, ToolRules};
 use variables::Variables;
-pub(crate) use variables::references;
+pub use variables::references;
 
 /// Between the server's name and the tool's.
 pub const NAMESPACE_SEPARATOR: &str = "__";
@@ -492,7 +492,7 @@ fn config_home() -> Option<PathBuf> {
 
 /// One of the person's base folders: the XDG variable `var` when it is set and not empty,
 /// else `under_home` in `$HOME` (`.config`, `.local/state`, `.local/share`).
-pub(crate) fn user_dir(var: &str, under_home: &str) -> Option<PathBuf> {
+pub fn user_dir(var: &str, under_home: &str) -> Option<PathBuf> {
     std::env::var_os(var)
         .filter(|p| !p.is_empty())
         .map(PathBuf::from)

@@ -84,7 +84,7 @@ fn pieces(text: &str) -> Result<Vec<Piece<'_>>, String> {
 
 /// The variables `text` refers to, without looking them up: to check a value that is
 /// stored as written (`gatehouse mcp add`).
-pub(crate) fn references(text: &str) -> Result<Vec<&str>, String> {
+pub fn references(text: &str) -> Result<Vec<&str>, String> {
     Ok(pieces(text)?
         .into_iter()
         .filter_map(|p| match p {

@@ -22,12 +22,10 @@ use axum::{
     response::{IntoResponse, Response},
     routing::get,
 };
-use gatehouse::{
-    gateway::page::{
-        APPROVE_PATH,
-        sign_in::{CALLBACK, Issuer, PageClient, Returned, SIGN_IN_TTL, Secret, SignInFailure},
-    },
-    text,
+use gatehouse::text;
+use gatehouse_gateway::page::{
+    APPROVE_PATH,
+    sign_in::{CALLBACK, Issuer, PageClient, Returned, SIGN_IN_TTL, Secret, SignInFailure},
 };
 use gatehouse_servers::{
     common::Caller,

@@ -80,7 +80,7 @@ async fn calls_are_refused_while_the_database_is_away_or_slow_and_run_again_when
         "{slow}"
     );
     assert!(
-        waited >= gatehouse::gateway::store::STORE_TIMEOUT,
+        waited >= gatehouse_gateway::store::STORE_TIMEOUT,
         "{waited:?}"
     );
     let after = list(&gw.url, 5, "after").await;

@@ -13,7 +13,7 @@ use std::{
     time::Duration,
 };
 
-use gatehouse::gateway::clients::text;
+use gatehouse_gateway::clients::text;
 use serde_json::{Value, json};
 
 use crate::common::{Ran, exe, gatehouse_command, process::Spawn};

@@ -1,0 +1,62 @@
+//! How the gateway answers its caller with a call's end: the server's result as it came,
+//! the server's JSON-RPC error with its message made visible and clipped, or why there is
+//! none, as a tool error. Calls, passed-on requests and tasks all answer through here.
+
+use rmcp::{
+    ErrorData,
+    model::{CallToolResponse, CallToolResult, ContentBlock},
+};
+
+use gatehouse::{dispatch::CallEnd, text};
+
+/// Most characters of a server's error message passed on to the caller.
+pub const MAX_RELAYED_ERROR_CHARS: usize = 1_000;
+
+/// A server's JSON-RPC error as the client reads it: its code kept, its message made
+/// visible and clipped, its data only when small.
+pub(crate) fn visible_error(mut e: ErrorData) -> ErrorData {
+    let shown = text::clip(&text::visible(&e.message), MAX_RELAYED_ERROR_CHARS).into_owned();
+    e.message = shown.into();
+    if e.data
+        .as_ref()
+        .is_some_and(|d| d.to_string().len() > MAX_RELAYED_ERROR_CHARS)
+    {
+        e.data = None;
+    }
+    e
+}
+
+/// A failure as the caller reads it: a tool error.
+pub(crate) fn failed(text: String) -> CallToolResponse {
+    CallToolResult::error(vec![ContentBlock::text(text)]).into()
+}
+
+/// A call's end as the caller reads it: the server's result, or its JSON-RPC error
+/// (code kept, message made visible), as it came; or why there is none.
+pub(crate) fn finished(end: CallEnd) -> Result<CallToolResult, ErrorData> {
+    let text = match end {
+        // A server on an older revision writes no `resultType`; a 2026-07-28 client needs
+        // it (rmcp takes it out again for an older client).
+        CallEnd::Result(mut result) => {
+            result
+                .result_type
+                .get_or_insert(rmcp::model::ResultType::COMPLETE);
+            return Ok(result);
+        }
+        CallEnd::ProtocolError(e) => return Err(visible_error(e)),
+        CallEnd::TimedOut(after) => format!(
+            "the server did not answer within {}; the call was cancelled",
+            text::seconds(after)
+        ),
+        CallEnd::Failed(why) => why,
+        CallEnd::Stopped => "the call was cancelled".into(),
+        // The gateway follows a task only for the call's wait and keeps no record of it.
+        CallEnd::Background(seen) => format!(
+            "the server runs this call as task {} ({:?}) and it had not ended within the \
+             gateway's wait; the gateway does not follow it further",
+            text::clip(&text::visible(&seen.id), 80),
+            seen.status
+        ),
+    };
+    Ok(CallToolResult::error(vec![ContentBlock::text(text)]))
+}
