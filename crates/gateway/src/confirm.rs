@@ -54,7 +54,10 @@ impl Approver {
         match by {
             AnsweredBy::Client => Some(Approver::Client),
             AnsweredBy::Page => Some(Approver::Person),
-            AnsweredBy::Option | AnsweredBy::Terminal | AnsweredBy::Nobody => None,
+            AnsweredBy::Option
+            | AnsweredBy::Terminal
+            | AnsweredBy::Browser
+            | AnsweredBy::Nobody => None,
         }
     }
 

@@ -254,7 +254,7 @@ impl Person for WebPerson {
             let (yes, remember) = rx.await.unwrap_or((false, None));
             Approval {
                 remember,
-                ..Approval::once(yes, AnsweredBy::Terminal)
+                ..Approval::once(yes, AnsweredBy::Browser)
             }
         })
     }
@@ -280,7 +280,7 @@ impl Person for WebPerson {
                 None => return (decline(), AnsweredBy::Nobody),
             }
             match rx.await {
-                Ok(result) => (result, AnsweredBy::Terminal),
+                Ok(result) => (result, AnsweredBy::Browser),
                 Err(_) => (
                     ElicitResult::new(ElicitationAction::Cancel),
                     AnsweredBy::Nobody,
@@ -363,7 +363,10 @@ mod tests {
             person.answer(1, &json!({"run": true})).unwrap()["run"],
             true
         );
-        assert!(waiting.await.unwrap().yes);
+        let approval = waiting.await.unwrap();
+        assert!(approval.yes);
+        // Said in the lab's page, not at the terminal.
+        assert_eq!(approval.by, AnsweredBy::Browser);
         assert_eq!(
             person.answer(1, &json!({"run": true})),
             Err(AnswerError::NotWaiting(1))

@@ -357,9 +357,10 @@ impl Gate {
                 let by = match approval.by {
                     AnsweredBy::Option => ApprovedBy::Option,
                     AnsweredBy::Client => ApprovedBy::Client,
-                    AnsweredBy::Terminal | AnsweredBy::Page | AnsweredBy::Nobody => {
-                        ApprovedBy::Person
-                    }
+                    AnsweredBy::Terminal
+                    | AnsweredBy::Browser
+                    | AnsweredBy::Page
+                    | AnsweredBy::Nobody => ApprovedBy::Person,
                 };
                 (rule.clone(), Some(approval), by)
             }
@@ -588,7 +589,7 @@ fn refused_text(text: &str, outcome: Outcome, server: String) -> Admission {
 fn answered_by(by: AnsweredBy) -> &'static str {
     match by {
         AnsweredBy::Option => "option",
-        AnsweredBy::Terminal => "person",
+        AnsweredBy::Terminal | AnsweredBy::Browser => "person",
         // The client's form: the client, or the model driving it, may have answered.
         AnsweredBy::Client => "client",
         AnsweredBy::Page => "person",

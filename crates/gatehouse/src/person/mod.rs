@@ -37,6 +37,8 @@ pub enum AnsweredBy {
     Option,
     /// The person typed it.
     Terminal,
+    /// The person answered in the lab's page, in their browser.
+    Browser,
     /// Nobody could answer (no terminal, end of input): the default, no.
     Nobody,
     /// A gateway's caller answered in their own MCP client, through the form the gateway
@@ -317,7 +319,7 @@ pub async fn approve_call(
             json!({}),
         ),
         AnsweredBy::Nobody => trace.add(Who::Host, "No answer could be read: no", json!({})),
-        AnsweredBy::Terminal | AnsweredBy::Client | AnsweredBy::Page => {}
+        AnsweredBy::Terminal | AnsweredBy::Browser | AnsweredBy::Client | AnsweredBy::Page => {}
     }
     if let (true, Some(scope)) = (approval.yes && may_remember, approval.remember) {
         let text = match scope {
@@ -378,6 +380,7 @@ pub async fn ask_person(
     let how = match by {
         AnsweredBy::Option => "by option",
         AnsweredBy::Terminal => "at the terminal",
+        AnsweredBy::Browser => "in the lab's page",
         AnsweredBy::Client => "in their client",
         AnsweredBy::Page => "on the approval page",
         AnsweredBy::Nobody => "by default: nobody could answer",
