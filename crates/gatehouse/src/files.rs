@@ -118,7 +118,6 @@ pub const MIN_KEY_BYTES: usize = 32;
 /// of random bytes on first use when `create`, kept 0600 in a 0700 folder; `None` when it
 /// does not exist and `create` is false. Two processes that make it at once use one key.
 pub fn private_key(path: &Path, create: bool) -> Result<Option<Vec<u8>>, String> {
-    use std::io::Write;
     let shown = path.display();
     match std::fs::read(path) {
         Ok(key) if key.len() >= MIN_KEY_BYTES => return Ok(Some(key)),
@@ -128,16 +127,37 @@ pub fn private_key(path: &Path, create: bool) -> Result<Option<Vec<u8>>, String>
         Err(e) => return Err(format!("cannot read {shown}: {e}")),
     }
     let key: [u8; MIN_KEY_BYTES] = rand::random();
-    match create_new_private(path) {
-        Ok(mut f) => f
-            .write_all(&key)
-            .and_then(|()| f.sync_all())
-            .map_err(|e| format!("cannot write {shown}: {e}"))?,
+    match create_whole_private(path, &key) {
+        Ok(true) => Ok(Some(key.to_vec())),
         // Another process made it first: use theirs.
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return private_key(path, false),
-        Err(e) => return Err(format!("cannot create {shown}: {e}")),
+        Ok(false) => private_key(path, false),
+        Err(e) => Err(format!("cannot create {shown}: {e}")),
     }
-    Ok(Some(key.to_vec()))
+}
+
+/// Make the file at `path`, readable by the user only, holding `bytes`, unless it exists:
+/// whether this call made it. Written whole to a private file beside it, then linked in
+/// place: a link never replaces a file, so the first to link wins and no reader ever
+/// finds the file there but not yet written (as creating it, then writing it, allowed).
+pub fn create_whole_private(path: &Path, bytes: &[u8]) -> io::Result<bool> {
+    use std::io::Write;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let unique: u64 = rand::random();
+    let temp = path.with_file_name(format!("{name}.{}-{unique:x}.new", std::process::id()));
+    let written = create_new_private(&temp).and_then(|mut f| {
+        f.write_all(bytes)?;
+        f.sync_all()
+    });
+    let linked = written.and_then(|()| std::fs::hard_link(&temp, path));
+    let _ = std::fs::remove_file(&temp);
+    match linked {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(e),
+    }
 }
 
 /// Replace the file at `path` whole with `bytes`: written to a private file beside it,
@@ -232,6 +252,34 @@ pub fn write_new(dir: &Path, stem: &str, ext: &str, bytes: &[u8]) -> io::Result<
 
 #[cfg(test)]
 mod tests {
+    /// Many processes making the same key at once all read the one that was made: none
+    /// finds the file there but empty (before, the file was created and then written).
+    #[test]
+    fn a_key_made_by_many_at_once_is_one_key_never_read_half_written() {
+        for _ in 0..20 {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("approvals.key");
+            let start = std::sync::Arc::new(std::sync::Barrier::new(8));
+            let makers: Vec<_> = (0..8)
+                .map(|_| {
+                    let (path, start) = (path.clone(), start.clone());
+                    std::thread::spawn(move || {
+                        start.wait();
+                        super::private_key(&path, true)
+                    })
+                })
+                .collect();
+            let keys: Vec<_> = makers.into_iter().map(|t| t.join().unwrap()).collect();
+            let first = keys[0].clone().unwrap().unwrap();
+            for key in keys {
+                assert_eq!(key, Ok(Some(first.clone())));
+            }
+            // Nothing of the making is left beside it.
+            let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+            assert_eq!(left.len(), 1, "{left:?}");
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -7,7 +7,7 @@
 //! makes a key: each must be given the same existing file.
 
 use std::{
-    io::{ErrorKind, Write},
+    io::ErrorKind,
     path::{Path, PathBuf},
 };
 
@@ -64,14 +64,8 @@ impl KeyFile {
 fn make(path: &Path) -> std::io::Result<()> {
     let mut key = [0u8; KEY_BYTES];
     rand::fill(&mut key);
-    match gatehouse::files::create_new_private(path) {
-        Ok(mut file) => {
-            file.write_all(format!("{}\n", gatehouse::digest::hex(&key)).as_bytes())?;
-            file.sync_all()
-        }
-        Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(e),
-    }
+    let text = format!("{}\n", gatehouse::digest::hex(&key));
+    gatehouse::files::create_whole_private(path, text.as_bytes()).map(drop)
 }
 
 /// The key in `path`: its bytes, white space around them trimmed (a text key from a
@@ -145,6 +139,32 @@ mod tests {
         {
             assert_eq!(mode(&path), 0o600);
             assert_eq!(mode(path.parent().unwrap()), 0o700);
+        }
+    }
+
+    /// Replicas starting at once on one machine all read the one key that was made, never
+    /// a file made but not yet written.
+    #[test]
+    fn replicas_starting_at_once_read_one_whole_key() {
+        for _ in 0..20 {
+            let dir = tempfile::tempdir().unwrap();
+            let file = KeyFile {
+                path: dir.path().join(KEY_FILE),
+                make: true,
+            };
+            let start = std::sync::Arc::new(std::sync::Barrier::new(8));
+            let replicas: Vec<_> = (0..8)
+                .map(|_| {
+                    let (file, start) = (file.clone(), start.clone());
+                    std::thread::spawn(move || {
+                        start.wait();
+                        file.load().map(|k| k.bytes)
+                    })
+                })
+                .collect();
+            let keys: Vec<_> = replicas.into_iter().map(|t| t.join().unwrap()).collect();
+            let first = keys[0].clone().unwrap();
+            assert!(keys.iter().all(|k| k.as_ref() == Ok(&first)), "{keys:?}");
         }
     }
 
