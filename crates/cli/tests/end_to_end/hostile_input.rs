@@ -357,6 +357,71 @@ fn http_errors_are_told_by_their_status_not_by_the_url() {
     assert!(refused.contains("connection refused"), "{refused}");
 }
 
+/// Why `gatehouse ask` could not use the server at `url`: its "server unavailable" step.
+fn unavailable(url: &str) -> String {
+    let bed = Bed::new(
+        json!({"remote": {"type": "http", "url": url}}),
+        json!({"connectTimeoutMs": 5000}),
+    );
+    let ran = bed.run(&["ask", "x", "--json"]);
+    ran.step_texts()
+        .into_iter()
+        .find(|s| s.contains("server unavailable"))
+        .unwrap_or_else(|| ran.step_texts().join("\n"))
+}
+
+/// A connection that fails is said as it failed, never as "connection refused": an https
+/// URL at a plain-HTTP server, a certificate no authority of this machine vouches for
+/// (a real TLS server, openssl's `s_server`), a connection closed before any answer.
+#[test]
+fn a_failed_connection_is_told_as_it_failed() {
+    let plain = listener_with("7");
+    let port = plain.local_addr().unwrap().port();
+    answer_http(plain, "HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n", 20);
+    let not_tls = unavailable(&format!("https://127.0.0.1:{port}/mcp"));
+    assert!(
+        not_tls.contains("the server did not answer in TLS"),
+        "{not_tls}"
+    );
+    assert!(!not_tls.contains("refused"), "{not_tls}");
+
+    let dir = tempfile::tempdir().unwrap();
+    // Made with the machine's openssl, which fails loudly if it is missing.
+    let certs = crate::common::postgres::certificates(dir.path(), "localhost");
+    let port = crate::common::nginx::free_port();
+    let mut cmd = std::process::Command::new("openssl");
+    cmd.args(["s_server", "-www", "-accept", &format!("127.0.0.1:{port}")])
+        .arg("-cert")
+        .arg(&certs.cert)
+        .arg("-key")
+        .arg(&certs.key);
+    let server = process::Spawn::new(cmd, "openssl s_server").watched(process::Stream::Stdout);
+    server.wait_for_line("ACCEPT", process::LIMIT);
+    let untrusted = unavailable(&format!("https://localhost:{port}/mcp"));
+    assert!(
+        untrusted.contains("the server's TLS certificate is not accepted"),
+        "{untrusted}"
+    );
+    assert!(untrusted.contains("UnknownIssuer"), "{untrusted}");
+    drop(server);
+
+    // Accepted, then closed with the request unread: the socket is reset.
+    let closing = listener_with("8");
+    let port = closing.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in closing.incoming().take(20) {
+            let Ok(mut stream) = stream else { continue };
+            let mut first = [0u8; 1];
+            let _ = stream.read(&mut first);
+        }
+    });
+    let reset = unavailable(&format!("http://127.0.0.1:{port}/mcp"));
+    assert!(
+        reset.contains("closed or reset before the server answered"),
+        "{reset}"
+    );
+}
+
 /// A chat of `turns` questions, each fetching the testbed's image; the saved files.
 fn saved_images(dir: &Path, turns: usize) -> Vec<std::path::PathBuf> {
     let saved = dir.join("saved");

@@ -75,8 +75,20 @@ fn session_config(url: &str) -> StreamableHttpClientTransportConfig {
 enum Failure {
     Status(u16),
     Refused,
+    /// The server (or something on the way) reset or closed the connection.
+    Reset,
+    /// No route to the server's network or host.
+    Unreachable,
     Unresolved,
     TimedOut,
+    /// The server's TLS certificate was not accepted: rustls's reason.
+    Certificate(String),
+    /// What came back was not TLS (a plain-HTTP server at an https URL): rustls's words.
+    NotTls(String),
+    /// The TLS handshake failed otherwise (no common version or cipher): why.
+    Tls(String),
+    /// The connection failed in a way none of the above names: the innermost error's words.
+    Connect(String),
     /// A sign-in failed, in the host's words.
     SignIn(String),
 }
@@ -140,13 +152,48 @@ fn from_error(err: &(dyn std::error::Error + 'static)) -> Option<Failure> {
         return from_reqwest(e);
     }
     if let Some(e) = err.downcast_ref::<std::io::Error>() {
-        return match e.kind() {
-            std::io::ErrorKind::ConnectionRefused => Some(Failure::Refused),
-            std::io::ErrorKind::TimedOut => Some(Failure::TimedOut),
+        return from_io(e);
+    }
+    err.downcast_ref::<rustls::Error>().map(from_tls)
+}
+
+/// A socket's error, or the TLS error it carries. An I/O error may wrap another (hyper's
+/// `Other` around the TLS stream's `InvalidData` around rustls's error), and its
+/// `source()` skips the one it wraps, so each is looked into in turn.
+fn from_io(e: &std::io::Error) -> Option<Failure> {
+    use std::io::ErrorKind;
+    let mut level = Some(e);
+    while let Some(io) = level {
+        let inner = io.get_ref();
+        if let Some(tls) = inner.and_then(|i| i.downcast_ref::<rustls::Error>()) {
+            return Some(from_tls(tls));
+        }
+        let found = match io.kind() {
+            ErrorKind::ConnectionRefused => Some(Failure::Refused),
+            ErrorKind::TimedOut => Some(Failure::TimedOut),
+            ErrorKind::ConnectionReset
+            | ErrorKind::ConnectionAborted
+            | ErrorKind::BrokenPipe
+            | ErrorKind::UnexpectedEof => Some(Failure::Reset),
+            ErrorKind::NetworkUnreachable | ErrorKind::HostUnreachable => {
+                Some(Failure::Unreachable)
+            }
             _ => None,
         };
+        if found.is_some() {
+            return found;
+        }
+        level = inner.and_then(|i| i.downcast_ref::<std::io::Error>());
     }
     None
+}
+
+fn from_tls(e: &rustls::Error) -> Failure {
+    match e {
+        rustls::Error::InvalidCertificate(_) => Failure::Certificate(e.to_string()),
+        rustls::Error::InvalidMessage(_) => Failure::NotTls(e.to_string()),
+        _ => Failure::Tls(e.to_string()),
+    }
 }
 
 fn from_reqwest(e: &reqwest::Error) -> Option<Failure> {
@@ -156,23 +203,27 @@ fn from_reqwest(e: &reqwest::Error) -> Option<Failure> {
     if e.is_timeout() {
         return Some(Failure::TimedOut);
     }
-    // The socket's own error, under reqwest's and hyper's.
+    // The socket's own error (or TLS's), under reqwest's and hyper's.
     let mut current: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    let mut innermost = None;
     while let Some(err) = current {
-        if let Some(io) = err.downcast_ref::<std::io::Error>() {
-            match io.kind() {
-                std::io::ErrorKind::ConnectionRefused => return Some(Failure::Refused),
-                std::io::ErrorKind::TimedOut => return Some(Failure::TimedOut),
-                _ => {}
-            }
+        if let Some(found) = err.downcast_ref::<std::io::Error>().and_then(from_io) {
+            return Some(found);
+        }
+        if let Some(tls) = err.downcast_ref::<rustls::Error>() {
+            return Some(from_tls(tls));
         }
         let text = err.to_string();
         if text.contains("dns error") || text.contains("failed to lookup address") {
             return Some(Failure::Unresolved);
         }
+        innermost = Some(text);
         current = err.source();
     }
-    e.is_connect().then_some(Failure::Refused)
+    // A connection that failed for a reason not named above is said in its own words,
+    // never as refused.
+    e.is_connect()
+        .then(|| Failure::Connect(innermost.unwrap_or_else(|| e.to_string())))
 }
 
 /// Why an HTTP server could not be reached, in words (never with the credentials).
@@ -192,9 +243,32 @@ pub(crate) fn reason(e: &ClientInitializeError) -> String {
         Some(Failure::Refused) => {
             "cannot connect: nothing answers at this address (connection refused)".into()
         }
+        Some(Failure::Reset) => {
+            "the connection was closed or reset before the server answered".into()
+        }
+        Some(Failure::Unreachable) => {
+            "cannot connect: no route to the server's network or host".into()
+        }
         Some(Failure::Unresolved) => "cannot connect: the host name does not resolve".into(),
         Some(Failure::TimedOut) => "cannot connect: the connection timed out".into(),
+        Some(Failure::Certificate(why)) => format!(
+            "the server's TLS certificate is not accepted ({}); check the URL's host name, \
+             or that its certificate authority is one this machine trusts",
+            words(&why)
+        ),
+        Some(Failure::NotTls(why)) => format!(
+            "the server did not answer in TLS ({}); is the URL https for a server that \
+             speaks http?",
+            words(&why)
+        ),
+        Some(Failure::Tls(why)) => format!("the TLS handshake failed ({})", words(&why)),
+        Some(Failure::Connect(why)) => format!("cannot connect: {}", words(&why)),
         Some(Failure::SignIn(words)) => words,
         None => format!("the start-up exchange failed: {e}"),
     }
+}
+
+/// A peer's or a library's words, on one line, made visible and clipped.
+fn words(text: &str) -> String {
+    crate::text::visible_line(&crate::text::clip(text, 200)).into_owned()
 }
