@@ -7,6 +7,7 @@
 //! can draw each model call exactly.
 
 use std::{
+    collections::VecDeque,
     sync::{
         Arc, Mutex,
         atomic::{AtomicU64, Ordering},
@@ -27,12 +28,25 @@ use super::record::{Recordings, ms_since};
 
 /// Live events a slow page may fall behind by before it must reload.
 const LIVE_BUFFER: usize = 4096;
+/// Most events the log keeps for a page that connects late: past it the oldest go (their
+/// numbers, `seq`, are not reused, so a page sees where its replay starts).
+pub const MAX_LOGGED_EVENTS: usize = 20_000;
+
+/// One event, shared: the log, each page's replay and the live feed hold the same one.
+pub type Shared = Arc<Value>;
+
+/// The events kept, and the number the next one gets.
+#[derive(Default)]
+struct Log {
+    events: VecDeque<Shared>,
+    next_seq: u64,
+}
 
 /// The lab's event log and its live feed.
 pub struct Hub {
     start: Instant,
-    log: Mutex<Vec<Value>>,
-    live: broadcast::Sender<Value>,
+    log: Mutex<Log>,
+    live: broadcast::Sender<Shared>,
     /// The turn events belong to (0: the start-up).
     turn: AtomicU64,
 }
@@ -41,7 +55,7 @@ impl Default for Hub {
     fn default() -> Self {
         Hub {
             start: Instant::now(),
-            log: Mutex::new(Vec::new()),
+            log: Mutex::new(Log::default()),
             live: broadcast::channel(LIVE_BUFFER).0,
             turn: AtomicU64::new(0),
         }
@@ -60,11 +74,16 @@ impl Hub {
             event.extend(more);
         }
         let mut log = self.log.lock().unwrap_or_else(|e| e.into_inner());
-        event.insert("seq".into(), json!(log.len()));
+        event.insert("seq".into(), json!(log.next_seq));
+        log.next_seq += 1;
         // What the page shows is what a terminal would: nothing a peer wrote is acted on.
         let mut event = Value::Object(event);
         gatehouse::text::visible_json(&mut event);
-        log.push(event.clone());
+        let event = Arc::new(event);
+        if log.events.len() == MAX_LOGGED_EVENTS {
+            log.events.pop_front();
+        }
+        log.events.push_back(event.clone());
         // Sent while the log is locked, so a subscriber never sees an event twice or misses one.
         let _ = self.live.send(event);
     }
@@ -74,10 +93,10 @@ impl Hub {
         self.turn.fetch_add(1, Ordering::SeqCst) + 1
     }
 
-    /// The events so far and a live feed of the ones after them.
-    pub fn subscribe(&self) -> (Vec<Value>, broadcast::Receiver<Value>) {
+    /// The events kept so far (shared, not copied) and a live feed of the ones after them.
+    pub fn subscribe(&self) -> (Vec<Shared>, broadcast::Receiver<Shared>) {
         let log = self.log.lock().unwrap_or_else(|e| e.into_inner());
-        (log.clone(), self.live.subscribe())
+        (log.events.iter().cloned().collect(), self.live.subscribe())
     }
 }
 
@@ -225,6 +244,21 @@ mod tests {
         assert_eq!(next["seq"], 1);
         assert_eq!(next["turn"], 1);
         assert_eq!(next["text"], "two");
+    }
+
+    #[test]
+    fn the_log_keeps_the_latest_events_and_pages_share_them() {
+        let hub = Hub::default();
+        for i in 0..MAX_LOGGED_EVENTS + 10 {
+            hub.emit("step", json!({"text": i}));
+        }
+        let (first, _) = hub.subscribe();
+        assert_eq!(first.len(), MAX_LOGGED_EVENTS);
+        assert_eq!(first[0]["seq"], 10);
+        assert_eq!(first.last().unwrap()["seq"], MAX_LOGGED_EVENTS + 9);
+        // A second page replays the same events, not copies of them.
+        let (second, _) = hub.subscribe();
+        assert!(first.iter().zip(&second).all(|(a, b)| Arc::ptr_eq(a, b)));
     }
 
     #[test]
