@@ -308,9 +308,55 @@ fn tool_patterns_match_as_globs_and_in_linear_time() {
     // The worst case of naive backtracking: immediate here.
     let long = "a".repeat(10_000);
     assert!(!p(&format!("{}b", "a*".repeat(100))).matches(&long));
-    for bad in ["", "has space", "tab\there", &"x".repeat(257)] {
+    for bad in [
+        "",
+        "has space",
+        "tab\there",
+        &"x".repeat(257),
+        "get_[",
+        "{a,b",
+    ] {
         assert!(Pattern::parse(bad).is_err(), "{bad:?}");
     }
+}
+
+/// `enabledTools` and a rule's `tool` read a pattern in one dialect: each pattern matches
+/// the same names in both.
+#[test]
+fn a_tool_pattern_means_what_it_means_in_a_rule() {
+    let patterns = [
+        "get_*",
+        "browser_?lick",
+        "{get,list}_issue*",
+        "[gs]et_*",
+        "*",
+        "a*b*c",
+    ];
+    let names = [
+        "get_issue",
+        "list_issues",
+        "set_x",
+        "browser_click",
+        "a__b__c",
+        "list",
+        "",
+    ];
+    for pattern in patterns {
+        let in_rules = crate::rules::conditions::glob(pattern).unwrap();
+        let in_file = Pattern::parse(pattern).unwrap();
+        for name in names {
+            assert_eq!(
+                in_file.matches(name),
+                in_rules.is_match(name),
+                "{pattern} on {name:?}"
+            );
+        }
+    }
+    assert!(
+        Pattern::parse("{get,list}_issue*")
+            .unwrap()
+            .matches("list_issues")
+    );
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! Which of a server's tools the host offers, and which it always sends the model in full:
 //! `enabledTools`, `disabledTools` and `alwaysLoad` of a server's entry, each a list of
-//! glob patterns on the tool's own name (`get_*`, `browser_?ab*`; `*` any run of
-//! characters, `?` one). A tool left out by them is not in the catalog: unknown to the
+//! glob patterns on the tool's own name, in the rules' dialect (`get_*`, `browser_?ab*`,
+//! `{get,list}_*`, `[gs]et_*`; `*` any run of characters, `?` one). A tool left out by them is not in the catalog: unknown to the
 //! model and to the policy alike.
 
 use serde_json::Value;
@@ -11,62 +11,55 @@ pub const MAX_TOOL_PATTERNS: usize = 256;
 /// Longest pattern, in characters (twice the longest tool name a server may give).
 pub const MAX_PATTERN_CHARS: usize = 256;
 
-/// A glob on tool names, checked when the file is read.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Pattern(Vec<char>);
+/// A glob on tool names, checked when the file is read: the dialect of the rules'
+/// patterns ([`crate::rules::conditions::glob`], globset's), so a pattern means the same
+/// in `enabledTools` as in a rule's `tool`.
+#[derive(Debug, Clone)]
+pub struct Pattern {
+    text: String,
+    matcher: globset::GlobMatcher,
+}
+
+impl PartialEq for Pattern {
+    fn eq(&self, other: &Pattern) -> bool {
+        self.text == other.text
+    }
+}
+
+impl Eq for Pattern {}
 
 impl Pattern {
     /// A pattern from a servers file, or why it cannot be one.
     pub fn parse(text: &str) -> Result<Pattern, String> {
-        let chars: Vec<char> = text.chars().collect();
-        if chars.is_empty() {
+        if text.is_empty() {
             return Err("a tool pattern may not be empty".into());
         }
-        if chars.len() > MAX_PATTERN_CHARS {
+        if text.chars().count() > MAX_PATTERN_CHARS {
             return Err(format!(
                 "a tool pattern may be at most {MAX_PATTERN_CHARS} characters long"
             ));
         }
-        if chars.iter().any(|c| c.is_control() || c.is_whitespace()) {
+        if text.chars().any(|c| c.is_control() || c.is_whitespace()) {
             return Err(format!(
                 "the tool pattern {text:?} holds whitespace or a control character"
             ));
         }
-        Ok(Pattern(chars))
+        let matcher = crate::rules::conditions::glob(text)
+            .map_err(|e| format!("the tool pattern {text:?} is not a glob: {e}"))?;
+        Ok(Pattern {
+            text: text.to_owned(),
+            matcher,
+        })
     }
 
-    /// Does `name` match? Linear in the name's length times the pattern's: the classic
-    /// greedy match, which backtracks only to the last `*`.
+    /// Does `name` match? In linear time: globset matches with a regular expression.
     pub fn matches(&self, name: &str) -> bool {
-        let (p, n): (&[char], Vec<char>) = (&self.0, name.chars().collect());
-        let (mut pi, mut ni) = (0, 0);
-        let mut star: Option<(usize, usize)> = None;
-        while ni < n.len() {
-            match p.get(pi) {
-                Some('*') => {
-                    star = Some((pi, ni));
-                    pi += 1;
-                }
-                Some(c) if *c == '?' || *c == n[ni] => {
-                    pi += 1;
-                    ni += 1;
-                }
-                _ => match star {
-                    Some((sp, sn)) => {
-                        pi = sp + 1;
-                        ni = sn + 1;
-                        star = Some((sp, sn + 1));
-                    }
-                    None => return false,
-                },
-            }
-        }
-        p[pi..].iter().all(|c| *c == '*')
+        self.matcher.is_match(name)
     }
 
     /// The pattern as written.
     pub fn as_text(&self) -> String {
-        self.0.iter().collect()
+        self.text.clone()
     }
 }
 
@@ -138,7 +131,7 @@ pub(super) fn rules(entry: &serde_json::Map<String, Value>) -> Result<ToolRules,
     };
     let always_load = match entry.get("alwaysLoad") {
         None | Some(Value::Bool(false)) => Vec::new(),
-        Some(Value::Bool(true)) => vec![Pattern(vec!['*'])],
+        Some(Value::Bool(true)) => vec![Pattern::parse("*")?],
         Some(v @ Value::Array(_)) => patterns("alwaysLoad", v)?,
         Some(_) => {
             return Err("\"alwaysLoad\" must be true, false or an array of tool patterns".into());

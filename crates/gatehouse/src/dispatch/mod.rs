@@ -102,6 +102,12 @@ impl CallLimits {
             task_wait: settings.task_wait,
         }
     }
+
+    /// These limits with another wait for a call run as a task (`gatehouse tasks` waits
+    /// as long as it is told; a task followed again at a turn's start does not wait).
+    pub fn with_task_wait(self, task_wait: Duration) -> CallLimits {
+        CallLimits { task_wait, ..self }
+    }
 }
 
 /// Most progress notifications recorded as steps for one call; the rest are still shown

@@ -57,13 +57,7 @@ pub struct Manager<'a> {
 }
 
 fn limits(config: &Config, wait: Duration) -> CallLimits {
-    let s = &config.settings;
-    CallLimits {
-        round_timeout: s.tool_timeout,
-        max_round_timeout: s.tool_max_timeout,
-        max_input_rounds: s.max_input_rounds,
-        task_wait: wait,
-    }
+    CallLimits::of(&config.settings).with_task_wait(wait)
 }
 
 /// How long `cancel` follows a task after asking, for the cancellation to show: it is

@@ -172,10 +172,7 @@ pub(crate) async fn look_again(at: Looking<'_>, limits: CallLimits) -> Vec<Ended
         let Some(conn) = at.connections.iter().find(|c| c.name == r.server) else {
             continue;
         };
-        let limits = CallLimits {
-            task_wait: std::time::Duration::ZERO,
-            ..limits
-        };
+        let limits = limits.with_task_wait(std::time::Duration::ZERO);
         let stop = at.stopper.begin();
         let meta = Some(meta_of(&r));
         let watch = dispatch::Watch {
