@@ -34,7 +34,7 @@ pub async fn run(args: AuthArgs) -> anyhow::Result<()> {
 
 /// The servers file and the named server in it.
 fn server(host: &HostArgs, name: &str) -> anyhow::Result<(Config, gatehouse::config::ServerSpec)> {
-    let config = crate::load_config(host, true)?;
+    let config = crate::start::load_config(host, true)?;
     let spec = config
         .servers
         .iter()
@@ -152,7 +152,7 @@ fn status_line(s: &Status, now: u64) -> String {
 }
 
 async fn status(args: AuthStatusArgs) -> anyhow::Result<()> {
-    let config = crate::load_config(&args.host, !args.json)?;
+    let config = crate::start::load_config(&args.host, !args.json)?;
     let limits = SignInLimits::from_settings(&config.settings);
     let all = account::status(&config.servers, limits)
         .await

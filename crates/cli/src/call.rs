@@ -46,14 +46,14 @@ const EXCERPT_CHARS: usize = 30;
 pub async fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
     let arguments = arguments_text(args.arguments.as_deref())?;
     let run = &args.run;
-    let level = crate::level(&run.screen);
-    let config = crate::load_config(&run.host, level > Level::Quiet)?;
+    let level = crate::start::level(&run.screen);
+    let config = crate::start::load_config(&run.host, level > Level::Quiet)?;
     let steps = if args.json {
         StepsTo::Nowhere
     } else {
         StepsTo::Stderr
     };
-    let (printer, person) = crate::printer_and_person(run, &config, steps)?;
+    let (printer, person) = crate::start::printer_and_person(run, &config, steps)?;
     let trace = Trace::new(printer);
     let host = start_for(&run.host, &config, &args.tool, person, &trace).await;
     let called = host.call_by_person(&args.tool, &arguments).await;
@@ -98,7 +98,8 @@ async fn start_for(
     if let Some(server) = named_server(config, tool) {
         let only = Some(server);
         let host =
-            crate::start_host_for(host_args, config, only, person.clone(), trace.clone()).await;
+            crate::start::start_host_for(host_args, config, only, person.clone(), trace.clone())
+                .await;
         if !host.is_connected(server) || offers_exactly(&host.catalog(), server, tool) {
             return host;
         }
@@ -109,7 +110,7 @@ async fn start_for(
         );
         host.shutdown().await;
     }
-    crate::start_host(host_args, config, person, trace.clone()).await
+    crate::start::start_host(host_args, config, person, trace.clone()).await
 }
 
 /// The server of the file that `tool` (`SERVER__TOOL`) names, if it names one.

@@ -76,22 +76,23 @@ pub async fn run(args: DoctorArgs) -> anyhow::Result<bool> {
     let mut report = Report::new(args.json);
     // Doctor starts nothing a project's file names until the person trusted it, and asks
     // nothing: it lists what is left out.
-    let config = match crate::load_config_asking(&args.host, false, crate::project::Asking::Never) {
-        Ok(config) => {
-            config_checks(&config)
-                .into_iter()
-                .for_each(|c| report.add(c));
-            Some(config)
-        }
-        Err(e) => {
-            report.add(
-                check("config", "servers file", Verdict::Broken, format!("{e:#}")).fix(
-                    "correct the file where the message says; the host cannot start without it",
-                ),
-            );
-            None
-        }
-    };
+    let config =
+        match crate::start::load_config_asking(&args.host, false, crate::project::Asking::Never) {
+            Ok(config) => {
+                config_checks(&config)
+                    .into_iter()
+                    .for_each(|c| report.add(c));
+                Some(config)
+            }
+            Err(e) => {
+                report.add(
+                    check("config", "servers file", Verdict::Broken, format!("{e:#}")).fix(
+                        "correct the file where the message says; the host cannot start without it",
+                    ),
+                );
+                None
+            }
+        };
     if let Some(config) = &config {
         let probes = probe::probe_each(
             config,

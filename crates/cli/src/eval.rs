@@ -33,8 +33,8 @@ pub async fn run(args: EvalArgs) -> anyhow::Result<u8> {
             .with_context(|| format!("the recordings' folder {}", dir.display()))?;
     }
     let setting = Setting {
-        built_in: built_in_for(crate::built_in_file()?),
-        system_prompt: crate::DEFAULT_SYSTEM_PROMPT.into(),
+        built_in: built_in_for(crate::start::built_in_file()?),
+        system_prompt: crate::start::DEFAULT_SYSTEM_PROMPT.into(),
         variable: Box::new(crate::harden::variable),
         record: args.record.clone().map(recorder),
         replay: args.replay.clone(),

@@ -127,8 +127,12 @@ pub async fn run(args: GatewayArgs) -> anyhow::Result<()> {
     };
     // The file given, or `builtin`: the reference servers, as for `ask` and `tools`.
     let found = gatehouse::config::project::Found::locate(Some(servers_file));
-    let mut config =
-        crate::project::load_found(&found, &identity, Asking::Never, crate::built_in_file)?;
+    let mut config = crate::project::load_found(
+        &found,
+        &identity,
+        Asking::Never,
+        crate::start::built_in_file,
+    )?;
     gatehouse::config::chain::enter(&mut config, &found.files())?;
     let settings = &config.settings;
     let ledger = settings
@@ -163,7 +167,11 @@ pub async fn run(args: GatewayArgs) -> anyhow::Result<()> {
         .map_err(anyhow::Error::msg)?;
     let store = (store, key.bytes);
     // stdout is the MCP channel on stdio: every step goes to stderr.
-    let trace = Trace::new(crate::printer(&args.screen, &config, StepsTo::Stderr)?);
+    let trace = Trace::new(crate::start::printer(
+        &args.screen,
+        &config,
+        StepsTo::Stderr,
+    )?);
     if let (true, Some(file)) = (store.0.keeps_the_ledger(), &ledger) {
         eprintln!(
             "gatehouse: the ledger is kept in {state} (`gatehouse ledger verify --state URL`); {} is not used",

@@ -315,7 +315,7 @@ fn read_servers(file: &McpFileArgs) -> anyhow::Result<Servers> {
             })
         }
         Found::BuiltIn => {
-            let doc = crate::built_in_file()?;
+            let doc = crate::start::built_in_file()?;
             let config = Config::from_value(doc.clone(), "built-in servers", &identity)?;
             Ok(Servers {
                 doc,

@@ -42,8 +42,9 @@ async fn explain(args: ExplainArgs) -> anyhow::Result<()> {
         arguments: args.arguments.clone().unwrap_or_else(|| "{}".into()),
     };
     let screen = &args.start.screen;
-    let config = crate::load_config(&args.start.host, crate::level(screen) > Level::Quiet)?;
-    let trace = Trace::new(crate::printer(screen, &config, StepsTo::Stderr)?);
+    let config =
+        crate::start::load_config(&args.start.host, crate::start::level(screen) > Level::Quiet)?;
+    let trace = Trace::new(crate::start::printer(screen, &config, StepsTo::Stderr)?);
     let cached = if args.fresh {
         None
     } else {
@@ -72,7 +73,7 @@ async fn explain(args: ExplainArgs) -> anyhow::Result<()> {
                 approve: Some(false),
                 ..FixedAnswers::default()
             }));
-            let host = crate::start_host(&args.start.host, &config, person, trace).await;
+            let host = crate::start::start_host(&args.start.host, &config, person, trace).await;
             let catalog = host.live().current().clone();
             let explanation = host.gate().explain(&call, &catalog, host.settings()).await;
             host.shutdown().await;
@@ -241,7 +242,7 @@ fn ledger_file(args: &LedgerArgs) -> anyhow::Result<PathBuf> {
         &found,
         &Identity::default(),
         crate::project::Asking::Never,
-        crate::built_in_file,
+        crate::start::built_in_file,
     )?
     .settings
     .ledger;

@@ -17,8 +17,8 @@ use serde_json::{Value, json};
 
 use crate::{
     args::{TaskArgs, TasksArgs, TasksCommand},
-    load_config, printer_and_person,
     screen::StepsTo,
+    start::{load_config, printer_and_person},
 };
 
 /// Most characters of a task's result printed.

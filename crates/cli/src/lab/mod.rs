@@ -36,11 +36,11 @@ pub async fn run(args: LabArgs) -> anyhow::Result<()> {
         Some(dir) => Some(eval_view::EvalDir::open(dir)?),
         None => None,
     };
-    let config = crate::load_config(&args.host, true)?;
+    let config = crate::start::load_config(&args.host, true)?;
     let model = if args.manual {
         None
     } else {
-        let mut model = crate::load_model(&args.host, &config)?;
+        let mut model = crate::start::load_model(&args.host, &config)?;
         model.preflight().await?;
         Some(model)
     };
