@@ -165,3 +165,74 @@ fn patterns(key: &str, value: &Value) -> Result<Vec<Pattern>, String> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Pattern;
+
+    #[test]
+    fn tool_patterns_match_as_globs_and_in_linear_time() {
+        let p = |t: &str| Pattern::parse(t).unwrap();
+        assert!(p("get_*").matches("get_ticket"));
+        assert!(p("get_*").matches("get_"));
+        assert!(!p("get_*").matches("list_get_ticket"));
+        assert!(p("*_ticket").matches("open_ticket"));
+        assert!(p("browser_?lick").matches("browser_click"));
+        assert!(!p("browser_?lick").matches("browser_lick"));
+        assert!(p("*").matches(""));
+        assert!(p("exact").matches("exact") && !p("exact").matches("exactly"));
+        assert!(p("a*b*c").matches("a__b__c") && !p("a*b*c").matches("a__c__b"));
+        // The worst case of naive backtracking: immediate here.
+        let long = "a".repeat(10_000);
+        assert!(!p(&format!("{}b", "a*".repeat(100))).matches(&long));
+        for bad in [
+            "",
+            "has space",
+            "tab\there",
+            &"x".repeat(257),
+            "get_[",
+            "{a,b",
+        ] {
+            assert!(Pattern::parse(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    /// `enabledTools` and a rule's `tool` read a pattern in one dialect: each pattern matches
+    /// the same names in both.
+    #[test]
+    fn a_tool_pattern_means_what_it_means_in_a_rule() {
+        let patterns = [
+            "get_*",
+            "browser_?lick",
+            "{get,list}_issue*",
+            "[gs]et_*",
+            "*",
+            "a*b*c",
+        ];
+        let names = [
+            "get_issue",
+            "list_issues",
+            "set_x",
+            "browser_click",
+            "a__b__c",
+            "list",
+            "",
+        ];
+        for pattern in patterns {
+            let in_rules = crate::rules::conditions::glob(pattern).unwrap();
+            let in_file = Pattern::parse(pattern).unwrap();
+            for name in names {
+                assert_eq!(
+                    in_file.matches(name),
+                    in_rules.is_match(name),
+                    "{pattern} on {name:?}"
+                );
+            }
+        }
+        assert!(
+            Pattern::parse("{get,list}_issue*")
+                .unwrap()
+                .matches("list_issues")
+        );
+    }
+}
