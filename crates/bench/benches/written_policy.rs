@@ -108,7 +108,7 @@ fn ledger_benches(c: &mut Criterion) {
         tool: "support__get_ticket".into(),
         arguments_sha256: gatehouse::digest::sha256_hex(br#"{"ticket_id":"T-30002"}"#),
         fingerprint: Some(gatehouse::digest::sha256_hex(b"definition")),
-        decision: "run".into(),
+        decision: gatehouse::ledger::Decision::Run,
         rule: Some("rules[99]".into()),
         ..Entry::default()
     };

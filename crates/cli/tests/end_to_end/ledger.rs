@@ -231,7 +231,7 @@ fn forged_entry(step: u64) -> gatehouse::ledger::Entry {
         session: "s1".into(),
         step,
         tool: "testbed__echo".into(),
-        decision: "run".into(),
+        decision: gatehouse::ledger::Decision::Run,
         ..Default::default()
     }
 }

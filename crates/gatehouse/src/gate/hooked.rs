@@ -114,7 +114,7 @@ impl Gate {
             json!({"decision": "denied", "rule": "hook"}),
         );
         let mut entry = self.entry(p, Some(&decided.tool), Some(&decided.arguments), trace);
-        entry.decision = "denied".into();
+        entry.decision = crate::ledger::Decision::Denied;
         entry.rule = Some("hook".into());
         entry.reason = Some(why.to_owned());
         self.record_or_warn(entry, trace).await;

@@ -14,21 +14,23 @@
 
 mod hooked;
 mod keeper;
+mod line;
+
+use line::{answer_of, answered_by, sent_decision};
 
 pub use keeper::{Keeper, LocalKeeper};
 
 use std::sync::Arc;
 
 use rmcp::model::JsonObject;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::{
     approvals::{ProjectFile, Remembered},
     catalog::{Catalog, CatalogTool, Live, host_tools::runs_unasked},
     config::{Hooks, Settings},
-    digest,
     flow::{Flows, Traced},
-    ledger::Entry,
+    ledger::{self},
     model::ToolCall,
     person::{self, AnsweredBy, Person},
     policy::{self, Basis, Explanation, Refusal, Verdict},
@@ -372,13 +374,13 @@ impl Gate {
             .filter(|_| self.keeper.keeps_lines())
             .map(|t| self.flows_kept(t, trace));
         entry.rule = Some(rule);
-        entry.decision = if answer.is_some() { "asked" } else { "run" }.into();
+        entry.decision = sent_decision(answer.is_some());
         if decided.proposed.is_some() {
             entry.reason = Some("arguments rewritten by the beforeCall hook".into());
         }
         if let Some(approval) = answer {
-            entry.answer = Some(if approval.yes { "yes" } else { "no" }.into());
-            entry.by = Some(answered_by(approval.by).into());
+            entry.answer = Some(answer_of(approval.yes));
+            entry.by = Some(answered_by(approval.by));
             let offered = matches!(
                 decided.how,
                 How::Ask {
@@ -493,10 +495,10 @@ impl Gate {
         trace.add(Who::Host, refusal.for_person(), refusal.data());
         let mut entry = self.entry(p, tool, None, trace);
         let (decision, rule) = match refusal {
-            Refusal::Denied { rule, .. } => ("denied", format!("rules[{rule}]")),
-            other => ("refused", other.decision().to_owned()),
+            Refusal::Denied { rule, .. } => (ledger::Decision::Denied, format!("rules[{rule}]")),
+            other => (ledger::Decision::Refused, other.decision().to_owned()),
         };
-        entry.decision = decision.into();
+        entry.decision = decision;
         entry.rule = Some(rule);
         entry.reason = Some(refusal.for_person());
         self.record_or_warn(entry, trace).await;
@@ -510,72 +512,6 @@ impl Gate {
         };
         refused_text(&refusal.for_model(), outcome, server)
     }
-
-    /// The ledger line for this proposal, before its decision is filled in.
-    fn entry(
-        &self,
-        p: &Proposal<'_>,
-        tool: Option<&CatalogTool>,
-        arguments: Option<&JsonObject>,
-        trace: &Trace,
-    ) -> Entry {
-        if !self.keeper.keeps_lines() {
-            // Nothing keeps the line: its digests would be made for nobody, on every call.
-            return Entry {
-                session: p.session.to_owned(),
-                trace_id: p.trace_id.to_owned(),
-                step: p.step,
-                ..Entry::default()
-            };
-        }
-        let text = match arguments {
-            Some(a) => Value::Object(a.clone()).to_string(),
-            None => p.call.arguments.clone(),
-        };
-        let kept = self.keep_arguments.then(|| {
-            let mut v = serde_json::from_str(&text).unwrap_or(Value::String(text.clone()));
-            trace.secrets().json(&mut v);
-            v
-        });
-        Entry {
-            session: p.session.to_owned(),
-            trace_id: p.trace_id.to_owned(),
-            step: p.step,
-            server: tool.map_or("-", |t| t.origin.label()).to_owned(),
-            tool: crate::text::clip(&p.call.name, MAX_RECORDED_NAME_CHARS).into_owned(),
-            arguments_sha256: digest::sha256_hex(text.as_bytes()),
-            arguments: kept,
-            fingerprint: tool.map(|t| t.definition_digest().to_owned()),
-            caller: p.caller.map(str::to_owned),
-            confirmation: p.confirmation.map(str::to_owned),
-            ..Entry::default()
-        }
-    }
-
-    /// Where the arguments came from, as the ledger keeps it: the values looked for only
-    /// when the arguments are kept too, and the host's secrets out of them.
-    fn flows_kept(&self, traced: &Traced, trace: &Trace) -> Value {
-        let mut kept = traced.clone();
-        for a in &mut kept.arguments {
-            if !self.keep_arguments {
-                a.evidence = None;
-            }
-        }
-        let mut value = kept.to_json();
-        trace.secrets().json(&mut value);
-        value
-    }
-
-    /// Append a line for a decision that sends nothing: a failure is said, not fatal.
-    async fn record_or_warn(&self, entry: Entry, trace: &Trace) {
-        if let Err(e) = self.keeper.append(entry).await {
-            trace.add(
-                Who::Host,
-                format!("warning: {e}"),
-                json!({"ledger": "unwritable"}),
-            );
-        }
-    }
 }
 
 fn refused_text(text: &str, outcome: Outcome, server: String) -> Admission {
@@ -583,16 +519,5 @@ fn refused_text(text: &str, outcome: Outcome, server: String) -> Admission {
         text: text.to_owned(),
         outcome,
         server,
-    }
-}
-
-fn answered_by(by: AnsweredBy) -> &'static str {
-    match by {
-        AnsweredBy::Option => "option",
-        AnsweredBy::Terminal | AnsweredBy::Browser => "person",
-        // The client's form: the client, or the model driving it, may have answered.
-        AnsweredBy::Client => "client",
-        AnsweredBy::Page => "person",
-        AnsweredBy::Nobody => "nobody",
     }
 }

@@ -24,6 +24,34 @@
 //! The chain shows an edit unless every line after it is rewritten too; anyone who can
 //! write the file can do that. Keep the head's hash (`gatehouse ledger verify` prints it)
 //! somewhere the ledger's writer cannot reach to make a rewrite visible as well.
+//!
+//! # A line's format
+//!
+//! One JSON object a line, its keys in this order ([`Entry`] gives the middle ones):
+//!
+//! | key | value |
+//! | --- | --- |
+//! | `seq` | the line's number, from 1 |
+//! | `time` | when it was written, RFC 3339 in UTC |
+//! | `session` | the host's session (`gateway` for a gateway's calls) |
+//! | `trace_id` | the call's trace (32 hex), as its `traceparent` carries it |
+//! | `step` | the call's number in the turn, or the gateway's |
+//! | `server` | the tool's server, `-` for a tool not in the catalog |
+//! | `tool` | the tool as proposed (at most 200 characters) |
+//! | `arguments_sha256` | SHA-256 of the arguments' text |
+//! | `arguments` | the arguments, secrets replaced, only with `ledger.arguments` |
+//! | `fingerprint` | the digest of the tool's definition, or `null` |
+//! | `decision` | [`Decision`]: `run`, `asked`, `denied` or `refused` |
+//! | `rule` | what decided: `rules[2]`, `allow[0]`, `session`, `project`, `default`, `changed`, `hook`, the check that refused (`too_large`, …), or `null` |
+//! | `answer` | [`Answer`] for an ask: `yes` or `no`; else `null` |
+//! | `dismissed` | `true` when a no was a dismissal; absent otherwise |
+//! | `by` | [`By`], who answered an ask: `person`, `option`, `client` or `nobody`; else `null` |
+//! | `reason` | the words of a rule, a hook or a refusal, or `null` |
+//! | `caller` | who proposed, when not the host's model: a gateway's caller (`user@tenant`) or `person`; absent otherwise |
+//! | `confirmation` | the nonce of the confirmation a gateway's second round used; absent otherwise |
+//! | `flows` | where each argument came from, where the host saw it; absent otherwise |
+//! | `prev` | the hash of the line before (64 zeros for the first) |
+//! | `hash` | SHA-256 of the line's text up to `,"hash"`, closed with `}` |
 
 pub mod group;
 mod verify;
@@ -35,7 +63,7 @@ use std::{
     sync::Arc,
 };
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 pub use verify::{Bad, Chain, Verified, read_entries, verify};
@@ -46,6 +74,46 @@ pub const GENESIS: &str = "00000000000000000000000000000000000000000000000000000
 pub const MAX_LINE_BYTES: usize = 64 << 20;
 /// How much of the file's end is read at a time when looking for its last line.
 const TAIL_CHUNK: u64 = 8 << 10;
+
+/// What became of a proposed call: a line's `decision`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Decision {
+    /// Sent without asking anyone (a rule, the allow-list, a remembered approval, a hook).
+    #[default]
+    Run,
+    /// Put to the person, who answered (`answer`, `by`).
+    Asked,
+    /// Refused by a deny rule or the `beforeCall` hook.
+    Denied,
+    /// Refused by a check (too large, unknown tool, a changed definition, …).
+    Refused,
+}
+
+/// The person's answer to an ask: a line's `answer`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Answer {
+    /// Run it.
+    Yes,
+    /// Do not.
+    No,
+}
+
+/// Who answered an ask: a line's `by`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum By {
+    /// The person: at the terminal, in the lab's page, or on a gateway's approval page.
+    Person,
+    /// A command-line option that answers for the person (`--yes`, `--no`).
+    Option,
+    /// A gateway caller's own client, in the form it was sent (the client, or a model
+    /// driving it, may have answered).
+    Client,
+    /// Nobody could answer: the default, no.
+    Nobody,
+}
 
 /// One decision, as the turn gives it; the ledger adds the line's number, time and chain.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -67,19 +135,19 @@ pub struct Entry {
     pub arguments: Option<Value>,
     /// The digest of the tool's definition, for a tool in the catalog.
     pub fingerprint: Option<String>,
-    /// `run`, `asked`, `denied` or `refused`.
-    pub decision: String,
+    /// What became of the call.
+    pub decision: Decision,
     /// What decided: `rules[2]`, `allow[0]`, `session`, `project`, `default`, `changed`,
     /// `hook`; the check that refused (`too_large`, …).
     pub rule: Option<String>,
-    /// For an ask: `yes` or `no`.
-    pub answer: Option<String>,
+    /// For an ask: the answer.
+    pub answer: Option<Answer>,
     /// For a `no`: `true` when the question was dismissed without an answer (a client's
     /// `cancel` of a gateway's form) rather than declined; absent otherwise.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub dismissed: bool,
-    /// Who answered or decided: `person at the terminal`, `option`, `nobody`, `hook`.
-    pub by: Option<String>,
+    /// For an ask: who answered.
+    pub by: Option<By>,
     /// The reason given (a rule's, a hook's, a refusal's words).
     pub reason: Option<String>,
     /// Who proposed: a gateway's caller (`user@tenant`), or `person` for a call the person

@@ -19,9 +19,9 @@ fn entry(step: u64) -> Entry {
         server: "tickets".into(),
         tool: "tickets__open_ticket".into(),
         arguments_sha256: crate::digest::sha256_hex(b"{}"),
-        decision: "asked".into(),
-        answer: Some("yes".into()),
-        by: Some("option".into()),
+        decision: super::Decision::Asked,
+        answer: Some(super::Answer::Yes),
+        by: Some(super::By::Option),
         ..Entry::default()
     }
 }
@@ -348,5 +348,53 @@ fn a_kill_under_load_loses_no_line_whose_append_returned() {
         }
         let verified = verify(&path).unwrap_or_else(|b| panic!("round {round}: {b}"));
         assert!(verified.lines >= returned.len() as u64);
+    }
+}
+
+/// The typed line is written in the words its format (the module's opening) names.
+#[test]
+fn a_line_says_its_decision_answer_and_who_in_the_documented_words() {
+    let (line, _) = super::line_after(1, super::GENESIS, &entry(1));
+    let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(v["decision"], "asked", "{line}");
+    assert_eq!(v["answer"], "yes", "{line}");
+    assert_eq!(v["by"], "option", "{line}");
+    let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        [
+            "seq",
+            "time",
+            "session",
+            "trace_id",
+            "step",
+            "server",
+            "tool",
+            "arguments_sha256",
+            "fingerprint",
+            "decision",
+            "rule",
+            "answer",
+            "by",
+            "reason",
+            "prev",
+            "hash"
+        ]
+    );
+    for (decision, word) in [
+        (super::Decision::Run, "run"),
+        (super::Decision::Asked, "asked"),
+        (super::Decision::Denied, "denied"),
+        (super::Decision::Refused, "refused"),
+    ] {
+        assert_eq!(serde_json::to_value(decision).unwrap(), word);
+    }
+    for (by, word) in [
+        (super::By::Person, "person"),
+        (super::By::Option, "option"),
+        (super::By::Client, "client"),
+        (super::By::Nobody, "nobody"),
+    ] {
+        assert_eq!(serde_json::to_value(by).unwrap(), word);
     }
 }

@@ -448,7 +448,7 @@ mod tests {
             session: "s1".into(),
             step,
             tool: "tickets__list_tickets".into(),
-            decision: "run".into(),
+            decision: gatehouse::ledger::Decision::Run,
             ..Entry::default()
         }
     }
