@@ -324,7 +324,7 @@ where
 
     let tracker = Arc::new(Tracker::default());
     let gate_sessions = sessions.clone();
-    let gate = Arc::new(Gate {
+    let door = Arc::new(Doorway {
         caller: auth.default_caller(),
         auth: auth.clone(),
         access,
@@ -338,7 +338,7 @@ where
     });
     let mut app = Router::new()
         .route_service(MCP_PATH, service)
-        .layer(middleware::from_fn_with_state(gate, authenticate))
+        .layer(middleware::from_fn_with_state(door, authenticate))
         .merge(pages(oauth.clone())?)
         .layer(middleware::from_fn_with_state(tracker.clone(), bound));
     if let Some(rs) = &oauth {
@@ -595,7 +595,7 @@ fn timed_out_log() {
 
 /// The authentication layer's state: the tokens, how long a body may take, and the legacy
 /// sessions with who may open one.
-struct Gate {
+struct Doorway {
     auth: Auth,
     /// With `--oauth-issuer`: the checks of access tokens, once the issuer was read.
     oauth: Option<Arc<ResourceServer>>,
@@ -647,7 +647,7 @@ fn session_not_found() -> Response {
     (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response()
 }
 
-impl Gate {
+impl Doorway {
     /// Admit an `initialize` from `caller`, or say why not: no membership where sessions
     /// need one, or a session bound reached.
     fn admit(&self, caller: &Caller) -> Result<sessions::Admission, NoSession> {
@@ -729,22 +729,22 @@ fn jsonrpc_refusal(
 /// caller that opened them, read a POST's body within its bounds, and admit an
 /// `initialize` (a new session) only within the session bounds. Bodies declared too large
 /// are refused before reading, and nothing is read before the token is checked.
-async fn authenticate(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
+async fn authenticate(State(door): State<Arc<Doorway>>, request: Request, next: Next) -> Response {
     let started = tokio::time::Instant::now();
     let declared = request
         .headers()
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
-    let (caller, granted) = match &gate.auth {
-        Auth::Off => (gate.caller.clone(), None),
+    let (caller, granted) = match &door.auth {
+        Auth::Off => (door.caller.clone(), None),
         Auth::Tokens(tokens) => match caller_of(tokens, &request) {
             Ok(caller) => (caller, None),
             Err(refusal) => return refusal.response(),
         },
         Auth::OAuth(_, tokens) => {
             let presented = request.headers().get(header::AUTHORIZATION).cloned();
-            match oauth_caller(&gate, tokens.as_deref(), presented).await {
+            match oauth_caller(&door, tokens.as_deref(), presented).await {
                 Ok(found) => found,
                 Err(refusal) => return refusal,
             }
@@ -758,32 +758,32 @@ async fn authenticate(State(gate): State<Arc<Gate>>, request: Request, next: Nex
         Some(Ok(id)) => Some(id.to_owned()),
         Some(Err(_)) => return session_not_found(),
     };
-    let vetted = match (&session, &gate.shared) {
-        (Some(id), Some(shared)) => match shared.vet(id, &caller, &gate.manager).await {
+    let vetted = match (&session, &door.shared) {
+        (Some(id), Some(shared)) => match shared.vet(id, &caller, &door.manager).await {
             Ok(vetted) => Some(vetted),
             Err(refusal) => return refusal,
         },
-        (Some(id), None) if !gate.sessions.may_use(id, &caller) => return session_not_found(),
+        (Some(id), None) if !door.sessions.may_use(id, &caller) => return session_not_found(),
         _ => None,
     };
-    let (mut request, message) = match read_post(request, started + gate.body_timeout, &gate).await
+    let (mut request, message) = match read_post(request, started + door.body_timeout, &door).await
     {
         Ok(read) => read,
         Err(refusal) => return refusal,
     };
-    if let (Some(shared), Some(vetted), Some(answer)) = (&gate.shared, &vetted, &message)
+    if let (Some(shared), Some(vetted), Some(answer)) = (&door.shared, &vetted, &message)
         && let Some(id) = answer.answers()
         && !shared.awaits(&vetted.row.id, &id)
     {
         let row = &vetted.row;
         return answers::relay(shared, &row.id, &row.owner, id, &answer.body).await;
     }
-    if let (Some(rs), Some(grant)) = (&gate.oauth, &granted) {
+    if let (Some(rs), Some(grant)) = (&door.oauth, &granted) {
         let method = message.as_ref().and_then(|m| m.method.as_deref());
         let tool = message
             .as_ref()
             .and_then(|m| m.params.as_ref()?.get("name")?.as_str());
-        let needed = rs.required_scopes(method, tool.and_then(|t| (gate.read_only)(t)));
+        let needed = rs.required_scopes(method, tool.and_then(|t| (door.read_only)(t)));
         if !grant.missing(needed).is_empty() {
             return insufficient_scope(rs, grant, needed, tool);
         }
@@ -802,19 +802,19 @@ async fn authenticate(State(gate): State<Arc<Gate>>, request: Request, next: Nex
     let ending = request.method() == Method::DELETE;
     let restore = vetted.filter(|v| !v.here && !ending).map(|v| v.row);
     let admission = if initialize {
-        match gate.admit(&caller) {
+        match door.admit(&caller) {
             Ok(admission) => Some(admission),
-            Err(why) => return gate.refuse_session(why, &id),
+            Err(why) => return door.refuse_session(why, &id),
         }
     } else if restore.is_some() {
-        match gate.sessions.reserve(&caller) {
+        match door.sessions.reserve(&caller) {
             Ok(admission) => Some(admission),
-            Err(why) => return gate.refuse_session(NoSession::Full(why), &id),
+            Err(why) => return door.refuse_session(NoSession::Full(why), &id),
         }
     } else {
         None
     };
-    if gate.shared.is_none() {
+    if door.shared.is_none() {
         return sessions::with_admission(admission, next.run(request)).await;
     }
     let serving = sessions::with_admission(admission, next.run(request));
@@ -827,10 +827,10 @@ async fn authenticate(State(gate): State<Arc<Gate>>, request: Request, next: Nex
             if let Some(new) = response.headers().get(SESSION_HEADER)
                 && let Ok(new) = new.to_str()
             {
-                gate.manager.end(new).await;
+                door.manager.end(new).await;
             }
             match kept {
-                Ok(_) => gate.refuse_session(
+                Ok(_) => door.refuse_session(
                     NoSession::Full(Refused::CallerFull(shared::MAX_SHARED_SESSIONS_PER_CALLER)),
                     &id,
                 ),
@@ -871,11 +871,11 @@ fn caller_of(tokens: &Tokens, request: &Request) -> Result<Caller, Unauthorized>
 /// (a token that is no JWT, with a tokens file) the tokens file's caller, with every scope.
 /// A refusal is a 401 whose challenge names this server's metadata and the scope to ask for.
 async fn oauth_caller(
-    gate: &Gate,
+    door: &Doorway,
     tokens: Option<&Tokens>,
     presented: Option<HeaderValue>,
 ) -> Result<(Caller, Option<oauth::Grant>), Response> {
-    let Some(rs) = &gate.oauth else {
+    let Some(rs) = &door.oauth else {
         return Err(unauthorized(Some("invalid_token")));
     };
     let challenge = |refusal: Option<TokenRefusal>, reason: &str| {
@@ -942,7 +942,7 @@ fn insufficient_scope(
 async fn read_post(
     request: Request,
     deadline: tokio::time::Instant,
-    gate: &Gate,
+    door: &Doorway,
 ) -> Result<(Request, Option<Peek>), Response> {
     if request.method() != Method::POST {
         return Ok((request, None));
@@ -952,7 +952,7 @@ async fn read_post(
         body_refused_log(refusal);
         match refusal {
             BodyRefusal::TooLarge => too_large(),
-            BodyRefusal::TooSlow => too_slow(gate.body_timeout),
+            BodyRefusal::TooSlow => too_slow(door.body_timeout),
             BodyRefusal::Broken => (
                 StatusCode::BAD_REQUEST,
                 [(header::CONNECTION, "close")],
