@@ -523,6 +523,7 @@ impl Turn<'_> {
                 "resources/read"
             },
             tool,
+            prompt: None,
             resource_uri: uri,
             protocol: Some(conn.protocol.as_str()),
             network: &conn.network,

@@ -137,6 +137,7 @@ impl<'a> Call<'a> {
         let request = telemetry::Request {
             method: "tools/call",
             tool: Some(wire_name),
+            prompt: None,
             resource_uri: None,
             protocol: Some(conn.protocol.as_str()),
             network: &conn.network,

@@ -322,8 +322,9 @@ impl ServerHandler for Gateway {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        let _span = spans::request_span("tools/list", None, &context);
         // A server restarted, or one that announced a change, is listed anew first.
         self.host().refresh_catalog(false).await;
         let mut result = ListToolsResult::with_all_items(self.tools());
@@ -390,33 +391,37 @@ impl ServerHandler for Gateway {
     async fn list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        self.prompts().await
+        let span = spans::request_span("prompts/list", None, &context);
+        spans::ended(&span, self.prompts().await)
     }
 
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        self.prompt(request).await
+        let span = spans::request_span("prompts/get", Some(&request.name), &context);
+        spans::ended(&span, self.prompt(request).await)
     }
 
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        self.resources().await
+        let span = spans::request_span("resources/list", None, &context);
+        spans::ended(&span, self.resources().await)
     }
 
     async fn list_resource_templates(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        self.resource_templates().await
+        let span = spans::request_span("resources/templates/list", None, &context);
+        spans::ended(&span, self.resource_templates().await)
     }
 
     async fn read_resource(
@@ -478,8 +483,9 @@ impl ServerHandler for Gateway {
     async fn complete(
         &self,
         request: CompleteRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        self.completion(request).await
+        let span = spans::request_span("completion/complete", None, &context);
+        spans::ended(&span, self.completion(request).await)
     }
 }

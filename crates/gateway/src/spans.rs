@@ -1,6 +1,6 @@
-//! The spans of the requests the gateway answers (`tools/call`, `resources/read`): each in
-//! the trace of the `traceparent` its client sent, under the client's span, and ended with
-//! how the gateway answered. The call behind, to a server, is a child span
+//! The spans of the requests the gateway answers (`tools/call`, `resources/read`, and the
+//! lists, prompts and completions it passes on): each in the trace of the `traceparent`
+//! its client sent, under the client's span, and ended with how the gateway answered. The call behind, to a server, is a child span
 //! (`call.rs`, `span_behind`).
 
 use rmcp::{
@@ -20,6 +20,7 @@ pub(crate) fn call_span(
     let request = Request {
         method: "tools/call",
         tool: Some(&request.name),
+        prompt: None,
         resource_uri: None,
         protocol: protocol.as_ref().map(|p| p.as_str()),
         network: &Network::Unknown,
@@ -36,11 +37,39 @@ pub(crate) fn read_span(
     let request = Request {
         method: "resources/read",
         tool: None,
+        prompt: None,
         resource_uri: Some(&request.uri),
         protocol: protocol.as_ref().map(|p| p.as_str()),
         network: &Network::Unknown,
     };
     Span::server(&request, context.meta.get_traceparent())
+}
+
+/// The span of another request the gateway answers (`tools/list`, `prompts/get` of
+/// `prompt`, `resources/list`, `completion/complete`, …).
+pub(crate) fn request_span(
+    method: &str,
+    prompt: Option<&str>,
+    context: &RequestContext<RoleServer>,
+) -> Span {
+    let protocol = context.protocol_version();
+    let request = Request {
+        method,
+        tool: None,
+        prompt,
+        resource_uri: None,
+        protocol: protocol.as_ref().map(|p| p.as_str()),
+        network: &Network::Unknown,
+    };
+    Span::server(&request, context.meta.get_traceparent())
+}
+
+/// Say on `span` that the request failed, if it did; the answer, as it was.
+pub(crate) fn ended<T>(span: &Span, answer: Result<T, ErrorData>) -> Result<T, ErrorData> {
+    if let Err(e) = &answer {
+        failed_on(span, e);
+    }
+    answer
 }
 
 /// Say on `span` how a `tools/call` was answered: a result that reports an error is a

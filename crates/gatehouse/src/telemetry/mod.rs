@@ -55,6 +55,8 @@ pub struct Request<'a> {
     pub method: &'a str,
     /// The tool called, as its server names it.
     pub tool: Option<&'a str>,
+    /// The prompt asked for (`prompts/get`).
+    pub prompt: Option<&'a str>,
     /// The resource read.
     pub resource_uri: Option<&'a str>,
     /// The revision the two sides speak.
@@ -66,8 +68,8 @@ pub struct Request<'a> {
 impl Request<'_> {
     /// `{method} {tool}`, or the method alone: URIs stay out of span names (too many).
     fn span_name(&self) -> String {
-        match self.tool {
-            Some(tool) => format!("{} {tool}", self.method),
+        match self.tool.or(self.prompt) {
+            Some(target) => format!("{} {target}", self.method),
             None => self.method.to_owned(),
         }
     }
@@ -77,6 +79,9 @@ impl Request<'_> {
         if let Some(tool) = self.tool {
             kv.push(KeyValue::new("gen_ai.tool.name", tool.to_owned()));
             kv.push(KeyValue::new("gen_ai.operation.name", "execute_tool"));
+        }
+        if let Some(prompt) = self.prompt {
+            kv.push(KeyValue::new("gen_ai.prompt.name", prompt.to_owned()));
         }
         if let Some(uri) = self.resource_uri {
             kv.push(KeyValue::new("mcp.resource.uri", uri.to_owned()));

@@ -49,6 +49,7 @@ fn tool_call() -> Request<'static> {
     Request {
         method: "tools/call",
         tool: Some("get_ticket"),
+        prompt: None,
         resource_uri: None,
         protocol: Some("2026-07-28"),
         network: &NETWORK,
@@ -242,6 +243,36 @@ fn how_a_call_ended_is_said_as_the_conventions_say_it() {
         panic!()
     };
     assert_eq!(description, "bad \\u{1b}[31mname");
+}
+
+#[test]
+fn a_prompt_names_its_span_and_a_list_is_its_method_alone() {
+    let prompt = Request {
+        method: "prompts/get",
+        prompt: Some("triage"),
+        tool: None,
+        ..tool_call()
+    };
+    assert_eq!(prompt.span_name(), "prompts/get triage");
+    let names: Vec<_> = prompt
+        .attributes()
+        .into_iter()
+        .map(|kv| kv.key.to_string())
+        .collect();
+    assert!(
+        names.contains(&"gen_ai.prompt.name".to_owned()),
+        "{names:?}"
+    );
+    assert!(
+        !names.contains(&"gen_ai.operation.name".to_owned()),
+        "{names:?}"
+    );
+    let list = Request {
+        method: "tools/list",
+        tool: None,
+        ..tool_call()
+    };
+    assert_eq!(list.span_name(), "tools/list");
 }
 
 #[test]
