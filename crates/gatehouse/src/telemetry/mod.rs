@@ -33,6 +33,14 @@ use crate::{dispatch::CallEnd, text, trace::random_hex};
 
 /// Most characters of a peer's error message kept as a span's status description.
 pub const MAX_STATUS_CHARS: usize = 256;
+/// Most characters of a name a peer chose (a tool, a prompt, a resource URI) kept in a
+/// span's name and attributes: a client may send any name, of any length.
+pub const MAX_NAME_CHARS: usize = 256;
+
+/// A peer's name as a span keeps it: on one line, made visible, clipped.
+fn bounded(name: &str) -> String {
+    text::visible_line(&text::clip(name, MAX_NAME_CHARS)).into_owned()
+}
 
 /// The tracer of the exporter this process started, if it started one.
 static TRACER: OnceLock<SdkTracer> = OnceLock::new();
@@ -69,7 +77,7 @@ impl Request<'_> {
     /// `{method} {tool}`, or the method alone: URIs stay out of span names (too many).
     fn span_name(&self) -> String {
         match self.tool.or(self.prompt) {
-            Some(target) => format!("{} {target}", self.method),
+            Some(target) => format!("{} {}", self.method, bounded(target)),
             None => self.method.to_owned(),
         }
     }
@@ -77,14 +85,14 @@ impl Request<'_> {
     fn attributes(&self) -> Vec<KeyValue> {
         let mut kv = vec![KeyValue::new("mcp.method.name", self.method.to_owned())];
         if let Some(tool) = self.tool {
-            kv.push(KeyValue::new("gen_ai.tool.name", tool.to_owned()));
+            kv.push(KeyValue::new("gen_ai.tool.name", bounded(tool)));
             kv.push(KeyValue::new("gen_ai.operation.name", "execute_tool"));
         }
         if let Some(prompt) = self.prompt {
-            kv.push(KeyValue::new("gen_ai.prompt.name", prompt.to_owned()));
+            kv.push(KeyValue::new("gen_ai.prompt.name", bounded(prompt)));
         }
         if let Some(uri) = self.resource_uri {
-            kv.push(KeyValue::new("mcp.resource.uri", uri.to_owned()));
+            kv.push(KeyValue::new("mcp.resource.uri", bounded(uri)));
         }
         if let Some(protocol) = self.protocol {
             kv.push(KeyValue::new("mcp.protocol.version", protocol.to_owned()));

@@ -276,6 +276,28 @@ fn a_prompt_names_its_span_and_a_list_is_its_method_alone() {
 }
 
 #[test]
+fn a_clients_name_of_any_length_or_bytes_is_kept_bounded_and_visible() {
+    let hostile = format!("x\u{1b}[2J{}", "y".repeat(10_000));
+    let request = Request {
+        tool: Some(&hostile),
+        resource_uri: Some(&hostile),
+        ..tool_call()
+    };
+    let name = request.span_name();
+    assert!(!name.contains('\u{1b}'), "{name:?}");
+    assert!(
+        name.chars().count() <= "tools/call ".len() + MAX_NAME_CHARS + 8,
+        "{}",
+        name.len()
+    );
+    for kv in request.attributes() {
+        let value = kv.value.to_string();
+        assert!(!value.contains('\u{1b}'), "{value:?}");
+        assert!(value.chars().count() <= MAX_NAME_CHARS + 8, "{}", kv.key);
+    }
+}
+
+#[test]
 fn with_no_exporter_a_span_is_its_ids_alone() {
     let span = Span::client(&tool_call(), TRACE, None);
     assert!(!span.is_recording());
