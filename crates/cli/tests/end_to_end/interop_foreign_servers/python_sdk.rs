@@ -153,6 +153,19 @@ impl ServerLog {
             ServerLog::Process(server) => server.records(),
         }
     }
+
+    /// The server's rounds of `tool`, once it has logged `n` of them (it may log a round
+    /// after its answer has reached the client), or after the tests' `LIMIT` what it logged.
+    async fn rounds_of(&self, tool: &str, n: usize) -> Vec<(String, String)> {
+        let deadline = std::time::Instant::now() + crate::common::process::LIMIT;
+        loop {
+            let rounds = python_rounds(&self.records(), tool);
+            if rounds.len() >= n || std::time::Instant::now() >= deadline {
+                return rounds;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
 }
 
 async fn connect(
@@ -315,7 +328,7 @@ pub async fn the_python_sdk_refuses_its_sealed_state_replayed_with_other_argumen
     // The server's own view: the SDK refused the replayed rounds before its middleware
     // and the tool ran, so only the honest rounds are logged.
     assert_eq!(
-        python_rounds(&log.records(), "open_ticket"),
+        log.rounds_of("open_ticket", 3).await,
         rounds(&["input_required", "ok", "ok"])
     );
 }
