@@ -251,6 +251,125 @@ fn import_graph(name: &str) -> BTreeMap<String, BTreeSet<String>> {
     graph
 }
 
+/// The module paths a piece of code at `path` names, resolved: `crate::a::b` is `[a, b]`,
+/// `super::x` from `call/held.rs` is `[call, x]`, and each name of a group
+/// (`super::{a, b::c}`) one path; only lowercase names (modules, not their items).
+fn resolved_paths(code: &str, path: &[String]) -> Vec<Vec<String>> {
+    let chain = |s: &str| -> Vec<String> {
+        let mut out = Vec::new();
+        let mut rest = s;
+        loop {
+            let name = ident(rest);
+            if name.is_empty() || !name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_') {
+                break;
+            }
+            rest = &rest[name.len()..];
+            out.push(name);
+            match rest.strip_prefix("::") {
+                Some(r) if !r.starts_with('{') => rest = r,
+                _ => break,
+            }
+        }
+        out
+    };
+    let mut found = Vec::new();
+    let mut at = 0;
+    while let Some(i) = code[at..].find(['c', 's']) {
+        let start = at + i;
+        at = start + 1;
+        let prev = start.checked_sub(1).map(|p| code.as_bytes()[p]);
+        if prev.is_some_and(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b':') {
+            continue;
+        }
+        let rest = &code[start..];
+        let (base, mut tail): (Vec<String>, &str) = if let Some(r) = rest.strip_prefix("crate::") {
+            (Vec::new(), r)
+        } else if rest.starts_with("super::") {
+            let mut ups = 0;
+            let mut r = rest;
+            while let Some(next) = r.strip_prefix("super::") {
+                ups += 1;
+                r = next;
+            }
+            match path.len().checked_sub(ups) {
+                Some(n) => (path[..n].to_vec(), r),
+                None => continue,
+            }
+        } else {
+            continue;
+        };
+        if let Some(group) = tail.strip_prefix('{') {
+            // Each first-level item of the group, with its own path.
+            let (mut depth, mut item_start) = (0usize, 0usize);
+            for (i, c) in group.char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => {
+                        let item = chain(group[item_start..i].trim_start());
+                        found.push([base.clone(), item].concat());
+                        break;
+                    }
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => {
+                        let item = chain(group[item_start..i].trim_start());
+                        found.push([base.clone(), item].concat());
+                        item_start = i + 1;
+                    }
+                    _ => {}
+                }
+            }
+        } else {
+            tail = tail.trim_start();
+            found.push([base, chain(tail)].concat());
+        }
+    }
+    found
+}
+
+/// For each folder module of crate `name` (`connect`, `connect/auth`, …), its child
+/// modules and the sibling children each one's non-test code names.
+fn folder_graphs(name: &str) -> BTreeMap<Vec<String>, BTreeMap<String, BTreeSet<String>>> {
+    let root = src(name);
+    let mut files = Vec::new();
+    source_files(&root, &mut files);
+    let modules: BTreeSet<Vec<String>> = files.iter().map(|f| module_path(&root, f)).collect();
+    let mut graphs: BTreeMap<Vec<String>, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
+    for file in &files {
+        let path = module_path(&root, file);
+        if is_test_file(&root, file) || path.is_empty() {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).expect("a source file reads");
+        let code = code_of(&text);
+        for depth in 1..path.len() {
+            let (folder, child) = (&path[..depth], &path[depth]);
+            graphs
+                .entry(folder.to_vec())
+                .or_default()
+                .entry(child.clone())
+                .or_default();
+        }
+        for target in resolved_paths(&code, &path) {
+            for depth in 1..path.len() {
+                let (folder, child) = (&path[..depth], &path[depth]);
+                let Some(other) = target.get(depth) else {
+                    continue;
+                };
+                let sibling = [folder, std::slice::from_ref(other)].concat();
+                if target[..depth] == *folder && other != child && modules.contains(&sibling) {
+                    graphs
+                        .entry(folder.to_vec())
+                        .or_default()
+                        .entry(child.clone())
+                        .or_default()
+                        .insert(other.clone());
+                }
+            }
+        }
+    }
+    graphs
+}
+
 /// A cycle in the graph, as the modules on it (the first repeated at the end), if any.
 fn find_cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
     #[derive(Clone, Copy, PartialEq)]
@@ -311,6 +430,42 @@ fn each_library_s_modules_import_each_other_without_a_cycle() {
         let graph = import_graph(name);
         assert_eq!(find_cycle(&graph), None, "crates/{name}: {graph:?}");
     }
+}
+
+#[test]
+fn inside_each_folder_the_modules_import_each_other_without_a_cycle() {
+    let graphs = folder_graphs("gatehouse");
+    // Read at all: a connection restarts through `restart`, which makes `session`s.
+    let connect = &graphs[&vec!["connect".to_owned()]];
+    assert!(connect["connection"].contains("restart"), "{connect:?}");
+    assert!(connect["restart"].contains("session"), "{connect:?}");
+    for name in CHECKED {
+        for (folder, graph) in folder_graphs(name) {
+            assert_eq!(
+                find_cycle(&graph),
+                None,
+                "crates/{name}/src/{}: {graph:?}",
+                folder.join("/")
+            );
+        }
+    }
+}
+
+#[test]
+fn a_path_is_resolved_from_where_it_is_written() {
+    let held = ["call".to_owned(), "held".to_owned()];
+    let code = "use super::{holder::Holder, next}; use crate::store::Closed;\n\
+                fn f() { super::super::tasks::start(); Gateway::x(); }";
+    assert_eq!(
+        resolved_paths(code, &held),
+        [
+            vec!["call", "holder"],
+            vec!["call", "next"],
+            vec!["store", "Closed"][..1].to_vec(),
+            vec!["tasks", "start"],
+        ]
+        .map(|p| p.into_iter().map(str::to_owned).collect::<Vec<_>>())
+    );
 }
 
 #[test]

@@ -20,6 +20,7 @@ pub mod chain;
 pub mod command_line;
 mod entry;
 mod environment;
+mod number;
 pub mod oauth;
 pub mod policy;
 pub mod project;

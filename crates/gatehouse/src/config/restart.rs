@@ -70,7 +70,7 @@ pub(super) fn parse(v: &Value, warnings: &mut Vec<String>) -> Result<Restart, St
     let mut r = Restart::default();
     for (key, v) in map {
         let named = format!("restart.{key}");
-        let number = |range| super::settings::whole_number(&named, v, range);
+        let number = |range| super::number::whole_number(&named, v, range);
         let millis = |range| number(range).map(Duration::from_millis);
         match key.as_str() {
             "firstDelayMs" => r.first_delay = millis(RESTART_FIRST_DELAY_MS_RANGE)?,

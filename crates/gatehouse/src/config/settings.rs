@@ -338,7 +338,8 @@ pub(super) fn parse(value: &Value, warnings: &mut Vec<String>) -> Result<Setting
     };
     let mut s = Settings::default();
     for (key, v) in map {
-        let bounded = |range: std::ops::RangeInclusive<u64>| whole_number(key, v, range);
+        let bounded =
+            |range: std::ops::RangeInclusive<u64>| super::number::whole_number(key, v, range);
         match key.as_str() {
             "allow" => {
                 let Value::Array(items) = v else {
@@ -411,8 +412,11 @@ pub(super) fn parse(value: &Value, warnings: &mut Vec<String>) -> Result<Setting
 fn sign_in_setting(s: &mut Settings, key: &str, v: &Value) -> Result<bool, String> {
     match key {
         "signInTimeoutMs" => {
-            s.sign_in_timeout =
-                Duration::from_millis(whole_number(key, v, SIGN_IN_TIMEOUT_MS_RANGE)?)
+            s.sign_in_timeout = Duration::from_millis(super::number::whole_number(
+                key,
+                v,
+                SIGN_IN_TIMEOUT_MS_RANGE,
+            )?)
         }
         "openBrowser" => s.open_browser = flag(key, v)?,
         "credentialStore" => s.credential_store = one_of(key, v, CredentialStore::WORDS)?,
@@ -460,7 +464,8 @@ fn path(key: &str, v: &Value) -> Result<PathBuf, String> {
 /// The settings of the catalog as the model gets it; `false` for a key that is not one.
 fn catalog_setting(s: &mut Settings, key: &str, v: &Value) -> Result<bool, String> {
     let bounded = |range: std::ops::RangeInclusive<usize>| {
-        whole_number(key, v, *range.start() as u64..=*range.end() as u64).map(|n| n as usize)
+        super::number::whole_number(key, v, *range.start() as u64..=*range.end() as u64)
+            .map(|n| n as usize)
     };
     match key {
         "toolBudgetBytes" => {
@@ -504,22 +509,6 @@ fn dialects(v: &Value) -> Result<Dialects, String> {
             otherwise: one(other)?,
         }),
     }
-}
-
-/// A setting that must be a whole number in `range`: zero, negative, fractional, too
-/// large or not a number at all is an error naming the key and the range.
-pub(super) fn whole_number(
-    key: &str,
-    v: &Value,
-    range: std::ops::RangeInclusive<u64>,
-) -> Result<u64, String> {
-    v.as_u64().filter(|n| range.contains(n)).ok_or_else(|| {
-        format!(
-            "\"{key}\" must be a whole number from {} to {}, not {v}",
-            range.start(),
-            range.end()
-        )
-    })
 }
 
 /// The tool time limit from [`HOST_TOOL_TIMEOUT_ENV`], if set; a bad value is an error.

@@ -58,6 +58,23 @@ pub fn nearest<'a>(
         .map(|(_, c)| c)
 }
 
+/// Every key of `map` is one of `known`; else the first other, with the nearest known key.
+pub fn known_keys(
+    map: &serde_json::Map<String, serde_json::Value>,
+    known: &[&str],
+    at: &str,
+) -> Result<(), String> {
+    match map.keys().find(|k| !known.contains(&k.as_str())) {
+        Some(k) => Err(format!(
+            "{at}: unknown key {:?}{} (known: {})",
+            crate::text::visible_line(k),
+            hint(k, known),
+            known.join(", ")
+        )),
+        None => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::hint;

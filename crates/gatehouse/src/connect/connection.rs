@@ -3,7 +3,7 @@
 //! the same connection (`restart`), so the stages that hold a `&Connection` never see
 //! the swap; while it is down its requests fail at once, saying so.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use rmcp::{
     RoleClient, ServiceError,
@@ -11,13 +11,12 @@ use rmcp::{
         CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResponse,
         Implementation, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
     },
-    service::RunningService,
 };
 
 use super::{
-    HostHandler, STDERR_DRAIN, auth,
+    HostHandler, auth,
     restart::{self, Link},
-    stdio::Health,
+    session::{CLOSE_LIMIT, Session},
 };
 use crate::{
     config::{ServerSpec, Transport},
@@ -26,9 +25,6 @@ use crate::{
 
 /// A request's answer from the server, or why there is none.
 pub type Asked<T> = Result<T, ServiceError>;
-
-/// How long a server gets to close when the host ends a session.
-pub const CLOSE_LIMIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// A request not sent because its server is down, waiting to be restarted: why, and
 /// when it is tried again.
@@ -44,51 +40,6 @@ pub fn server_down(e: &rmcp::ServiceError) -> Option<&str> {
             .downcast_ref::<ServerDown>()
             .map(|d| d.0.as_str()),
         _ => None,
-    }
-}
-
-/// One run of a server: its rmcp client, its process id and stderr reader (stdio), and
-/// what broke it.
-pub(crate) struct Session {
-    peer: rmcp::Peer<RoleClient>,
-    client: tokio::sync::Mutex<Option<RunningService<RoleClient, HostHandler>>>,
-    pid: Option<u32>,
-    /// Reads the server's stderr; awaited at close so its last lines are not lost.
-    stderr_reader: Mutex<Option<tokio::task::JoinHandle<()>>>,
-    pub(crate) health: Arc<Health>,
-}
-
-impl Session {
-    pub(crate) fn new(
-        client: RunningService<RoleClient, HostHandler>,
-        pid: Option<u32>,
-        stderr_reader: Option<tokio::task::JoinHandle<()>>,
-        health: Arc<Health>,
-    ) -> Session {
-        Session {
-            peer: client.peer().clone(),
-            client: tokio::sync::Mutex::new(Some(client)),
-            pid,
-            stderr_reader: Mutex::new(stderr_reader),
-            health,
-        }
-    }
-
-    /// Close this run: the server gets [`CLOSE_LIMIT`] to exit, and its last stderr
-    /// lines are read. Closing twice does nothing more.
-    pub(crate) async fn close(&self) {
-        let client = self.client.lock().await.take();
-        if let Some(mut client) = client {
-            let _ = client.close_with_timeout(CLOSE_LIMIT).await;
-        }
-        let reader = self
-            .stderr_reader
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        if let Some(reader) = reader {
-            let _ = tokio::time::timeout(STDERR_DRAIN, reader).await;
-        }
     }
 }
 

@@ -33,6 +33,7 @@ pub mod lines;
 pub mod restart;
 pub mod runner;
 pub mod sandbox;
+mod session;
 pub mod stdio;
 pub mod wire;
 
@@ -51,12 +52,13 @@ use rmcp::{
     transport::Transport,
 };
 
-use connection::Session;
-pub use connection::{CLOSE_LIMIT, Connection, Network, Paged, ServerDown, server_down};
+pub use connection::{Connection, Network, Paged, ServerDown, server_down};
 pub use error::ConnectError;
 pub use group::STOP_GRACE;
 pub use handler::{HostHandler, client_info};
 pub use last_words::{LastWords, STDERR_TAIL_LINES};
+pub use session::CLOSE_LIMIT;
+use session::Session;
 pub use stdio::{Health, MAX_MESSAGE_BYTES, STDERR_DRAIN};
 pub use wire::{InOrder, Tap};
 

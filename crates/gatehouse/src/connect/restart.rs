@@ -19,7 +19,7 @@ use std::{
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::{HostHandler, Limits, Negotiation, Setup, connection::Session};
+use super::{HostHandler, Limits, Negotiation, Setup, session::Session};
 pub use crate::config::restart::{
     RESTART_FACTOR, RESTART_FIRST_DELAY, RESTART_MAX_ATTEMPTS, RESTART_MAX_DELAY, RESTART_WINDOW,
 };

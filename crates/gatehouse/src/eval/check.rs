@@ -6,7 +6,8 @@ use globset::GlobMatcher;
 use regex::Regex;
 use serde_json::{Map, Value};
 
-use super::{run::Run, suite::known_keys};
+use super::seen::{Run, WorldSeen};
+use crate::config::suggest::known_keys;
 use crate::{
     config::HookSpec,
     rules::conditions::{self, Condition, Holds},
@@ -274,7 +275,7 @@ impl Check {
 }
 
 impl WorldCall {
-    fn grade(&self, seen: &super::run::WorldSeen) -> Result<(), String> {
+    fn grade(&self, seen: &WorldSeen) -> Result<(), String> {
         if let Some(why) = &seen.not_sent {
             return Err(why.clone());
         }

@@ -13,6 +13,7 @@ pub mod person;
 pub mod report;
 pub mod resend;
 pub mod run;
+pub mod seen;
 pub mod suite;
 
 use std::path::Path;

@@ -12,7 +12,7 @@ use rmcp::model::{InputResponses, JsonObject};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::run::WorldSeen;
+use super::seen::WorldSeen;
 use crate::{
     dispatch::{self, Answered, CallEnd, CallLimits, Relayed},
     host::Host,

@@ -9,7 +9,8 @@ use std::{
 use serde_json::{Map, Value};
 
 use super::check::Check;
-use crate::{config::suggest, person::FormAnswer};
+use crate::config::suggest::known_keys;
+use crate::person::FormAnswer;
 
 /// Most tasks one suite may hold.
 pub const MAX_TASKS: usize = 10_000;
@@ -478,19 +479,6 @@ fn object<'a>(value: &'a Value, what: &str) -> Result<&'a Map<String, Value>, St
     value
         .as_object()
         .ok_or_else(|| format!("{what} must be an object"))
-}
-
-/// Every key of `map` is one of `known`; else the first other, with the nearest known key.
-pub(super) fn known_keys(map: &Map<String, Value>, known: &[&str], at: &str) -> Result<(), String> {
-    match map.keys().find(|k| !known.contains(&k.as_str())) {
-        Some(k) => Err(format!(
-            "{at}: unknown key {:?}{} (known: {})",
-            crate::text::visible_line(k),
-            suggest::hint(k, known),
-            known.join(", ")
-        )),
-        None => Ok(()),
-    }
 }
 
 #[cfg(test)]

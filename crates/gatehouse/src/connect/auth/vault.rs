@@ -10,8 +10,17 @@
 
 use std::{collections::BTreeMap, sync::OnceLock};
 
-use super::store::StoreError;
 use crate::config::CredentialStore;
+
+/// Why the store could not be used.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("the credential store {where_}: {reason}")]
+pub struct StoreError {
+    /// Which store, in words (a path, or "the keychain").
+    pub where_: String,
+    /// What went wrong.
+    pub reason: String,
+}
 
 /// The service name of the host's keychain items.
 pub const KEYCHAIN_SERVICE: &str = "gatehouse-oauth";

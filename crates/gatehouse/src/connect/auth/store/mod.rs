@@ -51,15 +51,7 @@ const LOCK_POLL: Duration = Duration::from_millis(20);
 /// The document's format.
 const VERSION: u32 = 1;
 
-/// Why the store could not be used.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("the credential store {where_}: {reason}")]
-pub struct StoreError {
-    /// Which store, in words (a path, or "the keychain").
-    pub where_: String,
-    /// What went wrong.
-    pub reason: String,
-}
+pub use super::vault::StoreError;
 
 /// A client the host registered at an authorization server (dynamic registration),
 /// reused for every later sign-in there.
