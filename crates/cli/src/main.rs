@@ -77,15 +77,24 @@ fn telemetry(
 
 /// Spans that did not reach the collector, said once at exit.
 fn report_delivery(delivery: &gatehouse::telemetry::Delivery) {
-    if delivery.lost() > 0 || delivery.last_error().is_some() {
-        let why = delivery.last_error().unwrap_or_default();
+    let Some(why) = delivery.last_error() else {
+        return;
+    };
+    // No batch failed, but the exporter could not finish (the flush at exit timed out):
+    // how many spans that left behind is not known, so no count is given.
+    if delivery.lost() == 0 {
         eprintln!(
-            "gatehouse: {} of {} spans did not reach the OpenTelemetry collector: {}",
-            delivery.lost(),
-            delivery.lost() + delivery.sent(),
+            "gatehouse: the OpenTelemetry exporter did not finish sending: {}",
             visible(&why)
         );
+        return;
     }
+    eprintln!(
+        "gatehouse: {} of {} spans did not reach the OpenTelemetry collector: {}",
+        delivery.lost(),
+        delivery.lost() + delivery.sent(),
+        visible(&why)
+    );
 }
 
 /// Run the command; its exit status.

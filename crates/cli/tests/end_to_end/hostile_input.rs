@@ -317,15 +317,7 @@ fn http_failure(response: &'static str, port_digits: &str) -> String {
     let listener = listener_with(port_digits);
     let port = listener.local_addr().unwrap().port();
     answer_http(listener, response, 20);
-    let bed = Bed::new(
-        json!({"remote": {"type": "http", "url": format!("http://127.0.0.1:{port}/mcp")}}),
-        json!({"connectTimeoutMs": 5000}),
-    );
-    let ran = bed.run(&["ask", "x", "--json"]);
-    ran.step_texts()
-        .into_iter()
-        .find(|s| s.contains("server unavailable"))
-        .unwrap_or_else(|| ran.step_texts().join("\n"))
+    unavailable(&format!("http://127.0.0.1:{port}/mcp"))
 }
 
 #[test]
