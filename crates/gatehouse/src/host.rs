@@ -11,6 +11,10 @@ use std::{
     },
 };
 
+mod report;
+
+use futures::future::BoxFuture;
+use report::{register_secrets, report_catalog, report_discovery, report_unmatched};
 use serde_json::json;
 
 use crate::{
@@ -18,7 +22,7 @@ use crate::{
     catalog::{self, Catalog, Listing, Live},
     config::{Config, ServerSpec, Settings, Transport},
     connect::{
-        self, Connection,
+        self, ConnectError, Connection,
         late::{self, Late},
     },
     dispatch::Stopper,
@@ -26,7 +30,6 @@ use crate::{
     gate::{Gate, Keeper},
     person::Person,
     policy::{self, names},
-    redact,
     tasks::{Records, default_path},
     trace::{Trace, Who, random_hex},
 };
@@ -81,7 +84,7 @@ impl Host {
         project: Option<ProjectFile>,
     ) -> Host {
         let gate = |trace: &Trace| Gate::new(&config.settings, project, trace);
-        Host::start_gated(config, person, trace, gate, Started::All).await
+        Host::start_gated(config, person, trace, gate, Started::All, &by_config()).await
     }
 
     /// As [`Host::start`], starting only server `name` of `config` (a call that names its
@@ -101,7 +104,7 @@ impl Host {
         let gate = |trace: &Trace| Gate::new(&config.settings, project, trace);
         let only = config.narrowed_to(name);
         let started = Started::Only(config.servers_other_than(name));
-        Host::start_gated(&only, person, trace, gate, started).await
+        Host::start_gated(&only, person, trace, gate, started, &by_config()).await
     }
 
     /// As [`Host::start`], with approvals and the ledger kept by `keeper` (a gateway's
@@ -114,7 +117,22 @@ impl Host {
         keeper: Arc<dyn Keeper>,
     ) -> Host {
         let gate = |_: &Trace| Gate::with_keeper(&config.settings, keeper);
-        Host::start_gated(config, person, trace, gate, Started::AllRetrying).await
+        let started = Started::AllRetrying;
+        Host::start_gated(config, person, trace, gate, started, &by_config()).await
+    }
+
+    /// As [`Host::start_keeping`], each server reached by `connector` instead of as the
+    /// servers file says (a test's servers in this process: [`crate::testing`]).
+    #[cfg(any(test, feature = "testing"))]
+    pub async fn start_connecting(
+        config: &Config,
+        person: Arc<dyn Person>,
+        trace: Trace,
+        keeper: Arc<dyn Keeper>,
+        connector: &Connector,
+    ) -> Host {
+        let gate = |_: &Trace| Gate::with_keeper(&config.settings, keeper);
+        Host::start_gated(config, person, trace, gate, Started::All, connector).await
     }
 
     async fn start_gated(
@@ -123,6 +141,7 @@ impl Host {
         trace: Trace,
         gate: impl FnOnce(&Trace) -> Gate,
         started: Started,
+        connector: &Connector,
     ) -> Host {
         let retry_first_starts = matches!(started, Started::AllRetrying);
         let left_out = match started {
@@ -141,7 +160,7 @@ impl Host {
             );
         }
         register_secrets(config, trace.secrets());
-        let (connections, listings, failed) = connect_all(config, &person, &trace).await;
+        let (connections, listings, failed) = connect_all(config, &person, &trace, connector).await;
         let unknown_servers: Vec<String> = failed
             .iter()
             .map(|(s, _)| s.name.clone())
@@ -344,6 +363,15 @@ impl Host {
         self.person.as_ref()
     }
 
+    /// Close every connection while the host is still shared (a gateway's sessions may
+    /// hold it past its end): the servers get the moment [`Host::shutdown`] gives them,
+    /// and any request made after fails as on a closed connection.
+    pub async fn close_servers(&self) {
+        self.catalog.close().await;
+        futures::future::join_all(self.late.iter().map(|(l, _)| l.close_shared())).await;
+        futures::future::join_all(self.connections.iter().map(Connection::close_shared)).await;
+    }
+
     /// Close every connection; servers get a moment to exit on their own.
     pub async fn shutdown(self) {
         self.catalog.close().await;
@@ -363,6 +391,24 @@ enum Started {
     Only(Vec<String>),
 }
 
+/// How a start reaches one server ([`connect::connect`] for the servers file's).
+pub type Connector = dyn Fn(
+        &ServerSpec,
+        Arc<dyn Person>,
+        &Trace,
+        connect::Limits,
+    ) -> BoxFuture<'static, Result<Connection, ConnectError>>
+    + Send
+    + Sync;
+
+/// Each server reached as the servers file says.
+fn by_config() -> Box<Connector> {
+    Box::new(|spec, person, trace, limits| {
+        let (spec, trace) = (spec.clone(), trace.clone());
+        Box::pin(async move { connect::connect(&spec, person, &trace, limits).await })
+    })
+}
+
 /// Start every server at once, each within the connect time limit, with its tool list.
 /// Each is reported in the configuration's order as soon as it and those before it are
 /// ready or have failed, while the others still start; what is returned is in that
@@ -371,12 +417,13 @@ async fn connect_all<'c>(
     config: &'c Config,
     person: &Arc<dyn Person>,
     trace: &Trace,
+    connector: &Connector,
 ) -> (Vec<Connection>, Vec<Listing>, Vec<(&'c ServerSpec, String)>) {
     use futures::stream::{FuturesUnordered, StreamExt};
     let timeout = config.settings.connect_timeout;
     let limits = connect::Limits::from_settings(&config.settings);
     let attempt = |spec: &'c ServerSpec| async move {
-        let conn = connect::connect(spec, person.clone(), trace, limits)
+        let conn = connector(spec, person.clone(), trace, limits)
             .await
             .map_err(|e| Unavailable {
                 fix: Some(crate::probe::connect_failure(spec, &e, &config.source).fix),
@@ -462,97 +509,5 @@ fn report_unavailable(spec: &ServerSpec, why: &Unavailable, trace: &Trace) {
             format!("fix for {}: {fix}", spec.name),
             json!({"server": spec.name}),
         );
-    }
-}
-
-/// `discovered N tools on S: …`, with the revision and the server's own name.
-fn report_discovery(conn: &Connection, listing: &Listing, trace: &Trace) {
-    let tools = &listing.tools;
-    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    let implementation = conn.implementation.as_ref();
-    trace.add(
-        Who::Host,
-        format!(
-            "discovered {} tool{} on {}: {}",
-            tools.len(),
-            if tools.len() == 1 { "" } else { "s" },
-            conn.name,
-            names.join(", ")
-        ),
-        json!({
-            "protocol": conn.protocol.to_string(),
-            "server": implementation.map(|i| i.name.clone()).unwrap_or_else(|| conn.name.clone()),
-            "version": implementation.map(|i| i.version.clone()),
-        }),
-    );
-}
-
-/// What the catalog left out or renamed, in words, for the person.
-fn report_catalog(catalog: &Catalog, trace: &Trace) {
-    for reason in &catalog.left_out {
-        trace.add(Who::Host, reason.clone(), json!({}));
-    }
-    for collision in &catalog.collisions {
-        trace.add(Who::Host, format!("renamed a tool: {collision}"), json!({}));
-    }
-    for filtered in &catalog.filtered {
-        trace.add(Who::Host, filtered.clone(), json!({}));
-    }
-}
-
-/// Warn about every `allow` entry and rule that names no tool of the servers it names:
-/// a typo there protects nothing and says nothing.
-fn report_unmatched(
-    settings: &Settings,
-    catalog: &Catalog,
-    unknown_servers: &[String],
-    trace: &Trace,
-) {
-    let tools = catalog.names();
-    let offered = names::Offered {
-        tools: &tools,
-        unknown_servers,
-    };
-    for name in names::unmatched(settings, &offered) {
-        trace.add(
-            Who::Host,
-            format!("warning: {}", name.describe()),
-            json!({"rule": name.place, "tool": name.name, "nearest": name.nearest}),
-        );
-    }
-}
-
-/// Tell the trace every secret the servers file gives: header values (and the token of a
-/// bearer header), credentials in a URL, and stdio `env` values whose names say they are
-/// secrets. They are replaced wherever the run shows, records or passes on text.
-fn register_secrets(config: &Config, secrets: &redact::Secrets) {
-    for spec in &config.servers {
-        match &spec.transport {
-            Transport::Http {
-                url,
-                headers,
-                oauth,
-            } => {
-                for value in headers.values() {
-                    secrets.add(value);
-                    if let Some((_, token)) = value.split_once(' ') {
-                        secrets.add(token);
-                    }
-                }
-                if let Some(secret) = oauth.as_ref().and_then(|o| o.client_secret.as_ref()) {
-                    secrets.add(secret);
-                }
-                for secret in redact::url_secrets(url) {
-                    secrets.add(&secret);
-                }
-            }
-            Transport::Stdio { env, .. } => {
-                for (name, value) in env {
-                    if redact::is_secret_name(name) {
-                        secrets.add(value);
-                    }
-                }
-            }
-        }
     }
 }

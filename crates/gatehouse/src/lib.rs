@@ -60,6 +60,8 @@ pub mod rules;
 pub mod schema;
 pub mod tasks;
 pub mod telemetry;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod trace;
 pub mod turn;
 

@@ -325,6 +325,16 @@ impl Connection {
     }
 }
 
+impl Connection {
+    /// Close the connection while others may still hold it (a gateway's sessions): no
+    /// more restarts, and the run in use closed as [`Connection::close`] closes it. Their
+    /// requests then fail as on a closed connection. The supervisor ends on its own.
+    pub async fn close_shared(&self) {
+        self.link.close();
+        self.link.current().close().await;
+    }
+}
+
 impl Drop for Connection {
     /// A connection dropped without [`Connection::close`] is not restarted either: its
     /// run ends with it (the child is killed on drop).

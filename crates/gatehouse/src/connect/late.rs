@@ -5,12 +5,11 @@
 //! that answers one question (`gatehouse ask`) does not wait for it: the server is
 //! reported and left out, as before.
 
-use std::{
-    sync::{Arc, Mutex, OnceLock},
-    time::Instant,
-};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::json;
+// tokio's clock, as in `restart`: a paused test clock drives the backoff.
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::{Connection, Limits, restart::Backoff};
@@ -65,6 +64,17 @@ impl Late {
         let _ = tokio::time::timeout(super::CLOSE_LIMIT, retrying).await;
         if let Some(conn) = Arc::into_inner(self).and_then(|late| late.conn.into_inner()) {
             conn.close().await;
+        }
+    }
+}
+
+impl Late {
+    /// Stop trying, and close the connection if it came, while others may still hold
+    /// this (a gateway shut down with a session alive).
+    pub async fn close_shared(&self) {
+        self.closing.cancel();
+        if let Some(conn) = self.conn.get() {
+            conn.close_shared().await;
         }
     }
 }

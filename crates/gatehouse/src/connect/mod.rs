@@ -19,6 +19,7 @@
 //! - `connection`: a [`Connection`] and the run of the server it talks to now;
 //! - [`restart`]: a stdio server that dies started again, with backoff;
 //! - [`late`]: in a gateway, a stdio server that failed its first start tried again;
+//! - `in_process`: a server in the host's own process over a pipe in memory (tests);
 //! - `error`: why a server could not be used ([`ConnectError`]).
 
 pub mod auth;
@@ -27,6 +28,8 @@ mod error;
 mod group;
 pub mod handler;
 mod http;
+#[cfg(any(test, feature = "testing"))]
+pub mod in_process;
 pub mod last_words;
 pub mod late;
 pub mod lines;
@@ -129,12 +132,7 @@ pub async fn connect_with(
     limits: Limits,
     negotiation: Negotiation,
 ) -> Result<Connection, ConnectError> {
-    let setup = Setup {
-        spec,
-        person,
-        trace,
-        limits,
-    };
+    let setup = Setup::new(spec, person, trace, limits);
     match &spec.transport {
         ServerTransport::Stdio { .. } => setup.stdio(negotiation).await,
         ServerTransport::Http {
@@ -160,7 +158,21 @@ pub(crate) struct Setup<'a> {
     limits: Limits,
 }
 
-impl Setup<'_> {
+impl<'a> Setup<'a> {
+    pub(crate) fn new(
+        spec: &'a ServerSpec,
+        person: Arc<dyn Person>,
+        trace: &'a Trace,
+        limits: Limits,
+    ) -> Setup<'a> {
+        Setup {
+            spec,
+            person,
+            trace,
+            limits,
+        }
+    }
+
     fn handler(&self, negotiation: Negotiation) -> HostHandler {
         let (name, person, trace) = (&self.spec.name, self.person.clone(), self.trace.clone());
         let max = self.limits.max_questions;
@@ -347,14 +359,13 @@ impl Setup<'_> {
         } else {
             Negotiation::HandshakeOnly
         };
-        let restarter = restart::Restarter {
-            spec: self.spec.clone(),
-            person: self.person.clone(),
-            trace: self.trace.clone(),
-            limits: self.limits,
+        let restarter = restart::Restarter::stdio(
+            self.spec.clone(),
+            (self.person.clone(), self.trace.clone()),
+            self.limits,
             negotiation,
             handler,
-        };
+        );
         Ok(conn.supervised(restarter))
     }
 

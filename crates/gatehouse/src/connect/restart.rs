@@ -13,10 +13,13 @@
 use std::{
     collections::VecDeque,
     sync::{Arc, Mutex, RwLock},
-    time::{Duration, Instant},
+    time::Duration,
 };
 
+use futures::future::BoxFuture;
 use serde_json::json;
+// tokio's clock, not the system's: a test on a paused clock sees every wait and window.
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::{HostHandler, Limits, Negotiation, Setup, session::Session};
@@ -153,30 +156,48 @@ impl Link {
     }
 }
 
+/// One more run of a server, started as the first was: a stdio server's process
+/// (`Setup::stdio_session`), or an in-process server's pipe (`connect::in_process`).
+pub(crate) type StartAgain =
+    Box<dyn Fn() -> BoxFuture<'static, Result<Session, String>> + Send + Sync>;
+
 /// How to start the server again: as it was started the first time, on the revision it
-/// agreed on, with the same handler.
+/// agreed on, with the same handler (which `start` serves).
 pub(crate) struct Restarter {
-    pub spec: ServerSpec,
-    pub person: Arc<dyn Person>,
+    /// The server's name, for what the run says.
+    pub name: String,
+    /// Where the restarts are told.
     pub trace: Trace,
-    pub limits: Limits,
-    pub negotiation: Negotiation,
+    /// The backoff's bounds (the servers file's `"restart"`).
+    pub bounds: Restart,
+    /// Told that the tool list may have changed once a new run is up.
     pub handler: HostHandler,
+    /// Starts the next run.
+    pub start: StartAgain,
 }
 
 impl Restarter {
-    async fn start(&self) -> Result<Session, String> {
-        let setup = Setup {
-            spec: &self.spec,
-            person: self.person.clone(),
-            trace: &self.trace,
-            limits: self.limits,
-        };
-        setup
-            .stdio_session(self.negotiation, &self.handler)
-            .await
-            .map(|(session, _)| session)
-            .map_err(|e| e.to_string())
+    /// A stdio server's: its process started again as the first was
+    /// (`Setup::stdio_session`), on `negotiation`, served by `handler`.
+    pub(crate) fn stdio(
+        spec: ServerSpec,
+        (person, trace): (Arc<dyn Person>, Trace),
+        limits: Limits,
+        negotiation: Negotiation,
+        handler: HostHandler,
+    ) -> Restarter {
+        let (name, told, serving) = (spec.name.clone(), trace.clone(), handler.clone());
+        let start: StartAgain = Box::new(move || {
+            let parts = (spec.clone(), person.clone(), trace.clone());
+            Box::pin(stdio_again(parts, limits, negotiation, serving.clone()))
+        });
+        Restarter {
+            name,
+            trace: told,
+            bounds: limits.restart,
+            handler,
+            start,
+        }
     }
 
     fn say(&self, text: String, data: serde_json::Value) {
@@ -184,11 +205,25 @@ impl Restarter {
     }
 }
 
+/// A stdio server's next run, started as [`Setup::stdio_session`] starts one.
+async fn stdio_again(
+    (spec, person, trace): (ServerSpec, Arc<dyn Person>, Trace),
+    limits: Limits,
+    negotiation: Negotiation,
+    handler: HostHandler,
+) -> Result<Session, String> {
+    Setup::new(&spec, person, &trace, limits)
+        .stdio_session(negotiation, &handler)
+        .await
+        .map(|(session, _)| session)
+        .map_err(|e| e.to_string())
+}
+
 /// Watch the server's runs until the link closes: each time one ends, start another
 /// after the backoff's wait, and have its tool list read again.
 pub(crate) fn supervise(link: Arc<Link>, restarter: Restarter) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        let mut backoff = Backoff::new(restarter.limits.restart);
+        let mut backoff = Backoff::new(restarter.bounds);
         let mut started = Instant::now();
         loop {
             let session = link.current();
@@ -200,7 +235,7 @@ pub(crate) fn supervise(link: Arc<Link>, restarter: Restarter) -> tokio::task::J
                 return;
             }
             backoff.ran_for(started.elapsed());
-            let name = restarter.spec.name.clone();
+            let name = restarter.name.clone();
             let mut why = "it exited".to_owned();
             link.set_down(why.clone(), None);
             session.close().await;
@@ -215,7 +250,7 @@ pub(crate) fn supervise(link: Arc<Link>, restarter: Restarter) -> tokio::task::J
                     _ = tokio::time::sleep(wait) => {}
                     _ = link.closing.cancelled() => return,
                 }
-                match restarter.start().await {
+                match (restarter.start)().await {
                     Ok(fresh) if link.closing.is_cancelled() => return fresh.close().await,
                     Ok(fresh) => {
                         link.set_up(fresh);
@@ -240,106 +275,4 @@ pub(crate) fn supervise(link: Arc<Link>, restarter: Restarter) -> tokio::task::J
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The waits of `n` starts in a row, each made the moment the last wait ended.
-    fn waits(n: usize) -> Vec<Duration> {
-        let mut backoff = Backoff::new(Restart::default());
-        let mut now = Instant::now();
-        (0..n)
-            .map(|_| {
-                let wait = backoff.next(now);
-                now += wait;
-                wait
-            })
-            .collect()
-    }
-
-    #[test]
-    fn waits_grow_by_the_factor_from_the_first_delay_up_to_the_cap() {
-        let w = waits(12);
-        // Until the window is full, each wait is the factor times the last.
-        let mut expected = RESTART_FIRST_DELAY;
-        for &wait in &w[..RESTART_MAX_ATTEMPTS] {
-            assert_eq!(wait, expected, "{w:?}");
-            expected *= RESTART_FACTOR;
-        }
-        // A full window may hold one start back longer; none waits past the window.
-        let longest = RESTART_WINDOW.max(RESTART_MAX_DELAY);
-        assert!(w.iter().all(|&d| d <= longest), "{w:?}");
-        assert_eq!(*w.last().unwrap(), RESTART_MAX_DELAY, "{w:?}");
-    }
-
-    /// The starts of a server that dies at once after each, 40 of them, under `bounds`.
-    fn starts_dying_at_once(bounds: Restart) -> Vec<Instant> {
-        let mut backoff = Backoff::new(bounds);
-        let mut now = Instant::now();
-        let mut starts = Vec::new();
-        for _ in 0..40 {
-            now += backoff.next(now);
-            starts.push(now);
-            backoff.ran_for(Duration::ZERO);
-        }
-        starts
-    }
-
-    /// No window of `bounds` holds more starts than its bound.
-    fn assert_windows_hold(starts: &[Instant], bounds: Restart) {
-        for (i, &s) in starts.iter().enumerate() {
-            let within = starts[i..]
-                .iter()
-                .filter(|&&t| t.duration_since(s) < bounds.window)
-                .count();
-            assert!(within <= bounds.max_attempts, "{within} starts in a window");
-        }
-    }
-
-    #[test]
-    fn no_window_holds_more_starts_than_the_bound() {
-        let starts = starts_dying_at_once(Restart::default());
-        assert_windows_hold(&starts, Restart::default());
-    }
-
-    #[test]
-    fn the_settings_bounds_are_honoured() {
-        let bounds = Restart {
-            first_delay: Duration::from_millis(100),
-            factor: 3,
-            max_delay: Duration::from_millis(1_000),
-            max_attempts: 3,
-            window: Duration::from_secs(5),
-        };
-        let starts = starts_dying_at_once(bounds);
-        // The waits after the first start (100 ms): 3 times longer each, then the full
-        // window holds the fourth start back past the longest delay.
-        let waits: Vec<Duration> = starts.windows(2).map(|w| w[1] - w[0]).collect();
-        let ms = |d: Duration| d.as_millis();
-        assert_eq!(ms(waits[0]), 300, "{waits:?}");
-        assert_eq!(ms(waits[1]), 900, "{waits:?}");
-        assert_eq!(ms(waits[2]), 3_800, "{waits:?}");
-        assert!(waits.iter().all(|&w| w <= bounds.window), "{waits:?}");
-        assert_windows_hold(&starts, bounds);
-        // A factor of 1 waits the first delay every time, until the window is full.
-        let flat = Restart {
-            factor: 1,
-            ..bounds
-        };
-        let mut backoff = Backoff::new(flat);
-        let now = Instant::now();
-        assert_eq!(backoff.next(now), flat.first_delay);
-        assert_eq!(backoff.next(now + flat.first_delay), flat.first_delay);
-    }
-
-    #[test]
-    fn a_long_run_starts_the_waits_afresh_and_a_short_one_does_not() {
-        let mut backoff = Backoff::new(Restart::default());
-        let now = Instant::now();
-        backoff.next(now);
-        backoff.ran_for(Duration::from_millis(10));
-        assert_eq!(backoff.next(now), RESTART_FIRST_DELAY * RESTART_FACTOR);
-        backoff.ran_for(RESTART_WINDOW);
-        let later = now + RESTART_WINDOW * 3;
-        assert_eq!(backoff.next(later), RESTART_FIRST_DELAY);
-    }
-}
+mod tests;

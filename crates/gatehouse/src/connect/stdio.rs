@@ -66,6 +66,12 @@ impl Health {
         self.ended.cancelled().await
     }
 
+    /// The server's output has ended (an in-process server's pipe closed).
+    #[cfg(any(test, feature = "testing"))]
+    pub(crate) fn end(&self) {
+        self.ended.cancel();
+    }
+
     /// Has the server's output ended?
     pub fn has_ended(&self) -> bool {
         self.ended.is_cancelled()

@@ -2,12 +2,11 @@
 //! server (a browser, a password, a second factor), the limits of that server's start, of
 //! its tool lists and of the call that needed the sign-in stand still.
 
-use std::{
-    sync::Arc,
-    time::{Duration, Instant},
-};
+use std::{sync::Arc, time::Duration};
 
-use tokio::sync::watch;
+// tokio's clock, which the limits this time extends run on: on a paused test clock the
+// person's time is what the test advances, as it is the real time otherwise.
+use tokio::{sync::watch, time::Instant};
 
 /// One connection's record of the person's time: whether the person is busy now, and how
 /// long they have been in all. Cheap to clone; clones share the record.

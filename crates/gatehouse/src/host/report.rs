@@ -1,0 +1,106 @@
+//! What a host's start tells the person beside the servers' own words: the tools found on
+//! each server, what the catalog left out or renamed, rules that name no tool, and the
+//! servers file's secrets registered so that no record shows them.
+
+use serde_json::json;
+
+use crate::{
+    catalog::{Catalog, Listing},
+    config::{Config, Settings, Transport},
+    connect::Connection,
+    policy::names,
+    redact,
+    trace::{Trace, Who},
+};
+
+/// `discovered N tools on S: …`, with the revision and the server's own name.
+pub(super) fn report_discovery(conn: &Connection, listing: &Listing, trace: &Trace) {
+    let tools = &listing.tools;
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    let implementation = conn.implementation.as_ref();
+    trace.add(
+        Who::Host,
+        format!(
+            "discovered {} tool{} on {}: {}",
+            tools.len(),
+            if tools.len() == 1 { "" } else { "s" },
+            conn.name,
+            names.join(", ")
+        ),
+        json!({
+            "protocol": conn.protocol.to_string(),
+            "server": implementation.map(|i| i.name.clone()).unwrap_or_else(|| conn.name.clone()),
+            "version": implementation.map(|i| i.version.clone()),
+        }),
+    );
+}
+
+/// What the catalog left out or renamed, in words, for the person.
+pub(super) fn report_catalog(catalog: &Catalog, trace: &Trace) {
+    for reason in &catalog.left_out {
+        trace.add(Who::Host, reason.clone(), json!({}));
+    }
+    for collision in &catalog.collisions {
+        trace.add(Who::Host, format!("renamed a tool: {collision}"), json!({}));
+    }
+    for filtered in &catalog.filtered {
+        trace.add(Who::Host, filtered.clone(), json!({}));
+    }
+}
+
+/// Warn about every `allow` entry and rule that names no tool of the servers it names:
+/// a typo there protects nothing and says nothing.
+pub(super) fn report_unmatched(
+    settings: &Settings,
+    catalog: &Catalog,
+    unknown_servers: &[String],
+    trace: &Trace,
+) {
+    let tools = catalog.names();
+    let offered = names::Offered {
+        tools: &tools,
+        unknown_servers,
+    };
+    for name in names::unmatched(settings, &offered) {
+        trace.add(
+            Who::Host,
+            format!("warning: {}", name.describe()),
+            json!({"rule": name.place, "tool": name.name, "nearest": name.nearest}),
+        );
+    }
+}
+
+/// Tell the trace every secret the servers file gives: header values (and the token of a
+/// bearer header), credentials in a URL, and stdio `env` values whose names say they are
+/// secrets. They are replaced wherever the run shows, records or passes on text.
+pub(super) fn register_secrets(config: &Config, secrets: &redact::Secrets) {
+    for spec in &config.servers {
+        match &spec.transport {
+            Transport::Http {
+                url,
+                headers,
+                oauth,
+            } => {
+                for value in headers.values() {
+                    secrets.add(value);
+                    if let Some((_, token)) = value.split_once(' ') {
+                        secrets.add(token);
+                    }
+                }
+                if let Some(secret) = oauth.as_ref().and_then(|o| o.client_secret.as_ref()) {
+                    secrets.add(secret);
+                }
+                for secret in redact::url_secrets(url) {
+                    secrets.add(&secret);
+                }
+            }
+            Transport::Stdio { env, .. } => {
+                for (name, value) in env {
+                    if redact::is_secret_name(name) {
+                        secrets.add(value);
+                    }
+                }
+            }
+        }
+    }
+}
