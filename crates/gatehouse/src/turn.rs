@@ -14,6 +14,8 @@ mod as_tasks;
 mod by_person;
 mod flowing;
 mod offered;
+#[cfg(test)]
+mod tests;
 
 use by_person::Proposer;
 pub use by_person::{Called, PERSON_CALLER};

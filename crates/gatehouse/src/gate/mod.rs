@@ -15,6 +15,8 @@
 mod hooked;
 mod keeper;
 mod line;
+#[cfg(test)]
+mod tests;
 
 use line::{answer_of, answered_by, sent_decision};
 
