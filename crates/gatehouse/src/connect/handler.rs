@@ -75,6 +75,9 @@ pub struct HostHandler {
     told_outside: Arc<AtomicBool>,
     /// Most questions one call may ask ([`crate::config::Settings::max_input_rounds`]).
     max_questions: usize,
+    /// The person's time answering an older server's question asked inside a call: the
+    /// call's round leaves it out of its time limit (`dispatch`'s clocks watch it).
+    answering: person::PersonTime,
     /// The revision offered by an `initialize` handshake.
     handshake_version: ProtocolVersion,
 }
@@ -94,8 +97,14 @@ impl HostHandler {
             questions: Arc::default(),
             told_outside: Arc::default(),
             max_questions,
+            answering: person::PersonTime::default(),
             handshake_version: ProtocolVersion::LATEST,
         }
+    }
+
+    /// The person's time answering this server's questions inside calls.
+    pub(crate) fn answering(&self) -> &person::PersonTime {
+        &self.answering
     }
 
     /// A handler for the `initialize` handshake, which offers the newest revision that
@@ -283,6 +292,8 @@ impl ClientHandler for HostHandler {
             return Ok(ElicitResult::new(ElicitationAction::Decline));
         };
         self.asked.store(true, Ordering::SeqCst);
+        // The round that waits for this call stands still while the person answers.
+        let _busy = self.answering.busy();
         Ok(person::ask_person(
             &self.server,
             "elicitation/create",

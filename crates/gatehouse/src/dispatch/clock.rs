@@ -1,7 +1,8 @@
 //! The person's time that a server round leaves out of its time limit: the connection's
-//! (the person signing in to the server for this call) and the call's own (a gateway's
-//! caller answering the server's question while the gateway holds the call, `Relay`'s
-//! `person_time`). While the person is busy on either, the round's clock stands still;
+//! (the person signing in to the server for this call), the person answering an older
+//! server's question inside the call (`elicitation/create`, the handler's `answering`),
+//! and the call's own (a gateway's caller answering the server's question while the
+//! gateway holds the call, `Relay`'s `person_time`). While the person is busy on either, the round's clock stands still;
 //! once they are done, the limit moves on by the time they took.
 
 use std::time::Duration;
@@ -19,10 +20,10 @@ pub(super) struct Clocks {
 }
 
 impl Clocks {
-    /// The connection's record, and the call's own if it has one.
-    pub(super) fn of(conn: &PersonTime, call: Option<&PersonTime>) -> Clocks {
-        let watched = std::iter::once(conn)
-            .chain(call)
+    /// These records (the connection's, its questions', the call's own if it has one).
+    pub(super) fn of<'a>(times: impl IntoIterator<Item = &'a PersonTime>) -> Clocks {
+        let watched = times
+            .into_iter()
             .map(|time| {
                 let mut rx = time.watch();
                 let spent = rx.borrow_and_update().1;
@@ -75,7 +76,7 @@ mod tests {
     #[tokio::test]
     async fn either_record_stops_the_clock_and_gives_back_the_time_taken() {
         let (conn, call) = (PersonTime::default(), PersonTime::default());
-        let mut clocks = Clocks::of(&conn, Some(&call));
+        let mut clocks = Clocks::of([&conn, &call]);
         assert!(!clocks.busy());
         let busy = call.busy();
         assert_eq!(clocks.changed().await, Duration::ZERO);

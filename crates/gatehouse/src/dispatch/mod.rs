@@ -15,6 +15,8 @@ mod relayed;
 mod rising;
 mod stop;
 pub mod task;
+#[cfg(test)]
+mod tests;
 
 pub use relayed::{Answered, Relayed, asks_the_person, call_tool_round, task_request};
 pub use stop::Stopper;
@@ -193,10 +195,12 @@ impl Round1<'_> {
         }
         let mut hard_deadline = started + limits.max_round_timeout.max(limits.round_timeout);
         let mut deadline = started + limits.round_timeout;
-        // The person signing in to the server (a step-up for this call), or answering its
-        // question while a gateway holds the call, stops the clock.
+        // The person signing in to the server (a step-up for this call), answering an
+        // older server's question inside it, or answering its question while a gateway
+        // holds the call, stops the clock.
         let own = self.relay.and_then(|r| r.person_time.as_ref());
-        let mut person = clock::Clocks::of(conn.person_time(), own);
+        let times = [conn.person_time(), handler.answering()];
+        let mut person = clock::Clocks::of(times.into_iter().chain(own));
         let mut rising = rising::Rising::default();
         let mut record = |p: rmcp::model::ProgressNotificationParam| {
             if let Some(relay) = self.relay.and_then(|r| r.progress.as_ref()) {
