@@ -23,6 +23,8 @@ use std::sync::Arc;
 mod again;
 pub(super) mod held;
 mod paged;
+#[cfg(test)]
+mod tests;
 
 use super::{
     Gateway,

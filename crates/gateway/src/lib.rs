@@ -128,6 +128,11 @@ struct Inner {
 /// caller's calls are answered through [`client::ClientPerson`] instead.
 struct Unreachable;
 
+/// The person a gateway's host is started with ([`Gateway::on_host`]): nobody.
+pub fn unreachable() -> Arc<dyn Person> {
+    Arc::new(Unreachable)
+}
+
 impl Person for Unreachable {
     fn approve<'a>(
         &'a self,
@@ -181,10 +186,22 @@ impl Gateway {
         caller_of: CallerOf,
         page: Option<PageSettings>,
     ) -> Result<Gateway, String> {
-        let page = page.map(|settings| Page::new(settings, store.clone()));
-        let confirmations = Confirmations::new(key, CONFIRMATION_TTL)?;
         let keeper = Arc::new(store.clone());
         let host = Host::start_keeping(config, Arc::new(Unreachable), trace, keeper).await;
+        Gateway::on_host(host, (store, key), caller_of, page)
+    }
+
+    /// A gateway on a host already started with `store` as its keeper (and the
+    /// [`unreachable`] person): [`Gateway::start`] after the host's start, and the unit
+    /// tests' way in, on servers in their own process (`gatehouse::testing`).
+    pub fn on_host(
+        host: Host,
+        (store, key): (Store, Vec<u8>),
+        caller_of: CallerOf,
+        page: Option<PageSettings>,
+    ) -> Result<Gateway, String> {
+        let page = page.map(|settings| Page::new(settings, store.clone()));
+        let confirmations = Confirmations::new(key, CONFIRMATION_TTL)?;
         say_what_flows_cannot_see(&host);
         Ok(Gateway {
             inner: Arc::new(Inner {
@@ -258,10 +275,13 @@ impl Gateway {
     }
 
     /// Close every server, the calls held here cancelled first (their servers told).
+    /// A clone still alive (a session the HTTP layer has not dropped yet) does not keep
+    /// the servers running: they are closed under it, and its requests then fail.
     pub async fn shutdown(self) {
         self.inner.held.close().await;
-        if let Ok(inner) = Arc::try_unwrap(self.inner) {
-            inner.host.shutdown().await;
+        match Arc::try_unwrap(self.inner) {
+            Ok(inner) => inner.host.shutdown().await,
+            Err(shared) => shared.host.close_servers().await,
         }
     }
 
