@@ -107,19 +107,21 @@ async fn migrate(state: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Run the gateway until its stdio client leaves, or SIGTERM over HTTP.
-pub async fn run(args: GatewayArgs) -> anyhow::Result<()> {
-    match args.command {
-        Some(GatewayCommand::Connect(client)) => return connect::connect(client),
-        Some(GatewayCommand::Disconnect(client)) => return connect::disconnect(client),
-        Some(GatewayCommand::Migrate(store)) => return migrate(&store.state).await,
-        None => {}
-    }
-    // clap requires --config when no subcommand is given.
-    let servers_file = args
-        .config
-        .clone()
-        .ok_or_else(|| anyhow::anyhow!("--config FILE is required"))?;
+/// What the gateway's two faces (stdio and HTTP) share before either is served: the
+/// local caller, the servers file read, the store with its key, the trace, and the
+/// approval page's settings and sign-in.
+struct Started {
+    local: Caller,
+    config: gatehouse::config::Config,
+    store: (Store, Vec<u8>),
+    trace: Trace,
+    page: Option<PageSettings>,
+    page_client: Option<gatehouse_gateway::page::sign_in::PageClient>,
+    page_only: bool,
+}
+
+/// Read and check everything the gateway needs before it is served.
+async fn start(args: &GatewayArgs, servers_file: std::path::PathBuf) -> anyhow::Result<Started> {
     let local = Caller::from_env();
     let identity = Identity {
         user: local.user.clone(),
@@ -154,11 +156,9 @@ pub async fn run(args: GatewayArgs) -> anyhow::Result<()> {
         ),
         None => None,
     };
-    let page_client = page::client_of(&args)?;
-    let page_only = page_only(settings, &args)?;
-    let key = key_file(&args, &state)?
-        .load()
-        .map_err(anyhow::Error::msg)?;
+    let page_client = page::client_of(args)?;
+    let page_only = page_only(settings, args)?;
+    let key = key_file(args, &state)?.load().map_err(anyhow::Error::msg)?;
     if let Some(warning) = &key.warning {
         eprintln!("gatehouse: warning: {warning}");
     }
@@ -178,17 +178,73 @@ pub async fn run(args: GatewayArgs) -> anyhow::Result<()> {
             file.path().display()
         );
     }
-    let Some(addr) = args.http else {
-        let me = named(&local);
-        let caller_of: CallerOf = Arc::new(move |_| me.clone());
-        let gateway = Gateway::start(&config, store, trace, caller_of, None)
-            .await
-            .map_err(anyhow::Error::msg)?;
-        let service = gateway.clone().serve(rmcp::transport::stdio()).await?;
-        let _ = service.waiting().await;
-        gateway.shutdown().await;
-        return Ok(());
-    };
+    Ok(Started {
+        local,
+        config,
+        store,
+        trace,
+        page,
+        page_client,
+        page_only,
+    })
+}
+
+/// Run the gateway until its stdio client leaves, or SIGTERM over HTTP.
+pub async fn run(args: GatewayArgs) -> anyhow::Result<()> {
+    match args.command {
+        Some(GatewayCommand::Connect(client)) => return connect::connect(client),
+        Some(GatewayCommand::Disconnect(client)) => return connect::disconnect(client),
+        Some(GatewayCommand::Migrate(store)) => return migrate(&store.state).await,
+        None => {}
+    }
+    // clap requires --config when no subcommand is given.
+    let servers_file = args
+        .config
+        .clone()
+        .ok_or_else(|| anyhow::anyhow!("--config FILE is required"))?;
+    let started = start(&args, servers_file).await?;
+    match args.http {
+        None => over_stdio(started).await,
+        Some(addr) => over_http(addr, args, started).await,
+    }
+}
+
+/// The gateway for one client on stdin and stdout, calling as the local user.
+async fn over_stdio(started: Started) -> anyhow::Result<()> {
+    let Started {
+        local,
+        config,
+        store,
+        trace,
+        ..
+    } = started;
+    let me = named(&local);
+    let caller_of: CallerOf = Arc::new(move |_| me.clone());
+    let gateway = Gateway::start(&config, store, trace, caller_of, None)
+        .await
+        .map_err(anyhow::Error::msg)?;
+    let service = gateway.clone().serve(rmcp::transport::stdio()).await?;
+    let _ = service.waiting().await;
+    gateway.shutdown().await;
+    Ok(())
+}
+
+/// The gateway over HTTP at `addr`: callers by their tokens, older clients' sessions in
+/// the shared store, the approval page and the operations routes beside `/mcp`.
+async fn over_http(
+    addr: std::net::SocketAddr,
+    args: GatewayArgs,
+    started: Started,
+) -> anyhow::Result<()> {
+    let Started {
+        config,
+        store,
+        trace,
+        page,
+        page_client,
+        page_only,
+        ..
+    } = started;
     let options = HttpOptions {
         addr,
         tokens: args.tokens,

@@ -1,5 +1,7 @@
 //! `gatehouse`: a thin command over the host library and the reference servers.
 
+#![warn(clippy::too_many_lines)]
+
 mod allocator;
 mod args;
 mod ask;

@@ -7,7 +7,7 @@ use std::{path::PathBuf, sync::Arc, time::Duration};
 
 use gatehouse::{
     config::{Config, Identity, project::Found},
-    edit::{Added, NewServer, ServersFile, parse_env, parse_header},
+    edit::ServersFile,
     probe::{self, Probe},
     text::{visible, visible_json, visible_line},
     trace::Trace,
@@ -15,13 +15,16 @@ use gatehouse::{
 use serde_json::{Map, Value, json};
 
 use crate::args::{
-    McpAddArgs, McpArgs, McpCommand, McpFileArgs, McpGetArgs, McpListArgs, McpRemoveArgs,
-    McpTransport, Scope,
+    McpArgs, McpCommand, McpFileArgs, McpGetArgs, McpListArgs, McpRemoveArgs, Scope,
 };
 
 /// The longest `list` and `get` wait for one server: a quick look, not a session.
 pub const QUICK_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Most characters of a server's command line or URL in a list row.
+mod add;
+
+use add::add;
+
 const TARGET_CHARS: usize = 80;
 
 pub async fn run(args: McpArgs) -> anyhow::Result<()> {
@@ -91,112 +94,6 @@ fn parsed(
         .map(|g| parse(g))
         .collect::<Result<_, _>>()
         .map_err(anyhow::Error::msg)
-}
-
-/// The box a stdio server added without `--sandbox*` flags gets: the defaults (network
-/// off), with the network on for a package runner, whose first start downloads the
-/// package. The real servers people add run in it (docs/sandbox.md), so a new server is
-/// boxed unless the person says `--no-sandbox`.
-fn default_box(command: &str, args: &[String]) -> serde_json::Value {
-    match gatehouse::connect::runner::package_runner(command, args) {
-        Some(_) => serde_json::json!({"network": "on"}),
-        None => serde_json::Value::Bool(true),
-    }
-}
-
-fn add(args: McpAddArgs) -> anyhow::Result<()> {
-    let server = match args.transport {
-        McpTransport::Stdio => {
-            anyhow::ensure!(
-                args.headers.is_empty(),
-                "--header is for http servers; a stdio server takes --env"
-            );
-            let (command, rest) = args.target.split_first().expect("clap requires one");
-            NewServer::Stdio {
-                command: command.clone(),
-                args: rest.to_vec(),
-                env: parsed(&args.env, parse_env)?,
-                pass_env: args.pass_env.clone(),
-                sandbox: args.sandbox(default_box(command, rest)),
-            }
-        }
-        McpTransport::Http => {
-            let flag = if args.env.is_empty() {
-                "--pass-env"
-            } else {
-                "--env"
-            };
-            anyhow::ensure!(
-                args.env.is_empty() && args.pass_env.is_empty(),
-                "{flag} is for stdio servers; an http server's credentials go in --header"
-            );
-            anyhow::ensure!(
-                args.asked_sandbox().is_none(),
-                "--sandbox is for stdio servers: the host starts those, and an http server runs \
-                 where it is"
-            );
-            let [url] = args.target.as_slice() else {
-                anyhow::bail!(
-                    "an http server takes one URL after its name, not {} words",
-                    args.target.len()
-                );
-            };
-            NewServer::Http {
-                url: url.clone(),
-                headers: parsed(&args.headers, parse_header)?,
-            }
-        }
-    };
-    let (entry, warnings) = server.entry().map_err(anyhow::Error::msg)?;
-    let entry_written = entry.clone();
-    let target = file_to_change(&args.file)?;
-    let mut file = ServersFile::open(&target.path)?;
-    let added = file
-        .add(&args.name, entry, args.replace)
-        .map_err(anyhow::Error::msg)?;
-    file.save()
-        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", target.path.display()))?;
-    for warning in warnings {
-        eprintln!("gatehouse: warning: {}", visible(&warning));
-    }
-    if let Some(note) = crate::project::runs_a_string_note(&entry_written) {
-        eprintln!(
-            "gatehouse: warning: {}: {note}; read it before you start it",
-            visible_line(&args.name)
-        );
-    }
-    let kind = match args.transport {
-        McpTransport::Stdio => "stdio",
-        McpTransport::Http => "http",
-    };
-    let verb = match added {
-        Added::New => "Added",
-        Added::Replaced => "Replaced",
-    };
-    println!(
-        "{verb} {kind} server {} in {}",
-        visible_line(&args.name),
-        target.shown()
-    );
-    match entry_written.get("sandbox") {
-        Some(sandbox) => println!(
-            "It runs in a box ({}): it reads the system, its own installation and what its \
-             arguments name, writes its own temporary folder and its runner's cache, and \
-             nothing else; a wall it hits is told with what would open it (docs/sandbox.md, \
-             --no-sandbox for none)",
-            match sandbox.get("network").and_then(|n| n.as_str()) {
-                Some("on") => "network on",
-                _ => "network off",
-            }
-        ),
-        None if args.transport == McpTransport::Stdio => {
-            println!("It runs with your whole account: no box (--no-sandbox)")
-        }
-        None => {}
-    }
-    crate::project::trust_added(&target.path, &args.name)?;
-    note_if_shadowed(&target);
-    Ok(())
 }
 
 fn remove(args: McpRemoveArgs) -> anyhow::Result<()> {

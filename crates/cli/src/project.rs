@@ -291,6 +291,49 @@ fn own_file() -> Option<std::path::PathBuf> {
     }
 }
 
+/// Every `--settings` key names a setting of the file that needs trust.
+fn settings_named(review: &Review, file: &std::path::Path, keys: &[String]) -> anyhow::Result<()> {
+    for key in keys {
+        anyhow::ensure!(
+            review.settings.iter().any(|s| &s.key == key),
+            "{} sets no {:?} that needs trust{}",
+            file.display(),
+            visible_line(key),
+            match review.settings.len() {
+                0 => String::new(),
+                _ => format!(
+                    " (it sets {})",
+                    review
+                        .settings
+                        .iter()
+                        .map(|s| visible_line(&s.key).into_owned())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            }
+        );
+    }
+    Ok(())
+}
+
+/// Ask at the terminal whether to trust what was listed (none there: the command to run).
+fn said_yes(settings: &[String]) -> anyhow::Result<bool> {
+    anyhow::ensure!(
+        std::io::stdin().is_terminal(),
+        "no terminal to ask: read the list above, then run `gatehouse mcp trust --yes{}`",
+        if settings.is_empty() {
+            String::new()
+        } else {
+            format!(" --settings {}", settings.join(","))
+        }
+    );
+    print!("Trust them in this folder? [y/N] ");
+    std::io::stdout().flush()?;
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line)?;
+    Ok(matches!(line.trim(), "y" | "Y" | "yes"))
+}
+
 /// `gatehouse mcp trust`: show exactly what this folder's `.mcp.json` would start and the
 /// settings named with `--settings`, then trust them once the person says yes.
 pub fn trust(args: McpTrustArgs) -> anyhow::Result<()> {
@@ -311,26 +354,7 @@ pub fn trust(args: McpTrustArgs) -> anyhow::Result<()> {
         own.as_deref().zip(own_doc.as_ref()),
         &trusted,
     );
-    for key in &args.settings {
-        anyhow::ensure!(
-            review.settings.iter().any(|s| &s.key == key),
-            "{} sets no {:?} that needs trust{}",
-            file.display(),
-            visible_line(key),
-            match review.settings.len() {
-                0 => String::new(),
-                _ => format!(
-                    " (it sets {})",
-                    review
-                        .settings
-                        .iter()
-                        .map(|s| visible_line(&s.key).into_owned())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            }
-        );
-    }
+    settings_named(&review, &file, &args.settings)?;
     let servers: Vec<ProjectServer> = review.untrusted_servers().cloned().collect();
     let mut parts: Vec<(Part, String, String)> = servers
         .iter()
@@ -364,24 +388,9 @@ pub fn trust(args: McpTrustArgs) -> anyhow::Result<()> {
     if !args.settings.is_empty() {
         println!("Trusting the settings {}.", args.settings.join(", "));
     }
-    if !args.yes {
-        anyhow::ensure!(
-            std::io::stdin().is_terminal(),
-            "no terminal to ask: read the list above, then run `gatehouse mcp trust --yes{}`",
-            if args.settings.is_empty() {
-                String::new()
-            } else {
-                format!(" --settings {}", args.settings.join(","))
-            }
-        );
-        print!("Trust them in this folder? [y/N] ");
-        std::io::stdout().flush()?;
-        let mut line = String::new();
-        std::io::stdin().lock().read_line(&mut line)?;
-        if !matches!(line.trim(), "y" | "Y" | "yes") {
-            println!("Nothing trusted.");
-            return Ok(());
-        }
+    if !args.yes && !said_yes(&args.settings)? {
+        println!("Nothing trusted.");
+        return Ok(());
     }
     grant(&mut review, &trust, &parts)?;
     println!(

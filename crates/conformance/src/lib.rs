@@ -6,5 +6,6 @@
 //! - `conformance-client` (binary): a client on the host library (`gatehouse::config`,
 //!   `connect`, `dispatch`, `person`) that acts on `MCP_CONFORMANCE_SCENARIO`.
 #![warn(missing_docs)]
+#![warn(clippy::too_many_lines)]
 
 pub mod fixture;

@@ -5,6 +5,7 @@
 //!
 //! One home for both sides, so neither can drift: the host writes what the servers read.
 #![warn(missing_docs)]
+#![warn(clippy::too_many_lines)]
 
 /// The `_meta` key of every request the host sends: `{"session_id": …, "step": N}`.
 pub const TRACE_META_KEY: &str = "io.gatehouse/trace";

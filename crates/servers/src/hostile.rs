@@ -272,7 +272,12 @@ fn call(scenario: Scenario, out: &Out, id: &Value, params: &Value) {
     let token = params["_meta"]["progressToken"].clone();
     match scenario {
         Scenario::HugeLine => {
-            out.raw(format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":""#).as_bytes());
+            out.raw(
+                format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":""#
+                )
+                .as_bytes(),
+            );
             let chunk = vec![b'x'; 1024 * 1024];
             for _ in 0..HUGE_LINE_BYTES / chunk.len() {
                 out.raw(&chunk);
@@ -280,6 +285,47 @@ fn call(scenario: Scenario, out: &Out, id: &Value, params: &Value) {
             out.raw(b"\"}]}}\n");
         }
         Scenario::BigResult => out.result(id, text_result(&"y".repeat(BIG_RESULT_BYTES))),
+        Scenario::Silent => {}
+        Scenario::Die => {
+            out.raw(
+                format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"te"#)
+                    .as_bytes(),
+            );
+            std::process::exit(9);
+        }
+        Scenario::Decoys => {
+            let which = if name == "search_knowledge" {
+                "REAL"
+            } else {
+                "DECOY"
+            };
+            out.result(id, text_result(which));
+        }
+        Scenario::WrongIds | Scenario::WrongIdOnly => {
+            let as_string = Value::String(id.to_string());
+            out.result(&as_string, text_result("answer under a string id"));
+            if scenario == Scenario::WrongIdOnly {
+                return;
+            }
+            out.error(&Value::Null, -32603, "an error for nobody");
+            out.result(&json!(987_654), text_result("an answer to nothing"));
+            out.result(id, text_result("the real answer"));
+            out.result(id, text_result("the same answer again"));
+        }
+        Scenario::NotificationFlood | Scenario::RequestFlood | Scenario::StuckProgress => {
+            flood(scenario, out, id, token);
+        }
+        Scenario::AskForever | Scenario::Escapes | Scenario::Forms => {
+            ask(scenario, name, out, id, params)
+        }
+        Scenario::Env => env(name, out, id, params),
+        _ => out.result(id, text_result("done")),
+    }
+}
+
+/// The flooding scenarios: progress, questions and stuck progress, from a thread of their own.
+fn flood(scenario: Scenario, out: &Out, id: &Value, token: Value) {
+    match scenario {
         Scenario::NotificationFlood => {
             let (out, id) = (out.clone(), id.clone());
             std::thread::spawn(move || {
@@ -307,7 +353,10 @@ fn call(scenario: Scenario, out: &Out, id: &Value, params: &Value) {
                     for (n, (method, params)) in [
                         ("elicitation/create", form),
                         ("roots/list", json!({})),
-                        ("sampling/createMessage", json!({"messages": [], "maxTokens": 10})),
+                        (
+                            "sampling/createMessage",
+                            json!({"messages": [], "maxTokens": 10}),
+                        ),
                         ("ping", json!({})),
                     ]
                     .into_iter()
@@ -320,22 +369,26 @@ fn call(scenario: Scenario, out: &Out, id: &Value, params: &Value) {
                 out.result(&id, text_result("asked a lot"));
             });
         }
-        Scenario::Silent => {}
         Scenario::StuckProgress => {
             let out = out.clone();
             std::thread::spawn(move || {
                 for i in 0..STUCK_PROGRESS_NOTIFICATIONS {
                     let progress = if i % 3 == 2 { 0.5 } else { 1.0 };
-                    out.line(&json!({"jsonrpc": "2.0", "method": "notifications/progress",
-                        "params": {"progressToken": token, "progress": progress, "total": 2}}));
+                    out.line(
+                        &json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                        "params": {"progressToken": token, "progress": progress, "total": 2}}),
+                    );
                     std::thread::sleep(STUCK_PROGRESS_EVERY);
                 }
             });
         }
-        Scenario::Die => {
-            out.raw(format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"te"#).as_bytes());
-            std::process::exit(9);
-        }
+        _ => {}
+    }
+}
+
+/// The asking scenarios: a question every round, escapes in every field, a form to fill.
+fn ask(scenario: Scenario, name: &str, out: &Out, id: &Value, params: &Value) {
+    match scenario {
         Scenario::AskForever => {
             let round = params["requestState"]
                 .as_str()
@@ -374,15 +427,25 @@ fn call(scenario: Scenario, out: &Out, id: &Value, params: &Value) {
                     "requestedSchema": {"type": "object", "properties": {"note": {"type": "string"}}}}}},
                 "requestState": "asked"})),
         },
-        Scenario::Env if name == "env" => {
+        _ => {}
+    }
+}
+
+/// `env`: the names of the variables the server got; any other tool: their values.
+fn env(name: &str, out: &Out, id: &Value, params: &Value) {
+    match name == "env" {
+        true => {
             let mut names: Vec<String> = std::env::vars_os()
                 .map(|(k, _)| k.to_string_lossy().into_owned())
                 .collect();
             names.sort();
-            out.result(id, json!({"content": [{"type": "text", "text": names.join(",")}],
-                                  "structuredContent": {"names": names}}));
+            out.result(
+                id,
+                json!({"content": [{"type": "text", "text": names.join(",")}],
+                                  "structuredContent": {"names": names}}),
+            );
         }
-        Scenario::Env => {
+        false => {
             let values: serde_json::Map<String, Value> = params["arguments"]["names"]
                 .as_array()
                 .into_iter()
@@ -394,22 +457,6 @@ fn call(scenario: Scenario, out: &Out, id: &Value, params: &Value) {
             out.result(id, json!({"content": [{"type": "text", "text": Value::Object(values.clone()).to_string()}],
                                   "structuredContent": values}));
         }
-        Scenario::Decoys => {
-            let which = if name == "search_knowledge" { "REAL" } else { "DECOY" };
-            out.result(id, text_result(which));
-        }
-        Scenario::WrongIds | Scenario::WrongIdOnly => {
-            let as_string = Value::String(id.to_string());
-            out.result(&as_string, text_result("answer under a string id"));
-            if scenario == Scenario::WrongIdOnly {
-                return;
-            }
-            out.error(&Value::Null, -32603, "an error for nobody");
-            out.result(&json!(987_654), text_result("an answer to nothing"));
-            out.result(id, text_result("the real answer"));
-            out.result(id, text_result("the same answer again"));
-        }
-        _ => out.result(id, text_result("done")),
     }
 }
 

@@ -287,19 +287,7 @@ where
     let local = listener.local_addr()?;
 
     let closing = CancellationToken::new();
-    let origins = if options.allowed_origins.is_empty() {
-        default_origins(local)
-    } else {
-        options.allowed_origins.clone()
-    };
-    let mut config = StreamableHttpServerConfig::default()
-        .with_json_response(true)
-        .with_max_request_body_bytes(MAX_REQUEST_BODY_BYTES)
-        .with_cancellation_token(closing.clone())
-        .with_allowed_origins(origins);
-    if !options.allowed_hosts.is_empty() {
-        config = config.with_allowed_hosts(options.allowed_hosts.clone());
-    }
+    let mut config = http_config(options, local, &closing);
     // Without authentication every request is the same caller: only the server's bound
     // means anything then.
     let sessions = Sessions::new(limits.sessions, !matches!(auth, Auth::Off));
@@ -314,12 +302,7 @@ where
         )),
         _ => None,
     };
-    let lookup = server.clone();
-    let read_only: ReadOnly = Arc::new(move |tool: &str| {
-        lookup
-            .get_tool(tool)
-            .and_then(|t| t.annotations.and_then(|a| a.read_only_hint))
-    });
+    let read_only = read_only_of(server.clone());
     let service = StreamableHttpService::new(move || Ok(server.clone()), manager.clone(), config);
 
     let tracker = Arc::new(Tracker::default());
@@ -342,23 +325,86 @@ where
         .merge(pages(oauth.clone())?)
         .layer(middleware::from_fn_with_state(tracker.clone(), bound));
     if let Some(rs) = &oauth {
-        // Outside the authentication layer: metadata is for clients that have no token yet.
-        let document = rs.metadata_document().to_string();
-        app = app.route(
-            rs.metadata_path(),
-            axum::routing::get(move || async move {
-                (
-                    [
-                        (header::CONTENT_TYPE, "application/json"),
-                        (header::CACHE_CONTROL, "max-age=300"),
-                    ],
-                    document,
-                )
-            }),
-        );
+        app = with_metadata(app, rs);
     }
 
-    match &auth {
+    say_the_door(&auth, oauth.as_deref(), options, max_connections);
+    // Signals are ours before anyone learns the address, so a SIGTERM is always graceful.
+    let mut signals = Signals::new()?;
+    eprintln!("listening on http://{local}{MCP_PATH}");
+
+    let stop_accepting = CancellationToken::new();
+    let connections = Arc::new(Connections::new(
+        max_connections,
+        connections::Timeouts {
+            header: limits.header_timeout,
+            idle: limits.idle_timeout,
+        },
+    ));
+    tokio::spawn(gate_sessions.clone().give_memory_back());
+    let accepting = tokio::spawn(connections::accept(
+        listener,
+        app,
+        connections.clone(),
+        stop_accepting.clone(),
+    ));
+    signals.next().await;
+
+    shut_down(Shutdown {
+        tracker,
+        sessions: gate_sessions,
+        stop_accepting,
+        accepting,
+        signals,
+        closing,
+        connections,
+    })
+    .await;
+    eprintln!("stopped");
+    Ok(())
+}
+
+/// rmcp's configuration of the endpoint: JSON answers, bounded bodies, the origins
+/// and hosts allowed (by default the listening address's own).
+fn http_config(
+    options: &HttpOptions,
+    local: std::net::SocketAddr,
+    closing: &CancellationToken,
+) -> StreamableHttpServerConfig {
+    let origins = if options.allowed_origins.is_empty() {
+        default_origins(local)
+    } else {
+        options.allowed_origins.clone()
+    };
+    let mut config = StreamableHttpServerConfig::default()
+        .with_json_response(true)
+        .with_max_request_body_bytes(MAX_REQUEST_BODY_BYTES)
+        .with_cancellation_token(closing.clone())
+        .with_allowed_origins(origins);
+    if !options.allowed_hosts.is_empty() {
+        config = config.with_allowed_hosts(options.allowed_hosts.clone());
+    }
+    config
+}
+
+/// What the server says of each tool's `readOnlyHint`, for the OAuth scope check.
+fn read_only_of<S: rmcp::ServerHandler + Send + Sync + 'static>(server: S) -> ReadOnly {
+    Arc::new(move |tool: &str| {
+        server
+            .get_tool(tool)
+            .and_then(|t| t.annotations.and_then(|a| a.read_only_hint))
+    })
+}
+
+/// What the server says of its door at start: how callers are checked, and its bounds.
+fn say_the_door(
+    auth: &Auth,
+    oauth: Option<&ResourceServer>,
+    options: &HttpOptions,
+    max_connections: usize,
+) {
+    let limits = &options.limits;
+    match auth {
         Auth::Tokens(tokens) => eprintln!(
             "authentication: bearer tokens ({} in {})",
             tokens.len(),
@@ -368,7 +414,7 @@ where
                 .map_or_else(String::new, |p| p.display().to_string())
         ),
         Auth::OAuth(_, tokens) => {
-            if let Some(rs) = &oauth {
+            if let Some(rs) = oauth {
                 eprintln!(
                     "authentication: OAuth access tokens from {} for {} (metadata at {}){}",
                     rs.issuer(),
@@ -397,33 +443,55 @@ where
         limits.sessions.per_caller,
         limits.sessions.idle.as_secs(),
     );
-    // Signals are ours before anyone learns the address, so a SIGTERM is always graceful.
-    let mut signals = Signals::new()?;
-    eprintln!("listening on http://{local}{MCP_PATH}");
+}
 
-    let stop_accepting = CancellationToken::new();
-    let connections = Arc::new(Connections::new(
-        max_connections,
-        connections::Timeouts {
-            header: limits.header_timeout,
-            idle: limits.idle_timeout,
-        },
-    ));
-    tokio::spawn(gate_sessions.clone().give_memory_back());
-    let accepting = tokio::spawn(connections::accept(
-        listener,
-        app,
-        connections.clone(),
-        stop_accepting.clone(),
-    ));
-    signals.next().await;
+/// `app` with the protected-resource metadata document at its path.
+fn with_metadata(app: Router, rs: &ResourceServer) -> Router {
+    // Outside the authentication layer: metadata is for clients that have no token yet.
+    let document = rs.metadata_document().to_string();
+    app.route(
+        rs.metadata_path(),
+        axum::routing::get(move || async move {
+            (
+                [
+                    (header::CONTENT_TYPE, "application/json"),
+                    (header::CACHE_CONTROL, "max-age=300"),
+                ],
+                document,
+            )
+        }),
+    )
+}
 
+/// What a graceful stop needs of a running server.
+struct Shutdown {
+    tracker: Arc<Tracker>,
+    sessions: Arc<Sessions>,
+    stop_accepting: CancellationToken,
+    accepting: tokio::task::JoinHandle<()>,
+    signals: Signals,
+    closing: CancellationToken,
+    connections: Arc<Connections>,
+}
+
+/// After the first signal: stop accepting, let requests in flight finish within
+/// [`SHUTDOWN_DRAIN`] (a second signal cuts them), then end sessions and connections.
+async fn shut_down(stop: Shutdown) {
+    let Shutdown {
+        tracker,
+        sessions,
+        stop_accepting,
+        accepting,
+        mut signals,
+        closing,
+        connections,
+    } = stop;
     let in_flight = tracker.count();
     eprintln!(
         "shutting down: no new connections; {in_flight} request(s) in flight get up to {} s to finish",
         SHUTDOWN_DRAIN.as_secs()
     );
-    let open = gate_sessions.count();
+    let open = sessions.count();
     if open > 0 {
         eprintln!("shutting down: {open} legacy session(s) end after that");
     }
@@ -453,8 +521,6 @@ where
             connections.open()
         );
     }
-    eprintln!("stopped");
-    Ok(())
 }
 
 /// SIGTERM and Ctrl-C (SIGINT), as one stream of "stop" events.
@@ -725,6 +791,67 @@ fn jsonrpc_refusal(
         .into_response()
 }
 
+/// Who calls, by the request's token (and what an OAuth token grants), or the refusal.
+async fn caller_and_grant(
+    door: &Doorway,
+    headers: &axum::http::HeaderMap,
+) -> Result<(Caller, Option<oauth::Grant>), Response> {
+    match &door.auth {
+        Auth::Off => Ok((door.caller.clone(), None)),
+        Auth::Tokens(tokens) => match caller_of(tokens, headers) {
+            Ok(caller) => Ok((caller, None)),
+            Err(refusal) => Err(refusal.response()),
+        },
+        Auth::OAuth(_, tokens) => {
+            let presented = headers.get(header::AUTHORIZATION).cloned();
+            oauth_caller(door, tokens.as_deref(), presented).await
+        }
+    }
+}
+
+/// The legacy session the request names, if any, kept to the caller that opened it (with
+/// a shared store, its row vetted), or the 404 of an unknown session.
+async fn session_of(
+    door: &Doorway,
+    headers: &axum::http::HeaderMap,
+    caller: &Caller,
+) -> Result<(Option<String>, Option<shared::Vetted>), Response> {
+    let session = match headers.get(SESSION_HEADER).map(|v| v.to_str()) {
+        None => None,
+        Some(Ok(id)) => Some(id.to_owned()),
+        Some(Err(_)) => return Err(session_not_found()),
+    };
+    let vetted = match (&session, &door.shared) {
+        (Some(id), Some(shared)) => match shared.vet(id, caller, &door.manager).await {
+            Ok(vetted) => Some(vetted),
+            Err(refusal) => return Err(refusal),
+        },
+        (Some(id), None) if !door.sessions.may_use(id, caller) => return Err(session_not_found()),
+        _ => None,
+    };
+    Ok((session, vetted))
+}
+
+/// A place among the sessions for a new session (`initialize`) or one this replica
+/// restores from the shared store, each within the same bounds; none for the rest.
+fn admission(
+    door: &Doorway,
+    caller: &Caller,
+    initialize: bool,
+    restoring: bool,
+) -> Result<Option<sessions::Admission>, NoSession> {
+    if initialize {
+        door.admit(caller).map(Some)
+    } else if restoring {
+        door.sessions
+            .reserve(caller)
+            .map(Some)
+            .map_err(NoSession::Full)
+    } else {
+        Ok(None)
+    }
+}
+
 /// Check the bearer token, attach its caller to the request, keep legacy sessions to the
 /// caller that opened them, read a POST's body within its bounds, and admit an
 /// `initialize` (a new session) only within the session bounds. Bodies declared too large
@@ -736,35 +863,16 @@ async fn authenticate(State(door): State<Arc<Doorway>>, request: Request, next: 
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
-    let (caller, granted) = match &door.auth {
-        Auth::Off => (door.caller.clone(), None),
-        Auth::Tokens(tokens) => match caller_of(tokens, &request) {
-            Ok(caller) => (caller, None),
-            Err(refusal) => return refusal.response(),
-        },
-        Auth::OAuth(_, tokens) => {
-            let presented = request.headers().get(header::AUTHORIZATION).cloned();
-            match oauth_caller(&door, tokens.as_deref(), presented).await {
-                Ok(found) => found,
-                Err(refusal) => return refusal,
-            }
-        }
+    let (caller, granted) = match caller_and_grant(&door, request.headers()).await {
+        Ok(found) => found,
+        Err(refusal) => return refusal,
     };
     if declared.is_some_and(|n| n > MAX_REQUEST_BODY_BYTES as u64) {
         return too_large();
     }
-    let session = match request.headers().get(SESSION_HEADER).map(|v| v.to_str()) {
-        None => None,
-        Some(Ok(id)) => Some(id.to_owned()),
-        Some(Err(_)) => return session_not_found(),
-    };
-    let vetted = match (&session, &door.shared) {
-        (Some(id), Some(shared)) => match shared.vet(id, &caller, &door.manager).await {
-            Ok(vetted) => Some(vetted),
-            Err(refusal) => return refusal,
-        },
-        (Some(id), None) if !door.sessions.may_use(id, &caller) => return session_not_found(),
-        _ => None,
+    let (session, vetted) = match session_of(&door, request.headers(), &caller).await {
+        Ok(found) => found,
+        Err(refusal) => return refusal,
     };
     let (mut request, message) = match read_post(request, started + door.body_timeout, &door).await
     {
@@ -801,18 +909,9 @@ async fn authenticate(State(door): State<Arc<Doorway>>, request: Request, next: 
     // the same bounds. Ending a session restores nothing (rmcp ends the row alone).
     let ending = request.method() == Method::DELETE;
     let restore = vetted.filter(|v| !v.here && !ending).map(|v| v.row);
-    let admission = if initialize {
-        match door.admit(&caller) {
-            Ok(admission) => Some(admission),
-            Err(why) => return door.refuse_session(why, &id),
-        }
-    } else if restore.is_some() {
-        match door.sessions.reserve(&caller) {
-            Ok(admission) => Some(admission),
-            Err(why) => return door.refuse_session(NoSession::Full(why), &id),
-        }
-    } else {
-        None
+    let admission = match admission(&door, &caller, initialize, restore.is_some()) {
+        Ok(admission) => admission,
+        Err(why) => return door.refuse_session(why, &id),
     };
     if door.shared.is_none() {
         return sessions::with_admission(admission, next.run(request)).await;
@@ -854,9 +953,9 @@ impl Unauthorized {
 }
 
 /// The caller a request's bearer token stands for, or why it has none.
-fn caller_of(tokens: &Tokens, request: &Request) -> Result<Caller, Unauthorized> {
+fn caller_of(tokens: &Tokens, headers: &axum::http::HeaderMap) -> Result<Caller, Unauthorized> {
     let refused = |reason, error| Unauthorized { reason, error };
-    let Some(value) = request.headers().get(header::AUTHORIZATION) else {
+    let Some(value) = headers.get(header::AUTHORIZATION) else {
         return Err(refused("missing", None));
     };
     let Some(token) = value.to_str().ok().and_then(auth::bearer_token) else {

@@ -5,6 +5,7 @@
 //! stdio ([`serve_stdio`]) or over Streamable HTTP ([`serve_http`], `http`), where `auth`
 //! tells who is calling.
 #![warn(missing_docs)]
+#![warn(clippy::too_many_lines)]
 
 pub mod auth;
 pub mod built_in;

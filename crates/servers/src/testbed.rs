@@ -188,6 +188,123 @@ fn generated_tool(i: usize) -> Tool {
 }
 
 impl Testbed {
+    /// Is a tool of this name listed now?
+    fn lists(&self, name: &str) -> bool {
+        self.tools
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .any(|t| t.name == name)
+    }
+
+    /// `repeat`: the text, so many times (a result as large as asked).
+    fn repeat(&self, args: &serde_json::Map<String, Value>) -> CallToolResponse {
+        let text = common::string_arg(args, "text", 1, 1_000);
+        let times = common::int_arg(args, "times", 1, 1, 100_000);
+        match (text, times) {
+            (Ok(text), Ok(times)) => {
+                common::structured_result(json!({"text": text.repeat(times as usize)}), &self.info)
+                    .into()
+            }
+            (Err(e), _) | (_, Err(e)) => common::tool_error(e, &self.info).into(),
+        }
+    }
+
+    /// `add_tool` and `change_echo`: the tool list changed while the host runs, and said.
+    async fn change_list(
+        &self,
+        name: &str,
+        args: &serde_json::Map<String, Value>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        match name {
+            "add_tool" => {
+                let name = match common::string_arg(args, "name", 1, 32) {
+                    Ok(n) if n.chars().all(|c| c.is_ascii_lowercase() || c == '_') => n,
+                    _ => {
+                        return Ok(common::tool_error(
+                            "\"name\" must be 1-32 lowercase letters or _",
+                            &self.info,
+                        )
+                        .into());
+                    }
+                };
+                let tool = common::tool_from_json(
+            &json!({"name": name, "description": "A tool added while the host was running.",
+                    "inputSchema": {"type": "object", "properties": {}}}).to_string(),
+        );
+                self.tools
+                    .write()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(tool);
+                self.announce_change(context).await;
+                Ok(common::structured_result(json!({"added": name}), &self.info).into())
+            }
+            "change_echo" => {
+                let description =
+                    common::string_arg(args, "description", 1, 500).unwrap_or_default();
+                if let Some(echo) = self
+                    .tools
+                    .write()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .iter_mut()
+                    .find(|t| t.name == "echo")
+                {
+                    echo.description = Some(description.clone().into());
+                }
+                self.announce_change(context).await;
+                Ok(common::structured_result(json!({"echo": description}), &self.info).into())
+            }
+            other => Err(ErrorData::invalid_params(
+                format!("unknown tool: {other}"),
+                None,
+            )),
+        }
+    }
+
+    /// `ask_forever` (a form every round, for ever) and `ask_url` (a URL to open), on
+    /// 2026-07-28's `input_required`.
+    fn ask(&self, request: &CallToolRequestParams) -> Result<CallToolResponse, ErrorData> {
+        match request.name.as_ref() {
+            "ask_forever" => {
+                let round = request
+                    .request_state
+                    .as_deref()
+                    .and_then(|s| s.strip_prefix("round-"))
+                    .and_then(|n| n.parse::<u32>().ok())
+                    .unwrap_or(0)
+                    + 1;
+                Ok(Self::asking(
+                    "again",
+                    json!({"message": format!("Round {round}: go on?"),
+                   "requestedSchema": {"type": "object", "properties": {"again": {"type": "boolean"}}, "required": ["again"]}}),
+                    format!("round-{round}"),
+                ))
+            }
+            "ask_url" => match request
+                .input_responses
+                .as_ref()
+                .and_then(|r| r.get("consent"))
+            {
+                Some(answer) => Ok(common::structured_result(
+                    json!({"answer": answer.get("action").cloned().unwrap_or(Value::Null)}),
+                    &self.info,
+                )
+                .into()),
+                None => Ok(Self::asking(
+                    "consent",
+                    json!({"mode": "url", "message": "Approve the change in the change-management system",
+                   "url": "https://changes.example.com/approve?change=CHG-2291"}),
+                    "asked".into(),
+                )),
+            },
+            other => Err(ErrorData::invalid_params(
+                format!("unknown tool: {other}"),
+                None,
+            )),
+        }
+    }
+
     /// A testbed with these options.
     pub fn new(options: TestbedOptions) -> Self {
         let from_file = options.tools.is_some();
@@ -494,17 +611,9 @@ impl ServerHandler for Testbed {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let args = common::arguments(request.arguments.as_ref());
-        if self.from_file {
-            let listed = self
-                .tools
-                .read()
-                .unwrap_or_else(|e| e.into_inner())
-                .iter()
-                .any(|t| t.name == request.name);
-            if listed {
-                let answer = json!({"tool": request.name, "arguments": args});
-                return Ok(common::structured_result(answer, &self.info).into());
-            }
+        if self.from_file && self.lists(&request.name) {
+            let answer = json!({"tool": request.name, "arguments": args});
+            return Ok(common::structured_result(answer, &self.info).into());
         }
         match request.name.as_ref() {
             "sleep" => self.sleep(&args, &context).await,
@@ -513,18 +622,7 @@ impl ServerHandler for Testbed {
                 Ok(text) => Ok(common::structured_result(json!({"text": text}), &self.info).into()),
                 Err(e) => Ok(common::tool_error(e, &self.info).into()),
             },
-            "repeat" => {
-                let text = common::string_arg(&args, "text", 1, 1_000);
-                let times = common::int_arg(&args, "times", 1, 1, 100_000);
-                match (text, times) {
-                    (Ok(text), Ok(times)) => Ok(common::structured_result(
-                        json!({"text": text.repeat(times as usize)}),
-                        &self.info,
-                    )
-                    .into()),
-                    (Err(e), _) | (_, Err(e)) => Ok(common::tool_error(e, &self.info).into()),
-                }
-            }
+            "repeat" => Ok(self.repeat(&args)),
             "content" => {
                 let kind = args.get("kind").and_then(Value::as_str).unwrap_or("all");
                 let blocks = Self::blocks(kind);
@@ -542,79 +640,15 @@ impl ServerHandler for Testbed {
             "bad_output" => {
                 Ok(common::structured_result(json!({"count": "many"}), &self.info).into())
             }
-            "add_tool" => {
-                let name = match common::string_arg(&args, "name", 1, 32) {
-                    Ok(n) if n.chars().all(|c| c.is_ascii_lowercase() || c == '_') => n,
-                    _ => {
-                        return Ok(common::tool_error(
-                            "\"name\" must be 1-32 lowercase letters or _",
-                            &self.info,
-                        )
-                        .into());
-                    }
-                };
-                let tool = common::tool_from_json(
-                    &json!({"name": name, "description": "A tool added while the host was running.",
-                            "inputSchema": {"type": "object", "properties": {}}}).to_string(),
-                );
-                self.tools
-                    .write()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push(tool);
-                self.announce_change(&context).await;
-                Ok(common::structured_result(json!({"added": name}), &self.info).into())
-            }
-            "change_echo" => {
-                let description =
-                    common::string_arg(&args, "description", 1, 500).unwrap_or_default();
-                if let Some(echo) = self
-                    .tools
-                    .write()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .iter_mut()
-                    .find(|t| t.name == "echo")
-                {
-                    echo.description = Some(description.clone().into());
-                }
-                self.announce_change(&context).await;
-                Ok(common::structured_result(json!({"echo": description}), &self.info).into())
+            "add_tool" | "change_echo" => {
+                self.change_list(request.name.as_ref(), &args, &context)
+                    .await
             }
             "ghost_rpc" => Err(ErrorData::invalid_params("tool not found: ghost_rpc", None)),
             "ghost_result" => {
                 Ok(common::tool_error("Unknown tool: ghost_result", &self.info).into())
             }
-            "ask_forever" => {
-                let round = request
-                    .request_state
-                    .as_deref()
-                    .and_then(|s| s.strip_prefix("round-"))
-                    .and_then(|n| n.parse::<u32>().ok())
-                    .unwrap_or(0)
-                    + 1;
-                Ok(Self::asking(
-                    "again",
-                    json!({"message": format!("Round {round}: go on?"),
-                           "requestedSchema": {"type": "object", "properties": {"again": {"type": "boolean"}}, "required": ["again"]}}),
-                    format!("round-{round}"),
-                ))
-            }
-            "ask_url" => match request
-                .input_responses
-                .as_ref()
-                .and_then(|r| r.get("consent"))
-            {
-                Some(answer) => Ok(common::structured_result(
-                    json!({"answer": answer.get("action").cloned().unwrap_or(Value::Null)}),
-                    &self.info,
-                )
-                .into()),
-                None => Ok(Self::asking(
-                    "consent",
-                    json!({"mode": "url", "message": "Approve the change in the change-management system",
-                           "url": "https://changes.example.com/approve?change=CHG-2291"}),
-                    "asked".into(),
-                )),
-            },
+            "ask_forever" | "ask_url" => self.ask(&request),
             "crash" => {
                 common::log_line(json!({"event": "crash", "tool": "crash"}));
                 std::process::exit(70);

@@ -6,6 +6,8 @@
 //! megabyte to a process that lives for one session, while the throughput it buys matters
 //! for a long-running HTTP server, which `gatehouse serve NAME --http` is.
 
+#![warn(clippy::too_many_lines)]
+
 use std::process::ExitCode;
 
 use clap::Parser;

@@ -3,6 +3,8 @@
 //! `listening on http://ADDR/mcp` on stderr once it accepts connections and stops on
 //! SIGTERM or Ctrl-C.
 
+#![warn(clippy::too_many_lines)]
+
 use std::net::SocketAddr;
 
 use gatehouse_conformance::fixture::Fixture;
