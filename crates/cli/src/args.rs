@@ -1,4 +1,6 @@
 //! Every flag of the `gatehouse` command, defined once; `--help` is generated from here.
+//! Longer than 600 lines because every command's flags live in this one file, as
+//! ripgrep's do: help, completions and the man page (`manual.rs`) come from it alone.
 
 use std::path::PathBuf;
 

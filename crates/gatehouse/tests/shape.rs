@@ -1,6 +1,7 @@
-//! The libraries' shape, checked: in each of [`CHECKED`] the top-level modules import each
-//! other without a cycle, and no source file is over `MAX_FILE_LINES` lines. (Functions
-//! over 80 lines are clippy's `too_many_lines`, turned on in each `lib.rs`.)
+//! The crates' shape, checked: in each of [`CHECKED`] the top-level modules import each
+//! other without a cycle, and in each of [`SIZED`] no source file is over
+//! `MAX_FILE_LINES` lines unless its opening lines say why ([`LONGER_BECAUSE`]).
+//! (Functions over 80 lines are clippy's `too_many_lines`, turned on in each crate root.)
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -8,9 +9,18 @@ use std::path::{Path, PathBuf};
 /// Longest a source file of the library may be.
 const MAX_FILE_LINES: usize = 600;
 
-/// The crates (folders under `crates/`) held to this shape: the host library and the
-/// gateway; the others join as issue 34 splits them.
+/// The crates (folders under `crates/`) whose modules import each other without a cycle:
+/// the host library and the gateway; the others join as issue 34 splits them (the
+/// reference servers' `http` and `oauth` import each other until the HTTP face is a crate).
 const CHECKED: [&str; 2] = ["gatehouse", "gateway"];
+
+/// The crates whose files are held to [`MAX_FILE_LINES`]. Not yet: `servers` (its HTTP face,
+/// `http.rs` and `http/connections.rs`, moves to a crate of its own, split as it goes, and
+/// `testbed.rs` and `tickets.rs` follow) and `bench` (measurement programs).
+const SIZED: [&str; 5] = ["gatehouse", "gateway", "cli", "conformance", "contract"];
+
+/// What a longer file says in its opening lines, with the reason after it.
+const LONGER_BECAUSE: &str = "Longer than 600 lines because";
 
 fn source_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).expect("the source folder reads") {
@@ -507,21 +517,22 @@ fn a_cycle_is_found_where_there_is_one() {
 }
 
 #[test]
-fn no_source_file_of_a_library_is_over_600_lines() {
+fn no_source_file_is_over_600_lines_without_a_reason_at_its_top() {
     let mut files = Vec::new();
-    for name in CHECKED {
+    for name in SIZED {
         let before = files.len();
         source_files(&src(name), &mut files);
-        assert!(
-            files.len() > before + 20,
-            "crates/{name}'s sources are read"
-        );
+        assert!(files.len() > before, "crates/{name}'s sources are read");
     }
+    assert!(files.len() > 200, "every sized crate's sources are read");
     let long: Vec<String> = files
         .iter()
         .filter_map(|f| {
-            let lines = std::fs::read_to_string(f).ok()?.lines().count();
-            (lines > MAX_FILE_LINES).then(|| format!("{} ({lines} lines)", f.display()))
+            let text = std::fs::read_to_string(f).ok()?;
+            let lines = text.lines().count();
+            let opening: String = text.lines().take(12).collect::<Vec<_>>().join(" ");
+            let said = opening.contains(LONGER_BECAUSE);
+            (lines > MAX_FILE_LINES && !said).then(|| format!("{} ({lines} lines)", f.display()))
         })
         .collect();
     assert!(long.is_empty(), "over {MAX_FILE_LINES} lines: {long:?}");
