@@ -211,16 +211,10 @@ pub async fn run(args: GatewayArgs) -> anyhow::Result<()> {
 
 /// The gateway for one client on stdin and stdout, calling as the local user.
 async fn over_stdio(started: Started) -> anyhow::Result<()> {
-    let Started {
-        local,
-        config,
-        store,
-        trace,
-        ..
-    } = started;
-    let me = named(&local);
+    let me = named(&started.local);
     let caller_of: CallerOf = Arc::new(move |_| me.clone());
-    let gateway = Gateway::start(&config, store, trace, caller_of, None)
+    let (config, store, trace) = (&started.config, started.store, started.trace);
+    let gateway = Gateway::start(config, store, trace, caller_of, None)
         .await
         .map_err(anyhow::Error::msg)?;
     let service = gateway.clone().serve(rmcp::transport::stdio()).await?;
@@ -236,15 +230,6 @@ async fn over_http(
     args: GatewayArgs,
     started: Started,
 ) -> anyhow::Result<()> {
-    let Started {
-        config,
-        store,
-        trace,
-        page,
-        page_client,
-        page_only,
-        ..
-    } = started;
     let options = HttpOptions {
         addr,
         tokens: args.tokens,
@@ -266,8 +251,9 @@ async fn over_http(
     let caller_of: CallerOf =
         Arc::new(move |context| named(&Caller::of_request(&default, context)));
     // Older clients' sessions are rows of the shared store, so any replica serves them.
-    let shared = Arc::new(sessions::Kept(store.0.clone()));
-    let gateway = Gateway::start(&config, store, trace, caller_of, page)
+    let shared = Arc::new(sessions::Kept(started.store.0.clone()));
+    let (config, store, trace) = (&started.config, started.store, started.trace);
+    let gateway = Gateway::start(config, store, trace, caller_of, started.page)
         .await
         .map_err(anyhow::Error::msg)?;
     let session_of: SessionOf = Arc::new(|context| {
@@ -281,7 +267,7 @@ async fn over_http(
     // both.
     let tokens = match &auth {
         // Not where the policy wants a person: the client holds its bearer token too.
-        _ if page_only => None,
+        _ if started.page_only => None,
         Auth::Tokens(tokens) | Auth::OAuth(_, Some(tokens)) => Some(tokens.clone()),
         _ => None,
     };
@@ -291,7 +277,7 @@ async fn over_http(
         let Some(p) = approval_page else {
             return Ok(operations);
         };
-        let oauth = match (page_client, checks) {
+        let oauth = match (started.page_client, checks) {
             (Some(client), Some(checks)) => {
                 Some(page::OAuthPages::new(client, checks, &p.callback_url())?)
             }

@@ -187,7 +187,7 @@ impl Gateway {
         page: Option<PageSettings>,
     ) -> Result<Gateway, String> {
         let keeper = Arc::new(store.clone());
-        let host = Host::start_keeping(config, Arc::new(Unreachable), trace, keeper).await;
+        let host = Host::start_keeping(config, unreachable(), trace, keeper).await;
         Gateway::on_host(host, (store, key), caller_of, page)
     }
 

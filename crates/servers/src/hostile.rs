@@ -433,30 +433,30 @@ fn ask(scenario: Scenario, name: &str, out: &Out, id: &Value, params: &Value) {
 
 /// `env`: the names of the variables the server got; any other tool: their values.
 fn env(name: &str, out: &Out, id: &Value, params: &Value) {
-    match name == "env" {
-        true => {
-            let mut names: Vec<String> = std::env::vars_os()
-                .map(|(k, _)| k.to_string_lossy().into_owned())
-                .collect();
-            names.sort();
-            out.result(
-                id,
-                json!({"content": [{"type": "text", "text": names.join(",")}],
-                                  "structuredContent": {"names": names}}),
-            );
-        }
-        false => {
-            let values: serde_json::Map<String, Value> = params["arguments"]["names"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .map(|n| (n.to_owned(), json!(std::env::var(n).ok())))
-                .collect();
-            eprintln!("echoing {}", Value::Object(values.clone()));
-            out.result(id, json!({"content": [{"type": "text", "text": Value::Object(values.clone()).to_string()}],
-                                  "structuredContent": values}));
-        }
+    if name == "env" {
+        let mut names: Vec<String> = std::env::vars_os()
+            .map(|(k, _)| k.to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        out.result(
+            id,
+            json!({"content": [{"type": "text", "text": names.join(",")}],
+                              "structuredContent": {"names": names}}),
+        );
+    } else {
+        let values: serde_json::Map<String, Value> = params["arguments"]["names"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(|n| (n.to_owned(), json!(std::env::var(n).ok())))
+            .collect();
+        eprintln!("echoing {}", Value::Object(values.clone()));
+        out.result(
+            id,
+            json!({"content": [{"type": "text", "text": Value::Object(values.clone()).to_string()}],
+                              "structuredContent": values}),
+        );
     }
 }
 

@@ -313,6 +313,14 @@ impl Connection {
         taken.then_some(subscription)
     }
 
+    /// Close the connection while others may still hold it (a gateway's sessions): no
+    /// more restarts, and the run in use closed as [`Connection::close`] closes it. Their
+    /// requests then fail as on a closed connection. The supervisor ends on its own.
+    pub async fn close_shared(&self) {
+        self.link.close();
+        self.link.current().close().await;
+    }
+
     /// Close the connection: no more restarts; the server gets [`CLOSE_LIMIT`] to exit,
     /// and its last stderr lines are read.
     pub async fn close(mut self) {
@@ -321,16 +329,6 @@ impl Connection {
             // A restart under way ends with the link closed; its run is closed below.
             let _ = tokio::time::timeout(CLOSE_LIMIT, supervisor).await;
         }
-        self.link.current().close().await;
-    }
-}
-
-impl Connection {
-    /// Close the connection while others may still hold it (a gateway's sessions): no
-    /// more restarts, and the run in use closed as [`Connection::close`] closes it. Their
-    /// requests then fail as on a closed connection. The supervisor ends on its own.
-    pub async fn close_shared(&self) {
-        self.link.close();
         self.link.current().close().await;
     }
 }

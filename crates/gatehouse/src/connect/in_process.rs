@@ -67,29 +67,17 @@ pub async fn connect(
 ) -> Result<Connection, ConnectError> {
     let setup = Setup::new(spec, person, trace, limits);
     let handler = setup.handler(Negotiation::PreferModern);
-    let first = tokio::time::timeout(
-        limits.timeout,
-        run(&setup, &open, Negotiation::PreferModern, &handler),
-    )
-    .await;
+    let first = run_within(&setup, &open, Negotiation::PreferModern, &handler).await;
     let (session, negotiation, handler) = match first {
-        Ok(Ok(session)) => (session, Negotiation::PreferModern, handler),
+        Ok(session) => (session, Negotiation::PreferModern, handler),
         // A server of an older revision: a fresh pipe and the handshake, as for stdio.
-        Ok(Err(Fail::Old)) => {
+        Err(Fail::Old) => {
             let handler = setup.handler(Negotiation::HandshakeOnly);
-            let again = run(&setup, &open, Negotiation::HandshakeOnly, &handler).await;
-            let session = again.map_err(|e| e.into_error(spec))?;
+            let again = run_within(&setup, &open, Negotiation::HandshakeOnly, &handler).await;
+            let session = again.map_err(|e| e.into_error(spec, limits))?;
             (session, Negotiation::HandshakeOnly, handler)
         }
-        Ok(Err(e)) => return Err(e.into_error(spec)),
-        Err(_) => {
-            return Err(ConnectError::Timeout {
-                server: spec.name.clone(),
-                seconds: limits.timeout.as_secs_f64(),
-                runner: None,
-                stderr: Vec::new(),
-            });
-        }
+        Err(e) => return Err(e.into_error(spec, limits)),
     };
     let conn = Connection::new(spec, handler.clone(), session);
     let (spec_again, trace_again, serving) = (spec.clone(), trace.clone(), handler.clone());
@@ -121,13 +109,9 @@ async fn again(
     handler: super::HostHandler,
 ) -> Result<Session, String> {
     let setup = Setup::new(&spec, person, &trace, limits);
-    match tokio::time::timeout(limits.timeout, run(&setup, &open, negotiation, &handler)).await {
-        Ok(run) => run.map_err(|e| e.into_error(&spec).to_string()),
-        Err(_) => Err(format!(
-            "no answer within {:.1} s of starting",
-            limits.timeout.as_secs_f64()
-        )),
-    }
+    run_within(&setup, &open, negotiation, &handler)
+        .await
+        .map_err(|e| e.into_error(&spec, limits).to_string())
 }
 
 /// Why one run did not start.
@@ -138,12 +122,20 @@ enum Fail {
     Old,
     /// The start-up exchange failed.
     Handshake(String),
+    /// No answer within the start's limit.
+    Timeout,
 }
 
 impl Fail {
-    fn into_error(self, spec: &ServerSpec) -> ConnectError {
+    fn into_error(self, spec: &ServerSpec, limits: Limits) -> ConnectError {
         let server = spec.name.clone();
         match self {
+            Fail::Timeout => ConnectError::Timeout {
+                server,
+                seconds: limits.timeout.as_secs_f64(),
+                runner: None,
+                stderr: Vec::new(),
+            },
             Fail::Open(reason) => ConnectError::Spawn {
                 server,
                 command: "(in process)".into(),
@@ -161,6 +153,19 @@ impl Fail {
             },
         }
     }
+}
+
+/// One run within the start's time limit (`limits.timeout`).
+async fn run_within(
+    setup: &Setup<'_>,
+    open: &Opener,
+    negotiation: Negotiation,
+    handler: &super::HostHandler,
+) -> Result<Session, Fail> {
+    let timeout = setup.limits.timeout;
+    tokio::time::timeout(timeout, run(setup, open, negotiation, handler))
+        .await
+        .unwrap_or(Err(Fail::Timeout))
 }
 
 /// One run: a pipe opened and a client served over it with `handler`.

@@ -66,9 +66,7 @@ impl Late {
             conn.close().await;
         }
     }
-}
 
-impl Late {
     /// Stop trying, and close the connection if it came, while others may still hold
     /// this (a gateway shut down with a session alive).
     pub async fn close_shared(&self) {

@@ -2,8 +2,9 @@
 //! (the person signing in to the server for this call), the person answering an older
 //! server's question inside the call (`elicitation/create`, the handler's `answering`),
 //! and the call's own (a gateway's caller answering the server's question while the
-//! gateway holds the call, `Relay`'s `person_time`). While the person is busy on either, the round's clock stands still;
-//! once they are done, the limit moves on by the time they took.
+//! gateway holds the call, `Relay`'s `person_time`). While the person is busy on any of
+//! them, the round's clock stands still; once they are done, the limit moves on by the
+//! time they took.
 
 use std::time::Duration;
 

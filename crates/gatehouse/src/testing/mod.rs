@@ -198,7 +198,10 @@ impl Seen {
     pub async fn until(&self, words: &str, n: usize) {
         let mut count = self.count.subscribe();
         let _ = count
-            .wait_for(|_| self.steps().iter().filter(|s| s.contains(words)).count() >= n)
+            .wait_for(|_| {
+                let steps = self.steps.lock().unwrap_or_else(|e| e.into_inner());
+                steps.iter().filter(|s| s.contains(words)).count() >= n
+            })
             .await;
     }
 }
