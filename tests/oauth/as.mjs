@@ -82,6 +82,12 @@ if (env.AS_WEB_CLIENT) {
 }
 
 const server = http.createServer();
+// Node closes a keep-alive connection after 5 s idle by default; a client that reuses its
+// pooled connection at that moment gets 'Server disconnected' (httpx's RemoteProtocolError),
+// which a loaded machine made happen mid-sign-in. Authorization servers in the field keep
+// idle connections longer (nginx 75 s); so does this one.
+server.keepAliveTimeout = 120_000;
+server.headersTimeout = 125_000;
 await new Promise((resolve) => server.listen(Number(env.AS_PORT ?? 0), '127.0.0.1', resolve));
 const { port } = server.address();
 const issuer = `http://127.0.0.1:${port}`;
