@@ -105,7 +105,7 @@ pub struct GatewayArgs {
     /// Who calls over HTTP may also be an OAuth access token's user and organization, as
     /// for `gatehouse serve`.
     #[command(flatten)]
-    pub oauth: gatehouse_servers::command::OAuthArgs,
+    pub oauth: gatehouse_http::args::OAuthArgs,
     /// Every request acts as the local user (loopback addresses only; for tests); not
     /// with --tokens or --oauth-issuer.
     #[arg(long, requires = "http", conflicts_with_all = ["tokens", "oauth_issuer"])]

@@ -1,28 +1,28 @@
 //! `gatehouse gateway`: the library's gateway served on stdio or Streamable HTTP. Who
 //! calls is decided here: over HTTP the bearer token's caller (the reference servers'
 //! tokens file, or with `--oauth-issuer` an OAuth access token's user and organization,
-//! through their HTTP layer, `gatehouse_servers::http`), on stdio the local user; the
+//! through their HTTP layer, `gatehouse_http`), on stdio the local user; the
 //! approval page's routes and HTML are `gateway/page.rs`; health, readiness and metrics
 //! `gateway/ops.rs`; `gateway connect|disconnect CLIENT` is `gateway/connect.rs`.
 
 mod connect;
 mod ops;
 mod page;
-mod sessions;
 
 use std::{sync::Arc, time::Duration};
 
 use gatehouse::{config::Identity, ledger::Ledger, trace::Trace};
+use gatehouse_gateway::caller::name as named;
 use gatehouse_gateway::{
     CallerOf, Gateway, PageSettings, SessionOf, Store,
     key::{KEY_FILE, KeyFile},
     store::Location,
 };
-use gatehouse_servers::{
-    common::Caller,
-    http::{self, Auth, HttpLimits, HttpOptions, SessionAccess},
+use gatehouse_http::{
+    self as http, Auth, Caller, HttpLimits, HttpOptions, SessionAccess,
     oauth::{OAuthOptions, ResourceServer, Writes},
 };
+use gatehouse_servers::membership::Memberships;
 use rmcp::ServiceExt;
 
 use crate::{
@@ -58,23 +58,6 @@ fn key_file(args: &GatewayArgs, state: &Location) -> anyhow::Result<KeyFile> {
             "--state {state} is shared by replicas on several machines, which must all seal with one key: give each the same key file with --key-file FILE (or ${KEY_FILE_ENV}), made once with `openssl rand -hex 32 > FILE; chmod 600 FILE`"
         ),
     }
-}
-
-/// A caller as the gateway names it: `user@tenant`, each part JSON-quoted when it holds
-/// an `@`, so no user can pass for another pair.
-pub(crate) fn named(caller: &Caller) -> String {
-    let part = |s: &str| {
-        if s.contains('@') || s.contains('"') {
-            serde_json::json!(s).to_string()
-        } else {
-            s.to_owned()
-        }
-    };
-    if caller.user.is_empty() {
-        // Nobody named on stdio: the local user, the same every time.
-        return "local".into();
-    }
-    format!("{}@{}", part(&caller.user), part(&caller.tenant))
 }
 
 /// Does the policy want some ask answered by a person on the approval page
@@ -246,12 +229,14 @@ async fn over_http(
             ..o
         }),
     };
-    let auth = Auth::from_options(&options)?;
+    // An access token that names no organization acts in the user's only one, as the
+    // reference servers' memberships say: the servers the gateway is shown with.
+    let auth = Auth::from_options(&options, Memberships::embedded()?)?;
     let default = auth.default_caller();
     let caller_of: CallerOf =
         Arc::new(move |context| named(&Caller::of_request(&default, context)));
     // Older clients' sessions are rows of the shared store, so any replica serves them.
-    let shared = Arc::new(sessions::Kept(started.store.0.clone()));
+    let shared = Arc::new(started.store.0.clone());
     let (config, store, trace) = (&started.config, started.store, started.trace);
     let gateway = Gateway::start(config, store, trace, caller_of, started.page)
         .await
@@ -268,7 +253,11 @@ async fn over_http(
     let tokens = match &auth {
         // Not where the policy wants a person: the client holds its bearer token too.
         _ if started.page_only => None,
-        Auth::Tokens(tokens) | Auth::OAuth(_, Some(tokens)) => Some(tokens.clone()),
+        Auth::Tokens(tokens)
+        | Auth::OAuth {
+            tokens: Some(tokens),
+            ..
+        } => Some(tokens.clone()),
         _ => None,
     };
     let approval_page = gateway.page().cloned();

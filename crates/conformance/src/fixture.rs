@@ -1,7 +1,7 @@
 //! The conformance fixture: the surface the MCP conformance harness's server scenarios
 //! call by name (`test_*` tools, `test://` resources, `test_*` prompts), ported from the
 //! Python SDK's `everything-server`, on an rmcp [`ServerHandler`] served by
-//! `gatehouse_servers::http`. Not a reference server: it is only for the harness
+//! `gatehouse_http`. Not a reference server: it is only for the harness
 //! (`docs/conformance.md`) and is not in `gatehouse serve`'s set.
 //!
 //! Both protocol eras are served on the same endpoint. On 2026-07-28 a tool that needs the

@@ -17,6 +17,7 @@
 
 mod answer;
 pub mod call;
+pub mod caller;
 pub mod client;
 pub mod clients;
 pub mod confirm;

@@ -3,98 +3,28 @@
 //!
 //! A reference server never trusts its client. The caller's identity comes from the
 //! server's own environment (set by whoever started it) on stdio, or from the bearer token
-//! the HTTP layer checked for this very request (`crate::http`), never from request
+//! the HTTP layer checked for this very request (`gatehouse_http`), never from request
 //! arguments, and every argument is checked again here even when the host already checked it.
 
-use std::{
-    io::Write,
-    time::{Instant, SystemTime, UNIX_EPOCH},
-};
+use std::time::Instant;
 
 use rmcp::{
-    ErrorData, RoleServer,
+    ErrorData,
     model::{CallToolResult, ErrorCode, Implementation, JsonObject, MetaObject, Tool},
-    service::RequestContext,
 };
 use serde_json::{Map, Value, json};
 
-/// Environment variable naming the calling user of a stdio server.
-pub const ENV_USER: &str = "MCP_USER";
-/// Environment variable naming the organization (tenant) the caller acts in.
-pub const ENV_TENANT: &str = "MCP_TENANT";
-/// Environment variable naming the client, for the logs (defaults to `local` on stdio).
-pub const ENV_CLIENT: &str = "MCP_CLIENT";
+use gatehouse_contract as contract;
+// Who calls, how servers log, and the refusal of a non-member: the HTTP face's, shared.
+pub use gatehouse_http::{
+    Caller,
+    caller::{ENV_CLIENT, ENV_TENANT, ENV_USER},
+    log::{elapsed_ms, line as log_line, now_ms, timestamp, timestamp_of},
+    members::FORBIDDEN_CODE,
+};
 
 /// The `_meta` key under which every result names the server (2026-07-28 SHOULD).
 pub const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
-use gatehouse_contract as contract;
-
-/// Who is calling: on stdio as the server was told at start, over HTTP as the request's
-/// bearer token says. Never taken from a request's arguments.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Caller {
-    /// The user, by id (`usr-sam`).
-    pub user: String,
-    /// The organization the user acts in (`larkfield`).
-    pub tenant: String,
-    /// The client, for the logs (`local` on stdio, a token's client over HTTP).
-    pub client: String,
-}
-
-impl Caller {
-    /// A caller by name (the tokens file and the tests name them).
-    pub fn new(user: &str, tenant: &str, client: &str) -> Self {
-        Caller {
-            user: user.into(),
-            tenant: tenant.into(),
-            client: client.into(),
-        }
-    }
-
-    /// A user in a tenant, as the unit tests name one (the client matters to none of them).
-    #[cfg(test)]
-    pub(crate) fn test(user: &str, tenant: &str) -> Self {
-        Caller::new(user, tenant, "test")
-    }
-
-    /// Read the caller from the environment; a missing user or tenant means "nobody",
-    /// which every membership check then refuses.
-    pub fn from_env() -> Self {
-        let get = |k: &str| std::env::var(k).unwrap_or_default().trim().to_owned();
-        let client = get(ENV_CLIENT);
-        Caller {
-            user: get(ENV_USER),
-            tenant: get(ENV_TENANT),
-            client: if client.is_empty() {
-                "local".into()
-            } else {
-                client
-            },
-        }
-    }
-
-    /// Nobody: the caller a server falls back to when a request names none and the
-    /// server was started for no one. Every membership check refuses it.
-    pub fn nobody(client: &str) -> Self {
-        Caller {
-            user: String::new(),
-            tenant: String::new(),
-            client: client.into(),
-        }
-    }
-
-    /// The caller of one request: the one the HTTP layer authenticated and attached to
-    /// the request (an extension of its `http::request::Parts`, which rmcp hands to the
-    /// handler), else `default`, the caller the server was started for (stdio).
-    pub fn of_request(default: &Caller, context: &RequestContext<RoleServer>) -> Caller {
-        context
-            .extensions
-            .get::<axum::http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<Caller>())
-            .cloned()
-            .unwrap_or_else(|| default.clone())
-    }
-}
 
 /// A tool definition kept as the JSON it is sent as, so names, schemas and annotations
 /// are byte-for-byte what the documentation shows. Panics only on a bug in our own
@@ -138,11 +68,6 @@ pub fn tool_error(message: impl Into<String>, info: &Implementation) -> CallTool
     result.meta = Some(server_meta(info));
     result
 }
-
-/// The application error for a caller with no access to the organization. The code is
-/// the one the support desk has always used; the same answer is given for an
-/// organization that does not exist, so the error reveals nothing.
-pub const FORBIDDEN_CODE: i32 = -32003;
 
 /// A JSON-RPC error refusing the caller before any tool runs.
 pub fn forbidden(message: impl Into<String>) -> ErrorData {
@@ -207,60 +132,6 @@ pub fn no_unknown_args(args: &Map<String, Value>, known: &[&str]) -> Result<(), 
         Some(k) => Err(format!("invalid arguments: unknown property \"{k}\"")),
         None => Ok(()),
     }
-}
-
-/// Writes one JSON object per line on stderr, the channel a stdio server may use freely.
-/// Each line is written with a single call so lines from concurrent requests never mix.
-pub fn log_line(record: Value) {
-    let mut line = serde_json::to_string(&record).unwrap_or_default();
-    line.push('\n');
-    let _ = std::io::stderr().lock().write_all(line.as_bytes());
-}
-
-/// Now as an RFC 3339 UTC timestamp, for log records.
-pub fn timestamp() -> String {
-    timestamp_of(now_ms())
-}
-
-/// Milliseconds since the epoch, now.
-pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_millis() as u64
-}
-
-/// Milliseconds since the epoch as an RFC 3339 UTC timestamp.
-pub fn timestamp_of(ms: u64) -> String {
-    let secs = (ms / 1000) as i64;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        ms % 1000
-    )
-}
-
-/// Howard Hinnant's days-to-civil conversion, so logs need no date crate.
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
-}
-
-/// Milliseconds since `start`, rounded to two decimals as the logs show them.
-pub fn elapsed_ms(start: Instant) -> f64 {
-    (start.elapsed().as_secs_f64() * 100_000.0).round() / 100.0
 }
 
 /// The answer to `tools/list` for a server whose tools fit on one page, logged as one
@@ -353,13 +224,6 @@ pub fn call_outcome(result: &Result<rmcp::model::CallToolResponse, ErrorData>) -
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn civil_dates() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(20_723), (2026, 9, 27));
-        assert_eq!(timestamp_of(1_790_000_000_123), "2026-09-21T14:13:20.123Z");
-    }
 
     #[test]
     fn argument_checks() {

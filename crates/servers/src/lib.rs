@@ -2,12 +2,11 @@
 //! (`testbed`, `hostile`). Each module is one server; `common` holds what they share
 //! (identity, logging, result shapes), `membership` who belongs to which organization and
 //! what each role may do. Every server runs on
-//! stdio ([`serve_stdio`]) or over Streamable HTTP ([`serve_http`], `http`), where `auth`
-//! tells who is calling.
+//! stdio ([`serve_stdio`]) or over Streamable HTTP ([`serve_http`], on `gatehouse_http`,
+//! which tells who is calling).
 #![warn(missing_docs)]
 #![warn(clippy::too_many_lines)]
 
-pub mod auth;
 pub mod built_in;
 pub mod cmdb;
 pub mod command;
@@ -15,9 +14,7 @@ pub mod common;
 pub mod data;
 pub mod desk;
 pub mod hostile;
-pub mod http;
 pub mod membership;
-pub mod oauth;
 pub mod orders;
 pub mod replay;
 pub mod store;
@@ -28,6 +25,7 @@ pub mod tickets;
 
 use std::path::PathBuf;
 
+use gatehouse_http as http;
 use rmcp::ServiceExt;
 
 use desk::Served;
@@ -173,12 +171,13 @@ pub async fn serve_http(
         "there is no reference server named {name:?} (known: {})",
         SERVER_NAMES.join(", ")
     );
-    let auth = http::Auth::from_options(&http_options)?;
+    let members = membership::Memberships::embedded()?;
+    let auth = http::Auth::from_options(&http_options, members)?;
     let caller = auth.default_caller();
     let o = &http_options;
     // The servers that check membership on every call open legacy sessions for members
     // only; the others for any caller with a token.
-    let members = http::SessionAccess::Members(membership::Memberships::embedded()?);
+    let members = http::SessionAccess::Members(members);
     let anyone = http::SessionAccess::AnyCaller;
     match name {
         "support" => {

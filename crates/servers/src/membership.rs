@@ -19,7 +19,7 @@ use crate::{
 };
 
 /// The refusal for a caller who is no member of the organization (JSON-RPC -32003).
-pub const FORBIDDEN_MESSAGE: &str = "forbidden: you have no access to this organization";
+pub use gatehouse_http::members::FORBIDDEN_MESSAGE;
 /// Where the list is kept, relative to the crate (embedded at build time).
 pub const MEMBERSHIPS_FILE: &str = "data/memberships.json";
 
@@ -174,7 +174,7 @@ impl Memberships {
     }
 
     /// The organizations `user` belongs to, in name order (an OAuth token that names no
-    /// organization acts in the user's only one, `crate::oauth`).
+    /// organization acts in the user's only one, `gatehouse_http::oauth`).
     pub fn organizations_of(&self, user: &str) -> Vec<&str> {
         let mut orgs: Vec<&str> = self
             .roles
@@ -212,6 +212,21 @@ impl Memberships {
     }
 }
 
+/// The HTTP layer asks the list too: whether an `initialize` may open a session, and which
+/// organization an access token that names none acts in.
+impl gatehouse_http::Members for Memberships {
+    fn is_member(&self, caller: &Caller) -> bool {
+        Memberships::is_member(self, caller)
+    }
+
+    fn sole_organization(&self, user: &str) -> Option<&str> {
+        match self.organizations_of(user).as_slice() {
+            [only] => Some(only),
+            _ => None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -227,11 +242,11 @@ mod tests {
             ("usr-camille", "bramble", Some(Role::Staff)),
             ("usr-camille", "larkfield", None),
         ] {
-            let got = m.role(&Caller::test(user, tenant));
+            let got = m.role(&Caller::new(user, tenant, "test"));
             assert_eq!(got, role, "{user} in {tenant}");
         }
-        assert!(!m.is_member(&Caller::test("usr-tomas", "larkfield")));
-        assert!(!m.is_member(&Caller::test("usr-tomas", "bramble")));
+        assert!(!m.is_member(&Caller::new("usr-tomas", "larkfield", "test")));
+        assert!(!m.is_member(&Caller::new("usr-tomas", "bramble", "test")));
         assert!(!m.is_member(&Caller::nobody("http")));
         // Everyone listed is a person in users.json.
         let users: Vec<serde_json::Value> =
@@ -244,7 +259,7 @@ mod tests {
     #[test]
     fn roles_grant_scopes() {
         let m = Memberships::embedded().unwrap();
-        let omar = Caller::test("usr-omar", "larkfield");
+        let omar = Caller::new("usr-omar", "larkfield", "test");
         assert_eq!(m.check(&omar, INCIDENTS_READ), Ok(Role::ReadOnly));
         let refused = m.check(&omar, INCIDENTS_WRITE).unwrap_err();
         assert_eq!(
@@ -256,11 +271,17 @@ mod tests {
             "forbidden: your role (read_only) does not allow tickets:read"
         );
         assert_eq!(
-            m.check(&Caller::test("usr-priya", "larkfield"), INCIDENTS_WRITE),
+            m.check(
+                &Caller::new("usr-priya", "larkfield", "test"),
+                INCIDENTS_WRITE
+            ),
             Ok(Role::Admin)
         );
         assert_eq!(
-            m.check(&Caller::test("usr-tomas", "larkfield"), POLICIES_READ),
+            m.check(
+                &Caller::new("usr-tomas", "larkfield", "test"),
+                POLICIES_READ
+            ),
             Err(Refusal::NotMember)
         );
         assert_eq!(Refusal::NotMember.message(), FORBIDDEN_MESSAGE);

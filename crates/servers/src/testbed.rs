@@ -20,6 +20,13 @@
 //! `task_job` (`job`) is its long job, a task for clients that declare the tasks extension.
 
 mod job;
+mod options;
+mod paging;
+mod tools;
+
+pub use options::{TestbedOptions, misbehave_at_start};
+use paging::page_of;
+pub use tools::MAX_GENERATED_TOOLS;
 
 use std::{
     sync::{Arc, RwLock},
@@ -49,40 +56,6 @@ use crate::{
 pub const MAX_SLEEP_SECONDS: f64 = 600.0;
 /// How often `sleep` reports progress.
 pub const SLEEP_PROGRESS_EVERY: Duration = Duration::from_millis(100);
-/// Most generated tools.
-pub const MAX_GENERATED_TOOLS: usize = 10_000;
-
-const FIXED_TOOLS: &str = r#"[
- {"name": "sleep", "description": "Wait the given number of seconds, reporting progress (unless quiet), then say so. Honours cancellation.",
-  "inputSchema": {"type": "object", "properties": {"seconds": {"type": "number", "minimum": 0, "maximum": 600}, "quiet": {"type": "boolean", "default": false}}, "required": ["seconds"]},
-  "annotations": {"readOnlyHint": true}},
- {"name": "echo", "description": "Return the text it is given.",
-  "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
-  "annotations": {"readOnlyHint": true}},
- {"name": "repeat", "description": "Return a text repeated a number of times (for large results).",
-  "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}, "times": {"type": "integer", "minimum": 1, "maximum": 100000}}, "required": ["text", "times"]}},
- {"name": "content", "description": "Return content blocks of one kind, or of every kind: text, image, audio, resource_link, resource, blob.",
-  "inputSchema": {"type": "object", "properties": {"kind": {"type": "string", "enum": ["text", "image", "audio", "resource_link", "resource", "blob", "for_user", "all"]}}, "required": ["kind"]}},
- {"name": "bad_output", "description": "Declares an output schema and returns a result that breaks it.",
-  "inputSchema": {"type": "object", "properties": {}},
-  "outputSchema": {"type": "object", "properties": {"count": {"type": "integer"}}, "required": ["count"]}},
- {"name": "broken_schema", "description": "A tool whose input schema does not compile.",
-  "inputSchema": {"type": "object", "properties": {"x": {"type": 12}}}},
- {"name": "add_tool", "description": "Add a tool to this server's list and announce that the list changed.",
-  "inputSchema": {"type": "object", "properties": {"name": {"type": "string", "pattern": "^[a-z_]{1,32}$"}}, "required": ["name"]}},
- {"name": "change_echo", "description": "Change the description of the echo tool and announce that the list changed.",
-  "inputSchema": {"type": "object", "properties": {"description": {"type": "string"}}, "required": ["description"]}},
- {"name": "ghost_rpc", "description": "Listed, but answers as if it did not exist, with a JSON-RPC error.",
-  "inputSchema": {"type": "object", "properties": {}}},
- {"name": "ghost_result", "description": "Listed, but answers as if it did not exist, with an isError result.",
-  "inputSchema": {"type": "object", "properties": {}}},
- {"name": "ask_forever", "description": "Ask the person a question on every round, never finishing (tests the host's round cap).",
-  "inputSchema": {"type": "object", "properties": {}}},
- {"name": "ask_url", "description": "Ask the person to open a web page (URL-mode elicitation), then report their answer.",
-  "inputSchema": {"type": "object", "properties": {}}},
- {"name": "crash", "description": "Exit the server process in the middle of the call.",
-  "inputSchema": {"type": "object", "properties": {}}}
-]"#;
 
 #[derive(Clone)]
 /// The testbed server: the tests' misbehaving one.
@@ -103,88 +76,6 @@ pub struct Testbed {
     listeners: Arc<std::sync::atomic::AtomicUsize>,
     /// Where `task_job` runs as a task.
     tasks: Option<Tasks>,
-}
-
-/// Settings read from the environment at start.
-#[derive(Debug, Default, Clone)]
-pub struct TestbedOptions {
-    /// The newest revision it speaks (`TESTBED_MAX_VERSION`).
-    pub max_version: Option<ProtocolVersion>,
-    /// How many generated tools it lists after the fixed ones (`TESTBED_TOOLS`).
-    pub generated_tools: usize,
-    /// The size of its `tools/list` pages (`TESTBED_PAGE_SIZE`).
-    pub page_size: Option<usize>,
-    /// Tools listed instead of the fixed ones (`TESTBED_TOOLS_FILE`).
-    pub tools: Option<Vec<Tool>>,
-}
-
-impl TestbedOptions {
-    /// Read the options from the environment; a bad value is an error naming it.
-    pub fn from_env() -> anyhow::Result<Self> {
-        let number = |name: &str| -> anyhow::Result<Option<usize>> {
-            match std::env::var(name) {
-                Err(_) => Ok(None),
-                Ok(v) => v
-                    .parse::<usize>()
-                    .map(Some)
-                    .map_err(|_| anyhow::anyhow!("{name}={v:?} is not a whole number")),
-            }
-        };
-        let max_version = match std::env::var("TESTBED_MAX_VERSION") {
-            Ok(v) => Some(
-                serde_json::from_value(Value::String(v.clone())).map_err(|_| {
-                    anyhow::anyhow!("TESTBED_MAX_VERSION={v:?} is not a protocol revision")
-                })?,
-            ),
-            Err(_) => None,
-        };
-        Ok(TestbedOptions {
-            max_version,
-            generated_tools: number("TESTBED_TOOLS")?
-                .unwrap_or(0)
-                .min(MAX_GENERATED_TOOLS),
-            page_size: number("TESTBED_PAGE_SIZE")?.filter(|p| *p > 0),
-            tools: match std::env::var_os("TESTBED_TOOLS_FILE") {
-                None => None,
-                Some(path) => Some(tools_file(std::path::Path::new(&path))?),
-            },
-        })
-    }
-}
-
-/// The tool definitions of a file: a JSON array, or an object with `tools`.
-fn tools_file(path: &std::path::Path) -> anyhow::Result<Vec<Tool>> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| anyhow::anyhow!("TESTBED_TOOLS_FILE {}: {e}", path.display()))?;
-    let doc: Value = serde_json::from_str(&text)
-        .map_err(|e| anyhow::anyhow!("TESTBED_TOOLS_FILE {}: {e}", path.display()))?;
-    let list = match doc {
-        Value::Array(list) => list,
-        Value::Object(mut m) => match m.remove("tools") {
-            Some(Value::Array(list)) => list,
-            _ => anyhow::bail!("TESTBED_TOOLS_FILE {}: no \"tools\" array", path.display()),
-        },
-        _ => anyhow::bail!("TESTBED_TOOLS_FILE {}: not a list of tools", path.display()),
-    };
-    list.into_iter()
-        .take(MAX_GENERATED_TOOLS)
-        .map(|t| serde_json::from_value(t).map_err(anyhow::Error::from))
-        .collect()
-}
-
-fn generated_tool(i: usize) -> Tool {
-    common::tool_from_json(
-        &json!({
-            "name": format!("gen_{i:04}"),
-            "description": format!("Generated tool number {i}: returns its arguments. Used to measure large catalogs."),
-            "inputSchema": {"type": "object", "properties": {
-                "query": {"type": "string", "maxLength": 200, "description": "Any text."},
-                "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10}
-            }, "required": ["query"]},
-            "annotations": {"readOnlyHint": true}
-        })
-        .to_string(),
-    )
 }
 
 impl Testbed {
@@ -308,13 +199,7 @@ impl Testbed {
     /// A testbed with these options.
     pub fn new(options: TestbedOptions) -> Self {
         let from_file = options.tools.is_some();
-        let mut tools: Vec<Tool> = options
-            .tools
-            .unwrap_or_else(|| serde_json::from_str(FIXED_TOOLS).expect("the fixed tools parse"));
-        if !from_file {
-            tools.push(common::tool_from_json(job::TOOL));
-        }
-        tools.extend((1..=options.generated_tools).map(generated_tool));
+        let tools = tools::listed(options.tools, options.generated_tools);
         Testbed {
             info: Implementation::new("testbed", "0.1.0"),
             tools: Arc::new(RwLock::new(tools)),
@@ -675,87 +560,5 @@ impl ServerHandler for Testbed {
                 None,
             )),
         }
-    }
-}
-
-/// Misbehave at start as `TESTBED_START` says; returns whether to go on serving.
-pub fn misbehave_at_start() -> bool {
-    use std::io::Write;
-    match std::env::var("TESTBED_START").as_deref() {
-        Ok("exit") => {
-            eprintln!("testbed: refusing to start (TESTBED_START=exit)");
-            std::process::exit(3);
-        }
-        Ok("garbage") | Ok("garbage-exit") => {
-            let mut out = std::io::stdout().lock();
-            let _ = writeln!(out, "this is not JSON-RPC\n{{\"not\": \"a message\"");
-            let _ = out.flush();
-            std::env::var("TESTBED_START").as_deref() == Ok("garbage")
-        }
-        _ => true,
-    }
-}
-
-/// Page `cursor` of a list of `len` tools in pages of `size`: the tools' range, and the
-/// next page's cursor. Cursors: none is page 0, `""` page 1, `"N"` page N (N ≥ 2); a
-/// cursor this server never gave (not a number, or past the end, however large) is an
-/// invalid-params error, never a panic.
-fn page_of(
-    len: usize,
-    size: usize,
-    cursor: Option<&str>,
-) -> Result<(std::ops::Range<usize>, Option<String>), ErrorData> {
-    let invalid = || ErrorData::invalid_params(format!("invalid cursor {cursor:?}"), None);
-    let page = match cursor {
-        None => 0,
-        Some("") => 1,
-        Some(c) => c
-            .parse::<usize>()
-            .ok()
-            .filter(|p| *p >= 2)
-            .ok_or_else(invalid)?,
-    };
-    let start = page.checked_mul(size).filter(|s| *s < len || page == 0);
-    let start = start.ok_or_else(invalid)?;
-    let end = start.saturating_add(size).min(len);
-    let next = (end < len).then(|| match page {
-        0 => String::new(),
-        n => (n + 1).to_string(),
-    });
-    Ok((start..end, next))
-}
-
-#[cfg(test)]
-mod paging_tests {
-    use super::page_of;
-
-    #[test]
-    fn pages_cover_the_list_once_and_a_cursor_never_given_is_refused() {
-        let (len, size) = (250, 40);
-        let mut seen = Vec::new();
-        let mut cursor: Option<String> = None;
-        loop {
-            let (range, next) = page_of(len, size, cursor.as_deref()).unwrap();
-            seen.extend(range);
-            match next {
-                Some(c) => cursor = Some(c),
-                None => break,
-            }
-        }
-        assert_eq!(seen, (0..len).collect::<Vec<_>>());
-        // Past the end, however large (page * size overflowed before), or not a number.
-        for bad in [
-            "7",
-            "18446744073709551615",
-            "99999999999999999999",
-            "-1",
-            "x",
-            "1",
-        ] {
-            assert!(page_of(len, size, Some(bad)).is_err(), "{bad}");
-        }
-        assert!(page_of(len, usize::MAX, Some("2")).is_err());
-        // An empty list has one empty page.
-        assert_eq!(page_of(0, size, None).unwrap(), (0..0, None));
     }
 }

@@ -28,7 +28,7 @@ use gatehouse_gateway::{
     Page,
     page::{self, APPROVE_PATH, Decided, Decision, Session, ShownCall},
 };
-use gatehouse_servers::{auth::Tokens, common::Caller};
+use gatehouse_http::{Caller, tokens::Tokens};
 
 /// The page's document, after the prologue every page of the host's shares.
 const PAGE_HTML: &str = concat!(
@@ -256,7 +256,7 @@ impl Pages {
     async fn open_session(&self, caller: &Caller) -> Result<HeaderMap, Response> {
         let signed = self
             .page
-            .sign_in(&super::named(caller))
+            .sign_in(&gatehouse_gateway::caller::name(caller))
             .await
             .map_err(|e| unavailable(&e))?;
         Ok(self.set_cookie(COOKIE, &signed.cookie, "Strict", page::SESSION_TTL))
@@ -496,7 +496,7 @@ mod tests {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let settings = page::PageSettings::parse(&format!("{base}/"), None).unwrap();
-        let sam = gatehouse_servers::auth::hash_token("sam-token");
+        let sam = gatehouse_http::tokens::hash_token("sam-token");
         let tokens = Tokens::from_json(&format!(
             r#"[{{"user": "sam", "tenant": "larkfield", "sha256": "{sam}"}}]"#
         ))

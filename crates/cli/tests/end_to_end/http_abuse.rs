@@ -188,7 +188,7 @@ async fn many_idle_connections_past_the_bound_under_a_low_open_file_limit_leave_
     let tokens = tokens_file(dir.path());
     let mut server =
         serve_with_open_files(128, "testbed", &["--tokens", tokens.to_str().unwrap()], &[]);
-    let bound = 128 - gatehouse_servers::http::connections::FD_HEADROOM;
+    let bound = 128 - gatehouse_http::connections::FD_HEADROOM;
     assert!(
         server
             .stderr()
@@ -365,7 +365,7 @@ fn bounds_out_of_range_are_refused_at_start_naming_the_flag_and_the_range() {
 async fn bodies_too_large_too_slow_or_too_deep_get_a_clear_4xx_and_others_are_served() {
     let (_dir, mut server) = testbed(&["--body-timeout", "1"]);
     let port = server.port();
-    let max = gatehouse_servers::http::MAX_REQUEST_BODY_BYTES;
+    let max = gatehouse_http::MAX_REQUEST_BODY_BYTES;
     served(&server.url, 1).await;
     let rss_before = server.rss_kib();
     let call = request(
@@ -532,7 +532,7 @@ async fn a_caller_past_its_session_bound_is_refused_and_nobody_elses_session_is_
         &[],
     );
     let url = &server.url;
-    let per_caller = gatehouse_servers::http::sessions::MAX_SESSIONS_PER_CALLER;
+    let per_caller = gatehouse_http::sessions::MAX_SESSIONS_PER_CALLER;
     // Omar's session first; it must keep working whatever the others do.
     let omars = open_session(url, OMAR, 1).await;
 
@@ -543,7 +543,7 @@ async fn a_caller_past_its_session_bound_is_refused_and_nobody_elses_session_is_
     for id in [100, 101] {
         let (status, error) = refusal(&initialize(url, SAM, id).await, id);
         assert_eq!(status, 429, "{error}");
-        assert_eq!(error["code"], gatehouse_servers::http::SESSION_LIMIT_CODE);
+        assert_eq!(error["code"], gatehouse_http::SESSION_LIMIT_CODE);
         assert_eq!(error["data"]["reason"], "caller_session_limit");
         assert!(
             error["message"]

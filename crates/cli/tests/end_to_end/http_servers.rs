@@ -495,7 +495,7 @@ async fn headers_origin_and_body_size_are_checked() {
     let big = request(
         2,
         "tools/call",
-        json!({"name": "echo", "arguments": {"text": "x".repeat(gatehouse_servers::http::MAX_REQUEST_BODY_BYTES + 1)}}),
+        json!({"name": "echo", "arguments": {"text": "x".repeat(gatehouse_http::MAX_REQUEST_BODY_BYTES + 1)}}),
     );
     let r = post(&server.url, Some(SAM), &big).await;
     assert_eq!(r.status, 413, "{}", &r.text[..r.text.len().min(200)]);

@@ -8,7 +8,7 @@
 use std::net::SocketAddr;
 
 use gatehouse_conformance::fixture::Fixture;
-use gatehouse_servers::http::{self, Auth, HttpOptions};
+use gatehouse_http::{self as http, Auth, HttpOptions};
 
 fn usage() -> ! {
     eprintln!("usage: conformance-fixture [--listen 127.0.0.1:PORT]   (port 0 picks a free one)");

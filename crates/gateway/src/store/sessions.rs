@@ -1,10 +1,12 @@
 //! Older clients' sessions in the shared store, so that any replica serves a session
-//! another replica opened (the HTTP layer, `gatehouse_servers::http::shared`, decides
+//! another replica opened (the HTTP layer, `gatehouse_http::shared`, decides
 //! what a row means; this keeps them): one row per session (its caller, its `initialize`
 //! parameters, what the gateway keeps for it, its expiry), the answers a client POSTed to
 //! one replica for a request another replica is waiting on, and the pruning of what
 //! expired, used confirmations included. Written once for both databases, as the
 //! page's rows are (`page.rs`).
+
+mod shared;
 
 use std::{sync::atomic::Ordering, time::Duration};
 

@@ -27,8 +27,8 @@ use gatehouse_gateway::page::{
     APPROVE_PATH,
     sign_in::{CALLBACK, Issuer, PageClient, Returned, SIGN_IN_TTL, Secret, SignInFailure},
 };
-use gatehouse_servers::{
-    common::Caller,
+use gatehouse_http::{
+    Caller,
     oauth::{Refusal, ResourceServer},
 };
 
@@ -249,7 +249,9 @@ async fn callback(
     };
     // Relative to `…/approve/callback`: the confirmation's page beside it.
     let next = escape(&path_id(&returned.confirmation));
-    let shown = escape(&text::visible_line(&super::super::named(&caller)));
+    let shown = escape(&text::visible_line(&gatehouse_gateway::caller::name(
+        &caller,
+    )));
     let body = render(SIGNED_IN_HTML, &[("next", next), ("caller", shown)]);
     let mut response = html(StatusCode::OK, "Signed in", &body);
     response.headers_mut().extend(cookie);

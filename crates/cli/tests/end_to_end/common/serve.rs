@@ -25,7 +25,7 @@ pub const SAM_IN_BRAMBLE_TOKEN: &str = "tok-sam-bramble-interop-3f8b1d6c5e20";
 pub fn tokens_file(dir: &Path) -> PathBuf {
     use super::http_server as hs;
     let path = dir.join("tokens.json");
-    let hash = gatehouse_servers::auth::hash_token;
+    let hash = gatehouse_http::tokens::hash_token;
     std::fs::write(
         &path,
         json!([

@@ -390,7 +390,7 @@ async fn the_gateway_refuses_what_a_protected_reference_server_refuses() {
     let callers: Vec<&Value> = lines.iter().map(|l| &l["caller"]).collect();
     assert_eq!(callers, [&json!("machine@"), &json!("usr-sam@larkfield")]);
 
-    let leeway = gatehouse_servers::oauth::CLOCK_LEEWAY;
+    let leeway = gatehouse_http::oauth::CLOCK_LEEWAY;
     let expired_at = issued + Duration::from_secs(1) + leeway + Duration::from_secs(2);
     tokio::time::sleep_until(expired_at.into()).await;
     assert_invalid_token(&list_with(&url, Some(&full)).await, "expired");

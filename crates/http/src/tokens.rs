@@ -17,7 +17,7 @@ use std::path::Path;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use crate::common::Caller;
+use crate::Caller;
 
 /// The client name a token's requests are logged under when its entry names none.
 pub const DEFAULT_HTTP_CLIENT: &str = "http";

@@ -1,25 +1,20 @@
-//! Older clients' sessions kept in the gateway's shared store (`--state`), so that its
-//! replicas behind a balancer serve each other's sessions: the servers' HTTP layer
-//! (`gatehouse_servers::http::shared`) asks, the store (`gatehouse_gateway::store`)
-//! keeps, and this says one in the other's words. A session's owner is the caller as the
-//! gateway names it everywhere else (`user@tenant`).
+//! The HTTP face's older clients' sessions (`gatehouse_http::shared`) kept in this store,
+//! so that the gateway's replicas behind a balancer serve each other's sessions: the HTTP
+//! layer asks, [`super`] keeps, and this says one in the other's words. A session's owner
+//! is the caller as the gateway names it everywhere else ([`crate::caller::name`]).
 
 use futures::future::BoxFuture;
-use gatehouse_gateway::{
-    Store,
-    store::{AnswerRow, SessionRow},
-};
-use gatehouse_servers::{
-    common::Caller,
-    http::shared::{AnswerKey, Answered, SharedAnswer, SharedSession, SharedSessions},
+use gatehouse_http::{
+    Caller,
+    shared::{AnswerKey, Answered, SharedAnswer, SharedSession, SharedSessions},
 };
 
-/// The store, as the HTTP layer keeps sessions in it.
-pub struct Kept(pub Store);
+use super::{AnswerRow, SessionRow};
+use crate::Store;
 
-impl SharedSessions for Kept {
+impl SharedSessions for Store {
     fn owner(&self, caller: &Caller) -> String {
-        super::named(caller)
+        crate::caller::name(caller)
     }
 
     fn open(&self, s: SharedSession, max: usize) -> BoxFuture<'_, Result<bool, String>> {
@@ -29,7 +24,7 @@ impl SharedSessions for Kept {
             init: s.init,
             expires_at: s.expires_at,
         };
-        Box::pin(async move { self.0.mcp_session_open(row, now(), max).await })
+        Box::pin(async move { self.mcp_session_open(row, now(), max).await })
     }
 
     fn find<'a>(
@@ -38,7 +33,7 @@ impl SharedSessions for Kept {
         now: i64,
     ) -> BoxFuture<'a, Result<Option<SharedSession>, String>> {
         Box::pin(async move {
-            let row = self.0.mcp_session_row(id, now).await?;
+            let row = self.mcp_session_row(id, now).await?;
             Ok(row.map(|r| SharedSession {
                 id: r.id,
                 owner: r.caller,
@@ -54,11 +49,11 @@ impl SharedSessions for Kept {
         owner: &'a str,
         expires_at: i64,
     ) -> BoxFuture<'a, Result<(), String>> {
-        Box::pin(self.0.mcp_session_touch(id, owner, expires_at))
+        Box::pin(self.mcp_session_touch(id, owner, expires_at))
     }
 
     fn end<'a>(&'a self, id: &'a str, owner: &'a str) -> BoxFuture<'a, Result<(), String>> {
-        Box::pin(self.0.mcp_session_end(id, owner))
+        Box::pin(self.mcp_session_end(id, owner))
     }
 
     fn put_answer(&self, a: SharedAnswer, max: usize) -> BoxFuture<'_, Result<bool, String>> {
@@ -69,12 +64,12 @@ impl SharedSessions for Kept {
             expires_at: a.expires_at,
         };
         let session = a.key.session;
-        Box::pin(async move { self.0.answer_put(&session, row, now(), max).await })
+        Box::pin(async move { self.answer_put(&session, row, now(), max).await })
     }
 
     fn take_answer<'a>(&'a self, key: &'a AnswerKey, now: i64) -> Answered<'a> {
         let id = AnswerRow::key(&key.session, &key.request);
-        Box::pin(async move { self.0.answer_take(&id, &key.owner, now).await })
+        Box::pin(async move { self.answer_take(&id, &key.owner, now).await })
     }
 }
 

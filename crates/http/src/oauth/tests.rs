@@ -28,8 +28,31 @@ fn jwks() -> JwkSet {
     .unwrap()
 }
 
+/// Who belongs where, as a server would keep it: usr-omar in one organization, usr-sam in
+/// two.
+#[derive(Debug)]
+struct TwoOrganizations;
+
+impl Members for TwoOrganizations {
+    fn is_member(&self, caller: &Caller) -> bool {
+        matches!(
+            (caller.user.as_str(), caller.tenant.as_str()),
+            ("usr-omar", "larkfield") | ("usr-sam", "larkfield" | "bramble")
+        )
+    }
+
+    fn sole_organization(&self, user: &str) -> Option<&str> {
+        (user == "usr-omar").then_some("larkfield")
+    }
+}
+
 fn server() -> ResourceServer {
-    ResourceServer::for_tests(ISSUER, RESOURCE, keys::Keys::fixed(jwks()))
+    ResourceServer::for_tests(
+        ISSUER,
+        RESOURCE,
+        keys::Keys::fixed(jwks()),
+        &TwoOrganizations,
+    )
 }
 
 fn now() -> u64 {

@@ -50,7 +50,7 @@ use tokio::{
 use tokio_util::sync::CancellationToken;
 use tower_service::Service;
 
-use crate::common;
+use crate::log::ThrottledLog;
 
 /// How long a request's headers may take to arrive, from their first byte.
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
@@ -75,9 +75,6 @@ pub const MAX_CONNECTIONS_LIMIT: usize = 65_536;
 pub const FD_HEADROOM: usize = 32;
 /// How long the accept loop waits after an accept error before it tries again.
 pub const ACCEPT_ERROR_BACKOFF: Duration = Duration::from_millis(50);
-/// At most one log line per this long for each reason a connection is closed or refused;
-/// a flood of connections must not become a flood of log lines.
-pub const CLOSE_LOG_INTERVAL: Duration = Duration::from_secs(1);
 
 /// The log event of a connection closed or turned away.
 const CLOSED: &str = "http_connection_closed";
@@ -572,147 +569,5 @@ impl http_body::Body for Guarded {
     }
 }
 
-/// Counts events by kind and reason, and logs each at most once per [`CLOSE_LOG_INTERVAL`]
-/// with the count since its last line: a flood of connections or refusals must not
-/// become a flood of log lines.
-#[derive(Default)]
-pub(crate) struct ThrottledLog {
-    seen: Mutex<HashMap<(&'static str, &'static str), Tally>>,
-}
-
-/// How many since the last line, and when that line was written.
-type Tally = (u64, Option<std::time::Instant>);
-
-impl ThrottledLog {
-    /// One more `event` for `reason`; `detail` goes into the line if one is written.
-    pub(crate) fn note(
-        &self,
-        event: &'static str,
-        reason: &'static str,
-        detail: serde_json::Value,
-    ) {
-        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
-        let (count, last) = seen.entry((event, reason)).or_insert((0, None));
-        *count += 1;
-        if last.is_none_or(|at| at.elapsed() >= CLOSE_LOG_INTERVAL) {
-            let mut line = json!({
-                "ts": common::timestamp(), "event": event, "reason": reason, "count": *count,
-            });
-            if let (Some(line), serde_json::Value::Object(detail)) = (line.as_object_mut(), detail)
-            {
-                line.extend(detail);
-            }
-            common::log_line(line);
-            *count = 0;
-            *last = Some(std::time::Instant::now());
-        }
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_bound_respects_the_open_file_limit() {
-        assert_eq!(
-            max_connections(None, Some(1_048_576)).unwrap(),
-            DEFAULT_MAX_CONNECTIONS
-        );
-        assert_eq!(max_connections(None, Some(128)).unwrap(), 128 - FD_HEADROOM);
-        assert_eq!(
-            max_connections(None, None).unwrap(),
-            DEFAULT_MAX_CONNECTIONS
-        );
-        assert_eq!(max_connections(Some(10), Some(128)).unwrap(), 10);
-        assert_eq!(max_connections(Some(5000), Some(u64::MAX)).unwrap(), 5000);
-        let err = max_connections(Some(200), Some(128))
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("--max-connections must be between 1 and 96")
-                && err.contains("ulimit -n) is 128"),
-            "{err}"
-        );
-        let err = max_connections(Some(0), Some(1024))
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("between 1 and 992"), "{err}");
-        let err = max_connections(Some(100_000), None)
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("between 1 and 65536"), "{err}");
-        let err = max_connections(None, Some(20)).unwrap_err().to_string();
-        assert!(err.contains("ulimit -n) is 20"), "{err}");
-        assert!(open_file_limit().is_some_and(|n| n > 0));
-    }
-
-    fn idle_conn(id: u64, since: Instant) -> Arc<Conn> {
-        Arc::new(Conn {
-            id,
-            state: Mutex::new(State {
-                phase: Phase::Idle(since),
-                stalled_since: None,
-            }),
-            changed: Notify::new(),
-            evict: CancellationToken::new(),
-        })
-    }
-
-    #[tokio::test]
-    async fn at_the_bound_the_longest_waiting_connection_makes_room_and_busy_ones_never_do() {
-        let timeouts = Timeouts {
-            header: HEADER_TIMEOUT,
-            idle: IDLE_TIMEOUT,
-        };
-        let connections = Connections::new(2, timeouts);
-        let first = connections.admit().unwrap();
-        let second = connections.admit().unwrap();
-        // The first serves a request; the second waits: the second makes room.
-        let busy = first.busy();
-        let third = connections.admit().unwrap();
-        assert!(second.evict.is_cancelled() && !first.evict.is_cancelled());
-        assert_eq!(connections.open(), 2);
-        // Both busy: the newcomer is turned away.
-        let _also_busy = third.busy();
-        assert!(connections.admit().is_none());
-        // An answer the client stops reading makes its connection evictable again.
-        first.write_waits();
-        assert!(connections.admit().is_some());
-        assert!(first.evict.is_cancelled());
-        drop(busy);
-
-        // Among waiting ones, the one waiting the longest goes first.
-        let connections = Connections::new(2, timeouts);
-        let now = Instant::now();
-        let old = idle_conn(10, now - Duration::from_secs(5));
-        let young = idle_conn(11, now);
-        connections.table().insert(10, old.clone());
-        connections.table().insert(11, young.clone());
-        connections.admit().unwrap();
-        assert!(old.evict.is_cancelled() && !young.evict.is_cancelled());
-    }
-
-    #[test]
-    fn a_connection_is_due_by_its_phase() {
-        let timeouts = Timeouts {
-            header: Duration::from_secs(2),
-            idle: Duration::from_secs(7),
-        };
-        let start = Instant::now();
-        let conn = idle_conn(1, start);
-        assert_eq!(conn.due(&timeouts), Some((start + timeouts.idle, "idle")));
-        conn.read_some();
-        let (at, why) = conn.due(&timeouts).unwrap();
-        assert_eq!(why, "header_timeout");
-        assert!(at >= start + timeouts.header && at < start + timeouts.idle);
-        let busy = conn.busy();
-        assert_eq!(conn.due(&timeouts), None);
-        conn.write_waits();
-        assert_eq!(conn.due(&timeouts).unwrap().1, "answer_unread");
-        conn.wrote();
-        assert_eq!(conn.due(&timeouts), None);
-        drop(busy);
-        assert_eq!(conn.due(&timeouts).unwrap().1, "idle");
-    }
-}
+mod tests;

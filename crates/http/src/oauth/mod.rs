@@ -6,7 +6,7 @@
 //!
 //! The token's subject is the caller's user; the organization comes from a claim (`org` by
 //! default, `--oauth-org-claim`), else from the user's only membership
-//! ([`crate::membership`]); the server then checks the membership on every call as always.
+//! ([`crate::Members`], as the server keeps them); the server then checks the membership on every call as always.
 //! Scopes are delegation, roles are permission: a token needs [`READ_SCOPE`] for anything,
 //! and [`WRITE_SCOPE`] as well to call a tool that is not marked read-only (a gateway,
 //! [`Writes::EveryCall`], for every call); the role the membership gives still decides
@@ -29,7 +29,7 @@ use std::{net::SocketAddr, time::Duration};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation, errors::ErrorKind};
 use serde_json::{Value, json};
 
-use crate::{common::Caller, membership::Memberships};
+use crate::{Caller, Members};
 
 /// The scope every request needs: reading through the server's tools and resources.
 pub const READ_SCOPE: &str = "mcp:read";
@@ -146,7 +146,7 @@ pub struct ResourceServer {
     org_claim: String,
     writes: Writes,
     keys: keys::Keys,
-    members: &'static Memberships,
+    members: &'static dyn Members,
 }
 
 /// What a valid token grants: who calls, and the scopes it carries.
@@ -266,7 +266,7 @@ impl ResourceServer {
     pub async fn start(
         options: &OAuthOptions,
         local: SocketAddr,
-        members: &'static Memberships,
+        members: &'static dyn Members,
     ) -> anyhow::Result<Self> {
         let resource = match &options.resource {
             Some(r) => r.clone(),
@@ -276,7 +276,7 @@ impl ResourceServer {
                     "listening on {local}, the server cannot tell the URL clients know it by: \
                      give it with --oauth-resource (for example https://mcp.example.com/mcp)"
                 );
-                format!("http://{local}{}", crate::http::MCP_PATH)
+                format!("http://{local}{}", crate::MCP_PATH)
             }
         };
         let parsed = http_url("--oauth-resource", &resource)?;
@@ -299,7 +299,12 @@ impl ResourceServer {
 
     /// A server with fixed keys, for tests.
     #[cfg(test)]
-    pub(crate) fn for_tests(issuer: &str, resource: &str, keys: keys::Keys) -> Self {
+    pub(crate) fn for_tests(
+        issuer: &str,
+        resource: &str,
+        keys: keys::Keys,
+        members: &'static dyn Members,
+    ) -> Self {
         ResourceServer {
             issuer: issuer.into(),
             resource: resource.into(),
@@ -308,7 +313,7 @@ impl ResourceServer {
             org_claim: DEFAULT_ORG_CLAIM.into(),
             writes: Writes::default(),
             keys,
-            members: Memberships::embedded().expect("embedded memberships"),
+            members,
         }
     }
 
@@ -441,10 +446,11 @@ impl ResourceServer {
         let tenant = match text(&self.org_claim) {
             Some(org) => org.to_owned(),
             // No organization in the token: the user's only one, if there is exactly one.
-            None => match self.members.organizations_of(&user).as_slice() {
-                [only] => (*only).to_owned(),
-                _ => String::new(),
-            },
+            None => self
+                .members
+                .sole_organization(&user)
+                .unwrap_or_default()
+                .to_owned(),
         };
         let client = text("client_id").unwrap_or(DEFAULT_OAUTH_CLIENT).to_owned();
         let scopes = claims["scope"]

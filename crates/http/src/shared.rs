@@ -31,12 +31,11 @@ use std::{
 use axum::response::{IntoResponse, Response};
 use futures::future::BoxFuture;
 use rmcp::transport::streamable_http_server::session::{
-    SessionManager, SessionState, SessionStore, SessionStoreError,
+    SessionState, SessionStore, SessionStoreError,
 };
 use serde_json::json;
 
-use super::sessions::BoundedSessions;
-use crate::common::{self, Caller};
+use crate::{Caller, log};
 
 /// How often a session row's expiry is moved forward by its use, at most: a session may
 /// so end up to this much before `--session-idle` after its last request.
@@ -130,7 +129,7 @@ pub type Answered<'a> = BoxFuture<'a, Result<Option<String>, String>>;
 
 /// Seconds since the Unix epoch, now.
 pub(super) fn now() -> i64 {
-    (common::now_ms() / 1000) as i64
+    (crate::log::now_ms() / 1000) as i64
 }
 
 /// A store operation within [`SHARED_STORE_WAIT`].
@@ -149,7 +148,7 @@ pub(super) async fn bounded<T>(op: impl Future<Output = Result<T, String>>) -> R
 pub struct Shared {
     pub(super) book: Arc<dyn SharedSessions>,
     /// `--session-idle`: how long a row lives after its last use.
-    idle: Duration,
+    pub(super) idle: Duration,
     /// Server requests sent from this replica and not answered yet: (session, id as JSON).
     awaiting: Mutex<HashSet<(String, String)>>,
 }
@@ -194,45 +193,6 @@ impl Shared {
             .contains(&(session.to_owned(), request.to_owned()))
     }
 
-    /// The row of session `id` if it is `caller`'s: otherwise (none, expired, another
-    /// caller's) 404 as for an unknown session, and a copy still held here is ended; a
-    /// store that does not answer is 503. Its expiry is moved on by this use.
-    pub(super) async fn vet(
-        &self,
-        id: &str,
-        caller: &Caller,
-        sessions: &BoundedSessions,
-    ) -> Result<Vetted, Response> {
-        let now = now();
-        let here = sessions.has(id).await;
-        let row = match bounded(self.book.find(id, now)).await {
-            Ok(row) => row,
-            Err(e) => return Err(unavailable(&e)),
-        };
-        let owner = self.book.owner(caller);
-        let Some(row) = row.filter(|r| r.owner == owner) else {
-            if here && !sessions.may_use(id, caller) {
-                // Another caller's session held here: theirs goes on.
-                return Err(super::session_not_found());
-            }
-            if here {
-                // Ended on another replica (DELETE), or expired: end the copy here too.
-                sessions.end(id).await;
-            }
-            return Err(super::session_not_found());
-        };
-        if here && !sessions.may_use(id, caller) {
-            return Err(super::session_not_found());
-        }
-        let fresh = now + self.idle.as_secs() as i64;
-        if row.expires_at < fresh - TOUCH_EVERY.as_secs() as i64
-            && let Err(e) = bounded(self.book.touch(id, &row.owner, fresh)).await
-        {
-            note("http_session_touch_failed", &e);
-        }
-        Ok(Vetted { row, here })
-    }
-
     /// Keep the session `id` that `caller` just opened here with `state`: `Ok(false)`
     /// when the caller has [`MAX_SHARED_SESSIONS_PER_CALLER`] rows already.
     async fn open(&self, id: &str, caller: &Caller, state: &SessionState) -> Result<bool, String> {
@@ -264,7 +224,7 @@ pub(super) fn unavailable(why: &str) -> Response {
 
 /// A log line about the shared store (its error text is the store's, never a secret).
 pub(super) fn note(event: &str, why: &str) {
-    common::log_line(json!({"ts": common::timestamp(), "event": event, "reason": why}));
+    log::line(json!({"ts": log::timestamp(), "event": event, "reason": why}));
 }
 
 /// What a request of a shared session brings to rmcp's session store hooks, which are
@@ -362,24 +322,20 @@ impl SessionStore for RowStore {
     }
 }
 
-impl BoundedSessions {
-    /// Does this replica hold session `id`?
-    pub(super) async fn has(&self, id: &str) -> bool {
-        self.has_session(&id.to_owned().into())
-            .await
-            .unwrap_or(false)
-    }
-
-    /// End this replica's copy of session `id` (its row is gone).
-    pub(super) async fn end(&self, id: &str) {
-        let _ = self.close_session(&id.to_owned().into()).await;
-    }
+/// The answer to a request naming a session this server does not hold (or not for this
+/// caller): the same 404 either way, so an id reveals nothing.
+pub(crate) fn session_not_found() -> Response {
+    (
+        axum::http::StatusCode::NOT_FOUND,
+        "Not Found: Session not found",
+    )
+        .into_response()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::http::sessions::{SessionLimits, Sessions};
+    use crate::sessions::{BoundedSessions, SessionLimits, Sessions};
 
     /// Sessions kept in memory, as a store keeps them.
     #[derive(Default)]
@@ -449,7 +405,7 @@ mod tests {
             ..SessionLimits::default()
         };
         let manager = BoundedSessions::new(Sessions::new(limits, true), Some(shared.clone()));
-        let sam = Caller::test("usr-sam", "larkfield");
+        let sam = Caller::new("usr-sam", "larkfield", "test");
         let soon = now() + 30;
         memory
             .rows
@@ -463,7 +419,7 @@ mod tests {
             .push(row("gone", "usr-sam@larkfield", now() - 1));
 
         // Sam's session, held by no replica yet: to be restored here; its expiry moves.
-        let vetted = shared.vet("s1", &sam, &manager).await.unwrap();
+        let vetted = manager.vet(&shared, "s1", &sam).await.unwrap();
         assert_eq!(vetted.row.id, "s1");
         assert!(!vetted.here);
         let touched = memory.touched.lock().unwrap().clone();
@@ -476,13 +432,13 @@ mod tests {
         // Another caller (another user, or Sam in another organization), an expired
         // session and an unknown one: all the same 404.
         let others = [
-            ("s1", Caller::test("usr-omar", "larkfield")),
-            ("s1", Caller::test("usr-sam", "bramble")),
+            ("s1", Caller::new("usr-omar", "larkfield", "test")),
+            ("s1", Caller::new("usr-sam", "bramble", "test")),
             ("gone", sam.clone()),
             ("nope", sam.clone()),
         ];
         for (id, caller) in others {
-            let refused = shared.vet(id, &caller, &manager).await.err().unwrap();
+            let refused = manager.vet(&shared, id, &caller).await.err().unwrap();
             assert_eq!(refused.status(), axum::http::StatusCode::NOT_FOUND, "{id}");
         }
     }

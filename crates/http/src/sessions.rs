@@ -38,8 +38,11 @@ use rmcp::{
     },
 };
 
-use super::{answers::Routed, shared::Shared};
-use crate::common::Caller;
+use super::{
+    answers::Routed,
+    shared::{Shared, TOUCH_EVERY, Vetted, bounded, note, now, session_not_found, unavailable},
+};
+use crate::Caller;
 
 /// Most legacy sessions one caller (user and organization) may hold at once.
 pub const MAX_SESSIONS_PER_CALLER: usize = 16;
@@ -407,6 +410,60 @@ impl SessionManager for BoundedSessions {
         last_event_id: String,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         Ok(self.inner.resume(id, last_event_id).await?)
+    }
+}
+
+impl BoundedSessions {
+    /// The row of session `id` in the shared store if it is `caller`'s: otherwise (none, expired, another
+    /// caller's) 404 as for an unknown session, and a copy still held here is ended; a
+    /// store that does not answer is 503. Its expiry is moved on by this use.
+    pub(super) async fn vet(
+        &self,
+        shared: &Shared,
+        id: &str,
+        caller: &Caller,
+    ) -> Result<Vetted, axum::response::Response> {
+        let sessions = self;
+        let now = now();
+        let here = sessions.has(id).await;
+        let row = match bounded(shared.book.find(id, now)).await {
+            Ok(row) => row,
+            Err(e) => return Err(unavailable(&e)),
+        };
+        let owner = shared.book.owner(caller);
+        let Some(row) = row.filter(|r| r.owner == owner) else {
+            if here && !sessions.may_use(id, caller) {
+                // Another caller's session held here: theirs goes on.
+                return Err(session_not_found());
+            }
+            if here {
+                // Ended on another replica (DELETE), or expired: end the copy here too.
+                sessions.end(id).await;
+            }
+            return Err(session_not_found());
+        };
+        if here && !sessions.may_use(id, caller) {
+            return Err(session_not_found());
+        }
+        let fresh = now + shared.idle.as_secs() as i64;
+        if row.expires_at < fresh - TOUCH_EVERY.as_secs() as i64
+            && let Err(e) = bounded(shared.book.touch(id, &row.owner, fresh)).await
+        {
+            note("http_session_touch_failed", &e);
+        }
+        Ok(Vetted { row, here })
+    }
+
+    /// Does this replica hold session `id`?
+    pub(super) async fn has(&self, id: &str) -> bool {
+        self.has_session(&id.to_owned().into())
+            .await
+            .unwrap_or(false)
+    }
+
+    /// End this replica's copy of session `id` (its row is gone).
+    pub(super) async fn end(&self, id: &str) {
+        let _ = self.close_session(&id.to_owned().into()).await;
     }
 }
 

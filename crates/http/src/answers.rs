@@ -243,8 +243,8 @@ impl Transport<RoleServer> for Routed {
         let message = tokio::select! {
             message = inner.receive() => message?,
             Some(answer) = relay.answers.recv() => {
-                crate::common::log_line(serde_json::json!({
-                    "ts": crate::common::timestamp(), "event": "http_answer_taken_from_store",
+                crate::log::line(serde_json::json!({
+                    "ts": crate::log::timestamp(), "event": "http_answer_taken_from_store",
                 }));
                 answer
             }
@@ -285,8 +285,8 @@ pub(super) async fn relay(
     };
     match bounded(shared.book.put_answer(answer, MAX_ANSWERS_PER_SESSION)).await {
         Ok(true) => {
-            crate::common::log_line(serde_json::json!({
-                "ts": crate::common::timestamp(), "event": "http_answer_kept_for_another_replica",
+            crate::log::line(serde_json::json!({
+                "ts": crate::log::timestamp(), "event": "http_answer_kept_for_another_replica",
             }));
             StatusCode::ACCEPTED.into_response()
         }

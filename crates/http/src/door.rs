@@ -1,0 +1,401 @@
+//! The door of the MCP endpoint: who is calling (bearer token, OAuth access token, or the
+//! default caller), whether the request may use the session it names, whether an
+//! `initialize` may open one, and what an OAuth token's scopes allow.
+
+use std::{sync::Arc, time::Duration};
+
+use axum::{
+    extract::{Request, State},
+    http::{HeaderValue, Method, StatusCode, header},
+    middleware::Next,
+    response::{IntoResponse, Response},
+};
+use serde_json::{Value, json};
+
+use crate::{
+    AUTH_REALM, Auth, Caller, MAX_REQUEST_BODY_BYTES, SESSION_HEADER, SESSION_LIMIT_CODE,
+    SessionAccess, answers,
+    body::{read_post, too_large},
+    log,
+    log::ThrottledLog,
+    members,
+    oauth::{self, Refusal as TokenRefusal, ResourceServer},
+    sessions::{self, BoundedSessions, Refused, Sessions},
+    shared::{self, Shared, session_not_found},
+    tokens::{self, Tokens},
+};
+
+/// The authentication layer's state: the tokens, how long a body may take, and the legacy
+/// sessions with who may open one.
+pub(crate) struct Doorway {
+    pub(crate) auth: Auth,
+    /// With `--oauth-issuer`: the checks of access tokens, once the issuer was read.
+    pub(crate) oauth: Option<Arc<ResourceServer>>,
+    /// Whether a tool is marked read-only (`None`: unknown), for the scopes it needs.
+    pub(crate) read_only: ReadOnly,
+    /// Who every request is without authentication (`--no-auth`).
+    pub(crate) caller: Caller,
+    pub(crate) access: SessionAccess,
+    pub(crate) body_timeout: Duration,
+    pub(crate) sessions: Arc<Sessions>,
+    /// rmcp's session manager, to end a session here whose shared row is gone.
+    pub(crate) manager: Arc<BoundedSessions>,
+    /// The store legacy sessions are shared through, if any.
+    pub(crate) shared: Option<Arc<Shared>>,
+    pub(crate) log: ThrottledLog,
+}
+
+fn unauthorized(error: Option<&str>) -> Response {
+    // RFC 6750 §3.1: no error code when the request carried no credentials at all.
+    let challenge = match error {
+        Some(e) => format!("Bearer realm=\"{AUTH_REALM}\", error=\"{e}\""),
+        None => format!("Bearer realm=\"{AUTH_REALM}\""),
+    };
+    challenged(
+        StatusCode::UNAUTHORIZED,
+        "Unauthorized: send Authorization: Bearer <token>".into(),
+        &challenge,
+    )
+}
+
+/// A refusal with its `WWW-Authenticate` challenge.
+fn challenged(status: StatusCode, body: String, challenge: &str) -> Response {
+    let mut response = (status, body).into_response();
+    if let Ok(value) = HeaderValue::from_str(challenge) {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, value);
+    }
+    response
+}
+
+fn refused_log(reason: &str) {
+    log::line(json!({
+        "ts": log::timestamp(), "event": "http_unauthorized", "reason": reason,
+    }));
+}
+
+impl Doorway {
+    /// Admit an `initialize` from `caller`, or say why not: no membership where sessions
+    /// need one, or a session bound reached.
+    fn admit(&self, caller: &Caller) -> Result<sessions::Admission, NoSession> {
+        if let SessionAccess::Members(members) = self.access
+            && !members.is_member(caller)
+        {
+            return Err(NoSession::NotAMember);
+        }
+        self.sessions.reserve(caller).map_err(NoSession::Full)
+    }
+
+    /// The answer refusing an `initialize` (request `id`): 403 with -32003 for a caller
+    /// with no membership, 429 at the caller's bound, 503 at the server's.
+    fn refuse_session(&self, why: NoSession, id: &Value) -> Response {
+        let (status, code, message, data, reason) = match why {
+            NoSession::NotAMember => (
+                StatusCode::FORBIDDEN,
+                members::FORBIDDEN_CODE,
+                members::FORBIDDEN_MESSAGE.to_owned(),
+                None,
+                "not_a_member",
+            ),
+            NoSession::Full(Refused::CallerFull(limit)) => (
+                StatusCode::TOO_MANY_REQUESTS,
+                SESSION_LIMIT_CODE,
+                format!(
+                    "too many sessions: you already hold {limit}, the most one caller may; \
+                     end one (DELETE) or use a 2026-07-28 client, which needs none"
+                ),
+                Some(json!({"reason": "caller_session_limit", "limit": limit})),
+                "caller_limit",
+            ),
+            NoSession::Full(Refused::ServerFull(limit)) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                SESSION_LIMIT_CODE,
+                format!(
+                    "the server holds its most sessions ({limit}); try again later, or use \
+                     a 2026-07-28 client, which needs none"
+                ),
+                Some(json!({"reason": "server_session_limit", "limit": limit})),
+                "server_limit",
+            ),
+        };
+        self.log.note("http_session_refused", reason, json!({}));
+        jsonrpc_refusal(status, id, code, &message, data)
+    }
+}
+
+/// Whether a tool of the server is marked read-only.
+pub(crate) type ReadOnly = Arc<dyn Fn(&str) -> Option<bool> + Send + Sync>;
+
+/// Why an `initialize` opens no session.
+enum NoSession {
+    NotAMember,
+    Full(Refused),
+}
+
+/// An HTTP error whose body is a JSON-RPC error answering request `id`.
+fn jsonrpc_refusal(
+    status: StatusCode,
+    id: &Value,
+    code: i32,
+    message: &str,
+    data: Option<Value>,
+) -> Response {
+    let mut error = json!({"code": code, "message": message});
+    if let Some(data) = data {
+        error["data"] = data;
+    }
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        json!({"jsonrpc": "2.0", "id": id, "error": error}).to_string(),
+    )
+        .into_response()
+}
+
+/// Who calls, by the request's token (and what an OAuth token grants), or the refusal.
+async fn caller_and_grant(
+    door: &Doorway,
+    headers: &axum::http::HeaderMap,
+) -> Result<(Caller, Option<oauth::Grant>), Response> {
+    match &door.auth {
+        Auth::Off => Ok((door.caller.clone(), None)),
+        Auth::Tokens(tokens) => match caller_of(tokens, headers) {
+            Ok(caller) => Ok((caller, None)),
+            Err(refusal) => Err(refusal.response()),
+        },
+        Auth::OAuth { tokens, .. } => {
+            let presented = headers.get(header::AUTHORIZATION).cloned();
+            oauth_caller(door, tokens.as_deref(), presented).await
+        }
+    }
+}
+
+/// The legacy session the request names, if any, kept to the caller that opened it (with
+/// a shared store, its row vetted), or the 404 of an unknown session.
+async fn session_of(
+    door: &Doorway,
+    headers: &axum::http::HeaderMap,
+    caller: &Caller,
+) -> Result<(Option<String>, Option<shared::Vetted>), Response> {
+    let session = match headers.get(SESSION_HEADER).map(|v| v.to_str()) {
+        None => None,
+        Some(Ok(id)) => Some(id.to_owned()),
+        Some(Err(_)) => return Err(session_not_found()),
+    };
+    let vetted = match (&session, &door.shared) {
+        (Some(id), Some(shared)) => match door.manager.vet(shared, id, caller).await {
+            Ok(vetted) => Some(vetted),
+            Err(refusal) => return Err(refusal),
+        },
+        (Some(id), None) if !door.sessions.may_use(id, caller) => return Err(session_not_found()),
+        _ => None,
+    };
+    Ok((session, vetted))
+}
+
+/// A place among the sessions for a new session (`initialize`) or one this replica
+/// restores from the shared store, each within the same bounds; none for the rest.
+fn admission(
+    door: &Doorway,
+    caller: &Caller,
+    initialize: bool,
+    restoring: bool,
+) -> Result<Option<sessions::Admission>, NoSession> {
+    if initialize {
+        door.admit(caller).map(Some)
+    } else if restoring {
+        door.sessions
+            .reserve(caller)
+            .map(Some)
+            .map_err(NoSession::Full)
+    } else {
+        Ok(None)
+    }
+}
+
+/// Check the bearer token, attach its caller to the request, keep legacy sessions to the
+/// caller that opened them, read a POST's body within its bounds, and admit an
+/// `initialize` (a new session) only within the session bounds. Bodies declared too large
+/// are refused before reading, and nothing is read before the token is checked.
+pub(crate) async fn authenticate(
+    State(door): State<Arc<Doorway>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let started = tokio::time::Instant::now();
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    let (caller, granted) = match caller_and_grant(&door, request.headers()).await {
+        Ok(found) => found,
+        Err(refusal) => return refusal,
+    };
+    if declared.is_some_and(|n| n > MAX_REQUEST_BODY_BYTES as u64) {
+        return too_large();
+    }
+    let (session, vetted) = match session_of(&door, request.headers(), &caller).await {
+        Ok(found) => found,
+        Err(refusal) => return refusal,
+    };
+    let (mut request, message) = match read_post(request, started, door.body_timeout).await {
+        Ok(read) => read,
+        Err(refusal) => return refusal,
+    };
+    if let (Some(shared), Some(vetted), Some(answer)) = (&door.shared, &vetted, &message)
+        && let Some(id) = answer.answers()
+        && !shared.awaits(&vetted.row.id, &id)
+    {
+        let row = &vetted.row;
+        return answers::relay(shared, &row.id, &row.owner, id, &answer.body).await;
+    }
+    if let (Some(rs), Some(grant)) = (&door.oauth, &granted) {
+        let method = message.as_ref().and_then(|m| m.method.as_deref());
+        let tool = message
+            .as_ref()
+            .and_then(|m| m.params.as_ref()?.get("name")?.as_str());
+        let needed = rs.required_scopes(method, tool.and_then(|t| (door.read_only)(t)));
+        if !grant.missing(needed).is_empty() {
+            return insufficient_scope(rs, grant, needed, tool);
+        }
+    }
+    request.extensions_mut().insert(caller.clone());
+    let id = message
+        .as_ref()
+        .and_then(|m| m.id.clone())
+        .unwrap_or(Value::Null);
+    let initialize = session.is_none()
+        && message
+            .as_ref()
+            .is_some_and(|m| m.method.as_deref() == Some("initialize"));
+    // A new session, or one of the shared store this replica will restore: each within
+    // the same bounds. Ending a session restores nothing (rmcp ends the row alone).
+    let ending = request.method() == Method::DELETE;
+    let restore = vetted.filter(|v| !v.here && !ending).map(|v| v.row);
+    let admission = match admission(&door, &caller, initialize, restore.is_some()) {
+        Ok(admission) => admission,
+        Err(why) => return door.refuse_session(why, &id),
+    };
+    if door.shared.is_none() {
+        return sessions::with_admission(admission, next.run(request)).await;
+    }
+    let serving = sessions::with_admission(admission, next.run(request));
+    let (response, served) = shared::with_request(caller, restore, serving).await;
+    match served.opened {
+        None | Some(Ok(true)) => response,
+        // A session rmcp opened here but the store did not keep would be a session on
+        // this replica alone: it is ended, and the initialize refused.
+        Some(kept) => {
+            if let Some(new) = response.headers().get(SESSION_HEADER)
+                && let Ok(new) = new.to_str()
+            {
+                door.manager.end(new).await;
+            }
+            match kept {
+                Ok(_) => door.refuse_session(
+                    NoSession::Full(Refused::CallerFull(shared::MAX_SHARED_SESSIONS_PER_CALLER)),
+                    &id,
+                ),
+                Err(e) => shared::unavailable(&e),
+            }
+        }
+    }
+}
+
+/// Why a request gets 401: the reason logged, and the `error` its challenge names.
+struct Unauthorized {
+    reason: &'static str,
+    error: Option<&'static str>,
+}
+
+impl Unauthorized {
+    fn response(self) -> Response {
+        refused_log(self.reason);
+        unauthorized(self.error)
+    }
+}
+
+/// The caller a request's bearer token stands for, or why it has none.
+fn caller_of(tokens: &Tokens, headers: &axum::http::HeaderMap) -> Result<Caller, Unauthorized> {
+    let refused = |reason, error| Unauthorized { reason, error };
+    let Some(value) = headers.get(header::AUTHORIZATION) else {
+        return Err(refused("missing", None));
+    };
+    let Some(token) = value.to_str().ok().and_then(tokens::bearer_token) else {
+        return Err(refused("malformed", Some("invalid_token")));
+    };
+    tokens
+        .caller_for(token)
+        .ok_or_else(|| refused("unknown", Some("invalid_token")))
+}
+
+/// The caller and scopes of a request under `--oauth-issuer`: its access token checked, or
+/// (a token that is no JWT, with a tokens file) the tokens file's caller, with every scope.
+/// A refusal is a 401 whose challenge names this server's metadata and the scope to ask for.
+async fn oauth_caller(
+    door: &Doorway,
+    tokens: Option<&Tokens>,
+    presented: Option<HeaderValue>,
+) -> Result<(Caller, Option<oauth::Grant>), Response> {
+    let Some(rs) = &door.oauth else {
+        return Err(unauthorized(Some("invalid_token")));
+    };
+    let challenge = |refusal: Option<TokenRefusal>, reason: &str| {
+        refused_log(reason);
+        let error = refusal.map(|r| ("invalid_token", r.description()));
+        oauth_unauthorized(rs.challenge(error, rs.basic_scopes()))
+    };
+    let Some(value) = presented else {
+        return Err(challenge(None, "missing"));
+    };
+    let Some(token) = value.to_str().ok().and_then(tokens::bearer_token) else {
+        return Err(challenge(Some(TokenRefusal::Malformed), "malformed"));
+    };
+    if let Some(tokens) = tokens
+        && token.split('.').count() != 3
+    {
+        return match tokens.caller_for(token) {
+            Some(caller) => Ok((caller, None)),
+            None => Err(challenge(Some(TokenRefusal::Malformed), "unknown")),
+        };
+    }
+    match rs.check(token).await {
+        Ok(grant) => Ok((grant.caller.clone(), Some(grant))),
+        Err(refusal) => Err(challenge(Some(refusal), refusal.word())),
+    }
+}
+
+/// 401 with an OAuth challenge.
+fn oauth_unauthorized(challenge: String) -> Response {
+    challenged(
+        StatusCode::UNAUTHORIZED,
+        "Unauthorized: send Authorization: Bearer <access token>".into(),
+        &challenge,
+    )
+}
+
+/// 403 `insufficient_scope`, naming every scope the request needs in one challenge.
+fn insufficient_scope(
+    rs: &ResourceServer,
+    grant: &oauth::Grant,
+    needed: &[&str],
+    tool: Option<&str>,
+) -> Response {
+    let missing = grant.missing(needed).join(" ");
+    let description = match tool {
+        Some(_) => format!("this tool needs {missing}"),
+        None => format!("this request needs {missing}"),
+    };
+    log::line(json!({
+        "ts": log::timestamp(), "event": "http_insufficient_scope",
+        "user": grant.caller.user, "client": grant.caller.client, "missing": missing,
+    }));
+    let challenge = rs.challenge(Some(("insufficient_scope", &description)), needed);
+    challenged(
+        StatusCode::FORBIDDEN,
+        format!("Forbidden: {description}"),
+        &challenge,
+    )
+}
