@@ -1,29 +1,23 @@
-//! `gatehouse gateway`: the library's gateway served on stdio or Streamable HTTP. Who
-//! calls is decided here: over HTTP the bearer token's caller (the reference servers'
-//! tokens file, or with `--oauth-issuer` an OAuth access token's user and organization,
-//! through their HTTP layer, `gatehouse_http`), on stdio the local user; the
-//! approval page's routes and HTML are `gateway/page.rs`; health, readiness and metrics
-//! `gateway/ops.rs`; `gateway connect|disconnect CLIENT` is `gateway/connect.rs`.
+//! `gatehouse gateway`: its flags read and checked, then the gateway crate's own serving
+//! (`gatehouse_gateway::serve`) on stdio, as the local user, or on the HTTP face, each
+//! request as its token's caller (a tokens file's, or with `--oauth-issuer` an OAuth
+//! access token's user and organization). `gateway connect|disconnect CLIENT` is
+//! `gateway/connect.rs`; the approval page's client at the issuer `gateway/page_client.rs`.
 
 mod connect;
-mod ops;
-mod page;
+mod page_client;
 
-use std::{sync::Arc, time::Duration};
+use std::time::Duration;
 
 use gatehouse::{config::Identity, ledger::Ledger, trace::Trace};
-use gatehouse_gateway::caller::name as named;
 use gatehouse_gateway::{
-    CallerOf, Gateway, PageSettings, SessionOf, Store,
+    PageSettings, Store,
     key::{KEY_FILE, KeyFile},
+    serve::{self, OverHttp},
     store::Location,
 };
-use gatehouse_http::{
-    self as http, Auth, Caller, HttpLimits, HttpOptions, SessionAccess,
-    oauth::{OAuthOptions, ResourceServer, Writes},
-};
+use gatehouse_http::{Caller, HttpLimits, HttpOptions};
 use gatehouse_servers::membership::Memberships;
-use rmcp::ServiceExt;
 
 use crate::{
     args::{GatewayArgs, GatewayCommand},
@@ -33,8 +27,6 @@ use crate::{
 
 /// The state file when `--state` is not given.
 pub const STATE_FILE: &str = "gateway.db";
-/// The header naming an older client's session.
-const SESSION_HEADER: &str = "mcp-session-id";
 /// The environment variable naming the sealing key's file, as `--key-file` does.
 pub const KEY_FILE_ENV: &str = "GATEHOUSE_GATEWAY_KEY_FILE";
 
@@ -90,15 +82,12 @@ async fn migrate(state: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// What the gateway's two faces (stdio and HTTP) share before either is served: the
-/// local caller, the servers file read, the store with its key, the trace, and the
-/// approval page's settings and sign-in.
+/// What the gateway's two faces share before either is served, and what the HTTP face
+/// needs of the flags read at start: the local caller, the approval page's client at the
+/// issuer, and whether the policy asks only there.
 struct Started {
     local: Caller,
-    config: gatehouse::config::Config,
-    store: (Store, Vec<u8>),
-    trace: Trace,
-    page: Option<PageSettings>,
+    served: serve::Started,
     page_client: Option<gatehouse_gateway::page::sign_in::PageClient>,
     page_only: bool,
 }
@@ -139,7 +128,7 @@ async fn start(args: &GatewayArgs, servers_file: std::path::PathBuf) -> anyhow::
         ),
         None => None,
     };
-    let page_client = page::client_of(args)?;
+    let page_client = page_client::client_of(args)?;
     let page_only = page_only(settings, args)?;
     let key = key_file(args, &state)?.load().map_err(anyhow::Error::msg)?;
     if let Some(warning) = &key.warning {
@@ -163,10 +152,12 @@ async fn start(args: &GatewayArgs, servers_file: std::path::PathBuf) -> anyhow::
     }
     Ok(Started {
         local,
-        config,
-        store,
-        trace,
-        page,
+        served: serve::Started {
+            config,
+            store,
+            trace,
+            page,
+        },
         page_client,
         page_only,
     })
@@ -187,27 +178,14 @@ pub async fn run(args: GatewayArgs) -> anyhow::Result<()> {
         .ok_or_else(|| anyhow::anyhow!("--config FILE is required"))?;
     let started = start(&args, servers_file).await?;
     match args.http {
-        None => over_stdio(started).await,
+        None => serve::over_stdio(started.local, started.served).await,
         Some(addr) => over_http(addr, args, started).await,
     }
 }
 
-/// The gateway for one client on stdin and stdout, calling as the local user.
-async fn over_stdio(started: Started) -> anyhow::Result<()> {
-    let me = named(&started.local);
-    let caller_of: CallerOf = Arc::new(move |_| me.clone());
-    let (config, store, trace) = (&started.config, started.store, started.trace);
-    let gateway = Gateway::start(config, store, trace, caller_of, None)
-        .await
-        .map_err(anyhow::Error::msg)?;
-    let service = gateway.clone().serve(rmcp::transport::stdio()).await?;
-    let _ = service.waiting().await;
-    gateway.shutdown().await;
-    Ok(())
-}
-
-/// The gateway over HTTP at `addr`: callers by their tokens, older clients' sessions in
-/// the shared store, the approval page and the operations routes beside `/mcp`.
+/// The gateway over HTTP at `addr`, as the flags ask: callers by their tokens (an
+/// access token that names no organization acts in the user's only one, as the reference
+/// servers' memberships say: the servers the gateway is shown with).
 async fn over_http(
     addr: std::net::SocketAddr,
     args: GatewayArgs,
@@ -220,79 +198,13 @@ async fn over_http(
         allowed_origins: Vec::new(),
         allowed_hosts: Vec::new(),
         limits: HttpLimits::default(),
-        // Access tokens checked exactly as a reference server checks them; the caller is
-        // the token's user and organization, which the gateway's approvals, sealed
-        // states and ledger then name. The token itself goes no further than this layer.
-        // Every call needs mcp:write: a server's read-only hint is its claim, not ours.
-        oauth: args.oauth.options().map(|o| OAuthOptions {
-            writes: Writes::EveryCall,
-            ..o
-        }),
+        oauth: args.oauth.options(),
     };
-    // An access token that names no organization acts in the user's only one, as the
-    // reference servers' memberships say: the servers the gateway is shown with.
-    let auth = Auth::from_options(&options, Memberships::embedded()?)?;
-    let default = auth.default_caller();
-    let caller_of: CallerOf =
-        Arc::new(move |context| named(&Caller::of_request(&default, context)));
-    // Older clients' sessions are rows of the shared store, so any replica serves them.
-    let shared = Arc::new(started.store.0.clone());
-    let (config, store, trace) = (&started.config, started.store, started.trace);
-    let gateway = Gateway::start(config, store, trace, caller_of, started.page)
-        .await
-        .map_err(anyhow::Error::msg)?;
-    let session_of: SessionOf = Arc::new(|context| {
-        let parts = context.extensions.get::<axum::http::request::Parts>()?;
-        let id = parts.headers.get(SESSION_HEADER)?.to_str().ok()?;
-        Some(id.to_owned())
-    });
-    gateway.share_sessions(session_of);
-    // The page signs in with the tokens file's tokens, through the authorization server
-    // (its client at the issuer the MCP endpoint trusts, checked once that is read), or
-    // both.
-    let tokens = match &auth {
-        // Not where the policy wants a person: the client holds its bearer token too.
-        _ if started.page_only => None,
-        Auth::Tokens(tokens)
-        | Auth::OAuth {
-            tokens: Some(tokens),
-            ..
-        } => Some(tokens.clone()),
-        _ => None,
+    let how = OverHttp {
+        options,
+        members: Memberships::embedded()?,
+        page_client: started.page_client,
+        page_only: started.page_only,
     };
-    let approval_page = gateway.page().cloned();
-    let operations = ops::routes(gateway.clone());
-    let pages = move |checks: Option<Arc<ResourceServer>>| -> anyhow::Result<axum::Router> {
-        let Some(p) = approval_page else {
-            return Ok(operations);
-        };
-        let oauth = match (started.page_client, checks) {
-            (Some(client), Some(checks)) => {
-                Some(page::OAuthPages::new(client, checks, &p.callback_url())?)
-            }
-            _ => None,
-        };
-        eprintln!(
-            "approval page: {}{}/… (signing in {})",
-            p.settings().base(),
-            gatehouse_gateway::page::APPROVE_PATH,
-            match (&tokens, &oauth) {
-                (Some(_), Some(o)) => format!("with a bearer token, or at {}", o.issuer()),
-                (None, Some(o)) => format!("at {}", o.issuer()),
-                _ => "with a bearer token".into(),
-            }
-        );
-        Ok(page::routes(p, tokens, oauth).merge(operations))
-    };
-    let served = http::serve_sharing(
-        gateway.clone(),
-        auth,
-        SessionAccess::AnyCaller,
-        &options,
-        pages,
-        Some(shared),
-    )
-    .await;
-    gateway.shutdown().await;
-    served
+    serve::over_http(started.served, how).await
 }

@@ -91,7 +91,7 @@ impl<'a> Call<'a> {
             .names()
             .catalog_name(&gw.host().catalog(), &request.name)
             .unwrap_or_else(|| request.name.to_string());
-        let caller = (gw.inner.caller_of)(context);
+        let caller = gw.inner.callers.of(context);
         Call {
             gw,
             context,

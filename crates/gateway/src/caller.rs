@@ -3,6 +3,47 @@
 //! sealed states, shared sessions and ledger name it.
 
 use gatehouse_http::Caller;
+use rmcp::{RoleServer, service::RequestContext};
+
+/// The header naming an older client's session (2025-11-25 and before).
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// Who calls a gateway: one caller for every request (stdio), or each request's own, as
+/// the HTTP face checked its token.
+#[derive(Debug, Clone)]
+pub enum Callers {
+    /// Every request is this caller: the local user on stdio (a test's caller).
+    One(Caller),
+    /// Each request's caller as the HTTP face attached it, else `fallback` (nobody: the
+    /// face names a caller for every request it lets through).
+    OfRequest {
+        /// Who a request the face named no caller for acts as.
+        fallback: Caller,
+    },
+}
+
+impl Callers {
+    /// The caller of `context`'s request, by name ([`name`]): whose approvals hold, and
+    /// who the ledger names.
+    pub fn of(&self, context: &RequestContext<RoleServer>) -> String {
+        match self {
+            Callers::One(caller) => name(caller),
+            Callers::OfRequest { fallback } => name(&Caller::of_request(fallback, context)),
+        }
+    }
+
+    /// The older client's session `context`'s request belongs to, when the gateway is
+    /// served over HTTP (its `Mcp-Session-Id`): the session's state is then kept in the
+    /// shared store, for every replica. None on stdio.
+    pub fn session_of(&self, context: &RequestContext<RoleServer>) -> Option<String> {
+        if let Callers::One(_) = self {
+            return None;
+        }
+        let parts = context.extensions.get::<axum::http::request::Parts>()?;
+        let id = parts.headers.get(SESSION_HEADER)?.to_str().ok()?;
+        Some(id.to_owned())
+    }
+}
 
 /// A caller as the gateway names it: `user@tenant`, each part JSON-quoted when it holds
 /// an `@` or a quote, so no user can pass for another pair; `local` for nobody named (the

@@ -7,9 +7,9 @@
 //! approval page for a client that takes only URL questions (`page.rs`); a server's own
 //! questions go to that client too, never answered by the gateway. A client that declared
 //! the tasks extension gets a server's task as a task of the gateway's own (`tasks/`).
-//! Replicas share their state through the store (`store.rs`). How the caller is known (a
-//! bearer token, the local user) is the binary's business: it hands the gateway a
-//! [`CallerOf`]. Its design notes are in this crate's `README.md`.
+//! Replicas share their state through the store (`store.rs`). It is served on stdio or
+//! on the HTTP face (`serve.rs`), which tells who calls ([`Callers`]). Its design notes
+//! are in this crate's `README.md`.
 #![warn(missing_docs)]
 // No function over 80 lines (the workspace's clippy.toml); `gatehouse/tests/shape.rs`
 // keeps the files short and the modules without an import cycle.
@@ -28,6 +28,7 @@ pub mod ops;
 pub mod page;
 pub mod passthrough;
 mod relay;
+pub mod serve;
 pub mod session;
 mod spans;
 pub mod store;
@@ -58,15 +59,10 @@ use gatehouse::{
     trace::Trace,
 };
 
+pub use caller::Callers;
 pub use confirm::{CONFIRMATION_TTL, Confirmations};
 pub use page::{Page, PageSettings};
-pub use session::SessionOf;
 pub use store::Store;
-
-/// Who is calling, from a request: `user@tenant` as the binary knows it (a bearer
-/// token's caller over HTTP, the local user on stdio). Whose approvals hold, and named
-/// in the ledger.
-pub type CallerOf = Arc<dyn Fn(&RequestContext<RoleServer>) -> String + Send + Sync>;
 
 /// The gateway: a host's connections, catalog, settings and gate, served as one MCP
 /// server. Cheap to clone: one per HTTP request or session, or stdio session, each clone
@@ -105,16 +101,14 @@ struct Inner {
     /// The shared store (the host's keeper too): the tasks handed to clients and older
     /// clients' sessions are read and written here.
     store: Store,
-    caller_of: CallerOf,
+    /// Who calls: one caller (stdio) or each request's (HTTP).
+    callers: Callers,
     /// The approval page, when `--approval-page` set one up.
     page: Option<Page>,
     /// Calls so far, for the ledger's step.
     calls: AtomicU64,
     /// Subscriptions every session holds together, at most `subscribe::MAX_SUBSCRIPTIONS`.
     subscription_limit: Arc<tokio::sync::Semaphore>,
-    /// Which older client's session a request is in, when sessions are shared
-    /// (`session.rs`).
-    session_of: std::sync::OnceLock<SessionOf>,
     /// The calls held here while their callers answer a server's question
     /// (`call/held.rs`).
     held: call::held::Held,
@@ -178,18 +172,18 @@ fn say_what_flows_cannot_see(host: &Host) {
 impl Gateway {
     /// Start every server of `config`, with approvals, confirmations and the ledger kept
     /// in `store`, its states sealed with `key` (from its key file, `key.rs`);
-    /// `caller_of` names who calls; with `page`, clients that take only URL questions are
+    /// `callers` says who calls; with `page`, clients that take only URL questions are
     /// asked on the approval page (its state in the same store).
     pub async fn start(
         config: &Config,
         (store, key): (Store, Vec<u8>),
         trace: Trace,
-        caller_of: CallerOf,
+        callers: Callers,
         page: Option<PageSettings>,
     ) -> Result<Gateway, String> {
         let keeper = Arc::new(store.clone());
         let host = Host::start_keeping(config, unreachable(), trace, keeper).await;
-        Gateway::on_host(host, (store, key), caller_of, page)
+        Gateway::on_host(host, (store, key), callers, page)
     }
 
     /// A gateway on a host already started with `store` as its keeper (and the
@@ -198,7 +192,7 @@ impl Gateway {
     pub fn on_host(
         host: Host,
         (store, key): (Store, Vec<u8>),
-        caller_of: CallerOf,
+        callers: Callers,
         page: Option<PageSettings>,
     ) -> Result<Gateway, String> {
         let page = page.map(|settings| Page::new(settings, store.clone()));
@@ -209,11 +203,10 @@ impl Gateway {
                 host,
                 confirmations,
                 store,
-                caller_of,
+                callers,
                 page,
                 calls: AtomicU64::new(0),
                 subscription_limit: subscribe::limit(),
-                session_of: std::sync::OnceLock::new(),
                 held: call::held::Held::default(),
                 flows: flows::CallerFlows::default(),
                 meter: ops::Meter::default(),

@@ -7,6 +7,8 @@
 //! call through, an answer's kind and the servers file's names, so a scrape tells nothing
 //! about who asked what, and their number is bounded by the file.
 
+pub mod routes;
+
 use prometheus_client::{
     encoding::{EncodeLabelSet, text::encode},
     metrics::{

@@ -10,6 +10,7 @@
 //! (the page's client there) and [`sign_in`] (the sign-ins in flight, in the store).
 
 pub mod issuer;
+pub mod routes;
 pub mod sign_in;
 
 use std::{sync::Arc, time::Duration};

@@ -2,18 +2,13 @@
 //! every replica reads it: behind a round-robin balancer one request of a session may
 //! land on one replica and the next on another, so the level is written to the session's
 //! row in the shared store when it changes and read from there before each call. Without
-//! a session shared this way (stdio, 2026-07-28 requests, no [`SessionOf`]) it stays in
-//! the session's memory only.
+//! a session shared this way (stdio, 2026-07-28 requests) it stays in the session's
+//! memory only.
 
 use rmcp::{ErrorData, RoleServer, service::RequestContext};
 use serde::{Deserialize, Serialize};
-use std::sync::Arc;
 
 use super::Gateway;
-
-/// The id of the older client's session a request belongs to, if any (the binary reads
-/// its `Mcp-Session-Id`): its state is then kept in the shared store.
-pub type SessionOf = Arc<dyn Fn(&RequestContext<RoleServer>) -> Option<String> + Send + Sync>;
 
 /// A session's state as its row keeps it (JSON).
 #[allow(deprecated)] // SEP-2577 deprecates logging; older revisions still have it
@@ -29,16 +24,10 @@ fn now() -> i64 {
 }
 
 impl Gateway {
-    /// Keep the sessions of older clients in the shared store from now on, each
-    /// request's session named by `session_of` (set once; later calls change nothing).
-    pub fn share_sessions(&self, session_of: SessionOf) {
-        let _ = self.inner.session_of.set(session_of);
-    }
-
     /// The shared session of `context`'s request, and its caller.
     fn shared_session(&self, context: &RequestContext<RoleServer>) -> Option<(String, String)> {
-        let id = (self.inner.session_of.get()?)(context)?;
-        Some((id, (self.inner.caller_of)(context)))
+        let id = self.inner.callers.session_of(context)?;
+        Some((id, self.inner.callers.of(context)))
     }
 
     /// Read what the session keeps (set on any replica) into this copy of it. A store

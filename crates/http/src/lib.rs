@@ -61,6 +61,9 @@ pub use members::Members;
 pub use options::{Auth, HttpLimits, HttpOptions, SessionAccess};
 pub use serve::{serve, serve_sharing, serve_with};
 
+/// The prologue every HTML page Gatehouse serves opens with (the gateway's approval page,
+/// the lab): one doctype, charset and viewport for all.
+pub const HTML_HEAD: &str = include_str!("../assets/head.html");
 /// Where the MCP endpoint is served.
 pub const MCP_PATH: &str = "/mcp";
 /// The largest request body accepted (413 beyond it). MCP requests are small; tool

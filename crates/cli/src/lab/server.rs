@@ -29,11 +29,9 @@ use super::{
     session::{Lab, StartError},
 };
 
-/// The lab's document, after the prologue every page of the host's shares.
-const INDEX_HTML: &str = concat!(
-    include_str!("../../assets/head.html"),
-    include_str!("../../assets/lab/index.html")
-);
+/// The lab's document, after the prologue every page of the host's shares
+/// ([`gatehouse_http::HTML_HEAD`]).
+const INDEX_HTML: &str = include_str!("../../assets/lab/index.html");
 const APP_JS: &str = include_str!("../../assets/lab/app.js");
 const APP_CSS: &str = include_str!("../../assets/lab/app.css");
 
@@ -151,7 +149,11 @@ fn error(status: StatusCode, message: impl Into<String>) -> Response {
 }
 
 async fn index(State(s): State<AppState>) -> Response {
-    let html = INDEX_HTML.replace("{{TOKEN}}", &s.token);
+    let html = format!(
+        "{}{}",
+        gatehouse_http::HTML_HEAD,
+        INDEX_HTML.replace("{{TOKEN}}", &s.token)
+    );
     (
         [
             (header::CONTENT_TYPE, "text/html; charset=utf-8"),

@@ -40,8 +40,8 @@ async fn front(settings: Value) -> Front {
         keeper,
     )
     .await;
-    let caller_of: crate::CallerOf = Arc::new(|_| "usr-ana@larkfield".to_owned());
-    let gateway = Gateway::on_host(host, (store, vec![7; 32]), caller_of, None).expect("a key");
+    let ana = crate::Callers::One(gatehouse_http::Caller::new("usr-ana", "larkfield", "test"));
+    let gateway = Gateway::on_host(host, (store, vec![7; 32]), ana, None).expect("a key");
     let client = testing::client_of("gateway", gateway.clone(), Arc::new(Scripted::new()))
         .await
         .expect("the client connects");

@@ -237,7 +237,7 @@ impl Gateway {
         id: &str,
         context: &RequestContext<RoleServer>,
     ) -> Result<TaskRow, ErrorData> {
-        let caller = (self.inner.caller_of)(context);
+        let caller = self.inner.callers.of(context);
         let row = self
             .inner
             .store

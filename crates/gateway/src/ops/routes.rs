@@ -3,15 +3,15 @@
 //! `/healthz` answers while the process serves, `/readyz` only while the store and every
 //! server of the file are ready (503 with why not, so a balancer sends calls elsewhere),
 //! `/metrics` the gateway's metrics in Prometheus's text format. None of them names a
-//! caller or an argument (`gatehouse_gateway::ops`).
+//! caller or an argument (`crate::ops`).
 
+use crate::Gateway;
 use axum::{
     Router,
     http::{StatusCode, header},
     response::IntoResponse,
     routing::get,
 };
-use gatehouse_gateway::Gateway;
 
 /// Liveness: the process answers.
 pub const HEALTH_PATH: &str = "/healthz";

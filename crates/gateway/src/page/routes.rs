@@ -6,14 +6,18 @@
 //! Every string of the call is escaped, and the page runs no script at all (its
 //! Content-Security-Policy allows none), so hostile text stays text. The state
 //! (confirmations, decisions, sessions, sign-ins in flight) is the library's
-//! [`gatehouse_gateway::Page`], in the store the replicas share.
+//! [`crate::Page`], in the store the replicas share.
 
 mod oauth;
 
-pub use oauth::{OAuthPages, client_of};
+pub use oauth::OAuthPages;
 
 use std::{sync::Arc, time::Duration};
 
+use crate::{
+    Page,
+    page::{self, APPROVE_PATH, Decided, Decision, Session, ShownCall},
+};
 use axum::{
     Router,
     body::Bytes,
@@ -24,22 +28,16 @@ use axum::{
     routing::{get, post},
 };
 use gatehouse::text;
-use gatehouse_gateway::{
-    Page,
-    page::{self, APPROVE_PATH, Decided, Decision, Session, ShownCall},
-};
 use gatehouse_http::{Caller, tokens::Tokens};
 
-/// The page's document, after the prologue every page of the host's shares.
-const PAGE_HTML: &str = concat!(
-    include_str!("../../assets/head.html"),
-    include_str!("../../assets/gateway/page.html")
-);
-const SIGN_IN_HTML: &str = include_str!("../../assets/gateway/sign_in.html");
-const SIGN_IN_TOKEN_HTML: &str = include_str!("../../assets/gateway/sign_in_token.html");
-const SIGN_IN_OAUTH_HTML: &str = include_str!("../../assets/gateway/sign_in_oauth.html");
-const CALL_HTML: &str = include_str!("../../assets/gateway/call.html");
-const MESSAGE_HTML: &str = include_str!("../../assets/gateway/message.html");
+/// The page's document, after the prologue every page of the host's shares
+/// ([`gatehouse_http::HTML_HEAD`]).
+const PAGE_HTML: &str = include_str!("../../assets/page/page.html");
+const SIGN_IN_HTML: &str = include_str!("../../assets/page/sign_in.html");
+const SIGN_IN_TOKEN_HTML: &str = include_str!("../../assets/page/sign_in_token.html");
+const SIGN_IN_OAUTH_HTML: &str = include_str!("../../assets/page/sign_in_oauth.html");
+const CALL_HTML: &str = include_str!("../../assets/page/call.html");
+const MESSAGE_HTML: &str = include_str!("../../assets/page/message.html");
 
 /// The session cookie's name.
 const COOKIE: &str = "gatehouse_approval";
@@ -256,7 +254,7 @@ impl Pages {
     async fn open_session(&self, caller: &Caller) -> Result<HeaderMap, Response> {
         let signed = self
             .page
-            .sign_in(&gatehouse_gateway::caller::name(caller))
+            .sign_in(&crate::caller::name(caller))
             .await
             .map_err(|e| unavailable(&e))?;
         Ok(self.set_cookie(COOKIE, &signed.cookie, "Strict", page::SESSION_TTL))
@@ -399,9 +397,13 @@ fn message(status: StatusCode, heading: &str, detail: &str) -> Response {
 }
 
 fn html(status: StatusCode, title: &str, body: &str) -> Response {
-    let page = render(
-        PAGE_HTML,
-        &[("title", escape(title)), ("body", body.to_owned())],
+    let page = format!(
+        "{}{}",
+        gatehouse_http::HTML_HEAD,
+        render(
+            PAGE_HTML,
+            &[("title", escape(title)), ("body", body.to_owned())],
+        )
     );
     let response = (
         status,
@@ -489,10 +491,8 @@ mod tests {
     /// (`sam-token`) in its tokens file: the base URL, and the store's folder to keep.
     async fn served() -> (String, tempfile::TempDir) {
         let dir = tempfile::tempdir().unwrap();
-        let location = gatehouse_gateway::store::Location::File(dir.path().join("state.db"));
-        let store = gatehouse_gateway::Store::open(&location, None)
-            .await
-            .unwrap();
+        let location = crate::store::Location::File(dir.path().join("state.db"));
+        let store = crate::Store::open(&location, None).await.unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let settings = page::PageSettings::parse(&format!("{base}/"), None).unwrap();

@@ -15,6 +15,10 @@
 
 use std::sync::Arc;
 
+use crate::page::{
+    APPROVE_PATH,
+    sign_in::{CALLBACK, Issuer, PageClient, Returned, SIGN_IN_TTL, SignInFailure},
+};
 use axum::{
     Router,
     extract::{Path, RawQuery, State},
@@ -23,27 +27,15 @@ use axum::{
     routing::get,
 };
 use gatehouse::text;
-use gatehouse_gateway::page::{
-    APPROVE_PATH,
-    sign_in::{CALLBACK, Issuer, PageClient, Returned, SIGN_IN_TTL, Secret, SignInFailure},
-};
 use gatehouse_http::{
     Caller,
     oauth::{Refusal, ResourceServer},
 };
 
 use super::{Pages, cookie, escape, html, message, not_found, path_id, render, unavailable};
-use crate::args::GatewayArgs;
-
 /// The cookie that binds a sign-in in flight to the browser that began it.
 const SIGN_IN_COOKIE: &str = "gatehouse_sign_in";
-/// Where the page's client secret may come from besides a file (never the command line).
-pub const CLIENT_SECRET_ENV: &str = "GATEHOUSE_APPROVAL_PAGE_CLIENT_SECRET";
-/// The largest secret file read.
-const MAX_SECRET_FILE_BYTES: u64 = 4096;
-/// The longest client id or secret taken.
-const MAX_CLIENT_CHARS: usize = 1024;
-const SIGNED_IN_HTML: &str = include_str!("../../../assets/gateway/signed_in.html");
+const SIGNED_IN_HTML: &str = include_str!("../../../assets/page/signed_in.html");
 
 /// The page's way in through the authorization server: its client there, and the checks
 /// the gateway's MCP endpoint makes of an access token.
@@ -108,68 +100,6 @@ impl OAuthPages {
         }
         Ok(grant.caller)
     }
-}
-
-/// The page's client from the flags, checked when read: `--approval-page-client-id`, its
-/// secret from [`CLIENT_SECRET_ENV`] or `--approval-page-client-secret-file` (not both),
-/// none for a public client. Required with `--approval-page` and `--oauth-issuer`.
-pub fn client_of(args: &GatewayArgs) -> anyhow::Result<Option<PageClient>> {
-    let Some(id) = &args.approval_page_client_id else {
-        anyhow::ensure!(
-            args.approval_page.is_none() || args.oauth.oauth_issuer.is_none(),
-            "with --oauth-issuer the approval page signs people in there: give it \
-             --approval-page-client-id, the client registered at the issuer for the \
-             redirect URI {}/approve/callback",
-            text::visible_line(
-                args.approval_page
-                    .as_deref()
-                    .unwrap_or_default()
-                    .trim_end_matches('/')
-            )
-        );
-        return Ok(None);
-    };
-    let usable = |v: &str| {
-        !v.is_empty() && v.chars().count() <= MAX_CLIENT_CHARS && !v.chars().any(char::is_control)
-    };
-    anyhow::ensure!(
-        usable(id),
-        "--approval-page-client-id must be 1 to {MAX_CLIENT_CHARS} printable characters"
-    );
-    let from_env = std::env::var(CLIENT_SECRET_ENV)
-        .ok()
-        .filter(|v| !v.is_empty());
-    let secret = match (&args.approval_page_client_secret_file, from_env) {
-        (Some(_), Some(_)) => anyhow::bail!(
-            "the approval page's client secret is given twice: by {CLIENT_SECRET_ENV} and by \
-             --approval-page-client-secret-file; give one"
-        ),
-        (Some(path), None) => Some(secret_file(path)?),
-        (None, env) => env,
-    };
-    if let Some(secret) = &secret {
-        anyhow::ensure!(
-            usable(secret),
-            "the approval page's client secret must be 1 to {MAX_CLIENT_CHARS} printable characters"
-        );
-    }
-    Ok(Some(PageClient {
-        id: id.clone(),
-        secret: secret.map(Secret::new),
-    }))
-}
-
-/// The secret in a file: its first line, at most [`MAX_SECRET_FILE_BYTES`] read.
-fn secret_file(path: &std::path::Path) -> anyhow::Result<String> {
-    use std::io::Read;
-    let shown = path.display();
-    let file = std::fs::File::open(path)
-        .map_err(|e| anyhow::anyhow!("--approval-page-client-secret-file {shown}: {e}"))?;
-    let mut text = String::new();
-    file.take(MAX_SECRET_FILE_BYTES)
-        .read_to_string(&mut text)
-        .map_err(|e| anyhow::anyhow!("--approval-page-client-secret-file {shown}: {e}"))?;
-    Ok(text.lines().next().unwrap_or("").trim().to_owned())
 }
 
 /// The routes of this way in, added to the page's.
@@ -249,9 +179,7 @@ async fn callback(
     };
     // Relative to `…/approve/callback`: the confirmation's page beside it.
     let next = escape(&path_id(&returned.confirmation));
-    let shown = escape(&text::visible_line(&gatehouse_gateway::caller::name(
-        &caller,
-    )));
+    let shown = escape(&text::visible_line(&crate::caller::name(&caller)));
     let body = render(SIGNED_IN_HTML, &[("next", next), ("caller", shown)]);
     let mut response = html(StatusCode::OK, "Signed in", &body);
     response.headers_mut().extend(cookie);
