@@ -7,24 +7,8 @@ use rmcp::{
     model::{CallToolResponse, CallToolResult, ContentBlock},
 };
 
+use crate::error::Error;
 use gatehouse::{dispatch::CallEnd, text};
-
-/// Most characters of a server's error message passed on to the caller.
-pub const MAX_RELAYED_ERROR_CHARS: usize = 1_000;
-
-/// A server's JSON-RPC error as the client reads it: its code kept, its message made
-/// visible and clipped, its data only when small.
-pub(crate) fn visible_error(mut e: ErrorData) -> ErrorData {
-    let shown = text::clip(&text::visible(&e.message), MAX_RELAYED_ERROR_CHARS).into_owned();
-    e.message = shown.into();
-    if e.data
-        .as_ref()
-        .is_some_and(|d| d.to_string().len() > MAX_RELAYED_ERROR_CHARS)
-    {
-        e.data = None;
-    }
-    e
-}
 
 /// A failure as the caller reads it: a tool error.
 pub(crate) fn failed(text: String) -> CallToolResponse {
@@ -43,7 +27,7 @@ pub(crate) fn finished(end: CallEnd) -> Result<CallToolResult, ErrorData> {
                 .get_or_insert(rmcp::model::ResultType::COMPLETE);
             return Ok(result);
         }
-        CallEnd::ProtocolError(e) => return Err(visible_error(e)),
+        CallEnd::ProtocolError(e) => return Err(Error::Server(e).into()),
         CallEnd::TimedOut(after) => format!(
             "the server did not answer within {}; the call was cancelled",
             text::seconds(after)

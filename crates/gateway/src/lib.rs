@@ -21,6 +21,7 @@ pub mod caller;
 pub mod client;
 pub mod clients;
 pub mod confirm;
+pub mod error;
 mod flows;
 pub mod key;
 pub mod names;

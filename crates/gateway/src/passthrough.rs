@@ -16,10 +16,9 @@ use rmcp::{
         ReadResourceRequestParams, ReadResourceResponse, Reference,
     },
 };
-use serde_json::json;
 
 use super::Gateway;
-use crate::answer::{MAX_RELAYED_ERROR_CHARS, visible_error};
+use crate::error::{Error, MAX_RELAYED_ERROR_CHARS};
 use gatehouse::{
     connect::{Connection, Paged},
     text,
@@ -29,19 +28,17 @@ use gatehouse::{
 pub const MAX_LIST_PAGES: usize = 50;
 /// Most items of one kind (prompts, resources, templates) one list passes on.
 pub const MAX_LIST_ITEMS: usize = 10_000;
-/// A server's answer as the client reads it: its JSON-RPC error ([`visible_error`]),
-/// anything else an internal error naming the server.
+/// A server's answer as the client reads it: its JSON-RPC error, anything else a failure
+/// naming the server.
 fn relayed(server: &str, e: ServiceError) -> ErrorData {
     match e {
-        ServiceError::McpError(e) => visible_error(e),
-        other => ErrorData::internal_error(
-            format!(
-                "{server}: {}",
-                text::clip(&text::visible(&other.to_string()), MAX_RELAYED_ERROR_CHARS)
-            ),
-            None,
-        ),
+        ServiceError::McpError(e) => Error::Server(e),
+        other => Error::Failed(format!(
+            "{server}: {}",
+            text::clip(&other.to_string(), MAX_RELAYED_ERROR_CHARS)
+        )),
     }
+    .into()
 }
 
 /// `request` to `conn`, within `limit`.
@@ -52,14 +49,11 @@ async fn bounded<T>(
 ) -> Result<T, ErrorData> {
     match tokio::time::timeout(limit, request).await {
         Ok(answer) => answer.map_err(|e| relayed(&conn.name, e)),
-        Err(_) => Err(ErrorData::internal_error(
-            format!(
-                "{} did not answer within {}",
-                conn.name,
-                text::seconds(limit)
-            ),
-            None,
-        )),
+        Err(_) => Err(Error::TimedOut {
+            server: conn.name.clone(),
+            after: limit,
+        }
+        .into()),
     }
 }
 
@@ -148,19 +142,14 @@ impl Gateway {
         let servers = self.offering(|c| c.prompts.is_some());
         let refs: Vec<&str> = servers.iter().map(String::as_str).collect();
         let Some((server, own)) = self.names().prompt_of(&refs, &params.name) else {
-            return Err(ErrorData::invalid_params(
-                format!(
-                    "unknown prompt: {}",
-                    text::clip(&text::visible(&params.name), 200)
-                ),
-                None,
-            ));
+            return Err(Error::Invalid(format!(
+                "unknown prompt: {}",
+                text::clip(&text::visible(&params.name), 200)
+            ))
+            .into());
         };
         let Some(conn) = self.host().connection(server) else {
-            return Err(ErrorData::internal_error(
-                format!("{server} is no longer connected"),
-                None,
-            ));
+            return Err(Error::Gone(server.to_owned()).into());
         };
         params.name = own;
         params.meta = None;
@@ -195,12 +184,7 @@ impl Gateway {
         &self,
         mut params: ReadResourceRequestParams,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let not_found = || {
-            ErrorData::resource_not_found(
-                "resource not found",
-                Some(json!({"uri": text::clip(&params.uri, 1_000)})),
-            )
-        };
+        let not_found = || ErrorData::from(Error::NoSuchResource(params.uri.clone()));
         let Some(server) = self.sole(|c| c.resources.is_some()) else {
             return Err(not_found());
         };

@@ -9,6 +9,7 @@ use rmcp::{ErrorData, RoleServer, service::RequestContext};
 use serde::{Deserialize, Serialize};
 
 use super::Gateway;
+use crate::error::Error;
 
 /// A session's state as its row keeps it (JSON).
 #[allow(deprecated)] // SEP-2577 deprecates logging; older revisions still have it
@@ -59,7 +60,7 @@ impl Gateway {
             .store
             .set_mcp_session_data(&id, &caller, &data)
             .await
-            .map_err(|e| ErrorData::internal_error(e, None))
+            .map_err(|e| Error::Store(e).into())
     }
 
     #[allow(deprecated)]

@@ -18,6 +18,7 @@ use rmcp::{
 use tokio::sync::OwnedSemaphorePermit;
 
 use super::Gateway;
+use crate::error::Error;
 use gatehouse::text;
 
 /// Most resources one session may be subscribed to at once.
@@ -60,7 +61,7 @@ pub(crate) fn offered(gw: &Gateway) -> bool {
 }
 
 fn refused(why: String) -> ErrorData {
-    ErrorData::invalid_params(why, None)
+    Error::Invalid(why).into()
 }
 
 impl Gateway {

@@ -15,6 +15,7 @@ use serde_json::json;
 use super::Call;
 use crate::answer::failed;
 use crate::confirm::{self, APPROVE_KEY, Approver, Sealed};
+use crate::error::Error;
 use gatehouse::{
     catalog::CatalogTool,
     dispatch::Answered,
@@ -50,12 +51,7 @@ impl Call<'_> {
                     format!("refused a requestState for {}: {e}", self.call.name),
                     json!({"caller": self.caller}),
                 );
-                ErrorData::invalid_params(
-                    "the requestState is not valid for this call (expired, altered, another \
-                     call's, or sealed under a key this gateway no longer uses): call the \
-                     tool again",
-                    Some(json!({"reason": "invalid_request_state"})),
-                )
+                ErrorData::from(Error::StaleState)
             })?;
         match sealed {
             Sealed::Approve { nonce } => self.confirmed(&nonce).await,

@@ -32,7 +32,8 @@ use serde_json::{Value, json};
 
 use super::{
     Gateway,
-    answer::{failed, finished, visible_error},
+    answer::{failed, finished},
+    error::Error,
     relay::{declared, undeclared},
     store::tasks::{self as rows, Move, TaskRow},
 };
@@ -76,27 +77,25 @@ pub(super) struct Started<'a> {
 /// The answer to an id that names no task of this caller's: the same whether it never
 /// existed, expired, or is another caller's.
 fn not_found() -> ErrorData {
-    ErrorData::invalid_params(
-        "unknown task: no task of yours has this id (it may have expired)",
-        None,
-    )
+    Error::NoSuchTask.into()
 }
 
 fn store_down(e: String) -> ErrorData {
-    ErrorData::internal_error(format!("the task's record cannot be reached: {e}"), None)
+    Error::Store(format!("the task's record cannot be reached: {e}")).into()
 }
 
 /// A request about a task that did not get the server's answer, as the client reads it.
 fn not_answered(server: &str, end: CallEnd) -> ErrorData {
     match end {
-        CallEnd::ProtocolError(e) => visible_error(e),
-        CallEnd::TimedOut(after) => ErrorData::internal_error(
-            format!("{server} did not answer within {}", text::seconds(after)),
-            None,
-        ),
-        CallEnd::Failed(why) => ErrorData::internal_error(text::visible(&why).into_owned(), None),
-        _ => ErrorData::internal_error(format!("{server} did not answer"), None),
+        CallEnd::ProtocolError(e) => Error::Server(e),
+        CallEnd::TimedOut(after) => Error::TimedOut {
+            server: server.to_owned(),
+            after,
+        },
+        CallEnd::Failed(why) => Error::Failed(why),
+        _ => Error::Failed(format!("{server} did not answer")),
     }
+    .into()
 }
 
 impl Gateway {
@@ -186,20 +185,18 @@ impl Gateway {
     ) -> Result<(), ErrorData> {
         let row = self.task_of(id, context).await?;
         if let Some((key, _)) = responses.iter().find(|(_, v)| !v.is_object()) {
-            return Err(ErrorData::invalid_params(
-                format!(
-                    "the answer to {:?} is not a result object",
-                    text::clip(key, 80)
-                ),
-                None,
-            ));
+            return Err(Error::Invalid(format!(
+                "the answer to {:?} is not a result object",
+                text::clip(key, 80)
+            ))
+            .into());
         }
         let size = serde_json::to_string(&responses).map_or(usize::MAX, |t| t.len());
         if size > MAX_ANSWER_BYTES {
-            return Err(ErrorData::invalid_params(
-                format!("the answers are longer than {MAX_ANSWER_BYTES} bytes"),
-                None,
-            ));
+            return Err(Error::Invalid(format!(
+                "the answers are longer than {MAX_ANSWER_BYTES} bytes"
+            ))
+            .into());
         }
         if rows::is_end(&row.status) || responses.is_empty() {
             return Ok(());
@@ -383,7 +380,7 @@ impl Gateway {
             row.server,
             text::clip(&text::visible_line(&e.message), MAX_STATUS_CHARS)
         );
-        let end = CallEnd::ProtocolError(ErrorData::internal_error(why, None));
+        let end = CallEnd::ProtocolError(Error::Failed(why).into());
         self.end(row, end).await
     }
 
