@@ -13,7 +13,7 @@ use crate::screen::{Level, StepsTo};
 use crate::start::{
     level, load_config, load_model, printer_and_person, start_asking_nobody, start_host,
 };
-use crate::{call, lab, output};
+use crate::{call, output};
 
 /// A finished question, as `--json` prints it: one object, its steps in order.
 #[derive(Debug, serde::Serialize)]
@@ -39,7 +39,7 @@ pub(crate) async fn ask(args: AskArgs) -> anyhow::Result<()> {
     let (printer, person) = printer_and_person(run, &config, steps)?;
     // `--record FILE`: every message of the run, as JSON lines, beside the usual output.
     let observer: Arc<dyn gatehouse::trace::Observer> = match &args.record {
-        Some(path) => Arc::new(lab::record::RecordingObserver::create(path, printer)?),
+        Some(path) => Arc::new(crate::record::RecordingObserver::create(path, printer)?),
         None => printer,
     };
     let trace = Trace::new(observer);

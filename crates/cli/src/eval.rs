@@ -80,7 +80,7 @@ pub async fn run(args: EvalArgs) -> anyhow::Result<u8> {
 fn recorder(dir: std::path::PathBuf) -> eval::run::Recorder {
     Box::new(move |stem, inner| {
         let path = dir.join(format!("{stem}.jsonl"));
-        crate::lab::record::RecordingObserver::create(&path, inner)
+        crate::record::RecordingObserver::create(&path, inner)
             .map(|r| Arc::new(r) as Arc<dyn gatehouse::trace::Observer>)
             .map_err(|e| e.to_string())
     })

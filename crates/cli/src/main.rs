@@ -9,14 +9,17 @@ mod auth;
 mod call;
 mod doctor;
 mod eval;
+#[cfg(feature = "gateway")]
 mod gateway;
 mod harden;
+#[cfg(feature = "lab")]
 mod lab;
 mod manual;
 mod mcp;
 mod output;
 mod policy_commands;
 mod project;
+mod record;
 mod screen;
 mod start;
 mod tasks;
@@ -117,7 +120,7 @@ fn dispatch(command: Command) -> ExitCode {
         },
         Command::Replay(r) => replay(r),
         Command::Tools(t) => on_thread_pool(ask::tools(t)),
-        Command::Lab(l) => on_thread_pool(lab::run(l)),
+        Command::Lab(l) => lab(l),
         Command::Mcp(m) => on_thread_pool(mcp::run(m)),
         Command::Auth(a) => on_thread_pool(auth::run(a)),
         Command::Completions(c) => {
@@ -136,7 +139,7 @@ fn dispatch(command: Command) -> ExitCode {
             Ok(false) => return ExitCode::from(1),
             other => other.map(|_| ()),
         },
-        Command::Gateway(g) => on_thread_pool(gateway::run(g)),
+        Command::Gateway(g) => gateway(g),
         Command::Policy(p) => on_thread_pool(policy_commands::policy(p)),
         Command::Approvals(a) => policy_commands::approvals(a),
         Command::Ledger(l) => policy_commands::ledger(l),
@@ -177,4 +180,36 @@ fn on_thread_pool<T: Send + 'static>(
     // The host ends with its work; nothing must linger in the background.
     runtime.shutdown_timeout(std::time::Duration::from_millis(500));
     result
+}
+
+/// `gatehouse lab`, in a build with the lab (the `lab` feature).
+#[cfg(feature = "lab")]
+fn lab(args: args::LabArgs) -> anyhow::Result<()> {
+    on_thread_pool(lab::run(args))
+}
+
+#[cfg(not(feature = "lab"))]
+fn lab(_: args::LabArgs) -> anyhow::Result<()> {
+    Err(left_out("lab", "the lab"))
+}
+
+/// `gatehouse gateway`, in a build with the gateway (the `gateway` feature).
+#[cfg(feature = "gateway")]
+fn gateway(args: args::GatewayArgs) -> anyhow::Result<()> {
+    on_thread_pool(gateway::run(args))
+}
+
+#[cfg(not(feature = "gateway"))]
+fn gateway(_: args::GatewayArgs) -> anyhow::Result<()> {
+    Err(left_out("gateway", "the gateway"))
+}
+
+/// Why a command this build left out cannot run, and how to build one that has it. The
+/// flags stay the same in every build (help and completions come from one definition).
+#[cfg_attr(all(feature = "lab", feature = "gateway"), allow(dead_code))]
+pub(crate) fn left_out(feature: &str, what: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "this gatehouse was built without {what}: build it with `cargo build --release \
+         --features {feature}` (the published binaries have it)"
+    )
 }

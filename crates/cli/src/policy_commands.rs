@@ -17,6 +17,7 @@ use gatehouse::{
     text::{visible, visible_json, visible_line},
     trace::Trace,
 };
+#[cfg(feature = "gateway")]
 use gatehouse_gateway::{self as gateway, store::Location};
 use serde_json::{Value, json};
 
@@ -252,8 +253,16 @@ fn ledger_file(args: &LedgerArgs) -> anyhow::Result<PathBuf> {
 /// `gatehouse ledger …`.
 pub fn ledger(args: LedgerArgs) -> anyhow::Result<()> {
     if let Some(state) = &args.state {
-        let state = Location::parse(state).map_err(anyhow::Error::msg)?;
-        return in_store(&state, args.command);
+        #[cfg(feature = "gateway")]
+        {
+            let state = Location::parse(state).map_err(anyhow::Error::msg)?;
+            return in_store(&state, args.command);
+        }
+        #[cfg(not(feature = "gateway"))]
+        {
+            let _ = state;
+            return Err(crate::left_out("gateway", "the gateway's store"));
+        }
     }
     let path = ledger_file(&args)?;
     match args.command {
@@ -277,6 +286,7 @@ pub fn ledger(args: LedgerArgs) -> anyhow::Result<()> {
 }
 
 /// `gatehouse ledger verify|show --state URL`: the ledger a gateway keeps in PostgreSQL.
+#[cfg(feature = "gateway")]
 fn in_store(state: &Location, command: LedgerCommand) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -24,7 +24,8 @@ use gatehouse::{
 use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 
-use super::record::{Recordings, ms_since};
+use super::recordings::Recordings;
+use crate::record::ms_since;
 
 /// Live events a slow page may fall behind by before it must reload.
 const LIVE_BUFFER: usize = 4096;

@@ -18,7 +18,7 @@
 pub mod eval_view;
 pub mod events;
 pub mod person;
-pub mod record;
+pub mod recordings;
 pub mod server;
 pub mod session;
 
@@ -50,7 +50,7 @@ pub async fn run(args: LabArgs) -> anyhow::Result<()> {
     let port = listener.local_addr()?.port();
 
     let hub = Arc::new(events::Hub::default());
-    let recordings = Arc::new(record::Recordings::new());
+    let recordings = Arc::new(recordings::Recordings::new());
     let person = Arc::new(person::WebPerson::new(hub.clone()));
     let observer = Arc::new(events::LabObserver::new(hub.clone(), recordings.clone()));
     let host = Host::start(&config, person.clone(), Trace::new(observer)).await;

@@ -11,11 +11,12 @@ use gatehouse::{
 use serde_json::{Value, json};
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
+use super::recordings::Recordings;
 use super::{
     events::{Hub, TimedModel},
     person::WebPerson,
-    record::{Recordings, ms_since},
 };
+use crate::record::ms_since;
 
 /// The model and the conversation it has had so far.
 pub struct Chat {

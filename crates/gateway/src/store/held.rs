@@ -58,6 +58,7 @@ pub(super) const SQLITE_SCHEMA: &str = "
     CREATE INDEX IF NOT EXISTS held_calls_by_caller ON held_calls (caller);";
 
 /// The table in PostgreSQL (made with the store's others).
+#[cfg(feature = "postgres")]
 pub(super) const POSTGRES_SCHEMA: &str = "
     CREATE TABLE IF NOT EXISTS gatehouse_held_calls (id TEXT PRIMARY KEY,
         caller TEXT NOT NULL, taken BOOLEAN, asked BIGINT NOT NULL, answered BIGINT NOT NULL,

@@ -16,6 +16,7 @@
 
 mod held;
 mod page;
+#[cfg(feature = "postgres")]
 mod postgres;
 pub mod remembered;
 mod sessions;
@@ -33,6 +34,7 @@ use futures::future::BoxFuture;
 
 pub use held::{Closed, HeldRow};
 pub use page::{PageRow, PageSessionRow, PageSignInRow};
+#[cfg(feature = "postgres")]
 pub use postgres::Database;
 pub use sessions::{AnswerRow, CLOCK_MARGIN, PRUNE_EVERY, SessionRow, USED_CONFIRMATION_KEPT};
 pub use tasks::TaskRow;
@@ -56,6 +58,7 @@ pub enum Location {
     /// A SQLite file (replicas on one machine).
     File(PathBuf),
     /// A PostgreSQL database (`postgres://` or `postgresql://`).
+    #[cfg(feature = "postgres")]
     Postgres(Box<Database>),
 }
 
@@ -66,9 +69,16 @@ impl Location {
     pub fn parse(text: &str) -> Result<Location, String> {
         let scheme = text.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
         match scheme.as_deref() {
+            #[cfg(feature = "postgres")]
             Some("postgres" | "postgresql") => {
                 Database::parse(text).map(|db| Location::Postgres(Box::new(db)))
             }
+            #[cfg(not(feature = "postgres"))]
+            Some("postgres" | "postgresql") => Err(
+                "--state postgres://… needs a gatehouse built with PostgreSQL (the `postgres` \
+                 feature; the published binaries have it): this one keeps the state in a file"
+                    .into(),
+            ),
             Some(other) if !other.contains('/') => Err(format!(
                 "--state takes a file or a postgres:// URL, not a {}:// URL",
                 gatehouse::text::visible_line(other)
@@ -83,6 +93,7 @@ impl std::fmt::Display for Location {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Location::File(path) => write!(f, "{}", path.display()),
+            #[cfg(feature = "postgres")]
             Location::Postgres(db) => write!(f, "{db}"),
         }
     }
@@ -107,6 +118,7 @@ pub struct Store {
 #[derive(Clone)]
 enum Kind {
     Sqlite(sqlite::Sqlite),
+    #[cfg(feature = "postgres")]
     Postgres(Arc<postgres::Postgres>),
 }
 
@@ -118,6 +130,7 @@ impl Store {
     pub async fn open(location: &Location, ledger: Option<Ledger>) -> Result<Store, String> {
         let kind = match location {
             Location::File(path) => Kind::Sqlite(sqlite::Sqlite::open(path, ledger)?),
+            #[cfg(feature = "postgres")]
             Location::Postgres(db) => Kind::Postgres(Arc::new(
                 postgres::Postgres::open((**db).clone(), ledger.is_some()).await?,
             )),
@@ -135,19 +148,25 @@ impl Store {
     pub async fn migrate(location: &Location) -> Result<version::Migrated, String> {
         match location {
             Location::File(path) => sqlite::Sqlite::migrate(path),
+            #[cfg(feature = "postgres")]
             Location::Postgres(db) => postgres::Postgres::migrate((**db).clone()).await,
         }
     }
 
     /// Is the ledger kept in the store itself (PostgreSQL) rather than in a file?
     pub fn keeps_the_ledger(&self) -> bool {
-        matches!(self.kind, Kind::Postgres(_))
+        match self.kind {
+            #[cfg(feature = "postgres")]
+            Kind::Postgres(_) => true,
+            Kind::Sqlite(_) => false,
+        }
     }
 
     /// Does the store answer a trivial query within [`STORE_TIMEOUT`]? `Err` says why not.
     pub async fn ping(&self) -> Result<(), String> {
         match &self.kind {
             Kind::Sqlite(s) => s.ping().await,
+            #[cfg(feature = "postgres")]
             Kind::Postgres(p) => p.ping().await,
         }
     }
@@ -156,6 +175,7 @@ impl Store {
     pub fn ledger_waiting(&self) -> usize {
         match &self.kind {
             Kind::Sqlite(s) => s.ledger_waiting(),
+            #[cfg(feature = "postgres")]
             Kind::Postgres(p) => p.ledger_waiting(),
         }
     }
@@ -177,6 +197,7 @@ pub async fn kept_ledger(location: &Location) -> Result<KeptLedger, String> {
             "{} is a SQLite store: it keeps no ledger (the servers file's `ledger.path` is the ledger: use --file)",
             path.display()
         )),
+        #[cfg(feature = "postgres")]
         Location::Postgres(db) => {
             let (lines, head) = postgres::Postgres::connect_only((**db).clone())
                 .read_ledger()
@@ -199,6 +220,7 @@ impl Store {
     async fn read_approvals(&self, who: &str) -> Remembered {
         let read = match &self.kind {
             Kind::Sqlite(s) => s.remembered(who).await,
+            #[cfg(feature = "postgres")]
             Kind::Postgres(p) => p.remembered(who).await,
         };
         match read {
@@ -242,6 +264,7 @@ impl Keeper for Store {
         Box::pin(async move {
             let kept = match &self.kind {
                 Kind::Sqlite(s) => s.remember(who, tool, fingerprint).await,
+                #[cfg(feature = "postgres")]
                 Kind::Postgres(p) => p.remember(who, tool, fingerprint).await,
             };
             if kept.is_ok() {
@@ -263,6 +286,7 @@ impl Keeper for Store {
         Box::pin(async move {
             match &self.kind {
                 Kind::Sqlite(s) => s.append(entry).await,
+                #[cfg(feature = "postgres")]
                 Kind::Postgres(p) => p.append(entry).await,
             }?;
             // Expired rows and old used confirmations go now and then; failing to drop

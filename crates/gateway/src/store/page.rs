@@ -138,6 +138,7 @@ pub(super) const SQLITE: Dialect = Dialect {
     mark: "?",
 };
 /// The PostgreSQL store's spelling.
+#[cfg(feature = "postgres")]
 pub(super) const POSTGRES: Dialect = Dialect {
     prefix: "gatehouse_",
     mark: "$",
@@ -236,6 +237,9 @@ impl Bound {
 /// where the database can.
 pub(super) struct Bounded {
     pub now: i64,
+    // The key PostgreSQL's writes lock on (an advisory lock per caller); SQLite's one
+    // writer takes turns anyway.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     pub caller: String,
     pub bound: Bound,
     pub insert: Statement,
@@ -407,6 +411,7 @@ impl Store {
         let values = vec![Value::Text(id.to_owned()), Value::Int(now)];
         match &self.kind {
             Kind::Sqlite(s) => s.pick::<R>((how, values)).await,
+            #[cfg(feature = "postgres")]
             Kind::Postgres(p) => p.pick::<R>((how, values)).await,
         }
     }
@@ -415,6 +420,7 @@ impl Store {
     pub(super) async fn execute(&self, statement: Statement) -> Result<u64, String> {
         match &self.kind {
             Kind::Sqlite(s) => s.execute(statement).await,
+            #[cfg(feature = "postgres")]
             Kind::Postgres(p) => p.execute(statement).await,
         }
     }
@@ -432,6 +438,7 @@ impl Store {
     pub(super) async fn write<R: Kept>(&self, write: Bounded) -> Result<bool, String> {
         match &self.kind {
             Kind::Sqlite(s) => s.write::<R>(write).await,
+            #[cfg(feature = "postgres")]
             Kind::Postgres(p) => p.write::<R>(write).await,
         }
     }

@@ -102,6 +102,7 @@ pub(super) const SQLITE_SCHEMA: &str = "
     CREATE INDEX IF NOT EXISTS session_answers_session ON session_answers (session);
     CREATE INDEX IF NOT EXISTS used_confirmations_used_at ON used_confirmations (used_at);";
 /// The PostgreSQL store's tables for sessions (made with its others).
+#[cfg(feature = "postgres")]
 pub(super) const POSTGRES_SCHEMA: &str = "
     CREATE TABLE IF NOT EXISTS gatehouse_sessions (id TEXT PRIMARY KEY, caller TEXT NOT NULL,
         init TEXT NOT NULL, data TEXT NOT NULL DEFAULT '', expires_at BIGINT NOT NULL);

@@ -99,6 +99,7 @@ pub(super) const SQLITE_SCHEMA: &str = "
     CREATE INDEX IF NOT EXISTS gateway_tasks_by_caller ON gateway_tasks (caller);";
 
 /// The table in PostgreSQL (made with the store's others).
+#[cfg(feature = "postgres")]
 pub(super) const POSTGRES_SCHEMA: &str = "
     CREATE TABLE IF NOT EXISTS gatehouse_gateway_tasks (id TEXT PRIMARY KEY,
         caller TEXT NOT NULL, server TEXT NOT NULL, tool TEXT NOT NULL,
