@@ -8,6 +8,7 @@
 //! - `gh-context`: bytes of tool definitions, raw from `tools/list` and as the model gets them.
 //! - `gh-toolsearch`: top-1 and top-5 recall of tool search on the quality set ([`catalog`]).
 #![warn(missing_docs)]
+#![warn(clippy::too_many_lines)]
 
 pub mod catalog;
 

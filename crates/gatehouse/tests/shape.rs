@@ -11,18 +11,18 @@ const MAX_FILE_LINES: usize = 600;
 
 /// The crates (folders under `crates/`) whose modules import each other without a cycle:
 /// every library crate.
-const CHECKED: [&str; 6] = [
+const CHECKED: [&str; 7] = [
     "gatehouse",
     "gateway",
     "http",
     "servers",
     "conformance",
     "contract",
+    "bench",
 ];
 
-/// The crates whose files are held to [`MAX_FILE_LINES`]: all but `bench` (measurement
-/// programs, not yet split).
-const SIZED: [&str; 7] = [
+/// The crates whose files are held to [`MAX_FILE_LINES`]: every one.
+const SIZED: [&str; 8] = [
     "gatehouse",
     "gateway",
     "http",
@@ -30,6 +30,7 @@ const SIZED: [&str; 7] = [
     "cli",
     "conformance",
     "contract",
+    "bench",
 ];
 
 /// What a longer file says in its opening lines, with the reason after it.

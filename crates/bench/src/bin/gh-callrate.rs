@@ -12,6 +12,7 @@
 //! host runs calls. Prints one JSON object: calls per second and latency percentiles.
 //! `--runtime current` runs the client on a current-thread runtime instead of the
 //! multi-threaded one `gatehouse` uses (for the profile's what-if).
+#![warn(clippy::too_many_lines)]
 
 /// The same allocator, set up the same way, as the `gatehouse` binary whose client this
 /// measures.

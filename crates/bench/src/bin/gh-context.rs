@@ -22,6 +22,7 @@
 //! distinct schemas), after `Catalog::build` (each distinct schema compiled once to check
 //! it, none kept), after `model_tools()`, and what compiling and keeping every schema at
 //! build time (the host before) adds.
+#![warn(clippy::too_many_lines)]
 
 use std::{
     collections::HashMap,
@@ -209,6 +210,125 @@ fn request_bytes(tools: &[gatehouse::catalog::ToolSpec]) -> usize {
     Value::Array(request).to_string().len()
 }
 
+/// The servers file `--config` names, or the built-in servers of `--built-in EXE`.
+fn config_of(flags: &Flags) -> anyhow::Result<Config> {
+    let identity = Identity::default();
+    match (flags.get("config"), flags.get("built-in")) {
+        (Some(path), _) => Ok(Config::load(std::path::Path::new(path), &identity)?),
+        (None, Some(exe)) => {
+            use gatehouse_servers::built_in;
+            let launcher = built_in::launcher(std::path::Path::new(exe));
+            Ok(Config::from_value(
+                built_in::servers_file(&launcher),
+                "built-in servers",
+                &identity,
+            )?)
+        }
+        _ => anyhow::bail!("give --config FILE or --built-in GATEHOUSE_EXE"),
+    }
+}
+
+/// What the model is offered, and whether each tool's parameters are its `inputSchema`
+/// as its server listed it: the specs, whether all are identical, how many were checked,
+/// and the host's own tools (no server listed them).
+fn offered(
+    host: &Host,
+    lists: &Lists,
+) -> (Vec<gatehouse::catalog::ToolSpec>, bool, usize, Vec<String>) {
+    let catalog = host.catalog();
+    let specs = catalog.model_tools();
+    let by_name: HashMap<&str, &rmcp::model::JsonObject> = specs
+        .iter()
+        .map(|s| (s.name.as_str(), &*s.parameters))
+        .collect();
+    let (mut identical, mut checked, mut host_tools) = (true, 0, Vec::new());
+    for t in catalog.tools() {
+        let Some(params) = by_name.get(t.name.as_str()) else {
+            continue;
+        };
+        if lists.answers.lock().unwrap().contains_key(t.origin.label()) {
+            checked += 1;
+            identical &= **params == *t.tool.input_schema;
+        } else {
+            host_tools.push(t.name.clone());
+        }
+    }
+    (specs, identical, checked, host_tools)
+}
+
+/// Each server's `tools/list` as it came: its tools, its bytes on the wire and its
+/// definitions' bytes, by server name; and the sums (wire, definitions, tools).
+fn listed(lists: &Lists) -> (Vec<Value>, usize, usize, usize) {
+    let answers = lists.answers.lock().unwrap().clone();
+    let mut servers: Vec<Value> = answers
+        .iter()
+        .map(|(name, (wire, defs, n))| {
+            json!({"server": name, "tools": n, "wire_bytes": wire, "raw_defs_bytes": defs})
+        })
+        .collect();
+    servers.sort_by(|a, b| a["server"].as_str().cmp(&b["server"].as_str()));
+    let raw_defs: usize = answers.values().map(|a| a.1).sum();
+    let wire: usize = answers.values().map(|a| a.0).sum();
+    let tools: usize = answers.values().map(|a| a.2).sum();
+    (servers, wire, raw_defs, tools)
+}
+
+/// Start the host on `config`, ask `question` through the scripted model, and say what
+/// the tool definitions cost on the wire and in each model call.
+async fn measure(config: &Config, question: &str) -> anyhow::Result<Value> {
+    let lists = Arc::new(Lists::default());
+    let person = Arc::new(Terminal::new(FixedAnswers::default()));
+    let start = Instant::now();
+    let host = Host::start(config, person, Trace::new(lists.clone())).await;
+    let ready_ms = start.elapsed().as_secs_f64() * 1000.0;
+    let (specs, identical, checked, host_tools) = offered(&host, &lists);
+    // One question, as a model call after model call carries the definitions.
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    let mut model = Recording {
+        inner: Box::new(gatehouse::model::scripted::Scripted),
+        calls: calls.clone(),
+    };
+    let (answer, _) = host.ask(&mut model, &mut Vec::new(), question).await;
+    host.shutdown().await;
+    let calls = calls.lock().unwrap().clone();
+    let per_call: Vec<Value> = calls
+        .iter()
+        .map(|(n, b)| json!({"tools": n, "bytes": b}))
+        .collect();
+    let max_call = calls.iter().map(|(_, b)| *b).max().unwrap_or(0);
+    // As the model's request carries them (names, descriptions, parameters).
+    let request: Vec<Value> = specs
+        .iter()
+        .map(|s| {
+            json!({"type": "function", "function": {
+                "name": s.name, "description": s.description, "parameters": s.parameters}})
+        })
+        .collect();
+    let model_bytes = Value::Array(request).to_string().len();
+    let plain_bytes = serde_json::to_string(&specs)?.len();
+    let (servers, wire, raw_defs, tools) = listed(&lists);
+    Ok(json!({
+        "servers": servers,
+        "tools": tools,
+        "ready_ms": ready_ms,
+        "raw_wire_bytes": wire,
+        "raw_defs_bytes": raw_defs,
+        "raw_defs_tokens": tokens(raw_defs),
+        "model_tools": specs.len(),
+        "host_tools": host_tools,
+        "model_bytes": model_bytes,
+        "model_tokens": tokens(model_bytes),
+        "model_plain_bytes": plain_bytes,
+        "question": question,
+        "answer_start": answer.chars().take(60).collect::<String>(),
+        "per_call": per_call,
+        "max_call_bytes": max_call,
+        "max_call_tokens": tokens(max_call),
+        "parameters_checked": checked,
+        "parameters_identical_to_input_schema": identical,
+    }))
+}
+
 fn main() -> anyhow::Result<()> {
     let flags = Flags::parse();
     if flags.has("catalog-memory") {
@@ -222,115 +342,14 @@ fn main() -> anyhow::Result<()> {
         println!("{}", catalog_memory(start, quality_listings()?)?);
         return Ok(());
     }
-    let identity = Identity::default();
-    let config = match (flags.get("config"), flags.get("built-in")) {
-        (Some(path), _) => Config::load(std::path::Path::new(path), &identity)?,
-        (None, Some(exe)) => {
-            use gatehouse_servers::built_in;
-            let launcher = built_in::launcher(std::path::Path::new(exe));
-            Config::from_value(
-                built_in::servers_file(&launcher),
-                "built-in servers",
-                &identity,
-            )?
-        }
-        _ => anyhow::bail!("give --config FILE or --built-in GATEHOUSE_EXE"),
-    };
+    let config = config_of(&flags)?;
+    let question = flags
+        .get("question")
+        .unwrap_or("Draft a reply to ticket T-30002");
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let out = runtime.block_on(async {
-        let lists = Arc::new(Lists::default());
-        let person = Arc::new(Terminal::new(FixedAnswers::default()));
-        let start = Instant::now();
-        let host = Host::start(&config, person, Trace::new(lists.clone())).await;
-        let ready_ms = start.elapsed().as_secs_f64() * 1000.0;
-        let (specs, identical, checked, host_tools) = {
-            let catalog = host.catalog();
-            let specs = catalog.model_tools();
-            let by_name: HashMap<&str, &rmcp::model::JsonObject> = specs
-                .iter()
-                .map(|s| (s.name.as_str(), &*s.parameters))
-                .collect();
-            let (mut identical, mut checked, mut host_tools) = (true, 0, Vec::new());
-            for t in catalog.tools() {
-                let Some(params) = by_name.get(t.name.as_str()) else {
-                    continue;
-                };
-                if lists.answers.lock().unwrap().contains_key(t.origin.label()) {
-                    checked += 1;
-                    identical &= **params == *t.tool.input_schema;
-                } else {
-                    host_tools.push(t.name.clone());
-                }
-            }
-            (specs, identical, checked, host_tools)
-        };
-        // One question, as a model call after model call carries the definitions.
-        let calls = Arc::new(Mutex::new(Vec::new()));
-        let mut model = Recording {
-            inner: Box::new(gatehouse::model::scripted::Scripted),
-            calls: calls.clone(),
-        };
-        let question = flags
-            .get("question")
-            .unwrap_or("Draft a reply to ticket T-30002");
-        let (answer, _) = host.ask(&mut model, &mut Vec::new(), question).await;
-        host.shutdown().await;
-        let per_call: Vec<Value> = calls
-            .lock()
-            .unwrap()
-            .iter()
-            .map(|(n, b)| json!({"tools": n, "bytes": b}))
-            .collect();
-        let max_call = calls
-            .lock()
-            .unwrap()
-            .iter()
-            .map(|(_, b)| *b)
-            .max()
-            .unwrap_or(0);
-        let request: Vec<Value> = specs
-            .iter()
-            .map(|s| {
-                json!({"type": "function", "function": {
-                    "name": s.name, "description": s.description, "parameters": s.parameters}})
-            })
-            .collect();
-        let model_bytes = Value::Array(request).to_string().len();
-        let plain_bytes = serde_json::to_string(&specs)?.len();
-        let answers = lists.answers.lock().unwrap().clone();
-        let mut servers: Vec<Value> = answers
-            .iter()
-            .map(|(name, (wire, defs, n))| {
-                json!({"server": name, "tools": n, "wire_bytes": wire, "raw_defs_bytes": defs})
-            })
-            .collect();
-        servers.sort_by(|a, b| a["server"].as_str().cmp(&b["server"].as_str()));
-        let raw_defs: usize = answers.values().map(|a| a.1).sum();
-        let wire: usize = answers.values().map(|a| a.0).sum();
-        let tools: usize = answers.values().map(|a| a.2).sum();
-        Ok::<_, anyhow::Error>(json!({
-            "servers": servers,
-            "tools": tools,
-            "ready_ms": ready_ms,
-            "raw_wire_bytes": wire,
-            "raw_defs_bytes": raw_defs,
-            "raw_defs_tokens": tokens(raw_defs),
-            "model_tools": specs.len(),
-            "host_tools": host_tools,
-            "model_bytes": model_bytes,
-            "model_tokens": tokens(model_bytes),
-            "model_plain_bytes": plain_bytes,
-            "question": question,
-            "answer_start": answer.chars().take(60).collect::<String>(),
-            "per_call": per_call,
-            "max_call_bytes": max_call,
-            "max_call_tokens": tokens(max_call),
-            "parameters_checked": checked,
-            "parameters_identical_to_input_schema": identical,
-        }))
-    })?;
+    let out = runtime.block_on(measure(&config, question))?;
     runtime.shutdown_timeout(std::time::Duration::from_millis(500));
     println!("{out}");
     Ok(())

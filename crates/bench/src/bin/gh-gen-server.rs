@@ -5,6 +5,7 @@
 //!     gh-gen-server --dump [--tools N] print the N definitions as a JSON array and exit
 //!
 //! Every call answers with a small structured result naming the tool and its arguments.
+#![warn(clippy::too_many_lines)]
 
 use std::sync::Arc;
 

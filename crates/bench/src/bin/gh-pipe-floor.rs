@@ -3,6 +3,7 @@
 //! nothing else: what any stdio round trip costs before a client or server does any work.
 //!
 //!     gh-pipe-floor [--bytes B] [--rounds N] [--warmup W] -- ECHO_PROGRAM ARGS...
+#![warn(clippy::too_many_lines)]
 
 use std::{
     io::{BufRead, BufReader, Write},

@@ -17,6 +17,7 @@
 //! name and description, SQLite's default tokenizer and bm25 weights, the request's words
 //! joined with OR. The host's search is `gatehouse::catalog::search::ToolIndex`, run on the
 //! catalog the host builds from the same definitions.
+#![warn(clippy::too_many_lines)]
 
 use std::time::Instant;
 
@@ -226,72 +227,9 @@ fn list(servers: &[catalog::ServerTools]) {
     }
 }
 
-fn main() -> anyhow::Result<()> {
-    let flags = Flags::parse();
-    let servers = catalog::quality_catalog(&catalog::repo_root())?;
-    if flags.has("list") {
-        list(&servers);
-        return Ok(());
-    }
-    if flags.has("dump") {
-        for (server, tools) in &servers {
-            for t in tools {
-                println!("{}", json!({"server": server, "tool": t}));
-            }
-        }
-        return Ok(());
-    }
-    let listings = servers
-        .into_iter()
-        .map(|(server, tools)| {
-            let tools = tools
-                .into_iter()
-                .map(serde_json::from_value::<Tool>)
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok((server, tools))
-        })
-        .collect::<Result<Vec<_>, serde_json::Error>>()?;
-    let catalog = Catalog::build(listings);
-    anyhow::ensure!(
-        catalog.len() == catalog::CATALOG_TOOLS,
-        "the host's catalog holds {} tools (left out: {:?})",
-        catalog.len(),
-        catalog.left_out
-    );
-    let requests = requests()?;
-    let start = Instant::now();
-    let index = ToolIndex::build(catalog.tools()).map_err(anyhow::Error::msg)?;
-    let build_ms = start.elapsed().as_secs_f64() * 1000.0;
-    let start = Instant::now();
-    let (host, misses) = recall(&requests, |q| {
-        index.search(q, 5).into_iter().map(|f| f.name).collect()
-    });
-    let search_ms = start.elapsed().as_secs_f64() * 1000.0 / requests.len() as f64;
-    let plain = PlainBm25::build(&catalog)?;
-    let (baseline, _) = recall(&requests, |q| plain.search(q, 5));
-    anyhow::ensure!(
-        requests.iter().all(|r| SPLITS.contains(&r.split.as_str())),
-        "every request needs its \"split\": dev, test or fresh"
-    );
-    // The parts and the kinds, for the host's search and the baseline alike.
-    let parts = |search: &dyn Fn(&str) -> Vec<String>| {
-        let mut out = serde_json::Map::new();
-        for split in SPLITS {
-            out.insert(split.into(), part(&requests, search, &|r| r.split == split));
-        }
-        let mut kinds = serde_json::Map::new();
-        for kind in KINDS.iter().map(|(k, _)| *k).chain(["other"]) {
-            kinds.insert(
-                kind.into(),
-                part(&requests, search, &|r| kind_of(r) == kind),
-            );
-        }
-        out.insert("kinds".into(), Value::Object(kinds));
-        Value::Object(out)
-    };
-    let host_parts = parts(&|q| index.search(q, 5).into_iter().map(|f| f.name).collect());
-    let plain_parts = parts(&|q| plain.search(q, 5));
-    // What each part of the host's search adds: each step turns one more on.
+/// What each part of the host's search adds: each step turns one more on, with its top-1
+/// and top-5 on each part of the requests.
+fn ablation(index: &ToolIndex, requests: &[Request]) -> Vec<Value> {
     let steps = [
         (
             "names split, stemmed; every field alike",
@@ -321,7 +259,7 @@ fn main() -> anyhow::Result<()> {
             Method::default(),
         ),
     ];
-    let ablation: Vec<Value> = steps
+    steps
         .iter()
         .map(|(what, method)| {
             let search = |q: &str| -> Vec<String> {
@@ -333,16 +271,19 @@ fn main() -> anyhow::Result<()> {
             };
             let mut parts = serde_json::Map::new();
             for split in SPLITS {
-                let figures = part(&requests, &search, &|r| r.split == split);
+                let figures = part(requests, &search, &|r| r.split == split);
                 parts.insert(split.into(), json!([figures["top1"], figures["top5"]]));
             }
             json!({"method": what, "top1_top5": parts})
         })
-        .collect();
-    // When the search says nothing fits well: how often it says so of each part's
-    // requests that have a right tool (found at 5 or not) and of those that have none, and
-    // the coverage that would turn away one in twenty of the development part's found ones
-    // (what MIN_COVERAGE is chosen by).
+        .collect()
+}
+
+/// When the search says nothing fits well: how often it says so of each part's requests
+/// that have a right tool (found at 5 or not) and of those that have none, and the coverage
+/// that would turn away one in twenty of the development part's found ones (what
+/// MIN_COVERAGE is chosen by).
+fn nothing_good(index: &ToolIndex, requests: &[Request]) -> serde_json::Map<String, Value> {
     let turned_away = |r: &Request| {
         matches!(
             index.answer(&r.text, 5, &|_| true),
@@ -383,27 +324,6 @@ fn main() -> anyhow::Result<()> {
         .map(|r| index.coverage(&r.text))
         .collect();
     dev_coverage.sort_by(f64::total_cmp);
-    if flags.has("coverage") {
-        for r in requests.iter().filter(|r| r.split == "dev") {
-            let found = index
-                .search(&r.text, 5)
-                .iter()
-                .any(|f| r.expect.contains(&f.name));
-            println!(
-                "{:.3}\t{}\t{}",
-                index.coverage(&r.text),
-                if r.expect.is_empty() {
-                    "none"
-                } else if found {
-                    "found"
-                } else {
-                    "missed"
-                },
-                r.text
-            );
-        }
-        return Ok(());
-    }
     let twentieth = dev_coverage
         .get(dev_coverage.len() / 20)
         .copied()
@@ -416,6 +336,128 @@ fn main() -> anyhow::Result<()> {
         "dev_found_coverage_5th_percentile".into(),
         json!((twentieth * 1000.0).round() / 1000.0),
     );
+    nothing_good
+}
+
+/// `--coverage`: each development request's coverage, and whether its right tool is found.
+fn print_coverage(index: &ToolIndex, requests: &[Request]) {
+    for r in requests.iter().filter(|r| r.split == "dev") {
+        let found = index
+            .search(&r.text, 5)
+            .iter()
+            .any(|f| r.expect.contains(&f.name));
+        println!(
+            "{:.3}\t{}\t{}",
+            index.coverage(&r.text),
+            if r.expect.is_empty() {
+                "none"
+            } else if found {
+                "found"
+            } else {
+                "missed"
+            },
+            r.text
+        );
+    }
+}
+
+/// The host's catalog of the pinned servers' tools, all of them kept.
+fn host_catalog(servers: Vec<(String, Vec<Value>)>) -> anyhow::Result<Catalog> {
+    let listings = servers
+        .into_iter()
+        .map(|(server, tools)| {
+            let tools = tools
+                .into_iter()
+                .map(serde_json::from_value::<Tool>)
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok((server, tools))
+        })
+        .collect::<Result<Vec<_>, serde_json::Error>>()?;
+    let catalog = Catalog::build(listings);
+    anyhow::ensure!(
+        catalog.len() == catalog::CATALOG_TOOLS,
+        "the host's catalog holds {} tools (left out: {:?})",
+        catalog.len(),
+        catalog.left_out
+    );
+    Ok(catalog)
+}
+
+/// A search's figures on each part of the requests and on each server kind.
+fn parts(requests: &[Request], search: &dyn Fn(&str) -> Vec<String>) -> Value {
+    let mut out = serde_json::Map::new();
+    for split in SPLITS {
+        out.insert(split.into(), part(requests, search, &|r| r.split == split));
+    }
+    let mut kinds = serde_json::Map::new();
+    for kind in KINDS.iter().map(|(k, _)| *k).chain(["other"]) {
+        kinds.insert(kind.into(), part(requests, search, &|r| kind_of(r) == kind));
+    }
+    out.insert("kinds".into(), Value::Object(kinds));
+    Value::Object(out)
+}
+
+/// The requests whose right tool is found, but not first, with their part.
+fn not_first(index: &ToolIndex, requests: &[Request]) -> Vec<Value> {
+    requests
+        .iter()
+        .filter(|r| !r.expect.is_empty())
+        .filter_map(|r| {
+            let found: Vec<String> = index
+                .search(&r.text, 5)
+                .into_iter()
+                .map(|f| f.name)
+                .collect();
+            let first = found.first().is_some_and(|f| r.expect.contains(f));
+            let at5 = found.iter().any(|f| r.expect.contains(f));
+            (at5 && !first).then(
+                || json!({"request": r.text, "split": r.split, "expect": r.expect, "found": found}),
+            )
+        })
+        .collect()
+}
+
+fn main() -> anyhow::Result<()> {
+    let flags = Flags::parse();
+    let servers = catalog::quality_catalog(&catalog::repo_root())?;
+    if flags.has("list") {
+        list(&servers);
+        return Ok(());
+    }
+    if flags.has("dump") {
+        for (server, tools) in &servers {
+            for t in tools {
+                println!("{}", json!({"server": server, "tool": t}));
+            }
+        }
+        return Ok(());
+    }
+    let catalog = host_catalog(servers)?;
+    let requests = requests()?;
+    let start = Instant::now();
+    let index = ToolIndex::build(catalog.tools()).map_err(anyhow::Error::msg)?;
+    let build_ms = start.elapsed().as_secs_f64() * 1000.0;
+    let start = Instant::now();
+    let (host, misses) = recall(&requests, |q| {
+        index.search(q, 5).into_iter().map(|f| f.name).collect()
+    });
+    let search_ms = start.elapsed().as_secs_f64() * 1000.0 / requests.len() as f64;
+    let plain = PlainBm25::build(&catalog)?;
+    let (baseline, _) = recall(&requests, |q| plain.search(q, 5));
+    anyhow::ensure!(
+        requests.iter().all(|r| SPLITS.contains(&r.split.as_str())),
+        "every request needs its \"split\": dev, test or fresh"
+    );
+    let host_parts = parts(&requests, &|q| {
+        index.search(q, 5).into_iter().map(|f| f.name).collect()
+    });
+    let plain_parts = parts(&requests, &|q| plain.search(q, 5));
+    let ablation = ablation(&index, &requests);
+    if flags.has("coverage") {
+        print_coverage(&index, &requests);
+        return Ok(());
+    }
+    let nothing_good = nothing_good(&index, &requests);
     let mut out = json!({
         "catalog_tools": catalog.len(),
         "requests": requests.len(),
@@ -430,17 +472,7 @@ fn main() -> anyhow::Result<()> {
     });
     if flags.has("misses") {
         out["misses"] = Value::Array(misses);
-        // And the requests whose right tool is found, but not first, with their part.
-        out["not_first"] = requests
-            .iter()
-            .filter(|r| !r.expect.is_empty())
-            .filter_map(|r| {
-                let found: Vec<String> = index.search(&r.text, 5).into_iter().map(|f| f.name).collect();
-                let first = found.first().is_some_and(|f| r.expect.contains(f));
-                let at5 = found.iter().any(|f| r.expect.contains(f));
-                (at5 && !first).then(|| json!({"request": r.text, "split": r.split, "expect": r.expect, "found": found}))
-            })
-            .collect();
+        out["not_first"] = Value::Array(not_first(&index, &requests));
     }
     println!("{}", serde_json::to_string_pretty(&out)?);
     Ok(())
