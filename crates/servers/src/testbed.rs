@@ -337,6 +337,8 @@ impl Testbed {
         let token = context.meta.get_progress_token().filter(|_| !quiet);
         let total = Duration::from_secs_f64(seconds);
         let start = tokio::time::Instant::now();
+        // The call is in flight here: a test waits for this line rather than for a time.
+        common::log_line(json!({"event": "sleeping", "tool": "sleep", "seconds": seconds}));
         // Progress must rise (the spec): on a busy machine two ticks can round to the
         // same tenth, and the second is not sent.
         let mut sent = -1.0_f64;

@@ -1,12 +1,12 @@
 //! Time limits, crashes, older servers, and configurations that are wrong: the host says
 //! clearly what happened, keeps the other servers, and never panics.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde_json::{Value, json};
 
 use crate::common::{
-    process::{LIMIT, Spawn},
+    process::{LIMIT, Spawn, Stream},
     *,
 };
 
@@ -240,10 +240,9 @@ fn ctrl_c_stops_the_call_in_flight_and_the_turn_goes_on() {
         gatehouse_command(&ask_args(&bed.config, &model, &[]), &[]),
         "gatehouse ask",
     )
-    .run();
-    // Wait until the call is in flight: the host writes nothing before the end in --json
-    // mode, so give the servers time to start and the call to be sent.
-    std::thread::sleep(Duration::from_millis(1_500));
+    .watched(Stream::Stderr);
+    // The call is in flight once the server says it sleeps (its stderr, relayed).
+    host.wait_for_line(r#"[testbed stderr] {"event":"sleeping""#, LIMIT);
     assert!(host.signal("INT"));
     let ran = host.wait(LIMIT);
     assert_eq!(ran.status, 0, "{}", ran.stderr);

@@ -156,7 +156,8 @@ fn a_server_that_drops_mid_call_is_reported_and_the_turn_goes_on() {
         "gatehouse ask",
     )
     .run();
-    std::thread::sleep(Duration::from_millis(1_500));
+    // The call is in flight once the server says it sleeps.
+    server.wait_for_line(r#"{"event":"sleeping""#, process::LIMIT);
     server.stop();
     let started = Instant::now();
     let ran = host.wait(process::LIMIT);
