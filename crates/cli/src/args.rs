@@ -50,7 +50,7 @@ pub enum Command {
     /// starts this.
     Replay(ReplayArgs),
     /// Run one of the built-in reference servers on stdio, or over HTTP with `--http`.
-    Serve(gatehouse_servers::command::ServeArgs),
+    Serve(ServeArgs),
     /// Serve the servers of a servers file as one MCP server, under its policy, for any MCP
     /// client: on stdio, or over Streamable HTTP with `--http`.
     Gateway(GatewayArgs),
@@ -644,6 +644,20 @@ pub struct EvalArgs {
     /// no network, no server installed.
     #[arg(long, value_name = "DIR")]
     pub replay: Option<PathBuf>,
+}
+
+/// `gatehouse serve`'s flags: the reference servers' own, defined once for both binaries.
+#[cfg(feature = "built-in-servers")]
+pub use gatehouse_servers::command::ServeArgs;
+
+/// `gatehouse serve` in a build without the reference servers: whatever follows is taken
+/// as it comes, and the command says which feature it needs.
+#[cfg(not(feature = "built-in-servers"))]
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// The server and its flags, in a build that has them.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub rest: Vec<String>,
 }
 
 #[derive(Args, Debug)]

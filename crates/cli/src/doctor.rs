@@ -17,6 +17,8 @@ use serde::Serialize;
 use serde_json::json;
 
 mod places;
+#[cfg(feature = "built-in-servers")]
+mod tickets;
 
 use crate::args::DoctorArgs;
 use places::data_checks;

@@ -33,7 +33,7 @@ pub async fn run(args: EvalArgs) -> anyhow::Result<u8> {
             .with_context(|| format!("the recordings' folder {}", dir.display()))?;
     }
     let setting = Setting {
-        built_in: built_in_for(crate::start::built_in_file()?),
+        built_in: built_in_for(crate::start::built_in_file()),
         system_prompt: crate::start::DEFAULT_SYSTEM_PROMPT.into(),
         variable: Box::new(crate::harden::variable),
         record: args.record.clone().map(recorder),
@@ -88,9 +88,12 @@ fn recorder(dir: std::path::PathBuf) -> eval::run::Recorder {
 
 /// The built-in servers (`file`, made once), their tickets kept in each attempt's own
 /// folder.
-fn built_in_for(file: Value) -> eval::run::BuiltIn {
+#[cfg(feature = "built-in-servers")]
+fn built_in_for(file: anyhow::Result<Value>) -> eval::run::BuiltIn {
+    // A build without them says so when a suite asks for them, not before.
+    let file = file.map_err(|e| format!("{e:#}"));
     Box::new(move |dir: &Path| {
-        let mut file = file.clone();
+        let mut file = file.clone()?;
         let db = dir.join("tickets.db");
         if let Some(Value::Object(env)) = file.pointer_mut("/mcpServers/tickets/env") {
             env.insert(
@@ -100,6 +103,16 @@ fn built_in_for(file: Value) -> eval::run::BuiltIn {
         }
         Ok(file)
     })
+}
+
+/// No built-in servers in this build: a suite that asks for them is told why.
+#[cfg(not(feature = "built-in-servers"))]
+fn built_in_for(file: anyhow::Result<Value>) -> eval::run::BuiltIn {
+    let why = match file {
+        Ok(_) => "this build has no built-in servers".to_owned(),
+        Err(e) => format!("{e:#}"),
+    };
+    Box::new(move |_: &Path| Err(why.clone()))
 }
 
 /// One line, drawn again in place: attempts done, and the last one's verdict.

@@ -105,7 +105,7 @@ fn report_delivery(delivery: &gatehouse::telemetry::Delivery) {
 /// Run the command; its exit status.
 fn dispatch(command: Command) -> ExitCode {
     let result = match command {
-        Command::Serve(s) => gatehouse_servers::command::run(s),
+        Command::Serve(s) => serve(s),
         Command::Ask(a) => on_thread_pool(ask::ask(a)),
         Command::Chat(c) => on_thread_pool(ask::chat(c)),
         // The status says how the call ended (`call::EXIT_*`).
@@ -154,7 +154,24 @@ fn dispatch(command: Command) -> ExitCode {
     }
 }
 
+/// `gatehouse serve NAME`, in a build with the reference servers.
+#[cfg(feature = "built-in-servers")]
+fn serve(args: args::ServeArgs) -> anyhow::Result<()> {
+    gatehouse_servers::command::run(args)
+}
+
+#[cfg(not(feature = "built-in-servers"))]
+fn serve(_: args::ServeArgs) -> anyhow::Result<()> {
+    Err(left_out("built-in-servers", "the reference servers"))
+}
+
+#[cfg(not(feature = "built-in-servers"))]
+fn replay(_: args::ReplayArgs) -> anyhow::Result<()> {
+    Err(left_out("built-in-servers", "the replayed servers"))
+}
+
 /// `gatehouse replay FILE --server NAME`: the recorded server on stdio until stdin ends.
+#[cfg(feature = "built-in-servers")]
 fn replay(args: args::ReplayArgs) -> anyhow::Result<()> {
     use gatehouse_servers::replay;
     let recording =
@@ -206,7 +223,10 @@ fn gateway(_: args::GatewayArgs) -> anyhow::Result<()> {
 
 /// Why a command this build left out cannot run, and how to build one that has it. The
 /// flags stay the same in every build (help and completions come from one definition).
-#[cfg_attr(all(feature = "lab", feature = "gateway"), allow(dead_code))]
+#[cfg_attr(
+    all(feature = "lab", feature = "gateway", feature = "built-in-servers"),
+    allow(dead_code)
+)]
 pub(crate) fn left_out(feature: &str, what: &str) -> anyhow::Error {
     anyhow::anyhow!(
         "this gatehouse was built without {what}: build it with `cargo build --release \

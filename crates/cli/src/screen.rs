@@ -160,7 +160,7 @@ impl Log {
     fn write(&self, record: Map<String, Value>) {
         let mut line = Map::new();
         if !record.contains_key("ts") {
-            line.insert("ts".into(), json!(gatehouse_servers::common::timestamp()));
+            line.insert("ts".into(), json!(gatehouse_http::log::timestamp()));
         }
         line.extend(record);
         let mut text = Value::Object(line).to_string();

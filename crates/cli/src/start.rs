@@ -136,6 +136,14 @@ pub(crate) fn say_found(found: &config::project::Found, gated: Option<&Gated>) {
 /// The servers file of the built-in servers, started from the servers binary beside this
 /// one (else from this one, as `gatehouse serve NAME`). "This one" is the installed file,
 /// not a link to it on the PATH: `cargo install` puts both binaries side by side.
+#[cfg(not(feature = "built-in-servers"))]
+pub(crate) fn built_in_file() -> anyhow::Result<serde_json::Value> {
+    Err(crate::left_out("built-in-servers", "the built-in servers")
+        .context("no servers file was found or named (--config FILE)"))
+}
+
+/// The servers file of the built-in servers (see above).
+#[cfg(feature = "built-in-servers")]
 pub(crate) fn built_in_file() -> anyhow::Result<serde_json::Value> {
     use gatehouse_servers::built_in;
     let exe = std::env::current_exe()?;

@@ -1,13 +1,14 @@
 //! `doctor`'s checks of every place the host writes (and the reference tickets server's
 //! store): each made or makeable, private where it holds what is the person's.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use gatehouse::config::{Config, PathKind, ServerSpec, Transport};
+use gatehouse::config::{Config, PathKind};
 
 use super::{Check, Verdict, check};
 
 /// Every place the host (or its reference tickets server) writes.
+#[cfg_attr(not(feature = "built-in-servers"), allow(unused_variables))]
 pub(super) fn data_checks(
     config: Option<&Config>,
     settings: &gatehouse::config::Settings,
@@ -38,59 +39,14 @@ pub(super) fn data_checks(
         let name = format!("{} ({})", written.what, written.setting);
         checks.push(place(&name, &written.path, written.kind));
     }
-    let stores = config
-        .map(|c| {
-            c.servers
-                .iter()
-                .filter_map(tickets_store)
-                .collect::<Vec<_>>()
-        })
-        .unwrap_or_default();
-    for db in stores {
-        if let Some(dir) = db.parent().filter(|d| !d.as_os_str().is_empty()) {
-            checks.push(place("tickets store folder", dir, PathKind::Folder));
-        }
-        checks.push(place("tickets store", &db, PathKind::File));
-        if std::env::var_os(gatehouse_servers::tickets::ENV_KEY).is_none() {
-            // The tickets server keeps its sealing key beside the store (tickets::load_key).
-            checks.push(place(
-                "tickets sealing key",
-                &db.with_extension("key"),
-                PathKind::File,
-            ));
-        }
-    }
+    #[cfg(feature = "built-in-servers")]
+    checks.extend(super::tickets::places(config));
     checks
-}
-
-/// The store of a configured reference tickets server (`gatehouse serve tickets` or
-/// `gatehouse-servers tickets`): its `--db`, the entry's GATEHOUSE_TICKETS_DB, else the
-/// default the built-in servers get from the host's environment.
-fn tickets_store(spec: &ServerSpec) -> Option<PathBuf> {
-    let Transport::Stdio {
-        command, args, env, ..
-    } = &spec.transport
-    else {
-        return None;
-    };
-    let program = Path::new(command).file_stem()?.to_str()?;
-    let ours = ["gatehouse", gatehouse_servers::built_in::SERVERS_BINARY].contains(&program);
-    if !ours || !args.iter().any(|a| a == "tickets") {
-        return None;
-    }
-    if let Some(i) = args.iter().position(|a| a == "--db") {
-        return args.get(i + 1).map(PathBuf::from);
-    }
-    Some(
-        env.get(gatehouse_servers::tickets::ENV_DB)
-            .map(PathBuf::from)
-            .unwrap_or_else(gatehouse_servers::tickets::default_db_path),
-    )
 }
 
 /// A place the host writes: there (or its folder there to create it in), of the right
 /// kind, and readable by the user only.
-fn place(name: &str, path: &Path, kind: PathKind) -> Check {
+pub(super) fn place(name: &str, path: &Path, kind: PathKind) -> Check {
     let shown = path.display().to_string();
     let (noun, private_mode) = match kind {
         PathKind::File => ("file", "600"),
