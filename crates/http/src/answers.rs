@@ -35,7 +35,10 @@ use rmcp::{
 use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use super::shared::{AnswerKey, Shared, SharedAnswer, bounded, note, now};
+use super::{
+    refusal::Refusal,
+    shared::{AnswerKey, Shared, SharedAnswer, bounded, note, now},
+};
 
 /// How often a replica looks in the store for the answer to a request it waits for.
 pub const ANSWER_POLL: Duration = Duration::from_millis(200);
@@ -267,11 +270,10 @@ pub(super) async fn relay(
     body: &Bytes,
 ) -> Response {
     if body.len() > MAX_ANSWER_BYTES {
-        return (
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!("Payload Too Large: an answer carried between replicas is at most {MAX_ANSWER_BYTES} bytes"),
-        )
-            .into_response();
+        return Refusal::AnswerTooLarge {
+            limit: MAX_ANSWER_BYTES,
+        }
+        .into();
     }
     let key = AnswerKey {
         session: session.to_owned(),
@@ -290,11 +292,10 @@ pub(super) async fn relay(
             }));
             StatusCode::ACCEPTED.into_response()
         }
-        Ok(false) => (
-            StatusCode::TOO_MANY_REQUESTS,
-            format!("Too Many Requests: {MAX_ANSWERS_PER_SESSION} answers of this session are waiting already"),
-        )
-            .into_response(),
+        Ok(false) => Refusal::TooManyAnswers {
+            limit: MAX_ANSWERS_PER_SESSION,
+        }
+        .into(),
         Err(e) => super::shared::unavailable(&e),
     }
 }

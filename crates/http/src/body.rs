@@ -6,14 +6,14 @@ use std::time::Duration;
 use axum::{
     body::{Body, Bytes, HttpBody},
     extract::Request,
-    http::{Method, StatusCode, header},
-    response::{IntoResponse, Response},
+    http::Method,
+    response::Response,
 };
 use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::{MAX_JSON_DEPTH, MAX_REQUEST_BODY_BYTES, log, task_route};
+use crate::{MAX_JSON_DEPTH, MAX_REQUEST_BODY_BYTES, log, refusal::Refusal, task_route};
 
 /// A POST with its body read whole (within `limit` of `started`, at most
 /// [`MAX_REQUEST_BODY_BYTES`]), checked to be JSON, and the message's id and method; other
@@ -29,19 +29,14 @@ pub(crate) async fn read_post(
     let (parts, body) = request.into_parts();
     let bytes = read_body(body, started + limit).await.map_err(|refusal| {
         body_refused_log(refusal);
-        match refusal {
-            BodyRefusal::TooLarge => too_large(),
-            BodyRefusal::TooSlow => too_slow(limit),
-            BodyRefusal::Broken => (
-                StatusCode::BAD_REQUEST,
-                [(header::CONNECTION, "close")],
-                "Bad Request: the request body could not be read",
-            )
-                .into_response(),
-        }
+        Response::from(match refusal {
+            BodyRefusal::TooLarge => Refusal::TooLarge,
+            BodyRefusal::TooSlow => Refusal::TooSlow(limit),
+            BodyRefusal::Broken => Refusal::BrokenBody,
+        })
     })?;
     if nests_deeper_than(&bytes, MAX_JSON_DEPTH) {
-        return Err(parse_error(format!(
+        return Err(not_json(format!(
             "the body nests deeper than {MAX_JSON_DEPTH} levels"
         )));
     }
@@ -53,7 +48,7 @@ pub(crate) async fn read_post(
             Some(message)
         }
         Err(e) if e.is_data() => None,
-        Err(e) => return Err(parse_error(e.to_string())),
+        Err(e) => return Err(not_json(e.to_string())),
     };
     let mut parts = parts;
     if let Some(m) = &message {
@@ -121,19 +116,6 @@ fn nests_deeper_than(text: &[u8], max: usize) -> bool {
     false
 }
 
-/// 400 with JSON-RPC's parse error, for a body that is not JSON at all or nests too deep:
-/// a clearer answer than rmcp's 415, and nothing of the body is kept.
-fn parse_error(why: String) -> Response {
-    let body = json!({"jsonrpc": "2.0", "id": null,
-                      "error": {"code": -32700, "message": format!("Parse error: {why}")}});
-    (
-        StatusCode::BAD_REQUEST,
-        [(header::CONTENT_TYPE, "application/json")],
-        body.to_string(),
-    )
-        .into_response()
-}
-
 /// Why a body was not read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum BodyRefusal {
@@ -178,26 +160,10 @@ fn body_refused_log(refusal: BodyRefusal) {
     }));
 }
 
-pub(crate) fn too_large() -> Response {
-    // The rest of the body is not read: the connection closes after the answer.
-    (
-        StatusCode::PAYLOAD_TOO_LARGE,
-        [(header::CONNECTION, "close")],
-        format!("Payload Too Large: request body exceeds {MAX_REQUEST_BODY_BYTES} bytes"),
-    )
-        .into_response()
-}
-
-fn too_slow(limit: Duration) -> Response {
-    (
-        StatusCode::REQUEST_TIMEOUT,
-        [(header::CONNECTION, "close")],
-        format!(
-            "Request Timeout: the request body took longer than {} s",
-            limit.as_secs()
-        ),
-    )
-        .into_response()
+/// 400 with JSON-RPC's parse error, for a body that is not JSON at all or nests too deep:
+/// a clearer answer than rmcp's 415, and nothing of the body is kept.
+fn not_json(why: String) -> Response {
+    Refusal::NotJson(why).into()
 }
 
 #[cfg(test)]

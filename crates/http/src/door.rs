@@ -8,20 +8,21 @@ use axum::{
     extract::{Request, State},
     http::{HeaderValue, Method, StatusCode, header},
     middleware::Next,
-    response::{IntoResponse, Response},
+    response::Response,
 };
 use serde_json::{Value, json};
 
 use crate::{
-    AUTH_REALM, Auth, Caller, MAX_REQUEST_BODY_BYTES, SESSION_HEADER, SESSION_LIMIT_CODE,
-    SessionAccess, answers,
-    body::{read_post, too_large},
+    Auth, Caller, MAX_REQUEST_BODY_BYTES, SESSION_HEADER, SESSION_LIMIT_CODE, SessionAccess,
+    answers,
+    body::read_post,
     log,
     log::ThrottledLog,
     members,
     oauth::{self, Refusal as TokenRefusal, ResourceServer},
+    refusal::Refusal,
     sessions::{self, BoundedSessions, Refused, Sessions},
-    shared::{self, Shared, session_not_found},
+    shared::{self, Shared},
     tokens::{self, Tokens},
 };
 
@@ -43,30 +44,6 @@ pub(crate) struct Doorway {
     /// The store legacy sessions are shared through, if any.
     pub(crate) shared: Option<Arc<Shared>>,
     pub(crate) log: ThrottledLog,
-}
-
-fn unauthorized(error: Option<&str>) -> Response {
-    // RFC 6750 §3.1: no error code when the request carried no credentials at all.
-    let challenge = match error {
-        Some(e) => format!("Bearer realm=\"{AUTH_REALM}\", error=\"{e}\""),
-        None => format!("Bearer realm=\"{AUTH_REALM}\""),
-    };
-    challenged(
-        StatusCode::UNAUTHORIZED,
-        "Unauthorized: send Authorization: Bearer <token>".into(),
-        &challenge,
-    )
-}
-
-/// A refusal with its `WWW-Authenticate` challenge.
-fn challenged(status: StatusCode, body: String, challenge: &str) -> Response {
-    let mut response = (status, body).into_response();
-    if let Ok(value) = HeaderValue::from_str(challenge) {
-        response
-            .headers_mut()
-            .insert(header::WWW_AUTHENTICATE, value);
-    }
-    response
 }
 
 fn refused_log(reason: &str) {
@@ -120,7 +97,14 @@ impl Doorway {
             ),
         };
         self.log.note("http_session_refused", reason, json!({}));
-        jsonrpc_refusal(status, id, code, &message, data)
+        Refusal::JsonRpc {
+            status,
+            id: id.clone(),
+            code,
+            message,
+            data,
+        }
+        .into()
     }
 }
 
@@ -131,26 +115,6 @@ pub(crate) type ReadOnly = Arc<dyn Fn(&str) -> Option<bool> + Send + Sync>;
 enum NoSession {
     NotAMember,
     Full(Refused),
-}
-
-/// An HTTP error whose body is a JSON-RPC error answering request `id`.
-fn jsonrpc_refusal(
-    status: StatusCode,
-    id: &Value,
-    code: i32,
-    message: &str,
-    data: Option<Value>,
-) -> Response {
-    let mut error = json!({"code": code, "message": message});
-    if let Some(data) = data {
-        error["data"] = data;
-    }
-    (
-        status,
-        [(header::CONTENT_TYPE, "application/json")],
-        json!({"jsonrpc": "2.0", "id": id, "error": error}).to_string(),
-    )
-        .into_response()
 }
 
 /// Who calls, by the request's token (and what an OAuth token grants), or the refusal.
@@ -181,14 +145,16 @@ async fn session_of(
     let session = match headers.get(SESSION_HEADER).map(|v| v.to_str()) {
         None => None,
         Some(Ok(id)) => Some(id.to_owned()),
-        Some(Err(_)) => return Err(session_not_found()),
+        Some(Err(_)) => return Err(Refusal::NoSuchSession.into()),
     };
     let vetted = match (&session, &door.shared) {
         (Some(id), Some(shared)) => match door.manager.vet(shared, id, caller).await {
             Ok(vetted) => Some(vetted),
             Err(refusal) => return Err(refusal),
         },
-        (Some(id), None) if !door.sessions.may_use(id, caller) => return Err(session_not_found()),
+        (Some(id), None) if !door.sessions.may_use(id, caller) => {
+            return Err(Refusal::NoSuchSession.into());
+        }
         _ => None,
     };
     Ok((session, vetted))
@@ -234,7 +200,7 @@ pub(crate) async fn authenticate(
         Err(refusal) => return refusal,
     };
     if declared.is_some_and(|n| n > MAX_REQUEST_BODY_BYTES as u64) {
-        return too_large();
+        return Refusal::TooLarge.into();
     }
     let (session, vetted) = match session_of(&door, request.headers(), &caller).await {
         Ok(found) => found,
@@ -313,7 +279,7 @@ struct Unauthorized {
 impl Unauthorized {
     fn response(self) -> Response {
         refused_log(self.reason);
-        unauthorized(self.error)
+        Refusal::Unauthorized { error: self.error }.into()
     }
 }
 
@@ -340,12 +306,17 @@ async fn oauth_caller(
     presented: Option<HeaderValue>,
 ) -> Result<(Caller, Option<oauth::Grant>), Response> {
     let Some(rs) = &door.oauth else {
-        return Err(unauthorized(Some("invalid_token")));
+        return Err(Refusal::Unauthorized {
+            error: Some("invalid_token"),
+        }
+        .into());
     };
     let challenge = |refusal: Option<TokenRefusal>, reason: &str| {
         refused_log(reason);
         let error = refusal.map(|r| ("invalid_token", r.description()));
-        oauth_unauthorized(rs.challenge(error, rs.basic_scopes()))
+        Response::from(Refusal::OAuthUnauthorized {
+            challenge: rs.challenge(error, rs.basic_scopes()),
+        })
     };
     let Some(value) = presented else {
         return Err(challenge(None, "missing"));
@@ -367,15 +338,6 @@ async fn oauth_caller(
     }
 }
 
-/// 401 with an OAuth challenge.
-fn oauth_unauthorized(challenge: String) -> Response {
-    challenged(
-        StatusCode::UNAUTHORIZED,
-        "Unauthorized: send Authorization: Bearer <access token>".into(),
-        &challenge,
-    )
-}
-
 /// 403 `insufficient_scope`, naming every scope the request needs in one challenge.
 fn insufficient_scope(
     rs: &ResourceServer,
@@ -393,9 +355,9 @@ fn insufficient_scope(
         "user": grant.caller.user, "client": grant.caller.client, "missing": missing,
     }));
     let challenge = rs.challenge(Some(("insufficient_scope", &description)), needed);
-    challenged(
-        StatusCode::FORBIDDEN,
-        format!("Forbidden: {description}"),
-        &challenge,
-    )
+    Refusal::InsufficientScope {
+        description,
+        challenge,
+    }
+    .into()
 }

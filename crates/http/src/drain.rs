@@ -12,7 +12,7 @@ use axum::{
     extract::{Request, State},
     http::{Method, StatusCode},
     middleware::Next,
-    response::{IntoResponse, Response},
+    response::Response,
 };
 use futures::{Stream, StreamExt};
 use serde_json::json;
@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     REQUEST_TIMEOUT, SHUTDOWN_CLOSE, SHUTDOWN_DRAIN, connections::Connections, log,
-    sessions::Sessions,
+    refusal::Refusal, sessions::Sessions,
 };
 
 /// What a graceful stop needs of a running server.
@@ -182,14 +182,7 @@ pub(crate) async fn bound(
     let deadline = tokio::time::Instant::now() + REQUEST_TIMEOUT;
     let Ok(response) = tokio::time::timeout_at(deadline, next.run(request)).await else {
         timed_out_log();
-        return (
-            StatusCode::GATEWAY_TIMEOUT,
-            format!(
-                "the request took longer than {} s and was stopped",
-                REQUEST_TIMEOUT.as_secs()
-            ),
-        )
-            .into_response();
+        return Refusal::TimedOut.into();
     };
     // An answer already whole (plain JSON) is sent as it is; a stream (SSE) holds the
     // request in flight until it ends, and ends at the deadline.

@@ -48,6 +48,7 @@ pub mod log;
 pub mod members;
 pub mod oauth;
 mod options;
+mod refusal;
 mod serve;
 pub mod sessions;
 pub mod shared;

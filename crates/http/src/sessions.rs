@@ -40,7 +40,8 @@ use rmcp::{
 
 use super::{
     answers::Routed,
-    shared::{Shared, TOUCH_EVERY, Vetted, bounded, note, now, session_not_found, unavailable},
+    refusal::Refusal,
+    shared::{Shared, TOUCH_EVERY, Vetted, bounded, note, now, unavailable},
 };
 use crate::Caller;
 
@@ -434,16 +435,16 @@ impl BoundedSessions {
         let Some(row) = row.filter(|r| r.owner == owner) else {
             if here && !sessions.may_use(id, caller) {
                 // Another caller's session held here: theirs goes on.
-                return Err(session_not_found());
+                return Err(Refusal::NoSuchSession.into());
             }
             if here {
                 // Ended on another replica (DELETE), or expired: end the copy here too.
                 sessions.end(id).await;
             }
-            return Err(session_not_found());
+            return Err(Refusal::NoSuchSession.into());
         };
         if here && !sessions.may_use(id, caller) {
-            return Err(session_not_found());
+            return Err(Refusal::NoSuchSession.into());
         }
         let fresh = now + shared.idle.as_secs() as i64;
         if row.expires_at < fresh - TOUCH_EVERY.as_secs() as i64

@@ -28,14 +28,14 @@ use std::{
     time::Duration,
 };
 
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use futures::future::BoxFuture;
 use rmcp::transport::streamable_http_server::session::{
     SessionState, SessionStore, SessionStoreError,
 };
 use serde_json::json;
 
-use crate::{Caller, log};
+use crate::{Caller, log, refusal::Refusal};
 
 /// How often a session row's expiry is moved forward by its use, at most: a session may
 /// so end up to this much before `--session-idle` after its last request.
@@ -215,11 +215,7 @@ impl Shared {
 /// The answer when the store cannot be read: the request is not served.
 pub(super) fn unavailable(why: &str) -> Response {
     note("http_session_store_unavailable", why);
-    (
-        axum::http::StatusCode::SERVICE_UNAVAILABLE,
-        "Service Unavailable: the session store did not answer; try again",
-    )
-        .into_response()
+    Refusal::StoreUnavailable.into()
 }
 
 /// A log line about the shared store (its error text is the store's, never a secret).
@@ -320,16 +316,6 @@ impl SessionStore for RowStore {
             .await
             .map_err(Into::into)
     }
-}
-
-/// The answer to a request naming a session this server does not hold (or not for this
-/// caller): the same 404 either way, so an id reveals nothing.
-pub(crate) fn session_not_found() -> Response {
-    (
-        axum::http::StatusCode::NOT_FOUND,
-        "Not Found: Session not found",
-    )
-        .into_response()
 }
 
 #[cfg(test)]
