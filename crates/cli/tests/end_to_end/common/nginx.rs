@@ -97,13 +97,32 @@ impl Nginx {
     }
 }
 
+/// How many ports nginx is tried on: a free port is only free until nginx binds it, and
+/// another test may take it first.
+const PORT_TRIES: usize = 5;
+
 /// nginx in `dir` over `upstreams`, with `logging` (log formats and access logs) added to
-/// its `http` block.
+/// its `http` block; on another port if the one picked was taken before nginx bound it.
 fn start(dir: &Path, upstreams: &[u16], logging: &str) -> Nginx {
-    let nginx = nginx_binary();
     let dir = dir.to_path_buf();
     std::fs::create_dir_all(&dir).unwrap();
-    let port = free_port();
+    for _ in 0..PORT_TRIES {
+        match start_on(&dir, free_port(), upstreams, logging) {
+            Ok(nginx) => return nginx,
+            Err(Taken) => continue,
+        }
+    }
+    panic!("nginx found no free port in {PORT_TRIES} tries");
+}
+
+/// The port picked was taken by someone else before nginx could bind it.
+struct Taken;
+
+/// nginx on `port`, or [`Taken`] when that port was no longer free.
+fn start_on(dir: &Path, port: u16, upstreams: &[u16], logging: &str) -> Result<Nginx, Taken> {
+    let nginx = nginx_binary();
+    let _ = std::fs::remove_file(dir.join("error.log"));
+    let _ = std::fs::remove_file(dir.join("nginx.pid"));
     let servers: String = upstreams
         .iter()
         .map(|p| format!("    server 127.0.0.1:{p};\n"))
@@ -146,7 +165,7 @@ http {{
     std::fs::write(&conf, config).unwrap();
     let child = Command::new(&nginx)
         .arg("-p")
-        .arg(&dir)
+        .arg(dir)
         .arg("-e")
         .arg(dir.join("error.log"))
         .arg("-c")
@@ -159,20 +178,40 @@ http {{
     let mut proxy = Nginx {
         child,
         url: format!("http://127.0.0.1:{port}/mcp"),
-        dir: dir.clone(),
+        dir: dir.to_path_buf(),
     };
     let deadline = Instant::now() + START_TIMEOUT;
     loop {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return proxy;
-        }
         if let Ok(Some(status)) = proxy.child.try_wait() {
-            panic!(
-                "nginx exited ({status}); error log:\n{}",
-                std::fs::read_to_string(proxy.dir.join("error.log")).unwrap_or_default()
-            );
+            let log = std::fs::read_to_string(proxy.dir.join("error.log")).unwrap_or_default();
+            if log.contains("Address already in use") {
+                return Err(Taken);
+            }
+            panic!("nginx exited ({status}); error log:\n{log}");
+        }
+        // Its pid file is written once its socket is bound: before that, a connection could
+        // reach whoever took the port first.
+        let pid = std::fs::read_to_string(proxy.dir.join("nginx.pid")).unwrap_or_default();
+        if pid.trim() == proxy.child.id().to_string()
+            && std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+        {
+            return Ok(proxy);
         }
         assert!(Instant::now() < deadline, "nginx did not listen on {port}");
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+#[test]
+fn a_port_taken_before_nginx_binds_it_is_given_up_for_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken = held.local_addr().unwrap().port();
+    let upstream = free_port();
+    assert!(matches!(
+        start_on(dir.path(), taken, &[upstream], ""),
+        Err(Taken)
+    ));
+    let nginx = start(dir.path(), &[upstream], "");
+    assert!(!nginx.url.contains(&format!(":{taken}/")), "{}", nginx.url);
 }
