@@ -17,7 +17,6 @@ use gatehouse_gateway::{
     store::Location,
 };
 use gatehouse_http::{Caller, HttpLimits, HttpOptions};
-use gatehouse_servers::membership::Memberships;
 
 use crate::{
     args::{GatewayArgs, GatewayCommand},
@@ -40,13 +39,13 @@ fn key_file(args: &GatewayArgs, state: &Location) -> anyhow::Result<KeyFile> {
             .filter(|v| !v.is_empty())
             .map(std::path::PathBuf::from)
     });
-    match (state, named) {
-        (Location::File(_), named) => Ok(KeyFile {
+    match (state.is_shared(), named) {
+        (false, named) => Ok(KeyFile {
             path: named.unwrap_or_else(|| gatehouse::config::state_dir().join(KEY_FILE)),
             make: true,
         }),
-        (Location::Postgres(_), Some(path)) => Ok(KeyFile { path, make: false }),
-        (Location::Postgres(_), None) => anyhow::bail!(
+        (true, Some(path)) => Ok(KeyFile { path, make: false }),
+        (true, None) => anyhow::bail!(
             "--state {state} is shared by replicas on several machines, which must all seal with one key: give each the same key file with --key-file FILE (or ${KEY_FILE_ENV}), made once with `openssl rand -hex 32 > FILE; chmod 600 FILE`"
         ),
     }
@@ -202,9 +201,19 @@ async fn over_http(
     };
     let how = OverHttp {
         options,
-        members: Memberships::embedded()?,
+        members: members()?,
         page_client: started.page_client,
         page_only: started.page_only,
     };
     serve::over_http(started.served, how).await
+}
+
+/// Whose organization an access token that names none acts in: the user's only one, as
+/// the reference servers' memberships say (the servers the gateway is shown with); in a
+/// build without them, none.
+fn members() -> anyhow::Result<&'static dyn gatehouse_http::Members> {
+    #[cfg(feature = "built-in-servers")]
+    return Ok(gatehouse_servers::membership::Memberships::embedded()?);
+    #[cfg(not(feature = "built-in-servers"))]
+    Ok(&gatehouse_http::members::NoMembers)
 }

@@ -5,9 +5,6 @@
 use gatehouse_http::Caller;
 use rmcp::{RoleServer, service::RequestContext};
 
-/// The header naming an older client's session (2025-11-25 and before).
-const SESSION_HEADER: &str = "mcp-session-id";
-
 /// Who calls a gateway: one caller for every request (stdio), or each request's own, as
 /// the HTTP face checked its token.
 #[derive(Debug, Clone)]
@@ -40,7 +37,11 @@ impl Callers {
             return None;
         }
         let parts = context.extensions.get::<axum::http::request::Parts>()?;
-        let id = parts.headers.get(SESSION_HEADER)?.to_str().ok()?;
+        let id = parts
+            .headers
+            .get(gatehouse_http::SESSION_HEADER)?
+            .to_str()
+            .ok()?;
         Some(id.to_owned())
     }
 }

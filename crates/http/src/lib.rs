@@ -87,4 +87,4 @@ pub const AUTH_REALM: &str = "gatehouse";
 /// for the caller's, 503 for the server's); `data.reason` says which.
 pub const SESSION_LIMIT_CODE: i32 = -32004;
 /// The session header of the legacy (handshake) revisions.
-const SESSION_HEADER: &str = "mcp-session-id";
+pub const SESSION_HEADER: &str = "mcp-session-id";

@@ -89,6 +89,18 @@ impl Location {
     }
 }
 
+impl Location {
+    /// Is the state shared by replicas on several machines (a database), rather than kept
+    /// in a file on this one?
+    pub fn is_shared(&self) -> bool {
+        match self {
+            Location::File(_) => false,
+            #[cfg(feature = "postgres")]
+            Location::Postgres(_) => true,
+        }
+    }
+}
+
 impl std::fmt::Display for Location {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -308,6 +320,24 @@ mod tests {
             Location::parse("/srv/gatehouse/gateway.db"),
             Ok(Location::File(_))
         ));
+        let err = |text: &str| Location::parse(text).unwrap_err();
+        assert!(err("mysql://a@b/c").contains("not a mysql:// URL"));
+        assert!(err("").contains("empty"));
+        // A build without PostgreSQL says so of any postgres:// URL, and shows none of it.
+        #[cfg(not(feature = "postgres"))]
+        {
+            let e = err("postgres://gh:hunter2@127.0.0.1:5432/gatehouse");
+            assert!(
+                e.contains("built with PostgreSQL") && !e.contains("hunter2"),
+                "{e}"
+            );
+        }
+        #[cfg(feature = "postgres")]
+        postgres_urls(err);
+    }
+
+    #[cfg(feature = "postgres")]
+    fn postgres_urls(err: impl Fn(&str) -> String) {
         for good in [
             "postgres://gh@127.0.0.1:5432/gatehouse",
             "postgresql://gh:pw@db.internal/gatehouse",
@@ -318,9 +348,6 @@ mod tests {
                 "{good}"
             );
         }
-        let err = |text: &str| Location::parse(text).unwrap_err();
-        assert!(err("mysql://a@b/c").contains("not a mysql:// URL"));
-        assert!(err("").contains("empty"));
         assert!(err("postgres://gh@127.0.0.1:notaport/db").contains("--state"));
         assert!(err("postgres://127.0.0.1/db").contains("no user"));
         assert!(err("postgres://gh@127.0.0.1").contains("no database"));
@@ -336,6 +363,7 @@ mod tests {
         assert!(err("postgres://gh@127.0.0.1/db?bogus=1").contains("--state"));
     }
 
+    #[cfg(feature = "postgres")]
     #[test]
     fn a_postgres_urls_password_is_never_shown() {
         let secret = "hunter2-hunter2";
