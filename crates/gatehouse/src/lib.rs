@@ -14,7 +14,8 @@
 //! - [`rules`]: the person's rules over tools and their arguments, as written;
 //! - [`approvals`]: approvals remembered for the session and the project;
 //! - [`schema`]: arguments and structured results checked against a tool's schemas;
-//! - [`gate`]: one proposal's whole decision: policy, hook, person, ledger;
+//! - [`gate`]: one proposal's whole decision: policy, hook, person, ledger; [`caller`]:
+//!   who proposes, when not the host's model;
 //! - [`ledger`]: every decision, hash-chained, written before the call is sent;
 //! - [`hooks`]: the person's commands before and after a call;
 //! - [`person`]: approvals and answers to servers' questions; always the person;
@@ -40,6 +41,7 @@
 #![warn(clippy::too_many_lines)]
 
 pub mod approvals;
+pub mod caller;
 pub mod catalog;
 pub mod config;
 pub mod connect;

@@ -17,8 +17,8 @@ mod offered;
 #[cfg(test)]
 mod tests;
 
+pub use by_person::Called;
 use by_person::Proposer;
-pub use by_person::{Called, PERSON_CALLER};
 
 use std::{collections::HashMap, time::Instant};
 

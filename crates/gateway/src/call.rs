@@ -9,6 +9,7 @@
 //! asked with, and a server's own questions go to the same client (an older server's
 //! mid-call question to a 2026-07-28 client with the call held: `call/held.rs`).
 
+use crate::caller::CallerName;
 use rmcp::{
     ErrorData, RoleServer,
     model::{
@@ -51,7 +52,7 @@ use gatehouse::{
 pub(crate) struct Call<'a> {
     gw: &'a Gateway,
     context: &'a RequestContext<RoleServer>,
-    caller: String,
+    caller: CallerName,
     call: ToolCall,
     arguments: JsonObject,
     state: Option<String>,

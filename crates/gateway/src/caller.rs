@@ -2,6 +2,7 @@
 //! token's user and organization, or the local user on stdio) as the gateway's approvals,
 //! sealed states, shared sessions and ledger name it.
 
+pub use gatehouse::caller::CallerName;
 use gatehouse_http::Caller;
 use rmcp::{RoleServer, service::RequestContext};
 
@@ -20,9 +21,9 @@ pub enum Callers {
 }
 
 impl Callers {
-    /// The caller of `context`'s request, by name ([`name`]): whose approvals hold, and
-    /// who the ledger names.
-    pub fn of(&self, context: &RequestContext<RoleServer>) -> String {
+    /// The caller of `context`'s request, by name: whose approvals hold, and who the
+    /// ledger names.
+    pub fn of(&self, context: &RequestContext<RoleServer>) -> CallerName {
         match self {
             Callers::One(caller) => name(caller),
             Callers::OfRequest { fallback } => name(&Caller::of_request(fallback, context)),
@@ -46,21 +47,15 @@ impl Callers {
     }
 }
 
-/// A caller as the gateway names it: `user@tenant`, each part JSON-quoted when it holds
-/// an `@` or a quote, so no user can pass for another pair; `local` for nobody named (the
-/// local user on stdio, the same every time).
-pub fn name(caller: &Caller) -> String {
-    let part = |s: &str| {
-        if s.contains('@') || s.contains('"') {
-            serde_json::json!(s).to_string()
-        } else {
-            s.to_owned()
-        }
-    };
-    if caller.user.is_empty() {
-        return "local".into();
-    }
-    format!("{}@{}", part(&caller.user), part(&caller.tenant))
+/// A caller as the gateway names it ([`CallerName::of`] its user and organization).
+pub fn name(caller: &Caller) -> CallerName {
+    CallerName::of(&caller.user, &caller.tenant)
+}
+
+/// A caller's name as the tests write it (`sam@larkfield`).
+#[cfg(test)]
+pub(crate) fn who(name: &str) -> CallerName {
+    CallerName::kept(name.into())
 }
 
 #[cfg(test)]
@@ -70,11 +65,12 @@ mod tests {
     #[test]
     fn no_user_passes_for_another_pair() {
         let plain = Caller::new("usr-sam", "larkfield", "c");
-        assert_eq!(name(&plain), "usr-sam@larkfield");
+        assert_eq!(name(&plain).as_str(), "usr-sam@larkfield");
         let sly = Caller::new("usr-sam@larkfield", "x", "c");
         let other = Caller::new("usr-sam", "larkfield@x", "c");
         assert_ne!(name(&sly), name(&other));
         assert_ne!(name(&sly), name(&plain));
-        assert_eq!(name(&Caller::nobody("c")), "local");
+        assert_eq!(name(&Caller::nobody("c")), CallerName::local());
+        assert_eq!(CallerName::local().as_str(), "local");
     }
 }

@@ -3,6 +3,7 @@
 //! and, for clients on older revisions, asking them in the middle of the call with
 //! `elicitation/create` ([`ClientPerson`]).
 
+use crate::caller::CallerName;
 use rmcp::{
     RoleServer,
     model::{ElicitRequestParams, ElicitResult, ElicitationAction, InputRequest},
@@ -73,12 +74,16 @@ impl Asking {
 pub struct ClientPerson {
     peer: Peer<RoleServer>,
     asking: Asking,
-    caller: String,
+    caller: CallerName,
 }
 
 impl ClientPerson {
     /// The person behind `context`'s client, asked as `asking` says.
-    pub fn of(context: &RequestContext<RoleServer>, asking: Asking, caller: &str) -> ClientPerson {
+    pub fn of(
+        context: &RequestContext<RoleServer>,
+        asking: Asking,
+        caller: &CallerName,
+    ) -> ClientPerson {
         ClientPerson {
             peer: context.peer.clone(),
             asking,

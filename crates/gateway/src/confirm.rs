@@ -26,6 +26,7 @@ use serde_json::{Value, json};
 
 use gatehouse::{
     approvals::Scope,
+    caller::CallerName,
     person::{AnsweredBy, Approval, ApprovalRequest},
     text,
 };
@@ -123,7 +124,7 @@ pub enum Sealed {
 /// What a state is bound to.
 pub struct Bound<'a> {
     /// Who calls (`user@tenant`).
-    pub caller: &'a str,
+    pub caller: &'a CallerName,
     /// The namespaced tool.
     pub tool: &'a str,
     /// The call's arguments.
@@ -139,7 +140,7 @@ impl Bound<'_> {
         let args = canonical(&Value::Object(self.arguments.clone())).to_string();
         json!([
             "tools/call",
-            self.caller,
+            self.caller.as_str(),
             self.tool,
             gatehouse::digest::sha256_hex(args.as_bytes()),
             self.fingerprint
@@ -296,7 +297,11 @@ pub fn not_accepted(action: &ElicitationAction) -> Approval {
 mod tests {
     use super::*;
 
-    fn bound<'a>(caller: &'a str, args: &'a JsonObject, fp: &'a str) -> Bound<'a> {
+    fn who(name: &str) -> CallerName {
+        CallerName::kept(name.into())
+    }
+
+    fn bound<'a>(caller: &'a CallerName, args: &'a JsonObject, fp: &'a str) -> Bound<'a> {
         Bound {
             caller,
             tool: "tickets__open_ticket",
@@ -313,33 +318,33 @@ mod tests {
         let reordered: JsonObject =
             serde_json::from_value(json!({"b": {"x": 1, "y": 2}, "a": 1})).unwrap();
         let other: JsonObject = serde_json::from_value(json!({"a": 2, "b": {}})).unwrap();
-        let state = c.approve(&bound("sam@larkfield", &args, "fp"));
+        let state = c.approve(&bound(&who("sam@larkfield"), &args, "fp"));
         assert!(matches!(
-            c.open(&state, &bound("sam@larkfield", &reordered, "fp")),
+            c.open(&state, &bound(&who("sam@larkfield"), &reordered, "fp")),
             Ok(Sealed::Approve { .. })
         ));
         assert!(
-            c.open(&state, &bound("kim@larkfield", &args, "fp"))
+            c.open(&state, &bound(&who("kim@larkfield"), &args, "fp"))
                 .is_err()
         );
         assert!(
-            c.open(&state, &bound("sam@larkfield", &other, "fp"))
+            c.open(&state, &bound(&who("sam@larkfield"), &other, "fp"))
                 .is_err()
         );
         assert!(
-            c.open(&state, &bound("sam@larkfield", &args, "fp2"))
+            c.open(&state, &bound(&who("sam@larkfield"), &args, "fp2"))
                 .is_err()
         );
         let mut edited = state.clone();
         edited.pop();
         assert!(
-            c.open(&edited, &bound("sam@larkfield", &args, "fp"))
+            c.open(&edited, &bound(&who("sam@larkfield"), &args, "fp"))
                 .is_err()
         );
         let other_key = Confirmations::new(vec![8; 32], CONFIRMATION_TTL).unwrap();
         assert!(
             other_key
-                .open(&state, &bound("sam@larkfield", &args, "fp"))
+                .open(&state, &bound(&who("sam@larkfield"), &args, "fp"))
                 .is_err()
         );
     }
@@ -354,13 +359,14 @@ mod tests {
             question: 2,
             approved: Some(Approver::Client),
         };
-        let state = c.seal(&held, &bound("sam@larkfield", &args, "fp"));
+        let state = c.seal(&held, &bound(&who("sam@larkfield"), &args, "fp"));
         assert_eq!(
-            c.open(&state, &bound("sam@larkfield", &args, "fp")),
+            c.open(&state, &bound(&who("sam@larkfield"), &args, "fp")),
             Ok(held)
         );
         for (caller, fingerprint) in [("omar@larkfield", "fp"), ("sam@larkfield", "fp2")] {
-            let other = bound(caller, &args, fingerprint);
+            let caller = who(caller);
+            let other = bound(&caller, &args, fingerprint);
             assert!(c.open(&state, &other).is_err(), "{caller} {fingerprint}");
         }
         let expired = Confirmations::new(vec![7; 32], Duration::ZERO).unwrap();
@@ -371,12 +377,12 @@ mod tests {
                 question: 1,
                 approved: None,
             },
-            &bound("sam@larkfield", &args, "fp"),
+            &bound(&who("sam@larkfield"), &args, "fp"),
         );
         std::thread::sleep(Duration::from_millis(5));
         assert!(
             expired
-                .open(&state, &bound("sam@larkfield", &args, "fp"))
+                .open(&state, &bound(&who("sam@larkfield"), &args, "fp"))
                 .is_err(),
             "expired"
         );
@@ -389,7 +395,8 @@ mod tests {
         let args: JsonObject = serde_json::from_value(json!({"path": "/"})).unwrap();
         let forged = json!({"kind": "relay", "nonce": nonce(), "server_state": null, "rounds": 1,
                             "approved": null, "arguments": {"path": "/everything"}});
-        let b = bound("sam@larkfield", &args, "fp");
+        let sam = who("sam@larkfield");
+        let b = bound(&sam, &args, "fp");
         let codec = RequestStateCodec::try_new(key).unwrap();
         let ad = b.bytes();
         let options = SealOptions::new()

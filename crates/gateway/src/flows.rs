@@ -11,6 +11,7 @@
 //! it the same way on every replica, and a tool's results are trusted exactly when its
 //! definition is (`policy::result_trust`).
 
+use crate::caller::CallerName;
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex},
@@ -39,13 +40,13 @@ pub(super) struct CallerFlows {
 
 #[derive(Default)]
 struct Kept {
-    callers: HashMap<String, (Arc<Flows>, u64)>,
+    callers: HashMap<CallerName, (Arc<Flows>, u64)>,
     clock: u64,
 }
 
 impl CallerFlows {
     /// `caller`'s flows, made if new.
-    fn of(&self, caller: &str) -> Arc<Flows> {
+    fn of(&self, caller: &CallerName) -> Arc<Flows> {
         let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
         kept.clock += 1;
         let now = kept.clock;
@@ -64,14 +65,14 @@ impl CallerFlows {
             }
         }
         let flows = Arc::new(Flows::of_unseen_caller());
-        kept.callers.insert(caller.to_owned(), (flows.clone(), now));
+        kept.callers.insert(caller.clone(), (flows.clone(), now));
         flows
     }
 }
 
 impl Gateway {
     /// `caller`'s flows, holding the definitions the gateway offers now (each once).
-    pub(super) fn flows_of(&self, caller: &str) -> Arc<Flows> {
+    pub(super) fn flows_of(&self, caller: &CallerName) -> Arc<Flows> {
         let flows = self.inner.flows.of(caller);
         let host = self.host();
         let catalog = host.catalog();
@@ -94,7 +95,13 @@ impl Gateway {
 
     /// What the gateway relays to `caller` as the end of call `step` of `tool`, entered
     /// into the caller's flows with the tool's trust.
-    pub(super) fn relayed(&self, caller: &str, tool: &CatalogTool, step: u64, end: &CallEnd) {
+    pub(super) fn relayed(
+        &self,
+        caller: &CallerName,
+        tool: &CatalogTool,
+        step: u64,
+        end: &CallEnd,
+    ) {
         let text = match end {
             CallEnd::Result(result) => text_of(result),
             CallEnd::ProtocolError(e) => e.message.to_string(),
@@ -127,23 +134,27 @@ fn text_of(result: &CallToolResult) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::caller::who;
 
     #[test]
     fn the_caller_unheard_from_longest_makes_room_and_the_others_keep_theirs() {
         let flows = CallerFlows::default();
-        let first = flows.of("caller-0");
+        let first = flows.of(&who("caller-0"));
         for i in 1..MAX_TRACED_CALLERS {
-            flows.of(&format!("caller-{i}"));
+            flows.of(&who(&format!("caller-{i}")));
         }
         // caller-0 is heard from again: caller-1 is now the oldest.
-        assert!(Arc::ptr_eq(&first, &flows.of("caller-0")));
-        let one = flows.of("caller-1");
-        flows.of("caller-2");
-        let _ = flows.of("newcomer");
+        assert!(Arc::ptr_eq(&first, &flows.of(&who("caller-0"))));
+        let one = flows.of(&who("caller-1"));
+        flows.of(&who("caller-2"));
+        let _ = flows.of(&who("newcomer"));
         let kept = flows.kept.lock().unwrap();
         assert_eq!(kept.callers.len(), MAX_TRACED_CALLERS);
-        assert!(kept.callers.contains_key("caller-0"));
-        assert!(!kept.callers.contains_key("caller-3"), "the oldest went");
-        assert!(Arc::ptr_eq(&one, &kept.callers["caller-1"].0));
+        assert!(kept.callers.contains_key(&who("caller-0")));
+        assert!(
+            !kept.callers.contains_key(&who("caller-3")),
+            "the oldest went"
+        );
+        assert!(Arc::ptr_eq(&one, &kept.callers[&who("caller-1")].0));
     }
 }

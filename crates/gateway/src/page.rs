@@ -9,6 +9,7 @@
 //! Under `--oauth-issuer` people sign in through the authorization server: [`issuer`]
 //! (the page's client there) and [`sign_in`] (the sign-ins in flight, in the store).
 
+use crate::caller::CallerName;
 pub mod issuer;
 pub mod routes;
 pub mod sign_in;
@@ -157,7 +158,7 @@ pub enum Decided {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Session {
     /// Who (`user@tenant`).
-    pub caller: String,
+    pub caller: CallerName,
     /// The token every form of this session sends back.
     pub csrf: String,
 }
@@ -207,7 +208,11 @@ impl Page {
     }
 
     /// A new confirmation of `caller`'s for `request`, waiting on the page: its id.
-    pub async fn open(&self, caller: &str, request: &ApprovalRequest) -> Result<String, String> {
+    pub async fn open(
+        &self,
+        caller: &CallerName,
+        request: &ApprovalRequest,
+    ) -> Result<String, String> {
         let id = random_hex(ID_BYTES);
         let call = serde_json::to_string(&ShownCall::from(request)).map_err(|e| e.to_string())?;
         let row = PageRow {
@@ -253,7 +258,7 @@ impl Page {
     pub async fn pending(
         &self,
         id: &str,
-        caller: &str,
+        caller: &CallerName,
     ) -> Result<Option<(ShownCall, Decision)>, String> {
         if !is_id(id) {
             return Ok(None);
@@ -261,7 +266,7 @@ impl Page {
         let Some(row) = self.store.page_row(id, now()).await? else {
             return Ok(None);
         };
-        if row.caller != caller {
+        if row.caller != *caller {
             return Ok(None);
         }
         let shown = serde_json::from_str(&row.call).map_err(|e| e.to_string())?;
@@ -269,7 +274,12 @@ impl Page {
     }
 
     /// `caller` decides confirmation `id`, once.
-    pub async fn decide(&self, id: &str, caller: &str, yes: bool) -> Result<Decided, String> {
+    pub async fn decide(
+        &self,
+        id: &str,
+        caller: &CallerName,
+        yes: bool,
+    ) -> Result<Decided, String> {
         if !is_id(id) {
             return Ok(Decided::Refused);
         }
@@ -279,7 +289,12 @@ impl Page {
 
     /// Wait up to `wait` for the person's decision on `caller`'s confirmation `id`: an
     /// expired, unknown or another's confirmation is [`Decision::Denied`].
-    pub async fn wait(&self, id: &str, caller: &str, wait: Duration) -> Result<Decision, String> {
+    pub async fn wait(
+        &self,
+        id: &str,
+        caller: &CallerName,
+        wait: Duration,
+    ) -> Result<Decision, String> {
         let until = tokio::time::Instant::now() + wait;
         loop {
             let decision = match self.pending(id, caller).await? {
@@ -295,7 +310,7 @@ impl Page {
 
     /// Sign `caller` in (their bearer token was checked by the caller of this): a new
     /// session, kept as the digest of its cookie.
-    pub async fn sign_in(&self, caller: &str) -> Result<SignedIn, String> {
+    pub async fn sign_in(&self, caller: &CallerName) -> Result<SignedIn, String> {
         let cookie = random_hex(ID_BYTES * 2);
         let session = Session {
             caller: caller.to_owned(),
@@ -350,6 +365,7 @@ fn now() -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::caller::who;
     use crate::store::Location;
     use serde_json::json;
 
@@ -389,31 +405,42 @@ mod tests {
         let store = Store::open(&location, None).await.unwrap();
         let settings = PageSettings::parse("http://127.0.0.1:8700", None).unwrap();
         let page = Page::new(settings, store.clone());
-        let id = page.open("sam@larkfield", &request()).await.unwrap();
+        let id = page.open(&who("sam@larkfield"), &request()).await.unwrap();
         assert!(page.url(&id).ends_with(&format!("/approve/{id}")));
         assert!(
             !page.url(&id).contains("jump"),
             "no call details in the URL"
         );
-        assert!(page.pending(&id, "kim@larkfield").await.unwrap().is_none());
-        let (shown, decision) = page.pending(&id, "sam@larkfield").await.unwrap().unwrap();
+        assert!(
+            page.pending(&id, &who("kim@larkfield"))
+                .await
+                .unwrap()
+                .is_none()
+        );
+        let (shown, decision) = page
+            .pending(&id, &who("sam@larkfield"))
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(shown.tool, "cmdb__get_asset");
         assert_eq!(decision, Decision::Undecided);
         assert_eq!(
-            page.decide(&id, "kim@larkfield", true).await.unwrap(),
+            page.decide(&id, &who("kim@larkfield"), true).await.unwrap(),
             Decided::Refused
         );
         let wait = Duration::from_millis(300);
         assert_eq!(
-            page.wait(&id, "sam@larkfield", wait).await.unwrap(),
+            page.wait(&id, &who("sam@larkfield"), wait).await.unwrap(),
             Decision::Undecided
         );
         assert_eq!(
-            page.decide(&id, "sam@larkfield", false).await.unwrap(),
+            page.decide(&id, &who("sam@larkfield"), false)
+                .await
+                .unwrap(),
             Decided::Now
         );
         assert_eq!(
-            page.decide(&id, "sam@larkfield", true).await.unwrap(),
+            page.decide(&id, &who("sam@larkfield"), true).await.unwrap(),
             Decided::Refused
         );
         // Another opener of the same store (another replica) sees the same decision.
@@ -422,11 +449,11 @@ mod tests {
             Store::open(&location, None).await.unwrap(),
         );
         assert_eq!(
-            other.wait(&id, "sam@larkfield", wait).await.unwrap(),
+            other.wait(&id, &who("sam@larkfield"), wait).await.unwrap(),
             Decision::Denied
         );
         assert!(
-            page.pending("../etc", "sam@larkfield")
+            page.pending("../etc", &who("sam@larkfield"))
                 .await
                 .unwrap()
                 .is_none()
@@ -445,7 +472,7 @@ mod tests {
     async fn sessions_are_kept_by_digest_and_bounded_per_caller() {
         let dir = tempfile::tempdir().unwrap();
         let page = page_in(dir.path()).await;
-        let first = page.sign_in("sam@larkfield").await.unwrap();
+        let first = page.sign_in(&who("sam@larkfield")).await.unwrap();
         let found = page.session(&first.cookie).await.unwrap().unwrap();
         assert_eq!(found, first.session);
         assert!(csrf_matches(&found, &first.session.csrf));
@@ -457,7 +484,7 @@ mod tests {
                 .is_none()
         );
         for _ in 0..MAX_SESSIONS_PER_CALLER {
-            page.sign_in("sam@larkfield").await.unwrap();
+            page.sign_in(&who("sam@larkfield")).await.unwrap();
         }
         assert!(
             page.session(&first.cookie).await.unwrap().is_none(),
@@ -470,10 +497,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let page = page_in(dir.path()).await;
         for _ in 0..MAX_PENDING_PER_CALLER {
-            page.open("sam@larkfield", &request()).await.unwrap();
+            page.open(&who("sam@larkfield"), &request()).await.unwrap();
         }
-        let err = page.open("sam@larkfield", &request()).await.unwrap_err();
+        let err = page
+            .open(&who("sam@larkfield"), &request())
+            .await
+            .unwrap_err();
         assert!(err.contains("waiting"), "{err}");
-        assert!(page.open("kim@larkfield", &request()).await.is_ok());
+        assert!(page.open(&who("kim@larkfield"), &request()).await.is_ok());
     }
 }

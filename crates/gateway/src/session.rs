@@ -9,7 +9,7 @@ use rmcp::{ErrorData, RoleServer, service::RequestContext};
 use serde::{Deserialize, Serialize};
 
 use super::Gateway;
-use crate::error::Error;
+use crate::{caller::CallerName, error::Error};
 
 /// A session's state as its row keeps it (JSON).
 #[allow(deprecated)] // SEP-2577 deprecates logging; older revisions still have it
@@ -26,7 +26,7 @@ fn now() -> i64 {
 
 impl Gateway {
     /// The shared session of `context`'s request, and its caller.
-    fn shared_session(&self, context: &RequestContext<RoleServer>) -> Option<(String, String)> {
+    fn shared_session(&self, context: &RequestContext<RoleServer>) -> Option<(String, CallerName)> {
         let id = self.inner.callers.session_of(context)?;
         Some((id, self.inner.callers.of(context)))
     }

@@ -10,21 +10,25 @@ use serde_json::json;
 
 use crate::{
     approvals::{ProjectFile, Remembered, Scope},
+    caller::CallerName,
     config::Settings,
     ledger::{Entry, Ledger},
     trace::{Trace, Who},
 };
 
 /// Where the gate's memory lives: the approvals remembered for whoever proposes, and the
-/// ledger. `who` names whose approvals: the host's one person (`""`), or a gateway's
-/// caller.
+/// ledger. `who` names whose approvals: a gateway's caller; a host's keeper holds its one
+/// person's, whoever proposes (`None`: its model).
 pub trait Keeper: Send + Sync {
     /// The approvals that hold for `who` now (a keeper may answer from a cache).
-    fn remembered<'a>(&'a self, who: &'a str) -> BoxFuture<'a, Remembered>;
+    fn remembered<'a>(&'a self, who: Option<&'a CallerName>) -> BoxFuture<'a, Remembered>;
     /// The approvals for `who` read again where they are kept, past any cache: the gate
     /// asks before it would ask a person, so one given elsewhere since counts. `None`
     /// (the default) for a keeper that keeps no cache: its first answer stands.
-    fn remembered_now<'a>(&'a self, who: &'a str) -> BoxFuture<'a, Option<Remembered>> {
+    fn remembered_now<'a>(
+        &'a self,
+        who: Option<&'a CallerName>,
+    ) -> BoxFuture<'a, Option<Remembered>> {
         let _ = who;
         Box::pin(async { None })
     }
@@ -32,7 +36,7 @@ pub trait Keeper: Send + Sync {
     /// be kept there, say so in `trace` and keep what can be kept.
     fn remember<'a>(
         &'a self,
-        who: &'a str,
+        who: Option<&'a CallerName>,
         scope: Scope,
         tool: &'a str,
         fingerprint: &'a str,
@@ -109,7 +113,7 @@ impl LocalKeeper {
 }
 
 impl Keeper for LocalKeeper {
-    fn remembered<'a>(&'a self, _who: &'a str) -> BoxFuture<'a, Remembered> {
+    fn remembered<'a>(&'a self, _who: Option<&'a CallerName>) -> BoxFuture<'a, Remembered> {
         let now = self.held().clone();
         Box::pin(async move { now })
     }
@@ -118,7 +122,7 @@ impl Keeper for LocalKeeper {
     /// the session, as said).
     fn remember<'a>(
         &'a self,
-        _who: &'a str,
+        _who: Option<&'a CallerName>,
         scope: Scope,
         tool: &'a str,
         fingerprint: &'a str,

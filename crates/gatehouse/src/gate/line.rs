@@ -51,7 +51,7 @@ impl Gate {
             arguments_sha256: digest::sha256_hex(text.as_bytes()),
             arguments: kept,
             fingerprint: tool.map(|t| t.definition_digest().to_owned()),
-            caller: p.caller.map(str::to_owned),
+            caller: p.caller.cloned(),
             confirmation: p.confirmation.map(str::to_owned),
             ..Entry::default()
         }

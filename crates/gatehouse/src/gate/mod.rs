@@ -29,6 +29,7 @@ use serde_json::json;
 
 use crate::{
     approvals::{ProjectFile, Remembered},
+    caller::CallerName,
     catalog::{Catalog, CatalogTool, Live, host_tools::runs_unasked},
     config::{Hooks, Settings},
     flow::{Flows, Traced},
@@ -38,10 +39,6 @@ use crate::{
     policy::{self, Basis, Explanation, Refusal, Verdict},
     trace::{ApprovedBy, Outcome, Trace, Who},
 };
-
-/// The ledger line's `caller` for a call the person made themselves. A gateway names its
-/// callers `user@tenant` or `local`, never this; a model's proposals in a host name none.
-pub const PERSON_CALLER: &str = "person";
 
 /// Most characters of a proposed tool name a ledger line keeps: a name not in the catalog
 /// is the model's text, of any length.
@@ -74,21 +71,15 @@ pub struct Proposal<'a> {
     pub step: u64,
     /// Who proposes, as a gateway's caller (`user@tenant`): whose approvals hold, and
     /// named in the ledger line. In a host, `None` for its model's proposals and
-    /// [`PERSON_CALLER`] for a call the person made themselves (a host's
+    /// [`crate::caller::PERSON`] for a call the person made themselves (a host's
     /// keeper holds one person's approvals, whoever proposes).
-    pub caller: Option<&'a str>,
+    pub caller: Option<&'a CallerName>,
     /// The confirmation a gateway's second round uses up (its nonce): named in the line,
     /// which the keeper appends only once.
     pub confirmation: Option<&'a str>,
     /// The session's context, labelled ([`crate::flow`]): where the arguments came from.
     /// `None` where the proposer's context is not seen (a gateway's caller).
     pub flows: Option<&'a Flows>,
-}
-
-impl Proposal<'_> {
-    fn who(&self) -> &str {
-        self.caller.unwrap_or_default()
-    }
 }
 
 /// What the gate lets through.
@@ -262,7 +253,7 @@ impl Gate {
     /// The approvals remembered now, as the policy reads them for the person's own calls:
     /// what [`Gate::explain`] and a tool's [`policy::standing`] take.
     pub async fn remembered(&self) -> Remembered {
-        self.keeper.remembered("").await
+        self.keeper.remembered(None).await
     }
 
     /// Decide on one proposal: refused, or to be sent, asking `person` when the policy
@@ -283,7 +274,7 @@ impl Gate {
         let approval = match judged.asks() {
             Some(why) => {
                 let mut proposed = judged.proposed();
-                if p.caller == Some(PERSON_CALLER) {
+                if p.caller.is_some_and(CallerName::is_person) {
                     proposed.by = person::ProposedBy::Person;
                 }
                 Some(person::approve_call(person, trace, &proposed, why).await)
@@ -303,10 +294,10 @@ impl Gate {
         settings: &Settings,
         trace: &Trace,
     ) -> Result<Judged, Admission> {
-        let remembered = self.keeper.remembered(p.who()).await;
+        let remembered = self.keeper.remembered(p.caller).await;
         let mut decided = self.decide(p, live, settings, &remembered);
         if matches!(&decided, Ok(d) if matches!(d.how, How::Ask { .. }))
-            && let Some(now) = self.keeper.remembered_now(p.who()).await
+            && let Some(now) = self.keeper.remembered_now(p.caller).await
         {
             // The keeper answered from a cache: before the person is asked, its approvals
             // as they stand now (one given on another replica since counts).
@@ -446,7 +437,7 @@ impl Gate {
         if let (true, Some(scope)) = (may_remember, approval.remember) {
             let fingerprint = tool.definition_digest();
             self.keeper
-                .remember(p.who(), scope, &tool.name, fingerprint, trace)
+                .remember(p.caller, scope, &tool.name, fingerprint, trace)
                 .await;
         }
     }

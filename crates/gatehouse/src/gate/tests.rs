@@ -99,7 +99,7 @@ async fn a_deny_wins() {
     let trace = world.host.trace().clone();
     world
         .keeper
-        .remember("", Scope::Session, "desk__close", &digest, &trace)
+        .remember(None, Scope::Session, "desk__close", &digest, &trace)
         .await;
     let shown = world.host.turn().propose(&call("desk__close")).await;
     assert!(

@@ -66,6 +66,8 @@ use std::{
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+use crate::caller::CallerName;
+
 pub use verify::{Bad, Chain, Verified, read_entries, verify};
 
 /// The `prev` of the first line.
@@ -151,10 +153,10 @@ pub struct Entry {
     /// The reason given (a rule's, a hook's, a refusal's words).
     pub reason: Option<String>,
     /// Who proposed: a gateway's caller (`user@tenant`), or `person` for a call the person
-    /// made themselves (`gatehouse call`, [`crate::turn::PERSON_CALLER`]); a model's
+    /// made themselves (`gatehouse call`, [`crate::caller::PERSON`]); a model's
     /// proposals in a host name none.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub caller: Option<String>,
+    pub caller: Option<CallerName>,
     /// The confirmation a gateway's second round used up, by its nonce: one line each.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub confirmation: Option<String>,

@@ -14,6 +14,7 @@ use futures::future::BoxFuture;
 
 use crate::{
     approvals::{Remembered, Scope},
+    caller::CallerName,
     gate::Keeper,
     ledger::Entry,
     trace::Trace,
@@ -22,7 +23,7 @@ use crate::{
 /// The keeper in memory.
 #[derive(Default)]
 pub struct InMemory {
-    remembered: Mutex<HashMap<String, Remembered>>,
+    remembered: Mutex<HashMap<Option<CallerName>, Remembered>>,
     lines: Mutex<Vec<Entry>>,
     used: Mutex<HashSet<String>>,
     failing: AtomicBool,
@@ -46,12 +47,12 @@ impl InMemory {
 }
 
 impl Keeper for InMemory {
-    fn remembered<'a>(&'a self, who: &'a str) -> BoxFuture<'a, Remembered> {
+    fn remembered<'a>(&'a self, who: Option<&'a CallerName>) -> BoxFuture<'a, Remembered> {
         let now = self
             .remembered
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .get(who)
+            .get(&who.cloned())
             .cloned()
             .unwrap_or_default();
         Box::pin(async move { now })
@@ -59,7 +60,7 @@ impl Keeper for InMemory {
 
     fn remember<'a>(
         &'a self,
-        who: &'a str,
+        who: Option<&'a CallerName>,
         scope: Scope,
         tool: &'a str,
         fingerprint: &'a str,
@@ -68,7 +69,7 @@ impl Keeper for InMemory {
         self.remembered
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .entry(who.to_owned())
+            .entry(who.cloned())
             .or_default()
             .remember(scope, tool, fingerprint);
         Box::pin(async {})

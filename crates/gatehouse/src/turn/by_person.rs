@@ -15,7 +15,7 @@ use crate::{
     trace::{Outcome, Who, random_hex},
 };
 
-pub use crate::gate::PERSON_CALLER;
+use crate::caller::{CallerName, PERSON};
 
 /// Who proposed a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,10 +49,10 @@ impl Proposer {
     }
 
     /// The proposal's caller, as the gate writes it in the ledger line.
-    pub(super) fn caller(self) -> Option<&'static str> {
+    pub(super) fn caller(self) -> Option<&'static CallerName> {
         match self {
             Proposer::Model => None,
-            Proposer::Person => Some(PERSON_CALLER),
+            Proposer::Person => Some(&PERSON),
         }
     }
 }

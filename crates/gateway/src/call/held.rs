@@ -22,6 +22,7 @@
 //!
 //! [`Sealed::Held`]: crate::confirm::Sealed::Held
 
+use crate::caller::CallerName;
 mod holder;
 mod next;
 
@@ -228,7 +229,7 @@ pub(crate) struct Ending {
     /// The call's step on this replica.
     pub step: u64,
     /// Who calls (`user@tenant`).
-    pub caller: String,
+    pub caller: CallerName,
     /// The tool called.
     pub tool: CatalogTool,
     /// The admitted arguments.
@@ -444,14 +445,7 @@ impl Gateway {
             .admit(&id)
             .ok_or_else(|| format!("this gateway holds {MAX_HELD} calls already"))?;
         let now = now_ms();
-        let row = HeldRow {
-            id: id.clone(),
-            caller: ending.caller.clone(),
-            asked: 1,
-            alive: now,
-            expires_at: expiry(now),
-            ..HeldRow::default()
-        };
+        let row = HeldRow::first(id.clone(), ending.caller.clone(), now, expiry(now));
         let why = match self
             .inner
             .store

@@ -344,7 +344,10 @@ fn call_page(id: &str, session: &Session, call: &ShownCall) -> Response {
     let body = render(
         CALL_HTML,
         &[
-            ("caller", escape(&text::visible_line(&session.caller))),
+            (
+                "caller",
+                escape(&text::visible_line(session.caller.as_str())),
+            ),
             ("server", escape(&text::visible_line(&call.server))),
             ("tool", escape(&text::visible_line(&call.tool))),
             ("why", escape(&text::visible(&call.why))),

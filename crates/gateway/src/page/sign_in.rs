@@ -139,8 +139,7 @@ impl Page {
             .page_row(id, now())
             .await
             .map_err(SignInFailure::Store)?
-            .map(|row| row.caller)
-            .unwrap_or_default();
+            .map(|row| row.caller);
         let row = PageSignInRow {
             id: derived("sign-in", &browser, &state),
             caller,
@@ -213,6 +212,7 @@ impl Page {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::caller::who;
     use crate::{
         PageSettings,
         store::{Location, Store},
@@ -367,7 +367,7 @@ mod tests {
         let (page, issuer) = (page(dir.path()).await, issuer());
         let request =
             gatehouse::person::ApprovalRequest::new("cmdb", "cmdb__get_asset", json!({}), "ask");
-        let sams = page.open("sam@larkfield", &request).await.unwrap();
+        let sams = page.open(&who("sam@larkfield"), &request).await.unwrap();
         let first = page.begin_sign_in(&issuer, &sams, None).await.unwrap();
         let mut last = None;
         for _ in 0..MAX_SIGN_INS_PER_CALLER {
@@ -402,7 +402,7 @@ mod tests {
         let mut in_flight = 2 * MAX_SIGN_INS_PER_CALLER - 1;
         for n in 0.. {
             let id = page
-                .open(&format!("u{n}@larkfield"), &request)
+                .open(&who(&format!("u{n}@larkfield")), &request)
                 .await
                 .unwrap();
             for _ in 0..MAX_SIGN_INS_PER_CALLER {

@@ -17,15 +17,16 @@ use super::{
     Store,
     page::{Bounded, Cells, Kept, Statement, Value, kept},
 };
+use crate::caller::CallerName;
 
 kept! {
     /// A held call as the store keeps it.
-    #[derive(Debug, Clone, PartialEq, Default)]
+    #[derive(Debug, Clone, PartialEq)]
     pub struct HeldRow in "{t}held_calls" {
         /// Its id: 128 random bits as hex (the sealed state names it).
         pub id: String = text,
         /// Whose call it is (`user@tenant`): only they answer it.
-        pub caller: String = text,
+        pub caller: CallerName = caller,
         /// Whether the holder took the answer to `answered`: `None` before any answer,
         /// `Some(false)` while one waits for it.
         pub taken: Option<bool> = flag,
@@ -46,6 +47,25 @@ kept! {
         pub alive: i64 = int,
         /// When the row is dropped, in milliseconds since the Unix epoch.
         pub expires_at: i64 = int,
+    }
+}
+
+impl HeldRow {
+    /// A call `caller` has held from `now` (milliseconds), waiting on its first question
+    /// and kept until `expires_at`.
+    pub fn first(id: String, caller: CallerName, now: i64, expires_at: i64) -> HeldRow {
+        HeldRow {
+            id,
+            caller,
+            taken: None,
+            asked: 1,
+            answered: 0,
+            answer: String::new(),
+            outcome_of: 0,
+            outcome: String::new(),
+            alive: now,
+            expires_at,
+        }
     }
 }
 
@@ -123,14 +143,15 @@ impl Store {
             sql: INSERT_HELD,
             values: vec![
                 text(&row.id),
-                text(&row.caller),
+                Value::from(&row.caller),
                 Value::Int(row.asked),
                 Value::Int(row.alive),
                 Value::Int(row.expires_at),
             ],
         };
-        let count = vec![text(&row.caller)];
-        let write = Bounded::refusing(now, row.caller.clone(), (COUNT_HELD, count), max, insert);
+        let count = vec![Value::from(&row.caller)];
+        let turn = row.caller.to_string();
+        let write = Bounded::refusing(now, turn, (COUNT_HELD, count), max, insert);
         self.write::<HeldRow>(write).await
     }
 
@@ -145,11 +166,11 @@ impl Store {
     pub async fn held_answer(
         &self,
         key: (&str, usize),
-        caller: &str,
+        caller: &CallerName,
         answer: &str,
         now: i64,
     ) -> Result<bool, String> {
-        let values = [text(answer), text(caller), Value::Int(now)];
+        let values = [text(answer), Value::from(caller), Value::Int(now)];
         self.changed(ANSWER, keyed(values, key)).await
     }
 
@@ -186,12 +207,17 @@ impl Store {
     }
 
     /// Be done with `caller`'s held call `id`, as `how` says.
-    pub async fn held_close(&self, id: &str, caller: &str, how: Closed) -> Result<(), String> {
+    pub async fn held_close(
+        &self,
+        id: &str,
+        caller: &CallerName,
+        how: Closed,
+    ) -> Result<(), String> {
         let sql = match how {
             Closed::GivenUp => DROP,
             Closed::Read => DONE,
         };
-        self.changed(sql, vec![text(id), text(caller)])
+        self.changed(sql, vec![text(id), Value::from(caller)])
             .await
             .map(drop)
     }

@@ -14,6 +14,7 @@
 //! forge them): it is a file of its own (`gateway/key.rs`). A store an earlier version
 //! kept a key in has that key dropped when it is opened, so it is never used again.
 
+use crate::caller::CallerName;
 mod held;
 mod page;
 #[cfg(feature = "postgres")]
@@ -229,7 +230,7 @@ impl Store {
     /// A caller's approvals read from the store, and kept for the next calls; a store
     /// that cannot be read remembers nothing (so the person is asked, never the other way
     /// round), and that is not kept.
-    async fn read_approvals(&self, who: &str) -> Remembered {
+    async fn read_approvals(&self, who: &CallerName) -> Remembered {
         let read = match &self.kind {
             Kind::Sqlite(s) => s.remembered(who).await,
             #[cfg(feature = "postgres")]
@@ -245,11 +246,16 @@ impl Store {
     }
 }
 
+// A gateway's proposals always name their caller (`Callers::of`); one that named none
+// would have no approvals (so its person is asked) and keep none.
 impl Keeper for Store {
     /// A caller's approvals, as this replica read them less than `APPROVALS_TTL` ago,
     /// else read now (`remembered.rs` says why that is safe).
-    fn remembered<'a>(&'a self, who: &'a str) -> BoxFuture<'a, Remembered> {
+    fn remembered<'a>(&'a self, who: Option<&'a CallerName>) -> BoxFuture<'a, Remembered> {
         Box::pin(async move {
+            let Some(who) = who else {
+                return Remembered::default();
+            };
             match self.approvals.get(who) {
                 Some(kept) => kept,
                 None => self.read_approvals(who).await,
@@ -259,21 +265,27 @@ impl Keeper for Store {
 
     /// Read again before a person is asked: an approval given on another replica since
     /// counts.
-    fn remembered_now<'a>(&'a self, who: &'a str) -> BoxFuture<'a, Option<Remembered>> {
-        Box::pin(async move { Some(self.read_approvals(who).await) })
+    fn remembered_now<'a>(
+        &'a self,
+        who: Option<&'a CallerName>,
+    ) -> BoxFuture<'a, Option<Remembered>> {
+        Box::pin(async move { Some(self.read_approvals(who?).await) })
     }
 
     /// Every approval a gateway remembers is kept in the store, for that caller, on
     /// every replica.
     fn remember<'a>(
         &'a self,
-        who: &'a str,
+        who: Option<&'a CallerName>,
         _scope: Scope,
         tool: &'a str,
         fingerprint: &'a str,
         trace: &'a Trace,
     ) -> BoxFuture<'a, ()> {
         Box::pin(async move {
+            let Some(who) = who else {
+                return;
+            };
             let kept = match &self.kind {
                 Kind::Sqlite(s) => s.remember(who, tool, fingerprint).await,
                 #[cfg(feature = "postgres")]

@@ -5,6 +5,7 @@
 //! bounded write, each in their database's way.
 
 use super::{Kind, Store};
+use crate::caller::CallerName;
 
 /// A value bound into one of the page's statements: the three kinds both databases take.
 #[derive(Debug, Clone)]
@@ -23,6 +24,28 @@ pub(super) trait Cells {
     /// A yes-or-no column that may be NULL (a page's decision: NULL while undecided,
     /// else approved, `true`, or denied).
     fn flag(&self, column: usize) -> Result<Option<bool>, Self::Error>;
+    /// A caller's name, as the store was given it.
+    fn caller(&self, column: usize) -> Result<CallerName, Self::Error> {
+        self.text(column).map(CallerName::kept)
+    }
+    /// A caller's name that may be missing (kept empty).
+    fn maybe_caller(&self, column: usize) -> Result<Option<CallerName>, Self::Error> {
+        let name = self.text(column)?;
+        Ok((!name.is_empty()).then(|| CallerName::kept(name)))
+    }
+}
+
+impl From<&CallerName> for Value {
+    fn from(name: &CallerName) -> Value {
+        Value::Text(name.as_str().to_owned())
+    }
+}
+
+impl From<Option<&CallerName>> for Value {
+    /// No caller is kept empty: no name is empty ([`CallerName::of`]).
+    fn from(name: Option<&CallerName>) -> Value {
+        Value::Text(name.map(|n| n.as_str().to_owned()).unwrap_or_default())
+    }
 }
 
 /// One of the page's kinds of row: the table that keeps it and how a row of it reads.
@@ -79,7 +102,7 @@ kept! {
         /// Its unguessable id (the page's URL names it).
         pub id: String = text,
         /// Whose it is (`user@tenant`): only they see it and decide it.
-        pub caller: String = text,
+        pub caller: CallerName = caller,
         /// The call as the page shows it, as JSON.
         pub call: String = text,
         /// The person's decision, once made: `Some(true)` approved.
@@ -94,7 +117,7 @@ kept! {
         /// The digest of the session cookie (the cookie itself is never kept).
         pub id: String = text,
         /// Who signed in (`user@tenant`).
-        pub caller: String = text,
+        pub caller: CallerName = caller,
         /// The session's token against cross-site requests, sent back with every form.
         pub csrf: String = text,
         /// When it was made, in microseconds since the Unix epoch (the oldest make room).
@@ -110,9 +133,9 @@ kept! {
         /// The digest of its `state` and the browser's sign-in cookie (neither is kept):
         /// only that browser, coming back with that state, finds it.
         pub id: String = text,
-        /// Whose confirmation it began at (empty for an id that names none): the bound
+        /// Whose confirmation it began at (none for an id that names none): the bound
         /// per caller is theirs.
-        pub caller: String = text,
+        pub caller: Option<CallerName> = maybe_caller,
         /// When it began, in microseconds since the Unix epoch (the oldest make room).
         pub created_at: i64 = int,
         /// When it expires, in seconds since the Unix epoch.
@@ -238,10 +261,10 @@ impl Bound {
 /// where the database can.
 pub(super) struct Bounded {
     pub now: i64,
-    // The key PostgreSQL's writes lock on (an advisory lock per caller); SQLite's one
-    // writer takes turns anyway.
+    // The key PostgreSQL's writes lock on (an advisory lock per caller, per session, or
+    // one for all sign-ins); SQLite's one writer takes turns anyway.
     #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
-    pub caller: String,
+    pub turn: String,
     pub bound: Bound,
     pub insert: Statement,
 }
@@ -260,7 +283,7 @@ impl Bounded {
         let count = Statement { sql, values };
         Bounded {
             now,
-            caller: key,
+            turn: key,
             bound: Bound::Refuse { count, max },
             insert,
         }
@@ -280,17 +303,17 @@ impl Store {
             expires_at,
             ..
         } = row;
-        let count = vec![Value::Text(caller.clone())];
+        let count = vec![Value::from(&caller)];
         let insert = Statement {
             sql: INSERT_PENDING,
             values: vec![
                 Value::Text(id),
-                Value::Text(caller.clone()),
+                Value::from(&caller),
                 Value::Text(call),
                 Value::Int(expires_at),
             ],
         };
-        let write = Bounded::refusing(now, caller, (COUNT_PENDING, count), max, insert);
+        let write = Bounded::refusing(now, caller.to_string(), (COUNT_PENDING, count), max, insert);
         self.write::<PageRow>(write).await
     }
 
@@ -304,14 +327,14 @@ impl Store {
     pub async fn page_decide(
         &self,
         id: &str,
-        caller: &str,
+        caller: &CallerName,
         yes: bool,
         now: i64,
     ) -> Result<bool, String> {
         let values = vec![
             Value::Flag(yes),
             Value::Text(id.to_owned()),
-            Value::Text(caller.to_owned()),
+            Value::from(caller),
             Value::Int(now),
         ];
         let decided = Statement {
@@ -332,13 +355,13 @@ impl Store {
         let keep = i64::try_from(max.saturating_sub(1)).unwrap_or(i64::MAX);
         let trim = Statement {
             sql: TRIM_SESSIONS,
-            values: vec![Value::Text(row.caller.clone()), Value::Int(keep)],
+            values: vec![Value::from(&row.caller), Value::Int(keep)],
         };
         let insert = Statement {
             sql: INSERT_SESSION,
             values: vec![
                 Value::Text(row.id),
-                Value::Text(row.caller.clone()),
+                Value::from(&row.caller),
                 Value::Text(row.csrf),
                 Value::Int(row.created_at),
                 Value::Int(row.expires_at),
@@ -346,7 +369,7 @@ impl Store {
         };
         let write = Bounded {
             now,
-            caller: row.caller,
+            turn: row.caller.to_string(),
             bound: Bound::Trim(trim),
             insert,
         };
@@ -370,7 +393,7 @@ impl Store {
         let bound = Bound::TrimThenRefuse {
             trim: Statement {
                 sql: TRIM_SIGN_INS,
-                values: vec![Value::Text(row.caller.clone()), Value::Int(keep)],
+                values: vec![Value::from(row.caller.as_ref()), Value::Int(keep)],
             },
             count: Statement {
                 sql: COUNT_SIGN_INS,
@@ -382,14 +405,14 @@ impl Store {
             sql: INSERT_SIGN_IN,
             values: vec![
                 Value::Text(row.id),
-                Value::Text(row.caller),
+                Value::from(row.caller.as_ref()),
                 Value::Int(row.created_at),
                 Value::Int(row.expires_at),
             ],
         };
         let write = Bounded {
             now,
-            caller: SIGN_INS_TURN.to_owned(),
+            turn: SIGN_INS_TURN.to_owned(),
             bound,
             insert,
         };

@@ -12,6 +12,7 @@
 //! refused), and the next one connects again. One connection per replica,
 //! no pool: the appends of all replicas take turns on the head row anyway.
 
+use crate::caller::CallerName;
 use std::{str::FromStr, time::Duration};
 
 use futures::future::BoxFuture;
@@ -339,8 +340,8 @@ impl Postgres {
     }
 
     /// A caller's approvals.
-    pub async fn remembered(&self, who: &str) -> Result<Remembered, String> {
-        let who = who.to_owned();
+    pub async fn remembered(&self, who: &CallerName) -> Result<Remembered, String> {
+        let who = who.to_string();
         let rows = self
             .run(STORE_TIMEOUT, |c| {
                 Box::pin(async move {
@@ -361,8 +362,8 @@ impl Postgres {
     }
 
     /// Remember that `who` approved `tool` at this definition.
-    pub async fn remember(&self, who: &str, tool: &str, fingerprint: &str) -> Result<(), String> {
-        let params = [who, tool, fingerprint].map(str::to_owned);
+    pub async fn remember(&self, who: &CallerName, tool: &str, fp: &str) -> Result<(), String> {
+        let params = [who.as_str(), tool, fp].map(str::to_owned);
         self.run(STORE_TIMEOUT, |c| {
             Box::pin(async move {
                 let [who, tool, fingerprint] = &params;

@@ -10,6 +10,7 @@
 //! the person is never asked about what they approved on another replica. An approval
 //! deleted from the store by hand holds on a replica for at most [`APPROVALS_TTL`].
 
+use crate::caller::CallerName;
 use std::{collections::HashMap, sync::Mutex, time::Duration};
 
 use tokio::time::Instant;
@@ -25,23 +26,23 @@ pub const MAX_CACHED_CALLERS: usize = 10_000;
 /// The cache of one replica.
 #[derive(Default)]
 pub struct Cache {
-    callers: Mutex<HashMap<String, (Instant, Remembered)>>,
+    callers: Mutex<HashMap<CallerName, (Instant, Remembered)>>,
 }
 
 impl Cache {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Instant, Remembered)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<CallerName, (Instant, Remembered)>> {
         self.callers.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// `who`'s approvals, if read less than [`APPROVALS_TTL`] ago.
-    pub fn get(&self, who: &str) -> Option<Remembered> {
+    pub fn get(&self, who: &CallerName) -> Option<Remembered> {
         let callers = self.lock();
         let (read_at, remembered) = callers.get(who)?;
         (read_at.elapsed() < APPROVALS_TTL).then(|| remembered.clone())
     }
 
     /// Keep `who`'s approvals as just read.
-    pub fn put(&self, who: &str, remembered: Remembered) {
+    pub fn put(&self, who: &CallerName, remembered: Remembered) {
         let mut callers = self.lock();
         if callers.len() >= MAX_CACHED_CALLERS && !callers.contains_key(who) {
             callers.retain(|_, (read_at, _)| read_at.elapsed() < APPROVALS_TTL);
@@ -49,11 +50,11 @@ impl Cache {
                 callers.clear();
             }
         }
-        callers.insert(who.to_owned(), (Instant::now(), remembered));
+        callers.insert(who.clone(), (Instant::now(), remembered));
     }
 
     /// `who` approved `tool` at `fingerprint` on this replica: seen here at once.
-    pub fn approved(&self, who: &str, tool: &str, fingerprint: &str) {
+    pub fn approved(&self, who: &CallerName, tool: &str, fingerprint: &str) {
         if let Some((_, remembered)) = self.lock().get_mut(who) {
             remembered.remember(gatehouse::approvals::Scope::Project, tool, fingerprint);
         }
@@ -69,6 +70,7 @@ impl Cache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::caller::who;
 
     fn approving(tool: &str) -> Remembered {
         let mut r = Remembered::default();
@@ -79,50 +81,53 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn approvals_are_used_until_they_are_too_old_then_read_again() {
         let cache = Cache::default();
-        assert!(cache.get("sam").is_none(), "nothing read yet");
-        cache.put("sam", approving("tickets__open"));
+        assert!(cache.get(&who("sam")).is_none(), "nothing read yet");
+        cache.put(&who("sam"), approving("tickets__open"));
         tokio::time::advance(APPROVALS_TTL - Duration::from_millis(1)).await;
-        let kept = cache.get("sam").expect("still fresh");
+        let kept = cache.get(&who("sam")).expect("still fresh");
         assert!(kept.covers("tickets__open", "fp").is_some());
         tokio::time::advance(Duration::from_millis(1)).await;
-        assert!(cache.get("sam").is_none(), "too old: read again");
-        assert!(cache.get("kim").is_none(), "another caller's are their own");
+        assert!(cache.get(&who("sam")).is_none(), "too old: read again");
+        assert!(
+            cache.get(&who("kim")).is_none(),
+            "another caller's are their own"
+        );
     }
 
     #[tokio::test(start_paused = true)]
     async fn an_approval_given_here_is_seen_at_once() {
         let cache = Cache::default();
-        cache.put("sam", Remembered::default());
-        cache.approved("sam", "cmdb__get_asset", "fp2");
-        let kept = cache.get("sam").unwrap();
+        cache.put(&who("sam"), Remembered::default());
+        cache.approved(&who("sam"), "cmdb__get_asset", "fp2");
+        let kept = cache.get(&who("sam")).unwrap();
         assert!(kept.covers("cmdb__get_asset", "fp2").is_some());
         assert!(kept.covers("cmdb__get_asset", "fp1").is_none());
         // A caller not read yet is read from the store when next asked for.
-        cache.approved("kim", "cmdb__get_asset", "fp2");
-        assert!(cache.get("kim").is_none());
+        cache.approved(&who("kim"), "cmdb__get_asset", "fp2");
+        assert!(cache.get(&who("kim")).is_none());
     }
 
     #[tokio::test(start_paused = true)]
     async fn the_cache_never_holds_more_than_its_bound() {
         let cache = Cache::default();
         for i in 0..MAX_CACHED_CALLERS {
-            cache.put(&format!("caller-{i}"), Remembered::default());
+            cache.put(&who(&format!("caller-{i}")), Remembered::default());
         }
         assert_eq!(cache.len(), MAX_CACHED_CALLERS);
         // All fresh: the next caller empties it rather than grow it.
-        cache.put("one-more", Remembered::default());
+        cache.put(&who("one-more"), Remembered::default());
         assert_eq!(cache.len(), 1);
         for i in 0..10 {
-            cache.put(&format!("caller-{i}"), Remembered::default());
+            cache.put(&who(&format!("caller-{i}")), Remembered::default());
         }
         tokio::time::advance(APPROVALS_TTL).await;
         for i in 10..MAX_CACHED_CALLERS {
-            cache.put(&format!("caller-{i}"), Remembered::default());
+            cache.put(&who(&format!("caller-{i}")), Remembered::default());
         }
         // The expired go first, the fresh stay.
-        cache.put("last", Remembered::default());
+        cache.put(&who("last"), Remembered::default());
         assert!(cache.len() <= MAX_CACHED_CALLERS);
-        assert!(cache.get("last").is_some());
-        assert!(cache.get("caller-10").is_some());
+        assert!(cache.get(&who("last")).is_some());
+        assert!(cache.get(&who("caller-10")).is_some());
     }
 }

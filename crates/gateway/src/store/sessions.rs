@@ -14,7 +14,7 @@ use super::{
     Store,
     page::{Bounded, Cells, Kept, Statement, Value, kept},
 };
-use crate::confirm::CONFIRMATION_TTL;
+use crate::{caller::CallerName, confirm::CONFIRMATION_TTL};
 
 /// How much longer than [`CONFIRMATION_TTL`] a used confirmation's nonce is kept: room
 /// for replicas' clocks to disagree, so no replica can still open a state whose nonce is
@@ -34,7 +34,7 @@ pub struct SessionRow {
     /// The session's id (`Mcp-Session-Id`): rmcp's random UUID, which nobody can guess.
     pub id: String,
     /// Who opened it (`user@tenant`): only they may use it, on any replica.
-    pub caller: String,
+    pub caller: CallerName,
     /// The client's `initialize` parameters, as JSON: what a replica replays to restore
     /// the session.
     pub init: String,
@@ -48,7 +48,7 @@ pub struct AnswerRow {
     /// Its session and the request's id (as JSON), one line each ([`AnswerRow::key`]).
     pub id: String,
     /// The session's caller: only theirs is taken.
-    pub caller: String,
+    pub caller: CallerName,
     /// The JSON-RPC answer as the client sent it (bounded by the HTTP layer).
     pub body: String,
     /// When it is dropped if nobody took it, in seconds since the Unix epoch: an answer
@@ -60,7 +60,7 @@ kept! {
     /// A session as it is read by its id.
     pub struct Session in "{t}sessions" {
         /// Who opened it.
-        pub caller: String = text,
+        pub caller: CallerName = caller,
         /// Its `initialize` parameters.
         pub init: String = text,
         /// When it expires.
@@ -70,7 +70,7 @@ kept! {
     /// What the gateway keeps for a session (`data`), read with whose session it is.
     pub struct SessionData in "{t}sessions" {
         /// Whose session it is.
-        pub caller: String = text,
+        pub caller: CallerName = caller,
         /// The gateway's state of it, as JSON (empty when none).
         pub data: String = text,
     }
@@ -78,7 +78,7 @@ kept! {
     /// An answer as it is read by its key.
     pub struct Answer in "{t}session_answers" {
         /// Whose session it was sent in.
-        pub caller: String = text,
+        pub caller: CallerName = caller,
         /// The answer itself.
         pub body: String = text,
     }
@@ -143,17 +143,17 @@ impl Store {
         now: i64,
         max: usize,
     ) -> Result<bool, String> {
-        let caller = row.caller.clone();
-        let values = vec![text(&row.id), text(&caller), Value::Text(row.init)];
+        let caller = row.caller;
+        let values = vec![text(&row.id), Value::from(&caller), Value::Text(row.init)];
         let mut insert = Statement {
             sql: INSERT_SESSION,
             values,
         };
         insert.values.push(Value::Int(row.expires_at));
-        let count = vec![text(&caller)];
+        let count = vec![Value::from(&caller)];
         self.write::<Session>(Bounded::refusing(
             now,
-            caller,
+            caller.to_string(),
             (COUNT_SESSIONS, count),
             max,
             insert,
@@ -176,10 +176,10 @@ impl Store {
     pub async fn mcp_session_touch(
         &self,
         id: &str,
-        caller: &str,
+        caller: &CallerName,
         expires_at: i64,
     ) -> Result<(), String> {
-        let values = vec![Value::Int(expires_at), text(id), text(caller)];
+        let values = vec![Value::Int(expires_at), text(id), Value::from(caller)];
         self.execute(Statement {
             sql: TOUCH_SESSION,
             values,
@@ -189,9 +189,9 @@ impl Store {
     }
 
     /// End `caller`'s session `id`, and drop the answers waiting in it.
-    pub async fn mcp_session_end(&self, id: &str, caller: &str) -> Result<(), String> {
+    pub async fn mcp_session_end(&self, id: &str, caller: &CallerName) -> Result<(), String> {
         for sql in [END_SESSION, END_ANSWERS] {
-            let values = vec![text(id), text(caller)];
+            let values = vec![text(id), Value::from(caller)];
             self.execute(Statement { sql, values }).await?;
         }
         Ok(())
@@ -202,21 +202,23 @@ impl Store {
     pub async fn mcp_session_data(
         &self,
         id: &str,
-        caller: &str,
+        caller: &CallerName,
         now: i64,
     ) -> Result<Option<String>, String> {
         let found = self.find::<SessionData>(id, now).await?;
-        Ok(found.filter(|row| row.caller == caller).map(|row| row.data))
+        Ok(found
+            .filter(|row| row.caller == *caller)
+            .map(|row| row.data))
     }
 
     /// Keep `data` (JSON) for `caller`'s session `id`.
     pub async fn set_mcp_session_data(
         &self,
         id: &str,
-        caller: &str,
+        caller: &CallerName,
         data: &str,
     ) -> Result<(), String> {
-        let values = vec![text(data), text(id), text(caller)];
+        let values = vec![text(data), text(id), Value::from(caller)];
         self.execute(Statement {
             sql: SET_SESSION_DATA,
             values,
@@ -237,7 +239,7 @@ impl Store {
         if self.find::<Answer>(&row.id, now).await?.is_some() {
             return Ok(false);
         }
-        let values = vec![text(&row.id), text(session), text(&row.caller)];
+        let values = vec![text(&row.id), text(session), Value::from(&row.caller)];
         let mut insert = Statement {
             sql: INSERT_ANSWER,
             values,
@@ -254,18 +256,18 @@ impl Store {
     pub async fn answer_take(
         &self,
         id: &str,
-        caller: &str,
+        caller: &CallerName,
         now: i64,
     ) -> Result<Option<String>, String> {
         let Some(row) = self.find::<Answer>(id, now).await? else {
             return Ok(None);
         };
-        if row.caller != caller {
+        if row.caller != *caller {
             return Ok(None);
         }
         let take = Statement {
             sql: TAKE_ANSWER,
-            values: vec![text(id), text(caller)],
+            values: vec![text(id), Value::from(caller)],
         };
         Ok((self.execute(take).await? == 1).then_some(row.body))
     }

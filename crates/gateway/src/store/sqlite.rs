@@ -6,6 +6,7 @@
 //! opens it, so its `-wal` and `-shm`, which SQLite makes with the main file's mode, are
 //! too; wherever `--state` points, an existing folder included.
 
+use crate::caller::CallerName;
 use std::{
     path::{Path, PathBuf},
     sync::{Arc, Mutex},
@@ -95,13 +96,13 @@ impl Sqlite {
         )
     }
 
-    pub(super) fn approvals_of(&self, caller: &str) -> Result<Remembered, String> {
+    pub(super) fn approvals_of(&self, caller: &CallerName) -> Result<Remembered, String> {
         let db = self.held();
         let mut stmt = db
             .prepare_cached("SELECT tool, fingerprint FROM approvals WHERE caller = ?1")
             .map_err(|e| self.error(&e))?;
         let rows = stmt
-            .query_map(params![caller], |r| {
+            .query_map(params![caller.as_str()], |r| {
                 Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
             })
             .map_err(|e| self.error(&e))?;
@@ -115,7 +116,7 @@ impl Sqlite {
 
     pub(super) fn approve(
         &self,
-        caller: &str,
+        caller: &CallerName,
         tool: &str,
         fingerprint: &str,
     ) -> Result<(), String> {
@@ -123,7 +124,7 @@ impl Sqlite {
             .execute(
                 "INSERT OR REPLACE INTO approvals (caller, tool, fingerprint, approved_at)
                  VALUES (?1, ?2, ?3, ?4)",
-                params![caller, tool, fingerprint, gatehouse::ledger::now()],
+                params![caller.as_str(), tool, fingerprint, gatehouse::ledger::now()],
             )
             .map(drop)
             .map_err(|e| self.error(&e))
@@ -247,15 +248,15 @@ impl Sqlite {
     }
 
     /// A caller's approvals.
-    pub async fn remembered(&self, who: &str) -> Result<Remembered, String> {
+    pub async fn remembered(&self, who: &CallerName) -> Result<Remembered, String> {
         let (store, who) = (self.clone(), who.to_owned());
         blocking(move || store.approvals_of(&who)).await
     }
 
     /// Remember that `who` approved `tool` at this definition.
-    pub async fn remember(&self, who: &str, tool: &str, fingerprint: &str) -> Result<(), String> {
+    pub async fn remember(&self, who: &CallerName, tool: &str, fp: &str) -> Result<(), String> {
         let store = self.clone();
-        let (who, tool, fp) = (who.to_owned(), tool.to_owned(), fingerprint.to_owned());
+        let (who, tool, fp) = (who.to_owned(), tool.to_owned(), fp.to_owned());
         blocking(move || store.approve(&who, &tool, &fp)).await
     }
 
@@ -282,6 +283,7 @@ impl Sqlite {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::caller::who;
 
     #[test]
     fn two_openers_use_a_confirmation_once() {
@@ -373,12 +375,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Sqlite::open(&dir.path().join("state.db"), None).unwrap();
         store
-            .approve("sam@larkfield", "tickets__open_ticket", "fp1")
+            .approve(&who("sam@larkfield"), "tickets__open_ticket", "fp1")
             .unwrap();
-        let sam = store.approvals_of("sam@larkfield").unwrap();
+        let sam = store.approvals_of(&who("sam@larkfield")).unwrap();
         assert!(sam.covers("tickets__open_ticket", "fp1").is_some());
         assert!(sam.covers("tickets__open_ticket", "fp2").is_none());
-        let kim = store.approvals_of("kim@larkfield").unwrap();
+        let kim = store.approvals_of(&who("kim@larkfield")).unwrap();
         assert!(!kim.names("tickets__open_ticket"));
     }
 }

@@ -15,6 +15,7 @@ use super::{
     Store,
     page::{Bounded, Cells, Kept, Statement, Value},
 };
+use crate::caller::CallerName;
 
 /// Is `status` (a status as the extension spells it) an end?
 pub fn is_end(status: &str) -> bool {
@@ -22,12 +23,12 @@ pub fn is_end(status: &str) -> bool {
 }
 
 /// One task the gateway handed a client, as the store keeps it.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TaskRow {
     /// Its id: 128 random bits as hex.
     pub id: String,
     /// Whose it is (`user@tenant`): to anyone else it does not exist.
-    pub caller: String,
+    pub caller: CallerName,
     /// The server that runs it (the servers file's name).
     pub server: String,
     /// The tool as the catalog names it (`SERVER__TOOL`).
@@ -59,6 +60,31 @@ pub struct TaskRow {
     pub expires_at: i64,
 }
 
+/// A row of `caller`'s with nothing else in it, for the tests to fill in.
+#[cfg(test)]
+impl TaskRow {
+    pub(crate) fn blank(caller: CallerName) -> TaskRow {
+        TaskRow {
+            id: String::new(),
+            caller,
+            server: String::new(),
+            tool: String::new(),
+            arguments: String::new(),
+            server_task: String::new(),
+            status: String::new(),
+            message: String::new(),
+            poll_ms: 0,
+            asked: String::new(),
+            end_json: String::new(),
+            trace_id: String::new(),
+            step: 0,
+            created_at: 0,
+            updated_at: 0,
+            expires_at: 0,
+        }
+    }
+}
+
 impl Kept for TaskRow {
     const TABLE: &'static str = "{t}gateway_tasks";
     const COLUMNS: &'static str = "id, caller, server, tool, arguments, server_task, status, \
@@ -69,7 +95,7 @@ impl Kept for TaskRow {
         let mut col = || next.next().unwrap_or_default();
         Ok(TaskRow {
             id: r.text(col())?,
-            caller: r.text(col())?,
+            caller: r.caller(col())?,
             server: r.text(col())?,
             tool: r.text(col())?,
             arguments: r.text(col())?,
@@ -159,7 +185,7 @@ impl Store {
         let r = &row;
         let values = vec![
             text(&r.id),
-            text(&r.caller),
+            Value::from(&r.caller),
             text(&r.server),
             text(&r.tool),
             text(&r.arguments),
@@ -179,8 +205,9 @@ impl Store {
             sql: INSERT,
             values,
         };
-        let count = vec![text(&row.caller)];
-        let write = Bounded::refusing(now, row.caller.clone(), (COUNT_KEPT, count), max, insert);
+        let count = vec![Value::from(&row.caller)];
+        let turn = row.caller.to_string();
+        let write = Bounded::refusing(now, turn, (COUNT_KEPT, count), max, insert);
         self.write::<TaskRow>(write).await
     }
 

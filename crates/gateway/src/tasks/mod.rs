@@ -19,6 +19,7 @@
 //! the gateway task's own `input_required` (the client's `tasks/update` goes to the
 //! server as it came); the gateway answers none of them.
 
+use crate::caller::CallerName;
 mod wire;
 
 use std::time::Duration;
@@ -67,7 +68,7 @@ pub const MAX_ANSWER_BYTES: usize = 64 * 1024;
 
 /// A call the gateway admitted and sent, which a task starts from.
 pub(super) struct Started<'a> {
-    pub caller: &'a str,
+    pub caller: &'a CallerName,
     pub tool: &'a CatalogTool,
     pub arguments: &'a JsonObject,
     pub trace_id: &'a str,
@@ -117,7 +118,7 @@ impl Gateway {
         let now = wire::now_ms();
         let row = TaskRow {
             id: random_hex(16),
-            caller: started.caller.to_owned(),
+            caller: started.caller.clone(),
             server: server.clone(),
             tool: started.tool.name.clone(),
             arguments: Value::Object(started.arguments.clone()).to_string(),
@@ -125,12 +126,13 @@ impl Gateway {
             status: word(TaskStatus::Working).into(),
             message: shown(created.task.status_message.as_deref()),
             poll_ms: poll_ms(created.task.poll_interval_ms),
+            asked: String::new(),
+            end_json: String::new(),
             trace_id: started.trace_id.to_owned(),
             step: i64::try_from(started.step).unwrap_or(i64::MAX),
             created_at: now,
             updated_at: now,
             expires_at: now.saturating_add(TASK_TTL.as_millis() as i64),
-            ..TaskRow::default()
         };
         let store = &self.inner.store;
         let why = match store

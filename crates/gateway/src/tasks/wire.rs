@@ -110,7 +110,7 @@ mod tests {
             created_at: 1_000,
             updated_at: 2_000,
             expires_at: 61_000,
-            ..TaskRow::default()
+            ..TaskRow::blank(crate::caller::CallerName::local())
         }
     }
 

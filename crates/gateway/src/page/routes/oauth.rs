@@ -179,7 +179,7 @@ async fn callback(
     };
     // Relative to `…/approve/callback`: the confirmation's page beside it.
     let next = escape(&path_id(&returned.confirmation));
-    let shown = escape(&text::visible_line(&crate::caller::name(&caller)));
+    let shown = escape(&text::visible_line(crate::caller::name(&caller).as_str()));
     let body = render(SIGNED_IN_HTML, &[("next", next), ("caller", shown)]);
     let mut response = html(StatusCode::OK, "Signed in", &body);
     response.headers_mut().extend(cookie);

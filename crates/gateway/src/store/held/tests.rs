@@ -3,6 +3,7 @@
 //! statement's spelling in both databases.
 
 use super::*;
+use crate::caller::who;
 use crate::store::{Location, page::assert_spelled};
 
 async fn store(dir: &tempfile::TempDir) -> Store {
@@ -17,14 +18,12 @@ const OMAR: &str = "usr-omar@larkfield";
 const YES: &str = r#"{"action":"accept","content":{"name":"Sam"}}"#;
 
 fn row(id: &str, caller: &str) -> HeldRow {
-    HeldRow {
-        id: id.into(),
-        caller: caller.into(),
-        asked: 1,
-        alive: NOW,
-        expires_at: NOW + 60_000,
-        ..HeldRow::default()
-    }
+    HeldRow::first(
+        id.into(),
+        CallerName::kept(caller.into()),
+        NOW,
+        NOW + 60_000,
+    )
 }
 
 /// Two replicas' handles on one store, with Sam's call `h` held on the first.
@@ -64,12 +63,20 @@ async fn an_answer_is_written_once_by_its_caller_for_the_question_waited_on() {
     ];
     for (key, caller, now) in refused {
         assert!(
-            !other.held_answer(key, caller, YES, now).await.unwrap(),
+            !other
+                .held_answer(key, &who(caller), YES, now)
+                .await
+                .unwrap(),
             "{key:?} {caller}"
         );
     }
-    assert!(other.held_answer(("h", 1), SAM, YES, NOW).await.unwrap());
-    let again = other.held_answer(("h", 1), SAM, "{}", NOW).await;
+    assert!(
+        other
+            .held_answer(("h", 1), &who(SAM), YES, NOW)
+            .await
+            .unwrap()
+    );
+    let again = other.held_answer(("h", 1), &who(SAM), "{}", NOW).await;
     assert_eq!(again, Ok(false), "a second answer to the same question");
     let seen = holder.held_row("h", NOW).await.unwrap().unwrap();
     assert_eq!(
@@ -99,7 +106,10 @@ async fn an_answer_nobody_took_is_withdrawn_with_the_call_and_then_cannot_be_tak
     let (holder, other) = held(&dir).await;
     let early = other.held_withdraw(("h", 1)).await;
     assert_eq!(early, Ok(false), "no answer yet: nothing to take back");
-    other.held_answer(("h", 1), SAM, YES, NOW).await.unwrap();
+    other
+        .held_answer(("h", 1), &who(SAM), YES, NOW)
+        .await
+        .unwrap();
     assert!(other.held_withdraw(("h", 1)).await.unwrap());
     assert_eq!(holder.held_take(("h", 1), NOW).await, Ok(false));
     assert_eq!(holder.held_row("h", NOW).await, Ok(None));
@@ -111,7 +121,10 @@ async fn an_answer_nobody_took_is_withdrawn_with_the_call_and_then_cannot_be_tak
 async fn outcomes_follow_questions_in_order_and_only_its_caller_closes_the_call() {
     let dir = tempfile::tempdir().unwrap();
     let (holder, other) = held(&dir).await;
-    other.held_answer(("h", 1), SAM, YES, NOW).await.unwrap();
+    other
+        .held_answer(("h", 1), &who(SAM), YES, NOW)
+        .await
+        .unwrap();
     holder.held_take(("h", 1), NOW).await.unwrap();
     // The server asks again: the call now waits on question 2.
     let asks = r#"{"kind":"asks"}"#;
@@ -127,8 +140,18 @@ async fn outcomes_follow_questions_in_order_and_only_its_caller_closes_the_call(
         (next.asked, next.outcome_of, next.outcome.as_str()),
         (2, 1, asks)
     );
-    assert!(!other.held_answer(("h", 1), SAM, YES, NOW).await.unwrap());
-    assert!(other.held_answer(("h", 2), SAM, YES, NOW).await.unwrap());
+    assert!(
+        !other
+            .held_answer(("h", 1), &who(SAM), YES, NOW)
+            .await
+            .unwrap()
+    );
+    assert!(
+        other
+            .held_answer(("h", 2), &who(SAM), YES, NOW)
+            .await
+            .unwrap()
+    );
     holder.held_take(("h", 2), NOW).await.unwrap();
     let ended = r#"{"kind":"ended"}"#;
     assert_eq!(
@@ -137,9 +160,17 @@ async fn outcomes_follow_questions_in_order_and_only_its_caller_closes_the_call(
     );
     let last = other.held_row("h", NOW).await.unwrap().unwrap();
     assert_eq!((last.asked, last.outcome_of), (0, 2));
-    assert!(!other.held_answer(("h", 3), SAM, YES, NOW).await.unwrap());
+    assert!(
+        !other
+            .held_answer(("h", 3), &who(SAM), YES, NOW)
+            .await
+            .unwrap()
+    );
     // Read: only the mark of what was answered stays, not counted against Sam's bound.
-    other.held_close("h", SAM, Closed::Read).await.unwrap();
+    other
+        .held_close("h", &who(SAM), Closed::Read)
+        .await
+        .unwrap();
     let done = other.held_row("h", NOW).await.unwrap().unwrap();
     assert_eq!(
         (done.asked, done.answered, done.outcome.as_str()),
@@ -147,9 +178,15 @@ async fn outcomes_follow_questions_in_order_and_only_its_caller_closes_the_call(
     );
     assert!(holder.held_open(&row("h2", SAM), NOW, 1).await.unwrap());
     // Given up, by its caller only.
-    other.held_close("h2", OMAR, Closed::GivenUp).await.unwrap();
+    other
+        .held_close("h2", &who(OMAR), Closed::GivenUp)
+        .await
+        .unwrap();
     assert!(other.held_row("h2", NOW).await.unwrap().is_some());
-    other.held_close("h2", SAM, Closed::GivenUp).await.unwrap();
+    other
+        .held_close("h2", &who(SAM), Closed::GivenUp)
+        .await
+        .unwrap();
     assert!(holder.held_row("h2", NOW).await.unwrap().is_none());
 }
 

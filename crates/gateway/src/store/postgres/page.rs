@@ -77,7 +77,7 @@ impl Postgres {
                 let tx = c.transaction().await?;
                 tx.execute(&POSTGRES.prune::<R>(), &[&w.now]).await?;
                 // Two replicas writing the same caller's at once take turns on this lock.
-                tx.execute("SELECT pg_advisory_xact_lock(hashtext($1))", &[&w.caller])
+                tx.execute("SELECT pg_advisory_xact_lock(hashtext($1))", &[&w.turn])
                     .await?;
                 let (trim, refuse) = w.bound.parts();
                 if let Some(trim) = trim {

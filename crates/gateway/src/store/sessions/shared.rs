@@ -1,7 +1,8 @@
 //! The HTTP face's older clients' sessions (`gatehouse_http::shared`) kept in this store,
 //! so that the gateway's replicas behind a balancer serve each other's sessions: the HTTP
 //! layer asks, [`super`] keeps, and this says one in the other's words. A session's owner
-//! is the caller as the gateway names it everywhere else ([`crate::caller::name`]).
+//! is the caller as the gateway names it everywhere else ([`CallerName`]); the HTTP layer
+//! keeps it as opaque text, and the name it hands back is the one this gave it.
 
 use futures::future::BoxFuture;
 use gatehouse_http::{
@@ -10,17 +11,17 @@ use gatehouse_http::{
 };
 
 use super::{AnswerRow, SessionRow};
-use crate::Store;
+use crate::{Store, caller::CallerName};
 
 impl SharedSessions for Store {
     fn owner(&self, caller: &Caller) -> String {
-        crate::caller::name(caller)
+        crate::caller::name(caller).to_string()
     }
 
     fn open(&self, s: SharedSession, max: usize) -> BoxFuture<'_, Result<bool, String>> {
         let row = SessionRow {
             id: s.id,
-            caller: s.owner,
+            caller: CallerName::kept(s.owner),
             init: s.init,
             expires_at: s.expires_at,
         };
@@ -36,7 +37,7 @@ impl SharedSessions for Store {
             let row = self.mcp_session_row(id, now).await?;
             Ok(row.map(|r| SharedSession {
                 id: r.id,
-                owner: r.caller,
+                owner: r.caller.to_string(),
                 init: r.init,
                 expires_at: r.expires_at,
             }))
@@ -49,17 +50,19 @@ impl SharedSessions for Store {
         owner: &'a str,
         expires_at: i64,
     ) -> BoxFuture<'a, Result<(), String>> {
-        Box::pin(self.mcp_session_touch(id, owner, expires_at))
+        let owner = CallerName::kept(owner.to_owned());
+        Box::pin(async move { self.mcp_session_touch(id, &owner, expires_at).await })
     }
 
     fn end<'a>(&'a self, id: &'a str, owner: &'a str) -> BoxFuture<'a, Result<(), String>> {
-        Box::pin(self.mcp_session_end(id, owner))
+        let owner = CallerName::kept(owner.to_owned());
+        Box::pin(async move { self.mcp_session_end(id, &owner).await })
     }
 
     fn put_answer(&self, a: SharedAnswer, max: usize) -> BoxFuture<'_, Result<bool, String>> {
         let row = AnswerRow {
             id: AnswerRow::key(&a.key.session, &a.key.request),
-            caller: a.key.owner,
+            caller: CallerName::kept(a.key.owner),
             body: a.body,
             expires_at: a.expires_at,
         };
@@ -69,7 +72,8 @@ impl SharedSessions for Store {
 
     fn take_answer<'a>(&'a self, key: &'a AnswerKey, now: i64) -> Answered<'a> {
         let id = AnswerRow::key(&key.session, &key.request);
-        Box::pin(async move { self.answer_take(&id, &key.owner, now).await })
+        let owner = CallerName::kept(key.owner.clone());
+        Box::pin(async move { self.answer_take(&id, &owner, now).await })
     }
 }
 

@@ -1,4 +1,5 @@
 use super::*;
+use crate::caller::who;
 use crate::store::Location;
 
 async fn store(dir: &tempfile::TempDir) -> Store {
@@ -7,10 +8,9 @@ async fn store(dir: &tempfile::TempDir) -> Store {
         .unwrap()
 }
 
-fn row(id: &str, caller: &str, now: i64) -> TaskRow {
+fn row(id: &str, caller: &CallerName, now: i64) -> TaskRow {
     TaskRow {
         id: id.into(),
-        caller: caller.into(),
         server: "orders".into(),
         tool: "orders__export_report".into(),
         arguments: r#"{"rows":3000}"#.into(),
@@ -22,7 +22,7 @@ fn row(id: &str, caller: &str, now: i64) -> TaskRow {
         created_at: now,
         updated_at: now,
         expires_at: now + 60_000,
-        ..TaskRow::default()
+        ..TaskRow::blank(caller.clone())
     }
 }
 
@@ -31,31 +31,31 @@ async fn a_task_reads_back_whole_until_it_expires_and_a_caller_keeps_at_most_max
     let dir = tempfile::tempdir().unwrap();
     let s = store(&dir).await;
     let now = 1_000_000;
-    let a = row("a1", "sam@larkfield", now);
+    let a = row("a1", &who("sam@larkfield"), now);
     assert!(s.task_insert(a.clone(), now, 2).await.unwrap());
     assert_eq!(s.task_row("a1", now).await.unwrap(), Some(a.clone()));
     assert_eq!(s.task_row("nope", now).await.unwrap(), None);
     assert_eq!(s.task_row("a1", a.expires_at).await.unwrap(), None);
     assert!(
-        s.task_insert(row("a2", "sam@larkfield", now), now, 2)
+        s.task_insert(row("a2", &who("sam@larkfield"), now), now, 2)
             .await
             .unwrap()
     );
     // A third of Sam's is refused; Omar's is not counted against Sam.
     assert!(
-        !s.task_insert(row("a3", "sam@larkfield", now), now, 2)
+        !s.task_insert(row("a3", &who("sam@larkfield"), now), now, 2)
             .await
             .unwrap()
     );
     assert!(
-        s.task_insert(row("b1", "omar@larkfield", now), now, 2)
+        s.task_insert(row("b1", &who("omar@larkfield"), now), now, 2)
             .await
             .unwrap()
     );
     // Once Sam's have expired they are dropped, and make room.
     let later = now + 60_000;
     assert!(
-        s.task_insert(row("a4", "sam@larkfield", later), later, 2)
+        s.task_insert(row("a4", &who("sam@larkfield"), later), later, 2)
             .await
             .unwrap()
     );
@@ -72,11 +72,11 @@ async fn the_first_end_wins_and_nothing_moves_an_ended_task() {
     let s = store(&dir).await;
     let now = 5_000;
     assert!(
-        s.task_insert(row("t", "sam@larkfield", now), now, 8)
+        s.task_insert(row("t", &who("sam@larkfield"), now), now, 8)
             .await
             .unwrap()
     );
-    let mut asking = Move::from(&row("t", "sam@larkfield", now));
+    let mut asking = Move::from(&row("t", &who("sam@larkfield"), now));
     asking.status = "input_required".into();
     asking.message = "asks".into();
     assert!(s.task_move("t", &asking, now + 1).await.unwrap());
