@@ -20,7 +20,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use gatehouse::{
     approvals::Remembered,
     catalog::Catalog,
-    config::{FlowSettings, Settings},
+    config::{FlowSettings, ServerName, Settings},
     flow::{Flows, Origin, Trust},
     model::ToolCall,
     policy,
@@ -66,7 +66,7 @@ fn flow_benches(c: &mut Criterion) {
         "inputSchema": {"type": "object", "properties": {
             "host": {"type": "string"}, "summary": {"type": "string"}, "contact": {"type": "string"}}}}))
     .expect("a tool");
-    let catalog = Catalog::build(vec![("tickets".into(), vec![tool])]);
+    let catalog = Catalog::build(vec![(ServerName::parse("tickets").unwrap(), vec![tool])]);
     let settings = Settings {
         allow: vec!["tickets__open_ticket".into()],
         flows: FlowSettings::parse(&json!({"consequential": ["tickets__*"]})).expect("flows"),

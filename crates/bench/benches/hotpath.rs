@@ -19,7 +19,7 @@ use std::time::Duration;
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use gatehouse::{
     catalog::{self, Catalog},
-    config::Settings,
+    config::{ServerName, Settings},
     model::ToolCall,
     person, policy, result, schema,
 };
@@ -36,7 +36,7 @@ fn tool(text: &str) -> Tool {
 
 fn support_catalog() -> Catalog {
     Catalog::build(vec![(
-        "support".into(),
+        ServerName::parse("support").expect("a server's name"),
         vec![tool(SEARCH), tool(GET_TICKET)],
     )])
 }
@@ -60,13 +60,14 @@ fn ticket() -> Value {
     })
 }
 
-fn thousand_tools() -> Vec<(String, Vec<Tool>)> {
+fn thousand_tools() -> Vec<(ServerName, Vec<Tool>)> {
     (0..20)
         .map(|s| {
             let tools = (0..50)
                 .map(|i| serde_json::from_value(generated_tool(s * 50 + i)).expect("valid"))
                 .collect();
-            (format!("server-{s:02}"), tools)
+            let name = ServerName::parse(&format!("server-{s:02}")).expect("a server's name");
+            (name, tools)
         })
         .collect()
 }
@@ -158,7 +159,11 @@ fn catalog_benches(c: &mut Criterion) {
     let listings = thousand_tools();
     let names: Vec<(String, String)> = listings
         .iter()
-        .flat_map(|(s, tools)| tools.iter().map(move |t| (s.clone(), t.name.to_string())))
+        .flat_map(|(s, tools)| {
+            tools
+                .iter()
+                .map(move |t| (s.to_string(), t.name.to_string()))
+        })
         .collect();
     let built = Catalog::build(listings.clone());
     assert_eq!(built.len(), 1_000);

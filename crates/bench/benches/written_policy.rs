@@ -16,7 +16,7 @@ use std::hint::black_box;
 use criterion::{Criterion, criterion_group, criterion_main};
 use gatehouse::{
     catalog::Catalog,
-    config::Settings,
+    config::{ServerName, Settings},
     ledger::{Entry, Ledger},
     model::ToolCall,
     policy,
@@ -49,7 +49,7 @@ fn hundred_rules(matching: bool) -> Value {
 
 fn policy_benches(c: &mut Criterion) {
     let tool: Tool = serde_json::from_str(GET_TICKET).expect("a valid tool definition");
-    let catalog = Catalog::build(vec![("support".into(), vec![tool])]);
+    let catalog = Catalog::build(vec![(ServerName::parse("support").unwrap(), vec![tool])]);
     let call = ToolCall {
         id: "call_1".into(),
         name: "support__get_ticket".into(),

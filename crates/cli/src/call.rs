@@ -130,9 +130,9 @@ fn offers_exactly(catalog: &Catalog, server: &str, name: &str) -> bool {
     let own = name
         .strip_prefix(server)
         .and_then(|rest| rest.strip_prefix(NAMESPACE_SEPARATOR));
-    catalog
-        .get(name)
-        .is_some_and(|t| t.origin.server() == Some(server) && own == Some(t.tool.name.as_ref()))
+    catalog.get(name).is_some_and(|t| {
+        t.origin.server().is_some_and(|s| s == server) && own == Some(t.tool.name.as_ref())
+    })
 }
 
 /// `/call TOOL [ARGS-JSON]` in `gatehouse chat` (`line` is what follows `/call`): the

@@ -12,18 +12,21 @@ use serde_json::{Map, Value};
 
 use crate::config::{self, ConfigError};
 
-/// Longest server name: it prefixes every tool name the model sees (`server__tool`), and
-/// model APIs take tool names of at most 64 characters.
-pub const MAX_SERVER_NAME_CHARS: usize = 32;
+/// Longest name `mcp add` gives a server: it prefixes every tool name the model sees
+/// (`server__tool`), and model APIs take tool names of at most 64 characters. A file
+/// people bring may hold longer ones, up to [`config::MAX_SERVER_NAME_CHARS`].
+pub const MAX_ADDED_NAME_CHARS: usize = 32;
 
-/// Why a name cannot name a server, if it cannot.
+/// Why a name cannot name a server `mcp add` adds, if it cannot: what the servers file
+/// refuses ([`config::ServerName::parse`]), and beyond that anything but ASCII letters,
+/// digits, `-` and `_`, so that the name is the tools' prefix unchanged.
 pub fn name_problem(name: &str) -> Option<String> {
     if name.is_empty() {
         return Some("a server needs a name".into());
     }
-    if name.chars().count() > MAX_SERVER_NAME_CHARS {
+    if name.chars().count() > MAX_ADDED_NAME_CHARS {
         return Some(format!(
-            "the name {name:?} is longer than {MAX_SERVER_NAME_CHARS} characters"
+            "the name {name:?} is longer than {MAX_ADDED_NAME_CHARS} characters"
         ));
     }
     if !name.starts_with(|c: char| c.is_ascii_alphanumeric())
@@ -35,12 +38,7 @@ pub fn name_problem(name: &str) -> Option<String> {
             "the name {name:?} must start with a letter or digit and hold only letters, digits, - and _"
         ));
     }
-    if name.contains(crate::catalog::NAMESPACE_SEPARATOR) || name.ends_with('_') {
-        return Some(format!(
-            "the name {name:?} must not hold \"__\" or end with \"_\": its tools are named {name}__TOOL, which must read one way only"
-        ));
-    }
-    None
+    config::ServerName::parse(name).err()
 }
 
 /// A server to add, as the command line gives it.

@@ -32,7 +32,7 @@ fn names_that_read_two_ways_or_not_at_all_are_refused() {
         let problem = name_problem(bad).unwrap_or_default();
         assert!(problem.contains(why), "{bad}: {problem}");
     }
-    assert!(name_problem(&"a".repeat(MAX_SERVER_NAME_CHARS + 1)).is_some());
+    assert!(name_problem(&"a".repeat(MAX_ADDED_NAME_CHARS + 1)).is_some());
 }
 
 #[test]

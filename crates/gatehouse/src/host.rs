@@ -163,7 +163,7 @@ impl Host {
         let (connections, listings, failed) = connect_all(config, &person, &trace, connector).await;
         let unknown_servers: Vec<String> = failed
             .iter()
-            .map(|(s, _)| s.name.clone())
+            .map(|(s, _)| s.name.to_string())
             .chain(left_out.iter().cloned())
             .collect();
         let limits = connect::Limits::from_settings(&config.settings);
@@ -334,7 +334,8 @@ impl Host {
     /// the file's order, then those that start late; `Err` says why one does not.
     pub fn server_states(&self) -> Vec<(String, Result<(), String>)> {
         let state = |why: Option<String>| why.map_or(Ok(()), Err);
-        let started = (self.connections.iter()).map(|c| (c.name.clone(), state(c.down_reason())));
+        let started =
+            (self.connections.iter()).map(|c| (c.name.to_string(), state(c.down_reason())));
         let late = self.late.iter().map(|(l, _)| {
             let why = match l.connection() {
                 Some(c) => c.down_reason(),

@@ -160,7 +160,7 @@ async fn probe(
         }
     };
     Probe {
-        server: spec.name.clone(),
+        server: spec.name.to_string(),
         elapsed: started.elapsed(),
         outcome,
     }

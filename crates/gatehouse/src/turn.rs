@@ -413,7 +413,7 @@ impl Turn<'_> {
         Ended {
             shown,
             outcome,
-            server: server.clone(),
+            server: server.to_string(),
             approved_by: None,
             server_asked: done.asked_user,
             task_id: done.task.map(|seen| seen.id),

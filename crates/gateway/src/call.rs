@@ -342,7 +342,7 @@ impl<'a> Call<'a> {
         let caps = declared(self.context, conn);
         if self.modern {
             let sending = held::Sending {
-                server: conn.name.clone(),
+                server: conn.name.to_string(),
                 wire_name: tool.tool.name.to_string(),
                 arguments: arguments.clone(),
                 meta,

@@ -86,7 +86,7 @@ impl Gateway {
                 tool.tool.description.as_deref().unwrap_or_default()
             );
             let origin = Origin::Definitions {
-                server: server.to_owned(),
+                server: server.to_string(),
             };
             flows.add_once(origin, trust, &text);
         }
@@ -111,7 +111,7 @@ impl Gateway {
             return;
         };
         let origin = Origin::Relayed {
-            server: server.to_owned(),
+            server: server.to_string(),
             tool: self.names().tool_name(tool),
             step,
         };

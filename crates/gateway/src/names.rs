@@ -113,7 +113,7 @@ mod tests {
     #[test]
     fn unprefixed_names_are_the_servers_own_and_a_repeat_is_dropped() {
         let catalog = Catalog::build(vec![(
-            "fx".into(),
+            gatehouse::testing::server_name("fx"),
             vec![tool("echo"), tool("echo"), tool("add")],
         )]);
         let names = Names(GatewayNames::Unprefixed);

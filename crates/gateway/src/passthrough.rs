@@ -50,7 +50,7 @@ async fn bounded<T>(
     match tokio::time::timeout(limit, request).await {
         Ok(answer) => answer.map_err(|e| relayed(&conn.name, e)),
         Err(_) => Err(Error::TimedOut {
-            server: conn.name.clone(),
+            server: conn.name.to_string(),
             after: limit,
         }
         .into()),
@@ -89,7 +89,7 @@ impl Gateway {
             .connections()
             .iter()
             .filter(|c| c.is_up() && c.peer().peer_info().is_some_and(|i| what(&i.capabilities)))
-            .map(|c| c.name.clone())
+            .map(|c| c.name.to_string())
             .collect()
     }
 

@@ -24,6 +24,7 @@
 //! build time (the host before) adds.
 #![warn(clippy::too_many_lines)]
 
+use gatehouse::config::ServerName;
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex},
@@ -93,20 +94,25 @@ fn anon_kb() -> u64 {
         .unwrap_or(0)
 }
 
+/// `name` as a server's name (the benchmarks' names are all valid ones).
+fn named(name: &str) -> anyhow::Result<ServerName> {
+    ServerName::parse(name).map_err(|e| anyhow::anyhow!("server {name:?}: {e}"))
+}
+
 /// The generated catalog of row 6: `n` tools, 50 to a server.
-fn generated_listings(n: usize) -> anyhow::Result<Vec<(String, Vec<rmcp::model::Tool>)>> {
+fn generated_listings(n: usize) -> anyhow::Result<Vec<(ServerName, Vec<rmcp::model::Tool>)>> {
     (0..n.div_ceil(50))
         .map(|s| {
             let tools = (s * 50..((s + 1) * 50).min(n))
                 .map(|i| serde_json::from_value(gatehouse_bench::generated_tool(i)))
                 .collect::<Result<Vec<_>, _>>()?;
-            Ok((format!("s{s:02}"), tools))
+            Ok((named(&format!("s{s:02}"))?, tools))
         })
         .collect()
 }
 
 /// The tool-search quality catalog (bench/catalog): 1,000 mostly distinct schemas.
-fn quality_listings() -> anyhow::Result<Vec<(String, Vec<rmcp::model::Tool>)>> {
+fn quality_listings() -> anyhow::Result<Vec<(ServerName, Vec<rmcp::model::Tool>)>> {
     let servers =
         gatehouse_bench::catalog::quality_catalog(&gatehouse_bench::catalog::repo_root())?;
     servers
@@ -116,7 +122,7 @@ fn quality_listings() -> anyhow::Result<Vec<(String, Vec<rmcp::model::Tool>)>> {
                 .into_iter()
                 .map(serde_json::from_value)
                 .collect::<Result<Vec<_>, _>>()?;
-            Ok((name, tools))
+            Ok((named(&name)?, tools))
         })
         .collect()
 }
@@ -127,7 +133,7 @@ fn quality_listings() -> anyhow::Result<Vec<(String, Vec<rmcp::model::Tool>)>> {
 /// before), in one process.
 fn catalog_memory(
     start: u64,
-    listings: Vec<(String, Vec<rmcp::model::Tool>)>,
+    listings: Vec<(ServerName, Vec<rmcp::model::Tool>)>,
 ) -> anyhow::Result<Value> {
     use gatehouse::schema;
     let ms = |t: Instant| (t.elapsed().as_secs_f64() * 10_000.0).round() / 10.0;

@@ -370,9 +370,11 @@ fn host_catalog(servers: Vec<(String, Vec<Value>)>) -> anyhow::Result<Catalog> {
                 .into_iter()
                 .map(serde_json::from_value::<Tool>)
                 .collect::<Result<Vec<_>, _>>()?;
+            let server = gatehouse::config::ServerName::parse(&server)
+                .map_err(|e| anyhow::anyhow!("server {server:?}: {e}"))?;
             Ok((server, tools))
         })
-        .collect::<Result<Vec<_>, serde_json::Error>>()?;
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let catalog = Catalog::build(listings);
     anyhow::ensure!(
         catalog.len() == catalog::CATALOG_TOOLS,

@@ -227,7 +227,7 @@ impl Client {
     async fn list_tools(&self) -> anyhow::Result<Vec<rmcp::model::Tool>> {
         let listing = catalog::list_tools(&self.conn, catalog::live::MAX_LIST_PAGES).await?;
         // The host's catalog checks every schema (no network `$ref` is ever fetched).
-        let catalog = Catalog::build(vec![(SERVER.to_owned(), listing.tools.clone())]);
+        let catalog = Catalog::build(vec![(self.conn.name.clone(), listing.tools.clone())]);
         for reason in &catalog.left_out {
             eprintln!("conformance-client: {reason}");
         }

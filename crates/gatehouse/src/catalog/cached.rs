@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::{
     catalog::{Catalog, Listing, live},
-    config::Config,
+    config::{Config, ServerName},
 };
 
 /// The largest cached catalog written or read.
@@ -61,7 +61,7 @@ pub struct Cached {
     /// When its servers listed their tools.
     pub taken_at: SystemTime,
     /// The servers that did not start then (their tools are unknown to it).
-    pub not_started: Vec<String>,
+    pub not_started: Vec<ServerName>,
     /// The catalog, built as a start builds it.
     pub catalog: Catalog,
 }
@@ -80,7 +80,7 @@ pub enum Unusable {
     /// A server's entry changed since (or it was not in the servers file then).
     Changed {
         /// The server.
-        server: String,
+        server: ServerName,
     },
 }
 
@@ -133,7 +133,7 @@ pub fn save(
                 entry: spec.entry_digest.clone(),
                 tools,
             };
-            (spec.name.clone(), kept)
+            (spec.name.to_string(), kept)
         })
         .collect();
     let kept = Kept {
@@ -204,7 +204,7 @@ pub fn load(
         let changed = || Unusable::Changed {
             server: spec.name.clone(),
         };
-        let server = servers.remove(&spec.name).ok_or_else(changed)?;
+        let server = servers.remove(spec.name.as_str()).ok_or_else(changed)?;
         if server.entry != spec.entry_digest {
             return Err(changed());
         }

@@ -34,6 +34,7 @@ impl Catalog {
 mod tests {
     use super::*;
     use crate::catalog::search::ToolIndex;
+    use crate::config::name::server_name;
 
     fn catalog() -> Catalog {
         let tool = |name: &str, description: &str| {
@@ -43,7 +44,7 @@ mod tests {
         };
         Catalog::build_with(
             vec![(
-                "support".to_owned(),
+                server_name("support"),
                 vec![
                     tool("get_ticket", "Get one support ticket by its ID"),
                     tool(

@@ -3,7 +3,7 @@
 
 use rmcp::model::Tool;
 
-use crate::connect::Connection;
+use crate::{config::ServerName, connect::Connection};
 
 /// Why a server's tool list could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -20,7 +20,7 @@ pub enum ListError {
 #[derive(Debug, Clone)]
 pub struct Listing {
     /// The server, by its name in the servers file.
-    pub server: String,
+    pub server: ServerName,
     /// Every tool of every page, in the server's order.
     pub tools: Vec<Tool>,
     /// When the list was read.

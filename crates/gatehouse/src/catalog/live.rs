@@ -16,7 +16,7 @@ use super::{
     search::{Answer, ToolIndex},
 };
 use crate::{
-    config::ToolRules,
+    config::{ServerName, ToolRules},
     connect::Connection,
     trace::{Trace, Who},
 };
@@ -29,7 +29,7 @@ pub const MAX_LIST_PAGES: usize = 100;
 /// followed it on the wire, so a change announced during a call is seen before the next
 /// step.
 struct Listener {
-    server: String,
+    server: ServerName,
     subscription: tokio::sync::Mutex<rmcp::service::Subscription>,
 }
 
@@ -46,7 +46,7 @@ pub struct Live {
     /// Does any server offer resources (so the host offers `read_resource`)?
     offers_resources: bool,
     /// Each server's `enabledTools`, `disabledTools` and `alwaysLoad`.
-    rules: HashMap<String, ToolRules>,
+    rules: HashMap<ServerName, ToolRules>,
     /// The catalog's search index, built by the first search and dropped on a rebuild.
     index: Mutex<Option<Arc<ToolIndex>>>,
     /// Descriptions the model reads instead of the servers' (an eval's variant), kept so
@@ -65,7 +65,7 @@ impl Live {
     pub async fn start_with(
         listings: Vec<Listing>,
         connections: &[Connection],
-        rules: HashMap<String, ToolRules>,
+        rules: HashMap<ServerName, ToolRules>,
     ) -> Live {
         let offers_resources = connections.iter().any(Connection::offers_resources);
         let catalog = build(&listings, offers_resources, None, &rules);
@@ -220,7 +220,7 @@ impl Live {
     }
 
     /// The servers whose listen streams said their list changed since the last look.
-    async fn heard(&self) -> Vec<String> {
+    async fn heard(&self) -> Vec<ServerName> {
         let mut heard = Vec::new();
         for listener in &self.listeners {
             let mut subscription = listener.subscription.lock().await;
@@ -250,7 +250,7 @@ pub(crate) fn build(
     listings: &[Listing],
     offers_resources: bool,
     only: Option<&[String]>,
-    rules: &HashMap<String, ToolRules>,
+    rules: &HashMap<ServerName, ToolRules>,
 ) -> Catalog {
     let mut catalog = Catalog::build_with(
         listings

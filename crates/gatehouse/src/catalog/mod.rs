@@ -20,7 +20,7 @@ use std::{
 use rmcp::model::{JsonObject, Tool};
 
 use crate::{
-    config::ToolRules,
+    config::{ServerName, ToolRules},
     schema::{Checker, Kind, Lazy},
 };
 
@@ -107,7 +107,7 @@ impl CatalogTool {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Origin {
     /// A configured server, by its name in the servers file.
-    Server(String),
+    Server(ServerName),
     /// The host's own tools ([`READ_RESOURCE`]): never sent to a server as such.
     Host,
 }
@@ -122,7 +122,7 @@ impl Origin {
     }
 
     /// The server's name, for a server's tool.
-    pub fn server(&self) -> Option<&str> {
+    pub fn server(&self) -> Option<&ServerName> {
         match self {
             Origin::Server(name) => Some(name),
             Origin::Host => None,
@@ -260,15 +260,15 @@ fn is_invisible(c: char) -> bool {
 impl Catalog {
     /// Build the catalog from each server's tools, in the servers' order. Names that are
     /// already safe are given first, so only a name that had to change is ever renamed.
-    pub fn build(listings: Vec<(String, Vec<Tool>)>) -> Catalog {
+    pub fn build(listings: Vec<(ServerName, Vec<Tool>)>) -> Catalog {
         Catalog::build_with(listings, &HashMap::new())
     }
 
     /// [`Catalog::build`], each server's tools kept or left out by its rules
     /// (`enabledTools`, `disabledTools`) and marked by its `alwaysLoad`.
     pub fn build_with(
-        listings: Vec<(String, Vec<Tool>)>,
-        rules: &HashMap<String, ToolRules>,
+        listings: Vec<(ServerName, Vec<Tool>)>,
+        rules: &HashMap<ServerName, ToolRules>,
     ) -> Catalog {
         let mut catalog = Catalog::default();
         let mut kept: Vec<(usize, CatalogTool)> = Vec::new();
@@ -379,7 +379,12 @@ impl Catalog {
 
     /// One server's tool, its schemas checked, or `None` (and the reason noted) when its
     /// name or its schemas cannot be used. Its catalog name is given by [`Catalog::build`].
-    fn checked(&mut self, server: &str, tool: Tool, checker: &mut Checker) -> Option<CatalogTool> {
+    fn checked(
+        &mut self,
+        server: &ServerName,
+        tool: Tool,
+        checker: &mut Checker,
+    ) -> Option<CatalogTool> {
         if let Some(problem) = name_problem(&tool.name) {
             self.left_out.push(format!(
                 "{server}'s tool {:?} is left out: its name {problem}",
@@ -400,7 +405,7 @@ impl Catalog {
         match compiled {
             Ok((input, output)) => Some(CatalogTool {
                 name: String::new(),
-                origin: Origin::Server(server.into()),
+                origin: Origin::Server(server.clone()),
                 tool,
                 input,
                 output,

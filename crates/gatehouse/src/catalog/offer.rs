@@ -147,6 +147,7 @@ impl Offer {
 mod tests {
     use super::*;
     use crate::catalog::{READ_RESULT, host_tools};
+    use crate::config::name::server_name;
     use crate::config::{Pattern, ToolRules};
     use serde_json::json;
 
@@ -160,13 +161,13 @@ mod tests {
             })
             .collect();
         let rules = HashMap::from([(
-            "s".to_string(),
+            server_name("s"),
             ToolRules {
                 always_load: vec![Pattern::parse("tool_007").unwrap()],
                 ..ToolRules::default()
             },
         )]);
-        let mut c = Catalog::build_with(vec![("s".into(), tools)], &rules);
+        let mut c = Catalog::build_with(vec![(server_name("s"), tools)], &rules);
         c.add_on_demand_tool(host_tools::search_tools_tool(c.len(), &c.servers()));
         c.add_on_demand_tool(host_tools::read_result_tool());
         c

@@ -6,7 +6,7 @@ use std::{collections::BTreeMap, path::PathBuf};
 
 use serde_json::{Map, Value};
 
-use super::{EnvPass, ServerSpec, Transport, Variables, oauth, suggest, tools};
+use super::{EnvPass, ServerName, ServerSpec, Transport, Variables, oauth, suggest, tools};
 
 /// The keys a server's entry may have; others are warned about.
 const ENTRY_KEYS: &[&str] = &[
@@ -57,7 +57,7 @@ fn strings(
 }
 
 pub(super) fn server_spec(
-    name: &str,
+    name: &ServerName,
     entry: &Value,
     vars: &Variables,
     warnings: &mut Vec<String>,
@@ -103,7 +103,7 @@ pub(super) fn server_spec(
     }
     if let Some(file) = entry.get("replay") {
         return Ok(ServerSpec {
-            name: name.into(),
+            name: name.clone(),
             transport: replay_transport(name, file, entry, vars)?,
             tools,
             entry_digest,
@@ -113,7 +113,7 @@ pub(super) fn server_spec(
     if is_http {
         let transport = http_transport(name, entry, vars, warnings)?;
         return Ok(ServerSpec {
-            name: name.into(),
+            name: name.clone(),
             transport,
             tools,
             entry_digest,
@@ -121,7 +121,7 @@ pub(super) fn server_spec(
         });
     }
     Ok(ServerSpec {
-        name: name.into(),
+        name: name.clone(),
         transport: stdio_transport(entry, vars)?,
         tools,
         entry_digest,

@@ -20,6 +20,7 @@ pub mod chain;
 pub mod command_line;
 mod entry;
 mod environment;
+pub mod name;
 mod number;
 pub mod oauth;
 pub mod policy;
@@ -46,6 +47,7 @@ pub(crate) use entry::check_header;
 pub(super) use entry::env_pass;
 use entry::server_spec;
 pub use environment::{BASE_ENV, EnvPass};
+pub use name::{MAX_SERVER_NAME_CHARS, ServerName};
 pub use oauth::{Grant, OAuthConfig};
 pub use policy::{HookSpec, Hooks, LedgerSettings, MAX_HOOK_OUTPUT_BYTES, state_dir};
 pub use restart::Restart;
@@ -93,7 +95,7 @@ impl Default for Identity {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServerSpec {
     /// The server's name in the servers file: the namespace of its tools.
-    pub name: String,
+    pub name: ServerName,
     /// How to start or reach it.
     pub transport: Transport,
     /// Which of its tools are offered, and which always sent in full.
@@ -423,18 +425,16 @@ impl Config {
                 warnings.push(format!("server {name} is disabled in {source}"));
                 continue;
             }
-            if name.contains(NAMESPACE_SEPARATOR) || name.ends_with('_') {
-                // `x` with a tool `y__write` and `x__y` with `write` would both be
-                // `x__y__write`, and a rule written for one would run the other.
-                broken.push((
-                    name.clone(),
-                    format!("the name must not hold \"{NAMESPACE_SEPARATOR}\" or end with \"_\": its tools are named {name}{NAMESPACE_SEPARATOR}TOOL, which must read one way only; rename the server"),
-                ));
-                continue;
-            }
-            match server_spec(name, entry, &vars, &mut warnings) {
+            let name = match ServerName::parse(name) {
+                Ok(name) => name,
+                Err(reason) => {
+                    broken.push((name.clone(), reason));
+                    continue;
+                }
+            };
+            match server_spec(&name, entry, &vars, &mut warnings) {
                 Ok(spec) => servers.push(spec),
-                Err(reason) => broken.push((name.clone(), reason)),
+                Err(reason) => broken.push((name.into(), reason)),
             }
         }
         let settings = match doc.get("gatehouse") {
@@ -476,12 +476,12 @@ impl Config {
 
     /// The servers of this file, working or broken, other than `name`.
     pub fn servers_other_than(&self, name: &str) -> Vec<String> {
-        let working = self.servers.iter().map(|s| &s.name);
-        let broken = self.broken.iter().map(|(n, _)| n);
+        let working = self.servers.iter().map(|s| s.name.as_str());
+        let broken = self.broken.iter().map(|(n, _)| n.as_str());
         working
             .chain(broken)
             .filter(|n| *n != name)
-            .cloned()
+            .map(str::to_owned)
             .collect()
     }
 }

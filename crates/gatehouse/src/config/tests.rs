@@ -19,6 +19,33 @@ fn syntax_errors_name_line_and_column() {
 }
 
 #[test]
+fn a_server_whose_name_cannot_be_used_is_broken_and_the_others_kept() {
+    let long = "x".repeat(super::MAX_SERVER_NAME_CHARS + 1);
+    let text = serde_json::json!({"mcpServers": {
+        "": {"command": "x"}, "\u{1b}[2Jdesk": {"command": "x"}, long.clone(): {"command": "x"},
+        "a__b": {"command": "x"}, "My desk": {"command": "x"}}})
+    .to_string();
+    let c = Config::parse(&text, "f", &id()).unwrap();
+    let kept: Vec<&str> = c.servers.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(kept, ["My desk"]);
+    let broken: Vec<(&str, &str)> = (c.broken.iter())
+        .map(|(n, why)| (n.as_str(), why.as_str()))
+        .collect();
+    assert_eq!(broken.len(), 4, "{broken:?}");
+    for (name, why) in [
+        ("", "empty"),
+        ("\u{1b}[2Jdesk", "U+001B"),
+        (&long, "65"),
+        ("a__b", "__"),
+    ] {
+        assert!(
+            broken.iter().any(|(n, w)| *n == name && w.contains(why)),
+            "{name:?}: {broken:?}"
+        );
+    }
+}
+
+#[test]
 fn one_broken_entry_keeps_the_others() {
     let c = Config::parse(
         r#"{"mcpServers": {"good": {"command": "x"}, "bad": {"args": []}},

@@ -3,6 +3,7 @@
 //! the same connection (`restart`), so the stages that hold a `&Connection` never see
 //! the swap; while it is down its requests fail at once, saying so.
 
+use crate::config::ServerName;
 use std::sync::Arc;
 
 use rmcp::{
@@ -79,7 +80,7 @@ impl Network {
 /// the requests it offers, so every one goes through the same taps and checks.
 pub struct Connection {
     /// The server's name in the servers file (the namespace of its tools).
-    pub name: String,
+    pub name: ServerName,
     /// The revision both sides agreed on.
     pub protocol: ProtocolVersion,
     /// The server's name and version, as it gave them.

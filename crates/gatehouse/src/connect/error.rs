@@ -1,6 +1,8 @@
 //! Why a server could not be used, in words a person can act on. A URL is shown without
 //! its credentials; a server's last stderr lines explain a failed start.
 
+use crate::config::ServerName;
+
 /// Why a server could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ConnectError {
@@ -8,7 +10,7 @@ pub enum ConnectError {
     #[error("server {server}: cannot start `{command}`: {reason}")]
     Spawn {
         /// The server's name.
-        server: String,
+        server: ServerName,
         /// The command, as the servers file gives it.
         command: String,
         /// Why it did not start.
@@ -18,7 +20,7 @@ pub enum ConnectError {
     #[error("server {server}: {reason}{}", tail_text(.stderr))]
     Handshake {
         /// The server's name.
-        server: String,
+        server: ServerName,
         /// What went wrong, in words.
         reason: String,
         /// Its last stderr lines.
@@ -28,7 +30,7 @@ pub enum ConnectError {
     #[error("server {server} at {}: {reason}", crate::redact::url(.url))]
     Http {
         /// The server's name.
-        server: String,
+        server: ServerName,
         /// Its URL (shown without credentials).
         url: String,
         /// What went wrong, in words.
@@ -38,7 +40,7 @@ pub enum ConnectError {
     #[error("server {server}: no answer within {seconds:.1} s of starting{}{}", runner_text(.runner), tail_text(.stderr))]
     Timeout {
         /// The server's name.
-        server: String,
+        server: ServerName,
         /// The time limit that passed.
         seconds: f64,
         /// The package runner it was started through, if any.

@@ -5,6 +5,7 @@
 //! that answers one question (`gatehouse ask`) does not wait for it: the server is
 //! reported and left out, as before.
 
+use crate::config::ServerName;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::json;
@@ -25,7 +26,7 @@ const MAX_REASON_CHARS: usize = 500;
 
 /// A server that has not started yet, and its connection once it has.
 pub struct Late {
-    name: String,
+    name: ServerName,
     conn: OnceLock<Connection>,
     /// Why the last start failed, and when the next one is.
     down: Mutex<(String, Option<Instant>)>,

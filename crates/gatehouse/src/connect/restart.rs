@@ -10,6 +10,7 @@
 //! Only stdio servers are restarted: the host owns their process. An HTTP server's
 //! lost session is the transport's business (rmcp initializes again on a 404).
 
+use crate::config::ServerName;
 use std::{
     collections::VecDeque,
     sync::{Arc, Mutex, RwLock},
@@ -165,7 +166,7 @@ pub(crate) type StartAgain =
 /// agreed on, with the same handler (which `start` serves).
 pub(crate) struct Restarter {
     /// The server's name, for what the run says.
-    pub name: String,
+    pub name: ServerName,
     /// Where the restarts are told.
     pub trace: Trace,
     /// The backoff's bounds (the servers file's `"restart"`).

@@ -8,6 +8,7 @@
 //! dropped while the call waits out its time limit; a line on stderr is cut at
 //! [`MAX_STDERR_LINE_BYTES`], so a server that never writes a newline costs nothing.
 
+use crate::config::ServerName;
 use std::ffi::OsString;
 use std::{
     pin::Pin,
@@ -361,7 +362,7 @@ fn command_of(
 /// [`MAX_STDERR_LINE_BYTES`], keeping its last words for error messages.
 async fn relay_stderr(
     mut stderr: tokio::process::ChildStderr,
-    server: String,
+    server: ServerName,
     trace: Trace,
     tail: LastWords,
 ) {

@@ -207,7 +207,7 @@ impl Round1<'_> {
                 let _ = relay.try_send(p.clone());
             }
             let event = ProgressEvent {
-                server: conn.name.clone(),
+                server: conn.name.to_string(),
                 tool: self.label.to_owned(),
                 progress: p.progress,
                 total: p.total,

@@ -29,7 +29,7 @@ pub(super) fn report_discovery(conn: &Connection, listing: &Listing, trace: &Tra
         ),
         json!({
             "protocol": conn.protocol.to_string(),
-            "server": implementation.map(|i| i.name.clone()).unwrap_or_else(|| conn.name.clone()),
+            "server": implementation.map(|i| i.name.clone()).unwrap_or_else(|| conn.name.to_string()),
             "version": implementation.map(|i| i.version.clone()),
         }),
     );

@@ -478,7 +478,7 @@ fn rule_for_when(
             .as_ref()
             .map_or_else(|| "its definition".to_owned(), |c| c.describe())
     };
-    let server = tool.origin.server().unwrap_or_default();
+    let server = tool.origin.server().map_or("", |s| s.as_str());
     match allowed {
         Some(basis) if tool.changed => (
             Decision::Ask,

@@ -148,7 +148,7 @@ pub(crate) struct Looking<'a> {
 /// date. A task's questions are put to the person, as in its call.
 pub(crate) async fn look_again(at: Looking<'_>, limits: CallLimits) -> Vec<Ended> {
     let trace = at.trace;
-    let servers: Vec<String> = at.connections.iter().map(|c| c.name.clone()).collect();
+    let servers: Vec<String> = at.connections.iter().map(|c| c.name.to_string()).collect();
     let unreported = match at.records.unreported(&servers, MAX_LOOKED_AT_PER_TURN) {
         Ok(list) => list,
         Err(e) => {

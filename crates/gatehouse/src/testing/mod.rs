@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
+pub use crate::config::name::server_name;
 pub use keeper::InMemory;
 pub use model::Plays;
 pub use person::{Scripted, Shown};
@@ -114,7 +115,7 @@ pub async fn host_on(
     let connector: Box<Connector> = Box::new(move |spec, person, trace, limits| {
         let open = opened
             .iter()
-            .find(|(name, _)| *name == spec.name)
+            .find(|(name, _)| spec.name == *name)
             .map(|(_, open)| open.clone());
         let (spec, trace) = (spec.clone(), trace.clone());
         Box::pin(async move {

@@ -33,7 +33,7 @@ pub(super) fn definitions(host: &Host, tools: &[ToolSpec]) {
         let trust = result_trust(host.settings(), Some(tool));
         let text = format!("{}: {}", spec.name, spec.description);
         let origin = Origin::Definitions {
-            server: server.to_owned(),
+            server: server.to_string(),
         };
         host.flows().add_once(origin, trust, &text);
     }

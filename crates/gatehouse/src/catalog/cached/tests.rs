@@ -1,6 +1,7 @@
 use serde_json::{Value, json};
 
 use super::*;
+use crate::config::name::server_name;
 
 fn config(servers: Value) -> Config {
     Config::from_value(
@@ -17,7 +18,7 @@ fn two() -> Config {
 
 fn listing(server: &str, tool: &str) -> Listing {
     Listing {
-        server: server.into(),
+        server: server_name(server),
         tools: vec![
             serde_json::from_value(json!({"name": tool, "inputSchema": {"type": "object"},
                 "annotations": {"readOnlyHint": true}}))
@@ -68,7 +69,9 @@ fn a_changed_entry_or_a_new_server_is_never_served_from_the_cache() {
     let changed = config(json!({"a": {"command": "a"}, "b": {"command": "b", "args": ["y"]}}));
     assert_eq!(
         load(&path, &changed, None, at(1)).err(),
-        Some(Unusable::Changed { server: "b".into() })
+        Some(Unusable::Changed {
+            server: server_name("b")
+        })
     );
     let added = config(
         json!({"a": {"command": "a"}, "b": {"command": "b", "args": ["x"]},
@@ -76,7 +79,9 @@ fn a_changed_entry_or_a_new_server_is_never_served_from_the_cache() {
     );
     assert_eq!(
         load(&path, &added, None, at(1)).err(),
-        Some(Unusable::Changed { server: "c".into() })
+        Some(Unusable::Changed {
+            server: server_name("c")
+        })
     );
     // A server taken out of the file is simply not used.
     let fewer = config(json!({"a": {"command": "a"}}));

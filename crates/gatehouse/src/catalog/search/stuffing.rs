@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use super::{DEFAULT_SEARCH_LIMIT, ToolIndex, server_share};
 use crate::catalog::Catalog;
+use crate::config::ServerName;
 
 /// Of the twenty requests, for how many one stuffed tool may be in the top five. The red
 /// team saw 9 to 17; with every field stuffed it is now in one ("click the login button",
@@ -178,7 +179,7 @@ fn stuffed(variant: Variant, words: &[&str]) -> Tool {
 }
 
 /// The pinned tool lists of these servers (all of them when `only` is empty).
-pub(super) fn pinned(only: &[&str]) -> Vec<(String, Vec<Tool>)> {
+pub(super) fn pinned(only: &[&str]) -> Vec<(ServerName, Vec<Tool>)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/catalog/servers");
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
@@ -191,7 +192,7 @@ pub(super) fn pinned(only: &[&str]) -> Vec<(String, Vec<Tool>)> {
         let server = doc["server"].as_str().unwrap().to_owned();
         if only.is_empty() || only.contains(&server.as_str()) {
             let tools = serde_json::from_value(doc["tools"].clone()).unwrap();
-            out.push((server, tools));
+            out.push((crate::config::name::server_name(&server), tools));
         }
     }
     assert!(
@@ -201,8 +202,8 @@ pub(super) fn pinned(only: &[&str]) -> Vec<(String, Vec<Tool>)> {
     out
 }
 
-fn index(mut listings: Vec<(String, Vec<Tool>)>, hostile: (&str, Vec<Tool>)) -> ToolIndex {
-    listings.push((hostile.0.to_owned(), hostile.1));
+fn index(mut listings: Vec<(ServerName, Vec<Tool>)>, hostile: (&str, Vec<Tool>)) -> ToolIndex {
+    listings.push((crate::config::name::server_name(hostile.0), hostile.1));
     listings.sort_by(|a, b| a.0.cmp(&b.0));
     ToolIndex::build(Catalog::build(listings).tools()).unwrap()
 }
@@ -219,7 +220,7 @@ fn top_fives(index: &ToolIndex) -> Vec<(&'static str, Vec<String>)> {
 }
 
 /// The catalogs the probes run on: the red team's nine servers, and every pinned one.
-fn catalogs() -> [Vec<(String, Vec<Tool>)>; 2] {
+fn catalogs() -> [Vec<(ServerName, Vec<Tool>)>; 2] {
     [pinned(&RED_TEAM_SERVERS), pinned(&[])]
 }
 

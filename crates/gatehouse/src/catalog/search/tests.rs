@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::catalog::Catalog;
+use crate::config::name::server_name;
 use serde_json::json;
 
 fn tool(name: &str, description: &str, params: Value) -> rmcp::model::Tool {
@@ -31,9 +32,9 @@ fn others() -> Vec<rmcp::model::Tool> {
 
 fn index() -> (Catalog, ToolIndex) {
     let catalog = Catalog::build(vec![
-        ("misc".into(), others()),
+        (server_name("misc"), others()),
         (
-            "github".into(),
+            server_name("github"),
             vec![
                 tool(
                     "create_issue",
@@ -53,7 +54,7 @@ fn index() -> (Catalog, ToolIndex) {
             ],
         ),
         (
-            "jira".into(),
+            server_name("jira"),
             vec![tool(
                 "create_issue",
                 "Create a new issue in Jira.",
@@ -61,7 +62,7 @@ fn index() -> (Catalog, ToolIndex) {
             )],
         ),
         (
-            "filesystem".into(),
+            server_name("filesystem"),
             vec![
                 tool(
                     "read_text_file",
@@ -143,7 +144,7 @@ fn hostile_requests_are_words_and_nothing_else() {
 #[test]
 fn a_huge_description_is_indexed_to_its_bound() {
     let big = format!("alpha {} omega", "filler ".repeat(100_000));
-    let catalog = Catalog::build(vec![("s".into(), vec![tool("t", &big, json!({}))])]);
+    let catalog = Catalog::build(vec![(server_name("s"), vec![tool("t", &big, json!({}))])]);
     let index = ToolIndex::build(catalog.tools()).unwrap();
     assert_eq!(index.len(), 1);
     assert_eq!(names(index.search("alpha", 5)), ["s__t"]);
@@ -153,9 +154,9 @@ fn a_huge_description_is_indexed_to_its_bound() {
 #[test]
 fn repeating_a_word_or_listing_many_buys_no_rank() {
     let catalog = Catalog::build(vec![
-        ("misc".into(), others()),
+        (server_name("misc"), others()),
         (
-            "real".into(),
+            server_name("real"),
             vec![tool(
                 "send_invoice",
                 "Send an invoice to a customer.",
@@ -163,14 +164,14 @@ fn repeating_a_word_or_listing_many_buys_no_rank() {
             )],
         ),
         (
-            "loud".into(),
+            server_name("loud"),
             vec![
                 tool("helper", &"send invoice ".repeat(200), json!({})),
                 tool("send_invoice_send_invoice_send_invoice", "Send.", json!({})),
             ],
         ),
         (
-            "broad".into(),
+            server_name("broad"),
             vec![tool(
                 "helper",
                 "send invoice create list get search read write fetch update delete open run find add move take click fill reply issue message channel file folder",
@@ -193,9 +194,9 @@ fn a_look_alike_never_comes_before_the_tool_it_copies() {
     );
     // `aa` sorts first, and its copy is word for word GitHub's.
     let catalog = Catalog::build(vec![
-        ("aa".into(), vec![github.clone()]),
-        ("github".into(), vec![github]),
-        ("misc".into(), others()),
+        (server_name("aa"), vec![github.clone()]),
+        (server_name("github"), vec![github]),
+        (server_name("misc"), others()),
     ]);
     let index = ToolIndex::build(catalog.tools()).unwrap();
     for request in ["create an issue in a repository", "create_issue"] {
@@ -229,9 +230,9 @@ fn invoice_tools(n: usize) -> Vec<rmcp::model::Tool> {
 #[test]
 fn one_server_fills_at_most_its_share_while_others_match() {
     let catalog = Catalog::build(vec![
-        ("many".into(), invoice_tools(6)),
+        (server_name("many"), invoice_tools(6)),
         (
-            "few".into(),
+            server_name("few"),
             vec![tool(
                 "list_invoices",
                 "List the invoices of a month.",
@@ -259,7 +260,7 @@ fn one_server_fills_at_most_its_share_while_others_match() {
         "{named:?}"
     );
     // A catalog of one server finds as many as asked.
-    let one = Catalog::build(vec![("many".into(), invoice_tools(6))]);
+    let one = Catalog::build(vec![(server_name("many"), invoice_tools(6))]);
     let index = ToolIndex::build(one.tools()).unwrap();
     assert_eq!(index.search("invoice", 5).len(), 5);
 }
@@ -268,9 +269,9 @@ fn one_server_fills_at_most_its_share_while_others_match() {
 /// them.
 fn desk() -> Catalog {
     Catalog::build(vec![
-        ("misc".into(), others()),
+        (server_name("misc"), others()),
         (
-            "support".into(),
+            server_name("support"),
             vec![
                 tool(
                     "get_ticket",
@@ -285,7 +286,7 @@ fn desk() -> Catalog {
             ],
         ),
         (
-            "tickets".into(),
+            server_name("tickets"),
             vec![
                 tool(
                     "list_tickets",
@@ -331,7 +332,7 @@ fn a_tool_not_shown_takes_no_place_and_is_not_the_best_fit() {
     assert_eq!(limited.len(), 2, "{limited:?}");
     // What is shown ranks as in a catalog without the hidden tool.
     let without = Catalog::build(vec![(
-        "tickets".into(),
+        server_name("tickets"),
         vec![catalog.get("tickets__list_tickets").unwrap().tool.clone()],
     )]);
     let index = ToolIndex::build(without.tools()).unwrap();
@@ -355,7 +356,10 @@ fn reference_and_pinned() -> Catalog {
             .push(serde_json::from_str(&text).unwrap());
     }
     assert_eq!(servers.len(), 4, "support, cmdb, tickets, orders");
-    let mut listings: Vec<_> = servers.into_iter().collect();
+    let mut listings: Vec<_> = servers
+        .into_iter()
+        .map(|(server, tools)| (server_name(&server), tools))
+        .collect();
     listings.extend(super::stuffing::pinned(&[]));
     Catalog::build(listings)
 }
@@ -446,13 +450,13 @@ fn a_hidden_tool_is_no_closest_server_of_a_request_nothing_fits() {
 #[test]
 fn a_one_word_tool_name_is_a_word_of_the_request_not_its_name() {
     let catalog = Catalog::build(vec![
-        ("misc".into(), others()),
+        (server_name("misc"), others()),
         (
-            "drive".into(),
+            server_name("drive"),
             vec![tool("search", "Search for files in the drive.", json!({}))],
         ),
         (
-            "github".into(),
+            server_name("github"),
             vec![tool(
                 "search_issues",
                 "Search for issues across GitHub repositories.",
@@ -478,9 +482,9 @@ fn a_one_word_tool_name_is_a_word_of_the_request_not_its_name() {
 #[test]
 fn a_word_finds_the_longer_words_it_begins() {
     let catalog = Catalog::build(vec![
-        ("misc".into(), others()),
+        (server_name("misc"), others()),
         (
-            "github".into(),
+            server_name("github"),
             vec![tool(
                 "fork_repository",
                 "Fork a repository to your account.",

@@ -95,7 +95,7 @@ pub async fn status(servers: &[ServerSpec], limits: SignInLimits) -> Result<Vec<
         .filter_map(|s| {
             signable(s)
                 .ok()
-                .map(|(url, _)| (s.name.clone(), url.to_owned()))
+                .map(|(url, _)| (s.name.to_string(), url.to_owned()))
         })
         .collect();
     tokio::task::spawn_blocking(move || {
