@@ -380,15 +380,18 @@ fn a_failed_connection_is_told_as_it_failed() {
     let dir = tempfile::tempdir().unwrap();
     // Made with the machine's openssl, which fails loudly if it is missing.
     let certs = crate::common::postgres::certificates(dir.path(), "localhost");
-    let port = crate::common::nginx::free_port();
-    let mut cmd = std::process::Command::new("openssl");
-    cmd.args(["s_server", "-www", "-accept", &format!("127.0.0.1:{port}")])
-        .arg("-cert")
-        .arg(&certs.cert)
-        .arg("-key")
-        .arg(&certs.key);
-    let server = process::Spawn::new(cmd, "openssl s_server").watched(process::Stream::Stdout);
-    server.wait_for_line("ACCEPT", process::LIMIT);
+    let (server, port) = crate::common::ports::on_a_free_port("openssl s_server", |port| {
+        let mut cmd = std::process::Command::new("openssl");
+        cmd.args(["s_server", "-www", "-accept", &format!("127.0.0.1:{port}")])
+            .arg("-cert")
+            .arg(&certs.cert)
+            .arg("-key")
+            .arg(&certs.key);
+        let mut server =
+            process::Spawn::new(cmd, "openssl s_server").watched(process::Stream::Stdout);
+        server.wait_for_line_or_taken("ACCEPT", process::LIMIT)?;
+        Ok((server, port))
+    });
     let untrusted = unavailable(&format!("https://localhost:{port}/mcp"));
     assert!(
         untrusted.contains("the server's TLS certificate is not accepted"),

@@ -10,6 +10,7 @@ pub mod client;
 pub mod expect;
 pub mod http_server;
 pub mod nginx;
+pub mod ports;
 pub mod postgres;
 pub mod process;
 pub mod serve;

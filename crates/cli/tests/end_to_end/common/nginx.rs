@@ -9,7 +9,10 @@ use std::{
     time::{Duration, Instant},
 };
 
-use super::http_server::START_TIMEOUT;
+use super::{
+    http_server::START_TIMEOUT,
+    ports::{Taken, free_port, on_a_free_port, says_taken},
+};
 
 pub fn nginx_binary() -> PathBuf {
     let candidates = std::env::var_os("PATH")
@@ -58,14 +61,6 @@ impl Drop for Nginx {
     }
 }
 
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// nginx round-robin over `upstreams` (loopback ports), `/mcp` proxied to them.
 pub fn start_nginx(dir: &Path, upstreams: &[u16]) -> Nginx {
     start(&dir.join("nginx"), upstreams, "")
@@ -97,26 +92,13 @@ impl Nginx {
     }
 }
 
-/// How many ports nginx is tried on: a free port is only free until nginx binds it, and
-/// another test may take it first.
-const PORT_TRIES: usize = 5;
-
 /// nginx in `dir` over `upstreams`, with `logging` (log formats and access logs) added to
 /// its `http` block; on another port if the one picked was taken before nginx bound it.
 fn start(dir: &Path, upstreams: &[u16], logging: &str) -> Nginx {
     let dir = dir.to_path_buf();
     std::fs::create_dir_all(&dir).unwrap();
-    for _ in 0..PORT_TRIES {
-        match start_on(&dir, free_port(), upstreams, logging) {
-            Ok(nginx) => return nginx,
-            Err(Taken) => continue,
-        }
-    }
-    panic!("nginx found no free port in {PORT_TRIES} tries");
+    on_a_free_port("nginx", |port| start_on(&dir, port, upstreams, logging))
 }
-
-/// The port picked was taken by someone else before nginx could bind it.
-struct Taken;
 
 /// nginx on `port`, or [`Taken`] when that port was no longer free.
 fn start_on(dir: &Path, port: u16, upstreams: &[u16], logging: &str) -> Result<Nginx, Taken> {
@@ -184,7 +166,7 @@ http {{
     loop {
         if let Ok(Some(status)) = proxy.child.try_wait() {
             let log = std::fs::read_to_string(proxy.dir.join("error.log")).unwrap_or_default();
-            if log.contains("Address already in use") {
+            if says_taken(&log) {
                 return Err(Taken);
             }
             panic!("nginx exited ({status}); error log:\n{log}");

@@ -13,7 +13,7 @@ use std::{
     process::{Child, ChildStdin, Command, Output, Stdio},
 };
 
-use super::nginx::free_port;
+use super::ports::{HeldFirst, Taken, free_port, on_the_first_free, says_taken};
 
 /// Where Debian's PostgreSQL keeps its server programs.
 fn bin_dir() -> PathBuf {
@@ -158,6 +158,13 @@ impl Cluster {
     }
 
     fn make(tls: Option<&Certificates>) -> Cluster {
+        Cluster::make_on(tls, &mut free_port)
+    }
+
+    /// Make a cluster and start it on the first port `ports` gives that is still free
+    /// when PostgreSQL binds it: a free port is only free until someone binds it, and
+    /// another test may take it first.
+    fn make_on(tls: Option<&Certificates>, ports: &mut dyn FnMut() -> u16) -> Cluster {
         let bin = bin_dir();
         let owner = run_as();
         let dir = tempfile::Builder::new()
@@ -184,10 +191,10 @@ impl Cluster {
                 dir.path().display()
             );
         }
-        let cluster = Cluster {
+        let mut cluster = Cluster {
             bin,
             data,
-            port: free_port(),
+            port: 0,
             owner,
             options,
             dir,
@@ -207,7 +214,10 @@ impl Cluster {
                 "UTF8",
             ],
         );
-        cluster.up();
+        on_the_first_free("PostgreSQL", ports, |port| {
+            cluster.port = port;
+            cluster.start_server()
+        });
         cluster
     }
 
@@ -227,8 +237,20 @@ impl Cluster {
         self.url(password).replacen("127.0.0.1", host, 1) + "?hostaddr=127.0.0.1&" + query
     }
 
-    /// Start the server (again), and wait until it takes connections.
+    /// Start the server again (on its port: its clients name it), and wait until it takes
+    /// connections.
     pub fn up(&self) {
+        if self.start_server().is_err() {
+            panic!(
+                "PostgreSQL did not start again: port {} was taken",
+                self.port
+            );
+        }
+    }
+
+    /// Start the server, and wait until it takes connections: [`Taken`] when its port was
+    /// no longer free (any other failure fails the test).
+    fn start_server(&self) -> Result<(), Taken> {
         let options = format!(
             "-p {} -k {} -c listen_addresses=127.0.0.1 -c max_connections=40{}",
             self.port,
@@ -238,12 +260,25 @@ impl Cluster {
         let data = self.data.to_str().unwrap();
         let log = self.dir.path().join("server.log");
         let log = log.to_str().unwrap();
-        self.must(
-            "pg_ctl",
-            &[
-                "start", "-w", "-t", "60", "-D", data, "-l", log, "-o", &options,
-            ],
-        );
+        let args = [
+            "start", "-w", "-t", "60", "-D", data, "-l", log, "-o", &options,
+        ];
+        let out = (self.command("pg_ctl", &args).output())
+            .unwrap_or_else(|e| panic!("cannot run pg_ctl: {e}"));
+        if out.status.success() {
+            return Ok(());
+        }
+        let log = std::fs::read_to_string(log).unwrap_or_default();
+        if log.contains("could not bind") && says_taken(&log) {
+            // The next start's log says only its own story.
+            let _ = std::fs::remove_file(self.dir.path().join("server.log"));
+            return Err(Taken);
+        }
+        panic!(
+            "pg_ctl {args:?} failed:\n{}\n{}\n{log}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        )
     }
 
     /// Kill the server as a crash would: SIGKILL to the postmaster and every process it
@@ -407,4 +442,18 @@ impl Drop for Cluster {
             .stderr(Stdio::null())
             .status();
     }
+}
+
+#[test]
+fn a_port_taken_before_postgres_binds_it_is_given_up_for_another() {
+    let mut ports = HeldFirst::new();
+    let cluster = Cluster::make_on(None, &mut || ports.next());
+    let (offered, taken) = (&ports.offered, ports.taken());
+    assert_eq!(offered.len(), 2, "the held port, then another: {offered:?}");
+    assert_ne!(cluster.port, taken);
+    assert_eq!(cluster.query("SELECT 1"), "1");
+    // A restart keeps the port its clients name.
+    cluster.down();
+    cluster.up();
+    assert_eq!(cluster.query("SELECT 2"), "2");
 }

@@ -12,7 +12,10 @@ use std::{
 
 use serde_json::Value;
 
-use super::Ran;
+use super::{
+    Ran,
+    ports::{Taken, says_taken},
+};
 
 /// The longest a server may take to print its address, and a peer's run to end, unless
 /// the test says otherwise.
@@ -114,7 +117,20 @@ impl Spawn {
     /// after `marker` on the first line that holds it (`listening on ` for
     /// `gatehouse serve --http` and the peers, `gatehouse lab: ` for the lab). Stdin and
     /// the other stream are closed; the lines of this one are kept ([`Process::lines`]).
-    pub fn serving(mut self, stream: Stream, marker: &str, limit: Duration) -> Process {
+    pub fn serving(self, stream: Stream, marker: &str, limit: Duration) -> Process {
+        let what = self.what.clone();
+        self.try_serving(stream, marker, limit)
+            .unwrap_or_else(|Taken| panic!("{what}: its port was taken"))
+    }
+
+    /// As [`Spawn::serving`], but [`Taken`] when the process exits first saying its port
+    /// was taken (started again on another, [`super::ports::on_a_free_port`]).
+    pub fn try_serving(
+        mut self,
+        stream: Stream,
+        marker: &str,
+        limit: Duration,
+    ) -> Result<Process, Taken> {
         let (out, err) = match stream {
             Stream::Stdout => (Stdio::piped(), Stdio::null()),
             Stream::Stderr => (Stdio::null(), Stdio::piped()),
@@ -139,6 +155,12 @@ impl Spawn {
         });
         match rx.recv_timeout(limit) {
             Ok(url) => process.url = url,
+            // Its stream ended before the line: it exited (or is exiting).
+            Err(mpsc::RecvTimeoutError::Disconnected)
+                if says_taken(&process.lines().join("\n")) =>
+            {
+                return Err(Taken);
+            }
             Err(_) => panic!(
                 "{} printed no `{marker}…` line within {limit:?}; it printed:\n{}",
                 process.what,
@@ -151,7 +173,7 @@ impl Spawn {
             process.what,
             process.url
         );
-        process
+        Ok(process)
     }
 }
 
@@ -194,18 +216,63 @@ impl Process {
     pub fn wait_for_line(&self, part: &str, limit: Duration) -> Vec<String> {
         let deadline = Instant::now() + limit;
         loop {
-            let lines = self.lines();
-            if lines.iter().any(|l| l.contains(part)) {
+            if let Some(lines) = self.line_with(part, (deadline, limit)) {
                 return lines;
             }
-            assert!(
-                Instant::now() < deadline,
-                "{} printed no line with `{part}` within {limit:?}; it printed:\n{}",
-                self.what,
-                lines.join("\n")
-            );
-            std::thread::sleep(Duration::from_millis(10));
         }
+    }
+
+    /// As [`Process::wait_for_line`], but [`Taken`] when the process exits first saying,
+    /// on either stream, that its port was taken.
+    pub fn wait_for_line_or_taken(
+        &mut self,
+        part: &str,
+        limit: Duration,
+    ) -> Result<Vec<String>, Taken> {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(lines) = self.line_with(part, (deadline, limit)) {
+                return Ok(lines);
+            }
+            let Ok(Some(status)) = self.child.try_wait() else {
+                continue;
+            };
+            let mut said = String::new();
+            if let Some(mut out) = self.child.stdout.take() {
+                let _ = out.read_to_string(&mut said);
+            }
+            if let Some(mut err) = self.child.stderr.take() {
+                let _ = err.read_to_string(&mut said);
+            }
+            if let Some((_, reader)) = self.reader.take() {
+                let _ = reader.join();
+            }
+            let said = format!("{said}\n{}", self.lines().join("\n"));
+            if says_taken(&said) {
+                return Err(Taken);
+            }
+            panic!(
+                "{} exited ({status}) before a line with `{part}`:\n{said}",
+                self.what
+            );
+        }
+    }
+
+    /// Every line so far once one holds `part`; else, after a pause, `None` (past the
+    /// deadline the test fails, saying what the process printed).
+    fn line_with(&self, part: &str, (deadline, limit): (Instant, Duration)) -> Option<Vec<String>> {
+        let lines = self.lines();
+        if lines.iter().any(|l| l.contains(part)) {
+            return Some(lines);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} printed no line with `{part}` within {limit:?}; it printed:\n{}",
+            self.what,
+            lines.join("\n")
+        );
+        std::thread::sleep(Duration::from_millis(10));
+        None
     }
 
     /// Send it (its group, if it has one) a signal: `INT`, `TERM`, `KILL`; whether `kill`

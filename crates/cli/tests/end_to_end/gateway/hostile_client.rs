@@ -136,6 +136,18 @@ impl Probe {
         addr: &str,
         (flags, env): (&[&str], &[(&str, &str)]),
     ) -> Probe {
+        let start = Probe::try_start_in(dir, (config, state), addr, (flags, env));
+        start.unwrap_or_else(|(Taken, _)| panic!("the gateway's address {addr} was taken"))
+    }
+
+    /// As [`Probe::start_in`], [`Taken`] (and `dir` back) when `addr` was taken before
+    /// the gateway bound it.
+    pub fn try_start_in(
+        dir: tempfile::TempDir,
+        (config, state): (String, PathBuf),
+        addr: &str,
+        (flags, env): (&[&str], &[(&str, &str)]),
+    ) -> Result<Probe, (Taken, tempfile::TempDir)> {
         let key = dir.path().join("keys").join("gateway.key");
         let tokens = tokens_file(dir.path());
         let mut args = http_args(&config, addr, state.to_str().unwrap());
@@ -143,15 +155,18 @@ impl Probe {
         args.extend_from_slice(flags);
         let mut env = env.to_vec();
         env.push((KEY_FILE_ENV, key.to_str().unwrap()));
-        let gw = gateway_process(&args, &env);
-        Probe {
+        let gw = match try_gateway_process(&args, &env) {
+            Ok(gw) => gw,
+            Err(Taken) => return Err((Taken, dir)),
+        };
+        Ok(Probe {
             gw,
             state,
             key,
             ledger: dir.path().join("ledger.jsonl"),
             calls: dir.path().join("calls.jsonl"),
             _dir: dir,
-        }
+        })
     }
 
     /// `tools/call` of `tool` with `args` as the caller of `token`, `extra` merged into

@@ -68,6 +68,7 @@ use serde_json::{Value, json};
 
 use crate::common::{
     exe, gatehouse_command,
+    ports::Taken,
     postgres::{Cluster, certificates},
     process::{LIMIT, Process, Spawn, Stream},
     serve::tokens_file,
@@ -305,23 +306,47 @@ pub fn start_gateway_on(
     addr: &str,
     extra: &[&str],
 ) -> Process {
+    try_start_gateway_on(dir, config, state, addr, extra)
+        .unwrap_or_else(|Taken| panic!("the gateway's address {addr} was taken"))
+}
+
+/// As [`start_gateway_on`], [`Taken`] when `addr` was taken before the gateway bound it.
+pub fn try_start_gateway_on(
+    dir: &Path,
+    config: &str,
+    state: &str,
+    addr: &str,
+    extra: &[&str],
+) -> Result<Process, Taken> {
     let tokens = tokens_file(dir);
     let mut args = http_args(config, addr, state);
     args.extend_from_slice(&["--tokens", tokens.to_str().unwrap()]);
     args.extend_from_slice(extra);
-    gateway_process(&args, &[])
+    try_gateway_process(&args, &[])
 }
 
 /// `gatehouse ARGS` (a gateway over HTTP) with `env` besides the tests' own, once it
 /// listens; its stderr kept. Unless `env` names another, it seals with the run's shared
 /// key file ([`key_env`]), as replicas must share one.
 pub fn gateway_process(args: &[&str], env: &[(&str, &str)]) -> Process {
+    try_gateway_process(args, env)
+        .unwrap_or_else(|Taken| panic!("gatehouse {args:?}: its port was taken"))
+}
+
+/// As [`gateway_process`], but [`Taken`] when the port `args` name was taken before the
+/// gateway could bind it (a gateway whose approval page names its own port is told the
+/// port before it starts: the caller tries another, [`crate::common::ports::on_a_free_port`]).
+pub fn try_gateway_process(args: &[&str], env: &[(&str, &str)]) -> Result<Process, Taken> {
     let what = format!("gatehouse {}", args.join(" "));
     let mut env = env.to_vec();
     if !env.iter().any(|(k, _)| *k == KEY_FILE_ENV) {
         env.extend(key_env());
     }
-    Spawn::new(gatehouse_command(args, &env), what).serving(Stream::Stderr, "listening on ", LIMIT)
+    Spawn::new(gatehouse_command(args, &env), what).try_serving(
+        Stream::Stderr,
+        "listening on ",
+        LIMIT,
+    )
 }
 
 /// The environment variable naming a gateway's sealing key file.

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use super::*;
 use crate::common::{
     browser, http_server,
-    nginx::free_port,
+    ports::{HeldFirst, free_port, on_the_first_free},
     repo_root,
     serve::{OMAR_TOKEN, SAM_TOKEN},
 };
@@ -48,12 +48,23 @@ impl PageGw {
 
 /// A gateway on `config` and `state`, its page at its own (free) port: it and the base.
 fn with_page(dir: &Path, config: &str, state: &str, extra: &[&str]) -> (Process, String) {
-    let addr = format!("127.0.0.1:{}", free_port());
-    let base = format!("http://{addr}");
-    let mut flags = vec!["--approval-page", base.as_str()];
-    flags.extend_from_slice(extra);
-    let server = start_gateway_on(dir, config, state, &addr, &flags);
-    (server, base)
+    with_page_on(&mut free_port, (dir, config, state), extra)
+}
+
+/// [`with_page`] on the first port of `ports` still free when the gateway binds it.
+fn with_page_on(
+    ports: &mut dyn FnMut() -> u16,
+    (dir, config, state): (&Path, &str, &str),
+    extra: &[&str],
+) -> (Process, String) {
+    on_the_first_free("the gateway with its page", ports, |port| {
+        let addr = format!("127.0.0.1:{port}");
+        let base = format!("http://{addr}");
+        let mut flags = vec!["--approval-page", base.as_str()];
+        flags.extend_from_slice(extra);
+        let server = try_start_gateway_on(dir, config, state, &addr, &flags)?;
+        Ok((server, base))
+    })
 }
 
 /// `py_url_client.py` running against a gateway, writing each URL it is asked to open
@@ -448,4 +459,18 @@ pub async fn a_decision_on_one_replicas_page_lets_round_two_run_on_the_other(bac
     assert_eq!(yes[0]["by"], "person");
     shared.assert_ledger_verifies();
     drop((a, b));
+}
+
+#[test]
+fn a_port_taken_before_the_gateway_binds_it_is_given_up_for_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = gateway_config(dir.path());
+    let state = dir.path().join("state.db");
+    let mut ports = HeldFirst::new();
+    let folder = (dir.path(), config.as_str(), state.to_str().unwrap());
+    let (gw, base) = with_page_on(&mut || ports.next(), folder, &[]);
+    let (offered, taken) = (&ports.offered, ports.taken());
+    assert_eq!(offered.len(), 2, "the held port, then another: {offered:?}");
+    assert!(!base.ends_with(&format!(":{taken}")), "{base}");
+    assert!(gw.url.starts_with(&base), "{} is served at {base}", gw.url);
 }

@@ -11,12 +11,12 @@
 use serde_json::Value;
 
 use super::{
-    ASKED, Backing, SharedState, asked_args, gateway_config, gateway_process, http_args,
-    last_line_of,
+    ASKED, Backing, SharedState, asked_args, gateway_config, http_args, last_line_of,
     page::{UrlClient, assert_page_url, assert_url_questions, in_chromium_with},
+    try_gateway_process,
 };
 use crate::{
-    common::{nginx::free_port, process::Process, repo_root, serve::tokens_file},
+    common::{ports::on_a_free_port, process::Process, repo_root, serve::tokens_file},
     oauth::{authorization_server, events},
 };
 
@@ -50,22 +50,26 @@ struct OAuthPage {
 impl OAuthPage {
     /// Started, the state in `backing`, with the tokens file as a way in too if `tokens`.
     fn start(backing: Backing, tokens: bool) -> OAuthPage {
-        let port = free_port();
-        let base = format!("http://127.0.0.1:{port}");
         let (id, secret) = PAGE_CLIENT;
-        let issuer = page_issuer(&base);
         let dir = tempfile::tempdir().unwrap();
         let config = gateway_config(dir.path());
         let shared = SharedState::new(backing, dir.path(), None);
-        let addr = format!("127.0.0.1:{port}");
         let file = tokens_file(dir.path());
-        let mut args = http_args(&config, &addr, &shared.arg);
-        args.extend_from_slice(&["--oauth-issuer", &issuer.url, "--approval-page", &base]);
-        args.extend_from_slice(&["--approval-page-client-id", id]);
-        if tokens {
-            args.extend_from_slice(&["--tokens", file.to_str().unwrap()]);
-        }
-        let gateway = gateway_process(&args, &[(SECRET_ENV, secret)]);
+        // The page's callback is registered at the issuer before the gateway binds its
+        // port: on another port, both again.
+        let (issuer, gateway, base) = on_a_free_port("the gateway with its page", |port| {
+            let base = format!("http://127.0.0.1:{port}");
+            let issuer = page_issuer(&base);
+            let addr = format!("127.0.0.1:{port}");
+            let mut args = http_args(&config, &addr, &shared.arg);
+            args.extend_from_slice(&["--oauth-issuer", &issuer.url, "--approval-page", &base]);
+            args.extend_from_slice(&["--approval-page-client-id", id]);
+            if tokens {
+                args.extend_from_slice(&["--tokens", file.to_str().unwrap()]);
+            }
+            let gateway = try_gateway_process(&args, &[(SECRET_ENV, secret)])?;
+            Ok((issuer, gateway, base))
+        });
         OAuthPage {
             issuer,
             gateway,

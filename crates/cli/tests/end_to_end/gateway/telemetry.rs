@@ -14,7 +14,7 @@ use serde_json::json;
 use super::*;
 use crate::common::{
     http_server::{call, post, request},
-    nginx::free_port,
+    ports::{free_port, on_a_free_port},
     run,
     serve::SAM_TOKEN,
 };
@@ -50,15 +50,19 @@ struct Collector {
 impl Collector {
     fn start() -> Collector {
         let agent = require("collector/bin/rotel-agent", "collector");
-        let (port, grpc) = (free_port(), free_port());
-        let mut cmd = std::process::Command::new(agent);
-        cmd.args(["start", "--exporter", "blackhole", "--debug-log", "traces"])
-            .args(["--debug-log-verbosity", "detailed"])
-            .args(["--otlp-http-endpoint", &format!("127.0.0.1:{port}")])
-            .args(["--otlp-grpc-endpoint", &format!("127.0.0.1:{grpc}")])
-            .env("NO_COLOR", "1");
-        let process = Spawn::new(cmd, "rotel-agent").watched(Stream::Stdout);
-        process.wait_for_line("Starting Rotel", LIMIT);
+        // Both of its ports are picked free; either may be taken before it binds it.
+        let (process, port) = on_a_free_port("the collector", |port| {
+            let grpc = free_port();
+            let mut cmd = std::process::Command::new(&agent);
+            cmd.args(["start", "--exporter", "blackhole", "--debug-log", "traces"])
+                .args(["--debug-log-verbosity", "detailed"])
+                .args(["--otlp-http-endpoint", &format!("127.0.0.1:{port}")])
+                .args(["--otlp-grpc-endpoint", &format!("127.0.0.1:{grpc}")])
+                .env("NO_COLOR", "1");
+            let mut process = Spawn::new(cmd, "rotel-agent").watched(Stream::Stdout);
+            process.wait_for_line_or_taken("Starting Rotel", LIMIT)?;
+            Ok((process, port))
+        });
         // Listening once it takes a connection.
         let deadline = std::time::Instant::now() + LIMIT;
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {

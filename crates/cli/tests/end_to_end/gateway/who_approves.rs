@@ -15,7 +15,7 @@ use super::{
 };
 use crate::common::{
     http_server::{post, post_raw, request},
-    nginx::free_port,
+    ports::on_a_free_port,
     serve::{SAM_TOKEN, tokens_file},
 };
 
@@ -106,24 +106,35 @@ fn with_via_page_a_gateway_without_an_interactive_page_does_not_start() {
 
 #[tokio::test]
 async fn with_via_page_the_clients_form_is_neither_offered_nor_taken() {
-    let port = free_port();
-    let base = format!("http://127.0.0.1:{port}");
     let (id, secret) = PAGE_CLIENT;
-    let issuer = page_issuer(&base);
-    let dir = tempfile::tempdir().unwrap();
-    let world = Probe::world(dir.path(), page_only(), None);
-    let flags = [
-        "--oauth-issuer",
-        &issuer.url,
-        "--approval-page",
-        &base,
-        "--approval-page-client-id",
-        id,
-        "--approval-page-wait",
-        "1",
-    ];
-    let addr = format!("127.0.0.1:{port}");
-    let probe = Probe::start_in(dir, world, &addr, (&flags, &[(SECRET_ENV, secret)]));
+    let mut dir = Some(tempfile::tempdir().unwrap());
+    let world = Probe::world(dir.as_ref().unwrap().path(), page_only(), None);
+    // The page's callback is registered at the issuer before the gateway binds its port:
+    // on another port, both again.
+    let (probe, _issuer, base) = on_a_free_port("the gateway with its page", |port| {
+        let base = format!("http://127.0.0.1:{port}");
+        let issuer = page_issuer(&base);
+        let flags = [
+            "--oauth-issuer",
+            &issuer.url,
+            "--approval-page",
+            &base,
+            "--approval-page-client-id",
+            id,
+            "--approval-page-wait",
+            "1",
+        ];
+        let addr = format!("127.0.0.1:{port}");
+        let folder = dir.take().expect("the test's folder");
+        let env = [(SECRET_ENV, secret)];
+        match Probe::try_start_in(folder, world.clone(), &addr, (&flags, &env)) {
+            Ok(probe) => Ok((probe, issuer, base)),
+            Err((taken, folder)) => {
+                dir = Some(folder);
+                Err(taken)
+            }
+        }
+    });
     let args = json!({"path": "/etc/x"});
 
     // A client that shows forms only: no form, refused, nobody's no.
