@@ -3,7 +3,6 @@
 //! and, for clients on older revisions, asking them in the middle of the call with
 //! `elicitation/create` ([`ClientPerson`]).
 
-use crate::caller::CallerName;
 use rmcp::{
     RoleServer,
     model::{ElicitRequestParams, ElicitResult, ElicitationAction, InputRequest},
@@ -14,6 +13,7 @@ use super::{
     confirm,
     page::{self, Decision, Page, ShownCall},
 };
+use crate::caller::CallerName;
 use gatehouse::person::{AnsweredBy, Approval, ApprovalRequest, Person};
 
 /// What a client that declared no elicitation at all is told.

@@ -11,7 +11,6 @@
 //! it the same way on every replica, and a tool's results are trusted exactly when its
 //! definition is (`policy::result_trust`).
 
-use crate::caller::CallerName;
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex},
@@ -20,6 +19,7 @@ use std::{
 use rmcp::model::CallToolResult;
 
 use super::Gateway;
+use crate::caller::CallerName;
 use gatehouse::{
     catalog::CatalogTool,
     dispatch::CallEnd,

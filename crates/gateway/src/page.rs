@@ -9,7 +9,6 @@
 //! Under `--oauth-issuer` people sign in through the authorization server: [`issuer`]
 //! (the page's client there) and [`sign_in`] (the sign-ins in flight, in the store).
 
-use crate::caller::CallerName;
 pub mod issuer;
 pub mod routes;
 pub mod sign_in;
@@ -21,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{CONFIRMATION_TTL, Store, store::PageRow, store::PageSessionRow};
+use crate::caller::CallerName;
 use gatehouse::{person::ApprovalRequest, text, trace::random_hex};
 
 /// Where the page's routes live under the base URL: `{base}/approve/{id}`.

@@ -3,7 +3,6 @@
 //! the same connection (`restart`), so the stages that hold a `&Connection` never see
 //! the swap; while it is down its requests fail at once, saying so.
 
-use crate::config::ServerName;
 use std::sync::Arc;
 
 use rmcp::{
@@ -20,7 +19,7 @@ use super::{
     session::{CLOSE_LIMIT, Session},
 };
 use crate::{
-    config::{ServerSpec, Transport},
+    config::{ServerName, ServerSpec, Transport},
     person::PersonTime,
 };
 

@@ -5,7 +5,6 @@
 //! that answers one question (`gatehouse ask`) does not wait for it: the server is
 //! reported and left out, as before.
 
-use crate::config::ServerName;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::json;
@@ -20,6 +19,8 @@ use crate::{
     text,
     trace::{Trace, Who},
 };
+
+use crate::config::ServerName;
 
 /// Most characters of a failed start's reason kept and told.
 const MAX_REASON_CHARS: usize = 500;

@@ -10,7 +10,6 @@
 //! Only stdio servers are restarted: the host owns their process. An HTTP server's
 //! lost session is the transport's business (rmcp initializes again on a 404).
 
-use crate::config::ServerName;
 use std::{
     collections::VecDeque,
     sync::{Arc, Mutex, RwLock},
@@ -28,7 +27,7 @@ pub use crate::config::restart::{
     RESTART_FACTOR, RESTART_FIRST_DELAY, RESTART_MAX_ATTEMPTS, RESTART_MAX_DELAY, RESTART_WINDOW,
 };
 use crate::{
-    config::{Restart, ServerSpec},
+    config::{Restart, ServerName, ServerSpec},
     person::Person,
     text,
     trace::{Trace, Who},

@@ -8,7 +8,6 @@
 //! dropped while the call waits out its time limit; a line on stderr is cut at
 //! [`MAX_STDERR_LINE_BYTES`], so a server that never writes a newline costs nothing.
 
-use crate::config::ServerName;
 use std::ffi::OsString;
 use std::{
     pin::Pin,
@@ -39,7 +38,7 @@ use super::{
     lines::{Lines, Read},
 };
 use crate::{
-    config::{ServerSpec, Transport as ServerTransport},
+    config::{ServerName, ServerSpec, Transport as ServerTransport},
     trace::Trace,
 };
 

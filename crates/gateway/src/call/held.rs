@@ -22,7 +22,6 @@
 //!
 //! [`Sealed::Held`]: crate::confirm::Sealed::Held
 
-use crate::caller::CallerName;
 mod holder;
 mod next;
 
@@ -51,6 +50,7 @@ use super::{
     shaped,
 };
 use crate::{
+    caller::CallerName,
     confirm::CONFIRMATION_TTL,
     store::{CLOCK_MARGIN, HeldRow, STORE_TIMEOUT},
     tasks::{MAX_ANSWER_BYTES as MAX_TASK_ANSWER_BYTES, MAX_KEPT_BYTES},

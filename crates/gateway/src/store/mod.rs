@@ -14,7 +14,6 @@
 //! forge them): it is a file of its own (`gateway/key.rs`). A store an earlier version
 //! kept a key in has that key dropped when it is opened, so it is never used again.
 
-use crate::caller::CallerName;
 mod held;
 mod page;
 #[cfg(feature = "postgres")]
@@ -33,6 +32,7 @@ use std::{
 
 use futures::future::BoxFuture;
 
+use crate::caller::CallerName;
 pub use held::{Closed, HeldRow};
 pub use page::{PageRow, PageSessionRow, PageSignInRow};
 #[cfg(feature = "postgres")]

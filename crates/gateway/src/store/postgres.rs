@@ -12,7 +12,6 @@
 //! refused), and the next one connects again. One connection per replica,
 //! no pool: the appends of all replicas take turns on the head row anyway.
 
-use crate::caller::CallerName;
 use std::{str::FromStr, time::Duration};
 
 use futures::future::BoxFuture;
@@ -27,6 +26,8 @@ use super::{
 mod append;
 mod page;
 mod tls;
+
+use crate::caller::CallerName;
 use gatehouse::{
     approvals::{Remembered, Scope},
     ledger::{self, Bad, Chain, GENESIS, MAX_LINE_BYTES, Verified},

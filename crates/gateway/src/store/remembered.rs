@@ -10,11 +10,11 @@
 //! the person is never asked about what they approved on another replica. An approval
 //! deleted from the store by hand holds on a replica for at most [`APPROVALS_TTL`].
 
-use crate::caller::CallerName;
 use std::{collections::HashMap, sync::Mutex, time::Duration};
 
 use tokio::time::Instant;
 
+use crate::caller::CallerName;
 use gatehouse::approvals::Remembered;
 
 /// How long a caller's approvals, as read, are used before they are read again.

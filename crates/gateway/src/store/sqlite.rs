@@ -6,7 +6,6 @@
 //! opens it, so its `-wal` and `-shm`, which SQLite makes with the main file's mode, are
 //! too; wherever `--state` points, an existing folder included.
 
-use crate::caller::CallerName;
 use std::{
     path::{Path, PathBuf},
     sync::{Arc, Mutex},
@@ -20,6 +19,7 @@ use super::{
     STORE_TIMEOUT,
     version::{self, Found, Migrated},
 };
+use crate::caller::CallerName;
 use gatehouse::{
     approvals::{Remembered, Scope},
     ledger::{Entry, Ledger},

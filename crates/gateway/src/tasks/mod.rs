@@ -19,7 +19,6 @@
 //! the gateway task's own `input_required` (the client's `tasks/update` goes to the
 //! server as it came); the gateway answers none of them.
 
-use crate::caller::CallerName;
 mod wire;
 
 use std::time::Duration;
@@ -38,6 +37,7 @@ use super::{
     relay::{declared, undeclared},
     store::tasks::{self as rows, Move, TaskRow},
 };
+use crate::caller::CallerName;
 use gatehouse::{
     catalog::CatalogTool,
     dispatch::{
