@@ -9,13 +9,15 @@
 //! | `NoSuchTask`         | -32602 | no task of this caller's has the id (any reason)      |
 //! | `StaleState`         | -32602 | a `requestState` that does not open for this call     |
 //! | `NoSuchResource`     | -32002 | no server offers the URI                              |
-//! | `Store`              | -32603 | the shared store cannot be reached                    |
+//! | `Store`              | -32603 | the shared store cannot be reached (a `StoreError`)   |
 //! | `TimedOut`, `Gone`, `Failed` | -32603 | a server behind did not answer            |
 //! | `Server`             | its own | a server's JSON-RPC error, passed on made visible    |
 
 use std::time::Duration;
 
 use gatehouse::text;
+
+use crate::store::StoreError;
 use rmcp::ErrorData;
 use serde_json::json;
 
@@ -37,8 +39,13 @@ pub enum Error {
     StaleState,
     /// No server offers the resource at this URI.
     NoSuchResource(String),
-    /// The shared store cannot be reached; the text says for what.
-    Store(String),
+    /// The shared store cannot be reached for `what` (a task's record, a session's state).
+    Store {
+        /// What could not be reached, in words.
+        what: &'static str,
+        /// Why.
+        cause: StoreError,
+    },
     /// The server did not answer within the limit.
     TimedOut {
         /// The server, by its name in the servers file.
@@ -71,7 +78,9 @@ impl From<Error> for ErrorData {
                 "resource not found",
                 Some(json!({"uri": text::clip(&uri, MAX_URI_CHARS)})),
             ),
-            Error::Store(why) => ErrorData::internal_error(why, None),
+            Error::Store { what, cause } => {
+                ErrorData::internal_error(format!("{what} cannot be reached: {cause}"), None)
+            }
             Error::TimedOut { server, after } => ErrorData::internal_error(
                 format!("{server} did not answer within {}", text::seconds(after)),
                 None,

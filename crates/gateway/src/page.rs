@@ -19,7 +19,10 @@ use rmcp::model::ElicitRequestParams;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{CONFIRMATION_TTL, Store, store::PageRow, store::PageSessionRow};
+use super::{
+    CONFIRMATION_TTL, Store,
+    store::{PageRow, PageSessionRow, StoreError},
+};
 use crate::caller::CallerName;
 use gatehouse::{person::ApprovalRequest, text, trace::random_hex};
 
@@ -178,6 +181,27 @@ pub struct Page {
     store: Store,
 }
 
+/// Why a confirmation could not be put on the page.
+#[derive(Debug)]
+pub enum NotOpened {
+    /// The caller has [`MAX_PENDING_PER_CALLER`] waiting already.
+    Full(CallerName),
+    /// The store did not take it.
+    Store(StoreError),
+}
+
+impl std::fmt::Display for NotOpened {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotOpened::Full(caller) => write!(
+                f,
+                "{caller} has {MAX_PENDING_PER_CALLER} confirmations waiting on the approval page already"
+            ),
+            NotOpened::Store(e) => e.fmt(f),
+        }
+    }
+}
+
 impl Page {
     /// The page set up by `settings`, its state in `store`.
     pub fn new(settings: PageSettings, store: Store) -> Page {
@@ -212,9 +236,9 @@ impl Page {
         &self,
         caller: &CallerName,
         request: &ApprovalRequest,
-    ) -> Result<String, String> {
+    ) -> Result<String, NotOpened> {
         let id = random_hex(ID_BYTES);
-        let call = serde_json::to_string(&ShownCall::from(request)).map_err(|e| e.to_string())?;
+        let call = serde_json::json!(ShownCall::from(request)).to_string();
         let row = PageRow {
             id: id.clone(),
             caller: caller.to_owned(),
@@ -222,16 +246,11 @@ impl Page {
             decision: None,
             expires_at: now() + CONFIRMATION_TTL.as_secs() as i64,
         };
-        if self
-            .store
-            .page_open(row, now(), MAX_PENDING_PER_CALLER)
-            .await?
-        {
-            Ok(id)
-        } else {
-            Err(format!(
-                "{caller} has {MAX_PENDING_PER_CALLER} confirmations waiting on the approval page already"
-            ))
+        let store = &self.store;
+        match store.page_open(row, now(), MAX_PENDING_PER_CALLER).await {
+            Ok(true) => Ok(id),
+            Ok(false) => Err(NotOpened::Full(caller.clone())),
+            Err(e) => Err(NotOpened::Store(e)),
         }
     }
 
@@ -259,7 +278,7 @@ impl Page {
         &self,
         id: &str,
         caller: &CallerName,
-    ) -> Result<Option<(ShownCall, Decision)>, String> {
+    ) -> Result<Option<(ShownCall, Decision)>, StoreError> {
         if !is_id(id) {
             return Ok(None);
         }
@@ -269,7 +288,10 @@ impl Page {
         if row.caller != *caller {
             return Ok(None);
         }
-        let shown = serde_json::from_str(&row.call).map_err(|e| e.to_string())?;
+        let shown = serde_json::from_str(&row.call).map_err(|e| StoreError::Unreadable {
+            what: format!("confirmation {id}'s call"),
+            why: e.to_string(),
+        })?;
         Ok(Some((shown, row.decision.into())))
     }
 
@@ -279,7 +301,7 @@ impl Page {
         id: &str,
         caller: &CallerName,
         yes: bool,
-    ) -> Result<Decided, String> {
+    ) -> Result<Decided, StoreError> {
         if !is_id(id) {
             return Ok(Decided::Refused);
         }
@@ -294,7 +316,7 @@ impl Page {
         id: &str,
         caller: &CallerName,
         wait: Duration,
-    ) -> Result<Decision, String> {
+    ) -> Result<Decision, StoreError> {
         let until = tokio::time::Instant::now() + wait;
         loop {
             let decision = match self.pending(id, caller).await? {
@@ -310,7 +332,7 @@ impl Page {
 
     /// Sign `caller` in (their bearer token was checked by the caller of this): a new
     /// session, kept as the digest of its cookie.
-    pub async fn sign_in(&self, caller: &CallerName) -> Result<SignedIn, String> {
+    pub async fn sign_in(&self, caller: &CallerName) -> Result<SignedIn, StoreError> {
         let cookie = random_hex(ID_BYTES * 2);
         let session = Session {
             caller: caller.to_owned(),
@@ -332,7 +354,7 @@ impl Page {
     }
 
     /// The session a cookie stands for, unless it expired (or never was).
-    pub async fn session(&self, cookie: &str) -> Result<Option<Session>, String> {
+    pub async fn session(&self, cookie: &str) -> Result<Option<Session>, StoreError> {
         if cookie.len() != ID_BYTES * 4 || !cookie.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Ok(None);
         }
@@ -503,7 +525,8 @@ mod tests {
             .open(&who("sam@larkfield"), &request())
             .await
             .unwrap_err();
-        assert!(err.contains("waiting"), "{err}");
+        assert!(matches!(&err, NotOpened::Full(c) if *c == who("sam@larkfield")));
+        assert!(err.to_string().contains("waiting"), "{err}");
         assert!(page.open(&who("kim@larkfield"), &request()).await.is_ok());
     }
 }

@@ -60,7 +60,10 @@ impl Gateway {
             .store
             .set_mcp_session_data(&id, &caller, &data)
             .await
-            .map_err(|e| Error::Store(e).into())
+            .map_err(|cause| {
+                let what = "the session's state";
+                Error::Store { what, cause }.into()
+            })
     }
 
     #[allow(deprecated)]

@@ -17,6 +17,7 @@ use std::{sync::Arc, time::Duration};
 use crate::{
     Page,
     page::{self, APPROVE_PATH, Decided, Decision, Session, ShownCall},
+    store::StoreError,
 };
 use axum::{
     Router,
@@ -243,7 +244,7 @@ impl Pages {
     }
 
     /// The session of the request's cookie, if it has a live one.
-    async fn session(&self, headers: &HeaderMap) -> Result<Option<Session>, String> {
+    async fn session(&self, headers: &HeaderMap) -> Result<Option<Session>, StoreError> {
         match cookie(headers, COOKIE) {
             Some(cookie) => self.page.session(&cookie).await,
             None => Ok(None),
@@ -382,8 +383,11 @@ fn not_found() -> Response {
     )
 }
 
-fn unavailable(e: &str) -> Response {
-    eprintln!("gatehouse: the approval page: {}", text::visible_line(e));
+fn unavailable(e: &StoreError) -> Response {
+    eprintln!(
+        "gatehouse: the approval page: {}",
+        text::visible_line(&e.to_string())
+    );
     message(
         StatusCode::SERVICE_UNAVAILABLE,
         "Try again",

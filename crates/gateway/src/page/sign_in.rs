@@ -16,7 +16,7 @@
 use std::time::Duration;
 
 use super::{APPROVE_PATH, ID_BYTES, Page, is_id, now};
-use crate::store::PageSignInRow;
+use crate::store::{PageSignInRow, StoreError};
 use gatehouse::{
     connect::auth::redirect::{Callback, CallbackError},
     digest::sha256_hex,
@@ -52,8 +52,8 @@ pub enum SignInFailure {
     Exchange(String),
     /// [`MAX_SIGN_INS`] are in flight already.
     Busy,
-    /// The store did not answer, in words (for the log, not the page).
-    Store(String),
+    /// The store did not answer (said in the log, not on the page).
+    Store(StoreError),
 }
 
 impl SignInFailure {

@@ -14,7 +14,7 @@
 //! conditional statement, so the replicas agree on who did what first.
 
 use super::{
-    Store,
+    Store, StoreError,
     page::{Bounded, Cells, Kept, Statement, Value, kept},
 };
 use crate::caller::CallerName;
@@ -138,7 +138,7 @@ fn keyed<const N: usize>(values: [Value; N], (id, question): (&str, usize)) -> V
 impl Store {
     /// Keep a newly held call, waiting on its first question, unless its caller has
     /// `max` held already (`Ok(false)`); expired rows are dropped first.
-    pub async fn held_open(&self, row: &HeldRow, now: i64, max: usize) -> Result<bool, String> {
+    pub async fn held_open(&self, row: &HeldRow, now: i64, max: usize) -> Result<bool, StoreError> {
         let insert = Statement {
             sql: INSERT_HELD,
             values: vec![
@@ -156,7 +156,7 @@ impl Store {
     }
 
     /// The held call `id`, whoever's it is, unless it expired by `now`.
-    pub async fn held_row(&self, id: &str, now: i64) -> Result<Option<HeldRow>, String> {
+    pub async fn held_row(&self, id: &str, now: i64) -> Result<Option<HeldRow>, StoreError> {
         self.find::<HeldRow>(id, now).await
     }
 
@@ -169,20 +169,20 @@ impl Store {
         caller: &CallerName,
         answer: &str,
         now: i64,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, StoreError> {
         let values = [text(answer), Value::from(caller), Value::Int(now)];
         self.changed(ANSWER, keyed(values, key)).await
     }
 
     /// The holder takes the answer to question `key.1`, marking itself alive with
     /// `alive`: `Ok(false)` when there is none to take (or it was withdrawn).
-    pub async fn held_take(&self, key: (&str, usize), alive: i64) -> Result<bool, String> {
+    pub async fn held_take(&self, key: (&str, usize), alive: i64) -> Result<bool, StoreError> {
         self.changed(TAKE, keyed([Value::Int(alive)], key)).await
     }
 
     /// Take back an answer to question `key.1` the holder did not take, dropping the
     /// call: `Ok(false)` when the holder took it first.
-    pub async fn held_withdraw(&self, key: (&str, usize)) -> Result<bool, String> {
+    pub async fn held_withdraw(&self, key: (&str, usize)) -> Result<bool, StoreError> {
         self.changed(WITHDRAW, keyed([], key)).await
     }
 
@@ -194,14 +194,14 @@ impl Store {
         key: (&str, usize),
         outcome: &str,
         (asked, expires_at): (usize, i64),
-    ) -> Result<bool, String> {
+    ) -> Result<bool, StoreError> {
         let asked = Value::Int(i64::try_from(asked).unwrap_or(0));
         let values = [text(outcome), asked, Value::Int(expires_at)];
         self.changed(OUTCOME, keyed(values, key)).await
     }
 
     /// The holder still runs (`alive` moved on).
-    pub async fn held_alive(&self, id: &str, alive: i64) -> Result<(), String> {
+    pub async fn held_alive(&self, id: &str, alive: i64) -> Result<(), StoreError> {
         let values = vec![Value::Int(alive), text(id)];
         self.changed(ALIVE, values).await.map(drop)
     }
@@ -212,7 +212,7 @@ impl Store {
         id: &str,
         caller: &CallerName,
         how: Closed,
-    ) -> Result<(), String> {
+    ) -> Result<(), StoreError> {
         let sql = match how {
             Closed::GivenUp => DROP,
             Closed::Read => DONE,

@@ -14,6 +14,7 @@
 //! forge them): it is a file of its own (`gateway/key.rs`). A store an earlier version
 //! kept a key in has that key dropped when it is opened, so it is never used again.
 
+mod error;
 mod held;
 mod page;
 #[cfg(feature = "postgres")]
@@ -33,6 +34,7 @@ use std::{
 use futures::future::BoxFuture;
 
 use crate::caller::CallerName;
+pub use error::StoreError;
 pub use held::{Closed, HeldRow};
 pub use page::{PageRow, PageSessionRow, PageSignInRow};
 #[cfg(feature = "postgres")]
@@ -50,8 +52,6 @@ use gatehouse::{
 /// How long a replica waits on the store (another replica's write, a slow or unreachable
 /// database) before it gives up: the call is then refused, never sent unrecorded.
 pub const STORE_TIMEOUT: Duration = Duration::from_secs(5);
-/// What a second use of a confirmation (or of any sealed state) is told.
-const USED: &str = "this requestState was used already: a state is used once";
 
 /// Where the shared state lives, as `--state` names it: checked when read.
 #[derive(Clone)]
@@ -140,7 +140,7 @@ impl Store {
     /// for a file, that ledger file; in PostgreSQL, the database's ledger table (the
     /// file's path is then not used). A sealing key an earlier version kept in it is
     /// dropped.
-    pub async fn open(location: &Location, ledger: Option<Ledger>) -> Result<Store, String> {
+    pub async fn open(location: &Location, ledger: Option<Ledger>) -> Result<Store, StoreError> {
         let kind = match location {
             Location::File(path) => Kind::Sqlite(sqlite::Sqlite::open(path, ledger)?),
             #[cfg(feature = "postgres")]
@@ -158,7 +158,7 @@ impl Store {
     /// Take the store at `location` to this build's schema version, or make it
     /// (`gatehouse gateway migrate`). Run once, with every replica stopped: replicas
     /// refuse to open a store at another version.
-    pub async fn migrate(location: &Location) -> Result<version::Migrated, String> {
+    pub async fn migrate(location: &Location) -> Result<version::Migrated, StoreError> {
         match location {
             Location::File(path) => sqlite::Sqlite::migrate(path),
             #[cfg(feature = "postgres")]
@@ -176,7 +176,7 @@ impl Store {
     }
 
     /// Does the store answer a trivial query within [`STORE_TIMEOUT`]? `Err` says why not.
-    pub async fn ping(&self) -> Result<(), String> {
+    pub async fn ping(&self) -> Result<(), StoreError> {
         match &self.kind {
             Kind::Sqlite(s) => s.ping().await,
             #[cfg(feature = "postgres")]
@@ -204,12 +204,14 @@ pub struct KeptLedger {
 }
 
 /// Read back the ledger kept in the store at `location`: `Err` when it cannot be read.
-pub async fn kept_ledger(location: &Location) -> Result<KeptLedger, String> {
+pub async fn kept_ledger(location: &Location) -> Result<KeptLedger, StoreError> {
     match location {
-        Location::File(path) => Err(format!(
-            "{} is a SQLite store: it keeps no ledger (the servers file's `ledger.path` is the ledger: use --file)",
-            path.display()
-        )),
+        Location::File(path) => Err(StoreError::Unusable {
+            store: path.display().to_string(),
+            why: "it is a SQLite store, which keeps no ledger (the servers file's \
+                  `ledger.path` is the ledger: use --file)"
+                .into(),
+        }),
         #[cfg(feature = "postgres")]
         Location::Postgres(db) => {
             let (lines, head) = postgres::Postgres::connect_only((**db).clone())
@@ -312,7 +314,8 @@ impl Keeper for Store {
                 Kind::Sqlite(s) => s.append(entry).await,
                 #[cfg(feature = "postgres")]
                 Kind::Postgres(p) => p.append(entry).await,
-            }?;
+            }
+            .map_err(|e| e.to_string())?;
             // Expired rows and old used confirmations go now and then; failing to drop
             // them costs only room, so the decision stands.
             let _ = self.prune_due(chrono::Utc::now().timestamp()).await;

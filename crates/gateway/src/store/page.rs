@@ -4,7 +4,7 @@
 //! (`sqlite/page.rs`, `postgres/page.rs`) only run a statement, find a row, or make a
 //! bounded write, each in their database's way.
 
-use super::{Kind, Store};
+use super::{Kind, Store, StoreError};
 use crate::caller::CallerName;
 
 /// A value bound into one of the page's statements: the three kinds both databases take.
@@ -295,7 +295,7 @@ impl Bounded {
 impl Store {
     /// Keep a pending confirmation, unless its caller has `max` already (`Ok(false)`);
     /// expired ones are dropped first.
-    pub async fn page_open(&self, row: PageRow, now: i64, max: usize) -> Result<bool, String> {
+    pub async fn page_open(&self, row: PageRow, now: i64, max: usize) -> Result<bool, StoreError> {
         let PageRow {
             id,
             caller,
@@ -318,7 +318,7 @@ impl Store {
     }
 
     /// A pending confirmation by its id, unless it expired.
-    pub async fn page_row(&self, id: &str, now: i64) -> Result<Option<PageRow>, String> {
+    pub async fn page_row(&self, id: &str, now: i64) -> Result<Option<PageRow>, StoreError> {
         self.find(id, now).await
     }
 
@@ -330,7 +330,7 @@ impl Store {
         caller: &CallerName,
         yes: bool,
         now: i64,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, StoreError> {
         let values = vec![
             Value::Flag(yes),
             Value::Text(id.to_owned()),
@@ -351,7 +351,7 @@ impl Store {
         row: PageSessionRow,
         now: i64,
         max: usize,
-    ) -> Result<(), String> {
+    ) -> Result<(), StoreError> {
         let keep = i64::try_from(max.saturating_sub(1)).unwrap_or(i64::MAX);
         let trim = Statement {
             sql: TRIM_SESSIONS,
@@ -377,7 +377,11 @@ impl Store {
     }
 
     /// A sign-in session by its id (the cookie's digest), unless it expired.
-    pub async fn session_row(&self, id: &str, now: i64) -> Result<Option<PageSessionRow>, String> {
+    pub async fn session_row(
+        &self,
+        id: &str,
+        now: i64,
+    ) -> Result<Option<PageSessionRow>, StoreError> {
         self.find(id, now).await
     }
 
@@ -388,7 +392,7 @@ impl Store {
         row: PageSignInRow,
         now: i64,
         (per_caller, in_all): (usize, usize),
-    ) -> Result<bool, String> {
+    ) -> Result<bool, StoreError> {
         let keep = i64::try_from(per_caller.saturating_sub(1)).unwrap_or(i64::MAX);
         let bound = Bound::TrimThenRefuse {
             trim: Statement {
@@ -421,17 +425,21 @@ impl Store {
 
     /// The OAuth sign-in in flight with this id (its state's digest), taken: a second
     /// taker, on any replica, finds none. None when it expired.
-    pub async fn sign_in_take(&self, id: &str, now: i64) -> Result<Option<PageSignInRow>, String> {
+    pub async fn sign_in_take(
+        &self,
+        id: &str,
+        now: i64,
+    ) -> Result<Option<PageSignInRow>, StoreError> {
         self.pick(Pick::Take, id, now).await
     }
 
     /// The `R` with this id, unless it expired by `now`.
-    pub(super) async fn find<R: Kept>(&self, id: &str, now: i64) -> Result<Option<R>, String> {
+    pub(super) async fn find<R: Kept>(&self, id: &str, now: i64) -> Result<Option<R>, StoreError> {
         self.pick(Pick::Find, id, now).await
     }
 
     /// The `R` with this id, unless it expired by `now`, found or taken.
-    async fn pick<R: Kept>(&self, how: Pick, id: &str, now: i64) -> Result<Option<R>, String> {
+    async fn pick<R: Kept>(&self, how: Pick, id: &str, now: i64) -> Result<Option<R>, StoreError> {
         let values = vec![Value::Text(id.to_owned()), Value::Int(now)];
         match &self.kind {
             Kind::Sqlite(s) => s.pick::<R>((how, values)).await,
@@ -441,7 +449,7 @@ impl Store {
     }
 
     /// Run `statement`: how many rows it changed.
-    pub(super) async fn execute(&self, statement: Statement) -> Result<u64, String> {
+    pub(super) async fn execute(&self, statement: Statement) -> Result<u64, StoreError> {
         match &self.kind {
             Kind::Sqlite(s) => s.execute(statement).await,
             #[cfg(feature = "postgres")]
@@ -454,12 +462,12 @@ impl Store {
         &self,
         sql: &'static str,
         values: Vec<Value>,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, StoreError> {
         Ok(self.execute(Statement { sql, values }).await? == 1)
     }
 
     /// Make a bounded write of an `R`: `Ok(false)` when its bound refused it.
-    pub(super) async fn write<R: Kept>(&self, write: Bounded) -> Result<bool, String> {
+    pub(super) async fn write<R: Kept>(&self, write: Bounded) -> Result<bool, StoreError> {
         match &self.kind {
             Kind::Sqlite(s) => s.write::<R>(write).await,
             #[cfg(feature = "postgres")]

@@ -19,7 +19,7 @@ use tokio::sync::Mutex;
 use tokio_postgres::{Client, Config, config::Host};
 
 use super::{
-    STORE_TIMEOUT, USED,
+    STORE_TIMEOUT, StoreError,
     version::{self, Found, Migrated},
 };
 
@@ -179,7 +179,7 @@ pub struct Postgres {
 impl Postgres {
     /// Connect to `db` and make the tables (the first replica does; the others find
     /// them), keeping a ledger table when `ledger`.
-    pub async fn open(db: Database, ledger: bool) -> Result<Postgres, String> {
+    pub async fn open(db: Database, ledger: bool) -> Result<Postgres, StoreError> {
         let store = Postgres {
             ledger,
             ..Postgres::connect_only(db)
@@ -193,10 +193,13 @@ impl Postgres {
 
     /// Take the database's store to this build's schema version, or make it (`gatehouse
     /// gateway migrate`), in one transaction under the schema lock.
-    pub async fn migrate(db: Database) -> Result<Migrated, String> {
+    pub async fn migrate(db: Database) -> Result<Migrated, StoreError> {
         let store = Postgres::connect_only(db);
         match store.schema(true).await? {
-            (_, Some(refused)) => Err(format!("the state store {}: {refused}", store.db)),
+            (_, Some(why)) => Err(StoreError::Unusable {
+                store: store.db.to_string(),
+                why,
+            }),
             (found, None) => Ok(version::migrated(found)),
         }
     }
@@ -205,7 +208,7 @@ impl Postgres {
     /// steps that take it to this build's: all of an empty store's, and with `migrate`
     /// those from any older version. What was found, and why no step ran if they could
     /// not (a newer store).
-    async fn schema(&self, migrate: bool) -> Result<(Found, Option<String>), String> {
+    async fn schema(&self, migrate: bool) -> Result<(Found, Option<String>), StoreError> {
         self.run(STORE_TIMEOUT, |c| {
             Box::pin(async move {
                 let tx = c.transaction().await?;
@@ -241,7 +244,7 @@ impl Postgres {
         &self,
         limit: Duration,
         op: impl for<'c> FnOnce(&'c mut Client) -> Op<'c, T>,
-    ) -> Result<T, String> {
+    ) -> Result<T, StoreError> {
         let attempt = async {
             let mut held = self.client.lock().await;
             self.run_held(&mut held, limit, op).await
@@ -265,7 +268,7 @@ impl Postgres {
         held: &mut Option<Client>,
         limit: Duration,
         op: impl for<'c> FnOnce(&'c mut Client) -> Op<'c, T>,
-    ) -> Result<T, String> {
+    ) -> Result<T, StoreError> {
         let attempt = async {
             if held.as_ref().is_none_or(Client::is_closed) {
                 *held = Some(self.connect().await?);
@@ -284,15 +287,14 @@ impl Postgres {
     }
 
     /// What a store that did not answer in time says.
-    fn late(&self, limit: Duration) -> String {
-        format!(
-            "the state store {} did not answer within {} s",
-            self.db,
-            limit.as_secs()
-        )
+    fn late(&self, limit: Duration) -> StoreError {
+        StoreError::Late {
+            store: self.db.to_string(),
+            limit,
+        }
     }
 
-    async fn connect(&self) -> Result<Client, String> {
+    async fn connect(&self) -> Result<Client, StoreError> {
         let (client, connection) = self
             .db
             .config
@@ -313,22 +315,21 @@ impl Postgres {
         Ok(client)
     }
 
-    fn error(&self, e: &tokio_postgres::Error) -> String {
+    fn error(&self, e: &tokio_postgres::Error) -> StoreError {
         let mut text = e.to_string();
         if let Some(db) = e.as_db_error() {
             text = format!("{text}: {}", db.message());
         } else if let Some(cause) = std::error::Error::source(e) {
             text = format!("{text}: {cause}");
         }
-        format!(
-            "the state store {} is unavailable: {}",
-            self.db,
-            gatehouse::text::visible_line(&self.db.secrets.text(&text))
-        )
+        StoreError::Unavailable {
+            store: self.db.to_string(),
+            cause: gatehouse::text::visible_line(&self.db.secrets.text(&text)).into_owned(),
+        }
     }
 
     /// Does the database answer a trivial query within [`STORE_TIMEOUT`]?
-    pub async fn ping(&self) -> Result<(), String> {
+    pub async fn ping(&self) -> Result<(), StoreError> {
         self.run(STORE_TIMEOUT, |c| {
             Box::pin(async move { c.simple_query("SELECT 1").await.map(|_| ()) })
         })
@@ -341,7 +342,7 @@ impl Postgres {
     }
 
     /// A caller's approvals.
-    pub async fn remembered(&self, who: &CallerName) -> Result<Remembered, String> {
+    pub async fn remembered(&self, who: &CallerName) -> Result<Remembered, StoreError> {
         let who = who.to_string();
         let rows = self
             .run(STORE_TIMEOUT, |c| {
@@ -363,7 +364,7 @@ impl Postgres {
     }
 
     /// Remember that `who` approved `tool` at this definition.
-    pub async fn remember(&self, who: &CallerName, tool: &str, fp: &str) -> Result<(), String> {
+    pub async fn remember(&self, who: &CallerName, tool: &str, fp: &str) -> Result<(), StoreError> {
         let params = [who.as_str(), tool, fp].map(str::to_owned);
         self.run(STORE_TIMEOUT, |c| {
             Box::pin(async move {
@@ -384,7 +385,7 @@ impl Postgres {
 
     /// The ledger table's lines, in order, and its head row: one snapshot, so appends
     /// going on meanwhile are not half seen.
-    pub async fn read_ledger(&self) -> Result<(Vec<String>, Option<(i64, String)>), String> {
+    pub async fn read_ledger(&self) -> Result<(Vec<String>, Option<(i64, String)>), StoreError> {
         self.run(VERIFY_TIMEOUT, |c| {
             Box::pin(async move {
                 let tx = c

@@ -11,7 +11,7 @@ mod shared;
 use std::{sync::atomic::Ordering, time::Duration};
 
 use super::{
-    Store,
+    Store, StoreError,
     page::{Bounded, Cells, Kept, Statement, Value, kept},
 };
 use crate::{caller::CallerName, confirm::CONFIRMATION_TTL};
@@ -142,7 +142,7 @@ impl Store {
         row: SessionRow,
         now: i64,
         max: usize,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, StoreError> {
         let caller = row.caller;
         let values = vec![text(&row.id), Value::from(&caller), Value::Text(row.init)];
         let mut insert = Statement {
@@ -162,7 +162,11 @@ impl Store {
     }
 
     /// The session `id`, unless it expired by `now`.
-    pub async fn mcp_session_row(&self, id: &str, now: i64) -> Result<Option<SessionRow>, String> {
+    pub async fn mcp_session_row(
+        &self,
+        id: &str,
+        now: i64,
+    ) -> Result<Option<SessionRow>, StoreError> {
         let found = self.find::<Session>(id, now).await?;
         Ok(found.map(|s| SessionRow {
             id: id.to_owned(),
@@ -178,7 +182,7 @@ impl Store {
         id: &str,
         caller: &CallerName,
         expires_at: i64,
-    ) -> Result<(), String> {
+    ) -> Result<(), StoreError> {
         let values = vec![Value::Int(expires_at), text(id), Value::from(caller)];
         self.execute(Statement {
             sql: TOUCH_SESSION,
@@ -189,7 +193,7 @@ impl Store {
     }
 
     /// End `caller`'s session `id`, and drop the answers waiting in it.
-    pub async fn mcp_session_end(&self, id: &str, caller: &CallerName) -> Result<(), String> {
+    pub async fn mcp_session_end(&self, id: &str, caller: &CallerName) -> Result<(), StoreError> {
         for sql in [END_SESSION, END_ANSWERS] {
             let values = vec![text(id), Value::from(caller)];
             self.execute(Statement { sql, values }).await?;
@@ -204,7 +208,7 @@ impl Store {
         id: &str,
         caller: &CallerName,
         now: i64,
-    ) -> Result<Option<String>, String> {
+    ) -> Result<Option<String>, StoreError> {
         let found = self.find::<SessionData>(id, now).await?;
         Ok(found
             .filter(|row| row.caller == *caller)
@@ -217,7 +221,7 @@ impl Store {
         id: &str,
         caller: &CallerName,
         data: &str,
-    ) -> Result<(), String> {
+    ) -> Result<(), StoreError> {
         let values = vec![text(data), text(id), Value::from(caller)];
         self.execute(Statement {
             sql: SET_SESSION_DATA,
@@ -235,7 +239,7 @@ impl Store {
         row: AnswerRow,
         now: i64,
         max: usize,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, StoreError> {
         if self.find::<Answer>(&row.id, now).await?.is_some() {
             return Ok(false);
         }
@@ -258,7 +262,7 @@ impl Store {
         id: &str,
         caller: &CallerName,
         now: i64,
-    ) -> Result<Option<String>, String> {
+    ) -> Result<Option<String>, StoreError> {
         let Some(row) = self.find::<Answer>(id, now).await? else {
             return Ok(None);
         };
@@ -276,7 +280,7 @@ impl Store {
     /// answers past their expiry, and used confirmations older than
     /// [`USED_CONFIRMATION_KEPT`] (their states can no longer be opened, so a nonce is
     /// never forgotten while its state could still be used).
-    pub async fn prune_due(&self, now: i64) -> Result<(), String> {
+    pub async fn prune_due(&self, now: i64) -> Result<(), StoreError> {
         let last = self.pruned.load(Ordering::Relaxed);
         if now - last < PRUNE_EVERY.as_secs() as i64
             || self
@@ -290,7 +294,7 @@ impl Store {
     }
 
     /// Drop what expired by `now` (see [`Store::prune_due`]).
-    pub async fn prune(&self, now: i64) -> Result<(), String> {
+    pub async fn prune(&self, now: i64) -> Result<(), StoreError> {
         let kept = chrono::Duration::from_std(USED_CONFIRMATION_KEPT).unwrap_or_default();
         let cutoff = chrono::DateTime::from_timestamp(now, 0).unwrap_or_default() - kept;
         let cutoff = cutoff.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);

@@ -16,7 +16,7 @@ use rusqlite::{Connection, TransactionBehavior, params};
 mod page;
 
 use super::{
-    STORE_TIMEOUT,
+    STORE_TIMEOUT, StoreError,
     version::{self, Found, Migrated},
 };
 use crate::caller::CallerName;
@@ -36,13 +36,13 @@ pub struct Sqlite {
 impl Sqlite {
     /// Open (or create) the store at `path`, with the ledger at `ledger` (none with
     /// `None`). A sealing key an earlier version kept in it is dropped.
-    pub fn open(path: &Path, ledger: Option<Ledger>) -> Result<Sqlite, String> {
+    pub fn open(path: &Path, ledger: Option<Ledger>) -> Result<Sqlite, StoreError> {
         // A replica makes an empty store (and takes one made before versions to version
         // 1); any other it opens only at this version.
         let (db, found) = schema(path, false)?;
         version::check(found, &path.display().to_string())?;
         if let Some(ledger) = &ledger {
-            ledger.check()?;
+            ledger.check().map_err(StoreError::Ledger)?;
         }
         Ok(Sqlite {
             db: Arc::new(Mutex::new(db)),
@@ -53,14 +53,14 @@ impl Sqlite {
 
     /// Take the store at `path` to this build's schema version, or make it
     /// (`gatehouse gateway migrate`), in one transaction.
-    pub fn migrate(path: &Path) -> Result<Migrated, String> {
+    pub fn migrate(path: &Path) -> Result<Migrated, StoreError> {
         let (_, found) = schema(path, true)?;
         Ok(version::migrated(found))
     }
 
     /// Use a confirmation up: `Ok(true)` the first time, `Ok(false)` ever after, on any
     /// replica.
-    pub fn use_confirmation(&self, nonce: &str) -> Result<bool, String> {
+    pub fn use_confirmation(&self, nonce: &str) -> Result<bool, StoreError> {
         self.held()
             .execute(
                 "INSERT OR IGNORE INTO used_confirmations (nonce, used_at) VALUES (?1, ?2)",
@@ -72,7 +72,7 @@ impl Sqlite {
 
     /// Was this confirmation used?
     #[cfg(test)]
-    fn confirmation_used(&self, nonce: &str) -> Result<bool, String> {
+    fn confirmation_used(&self, nonce: &str) -> Result<bool, StoreError> {
         use rusqlite::OptionalExtension;
         self.held()
             .query_row(
@@ -89,14 +89,14 @@ impl Sqlite {
         self.db.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn error(&self, e: &rusqlite::Error) -> String {
-        format!(
-            "the state store {} is unavailable: {e}",
-            self.path.display()
-        )
+    fn error(&self, e: &rusqlite::Error) -> StoreError {
+        StoreError::Unavailable {
+            store: self.path.display().to_string(),
+            cause: e.to_string(),
+        }
     }
 
-    pub(super) fn approvals_of(&self, caller: &CallerName) -> Result<Remembered, String> {
+    pub(super) fn approvals_of(&self, caller: &CallerName) -> Result<Remembered, StoreError> {
         let db = self.held();
         let mut stmt = db
             .prepare_cached("SELECT tool, fingerprint FROM approvals WHERE caller = ?1")
@@ -119,7 +119,7 @@ impl Sqlite {
         caller: &CallerName,
         tool: &str,
         fingerprint: &str,
-    ) -> Result<(), String> {
+    ) -> Result<(), StoreError> {
         self.held()
             .execute(
                 "INSERT OR REPLACE INTO approvals (caller, tool, fingerprint, approved_at)
@@ -152,8 +152,12 @@ fn steps() -> [String; version::SCHEMA_VERSION as usize] {
 /// schema was: in one write transaction, its version read and the steps run that take it
 /// to this build's (an empty store's and one made before versions', and with `migrate`
 /// those from any older version; a newer store is an error then).
-fn schema(path: &Path, migrate: bool) -> Result<(Connection, Found), String> {
-    let shown = |e: rusqlite::Error| format!("the state store {}: {e}", path.display());
+fn schema(path: &Path, migrate: bool) -> Result<(Connection, Found), StoreError> {
+    let unusable = |why: String| StoreError::Unusable {
+        store: path.display().to_string(),
+        why,
+    };
+    let shown = |e: rusqlite::Error| unusable(e.to_string());
     made_private(path)?;
     let mut db = Connection::open(path).map_err(shown)?;
     db.busy_timeout(STORE_TIMEOUT).map_err(shown)?;
@@ -162,8 +166,7 @@ fn schema(path: &Path, migrate: bool) -> Result<(Connection, Found), String> {
     let tx = (db.transaction_with_behavior(TransactionBehavior::Immediate)).map_err(shown)?;
     let found = found(&tx).map_err(shown)?;
     if migrate || version::opens_itself(found) {
-        let first = version::first_step(found)
-            .map_err(|e| format!("the state store {}: {e}", path.display()))?;
+        let first = version::first_step(found).map_err(unusable)?;
         for step in &steps()[first..] {
             tx.execute_batch(step).map_err(shown)?;
         }
@@ -199,8 +202,11 @@ fn found(tx: &Connection) -> rusqlite::Result<Found> {
 /// The store file at `path` and the `-wal` and `-shm` beside it, made readable by the user
 /// only before SQLite opens them: the file created 0600 (its missing folders 0700), and
 /// any of the three an earlier version left with a wider mode narrowed.
-fn made_private(path: &Path) -> Result<(), String> {
-    let failed = |p: &Path, e: std::io::Error| format!("the state store {}: {e}", p.display());
+fn made_private(path: &Path) -> Result<(), StoreError> {
+    let failed = |p: &Path, e: std::io::Error| StoreError::Unusable {
+        store: p.display().to_string(),
+        why: e.to_string(),
+    };
     drop(gatehouse::files::create_private_keep(path).map_err(|e| failed(path, e))?);
     for suffix in ["-wal", "-shm"] {
         let mut beside = path.as_os_str().to_owned();
@@ -215,16 +221,16 @@ fn made_private(path: &Path) -> Result<(), String> {
 
 /// Run a blocking store operation off the async workers.
 async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, String> + Send + 'static,
-) -> Result<T, String> {
+    f: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
+) -> Result<T, StoreError> {
     tokio::task::spawn_blocking(f)
         .await
-        .unwrap_or_else(|e| Err(format!("the state store's worker failed: {e}")))
+        .unwrap_or_else(|e| Err(StoreError::Worker(e.to_string())))
 }
 
 impl Sqlite {
     /// Does the store answer within [`STORE_TIMEOUT`] (its lock included)?
-    pub async fn ping(&self) -> Result<(), String> {
+    pub async fn ping(&self) -> Result<(), StoreError> {
         let store = self.clone();
         let asked = blocking(move || {
             let db = store.held();
@@ -234,11 +240,10 @@ impl Sqlite {
         tokio::time::timeout(STORE_TIMEOUT, asked)
             .await
             .unwrap_or_else(|_| {
-                Err(format!(
-                    "the state store {} did not answer within {} s",
-                    self.path.display(),
-                    STORE_TIMEOUT.as_secs()
-                ))
+                Err(StoreError::Late {
+                    store: self.path.display().to_string(),
+                    limit: STORE_TIMEOUT,
+                })
             })
     }
 
@@ -248,13 +253,13 @@ impl Sqlite {
     }
 
     /// A caller's approvals.
-    pub async fn remembered(&self, who: &CallerName) -> Result<Remembered, String> {
+    pub async fn remembered(&self, who: &CallerName) -> Result<Remembered, StoreError> {
         let (store, who) = (self.clone(), who.to_owned());
         blocking(move || store.approvals_of(&who)).await
     }
 
     /// Remember that `who` approved `tool` at this definition.
-    pub async fn remember(&self, who: &CallerName, tool: &str, fp: &str) -> Result<(), String> {
+    pub async fn remember(&self, who: &CallerName, tool: &str, fp: &str) -> Result<(), StoreError> {
         let store = self.clone();
         let (who, tool, fp) = (who.to_owned(), tool.to_owned(), fp.to_owned());
         blocking(move || store.approve(&who, &tool, &fp)).await
@@ -263,16 +268,16 @@ impl Sqlite {
     /// The confirmation (if the entry names one) is used up first, then the line is
     /// appended to the ledger file: a crash between the two loses the confirmation,
     /// never doubles a call.
-    pub async fn append(&self, entry: Entry) -> Result<(), String> {
+    pub async fn append(&self, entry: Entry) -> Result<(), StoreError> {
         let store = self.clone();
         blocking(move || {
             if let Some(nonce) = &entry.confirmation
                 && !store.use_confirmation(nonce)?
             {
-                return Err(super::USED.into());
+                return Err(StoreError::Used);
             }
             match &store.ledger {
-                Some(ledger) => ledger.append(&entry).map(drop),
+                Some(ledger) => ledger.append(&entry).map(drop).map_err(StoreError::Ledger),
                 None => Ok(()),
             }
         })
@@ -361,7 +366,14 @@ mod tests {
         db.execute("UPDATE gatehouse_schema SET version = 2", [])
             .unwrap();
         let newer = Sqlite::open(&path, None).err().unwrap();
-        assert!(newer.contains("made by a newer gatehouse"), "{newer}");
+        assert!(
+            matches!(newer, StoreError::Newer { version: 2, .. }),
+            "{newer}"
+        );
+        assert!(
+            newer.to_string().contains("made by a newer gatehouse"),
+            "{newer}"
+        );
         assert!(Sqlite::migrate(&path).is_err());
         assert_eq!(version(&db), 2, "nothing changed");
         // One made before versions (its tables, no version) is taken to this version.

@@ -12,7 +12,7 @@
 //! end is written only over a task that has not ended (the first end wins).
 
 use super::{
-    Store,
+    Store, StoreError,
     page::{Bounded, Cells, Kept, Statement, Value},
 };
 use crate::caller::CallerName;
@@ -181,7 +181,12 @@ fn text(s: &str) -> Value {
 impl Store {
     /// Keep a new task, unless its caller has `max` kept already (`Ok(false)`); expired
     /// ones are dropped first. It is in the store when this returns.
-    pub async fn task_insert(&self, row: TaskRow, now: i64, max: usize) -> Result<bool, String> {
+    pub async fn task_insert(
+        &self,
+        row: TaskRow,
+        now: i64,
+        max: usize,
+    ) -> Result<bool, StoreError> {
         let r = &row;
         let values = vec![
             text(&r.id),
@@ -212,12 +217,12 @@ impl Store {
     }
 
     /// The task with this id, whoever's it is, unless it expired by `now`.
-    pub async fn task_row(&self, id: &str, now: i64) -> Result<Option<TaskRow>, String> {
+    pub async fn task_row(&self, id: &str, now: i64) -> Result<Option<TaskRow>, StoreError> {
         self.find::<TaskRow>(id, now).await
     }
 
     /// Move an unended task on: `Ok(false)` when it has ended (or is gone).
-    pub async fn task_move(&self, id: &str, to: &Move, now: i64) -> Result<bool, String> {
+    pub async fn task_move(&self, id: &str, to: &Move, now: i64) -> Result<bool, StoreError> {
         let values = vec![
             text(&to.status),
             text(&to.message),
@@ -237,7 +242,7 @@ impl Store {
         (status, message, end): (&str, &str, &str),
         now: i64,
         expires_at: i64,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, StoreError> {
         let values = vec![
             text(status),
             text(message),

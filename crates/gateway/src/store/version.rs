@@ -10,6 +10,8 @@
 //! store and a migrated one are the same schema by construction. Version 0 is a store an
 //! earlier Gatehouse made before stores had versions.
 
+use super::StoreError;
+
 /// The schema version this build reads and writes.
 pub const SCHEMA_VERSION: i64 = 1;
 
@@ -54,7 +56,7 @@ impl std::fmt::Display for Migrated {
 /// made before versions to version 1 (step 0 is what every earlier version ran at each
 /// start, tables made where missing: nothing an older replica still running would not
 /// do itself); any other version is changed only by `gatehouse gateway migrate`.
-pub fn check(found: Found, shown: &str) -> Result<bool, String> {
+pub fn check(found: Found, shown: &str) -> Result<bool, StoreError> {
     if opens_itself(found) {
         return Ok(true);
     }
@@ -63,15 +65,14 @@ pub fn check(found: Found, shown: &str) -> Result<bool, String> {
     };
     match v {
         v if v == SCHEMA_VERSION => Ok(false),
-        v if v < SCHEMA_VERSION => Err(format!(
-            "the state store {shown} is at schema version {v}, older than this \
-             gatehouse's {SCHEMA_VERSION}: stop every replica, back the store up, run \
-             `gatehouse gateway migrate --state {shown}` once, then start them all at this version"
-        )),
-        v => Err(format!(
-            "the state store {shown} is at schema version {v}, made by a newer gatehouse \
-             (this one knows up to {SCHEMA_VERSION}): run the newer version"
-        )),
+        v if v < SCHEMA_VERSION => Err(StoreError::Older {
+            store: shown.to_owned(),
+            version: v,
+        }),
+        v => Err(StoreError::Newer {
+            store: shown.to_owned(),
+            version: v,
+        }),
     }
 }
 
@@ -127,8 +128,9 @@ mod tests {
         assert_eq!(check(Found::Version(0), "s.db"), Ok(true));
         assert_eq!(check(Found::Version(SCHEMA_VERSION), "s.db"), Ok(false));
         let newer = check(Found::Version(SCHEMA_VERSION + 1), "s.db").unwrap_err();
-        assert!(newer.contains("newer gatehouse"), "{newer}");
-        assert!(newer.contains("run the newer version"), "{newer}");
+        let said = newer.to_string();
+        assert!(said.contains("newer gatehouse"), "{said}");
+        assert!(said.contains("run the newer version"), "{said}");
     }
 
     #[test]

@@ -35,7 +35,10 @@ use super::{
     answer::{failed, finished},
     error::Error,
     relay::{declared, undeclared},
-    store::tasks::{self as rows, Move, TaskRow},
+    store::{
+        StoreError,
+        tasks::{self as rows, Move, TaskRow},
+    },
 };
 use crate::caller::CallerName;
 use gatehouse::{
@@ -81,8 +84,9 @@ fn not_found() -> ErrorData {
     Error::NoSuchTask.into()
 }
 
-fn store_down(e: String) -> ErrorData {
-    Error::Store(format!("the task's record cannot be reached: {e}")).into()
+fn store_down(cause: StoreError) -> ErrorData {
+    let what = "the task's record";
+    Error::Store { what, cause }.into()
 }
 
 /// A request about a task that did not get the server's answer, as the client reads it.

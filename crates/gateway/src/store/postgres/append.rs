@@ -5,7 +5,7 @@
 //! connection. Whoever gets the connection takes the whole queue (at most
 //! [`MAX_GROUP_LINES`]) and writes it in one transaction: each confirmation used up under
 //! its unique key (an entry whose nonce was used already, by another replica or earlier in
-//! the same group, gets [`USED`] and no line), then the lines after the head row, read
+//! the same group, gets [`StoreError::Used`] and no line), then the lines after the head row, read
 //! `FOR UPDATE`, in queue order, and the head moved. An append returns only once the
 //! transaction holding its line has committed; a group that fails fails each of its
 //! appends, so none of their calls is sent. The queue is bounded ([`MAX_WAITING`]): past
@@ -20,14 +20,15 @@ use std::sync::{
 use tokio::sync::oneshot;
 use tokio_postgres::types::ToSql;
 
-use super::{Postgres, STORE_TIMEOUT, USED};
+use super::{Postgres, STORE_TIMEOUT};
+use crate::store::StoreError;
 use gatehouse::ledger::{self, Entry, group::MAX_GROUP_LINES};
 
 /// Most appends one replica lets wait for the database; more are refused, retryably.
 pub const MAX_WAITING: usize = 4_096;
 
 /// What one append is told.
-type Outcome = Result<(), String>;
+type Outcome = Result<(), StoreError>;
 
 /// One append waiting: its ticket (to withdraw it), its entry, and where its outcome goes.
 type Queued = (u64, Entry, oneshot::Sender<Outcome>);
@@ -63,18 +64,17 @@ impl Postgres {
     /// transaction with whatever other appends are waiting: both are kept, or neither.
     /// Waiting for the connection is bounded by [`STORE_TIMEOUT`], as every use of the
     /// store is: past it, an append no group has taken yet is withdrawn and refused.
-    pub async fn append(&self, entry: Entry) -> Result<(), String> {
-        let stopped =
-            |_| Err("the ledger's writer stopped before this decision was written".into());
+    pub async fn append(&self, entry: Entry) -> Result<(), StoreError> {
+        let stopped = |_| Err(StoreError::WriterStopped);
         let (tell, mut told) = oneshot::channel();
         let ticket = self.waiting.next.fetch_add(1, Ordering::Relaxed);
         {
             let mut queue = self.waiting.lock();
             if queue.len() >= MAX_WAITING {
-                return Err(format!(
-                    "the state store {} has {MAX_WAITING} decisions waiting to be written; try again shortly",
-                    self.db
-                ));
+                return Err(StoreError::Busy {
+                    store: self.db.to_string(),
+                    waiting: MAX_WAITING,
+                });
             }
             queue.push((ticket, entry, tell));
         }
@@ -164,7 +164,7 @@ async fn write_group(
         if let Some(nonce) = &entry.confirmation
             && !fresh.remove(nonce)
         {
-            outcomes.push(Err(USED.to_owned()));
+            outcomes.push(Err(StoreError::Used));
             continue;
         }
         outcomes.push(Ok(()));

@@ -5,6 +5,7 @@
 use tokio_postgres::{GenericClient, types::ToSql};
 
 use super::{Postgres, STORE_TIMEOUT};
+use crate::store::StoreError;
 use crate::store::page::{Bounded, Cells, Kept, POSTGRES, Pick, Statement, Value};
 
 /// The page's tables (made with the store's others).
@@ -49,7 +50,7 @@ impl Cells for tokio_postgres::Row {
 
 impl Postgres {
     /// Run `statement`: how many rows it changed.
-    pub(in crate::store) async fn execute(&self, s: Statement) -> Result<u64, String> {
+    pub(in crate::store) async fn execute(&self, s: Statement) -> Result<u64, StoreError> {
         self.run(STORE_TIMEOUT, |c| Box::pin(async move { run(c, &s).await }))
             .await
     }
@@ -58,7 +59,7 @@ impl Postgres {
     pub(in crate::store) async fn pick<R: Kept>(
         &self,
         (how, values): (Pick, Vec<Value>),
-    ) -> Result<Option<R>, String> {
+    ) -> Result<Option<R>, StoreError> {
         self.run(STORE_TIMEOUT, |c| {
             Box::pin(async move {
                 let row = c
@@ -71,7 +72,7 @@ impl Postgres {
     }
 
     /// A bounded write of an `R`, in one transaction.
-    pub(in crate::store) async fn write<R: Kept>(&self, w: Bounded) -> Result<bool, String> {
+    pub(in crate::store) async fn write<R: Kept>(&self, w: Bounded) -> Result<bool, StoreError> {
         self.run(STORE_TIMEOUT, |c| {
             Box::pin(async move {
                 let tx = c.transaction().await?;

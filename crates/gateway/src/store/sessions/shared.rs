@@ -11,7 +11,7 @@ use gatehouse_http::{
 };
 
 use super::{AnswerRow, SessionRow};
-use crate::{Store, caller::CallerName};
+use crate::{Store, caller::CallerName, store::StoreError};
 
 impl SharedSessions for Store {
     fn owner(&self, caller: &Caller) -> String {
@@ -25,7 +25,7 @@ impl SharedSessions for Store {
             init: s.init,
             expires_at: s.expires_at,
         };
-        Box::pin(async move { self.mcp_session_open(row, now(), max).await })
+        Box::pin(async move { self.mcp_session_open(row, now(), max).await.map_err(said) })
     }
 
     fn find<'a>(
@@ -34,7 +34,7 @@ impl SharedSessions for Store {
         now: i64,
     ) -> BoxFuture<'a, Result<Option<SharedSession>, String>> {
         Box::pin(async move {
-            let row = self.mcp_session_row(id, now).await?;
+            let row = self.mcp_session_row(id, now).await.map_err(said)?;
             Ok(row.map(|r| SharedSession {
                 id: r.id,
                 owner: r.caller.to_string(),
@@ -51,12 +51,16 @@ impl SharedSessions for Store {
         expires_at: i64,
     ) -> BoxFuture<'a, Result<(), String>> {
         let owner = CallerName::kept(owner.to_owned());
-        Box::pin(async move { self.mcp_session_touch(id, &owner, expires_at).await })
+        Box::pin(async move {
+            self.mcp_session_touch(id, &owner, expires_at)
+                .await
+                .map_err(said)
+        })
     }
 
     fn end<'a>(&'a self, id: &'a str, owner: &'a str) -> BoxFuture<'a, Result<(), String>> {
         let owner = CallerName::kept(owner.to_owned());
-        Box::pin(async move { self.mcp_session_end(id, &owner).await })
+        Box::pin(async move { self.mcp_session_end(id, &owner).await.map_err(said) })
     }
 
     fn put_answer(&self, a: SharedAnswer, max: usize) -> BoxFuture<'_, Result<bool, String>> {
@@ -67,16 +71,25 @@ impl SharedSessions for Store {
             expires_at: a.expires_at,
         };
         let session = a.key.session;
-        Box::pin(async move { self.answer_put(&session, row, now(), max).await })
+        Box::pin(async move {
+            self.answer_put(&session, row, now(), max)
+                .await
+                .map_err(said)
+        })
     }
 
     fn take_answer<'a>(&'a self, key: &'a AnswerKey, now: i64) -> Answered<'a> {
         let id = AnswerRow::key(&key.session, &key.request);
         let owner = CallerName::kept(key.owner.clone());
-        Box::pin(async move { self.answer_take(&id, &owner, now).await })
+        Box::pin(async move { self.answer_take(&id, &owner, now).await.map_err(said) })
     }
 }
 
 fn now() -> i64 {
     chrono::Utc::now().timestamp()
+}
+
+/// A store error as the HTTP layer takes it: words for its log and its 503.
+fn said(e: StoreError) -> String {
+    e.to_string()
 }

@@ -5,6 +5,7 @@
 use rusqlite::{OptionalExtension, params, params_from_iter, types::Value as Sql};
 
 use super::{Sqlite, blocking};
+use crate::store::StoreError;
 use crate::store::page::{Bounded, Cells, Kept, Pick, SQLITE, Statement, Value};
 
 /// The page's tables (made with the store's others).
@@ -40,7 +41,7 @@ impl Cells for rusqlite::Row<'_> {
 
 impl Sqlite {
     /// Run `statement`: how many rows it changed.
-    pub(in crate::store) async fn execute(&self, s: Statement) -> Result<u64, String> {
+    pub(in crate::store) async fn execute(&self, s: Statement) -> Result<u64, StoreError> {
         let store = self.clone();
         blocking(move || {
             store
@@ -56,7 +57,7 @@ impl Sqlite {
     pub(in crate::store) async fn pick<R: Kept>(
         &self,
         (how, values): (Pick, Vec<Value>),
-    ) -> Result<Option<R>, String> {
+    ) -> Result<Option<R>, StoreError> {
         let store = self.clone();
         blocking(move || {
             store
@@ -73,7 +74,7 @@ impl Sqlite {
     }
 
     /// A bounded write of an `R`, the connection held from the pruning to the insert.
-    pub(in crate::store) async fn write<R: Kept>(&self, w: Bounded) -> Result<bool, String> {
+    pub(in crate::store) async fn write<R: Kept>(&self, w: Bounded) -> Result<bool, StoreError> {
         let store = self.clone();
         blocking(move || {
             let db = store.held();
