@@ -206,6 +206,41 @@ fn client_leg(rev: &str) {
     check_leg(&format!("client leg {rev}"), code, &output);
 }
 
+/// The client extension scenarios the host passes (run one by one: the harness skips an
+/// extension scenario unless forced): client credentials with a private-key JWT (RFC 7523).
+const CLIENT_EXTENSIONS: &[&str] = &["auth/client-credentials-jwt"];
+
+/// Each of [`CLIENT_EXTENSIONS`] at `rev`, every check passed.
+fn client_extensions(rev: &str) {
+    let _one = LEGS.lock().unwrap_or_else(|e| e.into_inner());
+    harness();
+    let (_, client) = binaries();
+    let client = client.to_string_lossy().into_owned();
+    for scenario in CLIENT_EXTENSIONS {
+        let (code, output) = run_harness(&[
+            "client",
+            "--command",
+            &client,
+            "--scenario",
+            scenario,
+            "--spec-version",
+            rev,
+            "--force",
+            "--timeout",
+            CLIENT_TIMEOUT_MS,
+        ]);
+        let passed = output.lines().find(|l| l.starts_with("Passed: "));
+        println!(
+            "{scenario} at {rev}: {}",
+            passed.unwrap_or("(no Passed line)")
+        );
+        assert!(
+            code == 0 && passed.is_some_and(|l| l.contains(", 0 failed")),
+            "{scenario} at {rev} (exit {code}):\n{output}"
+        );
+    }
+}
+
 /// The baseline of the server leg through the gateway: the direct leg's entries and the
 /// scenarios the gateway cannot pass on yet, each with its reason.
 fn gateway_baseline(rev: &str) -> String {
@@ -328,6 +363,16 @@ fn client_leg_2026_07_28() {
 #[test]
 fn client_leg_2025_11_25() {
     client_leg("2025-11-25");
+}
+
+#[test]
+fn client_extensions_2026_07_28() {
+    client_extensions("2026-07-28");
+}
+
+#[test]
+fn client_extensions_2025_11_25() {
+    client_extensions("2025-11-25");
 }
 
 /// `tests/peers/conformance.sh` (the wrapper docs/interop.md uses by hand) finds the

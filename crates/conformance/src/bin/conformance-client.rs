@@ -63,6 +63,8 @@ const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadat
 const CLIENT_NAME: &str = "gatehouse-conformance";
 /// The variable the pre-registered client's secret is passed in.
 const SECRET_VAR: &str = "GATEHOUSE_CONFORMANCE_CLIENT_SECRET";
+/// The variable the context's private key (PEM) is passed to the servers file through.
+const KEY_VAR: &str = "GATEHOUSE_CONFORMANCE_CLIENT_KEY";
 /// How long the harness's authorization endpoint may take to answer.
 const AUTHORIZE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -312,6 +314,12 @@ fn oauth_entry(scenario: &str) -> Value {
             // SAFETY: set once, before any thread of this process reads the environment.
             unsafe { std::env::set_var(SECRET_VAR, secret) };
             oauth["clientSecret"] = json!(format!("${{{SECRET_VAR}}}"));
+        }
+        if let Some(key) = context["private_key_pem"].as_str() {
+            // SAFETY: set once, before any thread of this process reads the environment.
+            unsafe { std::env::set_var(KEY_VAR, key) };
+            oauth["privateKey"] = json!(format!("${{{KEY_VAR}}}"));
+            oauth["signingAlgorithm"] = context["signing_algorithm"].clone();
         }
         if let Some(issuer) = context["issuer"].as_str() {
             oauth["issuer"] = json!(issuer);

@@ -22,6 +22,8 @@ use super::variables::{Variables, references};
 const OAUTH_KEYS: &[&str] = &[
     "clientId",
     "clientSecret",
+    "privateKey",
+    "signingAlgorithm",
     "issuer",
     "clientMetadataUrl",
     "clientName",
@@ -47,6 +49,35 @@ pub enum Grant {
     ClientCredentials,
 }
 
+/// How a client's assertion (a private-key JWT, RFC 7523) is signed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SigningAlgorithm {
+    /// ECDSA on P-256 with SHA-256.
+    Es256,
+    /// ECDSA on P-384 with SHA-384.
+    Es384,
+    /// RSA PKCS#1 v1.5 with SHA-256.
+    Rs256,
+    /// RSA PKCS#1 v1.5 with SHA-384.
+    Rs384,
+    /// RSA PKCS#1 v1.5 with SHA-512.
+    Rs512,
+}
+
+impl SigningAlgorithm {
+    /// The algorithm a `signingAlgorithm` names (JOSE's spelling).
+    pub fn parse(word: &str) -> Option<SigningAlgorithm> {
+        Some(match word {
+            "ES256" => SigningAlgorithm::Es256,
+            "ES384" => SigningAlgorithm::Es384,
+            "RS256" => SigningAlgorithm::Rs256,
+            "RS384" => SigningAlgorithm::Rs384,
+            "RS512" => SigningAlgorithm::Rs512,
+            _ => return None,
+        })
+    }
+}
+
 /// How the host signs in to one HTTP server.
 #[derive(Clone, PartialEq, Default)]
 pub struct OAuthConfig {
@@ -54,6 +85,9 @@ pub struct OAuthConfig {
     pub client_id: Option<String>,
     /// Its secret, from the environment (a confidential client); never shown.
     pub client_secret: Option<String>,
+    /// Instead of a secret, its private key (PEM, from the environment) and the algorithm
+    /// it signs its assertions with (`private_key_jwt`, RFC 7523); never shown.
+    pub private_key: Option<(String, SigningAlgorithm)>,
     /// The authorization server `client_id` belongs to; a server that names another is
     /// refused rather than sent these credentials.
     pub issuer: Option<String>,
@@ -82,6 +116,10 @@ impl std::fmt::Debug for OAuthConfig {
         f.debug_struct("OAuthConfig")
             .field("client_id", &self.client_id)
             .field("client_secret", &self.client_secret.as_ref().map(|_| "…"))
+            .field(
+                "private_key",
+                &self.private_key.as_ref().map(|(_, alg)| alg),
+            )
             .field("issuer", &self.issuer)
             .field("client_metadata_url", &self.client_metadata_url)
             .field("client_name", &self.client_name)
@@ -161,6 +199,10 @@ pub(super) fn parse(
     if client_secret.is_some() && client_id.is_none() {
         return Err("\"oauth\".clientSecret needs the \"clientId\" it belongs to".into());
     }
+    let private_key = private_key(map, vars)?;
+    if private_key.is_some() && (client_id.is_none() || client_secret.is_some()) {
+        return Err("\"oauth\".privateKey needs the \"clientId\" it belongs to, and no \"clientSecret\": a client proves itself one way".into());
+    }
     let client_metadata_url = url(map, "clientMetadataUrl", vars)?;
     if let Some(u) = &client_metadata_url
         && !u.starts_with("https://")
@@ -180,9 +222,11 @@ pub(super) fn parse(
             );
         }
     };
-    if grant == Grant::ClientCredentials && (client_id.is_none() || client_secret.is_none()) {
+    if grant == Grant::ClientCredentials
+        && (client_id.is_none() || (client_secret.is_none() && private_key.is_none()))
+    {
         return Err(
-            "\"oauth\".grant \"client_credentials\" needs \"clientId\" and \"clientSecret\"".into(),
+            "\"oauth\".grant \"client_credentials\" needs \"clientId\" and \"clientSecret\" or \"privateKey\"".into(),
         );
     }
     let redirect_port = redirect_port(map)?;
@@ -194,6 +238,7 @@ pub(super) fn parse(
     Ok(Some(OAuthConfig {
         client_id,
         client_secret,
+        private_key,
         issuer: url(map, "issuer", vars)?,
         client_metadata_url,
         client_name: text(map, "clientName", vars)?.unwrap_or_else(|| DEFAULT_CLIENT_NAME.into()),
@@ -203,6 +248,42 @@ pub(super) fn parse(
         resource: url(map, "resource", vars)?,
         allow_private_addresses,
     }))
+}
+
+/// `privateKey` (a PEM from the environment, as a secret is) and its `signingAlgorithm`.
+fn private_key(
+    map: &Map<String, Value>,
+    vars: &Variables,
+) -> Result<Option<(String, SigningAlgorithm)>, String> {
+    let algorithm = match map.get("signingAlgorithm") {
+        None => None,
+        Some(Value::String(word)) => Some(SigningAlgorithm::parse(word).ok_or_else(|| {
+            "\"oauth\".signingAlgorithm must be ES256, ES384, RS256, RS384 or RS512".to_owned()
+        })?),
+        Some(_) => return Err("\"oauth\".signingAlgorithm must be a string".into()),
+    };
+    let raw = match map.get("privateKey") {
+        None | Some(Value::Null) if algorithm.is_some() => {
+            return Err("\"oauth\".signingAlgorithm needs the \"privateKey\" it signs with".into());
+        }
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::String(raw)) => raw,
+        Some(_) => return Err("\"oauth\".privateKey must be a string (\"${VARIABLE}\")".into()),
+    };
+    // Never the value itself in a message: it may be the key.
+    if references(raw).map_or(true, |r| r.is_empty()) {
+        return Err("\"oauth\".privateKey must come from the environment: write it as \"${VARIABLE}\" (the PEM), not the key itself".into());
+    }
+    let pem = vars
+        .expand(raw)
+        .map_err(|e| format!("\"oauth\".privateKey: {e}"))?;
+    if !pem.contains("-----BEGIN") || !pem.contains("PRIVATE KEY-----") {
+        return Err("\"oauth\".privateKey's variable must hold a PEM private key (-----BEGIN … PRIVATE KEY-----)".into());
+    }
+    let algorithm = algorithm.ok_or_else(|| {
+        "\"oauth\".privateKey needs its \"signingAlgorithm\" (ES256, ES384, RS256, RS384 or RS512)".to_owned()
+    })?;
+    Ok(Some((pem, algorithm)))
 }
 
 /// `scopes`: at most [`MAX_CONFIGURED_SCOPES`] scope names, each visible ASCII without
@@ -241,5 +322,80 @@ fn redirect_port(map: &Map<String, Value>) -> Result<Option<u16>, String> {
                 "\"oauth\".redirectPort must be a port from 1024 to 65535, not {v}"
             )),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Identity;
+
+    /// An entry's `oauth` object as the file would give it.
+    fn read(oauth: Value) -> Result<Option<OAuthConfig>, String> {
+        let vars = Variables::new(&Identity::default());
+        parse("desk", Some(&oauth), &vars, &mut Vec::new())
+    }
+
+    // A PEM through a variable's default: the test changes no environment.
+    const KEY: &str =
+        "${GATEHOUSE_TEST_UNSET_KEY:------BEGIN PRIVATE KEY-----\nMIGH\n-----END PRIVATE KEY-----}";
+
+    #[test]
+    fn a_private_key_comes_from_the_environment_with_its_algorithm_and_is_never_shown() {
+        let config = read(
+            serde_json::json!({"clientId": "ci-bot", "grant": "client_credentials",
+            "privateKey": KEY, "signingAlgorithm": "ES256"}),
+        )
+        .unwrap()
+        .unwrap();
+        let (pem, algorithm) = config.private_key.clone().unwrap();
+        assert!(pem.starts_with("-----BEGIN PRIVATE KEY-----"), "{pem}");
+        assert_eq!(algorithm, SigningAlgorithm::Es256);
+        assert!(!format!("{config:?}").contains("MIGH"), "{config:?}");
+        let refused = [
+            (
+                serde_json::json!({"clientId": "c", "privateKey": "-----BEGIN PRIVATE KEY-----MIGH",
+                "signingAlgorithm": "ES256"}),
+                "from the environment",
+            ),
+            (
+                serde_json::json!({"clientId": "c", "privateKey": KEY}),
+                "signingAlgorithm",
+            ),
+            (
+                serde_json::json!({"clientId": "c", "privateKey": KEY, "signingAlgorithm": "HS256"}),
+                "ES256, ES384",
+            ),
+            (
+                serde_json::json!({"clientId": "c", "signingAlgorithm": "ES256"}),
+                "needs the \"privateKey\"",
+            ),
+            (
+                serde_json::json!({"privateKey": KEY, "signingAlgorithm": "ES256"}),
+                "clientId",
+            ),
+            (
+                serde_json::json!({"clientId": "c", "privateKey": "${GATEHOUSE_TEST_UNSET_KEY:-not a key}",
+                "signingAlgorithm": "ES256"}),
+                "PEM private key",
+            ),
+            (
+                serde_json::json!({"clientId": "c", "grant": "client_credentials"}),
+                "\"privateKey\"",
+            ),
+            (
+                serde_json::json!({"clientId": "c", "clientSecret": "${GATEHOUSE_TEST_UNSET_SECRET:-s}",
+                    "privateKey": KEY, "signingAlgorithm": "ES256"}),
+                "one way",
+            ),
+        ];
+        for (oauth, why) in refused {
+            let err = read(oauth.clone()).unwrap_err();
+            assert!(err.contains(why), "{oauth}: {err}");
+            assert!(
+                !err.contains("MIGH"),
+                "the key is never in a message: {err}"
+            );
+        }
     }
 }

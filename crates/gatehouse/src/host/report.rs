@@ -90,6 +90,9 @@ pub(super) fn register_secrets(config: &Config, secrets: &redact::Secrets) {
                 if let Some(secret) = oauth.as_ref().and_then(|o| o.client_secret.as_ref()) {
                     secrets.add(secret);
                 }
+                if let Some((key, _)) = oauth.as_ref().and_then(|o| o.private_key.as_ref()) {
+                    secrets.add(key);
+                }
                 for secret in redact::url_secrets(url) {
                     secrets.add(&secret);
                 }
