@@ -6,10 +6,13 @@
 
 use rmcp::transport::auth::{
     AuthError, AuthorizationManager, AuthorizationMetadata, AuthorizationRequest,
-    AuthorizationSession, ClientCredentialsConfig, JwtSigningAlgorithm, OAuthClientConfig,
+    AuthorizationSession, OAuthClientConfig,
 };
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
+
+mod machine;
+use machine::{client_credentials, client_credentials_config};
 
 use super::{
     ServerAuth, SignInError, SignedIn,
@@ -17,7 +20,7 @@ use super::{
     store::{self, ClientSource, Registration, SignIn, Store, now_secs},
 };
 use crate::{
-    config::{Grant, OAuthConfig, SigningAlgorithm},
+    config::{Grant, OAuthConfig},
     person::{SignInAnswer, SignInRequest},
     text::{clip, visible_line},
     trace::Who,
@@ -155,49 +158,6 @@ pub(super) async fn granted_scopes(auth: &ServerAuth) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// The client-credentials settings of an entry that has them.
-fn client_credentials_config(
-    config: &OAuthConfig,
-    url: &str,
-    mut scopes: Vec<String>,
-) -> Option<ClientCredentialsConfig> {
-    for s in &config.scopes {
-        if !scopes.contains(s) {
-            scopes.push(s.clone());
-        }
-    }
-    let client_id = config.client_id.clone()?;
-    let resource = Some(config.resource.clone().unwrap_or_else(|| url.to_owned()));
-    if let Some((pem, algorithm)) = &config.private_key {
-        // The assertion's audience is the authorization server's issuer (rmcp's default).
-        return Some(ClientCredentialsConfig::PrivateKeyJwt {
-            client_id,
-            signing_key: pem.as_bytes().to_vec(),
-            signing_algorithm: jwt_algorithm(*algorithm),
-            token_endpoint_audience: None,
-            scopes,
-            resource,
-        });
-    }
-    Some(ClientCredentialsConfig::ClientSecret {
-        client_id,
-        client_secret: config.client_secret.clone()?,
-        scopes,
-        resource,
-    })
-}
-
-/// rmcp's name for a signing algorithm.
-fn jwt_algorithm(algorithm: SigningAlgorithm) -> JwtSigningAlgorithm {
-    match algorithm {
-        SigningAlgorithm::Es256 => JwtSigningAlgorithm::ES256,
-        SigningAlgorithm::Es384 => JwtSigningAlgorithm::ES384,
-        SigningAlgorithm::Rs256 => JwtSigningAlgorithm::RS256,
-        SigningAlgorithm::Rs384 => JwtSigningAlgorithm::RS384,
-        SigningAlgorithm::Rs512 => JwtSigningAlgorithm::RS512,
-    }
-}
-
 /// Discovery, with the checks rmcp leaves out: metadata that was published (not endpoints
 /// made up from the URL), an issuer, and a configured client kept to its own issuer.
 async fn discover(
@@ -315,56 +275,6 @@ pub(super) async fn authorize(
         return Err(failed(words));
     }
     signed_in(session.auth_manager, issuer).await
-}
-
-/// The client-credentials grant (machine to machine): no person, the configured client's
-/// own credentials exchanged for tokens.
-async fn client_credentials(
-    auth: &ServerAuth,
-    mut m: AuthorizationManager,
-    metadata: &AuthorizationMetadata,
-    issuer: String,
-    slot: &store::Slot,
-    scopes: Option<Vec<String>>,
-) -> Result<(AuthorizationManager, SignedIn), SignInError> {
-    let initial = m.select_initial_scopes(&[]).await;
-    let cc = client_credentials_config(&auth.config, &auth.url, scopes.unwrap_or(initial))
-        .ok_or_else(|| {
-            failed("client credentials need \"clientId\" and \"clientSecret\" or \"privateKey\"")
-        })?;
-    m.validate_client_credentials_metadata(&cc)
-        .and_then(|()| m.configure_client_credentials(&cc))
-        .map_err(|e| failed(explain(&e)))?;
-    let id = auth.config.client_id.clone().unwrap_or_default();
-    let kept = record(
-        auth,
-        metadata,
-        &issuer,
-        &id,
-        ClientSource::ClientCredentials,
-        "",
-    );
-    slot.prepare(kept, None);
-    let m = exchanged(m, cc).await?;
-    signed_in(m, issuer).await
-}
-
-/// `m` with the tokens `cc` was exchanged for. rmcp's exchange of a private-key assertion
-/// holds a form serializer (not `Sync`) across its request's await, so its future is not
-/// `Send`: it runs to its end on a blocking thread, on this runtime, where that is allowed.
-async fn exchanged(
-    m: AuthorizationManager,
-    cc: ClientCredentialsConfig,
-) -> Result<AuthorizationManager, SignInError> {
-    let runtime = tokio::runtime::Handle::current();
-    let exchange = move || {
-        let done = runtime.block_on(m.exchange_client_credentials(&cc));
-        done.map(|_| m)
-    };
-    match tokio::task::spawn_blocking(exchange).await {
-        Ok(done) => done.map_err(|e| failed(explain(&e))),
-        Err(e) => Err(failed(format!("the token request stopped: {e}"))),
-    }
 }
 
 /// The code and `iss` of the address the browser came back to, checked against this
