@@ -127,18 +127,20 @@ fn expiry(at: u64, now: u64) -> String {
 fn status_line(s: &Status, now: u64) -> String {
     if !s.signed_in {
         return format!(
-            "{}  not signed in ({})",
+            "{}  not signed in ({})  grant: {}",
             s.server,
-            gatehouse::redact::url(&s.url)
+            gatehouse::redact::url(&s.url),
+            s.grant
         );
     }
     let expires = s
         .expires_at
         .map_or_else(|| "no expiry given".to_owned(), |at| expiry(at, now));
     format!(
-        "{}  signed in at {}  scopes: {}  access token {}{}  client: {}  kept in {}",
+        "{}  signed in at {}  grant: {}  scopes: {}  access token {}{}  client: {}  kept in {}",
         s.server,
         s.issuer.as_deref().unwrap_or("?"),
+        s.grant,
         if s.scopes.is_empty() {
             "(none named)".to_owned()
         } else {

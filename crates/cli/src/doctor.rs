@@ -1,6 +1,7 @@
 //! `gatehouse doctor`: is everything the host needs in order? The servers file, each
 //! configured server (started or reached, the revision agreed, its tools and any left out
-//! with the reason, the time it took), the model endpoint (reachable, the model served),
+//! with the reason, the time it took), the keys and token files of sign-ins with no
+//! person, the model endpoint (reachable, the model served),
 //! and every place the host writes (there or creatable, and readable by the user only),
 //! each with a plain verdict and, when it is not `ok`, the fix in words.
 
@@ -17,6 +18,7 @@ use serde::Serialize;
 use serde_json::json;
 
 mod places;
+mod sign_in;
 #[cfg(feature = "built-in-servers")]
 mod tickets;
 
@@ -41,7 +43,7 @@ pub enum Verdict {
 /// One thing looked at.
 #[derive(Debug, Clone, Serialize)]
 pub struct Check {
-    /// `config`, `server`, `model`, `data` or `sandbox`.
+    /// `config`, `server`, `sign-in`, `model`, `data` or `sandbox`.
     pub area: &'static str,
     /// What was looked at.
     pub name: String,
@@ -106,6 +108,9 @@ pub async fn run(args: DoctorArgs) -> anyhow::Result<bool> {
             .into_iter()
             .for_each(|c| report.add(c));
     }
+    sign_in::checks(config.as_ref())
+        .into_iter()
+        .for_each(|c| report.add(c));
     let settings = config
         .as_ref()
         .map(|c| c.settings.clone())

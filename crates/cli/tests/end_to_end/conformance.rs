@@ -208,7 +208,11 @@ fn client_leg(rev: &str) {
 
 /// The client extension scenarios the host passes (run one by one: the harness skips an
 /// extension scenario unless forced): client credentials with a private-key JWT (RFC 7523).
-const CLIENT_EXTENSIONS: &[&str] = &["auth/client-credentials-jwt"];
+const CLIENT_EXTENSIONS: &[&str] = &[
+    "auth/client-credentials-jwt",
+    "auth/wif-jwt-bearer",
+    "auth/enterprise-managed-authorization",
+];
 
 /// Each of [`CLIENT_EXTENSIONS`] at `rev`, every check passed.
 fn client_extensions(rev: &str) {

@@ -65,6 +65,8 @@ const CLIENT_NAME: &str = "gatehouse-conformance";
 const SECRET_VAR: &str = "GATEHOUSE_CONFORMANCE_CLIENT_SECRET";
 /// The variable the context's private key (PEM) is passed to the servers file through.
 const KEY_VAR: &str = "GATEHOUSE_CONFORMANCE_CLIENT_KEY";
+/// The variable the context's ID token (enterprise-managed authorization) is passed in.
+const ID_TOKEN_VAR: &str = "GATEHOUSE_CONFORMANCE_ID_TOKEN";
 /// How long the harness's authorization endpoint may take to answer.
 const AUTHORIZE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -303,9 +305,10 @@ fn context() -> Value {
 }
 
 /// The `oauth` entry of an `auth/*` scenario: the names the harness knows, and the
-/// context's client (pre-registered, or client credentials), its secret through the
-/// environment.
-fn oauth_entry(scenario: &str) -> Value {
+/// context's client (pre-registered, client credentials, a workload's token or an
+/// identity provider's ID token), its secrets through the environment and the workload's
+/// token through a file in `dir`, as its platform would mount it.
+fn oauth_entry(scenario: &str, dir: &std::path::Path) -> anyhow::Result<Value> {
     let context = context();
     let mut oauth = json!({"clientName": CLIENT_NAME, "clientMetadataUrl": CLIENT_METADATA_URL});
     if let Some(id) = context["client_id"].as_str() {
@@ -327,8 +330,34 @@ fn oauth_entry(scenario: &str) -> Value {
         if scenario.starts_with("auth/client-credentials") {
             oauth["grant"] = json!("client_credentials");
         }
+        if let Some(jwt) = context["valid_jwt"].as_str() {
+            let file = dir.join("workload-token");
+            write_private(&file, jwt)?;
+            oauth["grant"] = json!("jwt_bearer");
+            oauth["tokenFile"] = json!(file);
+        }
+        if let Some(id_token) = context["idp_id_token"].as_str() {
+            // SAFETY: set once, before any thread of this process reads the environment.
+            unsafe { std::env::set_var(ID_TOKEN_VAR, id_token) };
+            oauth["grant"] = json!("enterprise_managed");
+            oauth["idp"] = json!({
+                "issuer": context["idp_issuer"], "tokenEndpoint": context["idp_token_endpoint"],
+                "clientId": context["idp_client_id"], "idToken": format!("${{{ID_TOKEN_VAR}}}")});
+        }
     }
-    oauth
+    Ok(oauth)
+}
+
+/// Write `text` to a new file only its owner may read.
+fn write_private(path: &std::path::Path, text: &str) -> anyhow::Result<()> {
+    use std::{io::Write, os::unix::fs::OpenOptionsExt};
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)?;
+    file.write_all(text.as_bytes())?;
+    Ok(())
 }
 
 /// A fresh folder for this run's sign-ins (the harness runs scenarios side by side).
@@ -353,7 +382,7 @@ fn rand_suffix() -> u128 {
 async fn run(scenario: &str, url: &str) -> anyhow::Result<()> {
     if scenario.starts_with("auth/") {
         let store = fresh_store()?;
-        let outcome = auth_exchange(scenario, url).await;
+        let outcome = auth_exchange(scenario, url, &store).await;
         let _ = std::fs::remove_dir_all(store);
         return outcome;
     }
@@ -365,8 +394,8 @@ async fn run(scenario: &str, url: &str) -> anyhow::Result<()> {
 
 /// An `auth/*` scenario: connect (signing in when the server asks), list the tools, and
 /// call each with plain arguments.
-async fn auth_exchange(scenario: &str, url: &str) -> anyhow::Result<()> {
-    let client = Client::start(url, Some(oauth_entry(scenario))).await?;
+async fn auth_exchange(scenario: &str, url: &str, store: &std::path::Path) -> anyhow::Result<()> {
+    let client = Client::start(url, Some(oauth_entry(scenario, store)?)).await?;
     let outcome = async {
         for tool in client.list_tools().await? {
             client

@@ -48,7 +48,7 @@ pub(super) use entry::env_pass;
 use entry::server_spec;
 pub use environment::{BASE_ENV, EnvPass};
 pub use name::{MAX_SERVER_NAME_CHARS, ServerName};
-pub use oauth::{Grant, OAuthConfig, SigningAlgorithm};
+pub use oauth::{AssertionSource, Grant, IdentityProvider, OAuthConfig, SigningAlgorithm};
 pub use policy::{HookSpec, Hooks, LedgerSettings, MAX_HOOK_OUTPUT_BYTES, state_dir};
 pub use restart::Restart;
 pub use sandbox::{Network, Sandbox};

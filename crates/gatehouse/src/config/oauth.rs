@@ -18,6 +18,9 @@ use serde_json::{Map, Value};
 
 use super::variables::{Variables, references};
 
+mod assertion;
+pub use assertion::{AssertionSource, IdentityProvider};
+
 /// The keys an `oauth` object may have; others are warned about.
 const OAUTH_KEYS: &[&str] = &[
     "clientId",
@@ -32,6 +35,8 @@ const OAUTH_KEYS: &[&str] = &[
     "redirectPort",
     "resource",
     "allowPrivateAddresses",
+    "tokenFile",
+    "idp",
 ];
 
 /// The name the host registers under when the entry gives none.
@@ -47,7 +52,39 @@ pub enum Grant {
     AuthorizationCode,
     /// No person: the configured client's own credentials (machine to machine).
     ClientCredentials,
+    /// No person: the workload's token from its platform, presented as an assertion
+    /// (RFC 7523's JWT-bearer grant; workload identity federation).
+    JwtBearer,
+    /// The company's identity provider vouches for the person: their ID token exchanged
+    /// there for an ID-JAG, presented to the server's authorization server (no consent
+    /// screen per server).
+    EnterpriseManaged,
 }
+
+impl Grant {
+    /// The word the servers file and `gatehouse auth status` use.
+    pub fn word(self) -> &'static str {
+        match self {
+            Grant::AuthorizationCode => "authorization_code",
+            Grant::ClientCredentials => "client_credentials",
+            Grant::JwtBearer => "jwt_bearer",
+            Grant::EnterpriseManaged => "enterprise_managed",
+        }
+    }
+
+    /// Whether a person takes part (a browser sign-in).
+    pub fn needs_person(self) -> bool {
+        self == Grant::AuthorizationCode
+    }
+}
+
+/// Every grant, in the servers file's order.
+const GRANTS: [Grant; 4] = [
+    Grant::AuthorizationCode,
+    Grant::ClientCredentials,
+    Grant::JwtBearer,
+    Grant::EnterpriseManaged,
+];
 
 /// How a client's assertion (a private-key JWT, RFC 7523) is signed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,6 +145,10 @@ pub struct OAuthConfig {
     /// Whether the authorization server may be at a private address (a company network)
     /// while the server is not; loopback and link-local stay refused.
     pub allow_private_addresses: bool,
+    /// The workload's token file, for the JWT-bearer grant (read each time).
+    pub token_file: Option<std::path::PathBuf>,
+    /// The company identity provider, for enterprise-managed authorization.
+    pub idp: Option<Box<IdentityProvider>>,
 }
 
 impl std::fmt::Debug for OAuthConfig {
@@ -128,6 +169,8 @@ impl std::fmt::Debug for OAuthConfig {
             .field("redirect_port", &self.redirect_port)
             .field("resource", &self.resource)
             .field("allow_private_addresses", &self.allow_private_addresses)
+            .field("token_file", &self.token_file)
+            .field("idp", &self.idp)
             .finish()
     }
 }
@@ -184,17 +227,7 @@ pub(super) fn parse(
             "server {name}: unknown key \"oauth\".{key} is ignored"
         ));
     }
-    let client_secret = match map.get("clientSecret") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(raw)) => {
-            // Never the value itself in a message: it may be the secret.
-            if references(raw).map_or(true, |r| r.is_empty()) {
-                return Err("\"oauth\".clientSecret must come from the environment: write it as \"${VARIABLE}\", not the secret itself".into());
-            }
-            text(map, "clientSecret", vars)?
-        }
-        Some(_) => return Err("\"oauth\".clientSecret must be a string (\"${VARIABLE}\")".into()),
-    };
+    let client_secret = assertion::secret(map, "clientSecret", vars)?;
     let client_id = text(map, "clientId", vars)?;
     if client_secret.is_some() && client_id.is_none() {
         return Err("\"oauth\".clientSecret needs the \"clientId\" it belongs to".into());
@@ -212,16 +245,7 @@ pub(super) fn parse(
         ));
     }
     let scopes = scopes(map)?;
-    let grant = match map.get("grant").and_then(Value::as_str) {
-        None if !map.contains_key("grant") => Grant::AuthorizationCode,
-        Some("authorization_code") => Grant::AuthorizationCode,
-        Some("client_credentials") => Grant::ClientCredentials,
-        _ => {
-            return Err(
-                "\"oauth\".grant must be \"authorization_code\" or \"client_credentials\"".into(),
-            );
-        }
-    };
+    let grant = grant(map)?;
     if grant == Grant::ClientCredentials
         && (client_id.is_none() || (client_secret.is_none() && private_key.is_none()))
     {
@@ -229,6 +253,14 @@ pub(super) fn parse(
             "\"oauth\".grant \"client_credentials\" needs \"clientId\" and \"clientSecret\" or \"privateKey\"".into(),
         );
     }
+    let (token_file, idp) = assertion::grant_settings(
+        name,
+        map,
+        vars,
+        warnings,
+        grant,
+        client_id.is_some() && private_key.is_none(),
+    )?;
     let redirect_port = redirect_port(map)?;
     let allow_private_addresses = match map.get("allowPrivateAddresses") {
         None => false,
@@ -247,7 +279,23 @@ pub(super) fn parse(
         redirect_port,
         resource: url(map, "resource", vars)?,
         allow_private_addresses,
+        token_file,
+        idp,
     }))
+}
+
+/// `grant`: one of [`GRANTS`] by its word; the authorization code when absent.
+fn grant(map: &Map<String, Value>) -> Result<Grant, String> {
+    let Some(word) = map.get("grant") else {
+        return Ok(Grant::AuthorizationCode);
+    };
+    GRANTS
+        .into_iter()
+        .find(|g| word.as_str() == Some(g.word()))
+        .ok_or_else(|| {
+            let words: Vec<String> = GRANTS.iter().map(|g| format!("\"{}\"", g.word())).collect();
+            format!("\"oauth\".grant must be one of {}", words.join(", "))
+        })
 }
 
 /// `privateKey` (a PEM from the environment, as a secret is) and its `signingAlgorithm`.

@@ -79,6 +79,9 @@ pub struct Status {
     pub client: Option<String>,
     /// Where the secrets are.
     pub kept_in: Option<String>,
+    /// How the servers file says tokens are obtained (`authorization_code`,
+    /// `client_credentials`, `jwt_bearer`, `enterprise_managed`).
+    pub grant: &'static str,
 }
 
 fn store(limits: SignInLimits) -> Result<Store, String> {
@@ -90,17 +93,17 @@ fn store(limits: SignInLimits) -> Result<Store, String> {
 /// The sign-in of each server in `servers` the host may sign in to, in their order.
 pub async fn status(servers: &[ServerSpec], limits: SignInLimits) -> Result<Vec<Status>, String> {
     let store = store(limits)?;
-    let wanted: Vec<(String, String)> = servers
+    let wanted: Vec<(String, String, &'static str)> = servers
         .iter()
         .filter_map(|s| {
             signable(s)
                 .ok()
-                .map(|(url, _)| (s.name.to_string(), url.to_owned()))
+                .map(|(url, oauth)| (s.name.to_string(), url.to_owned(), oauth.grant.word()))
         })
         .collect();
     tokio::task::spawn_blocking(move || {
         let mut out = Vec::new();
-        for (server, url) in wanted {
+        for (server, url, grant) in wanted {
             let kept = store.current(&url).map_err(|e| e.to_string())?;
             out.push(match kept {
                 None => Status {
@@ -113,6 +116,7 @@ pub async fn status(servers: &[ServerSpec], limits: SignInLimits) -> Result<Vec<
                     refreshable: false,
                     client: None,
                     kept_in: None,
+                    grant,
                 },
                 Some(s) => Status {
                     signed_in: s.tokens_at.is_some(),
@@ -127,11 +131,14 @@ pub async fn status(servers: &[ServerSpec], limits: SignInLimits) -> Result<Vec<
                             ClientSource::MetadataDocument => "metadata_document",
                             ClientSource::Registered => "registered",
                             ClientSource::ClientCredentials => "client_credentials",
+                            ClientSource::JwtBearer => "jwt_bearer",
+                            ClientSource::EnterpriseManaged => "enterprise_managed",
                         }
                         .into(),
                     ),
                     server,
                     url,
+                    grant,
                 },
             });
         }
@@ -166,9 +173,10 @@ pub async fn logout(spec: &ServerSpec, limits: SignInLimits) -> Result<Vec<Signe
             None => Revoked::NotOffered,
             Some(tokens) => {
                 let secret = match sign_in.client_source {
-                    ClientSource::Configured | ClientSource::ClientCredentials => {
-                        config.client_secret.clone()
-                    }
+                    ClientSource::Configured
+                    | ClientSource::ClientCredentials
+                    | ClientSource::JwtBearer
+                    | ClientSource::EnterpriseManaged => config.client_secret.clone(),
                     ClientSource::Registered => {
                         let (s, i) = (store.clone(), sign_in.issuer.clone());
                         tokio::task::spawn_blocking(move || s.registration(&i))

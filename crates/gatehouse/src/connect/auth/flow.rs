@@ -11,7 +11,10 @@ use rmcp::transport::auth::{
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+mod assertion;
 mod machine;
+pub use assertion::{MAX_ASSERTION_BYTES, assertion_expiry, read_assertion_file};
+pub use machine::key_signs;
 use machine::{client_credentials, client_credentials_config};
 
 use super::{
@@ -121,6 +124,13 @@ pub(super) async fn restore(
     }
     m.set_metadata(kept.metadata.clone());
     m.set_credential_store(store.slot(url, &kept.issuer));
+    if matches!(
+        kept.client_source,
+        ClientSource::JwtBearer | ClientSource::EnterpriseManaged
+    ) {
+        assertion::configure(&mut m, &kept.client_id)?;
+        return Ok(m);
+    }
     if kept.client_source == ClientSource::ClientCredentials {
         if let Some(cc) = client_credentials_config(config, url, Vec::new()) {
             m.configure_client_credentials(&cc)
@@ -201,7 +211,7 @@ pub(super) async fn authorize(
     challenge: Option<&str>,
     scopes: Option<Vec<String>>,
 ) -> Result<(AuthorizationManager, SignedIn), SignInError> {
-    if auth.config.grant == Grant::AuthorizationCode && !auth.person.can_sign_in() {
+    if auth.config.grant.needs_person() && !auth.person.can_sign_in() {
         return Err(SignInError::NeedsSignIn {
             server: auth.server.clone(),
         });
@@ -211,10 +221,34 @@ pub(super) async fn authorize(
     let (mut m, metadata, issuer) = discover(auth, challenge).await?;
     let slot = auth.store.slot(&auth.url, &issuer);
     m.set_credential_store(slot.clone());
-    if auth.config.grant == Grant::ClientCredentials {
-        return client_credentials(auth, m, &metadata, issuer, &slot, scopes).await;
+    let start = Start {
+        auth,
+        metadata: &metadata,
+        issuer,
+        slot: &slot,
+        scopes,
+    };
+    if auth.config.grant.needs_person() {
+        with_person(m, start).await
+    } else {
+        without_person(m, start).await
     }
-    require_s256(&metadata, &issuer)?;
+}
+
+/// The authorization-code grant: the client to sign in as, the person's part in a
+/// browser, the redirect, and the code exchanged for tokens.
+async fn with_person(
+    mut m: AuthorizationManager,
+    start: Start<'_>,
+) -> Result<(AuthorizationManager, SignedIn), SignInError> {
+    let Start {
+        auth,
+        metadata,
+        issuer,
+        slot,
+        scopes,
+    } = start;
+    require_s256(metadata, &issuer)?;
     let _busy = auth.person_time.busy();
     let finished = CancellationToken::new();
     let kept_port = previous_port(auth, &issuer).await;
@@ -226,7 +260,7 @@ pub(super) async fn authorize(
     .await
     .map_err(failed)?;
     let redirect_uri = listener.redirect_uri.clone();
-    let client = identity(auth, &mut m, &metadata, &issuer, &redirect_uri).await?;
+    let client = identity(auth, &mut m, metadata, &issuer, &redirect_uri).await?;
     let wanted = match scopes {
         Some(s) => s,
         None => super::scopes::initial(&m, &auth.config.scopes).await,
@@ -250,7 +284,7 @@ pub(super) async fn authorize(
     slot.prepare(
         record(
             auth,
-            &metadata,
+            metadata,
             &issuer,
             &client.id,
             client.source,
@@ -259,7 +293,7 @@ pub(super) async fn authorize(
         client.registration.clone(),
     );
     let came_back = wait_for_redirect(auth, &url, &issuer, listener, finished).await?;
-    let code = code_of(&came_back, &state, &issuer, &metadata)?;
+    let code = code_of(&came_back, &state, &issuer, metadata)?;
     auth.trace.secrets().add(&code.0);
     if let Err(e) = session
         .handle_callback_with_issuer(&code.0, &state, code.1.as_deref())
@@ -275,6 +309,30 @@ pub(super) async fn authorize(
         return Err(failed(words));
     }
     signed_in(session.auth_manager, issuer).await
+}
+
+/// Where a grant with no person starts: the server, its authorization server, where the
+/// tokens go, and the scopes a step-up asks for (else the server's first choice).
+pub(super) struct Start<'a> {
+    auth: &'a ServerAuth,
+    metadata: &'a AuthorizationMetadata,
+    issuer: String,
+    slot: &'a store::Slot,
+    scopes: Option<Vec<String>>,
+}
+
+/// A grant with no person: the client's credentials, a workload's token, or the
+/// company identity provider's grant.
+async fn without_person(
+    m: AuthorizationManager,
+    start: Start<'_>,
+) -> Result<(AuthorizationManager, SignedIn), SignInError> {
+    match start.auth.config.grant {
+        Grant::ClientCredentials => client_credentials(m, start).await,
+        Grant::JwtBearer => assertion::jwt_bearer(m, start).await,
+        Grant::EnterpriseManaged => assertion::enterprise_managed(m, start).await,
+        Grant::AuthorizationCode => Err(failed("the authorization-code grant needs a person")),
+    }
 }
 
 /// The code and `iss` of the address the browser came back to, checked against this

@@ -52,6 +52,7 @@ use rmcp::transport::auth::{AuthClient, WWWAuthenticateParams};
 use serde_json::json;
 
 pub use client::HostHttp;
+pub use flow::{MAX_ASSERTION_BYTES, assertion_expiry, key_signs, read_assertion_file};
 pub use store::{SignIn, Store};
 
 use crate::{

@@ -2,14 +2,12 @@
 //! configured client's own credentials, a secret or a private key that signs its
 //! assertion (RFC 7523), exchanged for tokens at the authorization server.
 
-use rmcp::transport::auth::{
-    AuthorizationManager, AuthorizationMetadata, ClientCredentialsConfig, JwtSigningAlgorithm,
-};
+use rmcp::transport::auth::{AuthorizationManager, ClientCredentialsConfig, JwtSigningAlgorithm};
 
-use super::{ServerAuth, SignInError, SignedIn, explain, failed, record, signed_in};
+use super::{SignInError, SignedIn, Start, explain, failed, record, signed_in};
 use crate::{
     config::{OAuthConfig, SigningAlgorithm},
-    connect::auth::store::{self, ClientSource},
+    connect::auth::store::ClientSource,
 };
 
 /// The client-credentials settings of an entry that has them.
@@ -44,6 +42,23 @@ pub(super) fn client_credentials_config(
     })
 }
 
+/// Whether `pem` is a private key that signs with `algorithm` (`doctor` asks before any
+/// server does): it signs a throwaway claim, which is the one proof a key is usable.
+pub fn key_signs(pem: &str, algorithm: SigningAlgorithm) -> Result<(), String> {
+    use jsonwebtoken::{Algorithm, EncodingKey, Header, encode};
+    let (key, alg) = match algorithm {
+        SigningAlgorithm::Es256 => (EncodingKey::from_ec_pem(pem.as_bytes()), Algorithm::ES256),
+        SigningAlgorithm::Es384 => (EncodingKey::from_ec_pem(pem.as_bytes()), Algorithm::ES384),
+        SigningAlgorithm::Rs256 => (EncodingKey::from_rsa_pem(pem.as_bytes()), Algorithm::RS256),
+        SigningAlgorithm::Rs384 => (EncodingKey::from_rsa_pem(pem.as_bytes()), Algorithm::RS384),
+        SigningAlgorithm::Rs512 => (EncodingKey::from_rsa_pem(pem.as_bytes()), Algorithm::RS512),
+    };
+    let key = key.map_err(|e| format!("it is not a private key of that kind: {e}"))?;
+    encode(&Header::new(alg), &serde_json::json!({"check": true}), &key)
+        .map(|_| ())
+        .map_err(|e| format!("it does not sign with {alg:?}: {e}"))
+}
+
 /// rmcp's name for a signing algorithm.
 fn jwt_algorithm(algorithm: SigningAlgorithm) -> JwtSigningAlgorithm {
     match algorithm {
@@ -58,33 +73,33 @@ fn jwt_algorithm(algorithm: SigningAlgorithm) -> JwtSigningAlgorithm {
 /// The client-credentials grant (machine to machine): no person, the configured client's
 /// own credentials exchanged for tokens.
 pub(super) async fn client_credentials(
-    auth: &ServerAuth,
     mut m: AuthorizationManager,
-    metadata: &AuthorizationMetadata,
-    issuer: String,
-    slot: &store::Slot,
-    scopes: Option<Vec<String>>,
+    start: Start<'_>,
 ) -> Result<(AuthorizationManager, SignedIn), SignInError> {
     let initial = m.select_initial_scopes(&[]).await;
-    let cc = client_credentials_config(&auth.config, &auth.url, scopes.unwrap_or(initial))
-        .ok_or_else(|| {
-            failed("client credentials need \"clientId\" and \"clientSecret\" or \"privateKey\"")
-        })?;
+    let cc = client_credentials_config(
+        &start.auth.config,
+        &start.auth.url,
+        start.scopes.unwrap_or(initial),
+    )
+    .ok_or_else(|| {
+        failed("client credentials need \"clientId\" and \"clientSecret\" or \"privateKey\"")
+    })?;
     m.validate_client_credentials_metadata(&cc)
         .and_then(|()| m.configure_client_credentials(&cc))
         .map_err(|e| failed(explain(&e)))?;
-    let id = auth.config.client_id.clone().unwrap_or_default();
+    let id = start.auth.config.client_id.clone().unwrap_or_default();
     let kept = record(
-        auth,
-        metadata,
-        &issuer,
+        start.auth,
+        start.metadata,
+        &start.issuer,
         &id,
         ClientSource::ClientCredentials,
         "",
     );
-    slot.prepare(kept, None);
-    let m = exchanged(m, cc, auth.limits.timeout).await?;
-    signed_in(m, issuer).await
+    start.slot.prepare(kept, None);
+    let m = exchanged(m, cc, start.auth.limits.timeout).await?;
+    signed_in(m, start.issuer).await
 }
 
 /// `m` with the tokens `cc` was exchanged for, within `limit`. rmcp's exchange of a
@@ -121,6 +136,23 @@ mod tests {
     /// A P-256 key made for tests (the conformance harness's kind), of no account anywhere.
     const TEST_KEY: &str = "-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgkSK9DwfZAngZvOgx\nusyjepts8HCGM1sALTKurjNNTOGhRANCAAT8B2lYOVCDZK71ZVOQKquZM57erJ7g\npvqwqxbUI3wjr02TsKDf8AVXuxuOkqzJ2n+24XRvgzcyaUSPCWcYHNlV\n-----END PRIVATE KEY-----";
 
+    #[test]
+    fn a_key_is_checked_by_what_it_signs() {
+        assert_eq!(key_signs(TEST_KEY, SigningAlgorithm::Es256), Ok(()));
+        let wrong_curve = key_signs(TEST_KEY, SigningAlgorithm::Es384).unwrap_err();
+        assert!(
+            wrong_curve.contains("does not sign with ES384"),
+            "{wrong_curve}"
+        );
+        let not_rsa = key_signs(TEST_KEY, SigningAlgorithm::Rs256).unwrap_err();
+        assert!(
+            not_rsa.contains("not a private key of that kind"),
+            "{not_rsa}"
+        );
+        let garbage = "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----";
+        assert!(key_signs(garbage, SigningAlgorithm::Es256).is_err());
+    }
+
     #[tokio::test]
     async fn a_token_request_nobody_answers_ends_at_the_limit_and_frees_its_thread() {
         // An authorization server that takes the connection and never answers.
@@ -129,11 +161,12 @@ mod tests {
         let mut m = AuthorizationManager::new_allowing_private_addresses(format!("{base}/mcp"))
             .await
             .unwrap();
-        let metadata: AuthorizationMetadata = serde_json::from_value(serde_json::json!({
+        let metadata: rmcp::transport::auth::AuthorizationMetadata =
+            serde_json::from_value(serde_json::json!({
             "issuer": base, "authorization_endpoint": format!("{base}/authorize"),
             "token_endpoint": format!("{base}/token"),
             "token_endpoint_auth_methods_supported": ["private_key_jwt"]}))
-        .unwrap();
+            .unwrap();
         m.set_metadata(metadata);
         let config = OAuthConfig {
             client_id: Some("ci-bot".into()),

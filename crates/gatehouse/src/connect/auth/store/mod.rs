@@ -83,6 +83,11 @@ pub enum ClientSource {
     Registered,
     /// Client credentials from the servers file (no person).
     ClientCredentials,
+    /// The servers file's client, presenting the workload's token (no person).
+    JwtBearer,
+    /// The servers file's client, presenting an ID-JAG from the company's identity
+    /// provider.
+    EnterpriseManaged,
 }
 
 /// One sign-in: a server URL at one authorization server. No secret in here.
