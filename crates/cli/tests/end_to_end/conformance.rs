@@ -207,11 +207,16 @@ fn client_leg(rev: &str) {
 }
 
 /// The client extension scenarios the host passes (run one by one: the harness skips an
-/// extension scenario unless forced): client credentials with a private-key JWT (RFC 7523).
+/// extension scenario unless forced): client credentials with a private-key JWT (RFC
+/// 7523), a workload's token (the JWT-bearer grant), enterprise-managed authorization
+/// (ID-JAG), and tokens bound to a key with a fresh proof on each request (DPoP, RFC 9449),
+/// with the servers' nonces.
 const CLIENT_EXTENSIONS: &[&str] = &[
     "auth/client-credentials-jwt",
     "auth/wif-jwt-bearer",
     "auth/enterprise-managed-authorization",
+    "auth/dpop",
+    "auth/dpop-nonce",
 ];
 
 /// Each of [`CLIENT_EXTENSIONS`] at `rev`, every check passed.

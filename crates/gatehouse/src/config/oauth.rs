@@ -37,6 +37,7 @@ const OAUTH_KEYS: &[&str] = &[
     "allowPrivateAddresses",
     "tokenFile",
     "idp",
+    "dpop",
 ];
 
 /// The name the host registers under when the entry gives none.
@@ -149,6 +150,9 @@ pub struct OAuthConfig {
     pub token_file: Option<std::path::PathBuf>,
     /// The company identity provider, for enterprise-managed authorization.
     pub idp: Option<Box<IdentityProvider>>,
+    /// Whether tokens are bound to a key of the host's (DPoP, RFC 9449): always, never,
+    /// or (none) when the server's challenge asks for it.
+    pub dpop: Option<bool>,
 }
 
 impl std::fmt::Debug for OAuthConfig {
@@ -171,6 +175,7 @@ impl std::fmt::Debug for OAuthConfig {
             .field("allow_private_addresses", &self.allow_private_addresses)
             .field("token_file", &self.token_file)
             .field("idp", &self.idp)
+            .field("dpop", &self.dpop)
             .finish()
     }
 }
@@ -262,6 +267,11 @@ pub(super) fn parse(
         client_id.is_some() && private_key.is_none(),
     )?;
     let redirect_port = redirect_port(map)?;
+    let dpop = match map.get("dpop") {
+        None | Some(Value::Null) => None,
+        Some(Value::Bool(b)) => Some(*b),
+        Some(_) => return Err("\"oauth\".dpop must be true (bind every token to a key of the host's) or false (never); without it, tokens are bound when the server asks".into()),
+    };
     let allow_private_addresses = match map.get("allowPrivateAddresses") {
         None => false,
         Some(Value::Bool(b)) => *b,
@@ -281,6 +291,7 @@ pub(super) fn parse(
         allow_private_addresses,
         token_file,
         idp,
+        dpop,
     }))
 }
 

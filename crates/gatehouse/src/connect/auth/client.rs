@@ -21,10 +21,18 @@ use rmcp::{
 };
 use sse_stream::{Error as SseError, Sse};
 
-use super::{MAX_STEP_UPS, ServerAuth, SignInError};
+use super::{
+    MAX_STEP_UPS, ServerAuth, SignInError,
+    dpop::{DpopKey, asks_for_nonce},
+};
 
 /// Most redirects one MCP request follows (same origin, 307 and 308 only).
 const MAX_REDIRECTS: usize = 10;
+/// Most times one request is sent again with a new nonce its server asked for (RFC 9449
+/// §9): a server that asks once more after that is not asked again.
+pub const MAX_NONCE_ROUNDS: usize = 2;
+/// How long the request that learns a server's nonce may take.
+const NONCE_PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The reqwest client for a server's MCP requests: as rmcp's own (no idle pooling), and
 /// following only same-origin 307 and 308 redirects, which keep the method, the body and
@@ -96,6 +104,112 @@ impl HostHttp {
                 Err(StreamableHttpError::Auth(e)) => return Err(refresh_failed(e)),
                 other => return other,
             }
+        }
+    }
+}
+
+/// A DPoP sign-in's requests: the token as `Authorization: DPoP`, a fresh proof on each,
+/// and a nonce the server asks for learnt and sent (RFC 9449 §7, §9). rmcp's HTTP client
+/// reports a 401's challenge but not its `DPoP-Nonce` header, so the nonce is learnt by a
+/// `ping` of the host's own, refused for the same want, whose answer carries it.
+impl HostHttp {
+    /// `custom` with the token and a fresh proof naming `method`, `uri` and the token;
+    /// without a token (before a sign-in) only the proof, and the server's 401 follows.
+    async fn with_proof(
+        &self,
+        key: &DpopKey,
+        method: &str,
+        uri: &str,
+        custom: &HashMap<HeaderName, HeaderValue>,
+    ) -> Result<HashMap<HeaderName, HeaderValue>, HttpError> {
+        let token = match self.auth.client().get_access_token().await {
+            Ok(token) => Some(token),
+            Err(AuthError::AuthorizationRequired) => None,
+            Err(e) => return Err(refresh_failed(e)),
+        };
+        let proof = key
+            .proof(method, uri, token.as_deref())
+            .map_err(|e| sign_in_failed(SignInError::Failed(e)))?;
+        let value = |text: &str| {
+            HeaderValue::from_str(text).map_err(|_| {
+                sign_in_failed(SignInError::Failed("a token that cannot be sent".into()))
+            })
+        };
+        let mut headers = custom.clone();
+        headers.insert(HeaderName::from_static("dpop"), value(&proof)?);
+        if let Some(token) = token {
+            let mut authorization = value(&format!("DPoP {token}"))?;
+            authorization.set_sensitive(true);
+            headers.insert(reqwest::header::AUTHORIZATION, authorization);
+        }
+        Ok(headers)
+    }
+
+    /// Send with `send` and the headers of a DPoP request; when the server asks for a
+    /// nonce, learn it and send again, at most [`MAX_NONCE_ROUNDS`] times.
+    async fn with_dpop<T, F, Fut>(
+        &self,
+        key: &DpopKey,
+        method: &str,
+        uri: &str,
+        session_id: Option<&str>,
+        custom: &HashMap<HeaderName, HeaderValue>,
+        send: F,
+    ) -> Result<T, HttpError>
+    where
+        F: Fn(HashMap<HeaderName, HeaderValue>) -> Fut,
+        Fut: Future<Output = Result<T, HttpError>>,
+    {
+        let mut rounds = 0;
+        loop {
+            let headers = self.with_proof(key, method, uri, custom).await?;
+            match send(headers).await {
+                Err(StreamableHttpError::AuthRequired(c))
+                    if asks_for_nonce(&c.www_authenticate_header) && rounds < MAX_NONCE_ROUNDS =>
+                {
+                    rounds += 1;
+                    self.learn_nonce(key, uri, session_id, custom).await?;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// Learn the nonce the server at `uri` wants, from its answer to a `ping` with a
+    /// fresh proof.
+    async fn learn_nonce(
+        &self,
+        key: &DpopKey,
+        uri: &str,
+        session_id: Option<&str>,
+        custom: &HashMap<HeaderName, HeaderValue>,
+    ) -> Result<(), HttpError> {
+        let headers = self.with_proof(key, "POST", uri, custom).await?;
+        let mut probe = mcp_http_client()
+            .post(uri)
+            .timeout(NONCE_PROBE_TIMEOUT)
+            .header(
+                reqwest::header::ACCEPT,
+                "application/json, text/event-stream",
+            )
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(r#"{"jsonrpc":"2.0","id":"gatehouse-dpop-nonce","method":"ping"}"#);
+        for (name, value) in headers {
+            probe = probe.header(name, value);
+        }
+        if let Some(id) = session_id {
+            probe = probe.header("Mcp-Session-Id", id);
+        }
+        let answer = probe.send().await?;
+        let nonce = answer
+            .headers()
+            .get("DPoP-Nonce")
+            .and_then(|v| v.to_str().ok());
+        match nonce {
+            Some(nonce) if key.set_nonce(uri, nonce) => Ok(()),
+            _ => Err(sign_in_failed(SignInError::Failed(
+                "it asks for a DPoP nonce but gives none that can be used".into(),
+            ))),
         }
     }
 }
@@ -183,15 +297,36 @@ impl StreamableHttpClient for HostHttp {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, HttpError> {
-        self.with_sign_in(|| {
-            self.auth.client().post_message_with_response_limits(
-                uri.clone(),
-                message.clone(),
-                session_id.clone(),
-                auth_header.clone(),
-                custom_headers.clone(),
-                limits,
-            )
+        self.with_sign_in(|| async {
+            let Some(key) = self.auth.dpop() else {
+                return self
+                    .auth
+                    .client()
+                    .post_message_with_response_limits(
+                        uri.clone(),
+                        message.clone(),
+                        session_id.clone(),
+                        auth_header.clone(),
+                        custom_headers.clone(),
+                        limits,
+                    )
+                    .await;
+            };
+            let session = session_id.as_deref();
+            self.with_dpop(&key, "POST", &uri, session, &custom_headers, |headers| {
+                self.auth
+                    .client()
+                    .http_client
+                    .post_message_with_response_limits(
+                        uri.clone(),
+                        message.clone(),
+                        session_id.clone(),
+                        None,
+                        headers,
+                        limits,
+                    )
+            })
+            .await
         })
         .await
     }
@@ -204,9 +339,20 @@ impl StreamableHttpClient for HostHttp {
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<(), HttpError> {
         // Ending a session never starts a sign-in: a refusal just ends it.
+        let Some(key) = self.auth.dpop() else {
+            return self
+                .auth
+                .client()
+                .delete_session(uri, session_id, auth_header, custom_headers)
+                .await;
+        };
+        let headers = self
+            .with_proof(&key, "DELETE", &uri, &custom_headers)
+            .await?;
         self.auth
             .client()
-            .delete_session(uri, session_id, auth_header, custom_headers)
+            .http_client
+            .delete_session(uri, session_id, None, headers)
             .await
     }
 
@@ -239,15 +385,36 @@ impl StreamableHttpClient for HostHttp {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, HttpError> {
-        self.with_sign_in(|| {
-            self.auth.client().get_stream_with_max_sse_event_size(
-                uri.clone(),
-                session_id.clone(),
-                last_event_id.clone(),
-                auth_header.clone(),
-                custom_headers.clone(),
-                max_sse_event_size,
-            )
+        self.with_sign_in(|| async {
+            let Some(key) = self.auth.dpop() else {
+                return self
+                    .auth
+                    .client()
+                    .get_stream_with_max_sse_event_size(
+                        uri.clone(),
+                        session_id.clone(),
+                        last_event_id.clone(),
+                        auth_header.clone(),
+                        custom_headers.clone(),
+                        max_sse_event_size,
+                    )
+                    .await;
+            };
+            let session = session_id.as_deref();
+            self.with_dpop(&key, "GET", &uri, session, &custom_headers, |headers| {
+                self.auth
+                    .client()
+                    .http_client
+                    .get_stream_with_max_sse_event_size(
+                        uri.clone(),
+                        session_id.clone(),
+                        last_event_id.clone(),
+                        None,
+                        headers,
+                        max_sse_event_size,
+                    )
+            })
+            .await
         })
         .await
     }

@@ -33,11 +33,13 @@
 
 pub mod account;
 mod client;
+pub mod dpop;
 mod flow;
 pub mod redirect;
 pub mod revoke;
 mod scopes;
 pub mod store;
+mod token_http;
 pub mod vault;
 
 use std::{
@@ -145,6 +147,8 @@ pub struct ServerAuth {
     generation: AtomicU64,
     /// The last failure, its generation and when (see [`FAILED_SIGN_IN_QUIET`]).
     failed: Mutex<Option<(u64, Instant, SignInError)>>,
+    /// The key the current sign-in's tokens are bound to (DPoP), if they are.
+    dpop: Mutex<Option<Arc<dpop::DpopKey>>>,
 }
 
 /// The parts of a new [`ServerAuth`].
@@ -174,7 +178,7 @@ impl ServerAuth {
             )
         })?;
         let store = Store::new(dir, vault::Vault::new(parts.limits.store));
-        let manager = flow::restore(&store, parts.url, parts.config)
+        let (manager, dpop) = flow::restore(&store, parts.url, parts.config)
             .await
             .map_err(SignInError::Failed)?;
         Ok(Arc::new(ServerAuth {
@@ -190,6 +194,7 @@ impl ServerAuth {
             signing: tokio::sync::Mutex::new(()),
             generation: AtomicU64::new(0),
             failed: Mutex::new(None),
+            dpop: Mutex::new(dpop),
         }))
     }
 
@@ -210,6 +215,16 @@ impl ServerAuth {
 
     pub(crate) fn client(&self) -> &AuthClient<reqwest::Client> {
         &self.client
+    }
+
+    /// The key the current sign-in's tokens are bound to, if they are (DPoP).
+    pub(crate) fn dpop(&self) -> Option<Arc<dpop::DpopKey>> {
+        self.dpop.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The key of the sign-in that just completed.
+    fn set_dpop(&self, key: Option<Arc<dpop::DpopKey>>) {
+        *self.dpop.lock().unwrap_or_else(|e| e.into_inner()) = key;
     }
 
     /// How many sign-ins have completed.

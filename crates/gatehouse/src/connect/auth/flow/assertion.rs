@@ -20,6 +20,7 @@ use rmcp::transport::auth::{
 use serde::Deserialize;
 
 use super::{ServerAuth, SignInError, SignedIn, Start, explain, failed, record};
+use crate::connect::auth::dpop::DpopKey;
 use crate::{
     config::{AssertionSource, OAuthConfig},
     connect::auth::store::{self, ClientSource, now_secs},
@@ -168,6 +169,7 @@ async fn jwt_bearer_request(
     resource: &str,
     scopes: &[String],
     limit: Duration,
+    dpop: Option<&DpopKey>,
 ) -> Result<OAuthTokenResponse, SignInError> {
     let http = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
@@ -198,23 +200,11 @@ async fn jwt_bearer_request(
     let body = form_urlencoded::Serializer::new(String::new())
         .extend_pairs(form.iter().map(|(k, v)| (*k, v.as_str())))
         .finish();
-    let request = request
-        .header(
-            reqwest::header::CONTENT_TYPE,
-            "application/x-www-form-urlencoded",
-        )
-        .body(body);
-    let response = request.send().await.map_err(|e| {
-        failed(format!(
-            "the token request to {} failed: {}",
-            visible_line(&metadata.token_endpoint),
-            if e.is_timeout() {
-                format!("no answer within {}", crate::text::seconds(limit))
-            } else {
-                e.without_url().to_string()
-            }
-        ))
-    })?;
+    let request = request.header(
+        reqwest::header::CONTENT_TYPE,
+        "application/x-www-form-urlencoded",
+    );
+    let response = send_token_request(request, body, &metadata.token_endpoint, limit, dpop).await?;
     let status = response.status();
     let body = bounded_body(response).await?;
     if !status.is_success() {
@@ -234,6 +224,54 @@ async fn jwt_bearer_request(
         ));
     }
     Ok(tokens)
+}
+
+/// Send a token request (its body apart, so it can be sent again), with a fresh DPoP
+/// proof when the sign-in has a key; a refusal for want of a nonce is answered once, with
+/// its nonce (RFC 9449 §8).
+async fn send_token_request(
+    request: reqwest::RequestBuilder,
+    body: String,
+    endpoint: &str,
+    limit: Duration,
+    dpop: Option<&DpopKey>,
+) -> Result<reqwest::Response, SignInError> {
+    let mut asked_nonce = false;
+    let response = loop {
+        let mut attempt = request
+            .try_clone()
+            .ok_or_else(|| failed("the token request cannot be sent twice"))?
+            .body(body.clone());
+        if let Some(key) = dpop {
+            attempt = attempt.header("DPoP", key.proof("POST", endpoint, None).map_err(failed)?);
+        }
+        let response = attempt.send().await.map_err(|e| {
+            failed(format!(
+                "the token request to {} failed: {}",
+                visible_line(endpoint),
+                if e.is_timeout() {
+                    format!("no answer within {}", crate::text::seconds(limit))
+                } else {
+                    e.without_url().to_string()
+                }
+            ))
+        })?;
+        let nonce = response
+            .headers()
+            .get("DPoP-Nonce")
+            .and_then(|v| v.to_str().ok());
+        match (dpop, nonce) {
+            (Some(key), Some(nonce))
+                if !asked_nonce
+                    && response.status() == reqwest::StatusCode::BAD_REQUEST
+                    && key.set_nonce(endpoint, nonce) =>
+            {
+                asked_nonce = true;
+            }
+            _ => break response,
+        }
+    };
+    Ok(response)
 }
 
 /// A response's body, at most [`MAX_TOKEN_RESPONSE_BYTES`].
@@ -328,6 +366,7 @@ pub(super) async fn jwt_bearer(
         &resource(start.auth),
         &asked,
         start.auth.limits.timeout,
+        start.dpop.map(|k| k.as_ref()),
     )
     .await?;
     let id = start.auth.config.client_id.clone().unwrap_or_default();
@@ -375,6 +414,11 @@ pub(super) async fn enterprise_managed(
     mut m: AuthorizationManager,
     start: Start<'_>,
 ) -> Result<(AuthorizationManager, SignedIn), SignInError> {
+    if start.dpop.is_some() {
+        return Err(failed(
+            "tokens bound to a key (DPoP) are wanted, but enterprise-managed authorization has no DPoP exchange yet (rmcp's sends no proofs): the server cannot be signed in to this way",
+        ));
+    }
     let (Some(idp), Some(client_id)) = (&start.auth.config.idp, &start.auth.config.client_id)
     else {
         return Err(failed(

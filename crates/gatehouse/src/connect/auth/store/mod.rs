@@ -122,6 +122,10 @@ pub struct SignIn {
     /// Whether the tokens are in the keychain (else in this file).
     #[serde(default)]
     pub in_keychain: bool,
+    /// The thumbprint of the DPoP key its tokens are bound to (the key is kept beside
+    /// them); none for bearer tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dpop: Option<String>,
 }
 
 /// Where a record's secret is.
@@ -156,6 +160,11 @@ pub fn key(resource: &str, issuer: &str) -> String {
 /// The vault name of a sign-in's token response.
 fn tokens_secret(key: &str) -> String {
     format!("tokens {key}")
+}
+
+/// The vault name of a sign-in's DPoP key.
+fn dpop_secret(key: &str) -> String {
+    format!("dpop {key}")
 }
 
 /// The vault name of a registered client's secret.
@@ -412,10 +421,23 @@ impl Store {
                     .get(&doc.secrets, &name)?
                     .and_then(|t| serde_json::from_str(&t).ok());
                 place.delete(&mut doc.secrets, &name)?;
+                place.delete(&mut doc.secrets, &dpop_secret(&k))?;
                 removed.push((s, tokens));
             }
             Ok(removed)
         })
+    }
+
+    /// The DPoP key the sign-in of `resource` at `issuer` is bound to, if it is.
+    pub fn dpop_key(&self, resource: &str, issuer: &str) -> Result<Option<String>, StoreError> {
+        let key = key(resource, issuer);
+        let doc = self.read()?;
+        match doc.sign_ins.get(&key) {
+            Some(s) if s.dpop.is_some() => {
+                kind(s.in_keychain).get(&doc.secrets, &dpop_secret(&key))
+            }
+            _ => Ok(None),
+        }
     }
 
     /// The credential slot of one sign-in, for rmcp's authorization manager.

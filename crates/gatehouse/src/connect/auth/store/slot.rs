@@ -16,6 +16,8 @@ pub struct Slot {
     /// The record a first save creates (a sign-in in progress), and a registration made
     /// for it: nothing is stored for a sign-in until its tokens come.
     record: Arc<Mutex<Option<Prepared>>>,
+    /// The DPoP key (kept form, thumbprint) a sign-in in progress binds its tokens to.
+    dpop: Arc<Mutex<Option<(String, String)>>>,
     cache: Arc<Mutex<Option<Cached>>>,
 }
 
@@ -26,6 +28,7 @@ impl Slot {
             store,
             key,
             record: Arc::new(Mutex::new(None)),
+            dpop: Arc::new(Mutex::new(None)),
             cache: Arc::new(Mutex::new(None)),
         }
     }
@@ -34,21 +37,45 @@ impl Slot {
 /// The last credentials loaded, and the document's stamp then.
 type Cached = (Stamp, Option<StoredCredentials>);
 
-/// Tokens the store keeps: a bearer token that is there (RFC 6750; an authorization
-/// server that answers with another type, or none, is not used).
-fn check_tokens(credentials: &StoredCredentials) -> Result<(), String> {
+/// Tokens the store keeps: an access token that is there, of the type the sign-in asked
+/// for: a bearer token (RFC 6750), or a DPoP-bound one when the sign-in has a key (RFC
+/// 9449 §5). An authorization server that answers with another type, or none, is not used.
+fn check_tokens(credentials: &StoredCredentials, bound: bool) -> Result<(), String> {
     let Some(tokens) = &credentials.token_response else {
         return Ok(());
     };
     if tokens.access_token().secret().trim().is_empty() {
         return Err("the authorization server's token response has an empty access_token".into());
     }
-    if *tokens.token_type() != oauth2::basic::BasicTokenType::Bearer {
+    let word = tokens.token_type().as_ref();
+    let expected = if bound { "DPoP" } else { "Bearer" };
+    if !word.eq_ignore_ascii_case(expected) {
         return Err(format!(
-            "the authorization server gave a token of type {:?}, not Bearer: it is not used",
-            crate::text::clip(&crate::text::visible_line(tokens.token_type().as_ref()), 40)
+            "the authorization server gave a token of type {:?}, not {expected}: it is not used",
+            crate::text::clip(&crate::text::visible_line(word), 40)
         ));
     }
+    Ok(())
+}
+
+/// Keep a registration made for a sign-in at `issuer`, its secret in the vault.
+fn keep_registration(
+    doc: &mut Document,
+    vault: &Vault,
+    issuer: String,
+    (mut reg, secret): (Registration, Option<String>),
+) -> Result<(), StoreError> {
+    let name = client_secret_name(&issuer);
+    if let Some(old) = doc.clients.get(&issuer) {
+        kind(old.in_keychain).delete(&mut doc.secrets, &name)?;
+    }
+    reg.has_secret = secret.is_some();
+    if let Some(secret) = secret {
+        let place = vault.for_writing()?;
+        place.set(&mut doc.secrets, &name, &secret)?;
+        reg.in_keychain = place == Kind::Keychain;
+    }
+    doc.clients.insert(issuer, reg);
     Ok(())
 }
 
@@ -72,6 +99,12 @@ impl Slot {
     /// made for it, replacing what the store has for this sign-in when the tokens come.
     pub fn prepare(&self, record: SignIn, registration: Option<(Registration, Option<String>)>) {
         *self.record.lock().unwrap_or_else(|e| e.into_inner()) = Some((record, registration));
+    }
+
+    /// Bind the tokens of the sign-in in progress to a DPoP key (its kept form, a secret,
+    /// and its thumbprint), kept beside them.
+    pub fn bind_dpop(&self, kept: String, thumbprint: String) {
+        *self.dpop.lock().unwrap_or_else(|e| e.into_inner()) = Some((kept, thumbprint));
     }
 
     /// Forget the cached credentials: the next load reads the store.
@@ -121,26 +154,21 @@ impl CredentialStore for Slot {
             Some((record, registration)) => (Some(record), registration),
             None => (None, None),
         };
-        check_tokens(&credentials).map_err(AuthError::CredentialStoreError)?;
+        // A new sign-in binds to its own key, or to none; a refresh keeps the one it had.
+        let bound = match &prepared {
+            Some(_) => self.dpop.lock().unwrap_or_else(|e| e.into_inner()).take(),
+            None => None,
+        };
+        let is_new = prepared.is_some();
         blocking(move || {
             let key = slot.key.clone();
             slot.store.update(|doc, vault| {
-                if let Some((mut reg, secret)) = registration {
+                if let Some(registration) = registration {
                     let issuer = prepared
                         .as_ref()
                         .map(|p| p.issuer.clone())
                         .unwrap_or_default();
-                    let name = client_secret_name(&issuer);
-                    if let Some(old) = doc.clients.get(&issuer) {
-                        kind(old.in_keychain).delete(&mut doc.secrets, &name)?;
-                    }
-                    reg.has_secret = secret.is_some();
-                    if let Some(secret) = secret {
-                        let place = vault.for_writing()?;
-                        place.set(&mut doc.secrets, &name, &secret)?;
-                        reg.in_keychain = place == Kind::Keychain;
-                    }
-                    doc.clients.insert(issuer, reg);
+                    keep_registration(doc, vault, issuer, registration)?;
                 }
                 let old = doc.sign_ins.get(&key).cloned();
                 let Some(mut sign_in) = prepared.or_else(|| old.clone()) else {
@@ -149,12 +177,28 @@ impl CredentialStore for Slot {
                         .error(format!("no sign-in {key} to save tokens for")));
                 };
                 let name = tokens_secret(&key);
+                let dpop_name = dpop_secret(&key);
+                // The key moves with the tokens: a refresh keeps the one the sign-in had.
+                let key_text = match (&bound, &old) {
+                    (Some((text, _)), _) => Some(text.clone()),
+                    (None, Some(o)) if !is_new && o.dpop.is_some() => {
+                        kind(o.in_keychain).get(&doc.secrets, &dpop_name)?
+                    }
+                    _ => None,
+                };
+                if let Some((_, jkt)) = &bound {
+                    sign_in.dpop = Some(jkt.clone());
+                }
+                check_tokens(&credentials, sign_in.dpop.is_some())
+                    .map_err(|e| slot.store.error(e))?;
                 if let Some(old) = &old {
                     kind(old.in_keychain).delete(&mut doc.secrets, &name)?;
+                    kind(old.in_keychain).delete(&mut doc.secrets, &dpop_name)?;
                 }
                 let Some(tokens) = &credentials.token_response else {
                     sign_in.tokens_at = None;
                     sign_in.refreshable = false;
+                    sign_in.dpop = None;
                     doc.sign_ins.insert(key.clone(), sign_in);
                     return Ok(());
                 };
@@ -163,6 +207,9 @@ impl CredentialStore for Slot {
                 // The secret first: if the vault refuses, the document is not written.
                 let place = vault.for_writing()?;
                 place.set(&mut doc.secrets, &name, &text)?;
+                if let Some(key_text) = &key_text {
+                    place.set(&mut doc.secrets, &dpop_name, key_text)?;
+                }
                 sign_in.in_keychain = place == Kind::Keychain;
                 sign_in.client_id = credentials.client_id.clone();
                 sign_in.scopes = credentials.granted_scopes.clone();

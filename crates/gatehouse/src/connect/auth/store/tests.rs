@@ -65,6 +65,7 @@ fn record(resource: &str, issuer: &str) -> SignIn {
         expires_in: None,
         refreshable: false,
         in_keychain: false,
+        dpop: None,
     }
 }
 
@@ -299,5 +300,78 @@ async fn a_refused_refresh_token_drops_the_tokens_unless_another_process_rotated
         secrets,
         [&format!("client {I1}")],
         "only the client's secret"
+    );
+}
+
+#[tokio::test]
+async fn a_dpop_key_is_kept_beside_its_tokens_through_refreshes_and_goes_with_them() {
+    use crate::connect::auth::dpop::DpopKey;
+    let (_dir, store) = store();
+    let key = DpopKey::generate().unwrap();
+    let slot = store.slot(R1, I1);
+    slot.prepare(record(R1, I1), None);
+    slot.bind_dpop(key.to_kept(), key.thumbprint().into());
+    slot.save(credentials(tokens("bound", Some("rt"), "DPoP"), 1))
+        .await
+        .unwrap();
+    let kept = store
+        .dpop_key(R1, I1)
+        .unwrap()
+        .expect("kept with the tokens");
+    assert_eq!(
+        DpopKey::from_kept(&kept).unwrap().thumbprint(),
+        key.thumbprint()
+    );
+    assert_eq!(
+        store.current(R1).unwrap().unwrap().dpop.as_deref(),
+        Some(key.thumbprint())
+    );
+    // A refresh (no record prepared) keeps the key; a bearer token for it is refused.
+    let refreshed = store.slot(R1, I1);
+    refreshed
+        .save(credentials(tokens("bound-2", Some("rt2"), "DPoP"), 2))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.dpop_key(R1, I1).unwrap().as_deref(),
+        Some(kept.as_str())
+    );
+    let unbound = refreshed
+        .save(credentials(tokens("plain", Some("rt3"), "Bearer"), 3))
+        .await
+        .unwrap_err();
+    assert!(unbound.to_string().contains("not DPoP"), "{unbound}");
+    // A new sign-in without a key drops the old key; a DPoP token without one is refused.
+    let again = store.slot(R1, I1);
+    again.prepare(record(R1, I1), None);
+    let no_key = again
+        .save(credentials(tokens("x", None, "DPoP"), 4))
+        .await
+        .unwrap_err();
+    assert!(no_key.to_string().contains("not Bearer"), "{no_key}");
+    again.prepare(record(R1, I1), None);
+    again
+        .save(credentials(tokens("plain", None, "Bearer"), 5))
+        .await
+        .unwrap();
+    assert_eq!(store.dpop_key(R1, I1).unwrap(), None);
+    assert!(
+        !std::fs::read_to_string(store.path())
+            .unwrap()
+            .contains(&kept)
+    );
+    // Signing out removes a key with its tokens.
+    let bound = store.slot(R2, I1);
+    bound.prepare(record(R2, I1), None);
+    bound.bind_dpop(key.to_kept(), key.thumbprint().into());
+    bound
+        .save(credentials(tokens("bound", None, "DPoP"), 6))
+        .await
+        .unwrap();
+    store.remove(R2).unwrap();
+    assert!(
+        !std::fs::read_to_string(store.path())
+            .unwrap()
+            .contains(&kept)
     );
 }
