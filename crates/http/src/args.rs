@@ -28,6 +28,17 @@ pub struct OAuthArgs {
     #[arg(long, value_name = "CLAIM", requires = "oauth_issuer",
           default_value = crate::oauth::DEFAULT_ORG_CLAIM)]
     pub oauth_org_claim: String,
+    /// Whether access tokens must be bound to a key (DPoP, RFC 9449): `allowed` takes
+    /// bearer tokens too (a bound one still only with its proof); `required` takes bound
+    /// ones only, and a 401 asks for DPoP.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "POLICY",
+        requires = "oauth_issuer",
+        default_value = "allowed"
+    )]
+    pub oauth_dpop: crate::oauth::DpopPolicy,
 }
 
 impl OAuthArgs {
@@ -41,6 +52,7 @@ impl OAuthArgs {
                 resource: self.oauth_resource.clone(),
                 org_claim: self.oauth_org_claim.clone(),
                 writes: crate::oauth::Writes::UnlessReadOnly,
+                dpop: self.oauth_dpop,
             })
     }
 }

@@ -6,7 +6,7 @@ use std::{sync::Arc, time::Duration};
 
 use axum::{
     extract::{Request, State},
-    http::{HeaderValue, Method, StatusCode, header},
+    http::{Method, StatusCode, header},
     middleware::Next,
     response::Response,
 };
@@ -121,6 +121,7 @@ enum NoSession {
 async fn caller_and_grant(
     door: &Doorway,
     headers: &axum::http::HeaderMap,
+    method: &Method,
 ) -> Result<(Caller, Option<oauth::Grant>), Response> {
     match &door.auth {
         Auth::Off => Ok((door.caller.clone(), None)),
@@ -128,10 +129,7 @@ async fn caller_and_grant(
             Ok(caller) => Ok((caller, None)),
             Err(refusal) => Err(refusal.response()),
         },
-        Auth::OAuth { tokens, .. } => {
-            let presented = headers.get(header::AUTHORIZATION).cloned();
-            oauth_caller(door, tokens.as_deref(), presented).await
-        }
+        Auth::OAuth { tokens, .. } => oauth_caller(door, tokens.as_deref(), headers, method).await,
     }
 }
 
@@ -195,7 +193,8 @@ pub(crate) async fn authenticate(
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
-    let (caller, granted) = match caller_and_grant(&door, request.headers()).await {
+    let (caller, granted) = match caller_and_grant(&door, request.headers(), request.method()).await
+    {
         Ok(found) => found,
         Err(refusal) => return refusal,
     };
@@ -224,7 +223,8 @@ pub(crate) async fn authenticate(
             .and_then(|m| m.params.as_ref()?.get("name")?.as_str());
         let needed = rs.required_scopes(method, tool.and_then(|t| (door.read_only)(t)));
         if !grant.missing(needed).is_empty() {
-            return insufficient_scope(rs, grant, needed, tool);
+            let used = presented(request.headers()).map(|(scheme, _)| scheme);
+            return insufficient_scope(rs, grant, needed, tool, used);
         }
     }
     request.extensions_mut().insert(caller.clone());
@@ -303,7 +303,8 @@ fn caller_of(tokens: &Tokens, headers: &axum::http::HeaderMap) -> Result<Caller,
 async fn oauth_caller(
     door: &Doorway,
     tokens: Option<&Tokens>,
-    presented: Option<HeaderValue>,
+    headers: &axum::http::HeaderMap,
+    method: &Method,
 ) -> Result<(Caller, Option<oauth::Grant>), Response> {
     let Some(rs) = &door.oauth else {
         return Err(Refusal::Unauthorized {
@@ -311,20 +312,25 @@ async fn oauth_caller(
         }
         .into());
     };
+    let value = headers.get(header::AUTHORIZATION);
+    let read = presented(headers);
+    // A challenge answers in the scheme the request used (DPoP, when it did).
+    let scheme = rs.answer_scheme(read.map(|(scheme, _)| scheme));
     let challenge = |refusal: Option<TokenRefusal>, reason: &str| {
         refused_log(reason);
-        let error = refusal.map(|r| ("invalid_token", r.description()));
+        let error = refusal.map(|r| (r.error_code(), r.description()));
         Response::from(Refusal::OAuthUnauthorized {
-            challenge: rs.challenge(error, rs.basic_scopes()),
+            challenge: rs.challenge_as(scheme, error, rs.basic_scopes()),
         })
     };
-    let Some(value) = presented else {
+    if value.is_none() {
         return Err(challenge(None, "missing"));
-    };
-    let Some(token) = value.to_str().ok().and_then(tokens::bearer_token) else {
+    }
+    let Some((used, token)) = read else {
         return Err(challenge(Some(TokenRefusal::Malformed), "malformed"));
     };
     if let Some(tokens) = tokens
+        && used == oauth::Scheme::Bearer
         && token.split('.').count() != 3
     {
         return match tokens.caller_for(token) {
@@ -332,10 +338,25 @@ async fn oauth_caller(
             None => Err(challenge(Some(TokenRefusal::Malformed), "unknown")),
         };
     }
-    match rs.check(token).await {
+    let proof = headers.get("dpop").and_then(|v| v.to_str().ok());
+    let presented = oauth::Presented {
+        scheme: used,
+        token,
+        proof,
+        method: method.as_str(),
+    };
+    match rs.check_presented(presented).await {
         Ok(grant) => Ok((grant.caller.clone(), Some(grant))),
         Err(refusal) => Err(challenge(Some(refusal), refusal.word())),
     }
+}
+
+/// The scheme and token of the request's `Authorization`, if it is `Bearer` or `DPoP`.
+fn presented(headers: &axum::http::HeaderMap) -> Option<(oauth::Scheme, &str)> {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(oauth::Presented::read)
 }
 
 /// 403 `insufficient_scope`, naming every scope the request needs in one challenge.
@@ -344,6 +365,7 @@ fn insufficient_scope(
     grant: &oauth::Grant,
     needed: &[&str],
     tool: Option<&str>,
+    used: Option<oauth::Scheme>,
 ) -> Response {
     let missing = grant.missing(needed).join(" ");
     let description = match tool {
@@ -354,7 +376,8 @@ fn insufficient_scope(
         "ts": log::timestamp(), "event": "http_insufficient_scope",
         "user": grant.caller.user, "client": grant.caller.client, "missing": missing,
     }));
-    let challenge = rs.challenge(Some(("insufficient_scope", &description)), needed);
+    let scheme = rs.answer_scheme(used);
+    let challenge = rs.challenge_as(scheme, Some(("insufficient_scope", &description)), needed);
     Refusal::InsufficientScope {
         description,
         challenge,

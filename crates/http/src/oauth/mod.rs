@@ -12,13 +12,17 @@
 //! [`Writes::EveryCall`], for every call); the role the membership gives still decides
 //! what the user may do at all.
 //!
+//! - [`dpop`]: tokens bound to a key (RFC 9449): a bound token only with a fresh proof of
+//!   its key, never as a bearer token; with `--oauth-dpop required`, no bearer token at all.
 //! - `id_token`: an OpenID Connect ID token checked by the same keys and rules, for a
 //!   client of the issuer beside the resource (the gateway's approval page).
 //! - [`keys`]: the issuer's metadata (RFC 8414 and OpenID discovery) and its key set,
 //!   fetched at start and again, at most every [`KEYS_REFETCH_INTERVAL`], for a key it
 //!   does not know (the issuer rotated its keys).
 
+pub mod dpop;
 mod id_token;
+pub use dpop::{DpopPolicy, Presented, Scheme};
 pub mod keys;
 
 #[cfg(test)]
@@ -56,7 +60,7 @@ pub const METADATA_PREFIX: &str = "/.well-known/oauth-protected-resource";
 pub const DEFAULT_OAUTH_CLIENT: &str = "oauth";
 
 /// Signature algorithms accepted (asymmetric only: never `none`, never a shared secret).
-const ALGORITHMS: &[Algorithm] = &[
+pub(crate) const ALGORITHMS: &[Algorithm] = &[
     Algorithm::RS256,
     Algorithm::RS384,
     Algorithm::RS512,
@@ -135,6 +139,8 @@ pub struct OAuthOptions {
     pub org_claim: String,
     /// Which calls need [`WRITE_SCOPE`].
     pub writes: Writes,
+    /// Whether tokens must be bound to a key.
+    pub dpop: DpopPolicy,
 }
 
 /// The checks of one server: the issuer, its keys, and this resource's identity.
@@ -147,6 +153,9 @@ pub struct ResourceServer {
     writes: Writes,
     keys: keys::Keys,
     members: &'static dyn Members,
+    dpop: DpopPolicy,
+    /// The DPoP proofs seen in their window (replays are refused).
+    proofs: dpop::Proofs,
 }
 
 /// What a valid token grants: who calls, and the scopes it carries.
@@ -195,6 +204,12 @@ pub enum Refusal {
     Claims,
     /// An ID token whose `nonce` is not the sign-in's ([`ResourceServer::check_id_token`]).
     Nonce,
+    /// A DPoP-bound token whose proof is missing or wrong (RFC 9449 §7.1).
+    Proof(dpop::ProofRefusal),
+    /// A token presented with the DPoP scheme that is bound to no key.
+    NotBound,
+    /// A bearer token where only DPoP-bound ones are taken (`--oauth-dpop required`).
+    BearerRefused,
 }
 
 impl Refusal {
@@ -216,6 +231,19 @@ impl Refusal {
             Refusal::NotYetValid => "the access token is not valid yet",
             Refusal::Claims => "the access token lacks a required claim (sub, exp, iss, aud)",
             Refusal::Nonce => "the ID token's nonce is not the sign-in's",
+            Refusal::Proof(p) => p.description(),
+            Refusal::NotBound => "the access token is bound to no key: present it as Bearer",
+            Refusal::BearerRefused => {
+                "this server takes only tokens bound to a key (DPoP): sign in again with DPoP"
+            }
+        }
+    }
+
+    /// The challenge's `error` (RFC 6750 §3.1, RFC 9449 §7.1).
+    pub fn error_code(self) -> &'static str {
+        match self {
+            Refusal::Proof(p) if p != dpop::ProofRefusal::Missing => "invalid_dpop_proof",
+            _ => "invalid_token",
         }
     }
 
@@ -233,6 +261,9 @@ impl Refusal {
             Refusal::NotYetValid => "not_yet_valid",
             Refusal::Claims => "claims",
             Refusal::Nonce => "nonce",
+            Refusal::Proof(p) => p.word(),
+            Refusal::NotBound => "not_bound",
+            Refusal::BearerRefused => "bearer_refused",
         }
     }
 }
@@ -294,6 +325,8 @@ impl ResourceServer {
             writes: options.writes,
             keys,
             members,
+            dpop: options.dpop,
+            proofs: dpop::Proofs::default(),
         })
     }
 
@@ -314,7 +347,16 @@ impl ResourceServer {
             writes: Writes::default(),
             keys,
             members,
+            dpop: DpopPolicy::default(),
+            proofs: dpop::Proofs::default(),
         }
+    }
+
+    /// The same server, taking only DPoP-bound tokens, for tests.
+    #[cfg(test)]
+    pub(crate) fn requiring_dpop(mut self) -> Self {
+        self.dpop = DpopPolicy::Required;
+        self
     }
 
     /// The resource's identifier: the tokens' audience.
@@ -361,15 +403,42 @@ impl ResourceServer {
             "scopes_supported": self.writes.basic(),
             "bearer_methods_supported": ["header"],
             "resource_name": "Gatehouse reference server",
+            "dpop_signing_alg_values_supported": dpop::algorithm_names(),
+            "dpop_bound_access_tokens_required": self.dpop == DpopPolicy::Required,
         })
+    }
+
+    /// The scheme a challenge to a request presented with `used` names: DPoP when the
+    /// request used it or only DPoP is taken, else Bearer.
+    pub fn answer_scheme(&self, used: Option<Scheme>) -> Scheme {
+        if used == Some(Scheme::Dpop) || self.dpop == DpopPolicy::Required {
+            Scheme::Dpop
+        } else {
+            Scheme::Bearer
+        }
     }
 
     /// The `WWW-Authenticate` value of a 401 or 403: this server's metadata URL, every
     /// scope the request needs, and the error with its description when there is one (RFC
     /// 6750 §3: none when the request carried no token).
     pub fn challenge(&self, error: Option<(&str, &str)>, scopes: &[&str]) -> String {
+        self.challenge_as(self.answer_scheme(None), error, scopes)
+    }
+
+    /// [`ResourceServer::challenge`] in the `scheme` given; a DPoP challenge names the
+    /// algorithms a proof may be signed with (RFC 9449 §7.1).
+    pub fn challenge_as(
+        &self,
+        scheme: Scheme,
+        error: Option<(&str, &str)>,
+        scopes: &[&str],
+    ) -> String {
+        let lead = match scheme {
+            Scheme::Bearer => "Bearer ".to_owned(),
+            Scheme::Dpop => format!("DPoP algs=\"{}\", ", dpop::algorithm_names().join(" ")),
+        };
         let mut value = format!(
-            "Bearer resource_metadata=\"{}\", scope=\"{}\"",
+            "{lead}resource_metadata=\"{}\", scope=\"{}\"",
             quoted(&self.metadata_url),
             quoted(&scopes.join(" "))
         );
@@ -383,9 +452,49 @@ impl ResourceServer {
         value
     }
 
-    /// Check an access token; what it grants, or why it is refused.
+    /// Check a bearer access token the server received itself (the gateway's approval
+    /// page, from its own sign-in): what it grants, or why it is refused. A token bound to
+    /// a key is refused (it comes with no proof); `--oauth-dpop required` is about the MCP
+    /// requests' tokens, not these.
     pub async fn check(&self, token: &str) -> Result<Grant, Refusal> {
         let claims = self.verify(token, Jwt::AccessToken, &self.resource).await?;
+        if claims["cnf"]["jkt"].is_string() {
+            return Err(Refusal::Proof(dpop::ProofRefusal::Missing));
+        }
+        self.grant(&claims)
+    }
+
+    /// Check an access token as a request presents it: a token bound to a key (`cnf.jkt`)
+    /// only with the DPoP scheme and a fresh proof of that key for this request, a token
+    /// bound to none only as a bearer token (and not at all under `--oauth-dpop required`).
+    pub async fn check_presented(&self, presented: Presented<'_>) -> Result<Grant, Refusal> {
+        let claims = self
+            .verify(presented.token, Jwt::AccessToken, &self.resource)
+            .await?;
+        let jkt = claims["cnf"]["jkt"].as_str();
+        match (presented.scheme, jkt) {
+            (Scheme::Bearer, Some(_)) => return Err(Refusal::Proof(dpop::ProofRefusal::Missing)),
+            (Scheme::Bearer, None) if self.dpop == DpopPolicy::Required => {
+                return Err(Refusal::BearerRefused);
+            }
+            (Scheme::Bearer, None) => {}
+            (Scheme::Dpop, None) => return Err(Refusal::NotBound),
+            (Scheme::Dpop, Some(jkt)) => {
+                let proof = presented
+                    .proof
+                    .ok_or(Refusal::Proof(dpop::ProofRefusal::Missing))?;
+                self.proofs
+                    .check(
+                        proof,
+                        presented.method,
+                        &self.resource,
+                        presented.token,
+                        jkt,
+                        jsonwebtoken::get_current_timestamp(),
+                    )
+                    .map_err(Refusal::Proof)?;
+            }
+        }
         self.grant(&claims)
     }
 

@@ -311,3 +311,180 @@ fn metadata_is_looked_for_where_the_spec_says() {
         ]
     );
 }
+
+/// A proof of [`OTHER_KEY`] (the client's DPoP key) for `method` on `htu`, with `token`.
+fn proof(method: &str, htu: &str, token: &str, iat: u64, jti: &str) -> String {
+    let key = EncodingKey::from_ec_der(&der(OTHER_KEY));
+    let mut header = Header::new(Algorithm::ES256);
+    header.typ = Some("dpop+jwt".into());
+    header.jwk = Some(jsonwebtoken::jwk::Jwk::from_encoding_key(&key, Algorithm::ES256).unwrap());
+    let claims = json!({"htm": method, "htu": htu, "iat": iat, "jti": jti,
+        "ath": dpop::hash(token)});
+    jsonwebtoken::encode(&header, &claims, &key).unwrap()
+}
+
+/// The thumbprint of [`OTHER_KEY`].
+fn client_jkt() -> String {
+    let key = EncodingKey::from_ec_der(&der(OTHER_KEY));
+    jsonwebtoken::jwk::Jwk::from_encoding_key(&key, Algorithm::ES256)
+        .unwrap()
+        .thumbprint(jsonwebtoken::jwk::ThumbprintHash::SHA256)
+        .unwrap()
+}
+
+/// A token bound to [`OTHER_KEY`].
+fn bound_token() -> String {
+    let mut c = claims();
+    c["cnf"] = json!({"jkt": client_jkt()});
+    token(&c)
+}
+
+fn dpop<'a>(token: &'a str, proof: Option<&'a str>) -> Presented<'a> {
+    Presented {
+        scheme: Scheme::Dpop,
+        token,
+        proof,
+        method: "POST",
+    }
+}
+
+#[tokio::test]
+async fn a_bound_token_is_taken_only_with_a_fresh_proof_of_its_key_and_only_once() {
+    let rs = server();
+    let t = bound_token();
+    let good = proof("POST", &format!("{RESOURCE}?q=1"), &t, now(), "j-1");
+    // htu with a query is refused; without one the proof holds, once.
+    assert_eq!(
+        rs.check_presented(dpop(&t, Some(&good))).await.unwrap_err(),
+        Refusal::Proof(dpop::ProofRefusal::Target)
+    );
+    let good = proof("POST", RESOURCE, &t, now(), "j-1");
+    let grant = rs.check_presented(dpop(&t, Some(&good))).await.unwrap();
+    assert_eq!(grant.caller.user, "usr-sam");
+    assert_eq!(
+        rs.check_presented(dpop(&t, Some(&good))).await.unwrap_err(),
+        Refusal::Proof(dpop::ProofRefusal::Replayed)
+    );
+    use dpop::ProofRefusal as P;
+    let other = token(&claims());
+    let window = dpop::PROOF_WINDOW.as_secs();
+    for (p, why) in [
+        (proof("GET", RESOURCE, &t, now(), "j-2"), P::Target),
+        (
+            proof("POST", "http://127.0.0.1:8080/other", &t, now(), "j-3"),
+            P::Target,
+        ),
+        (
+            proof("POST", RESOURCE, &t, now() - window - 5, "j-4"),
+            P::Stale,
+        ),
+        (
+            proof("POST", RESOURCE, &t, now() + window + 5, "j-5"),
+            P::Stale,
+        ),
+        (proof("POST", RESOURCE, &other, now(), "j-6"), P::Token),
+        ("not.a.proof".to_owned(), P::Malformed),
+    ] {
+        assert_eq!(
+            rs.check_presented(dpop(&t, Some(&p))).await.unwrap_err(),
+            Refusal::Proof(why),
+            "{why:?}"
+        );
+    }
+    // The stolen token, presented as a bearer token or without a proof, is worthless.
+    assert_eq!(rs.check(&t).await.unwrap_err(), Refusal::Proof(P::Missing));
+    assert_eq!(
+        rs.check_presented(dpop(&t, None)).await.unwrap_err(),
+        Refusal::Proof(P::Missing)
+    );
+    // A proof by another key than the token's: the thief's own key.
+    let mut c = claims();
+    c["cnf"] = json!({"jkt": "someone-elses-thumbprint"});
+    let theirs = token(&c);
+    let p = proof("POST", RESOURCE, &theirs, now(), "j-7");
+    assert_eq!(
+        rs.check_presented(dpop(&theirs, Some(&p)))
+            .await
+            .unwrap_err(),
+        Refusal::Proof(P::Key)
+    );
+    // An unbound token is no DPoP token.
+    let p = proof("POST", RESOURCE, &other, now(), "j-8");
+    assert_eq!(
+        rs.check_presented(dpop(&other, Some(&p)))
+            .await
+            .unwrap_err(),
+        Refusal::NotBound
+    );
+}
+
+#[tokio::test]
+async fn required_dpop_refuses_bearer_tokens_and_says_so_in_its_challenge_and_metadata() {
+    let rs = server().requiring_dpop();
+    let bearer = token(&claims());
+    let presented = Presented {
+        scheme: Scheme::Bearer,
+        token: &bearer,
+        proof: None,
+        method: "POST",
+    };
+    assert_eq!(
+        rs.check_presented(presented).await.unwrap_err(),
+        Refusal::BearerRefused
+    );
+    // A token the server's own page received is no MCP request's: the policy is not its.
+    assert!(rs.check(&bearer).await.is_ok());
+    let t = bound_token();
+    let p = proof("POST", RESOURCE, &t, now(), "r-1");
+    assert!(rs.check_presented(dpop(&t, Some(&p))).await.is_ok());
+    let challenge = rs.challenge(None, rs.basic_scopes());
+    assert!(challenge.starts_with("DPoP algs=\"RS256"), "{challenge}");
+    assert!(challenge.contains("ES256") && challenge.contains("resource_metadata="));
+    assert_eq!(
+        rs.metadata_document()["dpop_bound_access_tokens_required"],
+        true
+    );
+    let allowed = server();
+    assert!(allowed.challenge(None, &[]).starts_with("Bearer "));
+    assert!(
+        allowed
+            .challenge_as(Scheme::Dpop, Some(("invalid_dpop_proof", "x")), &[])
+            .starts_with("DPoP algs=")
+    );
+    assert_eq!(
+        allowed.metadata_document()["dpop_signing_alg_values_supported"][6],
+        "ES256"
+    );
+    assert_eq!(
+        Refusal::Proof(dpop::ProofRefusal::Replayed).error_code(),
+        "invalid_dpop_proof"
+    );
+    assert_eq!(
+        Refusal::Proof(dpop::ProofRefusal::Missing).error_code(),
+        "invalid_token"
+    );
+}
+
+#[test]
+fn the_memory_of_proofs_is_bounded_and_forgets_what_left_its_window() {
+    let proofs = dpop::Proofs::default();
+    let now = 1_000_000;
+    for i in 0..dpop::MAX_REMEMBERED_PROOFS {
+        proofs
+            .remember_for_tests(&format!("j{i}"), now + 10, now)
+            .unwrap();
+    }
+    assert_eq!(
+        proofs.remember_for_tests("one-more", now + 10, now),
+        Err(dpop::ProofRefusal::Busy)
+    );
+    // Once the first ones' time is past, room is made.
+    assert_eq!(
+        proofs.remember_for_tests("later", now + 100, now + 20),
+        Ok(())
+    );
+    assert_eq!(
+        proofs.remember_for_tests("later", now + 100, now + 21),
+        Err(dpop::ProofRefusal::Replayed)
+    );
+}

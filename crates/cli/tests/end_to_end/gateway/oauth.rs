@@ -7,6 +7,8 @@
 //! never the client's token; and the gateway's sealed approval state is bound to the
 //! OAuth caller.
 
+mod dpop;
+
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -56,6 +58,11 @@ impl GatewayWorld {
     /// Everything started, the authorization server configured by `as_env` (Sam and
     /// Omar both of Larkfield).
     fn new(as_env: &[(&str, &str)]) -> GatewayWorld {
+        GatewayWorld::with(as_env, &[])
+    }
+
+    /// As [`GatewayWorld::new`], the gateway started with `more` flags.
+    fn with(as_env: &[(&str, &str)], more: &[&str]) -> GatewayWorld {
         let mut env = vec![("AS_ORGS", "usr-sam=larkfield,usr-omar=larkfield")];
         env.extend_from_slice(as_env);
         let issuer = authorization_server(&env);
@@ -63,7 +70,7 @@ impl GatewayWorld {
         let tokens = tokens_file(dir.path());
         let behind = serve_http("support", &tokens, &dir.path().join("tickets.db"));
         let tap = start_tap(dir.path(), port_of(&behind.url));
-        let gateway = start_gateway(dir.path(), &tap.url, &issuer.url);
+        let gateway = start_gateway(dir.path(), &tap.url, &issuer.url, more);
         let host = World::named(GATEWAY, issuer, gateway, "file", json!({}));
         GatewayWorld {
             host,
@@ -150,9 +157,10 @@ fn gateway_config(dir: &std::path::Path, url: &str) -> String {
     )
 }
 
-/// `gatehouse gateway --http 127.0.0.1:0 --oauth-issuer ISSUER --tokens FILE` in front of
-/// the support server at `support`, with its credential in its environment only.
-fn start_gateway(dir: &std::path::Path, support: &str, issuer: &str) -> Process {
+/// `gatehouse gateway --http 127.0.0.1:0 --oauth-issuer ISSUER --tokens FILE` (and `more`
+/// flags) in front of the support server at `support`, with its credential in its
+/// environment only.
+fn start_gateway(dir: &std::path::Path, support: &str, issuer: &str, more: &[&str]) -> Process {
     let config = gateway_config(dir, support);
     let tokens = tokens_file(dir);
     let state = dir.join("state.db");
@@ -163,6 +171,7 @@ fn start_gateway(dir: &std::path::Path, support: &str, issuer: &str) -> Process 
         "--tokens",
         tokens.to_str().unwrap(),
     ]);
+    args.extend_from_slice(more);
     super::gateway_process(&args, &[(CREDENTIAL_VAR, GATEWAY_CREDENTIAL)])
 }
 

@@ -9,10 +9,11 @@
 //! authorization server down), [`issuer_change`] (the protected resource moves to another
 //! authorization server), [`keychain`] (no keychain running), [`bad_input`] (forged
 //! redirects and the authorization server's bad answers), [`resource_server`] (the
-//! reference server's side). The gateway's OAuth tests (`gateway::oauth`) share this
+//! reference server's side), [`dpop`] (tokens bound to a key). The gateway's OAuth tests (`gateway::oauth`) share this
 //! world, with the gateway as the protected resource.
 
 mod bad_input;
+mod dpop;
 mod issuer_change;
 mod keychain;
 mod refresh;
@@ -81,6 +82,11 @@ fn grant_types(server: &Process) -> Vec<Value> {
 /// `gatehouse serve support --http ADDRESS --oauth-issuer ISSUER`; its URL is its
 /// resource identifier.
 fn protected_support(issuer: &str, address: &str) -> Process {
+    protected_support_with(issuer, address, &[])
+}
+
+/// As [`protected_support`], with `more` flags.
+fn protected_support_with(issuer: &str, address: &str, more: &[&str]) -> Process {
     let mut cmd = Command::new(crate::common::exe());
     cmd.args([
         "serve",
@@ -90,6 +96,7 @@ fn protected_support(issuer: &str, address: &str) -> Process {
         "--oauth-issuer",
         issuer,
     ]);
+    cmd.args(more);
     Spawn::new(
         in_fresh_world(cmd, &[]),
         "gatehouse serve support --oauth-issuer",
@@ -286,6 +293,16 @@ impl World {
             &["access_token", "refresh_token"],
         )
     }
+}
+
+/// The `WWW-Authenticate` challenge of an answer (empty when it has none).
+pub(crate) fn challenge_of(answer: &reqwest::Response) -> String {
+    answer
+        .headers()
+        .get("www-authenticate")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned()
 }
 
 /// The sign-in store's file under the data folder `data`.

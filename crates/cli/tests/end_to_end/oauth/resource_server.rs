@@ -20,12 +20,7 @@ async fn initialize_with(url: &str, token: &str) -> (u16, String, String) {
         .await
         .expect("the support server answers");
     let status = answer.status().as_u16();
-    let challenge = answer
-        .headers()
-        .get("www-authenticate")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_owned();
+    let challenge = super::challenge_of(&answer);
     (status, challenge, answer.text().await.unwrap_or_default())
 }
 

@@ -54,7 +54,39 @@ pub async fn login(
         person_time: PersonTime::default(),
     })
     .await?;
-    auth.sign_in(None).await
+    let challenge = first_challenge(url).await;
+    auth.sign_in(challenge.as_deref()).await
+}
+
+/// How long the request that asks a server how it wants to be signed in to may take.
+const CHALLENGE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The server's `WWW-Authenticate` challenge to a request with no token, as a connection
+/// would get it: its metadata's address, its scopes, and its scheme (a server that takes
+/// only DPoP-bound tokens says so there, and one sign-in then binds them). None when it
+/// does not answer 401 with one; the sign-in then finds the metadata by its well-known name.
+async fn first_challenge(url: &str) -> Option<String> {
+    let answer = super::client::mcp_http_client()
+        .post(url)
+        .timeout(CHALLENGE_TIMEOUT)
+        .header(
+            reqwest::header::ACCEPT,
+            "application/json, text/event-stream",
+        )
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .body(r#"{"jsonrpc":"2.0","id":"gatehouse-sign-in","method":"ping"}"#)
+        .send()
+        .await
+        .ok()?;
+    if answer.status() != reqwest::StatusCode::UNAUTHORIZED {
+        return None;
+    }
+    answer
+        .headers()
+        .get(reqwest::header::WWW_AUTHENTICATE)?
+        .to_str()
+        .ok()
+        .map(str::to_owned)
 }
 
 /// One server's sign-in as `gatehouse auth status` shows it.
