@@ -18,6 +18,10 @@
 //   AS_WEB_CLIENT  "id:secret:redirect" a pre-registered web application (the gateway's
 //                  approval page): confidential (Basic auth), or public with no secret
 //   AS_CC_CLIENT   "id:secret" a pre-registered client-credentials client
+//   AS_RS_CLIENT   "id:secret" a resource server's client, which may introspect tokens
+//                  (RFC 7662, at /token/introspection; the feature is on with it)
+//   AS_AT_FORMAT   "jwt" (default) or "opaque": the access tokens' format (an opaque token
+//                  can be introspected and revoked; oidc-provider does neither for a JWT)
 //   AS_LOG_REQUESTS  "1": one `request` event per request (path, query, form body,
 //                  Authorization header), so a test can look for what must never reach
 //                  this server (another issuer's tokens or client id)
@@ -54,6 +58,13 @@ const signingKey = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 })
   .privateKey.export({ format: 'jwk' });
 
 const clients = [];
+if (env.AS_RS_CLIENT) {
+  const [client_id, client_secret] = env.AS_RS_CLIENT.split(':');
+  clients.push({
+    client_id, client_secret, grant_types: [], response_types: [], redirect_uris: [],
+    token_endpoint_auth_method: 'client_secret_basic',
+  });
+}
 if (env.AS_CC_CLIENT) {
   const [client_id, client_secret] = env.AS_CC_CLIENT.split(':');
   clients.push({
@@ -110,6 +121,7 @@ const provider = new Provider(issuer, {
     registration: { enabled: true, issueRegistrationAccessToken: false },
     clientCredentials: { enabled: Boolean(env.AS_CC_CLIENT) },
     revocation: { enabled: true },
+    introspection: { enabled: Boolean(env.AS_RS_CLIENT) },
     resourceIndicators: {
       enabled: true,
       defaultResource: async (_ctx, _client, oneOf) => oneOf,
@@ -120,8 +132,8 @@ const provider = new Provider(issuer, {
           scope: resourceScopes,
           audience: resource,
           accessTokenTTL: atTtl,
-          accessTokenFormat: 'jwt',
-          jwt: { sign: { alg: 'RS256' } },
+          accessTokenFormat: env.AS_AT_FORMAT ?? 'jwt',
+          ...((env.AS_AT_FORMAT ?? 'jwt') === 'jwt' ? { jwt: { sign: { alg: 'RS256' } } } : {}),
         };
       },
     },

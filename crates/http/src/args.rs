@@ -39,6 +39,18 @@ pub struct OAuthArgs {
         default_value = "allowed"
     )]
     pub oauth_dpop: crate::oauth::DpopPolicy,
+    /// Ask the authorization server whether each access token is still active (token
+    /// introspection, RFC 7662), as this client of its (the secret in
+    /// $GATEHOUSE_OAUTH_INTROSPECTION_SECRET): a revoked token is refused within
+    /// --oauth-revocation-bound, and opaque tokens are taken.
+    #[arg(long, value_name = "CLIENT_ID", requires = "oauth_issuer")]
+    pub oauth_introspection_client: Option<String>,
+    /// Seconds an introspection answer is trusted: a token revoked at the authorization
+    /// server is refused at most this long after.
+    #[arg(long, value_name = "SECS", requires = "oauth_introspection_client",
+          default_value_t = crate::oauth::introspection::DEFAULT_REVOCATION_BOUND.as_secs(),
+          value_parser = clap::value_parser!(u64).range(1..=crate::oauth::introspection::MAX_REVOCATION_BOUND_SECS))]
+    pub oauth_revocation_bound: u64,
 }
 
 impl OAuthArgs {
@@ -53,6 +65,12 @@ impl OAuthArgs {
                 org_claim: self.oauth_org_claim.clone(),
                 writes: crate::oauth::Writes::UnlessReadOnly,
                 dpop: self.oauth_dpop,
+                introspection: self.oauth_introspection_client.as_ref().map(|client_id| {
+                    crate::oauth::introspection::IntrospectionOptions {
+                        client_id: client_id.clone(),
+                        bound: Duration::from_secs(self.oauth_revocation_bound),
+                    }
+                }),
             })
     }
 }

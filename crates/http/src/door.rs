@@ -329,14 +329,14 @@ async fn oauth_caller(
     let Some((used, token)) = read else {
         return Err(challenge(Some(TokenRefusal::Malformed), "malformed"));
     };
-    if let Some(tokens) = tokens
-        && used == oauth::Scheme::Bearer
-        && token.split('.').count() != 3
-    {
-        return match tokens.caller_for(token) {
-            Some(caller) => Ok((caller, None)),
-            None => Err(challenge(Some(TokenRefusal::Malformed), "unknown")),
-        };
+    // A token that is no JWT: the tokens file's, else (with introspection) the issuer's.
+    if used == oauth::Scheme::Bearer && token.split('.').count() != 3 {
+        if let Some(caller) = tokens.and_then(|t| t.caller_for(token)) {
+            return Ok((caller, None));
+        }
+        if tokens.is_some() && !rs.introspects() {
+            return Err(challenge(Some(TokenRefusal::Malformed), "unknown"));
+        }
     }
     let proof = headers.get("dpop").and_then(|v| v.to_str().ok());
     let presented = oauth::Presented {

@@ -22,7 +22,10 @@
 
 pub mod dpop;
 mod id_token;
+pub mod introspection;
+mod refusal;
 pub use dpop::{DpopPolicy, Presented, Scheme};
+pub use refusal::Refusal;
 pub mod keys;
 
 #[cfg(test)]
@@ -141,6 +144,8 @@ pub struct OAuthOptions {
     pub writes: Writes,
     /// Whether tokens must be bound to a key.
     pub dpop: DpopPolicy,
+    /// Token introspection (revocation within a bound), if asked for.
+    pub introspection: Option<introspection::IntrospectionOptions>,
 }
 
 /// The checks of one server: the issuer, its keys, and this resource's identity.
@@ -156,6 +161,8 @@ pub struct ResourceServer {
     dpop: DpopPolicy,
     /// The DPoP proofs seen in their window (replays are refused).
     proofs: dpop::Proofs,
+    /// The issuer's introspection, when revocation is to be seen within a bound.
+    introspection: Option<introspection::Introspection>,
 }
 
 /// What a valid token grants: who calls, and the scopes it carries.
@@ -175,96 +182,6 @@ impl Grant {
             .copied()
             .filter(|s| !self.scopes.iter().any(|g| g == s))
             .collect()
-    }
-}
-
-/// Why a token was refused: 401 with `error="invalid_token"` and these words as its
-/// `error_description` (never the token itself).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Refusal {
-    /// Not a JWT at all, or too long.
-    Malformed,
-    /// A JWT, but not an access token (`typ` is not `at+jwt`).
-    NotAnAccessToken,
-    /// Signed with an algorithm this server does not accept.
-    Algorithm,
-    /// Signed with a key the issuer does not publish.
-    UnknownKey,
-    /// The signature does not verify.
-    Signature,
-    /// Issued by another authorization server.
-    Issuer,
-    /// Issued for another resource.
-    Audience,
-    /// Expired.
-    Expired,
-    /// Not valid yet.
-    NotYetValid,
-    /// A required claim is missing or unusable.
-    Claims,
-    /// An ID token whose `nonce` is not the sign-in's ([`ResourceServer::check_id_token`]).
-    Nonce,
-    /// A DPoP-bound token whose proof is missing or wrong (RFC 9449 §7.1).
-    Proof(dpop::ProofRefusal),
-    /// A token presented with the DPoP scheme that is bound to no key.
-    NotBound,
-    /// A bearer token where only DPoP-bound ones are taken (`--oauth-dpop required`).
-    BearerRefused,
-}
-
-impl Refusal {
-    /// The `error_description`, and the reason the log gives.
-    pub fn description(self) -> &'static str {
-        match self {
-            Refusal::Malformed => "the access token is not a JWT",
-            Refusal::NotAnAccessToken => "the token is not an access token (typ at+jwt)",
-            Refusal::Algorithm => {
-                "the access token is signed with an algorithm this server does not accept"
-            }
-            Refusal::UnknownKey => {
-                "the access token is signed with a key the issuer does not publish"
-            }
-            Refusal::Signature => "the access token's signature does not verify",
-            Refusal::Issuer => "the access token is from another authorization server",
-            Refusal::Audience => "the access token is for another resource",
-            Refusal::Expired => "the access token has expired",
-            Refusal::NotYetValid => "the access token is not valid yet",
-            Refusal::Claims => "the access token lacks a required claim (sub, exp, iss, aud)",
-            Refusal::Nonce => "the ID token's nonce is not the sign-in's",
-            Refusal::Proof(p) => p.description(),
-            Refusal::NotBound => "the access token is bound to no key: present it as Bearer",
-            Refusal::BearerRefused => {
-                "this server takes only tokens bound to a key (DPoP): sign in again with DPoP"
-            }
-        }
-    }
-
-    /// The challenge's `error` (RFC 6750 §3.1, RFC 9449 §7.1).
-    pub fn error_code(self) -> &'static str {
-        match self {
-            Refusal::Proof(p) if p != dpop::ProofRefusal::Missing => "invalid_dpop_proof",
-            _ => "invalid_token",
-        }
-    }
-
-    /// One word for the log.
-    pub fn word(self) -> &'static str {
-        match self {
-            Refusal::Malformed => "malformed",
-            Refusal::NotAnAccessToken => "not_access_token",
-            Refusal::Algorithm => "algorithm",
-            Refusal::UnknownKey => "unknown_key",
-            Refusal::Signature => "signature",
-            Refusal::Issuer => "issuer",
-            Refusal::Audience => "audience",
-            Refusal::Expired => "expired",
-            Refusal::NotYetValid => "not_yet_valid",
-            Refusal::Claims => "claims",
-            Refusal::Nonce => "nonce",
-            Refusal::Proof(p) => p.word(),
-            Refusal::NotBound => "not_bound",
-            Refusal::BearerRefused => "bearer_refused",
-        }
     }
 }
 
@@ -316,6 +233,10 @@ impl ResourceServer {
         let metadata_path = format!("{METADATA_PREFIX}{path}");
         let metadata_url = format!("{}{metadata_path}", parsed.origin().ascii_serialization());
         let keys = keys::Keys::discover(&options.issuer).await?;
+        let introspection = match &options.introspection {
+            Some(asked) => Some(introspection::Introspection::new(keys.metadata(), asked)?),
+            None => None,
+        };
         Ok(ResourceServer {
             issuer: options.issuer.clone(),
             resource: resource.trim_end_matches('/').to_owned(),
@@ -327,6 +248,7 @@ impl ResourceServer {
             members,
             dpop: options.dpop,
             proofs: dpop::Proofs::default(),
+            introspection,
         })
     }
 
@@ -349,6 +271,7 @@ impl ResourceServer {
             members,
             dpop: DpopPolicy::default(),
             proofs: dpop::Proofs::default(),
+            introspection: None,
         }
     }
 
@@ -357,6 +280,11 @@ impl ResourceServer {
     pub(crate) fn requiring_dpop(mut self) -> Self {
         self.dpop = DpopPolicy::Required;
         self
+    }
+
+    /// Whether tokens are put to the issuer's introspection endpoint.
+    pub fn introspects(&self) -> bool {
+        self.introspection.is_some()
     }
 
     /// The resource's identifier: the tokens' audience.
@@ -468,9 +396,7 @@ impl ResourceServer {
     /// only with the DPoP scheme and a fresh proof of that key for this request, a token
     /// bound to none only as a bearer token (and not at all under `--oauth-dpop required`).
     pub async fn check_presented(&self, presented: Presented<'_>) -> Result<Grant, Refusal> {
-        let claims = self
-            .verify(presented.token, Jwt::AccessToken, &self.resource)
-            .await?;
+        let claims = self.claims_of(presented.token).await?;
         let jkt = claims["cnf"]["jkt"].as_str();
         match (presented.scheme, jkt) {
             (Scheme::Bearer, Some(_)) => return Err(Refusal::Proof(dpop::ProofRefusal::Missing)),
@@ -496,6 +422,53 @@ impl ResourceServer {
             }
         }
         self.grant(&claims)
+    }
+
+    /// The claims of an access token: a JWT checked offline, and with introspection asked
+    /// for, still active at the issuer; an opaque token only through introspection, its
+    /// answer for this resource from this issuer and unexpired.
+    async fn claims_of(&self, token: &str) -> Result<Value, Refusal> {
+        let jwt = token.split('.').count() == 3;
+        let Some(introspection) = &self.introspection else {
+            return self.verify(token, Jwt::AccessToken, &self.resource).await;
+        };
+        if token.len() > MAX_TOKEN_BYTES {
+            return Err(Refusal::Malformed);
+        }
+        let offline = match jwt {
+            true => Some(self.verify(token, Jwt::AccessToken, &self.resource).await?),
+            false => None,
+        };
+        let answer = introspection
+            .claims(token)
+            .await
+            .map_err(|_| Refusal::Unanswered)?
+            .ok_or(Refusal::Revoked)?;
+        if let Some(claims) = offline {
+            return Ok(claims);
+        }
+        let audience_ok = match &answer["aud"] {
+            Value::String(a) => a.trim_end_matches('/') == self.resource,
+            Value::Array(all) => all.iter().any(|a| {
+                a.as_str()
+                    .is_some_and(|a| a.trim_end_matches('/') == self.resource)
+            }),
+            _ => false,
+        };
+        if !audience_ok {
+            return Err(Refusal::Audience);
+        }
+        if answer["iss"].as_str().is_some_and(|i| i != self.issuer) {
+            return Err(Refusal::Issuer);
+        }
+        let now = jsonwebtoken::get_current_timestamp();
+        if answer["exp"]
+            .as_u64()
+            .is_some_and(|exp| exp + CLOCK_LEEWAY.as_secs() < now)
+        {
+            return Err(Refusal::Expired);
+        }
+        Ok(answer)
     }
 
     /// The claims of a JWT of `kind` signed with one of the issuer's keys (an accepted

@@ -8,6 +8,7 @@
 //! OAuth caller.
 
 mod dpop;
+mod revocation;
 
 use std::time::{Duration, Instant};
 
@@ -42,6 +43,10 @@ const CREDENTIAL_VAR: &str = "GATEWAY_SUPPORT_TOKEN";
 const GATEWAY_CREDENTIAL: &str = JUN;
 /// Whom the support server takes the gateway for.
 const GATEWAY_USER: &str = "usr-jun";
+/// The gateway's client at the authorization server for token introspection.
+const INTROSPECTION_CLIENT: (&str, &str) = ("gateway-rs", "rs-secret");
+/// Where the gateway reads that client's secret.
+const INTROSPECTION_SECRET_VAR: &str = "GATEHOUSE_OAUTH_INTROSPECTION_SECRET";
 /// The pre-registered client-credentials client of the refusal tests.
 const MACHINE: (&str, &str) = ("machine", "machine-secret");
 
@@ -172,7 +177,12 @@ fn start_gateway(dir: &std::path::Path, support: &str, issuer: &str, more: &[&st
         tokens.to_str().unwrap(),
     ]);
     args.extend_from_slice(more);
-    super::gateway_process(&args, &[(CREDENTIAL_VAR, GATEWAY_CREDENTIAL)])
+    // The introspection client's secret too, for the tests that name that client.
+    let env = [
+        (CREDENTIAL_VAR, GATEWAY_CREDENTIAL),
+        (INTROSPECTION_SECRET_VAR, INTROSPECTION_CLIENT.1),
+    ];
+    super::gateway_process(&args, &env)
 }
 
 /// A client-credentials access token for `resource` with `scope`, from `issuer`.

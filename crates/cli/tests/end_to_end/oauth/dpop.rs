@@ -44,13 +44,7 @@ async fn a_server_that_requires_dpop_gets_bound_tokens_and_a_stolen_one_is_worth
         .any(|name| name.starts_with("dpop "));
     assert!(key_kept, "the key is kept beside the tokens: {doc}");
     // The host's calls go through with proofs: Sam's ticket is drafted.
-    let asked = w.ask_ticket("T-30002");
-    assert!(
-        asked.answer().contains("Draft reply for ticket T-30002"),
-        "{}\n{}",
-        asked.stdout,
-        asked.stderr
-    );
+    super::assert_drafted(&w.ask_ticket("T-30002"), "T-30002");
     // The token, stolen from the store: as a bearer token it is refused, and so it is
     // with a proof of the thief's own key; the challenge asks for DPoP.
     let stolen = w.kept_tokens().into_iter().next().expect("an access token");

@@ -9,7 +9,8 @@
 //! authorization server down), [`issuer_change`] (the protected resource moves to another
 //! authorization server), [`keychain`] (no keychain running), [`bad_input`] (forged
 //! redirects and the authorization server's bad answers), [`resource_server`] (the
-//! reference server's side), [`dpop`] (tokens bound to a key). The gateway's OAuth tests (`gateway::oauth`) share this
+//! reference server's side), [`dpop`] (tokens bound to a key), [`revocation`] (a revoked
+//! token refused within the bound). The gateway's OAuth tests (`gateway::oauth`) share this
 //! world, with the gateway as the protected resource.
 
 mod bad_input;
@@ -18,6 +19,7 @@ mod issuer_change;
 mod keychain;
 mod refresh;
 mod resource_server;
+mod revocation;
 
 use std::{
     os::unix::fs::PermissionsExt,
@@ -87,6 +89,16 @@ fn protected_support(issuer: &str, address: &str) -> Process {
 
 /// As [`protected_support`], with `more` flags.
 fn protected_support_with(issuer: &str, address: &str, more: &[&str]) -> Process {
+    protected_support_in(issuer, address, more, &[])
+}
+
+/// As [`protected_support_with`], with `env` in the server's environment.
+fn protected_support_in(
+    issuer: &str,
+    address: &str,
+    more: &[&str],
+    env: &[(&str, &str)],
+) -> Process {
     let mut cmd = Command::new(crate::common::exe());
     cmd.args([
         "serve",
@@ -98,7 +110,7 @@ fn protected_support_with(issuer: &str, address: &str, more: &[&str]) -> Process
     ]);
     cmd.args(more);
     Spawn::new(
-        in_fresh_world(cmd, &[]),
+        in_fresh_world(cmd, env),
         "gatehouse serve support --oauth-issuer",
     )
     .serving(Stream::Stderr, "listening on ", LIMIT)
@@ -295,6 +307,27 @@ impl World {
     }
 }
 
+/// The client id of the (first) sign-in a store's `document` keeps.
+pub(crate) fn kept_client_id(document: &Value) -> String {
+    document["sign_ins"]
+        .as_object()
+        .and_then(|m| m.values().next())
+        .and_then(|s| s["client_id"].as_str())
+        .expect("the sign-in's client")
+        .to_owned()
+}
+
+/// The run drafted a reply to ticket `id` (its calls went through).
+pub(crate) fn assert_drafted(ran: &Ran, id: &str) {
+    assert!(
+        ran.answer()
+            .contains(&format!("Draft reply for ticket {id}")),
+        "{}\n{}",
+        ran.stdout,
+        ran.stderr
+    );
+}
+
 /// The `WWW-Authenticate` challenge of an answer (empty when it has none).
 pub(crate) fn challenge_of(answer: &reqwest::Response) -> String {
     answer
@@ -392,7 +425,7 @@ pub(crate) async fn token_request(
 
 /// Revoke `token` at the authorization server as the public client `client_id` (RFC 7009),
 /// as an administrator or a sign-out elsewhere would: a refresh with it is refused after.
-async fn revoke(issuer: &str, token: &str, client_id: &str) {
+pub(crate) async fn revoke(issuer: &str, token: &str, client_id: &str) {
     let pairs = [("token", token), ("client_id", client_id)];
     let answer = post_form(issuer, "/token/revocation", &pairs, None).await;
     assert_eq!(answer.status().as_u16(), 200, "the revocation is accepted");
