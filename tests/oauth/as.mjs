@@ -18,6 +18,9 @@
 //   AS_WEB_CLIENT  "id:secret:redirect" a pre-registered web application (the gateway's
 //                  approval page): confidential (Basic auth), or public with no secret
 //   AS_CC_CLIENT   "id:secret" a pre-registered client-credentials client
+//   AS_CC_JWT_CLIENT  "id:PEM-FILE" a pre-registered client-credentials client that proves
+//                  itself with a private-key JWT (RFC 7523), signed ES256 by the key in
+//                  PEM-FILE (its public half is registered)
 //   AS_RS_CLIENT   "id:secret" a resource server's client, which may introspect tokens
 //                  (RFC 7662, at /token/introspection; the feature is on with it)
 //   AS_AT_FORMAT   "jwt" (default) or "opaque": the access tokens' format (an opaque token
@@ -58,6 +61,16 @@ const signingKey = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 })
   .privateKey.export({ format: 'jwk' });
 
 const clients = [];
+if (env.AS_CC_JWT_CLIENT) {
+  const [client_id, ...file] = env.AS_CC_JWT_CLIENT.split(':');
+  const { readFileSync } = await import('node:fs');
+  const jwk = crypto.createPublicKey(readFileSync(file.join(':'))).export({ format: 'jwk' });
+  clients.push({
+    client_id, grant_types: ['client_credentials'], response_types: [], redirect_uris: [],
+    token_endpoint_auth_method: 'private_key_jwt', token_endpoint_auth_signing_alg: 'ES256',
+    jwks: { keys: [{ ...jwk, use: 'sig', alg: 'ES256' }] }, scope: resourceScopes,
+  });
+}
 if (env.AS_RS_CLIENT) {
   const [client_id, client_secret] = env.AS_RS_CLIENT.split(':');
   clients.push({
@@ -119,7 +132,7 @@ const provider = new Provider(issuer, {
   features: {
     devInteractions: { enabled: login === 'dev' },
     registration: { enabled: true, issueRegistrationAccessToken: false },
-    clientCredentials: { enabled: Boolean(env.AS_CC_CLIENT) },
+    clientCredentials: { enabled: Boolean(env.AS_CC_CLIENT || env.AS_CC_JWT_CLIENT) },
     revocation: { enabled: true },
     introspection: { enabled: Boolean(env.AS_RS_CLIENT) },
     resourceIndicators: {

@@ -93,6 +93,14 @@ pub(super) fn register_secrets(config: &Config, secrets: &redact::Secrets) {
                 if let Some((key, _)) = oauth.as_ref().and_then(|o| o.private_key.as_ref()) {
                     secrets.add(key);
                 }
+                if let Some(idp) = oauth.as_ref().and_then(|o| o.idp.as_ref()) {
+                    if let Some(secret) = &idp.client_secret {
+                        secrets.add(secret);
+                    }
+                    if let crate::config::AssertionSource::Value(id_token) = &idp.id_token {
+                        secrets.add(id_token);
+                    }
+                }
                 for secret in redact::url_secrets(url) {
                     secrets.add(&secret);
                 }
@@ -104,6 +112,35 @@ pub(super) fn register_secrets(config: &Config, secrets: &redact::Secrets) {
                     }
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Identity;
+
+    #[test]
+    fn a_machine_grants_keys_and_tokens_are_hidden_wherever_the_run_writes() {
+        // The values through variables' defaults: the test changes no environment.
+        let file = serde_json::json!({"mcpServers": {
+            "ci": {"url": "https://mcp.example.com/mcp", "oauth": {"grant": "client_credentials",
+                "clientId": "ci-bot", "signingAlgorithm": "ES256",
+                "privateKey": "${GATEHOUSE_TEST_UNSET:------BEGIN PRIVATE KEY-----\nKEYBYTES\n-----END PRIVATE KEY-----}"}},
+            "wiki": {"url": "https://wiki.example.com/mcp", "oauth": {"grant": "enterprise_managed",
+                "clientId": "gatehouse", "clientSecret": "${GATEHOUSE_TEST_UNSET:-AS-SECRET}",
+                "idp": {"issuer": "https://login.example.com", "tokenEndpoint": "https://login.example.com/token",
+                    "clientId": "g", "clientSecret": "${GATEHOUSE_TEST_UNSET:-IDP-SECRET}",
+                    "idToken": "${GATEHOUSE_TEST_UNSET:-eyJh.ID-TOKEN.c2ln}"}}}}});
+        let config = Config::parse(&file.to_string(), "s.json", &Identity::default()).unwrap();
+        let secrets = redact::Secrets::default();
+        register_secrets(&config, &secrets);
+        let pem = "-----BEGIN PRIVATE KEY-----\nKEYBYTES\n-----END PRIVATE KEY-----";
+        let text = format!("{pem} AS-SECRET IDP-SECRET eyJh.ID-TOKEN.c2ln");
+        let said = secrets.text(&text);
+        for secret in ["KEYBYTES", "AS-SECRET", "IDP-SECRET", "ID-TOKEN"] {
+            assert!(!said.contains(secret), "{secret} shown: {said}");
         }
     }
 }

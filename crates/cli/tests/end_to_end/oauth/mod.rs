@@ -10,13 +10,14 @@
 //! authorization server), [`keychain`] (no keychain running), [`bad_input`] (forged
 //! redirects and the authorization server's bad answers), [`resource_server`] (the
 //! reference server's side), [`dpop`] (tokens bound to a key), [`revocation`] (a revoked
-//! token refused within the bound). The gateway's OAuth tests (`gateway::oauth`) share this
+//! token refused within the bound), [`machine`] (client credentials with a private key). The gateway's OAuth tests (`gateway::oauth`) share this
 //! world, with the gateway as the protected resource.
 
 mod bad_input;
 mod dpop;
 mod issuer_change;
 mod keychain;
+mod machine;
 mod refresh;
 mod resource_server;
 mod revocation;
@@ -99,19 +100,24 @@ fn protected_support_in(
     more: &[&str],
     env: &[(&str, &str)],
 ) -> Process {
+    protected_server("support", issuer, address, more, env)
+}
+
+/// `gatehouse serve NAME --http ADDRESS --oauth-issuer ISSUER` with `more` flags and
+/// `env`; its URL is its resource identifier.
+fn protected_server(
+    name: &str,
+    issuer: &str,
+    address: &str,
+    more: &[&str],
+    env: &[(&str, &str)],
+) -> Process {
     let mut cmd = Command::new(crate::common::exe());
-    cmd.args([
-        "serve",
-        "support",
-        "--http",
-        address,
-        "--oauth-issuer",
-        issuer,
-    ]);
+    cmd.args(["serve", name, "--http", address, "--oauth-issuer", issuer]);
     cmd.args(more);
     Spawn::new(
         in_fresh_world(cmd, env),
-        "gatehouse serve support --oauth-issuer",
+        format!("gatehouse serve {name} --oauth-issuer"),
     )
     .serving(Stream::Stderr, "listening on ", LIMIT)
 }

@@ -26,6 +26,19 @@ pub(super) async fn initial(m: &AuthorizationManager, configured: &[String]) -> 
     with(m.select_initial_scopes(&[]).await, configured)
 }
 
+/// The scope that asks for a refresh token (OpenID Connect Core §11).
+const OFFLINE_ACCESS: &str = "offline_access";
+
+/// The scopes a first sign-in with no person asks for: as [`initial`], less
+/// `offline_access`. Such a grant is its own renewal and gets no refresh token, and an
+/// authorization server that holds a client to its registered scopes refuses the request
+/// for that one scope.
+pub(super) async fn without_person(m: &AuthorizationManager) -> Vec<String> {
+    let mut scopes = m.select_initial_scopes(&[]).await;
+    scopes.retain(|s| s != OFFLINE_ACCESS);
+    scopes
+}
+
 /// The scopes a step-up asks for, or why another sign-in cannot help.
 pub(super) fn step_up(
     asked: &[String],
@@ -76,13 +89,12 @@ mod tests {
         base
     }
 
-    /// The first sign-in's scopes after discovery from a 401 with `challenge_scope`.
-    async fn first_scopes(
+    /// A manager after discovery from a 401 with `challenge_scope`.
+    async fn discovered(
         resource: Option<&[&str]>,
         server: &[&str],
         challenge_scope: Option<&str>,
-        configured: &[&str],
-    ) -> Vec<String> {
+    ) -> AuthorizationManager {
         let base = metadata_server(resource, server).await;
         let mut m = AuthorizationManager::new_allowing_private_addresses(format!("{base}/mcp"))
             .await
@@ -97,7 +109,26 @@ mod tests {
             .await
             .expect("discovered");
         m.set_metadata(found.metadata);
+        m
+    }
+
+    /// The first sign-in's scopes after discovery from a 401 with `challenge_scope`.
+    async fn first_scopes(
+        resource: Option<&[&str]>,
+        server: &[&str],
+        challenge_scope: Option<&str>,
+        configured: &[&str],
+    ) -> Vec<String> {
+        let m = discovered(resource, server, challenge_scope).await;
         initial(&m, &strings(configured)).await
+    }
+
+    #[tokio::test]
+    async fn a_grant_with_no_person_never_asks_for_offline_access() {
+        let advertised = &["mcp:read", "offline_access"];
+        let m = discovered(Some(&["mcp:read"]), advertised, None).await;
+        assert_eq!(initial(&m, &[]).await, ["mcp:read", "offline_access"]);
+        assert_eq!(without_person(&m).await, ["mcp:read"]);
     }
 
     #[tokio::test]

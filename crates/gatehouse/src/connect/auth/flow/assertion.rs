@@ -357,7 +357,7 @@ pub(super) async fn jwt_bearer(
         .clone()
         .ok_or_else(|| failed("the \"jwt_bearer\" grant needs the entry's \"tokenFile\""))?;
     let jwt = assertion("workload token", &AssertionSource::File(file)).await?;
-    let initial = m.select_initial_scopes(&[]).await;
+    let initial = crate::connect::auth::scopes::without_person(&m).await;
     let asked = wanted_scopes(&start.auth.config, start.scopes.unwrap_or(initial));
     let tokens = jwt_bearer_request(
         &start.auth.config,
@@ -431,7 +431,7 @@ pub(super) async fn enterprise_managed(
         "the identity provider's grant",
     )?;
     let id_token = assertion("ID token", &idp.id_token).await?;
-    let initial = m.select_initial_scopes(&[]).await;
+    let initial = crate::connect::auth::scopes::without_person(&m).await;
     let asked = wanted_scopes(&start.auth.config, start.scopes.unwrap_or(initial));
     let at_idp = EmaAuthorizationServer::new(&idp.issuer, &idp.token_endpoint, &idp.client_id)
         .with_client_authentication(client_authentication(idp.client_secret.as_ref(), None));

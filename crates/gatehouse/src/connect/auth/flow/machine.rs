@@ -76,7 +76,7 @@ pub(super) async fn client_credentials(
     mut m: AuthorizationManager,
     start: Start<'_>,
 ) -> Result<(AuthorizationManager, SignedIn), SignInError> {
-    let initial = m.select_initial_scopes(&[]).await;
+    let initial = crate::connect::auth::scopes::without_person(&m).await;
     let cc = client_credentials_config(
         &start.auth.config,
         &start.auth.url,
