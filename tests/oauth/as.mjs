@@ -21,6 +21,9 @@
 //   AS_CC_JWT_CLIENT  "id:PEM-FILE" a pre-registered client-credentials client that proves
 //                  itself with a private-key JWT (RFC 7523), signed ES256 by the key in
 //                  PEM-FILE (its public half is registered)
+//   AS_WIF_CLIENT  "id:PEM-FILE" a public client that presents a workload's token (the
+//                  JWT-bearer grant, RFC 7523): a JWT for this issuer (aud), signed by the
+//                  platform's key in PEM-FILE (its public half is trusted)
 //   AS_RS_CLIENT   "id:secret" a resource server's client, which may introspect tokens
 //                  (RFC 7662, at /token/introspection; the feature is on with it)
 //   AS_AT_FORMAT   "jwt" (default) or "opaque": the access tokens' format (an opaque token
@@ -61,6 +64,17 @@ const signingKey = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 })
   .privateKey.export({ format: 'jwk' });
 
 const clients = [];
+const JWT_BEARER = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
+let platformKey;
+if (env.AS_WIF_CLIENT) {
+  const [client_id, ...file] = env.AS_WIF_CLIENT.split(':');
+  const { readFileSync } = await import('node:fs');
+  platformKey = crypto.createPublicKey(readFileSync(file.join(':')));
+  clients.push({
+    client_id, grant_types: [JWT_BEARER], response_types: [], redirect_uris: [],
+    token_endpoint_auth_method: 'none', scope: resourceScopes,
+  });
+}
 if (env.AS_CC_JWT_CLIENT) {
   const [client_id, ...file] = env.AS_CC_JWT_CLIENT.split(':');
   const { readFileSync } = await import('node:fs');
@@ -164,6 +178,32 @@ const provider = new Provider(issuer, {
   findAccount: async (_ctx, sub) => ({ accountId: sub, claims: async () => ({ sub }) }),
 });
 provider.on('server_error', (_ctx, err) => console.error('server_error', err));
+// The JWT-bearer grant of a workload (oidc-provider has none built in): the assertion
+// verified against the platform's key, for this issuer, unexpired; the token for the one
+// resource asked for, as a client-credentials token is.
+if (platformKey) {
+  const { jwtVerify } = await import('jose');
+  provider.registerGrantType(JWT_BEARER, async (ctx) => {
+    const { client, params } = ctx.oidc;
+    try {
+      await jwtVerify(params.assertion ?? '', platformKey, { audience: issuer });
+    } catch (e) {
+      throw new errors.InvalidGrant(`the workload's assertion is not usable: ${e.code ?? e.message}`);
+    }
+    if (!params.resource || !resourcePattern.test(params.resource)) throw new errors.InvalidTarget();
+    const asked = (params.scope ?? '').split(' ').filter(Boolean);
+    const allowed = new Set(resourceScopes.split(' '));
+    const token = new provider.ClientCredentials({ client,
+      scope: asked.filter((s) => allowed.has(s)).join(' ') || undefined });
+    token.resourceServer = new provider.ResourceServer(params.resource, {
+      scope: resourceScopes, audience: params.resource, accessTokenTTL: atTtl,
+      accessTokenFormat: 'jwt', jwt: { sign: { alg: 'RS256' } } });
+    ctx.oidc.entity('ClientCredentials', token);
+    const value = await token.save();
+    ctx.body = { access_token: value, token_type: 'Bearer', expires_in: token.expiration,
+      scope: token.scope };
+  }, ['assertion', 'scope', 'resource']);
+}
 const event = (e) => console.log(JSON.stringify(e));
 // The broken answers a test asks for, made from the provider's own (after it answered).
 const metadataPaths = ['/.well-known/openid-configuration', '/.well-known/oauth-authorization-server'];

@@ -47,3 +47,68 @@ async fn a_machine_signs_in_with_its_private_key_and_never_shows_it() {
         "the key is not kept: the variable holds it"
     );
 }
+
+/// A workload's token as its platform mounts it: a JWT for `audience`, signed by [`KEY`]
+/// (the platform's), expiring `lifetime` seconds from now (negative: in the past).
+fn workload_token(audience: &str, lifetime: i64) -> String {
+    let key = jsonwebtoken::EncodingKey::from_ec_pem(KEY.as_bytes()).unwrap();
+    let now = jsonwebtoken::get_current_timestamp() as i64;
+    let claims = json!({"iss": "https://platform.example", "sub": "system:serviceaccount:ci:runner",
+        "aud": audience, "iat": now, "exp": now + lifetime});
+    jsonwebtoken::encode(
+        &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::ES256),
+        &claims,
+        &key,
+    )
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_workload_signs_in_with_the_token_its_platform_mounts_read_afresh() {
+    let dir = tempfile::tempdir().unwrap();
+    let key_file = dir.path().join("platform.pem");
+    std::fs::write(&key_file, KEY).unwrap();
+    let client = format!("ci-runner:{}", key_file.display());
+    let issuer = authorization_server(&[("AS_WIF_CLIENT", &client)]);
+    let cmdb = protected_server("cmdb", &issuer.url, "127.0.0.1:0", &[], &[]);
+    let token_file = dir.path().join("token");
+    // First an expired token: the authorization server refuses it, and says why.
+    std::fs::write(&token_file, workload_token(&issuer.url, -600)).unwrap();
+    let oauth = json!({"grant": "jwt_bearer", "clientId": "ci-runner", "tokenFile": token_file});
+    let w = World::named("workload", issuer, cmdb, "file", oauth);
+    let refused = w.run(&["tools"], &[]);
+    assert!(
+        refused
+            .stderr
+            .contains("refused the workload's token: invalid_grant"),
+        "{}",
+        refused.stderr
+    );
+    assert!(!refused.stdout.contains("workload__"), "{}", refused.stdout);
+    // The platform replaces the file; the next run reads it afresh and signs in.
+    std::fs::write(&token_file, workload_token(&w.issuer.url, 600)).unwrap();
+    let tools = w.run(&["tools"], &[]);
+    assert!(
+        tools.stdout.contains("workload__"),
+        "{}\n{}",
+        tools.stdout,
+        tools.stderr
+    );
+    let granted = events(&w.issuer, "token");
+    assert_eq!(granted.len(), 1, "{granted:?}");
+    assert_eq!(
+        granted[0]["grant_type"],
+        "urn:ietf:params:oauth:grant-type:jwt-bearer"
+    );
+    let status = w.run(&["auth", "status", "--json"], &[]);
+    assert_eq!(status.json()[0]["grant"], "jwt_bearer");
+    let assertion = std::fs::read_to_string(&token_file).unwrap();
+    for ran in [&refused, &tools, &status] {
+        assert!(!ran.stdout.contains(&assertion) && !ran.stderr.contains(&assertion));
+    }
+    let stored = std::fs::read_to_string(w.credentials()).unwrap();
+    assert!(
+        !stored.contains(&assertion),
+        "the workload's token is not kept"
+    );
+}
