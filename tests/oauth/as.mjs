@@ -24,6 +24,14 @@
 //   AS_WIF_CLIENT  "id:PEM-FILE" a public client that presents a workload's token (the
 //                  JWT-bearer grant, RFC 7523): a JWT for this issuer (aud), signed by the
 //                  platform's key in PEM-FILE (its public half is trusted)
+//                  With an ID-JAG as the assertion (typ oauth-id-jag+jwt, signed by the
+//                  same key: the company's identity provider's), its client_id must be the
+//                  client's, and its resource and scope stand for the missing parameters.
+//   AS_IDP_CLIENT  "id:PEM-FILE" this server as a company's identity provider: the public
+//                  client id exchanges the person's ID token (signed by the key in
+//                  PEM-FILE, for id) for an ID-JAG signed by that key (RFC 8693,
+//                  enterprise-managed authorization), for the client AS_JAG_CLIENT
+//                  (default "gatehouse") at the authorization server it names
 //   AS_RS_CLIENT   "id:secret" a resource server's client, which may introspect tokens
 //                  (RFC 7662, at /token/introspection; the feature is on with it)
 //   AS_AT_FORMAT   "jwt" (default) or "opaque": the access tokens' format (an opaque token
@@ -64,6 +72,18 @@ const signingKey = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 })
   .privateKey.export({ format: 'jwk' });
 
 const clients = [];
+const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
+let idpKey;
+if (env.AS_IDP_CLIENT) {
+  const [client_id, ...file] = env.AS_IDP_CLIENT.split(':');
+  const { readFileSync } = await import('node:fs');
+  idpKey = crypto.createPrivateKey(readFileSync(file.join(':')));
+  idpKey.clientId = client_id;
+  clients.push({
+    client_id, grant_types: [TOKEN_EXCHANGE], response_types: [], redirect_uris: [],
+    token_endpoint_auth_method: 'none',
+  });
+}
 const JWT_BEARER = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
 let platformKey;
 if (env.AS_WIF_CLIENT) {
@@ -178,6 +198,37 @@ const provider = new Provider(issuer, {
   findAccount: async (_ctx, sub) => ({ accountId: sub, claims: async () => ({ sub }) }),
 });
 provider.on('server_error', (_ctx, err) => console.error('server_error', err));
+// The company identity provider's token exchange (oidc-provider has none built in): the
+// person's ID token verified (this issuer's, for the exchanging client, unexpired), and an
+// ID-JAG for the authorization server named in `audience` and the resource asked for.
+if (idpKey) {
+  const { jwtVerify, SignJWT } = await import('jose');
+  const publicKey = crypto.createPublicKey(idpKey);
+  provider.registerGrantType(TOKEN_EXCHANGE, async (ctx) => {
+    const { params } = ctx.oidc;
+    if (params.subject_token_type !== 'urn:ietf:params:oauth:token-type:id_token'
+        || params.requested_token_type !== 'urn:ietf:params:oauth:token-type:id-jag') {
+      throw new errors.InvalidRequest('only an ID token for an ID-JAG is exchanged here');
+    }
+    let person;
+    try {
+      ({ payload: person } = await jwtVerify(params.subject_token ?? '', publicKey,
+        { issuer, audience: idpKey.clientId }));
+    } catch (e) {
+      throw new errors.InvalidGrant(`the ID token is not usable: ${e.code ?? e.message}`);
+    }
+    if (!params.audience || !params.resource) throw new errors.InvalidRequest('audience and resource are needed');
+    const scope = params.scope || undefined;
+    const jag = await new SignJWT({ client_id: env.AS_JAG_CLIENT ?? 'gatehouse',
+      resource: params.resource, ...(scope ? { scope } : {}) })
+      .setProtectedHeader({ alg: 'ES256', typ: 'oauth-id-jag+jwt' })
+      .setIssuer(issuer).setSubject(person.sub).setAudience(params.audience)
+      .setIssuedAt().setExpirationTime('5m').setJti(crypto.randomUUID())
+      .sign(idpKey);
+    ctx.body = { access_token: jag, issued_token_type: 'urn:ietf:params:oauth:token-type:id-jag',
+      token_type: 'N_A', expires_in: 300, ...(scope ? { scope } : {}) };
+  }, ['subject_token', 'subject_token_type', 'requested_token_type', 'audience', 'resource', 'scope']);
+}
 // The JWT-bearer grant of a workload (oidc-provider has none built in): the assertion
 // verified against the platform's key, for this issuer, unexpired; the token for the one
 // resource asked for, as a client-credentials token is.
@@ -185,18 +236,26 @@ if (platformKey) {
   const { jwtVerify } = await import('jose');
   provider.registerGrantType(JWT_BEARER, async (ctx) => {
     const { client, params } = ctx.oidc;
+    let claims;
+    let typ;
     try {
-      await jwtVerify(params.assertion ?? '', platformKey, { audience: issuer });
+      ({ payload: claims, protectedHeader: { typ } } = await jwtVerify(params.assertion ?? '',
+        platformKey, { audience: issuer }));
     } catch (e) {
       throw new errors.InvalidGrant(`the workload's assertion is not usable: ${e.code ?? e.message}`);
     }
-    if (!params.resource || !resourcePattern.test(params.resource)) throw new errors.InvalidTarget();
-    const asked = (params.scope ?? '').split(' ').filter(Boolean);
+    const jag = typ === 'oauth-id-jag+jwt';
+    if (jag && claims.client_id !== client.clientId) {
+      throw new errors.InvalidGrant('the ID-JAG is for another client');
+    }
+    const resource = params.resource ?? (jag ? claims.resource : undefined);
+    if (!resource || !resourcePattern.test(resource)) throw new errors.InvalidTarget();
+    const asked = (params.scope ?? (jag ? claims.scope : undefined) ?? '').split(' ').filter(Boolean);
     const allowed = new Set(resourceScopes.split(' '));
     const token = new provider.ClientCredentials({ client,
       scope: asked.filter((s) => allowed.has(s)).join(' ') || undefined });
-    token.resourceServer = new provider.ResourceServer(params.resource, {
-      scope: resourceScopes, audience: params.resource, accessTokenTTL: atTtl,
+    token.resourceServer = new provider.ResourceServer(resource, {
+      scope: resourceScopes, audience: resource, accessTokenTTL: atTtl,
       accessTokenFormat: 'jwt', jwt: { sign: { alg: 'RS256' } } });
     ctx.oidc.entity('ClientCredentials', token);
     const value = await token.save();

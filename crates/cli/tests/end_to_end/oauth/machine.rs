@@ -112,3 +112,71 @@ async fn a_workload_signs_in_with_the_token_its_platform_mounts_read_afresh() {
         "the workload's token is not kept"
     );
 }
+
+/// The person's ID token from the company's identity provider at `idp`, for its client
+/// `client`, signed by [`KEY`] (the identity provider's).
+fn id_token(idp: &str, client: &str) -> String {
+    let key = jsonwebtoken::EncodingKey::from_ec_pem(KEY.as_bytes()).unwrap();
+    let now = jsonwebtoken::get_current_timestamp();
+    let claims = json!({"iss": idp, "sub": "usr-sam", "aud": client, "iat": now, "exp": now + 600});
+    jsonwebtoken::encode(
+        &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::ES256),
+        &claims,
+        &key,
+    )
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_person_signs_in_through_the_companys_identity_provider_with_no_consent_screen() {
+    let dir = tempfile::tempdir().unwrap();
+    let key_file = dir.path().join("idp.pem");
+    std::fs::write(&key_file, KEY).unwrap();
+    let idp = authorization_server(&[(
+        "AS_IDP_CLIENT",
+        &format!("gatehouse-idp:{}", key_file.display()),
+    )]);
+    // The server's authorization server trusts the identity provider's key for ID-JAGs.
+    let issuer = authorization_server(&[(
+        "AS_WIF_CLIENT",
+        &format!("gatehouse:{}", key_file.display()),
+    )]);
+    let cmdb = protected_server("cmdb", &issuer.url, "127.0.0.1:0", &[], &[]);
+    let id_token_file = dir.path().join("id_token");
+    std::fs::write(&id_token_file, id_token(&idp.url, "gatehouse-idp")).unwrap();
+    let oauth = json!({"grant": "enterprise_managed", "clientId": "gatehouse",
+        "idp": {"issuer": idp.url, "tokenEndpoint": format!("{}/token", idp.url),
+                "clientId": "gatehouse-idp", "idTokenFile": id_token_file}});
+    let w = World::named("company", issuer, cmdb, "file", oauth);
+    let tools = w.run(&["tools"], &[]);
+    assert!(
+        tools.stdout.contains("company__"),
+        "{}\n{}",
+        tools.stdout,
+        tools.stderr
+    );
+    let exchanged = events(&idp, "token");
+    assert_eq!(exchanged.len(), 1, "{exchanged:?}");
+    assert_eq!(
+        exchanged[0]["grant_type"],
+        "urn:ietf:params:oauth:grant-type:token-exchange"
+    );
+    let granted = events(&w.issuer, "token");
+    assert_eq!(granted.len(), 1, "{granted:?}");
+    assert_eq!(
+        granted[0]["grant_type"],
+        "urn:ietf:params:oauth:grant-type:jwt-bearer"
+    );
+    assert_eq!(w.browser_visits(), 0, "no consent screen");
+    let status = w.run(&["auth", "status", "--json"], &[]);
+    assert_eq!(status.json()[0]["grant"], "enterprise_managed");
+    let id = std::fs::read_to_string(&id_token_file).unwrap();
+    for ran in [&tools, &status] {
+        assert!(!ran.stdout.contains(&id) && !ran.stderr.contains(&id));
+    }
+    assert!(
+        !std::fs::read_to_string(w.credentials())
+            .unwrap()
+            .contains(&id)
+    );
+}
