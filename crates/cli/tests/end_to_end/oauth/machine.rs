@@ -48,19 +48,20 @@ async fn a_machine_signs_in_with_its_private_key_and_never_shows_it() {
     );
 }
 
-/// A workload's token as its platform mounts it: a JWT for `audience`, signed by [`KEY`]
-/// (the platform's), expiring `lifetime` seconds from now (negative: in the past).
-fn workload_token(audience: &str, lifetime: i64) -> String {
+/// A JWT from `iss` about `sub` for `aud`, signed by [`KEY`], expiring `lifetime` seconds
+/// from now (negative: in the past).
+fn signed(iss: &str, sub: &str, aud: &str, lifetime: i64) -> String {
     let key = jsonwebtoken::EncodingKey::from_ec_pem(KEY.as_bytes()).unwrap();
     let now = jsonwebtoken::get_current_timestamp() as i64;
-    let claims = json!({"iss": "https://platform.example", "sub": "system:serviceaccount:ci:runner",
-        "aud": audience, "iat": now, "exp": now + lifetime});
-    jsonwebtoken::encode(
-        &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::ES256),
-        &claims,
-        &key,
-    )
-    .unwrap()
+    let claims = json!({"iss": iss, "sub": sub, "aud": aud, "iat": now, "exp": now + lifetime});
+    let header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::ES256);
+    jsonwebtoken::encode(&header, &claims, &key).unwrap()
+}
+
+/// A workload's token as its platform (signing with [`KEY`]) mounts it, for `audience`.
+fn workload_token(audience: &str, lifetime: i64) -> String {
+    let runner = "system:serviceaccount:ci:runner";
+    signed("https://platform.example", runner, audience, lifetime)
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -116,15 +117,7 @@ async fn a_workload_signs_in_with_the_token_its_platform_mounts_read_afresh() {
 /// The person's ID token from the company's identity provider at `idp`, for its client
 /// `client`, signed by [`KEY`] (the identity provider's).
 fn id_token(idp: &str, client: &str) -> String {
-    let key = jsonwebtoken::EncodingKey::from_ec_pem(KEY.as_bytes()).unwrap();
-    let now = jsonwebtoken::get_current_timestamp();
-    let claims = json!({"iss": idp, "sub": "usr-sam", "aud": client, "iat": now, "exp": now + 600});
-    jsonwebtoken::encode(
-        &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::ES256),
-        &claims,
-        &key,
-    )
-    .unwrap()
+    signed(idp, "usr-sam", client, 600)
 }
 
 #[tokio::test(flavor = "multi_thread")]
