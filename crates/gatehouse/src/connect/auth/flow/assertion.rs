@@ -195,7 +195,10 @@ async fn jwt_bearer_request(
             let (id, secret): (String, String) = (encode(&client_id), encode(secret));
             request = request.basic_auth(id, Some(secret));
         }
-        None => form.push(("client_id", client_id)),
+        // A public client names itself; with no client configured, the workload's token
+        // names it (RFC 7523 §3: client authentication is optional for this grant).
+        None if !client_id.is_empty() => form.push(("client_id", client_id)),
+        None => {}
     }
     let body = form_urlencoded::Serializer::new(String::new())
         .extend_pairs(form.iter().map(|(k, v)| (*k, v.as_str())))
@@ -543,6 +546,66 @@ mod tests {
         );
         assert_eq!(assertion_expiry("a.!!!.c"), None);
         assert_eq!(assertion_expiry("nodots"), None);
+    }
+
+    /// A token endpoint on 127.0.0.1 that answers every request with a token and passes
+    /// on each form body it got. Its metadata.
+    async fn token_endpoint() -> (
+        AuthorizationMetadata,
+        tokio::sync::mpsc::UnboundedReceiver<String>,
+    ) {
+        use axum::{Json, Router, routing::post};
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let app = Router::new().route(
+            "/token",
+            post(move |body: String| {
+                let _ = tx.send(body);
+                async { Json(serde_json::json!({"access_token": "at", "token_type": "Bearer"})) }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let metadata = serde_json::from_value(serde_json::json!({
+            "authorization_endpoint": format!("{base}/authorize"),
+            "token_endpoint": format!("{base}/token")}))
+        .unwrap();
+        (metadata, rx)
+    }
+
+    #[tokio::test]
+    async fn a_workload_names_its_client_only_when_the_entry_gives_one() {
+        let (metadata, mut bodies) = token_endpoint().await;
+        let jwt = "eyJh.eyJz.c2ln";
+        let limit = Duration::from_secs(10);
+        let mut config = OAuthConfig::new();
+        let send = |config: OAuthConfig| {
+            let metadata = metadata.clone();
+            async move {
+                jwt_bearer_request(
+                    &config,
+                    &metadata,
+                    jwt,
+                    "https://mcp.example/mcp",
+                    &[],
+                    limit,
+                    None,
+                )
+                .await
+                .unwrap()
+            }
+        };
+        send(config.clone()).await;
+        let body = bodies.recv().await.unwrap();
+        assert!(
+            body.contains("grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer"),
+            "{body}"
+        );
+        assert!(body.contains("assertion=eyJh.eyJz.c2ln"), "{body}");
+        assert!(!body.contains("client_id"), "no empty client: {body}");
+        config.client_id = Some("ci-runner".into());
+        send(config).await;
+        assert!(bodies.recv().await.unwrap().contains("client_id=ci-runner"));
     }
 
     #[test]
