@@ -13,6 +13,7 @@ use rmcp::transport::auth::{
 mod assertion;
 mod browser;
 mod dpop;
+mod enterprise;
 mod machine;
 pub use assertion::{MAX_ASSERTION_BYTES, assertion_expiry, read_assertion_file};
 use browser::with_person;
@@ -296,7 +297,7 @@ async fn without_person(
     match start.auth.config.grant {
         Grant::ClientCredentials => client_credentials(m, start).await,
         Grant::JwtBearer => assertion::jwt_bearer(m, start).await,
-        Grant::EnterpriseManaged => assertion::enterprise_managed(m, start).await,
+        Grant::EnterpriseManaged => enterprise::enterprise_managed(m, start).await,
         Grant::AuthorizationCode => Err(failed("the authorization-code grant needs a person")),
     }
 }

@@ -1,21 +1,16 @@
 //! The grants that present an assertion instead of a person: a workload's token from its
-//! platform (RFC 7523's JWT-bearer grant, workload identity federation), and
-//! enterprise-managed authorization (the person's ID token exchanged at the company's
-//! identity provider for an ID-JAG, RFC 8693, which the server's authorization server
-//! takes as a JWT-bearer grant; rmcp's `enterprise` module does both exchanges and checks
-//! the ID-JAG's bindings). Neither retries or falls back to another grant: a refusal is
-//! said, with the authorization server's reason, and the next request asks again.
+//! platform (RFC 7523's JWT-bearer grant, workload identity federation), here, and
+//! enterprise-managed authorization's ID-JAG ([`super::enterprise`]), with what they
+//! share: an assertion read afresh, the scopes, the tokens kept. Neither retries or falls
+//! back to another grant: a refusal is said, with the authorization server's reason, and
+//! the next request asks again.
 
-use std::{collections::HashSet, io::Read, path::Path, time::Duration};
+use std::{io::Read, path::Path, time::Duration};
 
-use oauth2::{
-    AccessToken, Scope, StandardTokenResponse, TokenResponse, basic::BasicTokenType,
-    url::form_urlencoded,
-};
+use oauth2::{TokenResponse, url::form_urlencoded};
 use rmcp::transport::auth::{
     AuthorizationManager, AuthorizationMetadata, CredentialStore, OAuthClientConfig,
-    OAuthTokenResponse, StoredCredentials, VendorExtraTokenFields, default_oauth_http_client,
-    enterprise::{EmaAuthorizationServer, EmaClientAuthentication, EmaExchangeRequest},
+    OAuthTokenResponse, StoredCredentials,
 };
 use serde::Deserialize;
 
@@ -104,7 +99,10 @@ pub fn assertion_expiry(jwt: &str) -> Option<u64> {
 }
 
 /// The assertion `source` gives, read now.
-async fn assertion(what: &'static str, source: &AssertionSource) -> Result<String, SignInError> {
+pub(super) async fn assertion(
+    what: &'static str,
+    source: &AssertionSource,
+) -> Result<String, SignInError> {
     match source {
         AssertionSource::Value(value) if is_compact_jwt(value) => Ok(value.clone()),
         AssertionSource::Value(_) => Err(failed(format!(
@@ -121,7 +119,7 @@ async fn assertion(what: &'static str, source: &AssertionSource) -> Result<Strin
 
 /// Refuse an authorization server that lists its grant types without the JWT-bearer
 /// grant, before `what` is sent there.
-fn takes_jwt_bearer(
+pub(super) fn takes_jwt_bearer(
     metadata: &AuthorizationMetadata,
     issuer: &str,
     what: &str,
@@ -297,7 +295,7 @@ async fn bounded_body(mut response: reqwest::Response) -> Result<Vec<u8>, SignIn
 
 /// The scopes a sign-in asks for: the ones wanted (a step-up's, or the server's first
 /// choice) and the entry's own.
-fn wanted_scopes(config: &OAuthConfig, mut wanted: Vec<String>) -> Vec<String> {
+pub(super) fn wanted_scopes(config: &OAuthConfig, mut wanted: Vec<String>) -> Vec<String> {
     for s in &config.scopes {
         if !wanted.contains(s) {
             wanted.push(s.clone());
@@ -313,7 +311,7 @@ pub(super) fn configure(m: &mut AuthorizationManager, client_id: &str) -> Result
 }
 
 /// The tokens of a grant with no refresh flow, kept in `slot` under `record`.
-async fn keep(
+pub(super) async fn keep(
     slot: &store::Slot,
     kept: store::SignIn,
     tokens: OAuthTokenResponse,
@@ -340,7 +338,7 @@ fn granted(tokens: &OAuthTokenResponse, asked: &[String]) -> Vec<String> {
 }
 
 /// The resource a token is asked for: the entry's, else the server's URL.
-fn resource(auth: &ServerAuth) -> String {
+pub(super) fn resource(auth: &ServerAuth) -> String {
     auth.config
         .resource
         .clone()
@@ -381,113 +379,6 @@ pub(super) async fn jwt_bearer(
         &start.issuer,
         &id,
         ClientSource::JwtBearer,
-        "",
-    );
-    keep(start.slot, kept, tokens, scopes.clone()).await?;
-    let issuer = start.issuer;
-    Ok((m, SignedIn { issuer, scopes }))
-}
-
-/// How the host's client authenticates at an authorization server: its secret, Basic
-/// unless the server takes it only in the body; none for a public client.
-fn client_authentication(
-    secret: Option<&String>,
-    methods: Option<&serde_json::Value>,
-) -> EmaClientAuthentication {
-    let Some(secret) = secret else {
-        return EmaClientAuthentication::None;
-    };
-    let offered = |m: &str| {
-        methods
-            .and_then(|v| v.as_array())
-            .is_some_and(|a| a.iter().any(|x| x == m))
-    };
-    let secret = oauth2::ClientSecret::new(secret.clone());
-    if offered("client_secret_post") && !offered("client_secret_basic") {
-        EmaClientAuthentication::ClientSecretPost(secret)
-    } else {
-        EmaClientAuthentication::ClientSecretBasic(secret)
-    }
-}
-
-/// Enterprise-managed authorization: the person's ID token, exchanged at the company's
-/// identity provider for an ID-JAG, exchanged at the server's authorization server for
-/// its token.
-pub(super) async fn enterprise_managed(
-    mut m: AuthorizationManager,
-    start: Start<'_>,
-) -> Result<(AuthorizationManager, SignedIn), SignInError> {
-    if start.dpop.is_some() {
-        return Err(failed(
-            "tokens bound to a key (DPoP) are wanted, but enterprise-managed authorization has no DPoP exchange yet (rmcp's sends no proofs): the server cannot be signed in to this way",
-        ));
-    }
-    let (Some(idp), Some(client_id)) = (&start.auth.config.idp, &start.auth.config.client_id)
-    else {
-        return Err(failed(
-            "the \"enterprise_managed\" grant needs the entry's \"idp\" and \"clientId\"",
-        ));
-    };
-    takes_jwt_bearer(
-        start.metadata,
-        &start.issuer,
-        "the identity provider's grant",
-    )?;
-    let id_token = assertion("ID token", &idp.id_token).await?;
-    let initial = crate::connect::auth::scopes::without_person(&m).await;
-    let asked = wanted_scopes(&start.auth.config, start.scopes.unwrap_or(initial));
-    let at_idp = EmaAuthorizationServer::new(&idp.issuer, &idp.token_endpoint, &idp.client_id)
-        .with_client_authentication(client_authentication(idp.client_secret.as_ref(), None));
-    let at_server =
-        EmaAuthorizationServer::new(&start.issuer, &start.metadata.token_endpoint, client_id)
-            .with_client_authentication(client_authentication(
-                start.auth.config.client_secret.as_ref(),
-                start
-                    .metadata
-                    .additional_fields
-                    .get("token_endpoint_auth_methods_supported"),
-            ));
-    let resource = resource(start.auth);
-    let http = default_oauth_http_client().map_err(|e| failed(explain(&e)))?;
-    let exchange = EmaExchangeRequest::new_with_id_token(at_idp, at_server, &resource, &id_token)
-        .with_scopes(asked.iter().cloned())
-        .exchange(&http, &http);
-    let token = tokio::time::timeout(start.auth.limits.timeout, exchange)
-        .await
-        .map_err(|_| {
-            failed(format!(
-                "the identity provider and the authorization server did not finish within {}",
-                crate::text::seconds(start.auth.limits.timeout)
-            ))
-        })?
-        .map_err(|e| failed(format!("enterprise-managed authorization failed: {e}")))?;
-    let scopes: Vec<String> = {
-        let mut s: Vec<String> = token
-            .scopes
-            .iter()
-            .cloned()
-            .collect::<HashSet<_>>()
-            .into_iter()
-            .collect();
-        s.sort();
-        s
-    };
-    let mut tokens = StandardTokenResponse::new(
-        AccessToken::new(token.access_token.secret().clone()),
-        BasicTokenType::Bearer,
-        VendorExtraTokenFields::default(),
-    );
-    tokens.set_expires_in(token.expires_in.as_ref());
-    if !scopes.is_empty() {
-        tokens.set_scopes(Some(scopes.iter().cloned().map(Scope::new).collect()));
-    }
-    configure(&mut m, client_id).map_err(failed)?;
-    let kept = record(
-        start.auth,
-        start.metadata,
-        &start.issuer,
-        client_id,
-        ClientSource::EnterpriseManaged,
         "",
     );
     keep(start.slot, kept, tokens, scopes.clone()).await?;
