@@ -50,7 +50,12 @@ fn benches(c: &mut Criterion) {
     });
     group.bench_function("check a proof", |b| {
         b.iter_batched(
-            || (Proofs::default(), host.proof("POST", URL, Some(&token)).unwrap()),
+            || {
+                (
+                    Proofs::default(),
+                    host.proof("POST", URL, Some(&token)).unwrap(),
+                )
+            },
             |(proofs, proof)| {
                 proofs
                     .check(&proof, "POST", URL, &token, host.thumbprint(), now)
