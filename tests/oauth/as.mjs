@@ -54,6 +54,7 @@
 // "no-access-token", "token-type" (token_type "mac").
 import http from 'node:http';
 import crypto from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import Provider, { errors } from 'oidc-provider';
 
 const env = process.env;
@@ -72,13 +73,18 @@ const signingKey = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 })
   .privateKey.export({ format: 'jwk' });
 
 const clients = [];
+// "id:PEM-FILE" (the file's path may hold a colon): the id and the PEM's text.
+const idAndPem = (spec) => {
+  const [id, ...file] = spec.split(':');
+  return [id, readFileSync(file.join(':'))];
+};
 const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
 let idpKey;
+let idpClient;
 if (env.AS_IDP_CLIENT) {
-  const [client_id, ...file] = env.AS_IDP_CLIENT.split(':');
-  const { readFileSync } = await import('node:fs');
-  idpKey = crypto.createPrivateKey(readFileSync(file.join(':')));
-  idpKey.clientId = client_id;
+  const [client_id, pem] = idAndPem(env.AS_IDP_CLIENT);
+  idpKey = crypto.createPrivateKey(pem);
+  idpClient = client_id;
   clients.push({
     client_id, grant_types: [TOKEN_EXCHANGE], response_types: [], redirect_uris: [],
     token_endpoint_auth_method: 'none',
@@ -87,18 +93,16 @@ if (env.AS_IDP_CLIENT) {
 const JWT_BEARER = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
 let platformKey;
 if (env.AS_WIF_CLIENT) {
-  const [client_id, ...file] = env.AS_WIF_CLIENT.split(':');
-  const { readFileSync } = await import('node:fs');
-  platformKey = crypto.createPublicKey(readFileSync(file.join(':')));
+  const [client_id, pem] = idAndPem(env.AS_WIF_CLIENT);
+  platformKey = crypto.createPublicKey(pem);
   clients.push({
     client_id, grant_types: [JWT_BEARER], response_types: [], redirect_uris: [],
     token_endpoint_auth_method: 'none', scope: resourceScopes,
   });
 }
 if (env.AS_CC_JWT_CLIENT) {
-  const [client_id, ...file] = env.AS_CC_JWT_CLIENT.split(':');
-  const { readFileSync } = await import('node:fs');
-  const jwk = crypto.createPublicKey(readFileSync(file.join(':'))).export({ format: 'jwk' });
+  const [client_id, pem] = idAndPem(env.AS_CC_JWT_CLIENT);
+  const jwk = crypto.createPublicKey(pem).export({ format: 'jwk' });
   clients.push({
     client_id, grant_types: ['client_credentials'], response_types: [], redirect_uris: [],
     token_endpoint_auth_method: 'private_key_jwt', token_endpoint_auth_signing_alg: 'ES256',
@@ -213,7 +217,7 @@ if (idpKey) {
     let person;
     try {
       ({ payload: person } = await jwtVerify(params.subject_token ?? '', publicKey,
-        { issuer, audience: idpKey.clientId }));
+        { issuer, audience: idpClient }));
     } catch (e) {
       throw new errors.InvalidGrant(`the ID token is not usable: ${e.code ?? e.message}`);
     }

@@ -419,6 +419,42 @@ async fn a_bound_token_is_taken_only_with_a_fresh_proof_of_its_key_and_only_once
 }
 
 #[tokio::test]
+async fn a_proof_whose_header_holds_the_private_key_is_refused() {
+    use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
+    let rs = server();
+    let t = bound_token();
+    let key = EncodingKey::from_ec_der(&der(OTHER_KEY));
+    let jwk = serde_json::to_value(
+        jsonwebtoken::jwk::Jwk::from_encoding_key(&key, Algorithm::ES256).unwrap(),
+    )
+    .unwrap();
+    // A proof signed by hand, its header's key as given.
+    let signed = |jwk: &Value, jti: &str| {
+        let header = json!({"typ": "dpop+jwt", "alg": "ES256", "jwk": jwk});
+        let claims = json!({"htm": "POST", "htu": RESOURCE, "iat": now(), "jti": jti,
+            "ath": dpop::hash(&t)});
+        let input = format!(
+            "{}.{}",
+            URL_SAFE_NO_PAD.encode(header.to_string()),
+            URL_SAFE_NO_PAD.encode(claims.to_string())
+        );
+        let signature = jsonwebtoken::crypto::sign(input.as_bytes(), &key, Algorithm::ES256);
+        format!("{input}.{}", signature.unwrap())
+    };
+    // The private scalar, as a careless client would leave it in: any value will do.
+    let mut careless = jwk.clone();
+    careless["d"] = json!("1aPuqkQvbGQ4vK3Bz9lzXJ_4_ZJwZbpvv0z8Ko4fM8w");
+    let p = signed(&careless, "priv-1");
+    assert_eq!(
+        rs.check_presented(dpop(&t, Some(&p))).await.unwrap_err(),
+        Refusal::Proof(dpop::ProofRefusal::Malformed)
+    );
+    // The same proof without the private part holds: the refusal is for that alone.
+    let p = signed(&jwk, "priv-2");
+    assert!(rs.check_presented(dpop(&t, Some(&p))).await.is_ok());
+}
+
+#[tokio::test]
 async fn required_dpop_refuses_bearer_tokens_and_says_so_in_its_challenge_and_metadata() {
     let rs = server().requiring_dpop();
     let bearer = token(&claims());

@@ -66,15 +66,7 @@ const CHALLENGE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10
 /// only DPoP-bound tokens says so there, and one sign-in then binds them). None when it
 /// does not answer 401 with one; the sign-in then finds the metadata by its well-known name.
 async fn first_challenge(url: &str) -> Option<String> {
-    let answer = super::client::mcp_http_client()
-        .post(url)
-        .timeout(CHALLENGE_TIMEOUT)
-        .header(
-            reqwest::header::ACCEPT,
-            "application/json, text/event-stream",
-        )
-        .header(reqwest::header::CONTENT_TYPE, "application/json")
-        .body(r#"{"jsonrpc":"2.0","id":"gatehouse-sign-in","method":"ping"}"#)
+    let answer = super::client::ping(url, "gatehouse-sign-in", CHALLENGE_TIMEOUT)
         .send()
         .await
         .ok()?;

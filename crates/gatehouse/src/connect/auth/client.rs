@@ -55,6 +55,20 @@ pub(super) fn mcp_http_client() -> reqwest::Client {
         .unwrap_or_default()
 }
 
+/// A JSON-RPC `ping` the host sends itself to the MCP endpoint `url` (request id `id`),
+/// with no token, to read the server's answer to it: its challenge, or its nonce.
+pub(super) fn ping(url: &str, id: &str, timeout: std::time::Duration) -> reqwest::RequestBuilder {
+    mcp_http_client()
+        .post(url)
+        .timeout(timeout)
+        .header(
+            reqwest::header::ACCEPT,
+            "application/json, text/event-stream",
+        )
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .body(serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "ping"}).to_string())
+}
+
 /// A server's HTTP client with sign-in.
 #[derive(Clone)]
 pub struct HostHttp {
@@ -185,15 +199,7 @@ impl HostHttp {
         custom: &HashMap<HeaderName, HeaderValue>,
     ) -> Result<(), HttpError> {
         let headers = self.with_proof(key, "POST", uri, custom).await?;
-        let mut probe = mcp_http_client()
-            .post(uri)
-            .timeout(NONCE_PROBE_TIMEOUT)
-            .header(
-                reqwest::header::ACCEPT,
-                "application/json, text/event-stream",
-            )
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(r#"{"jsonrpc":"2.0","id":"gatehouse-dpop-nonce","method":"ping"}"#);
+        let mut probe = ping(uri, "gatehouse-dpop-nonce", NONCE_PROBE_TIMEOUT);
         for (name, value) in headers {
             probe = probe.header(name, value);
         }
