@@ -237,6 +237,7 @@ fn ablation(index: &ToolIndex, requests: &[Request]) -> Vec<Value> {
                 weighted: false,
                 shapes: false,
                 prefixes: false,
+                meaning: false,
             },
         ),
         (
@@ -245,17 +246,26 @@ fn ablation(index: &ToolIndex, requests: &[Request]) -> Vec<Value> {
                 weighted: true,
                 shapes: false,
                 prefixes: false,
+                meaning: false,
             },
         ),
         (
             "+ word shapes (URL, path, file name)",
             Method {
                 prefixes: false,
+                meaning: false,
                 ..Method::default()
             },
         ),
         (
             "+ longer words a word begins (repo: repository)",
+            Method {
+                meaning: false,
+                ..Method::default()
+            },
+        ),
+        (
+            "+ meaning (static embeddings of all-MiniLM-L6-v2)",
             Method::default(),
         ),
     ];
@@ -438,6 +448,17 @@ fn main() -> anyhow::Result<()> {
     let requests = requests()?;
     let start = Instant::now();
     let index = ToolIndex::build(catalog.tools()).map_err(anyhow::Error::msg)?;
+    if flags.has("ranked") {
+        for r in &requests {
+            let found: Vec<Value> = index
+                .search(&r.text, 20)
+                .into_iter()
+                .map(|f| json!([f.name, f.score]))
+                .collect();
+            println!("{}", json!({"request": r.text, "found": found}));
+        }
+        return Ok(());
+    }
     let build_ms = start.elapsed().as_secs_f64() * 1000.0;
     let start = Instant::now();
     let (host, misses) = recall(&requests, |q| {

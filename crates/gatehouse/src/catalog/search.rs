@@ -3,7 +3,8 @@
 //! values) are split into words and stemmed by SQLite FTS5's tokenizer, then scored by
 //! BM25F ([`score`]: a word counts once per field, a long field is worth no more than a
 //! focused one), with the words the shape of the request's words implies ([`super::words`]:
-//! a URL is a web page). Then [`pick`] leaves out the tools the caller does not show (those
+//! a URL is a web page), fused with how close the tool's meaning is to the request's
+//! ([`meaning`]: static embeddings, for what people name in other words). Then [`pick`] leaves out the tools the caller does not show (those
 //! a rule hides), puts a tool named exactly first, never ranks a look-alike above the tool
 //! it copies, and bounds one server's share of the results; and [`answer`] says when the
 //! best covers too little of the request for any tool to fit it well.
@@ -22,6 +23,7 @@ use serde_json::Value;
 use super::{CatalogTool, words};
 
 pub mod answer;
+pub mod meaning;
 mod pick;
 pub mod score;
 #[cfg(test)]
@@ -68,6 +70,8 @@ pub struct Method {
     pub shapes: bool,
     /// A request's word also finds the longer words it begins (`repo`: `repository`).
     pub prefixes: bool,
+    /// Tools whose meaning is close to the request's ([`meaning`]) fit it too.
+    pub meaning: bool,
 }
 
 impl Default for Method {
@@ -76,6 +80,7 @@ impl Default for Method {
             weighted: true,
             shapes: true,
             prefixes: true,
+            meaning: true,
         }
     }
 }
@@ -119,6 +124,9 @@ pub struct ToolIndex {
     /// Rows of each tool by its catalog name and by its own name when that is of several
     /// words, lowercase.
     by_name: HashMap<String, Vec<u32>>,
+    /// Each tool's meaning, by row, centred on the catalog's (none when the table cannot
+    /// be read).
+    meanings: Option<meaning::Centred>,
 }
 
 impl std::fmt::Debug for ToolIndex {
@@ -183,6 +191,17 @@ fn title(tool: &CatalogTool) -> String {
     field(title)
 }
 
+/// What a tool's meaning is made of: its server's name, its title and its description, as
+/// the table's model reads a sentence. Not its own name: BM25F weighs that with guards (a
+/// name of many words is no name), and a name stuffed with a request's words would
+/// otherwise mean just what the request means.
+fn meaning_text(tool: &CatalogTool, title: &str, description: &str) -> String {
+    format!(
+        "{}: {title}. {description}",
+        name_words(tool.origin.label())
+    )
+}
+
 /// The FTS5 tokenizer of the index and of the requests: the same stems on both sides.
 const TOKENIZER: &str = "porter unicode61 remove_diacritics 2";
 
@@ -200,6 +219,8 @@ impl ToolIndex {
         .map_err(|e| format!("cannot make the tool index: {e}"))?;
         let mut entries = Vec::with_capacity(tools.len());
         let mut by_name: HashMap<String, Vec<u32>> = HashMap::new();
+        let table = meaning::table().ok();
+        let mut meanings = Vec::with_capacity(if table.is_some() { tools.len() } else { 0 });
         {
             let mut insert = db
                 .prepare("INSERT INTO tools(rowid, name, server, title, description, params) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")
@@ -217,6 +238,9 @@ impl ToolIndex {
                         parameter_text(t),
                     ])
                     .map_err(|e| e.to_string())?;
+                if let Some(table) = table {
+                    meanings.push(table.meaning(&meaning_text(t, &title, &description)));
+                }
                 entries.push(entry(t, &title, &description));
                 // A tool is named by its catalog name, or by its own name when that is an
                 // identifier of several words (`create_issue`): a one-word own name
@@ -241,6 +265,7 @@ impl ToolIndex {
             postings,
             entries,
             by_name,
+            meanings: table.map(|_| meaning::centred(meanings)),
         })
     }
 
@@ -338,13 +363,18 @@ impl ToolIndex {
         shown: &dyn Fn(&str) -> bool,
     ) -> (Vec<Found>, Vec<u32>, HashMap<u32, f64>) {
         let limit = limit.clamp(1, MAX_SEARCH_LIMIT);
-        let fits = self.fits(query, method);
-        let whole = fits.whole.clone();
+        let mut fits = self.fits(query, method);
         let shown = |row: u32| {
             self.entries
                 .get(row as usize)
                 .is_some_and(|e| shown(&e.name))
         };
+        if let (true, Some(meanings), Ok(table)) =
+            (method.meaning, &self.meanings, meaning::table())
+        {
+            meaning::fuse(table.meaning(request), meanings, &mut fits.whole, &shown);
+        }
+        let whole = fits.whole.clone();
         let picked = pick::pick(self, request, fits, limit, &shown);
         let rows = picked.iter().map(|(row, _)| *row).collect();
         let found = picked

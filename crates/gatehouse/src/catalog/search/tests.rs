@@ -497,13 +497,29 @@ fn a_word_finds_the_longer_words_it_begins() {
         names(index.search("copy that repo", 1)),
         ["github__fork_repository"]
     );
+    let words = Method {
+        meaning: false,
+        ..Method::default()
+    };
     let exact = Method {
         prefixes: false,
-        ..Method::default()
+        ..words
     };
     assert!(index.search_by("copy that repo", 1, exact).is_empty());
     // Three letters begin too many words: "rep" finds nothing.
-    assert!(index.search("copy that rep", 1).is_empty());
+    assert!(index.search_by("copy that rep", 1, words).is_empty());
+    // What the words miss, the meaning finds: to copy a repository is to fork it.
+    assert_eq!(
+        names(index.search_by(
+            "copy that repo",
+            1,
+            Method {
+                prefixes: false,
+                ..Method::default()
+            }
+        )),
+        ["github__fork_repository"]
+    );
 }
 
 proptest::proptest! {
