@@ -12,6 +12,7 @@
 //!                              whose right tool it finds but not first
 //!     gh-toolsearch --list     every tool of the catalog: name and description's start
 //!     gh-toolsearch --dump     every tool of the catalog, its server and definition, a JSON line each
+//!     gh-toolsearch --ranked   each request's first 20 tools with their scores, a JSON line each
 //!
 //! The plain BM25 is the baseline the issue names: one FTS5 table of each tool's catalog
 //! name and description, SQLite's default tokenizer and bm25 weights, the request's words

@@ -288,6 +288,9 @@ mod tests {
             assert_eq!(table.pieces(text, 1000), *ids, "{text:?}");
         }
         assert_eq!(table.pieces("why is my pod crashlooping?", 3).len(), 3);
+        // Only the start of a long text is read.
+        let long = format!("deploy {}", "x".repeat(10_000_000));
+        assert_eq!(table.pieces(&long, 1000), table.pieces("deploy", 1000));
     }
 
     #[test]

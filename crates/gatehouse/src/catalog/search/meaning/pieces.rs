@@ -15,12 +15,16 @@ use unicode_normalization::UnicodeNormalization;
 
 /// Longest word (in characters) cut into pieces; a longer one is unknown, as in BERT.
 pub const MAX_WORD_CHARS: usize = 100;
+/// Most characters of a text read for its pieces: a request of megabytes costs no more
+/// than its start, which holds far more pieces than a meaning uses.
+pub const MAX_READ_CHARS: usize = 4_000;
 
 /// The vocabulary: each piece's id, a piece that continues a word written `##piece`.
 pub type Vocabulary = HashMap<&'static str, u32>;
 
 /// The ids of `text`'s pieces, at most `most`; unknown words left out.
 pub fn pieces(vocabulary: &Vocabulary, text: &str, most: usize) -> Vec<u32> {
+    let text = crate::text::head(text, MAX_READ_CHARS);
     let mut ids = Vec::new();
     for word in words(text) {
         if ids.len() >= most {
