@@ -192,8 +192,9 @@ impl Table {
         sum
     }
 
-    /// The pieces of `text` (for tests and for measuring).
-    pub fn pieces(&self, text: &str, most: usize) -> Vec<u32> {
+    /// The pieces of `text`.
+    #[cfg(test)]
+    fn pieces(&self, text: &str, most: usize) -> Vec<u32> {
         pieces::pieces(&self.vocabulary, text, most)
     }
 }

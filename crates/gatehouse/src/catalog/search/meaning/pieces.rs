@@ -2,11 +2,11 @@
 //! distilled from reads it (BERT's uncased tokenizer): control characters dropped,
 //! lowercase, accents taken off, split at white space and around punctuation, then each
 //! word cut into the longest pieces of the vocabulary from its start (`crashlooping`:
-//! `crash`, `##lo`, `##op`, `##ing`); a word that cannot be cut is unknown and left out.
+//! `crash`, `##lo`, `##oping`); a word that cannot be cut is unknown and left out.
 //!
-//! Forty lines of our own rather than the `tokenizers` crate: that crate brings a regex
-//! engine, a C library and serialisation for every model family, to run this one
-//! algorithm over one fixed vocabulary; `tests.rs` holds it to the ids the Python
+//! A hundred lines of our own rather than the `tokenizers` crate: that crate brings a
+//! regex engine, a C library and serialisation for every model family, to run this one
+//! algorithm over one fixed vocabulary; `meaning.rs`'s tests hold it to the ids the Python
 //! `tokenizers` gives for the same texts.
 
 use std::collections::HashMap;
