@@ -13,6 +13,9 @@
 //!     gh-toolsearch --list     every tool of the catalog: name and description's start
 //!     gh-toolsearch --dump     every tool of the catalog, its server and definition, a JSON line each
 //!     gh-toolsearch --ranked   each request's first 20 tools with their scores, a JSON line each
+//!     gh-toolsearch --coverage each request's part, the coverage and closeness of the tool
+//!                              found first, and whether its right tool is found (what
+//!                              "nothing fits well" is decided by), a tab-separated line each
 //!
 //! The plain BM25 is the baseline the issue names: one FTS5 table of each tool's catalog
 //! name and description, SQLite's default tokenizer and bm25 weights, the request's words
@@ -291,15 +294,20 @@ fn ablation(index: &ToolIndex, requests: &[Request]) -> Vec<Value> {
 }
 
 /// When the search says nothing fits well: how often it says so of each part's requests
-/// that have a right tool (found at 5 or not) and of those that have none, and the coverage
-/// that would turn away one in twenty of the development part's found ones (what
-/// MIN_COVERAGE is chosen by).
+/// that have a right tool (found at 5 or not) and of those that have none, and the
+/// closeness the development part alone would choose (what `MIN_CLOSENESS` is chosen by).
 fn nothing_good(index: &ToolIndex, requests: &[Request]) -> serde_json::Map<String, Value> {
     let turned_away = |r: &Request| {
         matches!(
             index.answer(&r.text, 5, &|_| true),
             gatehouse::catalog::search::Answer::NothingGood { .. }
         )
+    };
+    let found = |r: &Request| {
+        index
+            .search(&r.text, 5)
+            .iter()
+            .any(|f| r.expect.contains(&f.name))
     };
     let mut nothing_good = serde_json::Map::new();
     for split in SPLITS {
@@ -310,12 +318,6 @@ fn nothing_good(index: &ToolIndex, requests: &[Request]) -> serde_json::Map<Stri
                 .collect();
             json!([some.iter().filter(|r| turned_away(r)).count(), some.len()])
         };
-        let found = |r: &Request| {
-            index
-                .search(&r.text, 5)
-                .iter()
-                .any(|f| r.expect.contains(&f.name))
-        };
         nothing_good.insert(
             split.into(),
             json!({"right_tool_found_turned_away": of(&|r| !r.expect.is_empty() && found(r)),
@@ -323,43 +325,70 @@ fn nothing_good(index: &ToolIndex, requests: &[Request]) -> serde_json::Map<Stri
                    "no_right_tool_turned_away": of(&|r| r.expect.is_empty())}),
         );
     }
-    let mut dev_coverage: Vec<f64> = requests
-        .iter()
-        .filter(|r| r.split == "dev" && !r.expect.is_empty())
-        .filter(|r| {
-            index
-                .search(&r.text, 5)
-                .iter()
-                .any(|f| r.expect.contains(&f.name))
-        })
-        .map(|r| index.coverage(&r.text))
-        .collect();
-    dev_coverage.sort_by(f64::total_cmp);
-    let twentieth = dev_coverage
-        .get(dev_coverage.len() / 20)
-        .copied()
-        .unwrap_or(0.0);
     nothing_good.insert(
         "min_coverage".into(),
         json!(gatehouse::catalog::search::answer::MIN_COVERAGE),
     );
     nothing_good.insert(
-        "dev_found_coverage_5th_percentile".into(),
-        json!((twentieth * 1000.0).round() / 1000.0),
+        "min_closeness".into(),
+        json!(gatehouse::catalog::search::answer::MIN_CLOSENESS),
     );
+    nothing_good.insert("dev_choice".into(), dev_choice(index, requests, &found));
     nothing_good
 }
 
-/// `--coverage`: each development request's coverage, and whether its right tool is found.
+/// The least closeness the development part chooses (`MIN_CLOSENESS`): of the values that
+/// turn away as many of its requests no tool serves as the coverage alone does, the one
+/// that turns away the fewest whose right tool is found; of those, the highest.
+fn dev_choice(index: &ToolIndex, requests: &[Request], found: &dyn Fn(&Request) -> bool) -> Value {
+    use gatehouse::catalog::search::answer::fits_well;
+    // Each development request's best fit, and whether its right tool is found (or none).
+    let dev: Vec<((f64, f64), Option<bool>)> = requests
+        .iter()
+        .filter(|r| r.split == "dev")
+        .map(|r| {
+            (
+                index.best_fit(&r.text),
+                (!r.expect.is_empty()).then(|| found(r)),
+            )
+        })
+        .collect();
+    let away = |kind: Option<bool>, least: f64| {
+        dev.iter()
+            .filter(|((coverage, closeness), f)| {
+                *f == kind && !(fits_well(*coverage, -1.0) || *closeness >= least)
+            })
+            .count()
+    };
+    let words_alone = away(None, f64::INFINITY);
+    let mut best: Option<(usize, f64)> = None;
+    for step in (20..=100).rev() {
+        let least = f64::from(step) / 100.0;
+        let found_away = away(Some(true), least);
+        if away(None, least) == words_alone && best.is_none_or(|(f, _)| found_away < f) {
+            best = Some((found_away, least));
+        }
+    }
+    let of = |kind: Option<bool>| dev.iter().filter(|(_, f)| *f == kind).count();
+    best.map_or(Value::Null, |(found_away, least)| {
+        json!({"min_closeness": least, "found_turned_away": [found_away, of(Some(true))],
+               "no_right_tool_turned_away": [words_alone, of(None)],
+               "found_turned_away_by_words_alone": away(Some(true), f64::INFINITY)})
+    })
+}
+
+/// `--coverage`: each request's part, the coverage and closeness of the tool found first,
+/// and whether its right tool is found.
 fn print_coverage(index: &ToolIndex, requests: &[Request]) {
-    for r in requests.iter().filter(|r| r.split == "dev") {
+    for r in requests {
         let found = index
             .search(&r.text, 5)
             .iter()
             .any(|f| r.expect.contains(&f.name));
+        let (coverage, closeness) = index.best_fit(&r.text);
         println!(
-            "{:.3}\t{}\t{}",
-            index.coverage(&r.text),
+            "{}\t{coverage:.3}\t{closeness:.3}\t{}\t{}",
+            r.split,
             if r.expect.is_empty() {
                 "none"
             } else if found {

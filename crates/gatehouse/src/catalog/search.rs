@@ -303,9 +303,9 @@ impl ToolIndex {
     }
 
     /// What a search for `request` among the tools `shown` lets through answers: the tools
-    /// that fit it, or, when the best covers too little of it ([`answer::MIN_COVERAGE`]),
-    /// that nothing fits well and which servers come closest. What `search_tools` tells
-    /// the model.
+    /// that fit it, or, when the best covers too little of it ([`answer::MIN_COVERAGE`])
+    /// and means something else ([`answer::MIN_CLOSENESS`]), that nothing fits well and
+    /// which servers come closest. What `search_tools` tells the model.
     pub fn answer(&self, request: &str, limit: usize, shown: &dyn Fn(&str) -> bool) -> Answer {
         let query = self.query(request, Method::default());
         let (found, rows, fits) =
@@ -317,7 +317,7 @@ impl ToolIndex {
             };
         };
         let coverage = answer::coverage(&self.postings, &query, *best);
-        if coverage >= answer::MIN_COVERAGE {
+        if answer::fits_well(coverage, self.closeness(request, *best)) {
             return Answer::Found(found);
         }
         let shown_row = |row: u32| {
@@ -331,13 +331,37 @@ impl ToolIndex {
         }
     }
 
-    /// How much of `request` the tool it finds first covers (0 to 1; none found: 0): the
-    /// measure [`ToolIndex::answer`] holds against [`answer::MIN_COVERAGE`].
+    /// How much of `request` the tool it finds first covers (0 to 1; none found: 0).
     pub fn coverage(&self, request: &str) -> f64 {
+        self.best_fit(request).0
+    }
+
+    /// How much of `request` the tool it finds first covers, and how close that tool's
+    /// meaning is to the request's (both 0 when none is found): what
+    /// [`ToolIndex::answer`] holds against [`answer::MIN_COVERAGE`] and
+    /// [`answer::MIN_CLOSENESS`].
+    pub fn best_fit(&self, request: &str) -> (f64, f64) {
         let query = self.query(request, Method::default());
         let (_, rows, _) = self.ranked_query(request, &query, 1, Method::default(), &|_| true);
-        rows.first()
-            .map_or(0.0, |best| answer::coverage(&self.postings, &query, *best))
+        rows.first().map_or((0.0, 0.0), |best| {
+            (
+                answer::coverage(&self.postings, &query, *best),
+                self.closeness(request, *best),
+            )
+        })
+    }
+
+    /// How close the meaning of the tool of `row` is to `request`'s, both centred on the
+    /// catalog's (0 when the table cannot be read).
+    fn closeness(&self, request: &str, row: u32) -> f64 {
+        let (Some(meanings), Ok(table)) = (&self.meanings, meaning::table()) else {
+            return 0.0;
+        };
+        let asked = meaning::centred_by(table.meaning(request), &meanings.centre);
+        meanings
+            .rows
+            .get(row as usize)
+            .map_or(0.0, |m| f64::from(meaning::closeness(&asked, m)))
     }
 
     /// The search itself, among the tools `shown` lets through.
@@ -372,7 +396,7 @@ impl ToolIndex {
         if let (true, Some(meanings), Ok(table)) =
             (method.meaning, &self.meanings, meaning::table())
         {
-            meaning::fuse(table.meaning(request), meanings, &mut fits.whole, &shown);
+            meaning::fuse(table.meaning(request), meanings, &mut fits, &shown);
         }
         let whole = fits.whole.clone();
         let picked = pick::pick(self, request, fits, limit, &shown);

@@ -1,27 +1,36 @@
 //! Whether a search found anything good. Scores only order tools; they say nothing of
 //! whether the best fits at all, since some tool always matches a word or two. So the
-//! search also measures how much of the request the best tool covers: each of the
-//! request's words weighs its rarity among the tools (its IDF), a word no tool uses weighs
-//! [`UNKNOWN_WORD_SHARE`] times the rarest, and the tool covers the words it holds. Below [`MIN_COVERAGE`] the
-//! model is told that nothing fits well, with the servers that come closest and their
-//! tools' names, rather than handed five weak matches to try.
+//! search also measures how much of the request the best tool covers (each of the
+//! request's words weighs its rarity among the tools, its IDF; a word no tool uses weighs
+//! [`UNKNOWN_WORD_SHARE`] times the rarest; the tool covers the words it holds). Below
+//! [`MIN_COVERAGE`], unless the best tool's meaning is close to the request's
+//! ([`MIN_CLOSENESS`]), the model is told that nothing fits well, with the servers that
+//! come closest and their tools' names, rather than handed five weak matches to try.
 //!
 //! A word no tool uses is often a value (a host, a city, an id), which no tool's text holds;
 //! but more often than not it names what the request is about ("substitute for buttermilk
 //! in pancakes"), which no tool does. Weighing it above any word the tools use turns away
-//! 28 of the 38 development requests no tool serves for 5 of the 116 whose right tool is
-//! found; at half the rarest's weight it turned away 20 of 38 for as many found ones
-//! (`gh-toolsearch --coverage` lists each development request's coverage).
+//! most of the development requests no tool serves. But a tool the meaning found may hold
+//! few of the request's words and still be what it asks for ("is it raining in London":
+//! the current weather), so a close meaning is answered with
+//! (`gh-toolsearch --coverage` lists each request's coverage and closeness).
 
 use std::collections::HashMap;
 
 use super::{Entry, Found, Query, score::Postings};
 
 /// The least share of a request that the best tool must cover for the search to answer
-/// with tools. Chosen on the quality set's development part alone (`gh-toolsearch`
-/// reports it): the highest value that turns away at most one in twenty of the
-/// development requests whose right tool the search finds (5 of 116).
+/// with tools, unless its meaning is close ([`MIN_CLOSENESS`]). Chosen on the quality
+/// set's development part alone: the highest value that turns away at most one in twenty
+/// of its requests whose right tool is found.
 pub const MIN_COVERAGE: f64 = 0.15;
+/// How close the best tool's meaning must be to the request's (a cosine, both centred on
+/// the catalog's meaning) for the search to answer with it however few of the request's
+/// words it holds. Chosen on the development part alone (`gh-toolsearch`'s `dev_choice`):
+/// of the values that turn away as many of its requests no tool serves as words alone do
+/// (29 of 38), the one that turns away the fewest whose right tool is found (5 of 121,
+/// against 6).
+pub const MIN_CLOSENESS: f64 = 0.55;
 /// What a word no tool holds weighs, against the rarest word any tool holds.
 pub const UNKNOWN_WORD_SHARE: f64 = 1.5;
 /// Most servers named when nothing fits well.
@@ -50,6 +59,12 @@ pub struct Closest {
     pub server: String,
     /// Its tools that matched some of the request, by catalog name, best first.
     pub tools: Vec<String>,
+}
+
+/// Does the best tool fit well enough to be answered with: it covers at least
+/// [`MIN_COVERAGE`] of the request, or means what it means ([`MIN_CLOSENESS`])?
+pub fn fits_well(coverage: f64, closeness: f64) -> bool {
+    coverage >= MIN_COVERAGE || closeness >= MIN_CLOSENESS
 }
 
 /// How much of `query` the tool of `row` covers, from 0 to 1.

@@ -14,11 +14,11 @@
 
 mod pieces;
 
-use std::{collections::HashMap, sync::OnceLock};
+use std::sync::OnceLock;
 
 pub use pieces::Vocabulary;
 
-use super::pick::MIN_FIT_OF_BEST;
+use super::pick::{Fits, MIN_FIT_OF_BEST};
 
 /// Most pieces of one text that make its vector: a tool's name and the start of its
 /// description say what it does; the rest says how.
@@ -49,9 +49,10 @@ pub const MIN_CLOSENESS: f64 = 0.5;
 pub(super) fn fuse(
     asked: Meaning,
     meanings: &Centred,
-    whole: &mut HashMap<u32, f64>,
+    fits: &mut Fits,
     shown: &dyn Fn(u32) -> bool,
 ) {
+    let whole = &mut fits.whole;
     let asked = centred_by(asked, &meanings.centre);
     let close: Vec<f64> = meanings
         .rows
@@ -87,6 +88,20 @@ pub(super) fn fuse(
     for (row, words) in listed.chain(close_enough) {
         let meant = close.get(row as usize).copied().unwrap_or(0.0) - FLOOR;
         whole.insert(row, words + WEIGHT * meant.max(0.0));
+    }
+    // What a tool fits apart from the words naming its server (whether a request that
+    // names its server asks for it: `pick`) is read with its meaning too, or a tool the
+    // meaning ranks among its server's best could be held back by the server's share.
+    let apart = std::mem::take(&mut fits.apart_from_server);
+    let top_apart = apart.values().copied().fold(0.0, f64::max);
+    for row in whole.keys() {
+        let words = match apart.get(row) {
+            Some(fit) if top_apart > 0.0 => fit / top_apart,
+            _ => 0.0,
+        };
+        let meant = close.get(*row as usize).copied().unwrap_or(0.0) - FLOOR;
+        fits.apart_from_server
+            .insert(*row, words + WEIGHT * meant.max(0.0));
     }
 }
 

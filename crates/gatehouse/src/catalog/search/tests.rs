@@ -407,7 +407,11 @@ fn a_request_no_tool_does_is_told_so_with_the_servers_that_come_closest() {
     // Only "get" is a word of the tools, and it is a word of nearly all of them.
     let request = "get sourdough starter flour and rye for baking loaves";
     let coverage = index.coverage(request);
-    assert!(coverage < answer::MIN_COVERAGE, "{coverage}");
+    let (_, closeness) = index.best_fit(request);
+    assert!(
+        !answer::fits_well(coverage, closeness),
+        "{coverage} {closeness}"
+    );
     let Answer::NothingGood {
         coverage: told,
         closest,
@@ -530,4 +534,33 @@ proptest::proptest! {
         proptest::prop_assert!((0.0..=1.0).contains(&coverage), "{}", coverage);
         let _ = index.answer(&request, 5, &|_| true);
     }
+}
+
+#[test]
+fn a_named_servers_tool_the_meaning_ranks_is_asked_for_past_its_share() {
+    let index = ToolIndex::build(reference_and_pinned().tools()).unwrap();
+    // "errors" is not a word of Sentry's issue search, whose description speaks of issues
+    // and their impact; read by words alone, the request asked only for the tools that
+    // hold its words, and the share held the search back for others' tools that match
+    // "checkout".
+    let found = names(index.search("in sentry, which errors hit checkout today", 5));
+    assert!(
+        found.contains(&"sentry__search_issues".to_owned()),
+        "{found:?}"
+    );
+}
+
+#[test]
+fn a_request_of_values_no_tool_holds_is_answered_when_a_tool_means_it() {
+    let index = ToolIndex::build(reference_and_pinned().tools()).unwrap();
+    // Five channel names no tool holds leave the words little to cover; what is asked is
+    // plain all the same.
+    let request = "post a note in our chat channels ops91 ops92 ops93 ops94 ops95";
+    let (coverage, closeness) = index.best_fit(request);
+    assert!(coverage < answer::MIN_COVERAGE, "{coverage}");
+    assert!(closeness >= answer::MIN_CLOSENESS, "{closeness}");
+    let Answer::Found(found) = answer_of(&index, request) else {
+        panic!("a tool that means the request answers it");
+    };
+    assert_eq!(found[0].name, "slack__slack_post_message", "{found:?}");
 }
