@@ -28,8 +28,8 @@ pub const MIN_COVERAGE: f64 = 0.15;
 /// the catalog's meaning) for the search to answer with it however few of the request's
 /// words it holds. Chosen on the development part alone (`gh-toolsearch`'s `dev_choice`):
 /// of the values that turn away as many of its requests no tool serves as words alone do
-/// (29 of 38), the one that turns away the fewest whose right tool is found (5 of 121,
-/// against 6).
+/// (29 of 38), the one that turns away the fewest whose right tool is found (6 of 124,
+/// against 7).
 pub const MIN_CLOSENESS: f64 = 0.55;
 /// What a word no tool holds weighs, against the rarest word any tool holds.
 pub const UNKNOWN_WORD_SHARE: f64 = 1.5;

@@ -35,15 +35,24 @@ pub const FLOOR: f64 = 0.1;
 /// How many of the tools closest in meaning to a request are ranked besides those its
 /// words found.
 pub const CANDIDATES: usize = 20;
-/// How close in meaning a tool its words did not list must be to be found: lower, a tool
-/// listing many words came back through its meaning (`search/tests.rs`); higher lost right
-/// tools of the development part.
+/// How close in meaning a tool its words did not list must be to be found, unless it
+/// stands out ([`STANDOUT`]): lower, a tool listing many words came back through its
+/// meaning in a small catalog (`search/tests.rs`); higher lost right tools of the
+/// development part.
 pub const MIN_CLOSENESS: f64 = 0.5;
+/// How many standard deviations above the catalog's mean closeness to a request a tool
+/// its words did not list stands out, and is found under [`MIN_CLOSENESS`]: among a
+/// thousand tools, the few that mean what "how high above sea level" means (an elevation)
+/// stand out of the rest however low their cosine. A tool stuffed with common words stands
+/// out of nothing, and in a catalog of ten tools or fewer none can stand three deviations
+/// out (the most is 9/√10, 2.85).
+/// Chosen on the development part (2.5 and 2 find as many; 3 is the stricter).
+pub const STANDOUT: f64 = 3.0;
 /// Words and meaning fused: each tool's fit by words (`whole`, by row) as a share of the
 /// best, plus [`WEIGHT`] times the closeness of its meaning to the request's (less
 /// [`FLOOR`]), for the tools the words list (at least [`MIN_FIT_OF_BEST`] of the best)
 /// and those of the [`CANDIDATES`] closest in meaning that are at least [`MIN_CLOSENESS`]
-/// close; only rows `shown` lets through. So a tool that shares no word with the request
+/// close or stand out of the rest ([`STANDOUT`]); only rows `shown` lets through. So a tool that shares no word with the request
 /// can be found ("copy that repo": fork a repository), and among tools that share its
 /// words, the one that means what it means comes first.
 pub(super) fn fuse(
@@ -67,6 +76,7 @@ pub(super) fn fuse(
     if candidates == 0 {
         return;
     }
+    let usual = Usual::of(closest.iter().map(|row| close[*row as usize]));
     closest.select_nth_unstable_by(candidates - 1, |a, b| {
         close[*b as usize].total_cmp(&close[*a as usize])
     });
@@ -83,7 +93,10 @@ pub(super) fn fuse(
     let close_enough = closest
         .into_iter()
         .take(candidates)
-        .filter(|row| close[*row as usize] >= MIN_CLOSENESS)
+        .filter(|row| {
+            let c = close[*row as usize];
+            c >= MIN_CLOSENESS || (c > FLOOR && c >= usual.stands_out())
+        })
         .map(|row| (row, share(by_words.get(&row).copied().unwrap_or(0.0))));
     for (row, words) in listed.chain(close_enough) {
         let meant = close.get(row as usize).copied().unwrap_or(0.0) - FLOOR;
@@ -102,6 +115,38 @@ pub(super) fn fuse(
         let meant = close.get(*row as usize).copied().unwrap_or(0.0) - FLOOR;
         fits.apart_from_server
             .insert(*row, words + WEIGHT * meant.max(0.0));
+    }
+}
+
+/// The mean and spread of a request's closeness to the tools: what standing out is
+/// measured against.
+struct Usual {
+    mean: f64,
+    deviation: f64,
+}
+
+impl Usual {
+    fn of(closeness: impl Iterator<Item = f64>) -> Usual {
+        let (mut n, mut sum, mut squares) = (0.0, 0.0, 0.0);
+        for c in closeness {
+            n += 1.0;
+            sum += c;
+            squares += c * c;
+        }
+        if n == 0.0 {
+            return Usual {
+                mean: 0.0,
+                deviation: 0.0,
+            };
+        }
+        let mean = sum / n;
+        let deviation = (squares / n - mean * mean).max(0.0).sqrt();
+        Usual { mean, deviation }
+    }
+
+    /// The closeness from which a tool stands out ([`STANDOUT`]).
+    fn stands_out(&self) -> f64 {
+        self.mean + STANDOUT * self.deviation
     }
 }
 

@@ -564,3 +564,21 @@ fn a_request_of_values_no_tool_holds_is_answered_when_a_tool_means_it() {
     };
     assert_eq!(found[0].name, "slack__slack_post_message", "{found:?}");
 }
+
+#[test]
+fn a_tool_whose_meaning_stands_out_is_found_without_a_word_in_common() {
+    let index = ToolIndex::build(reference_and_pinned().tools()).unwrap();
+    // No word of the request is a word of the elevation tool ("Get elevation data for
+    // locations on the earth"), and its closeness is under MIN_CLOSENESS; but of the
+    // catalog's 240 tools it is the one that means it, by far.
+    let request = "what altitude is the summit of Mont Blanc";
+    let row = index
+        .entries
+        .iter()
+        .position(|e| e.name == "google-maps__maps_elevation")
+        .unwrap() as u32;
+    let closeness = index.closeness(request, row);
+    assert!(closeness < meaning::MIN_CLOSENESS, "{closeness}");
+    let found = names(index.search(request, 5));
+    assert_eq!(found[0], "google-maps__maps_elevation", "{found:?}");
+}
