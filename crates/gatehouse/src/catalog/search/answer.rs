@@ -10,9 +10,9 @@
 //! A word no tool uses is often a value (a host, a city, an id), which no tool's text holds;
 //! but more often than not it names what the request is about ("substitute for buttermilk
 //! in pancakes"), which no tool does. Weighing it above any word the tools use turns away
-//! most of the development requests no tool serves. But a tool the meaning found may hold
-//! few of the request's words and still be what it asks for ("is it raining in London":
-//! the current weather), so a close meaning is answered with
+//! most of the development requests no tool serves. But a request full of values no tool
+//! holds ("post a note in our chat channels ops91 … ops95") leaves the words little to
+//! cover while a tool means just what it asks, so a close meaning is answered with
 //! (`gh-toolsearch --coverage` lists each request's coverage and closeness).
 
 use std::collections::HashMap;

@@ -44,17 +44,18 @@ pub const MIN_CLOSENESS: f64 = 0.5;
 /// its words did not list stands out, and is found under [`MIN_CLOSENESS`]: among a
 /// thousand tools, the few that mean what "how high above sea level" means (an elevation)
 /// stand out of the rest however low their cosine. A tool stuffed with common words stands
-/// out of nothing, and in a catalog of ten tools or fewer none can stand three deviations
-/// out (the most is 9/√10, 2.85).
+/// out of nothing, and in a catalog of nine tools or fewer none can stand three deviations
+/// out (the most one of n values stands above their mean is √(n − 1) deviations: √8, 2.83).
 /// Chosen on the development part (2.5 and 2 find as many; 3 is the stricter).
 pub const STANDOUT: f64 = 3.0;
 /// Words and meaning fused: each tool's fit by words (`whole`, by row) as a share of the
 /// best, plus [`WEIGHT`] times the closeness of its meaning to the request's (less
 /// [`FLOOR`]), for the tools the words list (at least [`MIN_FIT_OF_BEST`] of the best)
 /// and those of the [`CANDIDATES`] closest in meaning that are at least [`MIN_CLOSENESS`]
-/// close or stand out of the rest ([`STANDOUT`]); only rows `shown` lets through. So a tool that shares no word with the request
-/// can be found ("copy that repo": fork a repository), and among tools that share its
-/// words, the one that means what it means comes first.
+/// close or stand out of the rest ([`STANDOUT`]); only rows `shown` lets through. So a
+/// tool that shares no word with the request can be found ("copy that repo": fork a
+/// repository), and among tools that share its words, the one that means what it means
+/// comes first.
 pub(super) fn fuse(
     asked: Meaning,
     meanings: &Centred,
@@ -95,7 +96,7 @@ pub(super) fn fuse(
         .take(candidates)
         .filter(|row| {
             let c = close[*row as usize];
-            c >= MIN_CLOSENESS || (c > FLOOR && c >= usual.stands_out())
+            c >= MIN_CLOSENESS || (c > FLOOR && usual.stands_out(c))
         })
         .map(|row| (row, share(by_words.get(&row).copied().unwrap_or(0.0))));
     for (row, words) in listed.chain(close_enough) {
@@ -144,9 +145,9 @@ impl Usual {
         Usual { mean, deviation }
     }
 
-    /// The closeness from which a tool stands out ([`STANDOUT`]).
-    fn stands_out(&self) -> f64 {
-        self.mean + STANDOUT * self.deviation
+    /// Does a tool this close stand out ([`STANDOUT`])? Never where all are alike.
+    fn stands_out(&self, closeness: f64) -> bool {
+        self.deviation > 0.0 && closeness >= self.mean + STANDOUT * self.deviation
     }
 }
 
@@ -313,6 +314,32 @@ pub fn closeness(a: &[f32], b: &[f32]) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// In nine tools or fewer none stands out, whatever their closeness: the most one
+        /// of nine values can stand above their mean is √8 deviations, under STANDOUT.
+        #[test]
+        fn no_tool_of_nine_or_fewer_stands_out(closeness in proptest::collection::vec(-1.0f64..=1.0, 0..=9)) {
+            let usual = Usual::of(closeness.iter().copied());
+            proptest::prop_assert!(closeness.iter().all(|c| !usual.stands_out(*c)), "{:?}", closeness);
+        }
+    }
+
+    #[test]
+    fn one_tool_far_from_a_thousand_alike_stands_out() {
+        let mut closeness: Vec<f64> = (0..1000).map(|i| 0.05 + f64::from(i % 7) / 100.0).collect();
+        closeness.push(0.3);
+        let usual = Usual::of(closeness.iter().copied());
+        assert!(usual.stands_out(0.3));
+        assert!(!usual.stands_out(0.11));
+        assert!(!Usual::of(std::iter::repeat_n(0.4, 50)).stands_out(0.4));
+        // The farthest one of nine can be: eight alike and one apart, √8 deviations out.
+        let nine = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0];
+        assert!(!Usual::of(nine.iter().copied()).stands_out(1.0));
+        // Of ten, exactly three: a catalog of ten can have one.
+        let ten = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0];
+        assert!(Usual::of(ten.iter().copied()).stands_out(1.0 + 1e-9));
+    }
 
     /// The ids the Python `tokenizers` gives with the model's own `tokenizer.json`
     /// (`encode(text, add_special_tokens=False)`): punctuation, accents, a name as code
