@@ -4,18 +4,23 @@
 //!
 //! | variant             | status | body and headers                                        |
 //! |---------------------|--------|---------------------------------------------------------|
-//! | `Unauthorized`      | 401    | `WWW-Authenticate: Bearer realm=…[, error=…]`           |
-//! | `OAuthUnauthorized` | 401    | the resource server's challenge (metadata, scopes)      |
+//! | `Unauthorized`      | 401    | `WWW-Authenticate: Bearer realm=…[, error=…]`; close    |
+//! | `OAuthUnauthorized` | 401    | the resource server's challenge; `Connection: close`    |
 //! | `InsufficientScope` | 403    | its challenge, naming every scope the request needs     |
 //! | `TooLarge`          | 413    | `Connection: close` (the rest of the body is not read)  |
 //! | `TooSlow`           | 408    | `Connection: close`                                     |
 //! | `BrokenBody`        | 400    | `Connection: close`                                     |
 //! | `NotJson`           | 400    | JSON-RPC -32700                                         |
-//! | `NoSuchSession`     | 404    | the same for an unknown session and another's           |
+//! | `NoSuchSession`     | 404    | the same for an unknown session and another's; close    |
 //! | `JsonRpc`           | its own | a JSON-RPC error answering the request (`initialize`)  |
 //! | `StoreUnavailable`  | 503    | the shared session store did not answer                 |
 //! | `AnswerTooLarge`, `TooManyAnswers` | 413, 429 | an answer carried between replicas   |
 //! | `TimedOut`          | 504    | the request ran past `REQUEST_TIMEOUT`                  |
+//!
+//! A refusal given before the request's body is read (the door checks the token and the
+//! session first, and reads nothing for a caller it turns away) closes the connection and
+//! says so: the unread body leaves the connection unusable, and a client that kept it for
+//! its next request (the metadata a 401 points to) got "server disconnected" or no answer.
 
 use std::time::Duration;
 
@@ -78,17 +83,17 @@ impl IntoResponse for Refusal {
                     Some(e) => format!("Bearer realm=\"{AUTH_REALM}\", error=\"{e}\""),
                     None => format!("Bearer realm=\"{AUTH_REALM}\""),
                 };
-                challenged(
+                closed(challenged(
                     StatusCode::UNAUTHORIZED,
                     "Unauthorized: send Authorization: Bearer <token>".into(),
                     &challenge,
-                )
+                ))
             }
-            Refusal::OAuthUnauthorized { challenge } => challenged(
+            Refusal::OAuthUnauthorized { challenge } => closed(challenged(
                 StatusCode::UNAUTHORIZED,
                 "Unauthorized: send Authorization: Bearer <access token>".into(),
                 &challenge,
-            ),
+            )),
             Refusal::InsufficientScope {
                 description,
                 challenge,
@@ -119,7 +124,9 @@ impl IntoResponse for Refusal {
                 &format!("Parse error: {why}"),
                 None,
             ),
-            Refusal::NoSuchSession => plain(StatusCode::NOT_FOUND, "Not Found: Session not found"),
+            Refusal::NoSuchSession => {
+                closed(plain(StatusCode::NOT_FOUND, "Not Found: Session not found"))
+            }
             Refusal::JsonRpc {
                 status,
                 id,
@@ -176,7 +183,15 @@ fn challenged(status: StatusCode, body: String, challenge: &str) -> Response {
 
 /// A refusal after which the connection closes: the rest of the body is not read.
 fn closing(status: StatusCode, body: String) -> Response {
-    (status, [(header::CONNECTION, "close")], body).into_response()
+    closed((status, body).into_response())
+}
+
+/// `response`, saying that the connection closes after it.
+fn closed(mut response: Response) -> Response {
+    response
+        .headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
 }
 
 /// An HTTP error whose body is a JSON-RPC error answering request `id`.
@@ -210,10 +225,16 @@ mod tests {
         assert_eq!(status(Refusal::NoSuchSession), 404);
         assert_eq!(status(Refusal::StoreUnavailable), 503);
         assert_eq!(status(Refusal::TimedOut), 504);
+        // Each given before the body is read, or while reading it: the connection closes.
         for r in [
             Refusal::TooLarge,
             Refusal::TooSlow(Duration::from_secs(3)),
             Refusal::BrokenBody,
+            Refusal::Unauthorized { error: None },
+            Refusal::OAuthUnauthorized {
+                challenge: "Bearer".into(),
+            },
+            Refusal::NoSuchSession,
         ] {
             let response = r.into_response();
             assert_eq!(response.headers()[header::CONNECTION], "close");
