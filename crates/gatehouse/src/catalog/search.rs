@@ -2,12 +2,13 @@
 //! name, its server, its title, its description, its parameters' names, descriptions and
 //! values) are split into words and stemmed by SQLite FTS5's tokenizer, then scored by
 //! BM25F ([`score`]: a word counts once per field, a long field is worth no more than a
-//! focused one), with the words the shape of the request's words implies ([`super::words`]:
-//! a URL is a web page), fused with how close the tool's meaning is to the request's
-//! ([`meaning`]: static embeddings, for what people name in other words). Then [`pick`] leaves out the tools the caller does not show (those
-//! a rule hides), puts a tool named exactly first, never ranks a look-alike above the tool
-//! it copies, and bounds one server's share of the results; and [`answer`] says when the
-//! best covers too little of the request for any tool to fit it well.
+//! focused one), with the words the shape of the request's words implies
+//! ([`super::words`]: a URL is a web page), fused with how close the tool's meaning is to
+//! the request's ([`meaning`]: static embeddings, for what people name in other words).
+//! Then [`pick`] leaves out the tools the caller does not show (those a rule hides), puts
+//! a tool named exactly first, never ranks a look-alike above the tool it copies, and
+//! bounds one server's share of the results; and [`answer`] says when the best covers too
+//! little of the request and means something else, so that no tool fits it well.
 //!
 //! SQLite is already built for the reference servers (`rusqlite`, bundled), so the porter
 //! stemmer costs no new code. The index lives in memory, is built when the first search
