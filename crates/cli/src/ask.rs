@@ -1,6 +1,7 @@
 //! `gatehouse ask`, `chat` and `tools`: one question, a conversation, and the catalog as
 //! the model is offered it.
 
+use std::io::Write;
 use std::sync::Arc;
 
 use gatehouse::person::{FixedAnswers, Terminal};
@@ -136,28 +137,63 @@ pub(crate) async fn chat(args: RunArgs) -> anyhow::Result<()> {
 pub(crate) async fn tools(args: ToolsArgs) -> anyhow::Result<()> {
     let terminal = Arc::new(Terminal::new(FixedAnswers::default()));
     let host = start_asking_nobody(&args.start, terminal).await?;
-    let rows: Vec<serde_json::Value> = host
-        .catalog()
-        .tools()
-        .iter()
-        // A tool a deny rule hides is not offered to the model, so not listed here.
-        .filter(|t| host.settings().rules.hiding(&t.name).is_none())
-        .map(|t| {
-            json!({
-                "name": t.name,
-                "server": t.origin.label(),
-                "description": t.tool.description.as_deref().unwrap_or("").lines().next().unwrap_or(""),
-                "annotations": gatehouse::person::annotations_for_display(t.tool.annotations.as_ref()),
-            })
-        })
-        .collect();
-    host.shutdown().await;
     if args.json {
-        let mut rows = serde_json::Value::Array(rows);
-        gatehouse::text::visible_json(&mut rows);
-        println!("{}", serde_json::to_string_pretty(&rows)?);
-        return Ok(());
+        // Each row is written as it is made: a catalog of a thousand tools is never held
+        // a second time as rows and text (row 6 of docs/benchmarks.md).
+        let written = {
+            let catalog = host.catalog();
+            let rows = tool_rows(&host, &catalog).map(|mut row| {
+                gatehouse::text::visible_json(&mut row);
+                row
+            });
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            serde_json::to_writer_pretty(&mut out, &output::Streamed::new(rows))
+                .map_err(std::io::Error::from)
+                .and_then(|()| writeln!(out))
+                .and_then(|()| out.flush())
+        };
+        host.shutdown().await;
+        return written.map_err(|e| anyhow::anyhow!("cannot write the tools: {e}"));
     }
+    let rows: Vec<serde_json::Value> = tool_rows(&host, &host.catalog()).collect();
+    host.shutdown().await;
     println!("{}", output::tool_table(&rows));
     Ok(())
+}
+
+/// The catalog's tools as `gatehouse tools` shows them, one row each. A tool a deny rule
+/// hides is not offered to the model, so not listed.
+fn tool_rows<'a>(
+    host: &'a gatehouse::host::Host,
+    catalog: &'a gatehouse::catalog::Catalog,
+) -> impl Iterator<Item = serde_json::Value> + 'a {
+    catalog
+        .tools()
+        .iter()
+        .filter(|t| host.settings().rules.hiding(&t.name).is_none())
+        .map(|t| {
+            // A map made at its size (`json!` leaves room for seven members in a map of
+            // four).
+            let row: [(String, serde_json::Value); 4] = [
+                ("name".into(), json!(t.name)),
+                ("server".into(), json!(t.origin.label())),
+                (
+                    "description".into(),
+                    json!(
+                        t.tool
+                            .description
+                            .as_deref()
+                            .unwrap_or("")
+                            .lines()
+                            .next()
+                            .unwrap_or("")
+                    ),
+                ),
+                (
+                    "annotations".into(),
+                    gatehouse::person::annotations_for_display(t.tool.annotations.as_ref()),
+                ),
+            ];
+            serde_json::Value::Object(row.into_iter().collect())
+        })
 }

@@ -138,9 +138,41 @@ pub fn tool_table(rows: &[Value]) -> String {
     out
 }
 
+/// A sequence serialized as its items are made, never held whole (`gatehouse tools
+/// --json` over a thousand tools). It is written once; a second write is an error.
+pub struct Streamed<I>(std::cell::RefCell<Option<I>>);
+
+impl<I> Streamed<I> {
+    pub fn new(items: I) -> Self {
+        Streamed(std::cell::RefCell::new(Some(items)))
+    }
+}
+
+impl<I: Iterator<Item = Value>> serde::Serialize for Streamed<I> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let items = self
+            .0
+            .borrow_mut()
+            .take()
+            .ok_or_else(|| serde::ser::Error::custom("the rows were already written"))?;
+        serializer.collect_seq(items)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_streamed_sequence_prints_as_the_whole_would() {
+        let rows = || (0..3).map(|i| serde_json::json!({"name": format!("t{i}"), "n": i}));
+        let whole = serde_json::to_string_pretty(&rows().collect::<Vec<_>>()).unwrap();
+        let streamed = Streamed::new(rows());
+        assert_eq!(serde_json::to_string_pretty(&streamed).unwrap(), whole);
+        assert!(serde_json::to_string(&streamed).is_err(), "written once");
+        let none = Streamed::new(std::iter::empty());
+        assert_eq!(serde_json::to_string_pretty(&none).unwrap(), "[]");
+    }
     use gatehouse::trace::Who;
     use serde_json::json;
 

@@ -163,15 +163,30 @@ pub fn create_whole_private(path: &Path, bytes: &[u8]) -> io::Result<bool> {
 /// Replace the file at `path` whole with `bytes`: written to a private file beside it,
 /// synced, then renamed over it, so a reader sees the old file or the new one.
 pub fn replace_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    replace_private_with(path, |file| file.write_all(bytes))
+}
+
+/// Replace the file at `path` whole with what `write` writes, as [`replace_private`]
+/// does (buffered). When `write` fails, the file is left as it was and its error is
+/// returned.
+pub fn replace_private_with(
+    path: &Path,
+    write: impl FnOnce(&mut dyn io::Write) -> io::Result<()>,
+) -> io::Result<()> {
     use std::io::Write;
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let temp = path.with_file_name(format!("{name}.{}.tmp", std::process::id()));
-    let written = create_private(&temp).and_then(|mut f| {
-        f.write_all(bytes)?;
-        f.sync_all()
+    let written = create_private(&temp).and_then(|f| {
+        let mut buffered = io::BufWriter::new(f);
+        write(&mut buffered)?;
+        buffered.flush()?;
+        buffered
+            .into_inner()
+            .map_err(|e| e.into_error())?
+            .sync_all()
     });
     let renamed = written.and_then(|()| std::fs::rename(&temp, path));
     if renamed.is_err() {

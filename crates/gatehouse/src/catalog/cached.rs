@@ -9,8 +9,10 @@
 //! a catalog by the same checks as a live list. It only explains: nothing is granted from it.
 
 use std::{
+    borrow::Cow,
     collections::{BTreeMap, HashMap},
     fmt,
+    io::{self, Write},
     path::{Path, PathBuf},
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
@@ -32,28 +34,29 @@ const CLOCK_SKEW: Duration = Duration::from_secs(60);
 /// The form of the file this module writes; no other is read.
 const FORMAT: u32 = 1;
 
-/// The file, as written.
+/// The file, as written: borrowed from the live catalog when saved (no tool is copied),
+/// owned when read.
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Kept {
+struct Kept<'a> {
     format: u32,
     /// The servers file, as the host names it.
-    source: String,
+    source: Cow<'a, str>,
     /// When the servers listed their tools, in milliseconds since the epoch.
     taken_at_ms: u64,
     /// Did any server offer resources (so the host offered `read_resource`)?
     offers_resources: bool,
-    servers: BTreeMap<String, KeptServer>,
+    servers: BTreeMap<String, KeptServer<'a>>,
 }
 
 /// One server, as written.
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct KeptServer {
+struct KeptServer<'a> {
     /// The digest of its entry when it listed its tools.
-    entry: String,
+    entry: Cow<'a, str>,
     /// Its tools as it listed them; `None` when it did not start.
-    tools: Option<Vec<Tool>>,
+    tools: Option<Cow<'a, [Tool]>>,
 }
 
 /// A cached catalog, fresh for this servers file.
@@ -121,6 +124,26 @@ pub fn save(
     offers_resources: bool,
     now: SystemTime,
 ) -> Result<(), String> {
+    save_within(
+        path,
+        config,
+        listings,
+        offers_resources,
+        now,
+        MAX_CACHED_CATALOG_BYTES,
+    )
+}
+
+/// [`save`], within `max_bytes`. The file is written as it is serialized, so a catalog
+/// of a thousand tools is never held as one megabyte of text beside the tools it copies.
+fn save_within(
+    path: &Path,
+    config: &Config,
+    listings: &[Listing],
+    offers_resources: bool,
+    now: SystemTime,
+    max_bytes: u64,
+) -> Result<(), String> {
     let servers = config
         .servers
         .iter()
@@ -128,9 +151,9 @@ pub fn save(
             let tools = listings
                 .iter()
                 .find(|l| l.server == spec.name)
-                .map(|l| l.tools.clone());
+                .map(|l| Cow::Borrowed(l.tools.as_slice()));
             let kept = KeptServer {
-                entry: spec.entry_digest.clone(),
+                entry: Cow::Borrowed(spec.entry_digest.as_str()),
                 tools,
             };
             (spec.name.to_string(), kept)
@@ -138,26 +161,67 @@ pub fn save(
         .collect();
     let kept = Kept {
         format: FORMAT,
-        source: config.source.clone(),
+        source: Cow::Borrowed(config.source.as_str()),
         taken_at_ms: now
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64),
         offers_resources,
         servers,
     };
-    let bytes = serde_json::to_vec(&kept).map_err(|e| e.to_string())?;
     let shown = path.display();
-    if bytes.len() as u64 > MAX_CACHED_CATALOG_BYTES {
-        let _ = std::fs::remove_file(path);
-        return Err(format!(
-            "the catalog is {} bytes, more than the {MAX_CACHED_CATALOG_BYTES} kept: not cached",
-            bytes.len()
-        ));
-    }
     if let Some(dir) = path.parent() {
         crate::files::private_dir(dir).map_err(|e| format!("cannot create {shown}: {e}"))?;
     }
-    crate::files::replace_private(path, &bytes).map_err(|e| format!("cannot write {shown}: {e}"))
+    let written = crate::files::replace_private_with(path, |file| {
+        let mut within = Within {
+            inner: file,
+            left: max_bytes,
+        };
+        serde_json::to_writer(&mut within, &kept).map_err(io::Error::from)
+    });
+    match written {
+        Ok(()) => Ok(()),
+        Err(e) if e.get_ref().is_some_and(|inner| inner.is::<TooLarge>()) => {
+            let _ = std::fs::remove_file(path);
+            Err(format!(
+                "the catalog is more than the {max_bytes} bytes kept: not cached"
+            ))
+        }
+        Err(e) => Err(format!("cannot write {shown}: {e}")),
+    }
+}
+
+/// A writer that refuses to go past a number of bytes.
+struct Within<W> {
+    inner: W,
+    left: u64,
+}
+
+/// What [`Within`] says when it is full.
+#[derive(Debug)]
+struct TooLarge;
+
+impl fmt::Display for TooLarge {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("larger than the bound")
+    }
+}
+
+impl std::error::Error for TooLarge {}
+
+impl<W: Write> Write for Within<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if buf.len() as u64 > self.left {
+            return Err(io::Error::other(TooLarge));
+        }
+        let n = self.inner.write(buf)?;
+        self.left -= n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
 }
 
 /// The catalog kept at `path`, if it is fresh for `config` at `now`: every server of
@@ -211,7 +275,7 @@ pub fn load(
         match server.tools {
             Some(tools) => listings.push(Listing {
                 server: spec.name.clone(),
-                tools,
+                tools: tools.into_owned(),
                 listed_at: std::time::Instant::now(),
                 ttl: Duration::ZERO,
             }),

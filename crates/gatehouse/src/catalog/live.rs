@@ -37,8 +37,10 @@ struct Listener {
 pub struct Live {
     /// Rebuilt when a server's list changes; read for every decision.
     catalog: RwLock<Catalog>,
-    /// Each server's tool list as last read, with its freshness.
-    listings: Mutex<Vec<Listing>>,
+    /// Each server's tool list as last read, with its freshness. Shared with readers (the
+    /// catalog kept for `policy explain`), so a reader copies no tool; a re-read list
+    /// copies the lists once if a reader still holds them.
+    listings: Mutex<Arc<Vec<Listing>>>,
     /// `--tools`: the only tools offered, kept so a re-read list is filtered the same way.
     only: Mutex<Option<Vec<String>>>,
     /// Open listen streams, one per server that announces list changes.
@@ -76,7 +78,7 @@ impl Live {
             .collect();
         Live {
             catalog: RwLock::new(catalog),
-            listings: Mutex::new(listings),
+            listings: Mutex::new(Arc::new(listings)),
             only: Mutex::new(None),
             listeners,
             offers_resources,
@@ -117,8 +119,8 @@ impl Live {
     }
 
     /// Each server's tool list as last read.
-    pub fn listings(&self) -> Vec<Listing> {
-        lock(&self.listings).clone()
+    pub fn listings(&self) -> Arc<Vec<Listing>> {
+        Arc::clone(&lock(&self.listings))
     }
 
     /// Does any server offer resources (so the host offers `read_resource`)?
@@ -186,7 +188,8 @@ impl Live {
             return false;
         }
         let mut rebuilt = {
-            let mut listings = lock(&self.listings);
+            let mut shared = lock(&self.listings);
+            let listings = Arc::make_mut(&mut shared);
             for (listing, announced) in relisted {
                 // A server that started late (a gateway's) has no list yet: it is added.
                 let Some(old) = listings.iter_mut().find(|l| l.server == listing.server) else {
@@ -199,7 +202,7 @@ impl Live {
                 *old = listing;
             }
             build(
-                &listings,
+                listings,
                 self.offers_resources,
                 lock(&self.only).as_deref(),
                 &self.rules,

@@ -33,6 +33,11 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 /// slow way, and nothing grows.
 pub const MAX_CALLS_NOTED: usize = 4_096;
 
+/// The room the line buffer keeps between lines. One long line (a listing of a server's
+/// hundreds of tools, a large result) grows it; the room past this is given back once the
+/// line is read, so a host of twenty servers does not keep each one's longest line.
+pub const KEPT_LINE_BYTES: usize = 16 * 1024;
+
 /// What one line of the server's stdout was.
 #[derive(Debug)]
 pub enum Read {
@@ -98,6 +103,7 @@ impl<R: AsyncRead + Unpin> Lines<R> {
         }
         let read = read_line(&self.line, &mut self.calls);
         self.line.clear();
+        self.line.shrink_to(KEPT_LINE_BYTES);
         read
     }
 }

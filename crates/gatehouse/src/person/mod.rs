@@ -402,18 +402,17 @@ pub fn annotations_for_display(annotations: Option<&rmcp::model::ToolAnnotations
     match annotations {
         None => json!({}),
         Some(a) => {
-            let mut m = Map::new();
-            for (k, v) in [
+            // Gathered first, so the map is made at its size (a listing shows a thousand).
+            let hints: Vec<(String, Value)> = [
                 ("read_only_hint", a.read_only_hint),
                 ("destructive_hint", a.destructive_hint),
                 ("idempotent_hint", a.idempotent_hint),
                 ("open_world_hint", a.open_world_hint),
-            ] {
-                if let Some(v) = v {
-                    m.insert(k.into(), Value::Bool(v));
-                }
-            }
-            Value::Object(m)
+            ]
+            .into_iter()
+            .filter_map(|(k, v)| Some((k.to_owned(), Value::Bool(v?))))
+            .collect();
+            Value::Object(hints.into_iter().collect::<Map<_, _>>())
         }
     }
 }

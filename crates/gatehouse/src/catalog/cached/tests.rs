@@ -169,3 +169,22 @@ fn a_tool_that_a_start_would_leave_out_is_left_out_here_too() {
     assert!(cached.catalog.tools().is_empty());
     assert_eq!(cached.catalog.left_out.len(), 1);
 }
+
+#[test]
+fn a_catalog_over_the_bound_is_not_kept_and_the_older_one_is_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = two();
+    let path = kept(dir.path(), &config);
+    let size = std::fs::metadata(&path).unwrap().len();
+    // The same catalog within its own size is kept; a byte less, it is not.
+    let listings = [listing("a", "read")];
+    assert!(save_within(&path, &config, &listings, false, at(0), size).is_ok());
+    let why = save_within(&path, &config, &listings, false, at(0), size - 1).unwrap_err();
+    assert!(why.contains("not cached"), "{why}");
+    assert!(!path.exists(), "the older catalog is removed");
+    let left: Vec<_> = std::fs::read_dir(path.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "nothing half-written is left: {left:?}");
+}

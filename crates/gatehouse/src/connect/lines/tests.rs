@@ -252,3 +252,27 @@ proptest! {
         }
     }
 }
+
+#[tokio::test]
+async fn a_long_line_does_not_keep_its_room_once_read() {
+    let (mut server, host) = tokio::io::duplex(1024 * 1024);
+    let mut lines = Lines::new(host);
+    let long = json!({"jsonrpc": "2.0", "method": "notifications/message",
+        "params": {"level": "info", "data": "x".repeat(200 * 1024)}});
+    server
+        .write_all(format!("{long}\n").as_bytes())
+        .await
+        .unwrap();
+    assert!(matches!(lines.next().await, Read::Message(_)));
+    assert!(
+        lines.line.capacity() <= KEPT_LINE_BYTES,
+        "{} bytes kept after a line of 200 KiB",
+        lines.line.capacity()
+    );
+    // A short line after it is read as before.
+    server
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n")
+        .await
+        .unwrap();
+    assert!(matches!(lines.next().await, Read::Message(_)));
+}
