@@ -33,6 +33,7 @@ mod stuffing;
 mod tests;
 
 pub use answer::{Answer, Closest};
+use meaning::Meaning;
 use pick::Fits;
 pub use pick::{MAX_SERVER_SHARE_PERCENT, server_share};
 use score::{FIELDS, Place, Postings};
@@ -309,8 +310,12 @@ impl ToolIndex {
     /// which servers come closest. What `search_tools` tells the model.
     pub fn answer(&self, request: &str, limit: usize, shown: &dyn Fn(&str) -> bool) -> Answer {
         let query = self.query(request, Method::default());
-        let (found, rows, fits) =
-            self.ranked_query(request, &query, limit, Method::default(), shown);
+        let Ranked {
+            found,
+            rows,
+            fits,
+            asked,
+        } = self.ranked_query(request, &query, limit, Method::default(), shown);
         let Some(best) = rows.first() else {
             return Answer::NothingGood {
                 coverage: 0.0,
@@ -318,7 +323,7 @@ impl ToolIndex {
             };
         };
         let coverage = answer::coverage(&self.postings, &query, *best);
-        if answer::fits_well(coverage, self.closeness(request, *best)) {
+        if answer::fits_well(coverage, self.closeness_of(asked.as_deref(), *best)) {
             return Answer::Found(found);
         }
         let shown_row = |row: u32| {
@@ -343,26 +348,37 @@ impl ToolIndex {
     /// [`answer::MIN_CLOSENESS`].
     pub fn best_fit(&self, request: &str) -> (f64, f64) {
         let query = self.query(request, Method::default());
-        let (_, rows, _) = self.ranked_query(request, &query, 1, Method::default(), &|_| true);
-        rows.first().map_or((0.0, 0.0), |best| {
+        let ranked = self.ranked_query(request, &query, 1, Method::default(), &|_| true);
+        ranked.rows.first().map_or((0.0, 0.0), |best| {
             (
                 answer::coverage(&self.postings, &query, *best),
-                self.closeness(request, *best),
+                self.closeness_of(ranked.asked.as_deref(), *best),
             )
         })
     }
 
-    /// How close the meaning of the tool of `row` is to `request`'s, both centred on the
-    /// catalog's (0 when the table cannot be read).
-    fn closeness(&self, request: &str, row: u32) -> f64 {
+    /// The meaning of `request`, centred on the catalog's: `None` when the catalog has no
+    /// meanings or the table cannot be read.
+    fn asked(&self, request: &str) -> Option<Meaning> {
         let (Some(meanings), Ok(table)) = (&self.meanings, meaning::table()) else {
+            return None;
+        };
+        Some(meaning::centred_by(
+            table.meaning(request),
+            &meanings.centre,
+        ))
+    }
+
+    /// How close the meaning of the tool of `row` is to a request's (`asked`, as
+    /// [`ToolIndex::asked`] reads it; 0 without one).
+    fn closeness_of(&self, asked: Option<&[f32]>, row: u32) -> f64 {
+        let (Some(meanings), Some(asked)) = (&self.meanings, asked) else {
             return 0.0;
         };
-        let asked = meaning::centred_by(table.meaning(request), &meanings.centre);
         meanings
             .rows
             .get(row as usize)
-            .map_or(0.0, |m| f64::from(meaning::closeness(&asked, m)))
+            .map_or(0.0, |m| f64::from(meaning::closeness(asked, m)))
     }
 
     /// The search itself, among the tools `shown` lets through.
@@ -374,11 +390,11 @@ impl ToolIndex {
         shown: &dyn Fn(&str) -> bool,
     ) -> Vec<Found> {
         let query = self.query(request, method);
-        self.ranked_query(request, &query, limit, method, shown).0
+        self.ranked_query(request, &query, limit, method, shown)
+            .found
     }
 
-    /// The search for a request read as `query`: what it found, their rows, and how well
-    /// every matching tool fits.
+    /// The search for a request read as `query`.
     fn ranked_query(
         &self,
         request: &str,
@@ -386,7 +402,7 @@ impl ToolIndex {
         limit: usize,
         method: Method,
         shown: &dyn Fn(&str) -> bool,
-    ) -> (Vec<Found>, Vec<u32>, HashMap<u32, f64>) {
+    ) -> Ranked {
         let limit = limit.clamp(1, MAX_SEARCH_LIMIT);
         let mut fits = self.fits(query, method);
         let shown = |row: u32| {
@@ -394,10 +410,9 @@ impl ToolIndex {
                 .get(row as usize)
                 .is_some_and(|e| shown(&e.name))
         };
-        if let (true, Some(meanings), Ok(table)) =
-            (method.meaning, &self.meanings, meaning::table())
-        {
-            meaning::fuse(table.meaning(request), meanings, &mut fits, &shown);
+        let asked = method.meaning.then(|| self.asked(request)).flatten();
+        if let (Some(asked), Some(meanings)) = (&asked, &self.meanings) {
+            meaning::fuse(asked, meanings, &mut fits, &shown);
         }
         let whole = fits.whole.clone();
         let picked = pick::pick(self, request, fits, limit, &shown);
@@ -411,7 +426,12 @@ impl ToolIndex {
                 })
             })
             .collect();
-        (found, rows, whole)
+        Ranked {
+            found,
+            rows,
+            fits: whole,
+            asked,
+        }
     }
 
     /// A request's words as the index's stems.
@@ -465,6 +485,15 @@ impl ToolIndex {
         }
         fits
     }
+}
+
+/// What one search found: the tools, their rows, how well every matching tool fits (by
+/// row), and the request's meaning as the search read it (centred; `None` without one).
+struct Ranked {
+    found: Vec<Found>,
+    rows: Vec<u32>,
+    fits: HashMap<u32, f64>,
+    asked: Option<Meaning>,
 }
 
 /// A request as the search reads it.

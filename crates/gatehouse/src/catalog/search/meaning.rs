@@ -55,19 +55,18 @@ pub const STANDOUT: f64 = 3.0;
 /// close or stand out of the rest ([`STANDOUT`]); only rows `shown` lets through. So a
 /// tool that shares no word with the request can be found ("copy that repo": fork a
 /// repository), and among tools that share its words, the one that means what it means
-/// comes first.
+/// comes first. `asked` is the request's meaning, centred on the catalog's.
 pub(super) fn fuse(
-    asked: Meaning,
+    asked: &[f32],
     meanings: &Centred,
     fits: &mut Fits,
     shown: &dyn Fn(u32) -> bool,
 ) {
     let whole = &mut fits.whole;
-    let asked = centred_by(asked, &meanings.centre);
     let close: Vec<f64> = meanings
         .rows
         .iter()
-        .map(|m| f64::from(closeness(&asked, m)))
+        .map(|m| f64::from(closeness(asked, m)))
         .collect();
     let mut closest: Vec<u32> = (0u32..)
         .take(close.len())

@@ -577,7 +577,7 @@ fn a_tool_whose_meaning_stands_out_is_found_without_a_word_in_common() {
         .iter()
         .position(|e| e.name == "google-maps__maps_elevation")
         .unwrap() as u32;
-    let closeness = index.closeness(request, row);
+    let closeness = index.closeness_of(index.asked(request).as_deref(), row);
     assert!(closeness < meaning::MIN_CLOSENESS, "{closeness}");
     let found = names(index.search(request, 5));
     assert_eq!(found[0], "google-maps__maps_elevation", "{found:?}");
